@@ -1,4 +1,14 @@
-// placeholder: being written
+// libFuzzer target: the RDMA port attribute parsers (state, rate, LID).
 #include <cstddef>
 #include <cstdint>
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }
+#include <string_view>
+
+#include "probe/infiniband.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  (void)stallscope::ParseIbPortState(text, "fuzz");
+  (void)stallscope::ParseIbRate(text, "fuzz");
+  (void)stallscope::ParseIbLid(text, "fuzz");
+  return 0;
+}

@@ -1,1 +1,61 @@
-// placeholder: being written
+#include "cli/commands.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <map>
+#include <string>
+
+namespace stallscope {
+namespace {
+
+constexpr Command kCommands[] = {
+    {"doctor", "the ordered triage of this host: memory -> io -> network -> distributed -> code",
+     SetupDoctor},
+    {"snapshot", "the baseline: memory, swap, disks (iostat -x), CPUs, NICs, RDMA, topology, env",
+     SetupSnapshot},
+};
+
+std::string Usage() {
+  std::string out =
+      "stallscope: finds why training is slower than its hardware\n\n"
+      "usage: stallscope COMMAND [OPTIONS]   (stallscope COMMAND --help for its options)\n\n"
+      "commands:\n";
+  for (const Command& c : kCommands) out += fmt::format("  {:<10} {}\n", c.name, c.summary);
+  return out;
+}
+
+}  // namespace
+
+std::span<const Command> Commands() { return kCommands; }
+
+int RunCli(int argc, char** argv) {
+  CLI::App app{"stallscope: finds why training is slower than its hardware", "stallscope"};
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", "stallscope 0.1.0");
+  std::map<CLI::App*, CommandRunner> runners;
+  for (const Command& c : kCommands) {
+    CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
+    runners[sub] = c.setup(*sub);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    if (argc >= 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) {
+      std::fputs(Usage().c_str(), stdout);
+      return kExitOk;
+    }
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  for (auto& [sub, run] : runners) {
+    if (sub->parsed()) return run();
+  }
+  std::fputs(Usage().c_str(), stderr);
+  return kExitUsage;
+}
+
+}  // namespace stallscope

@@ -9,17 +9,24 @@
 #pragma once
 
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
 
 namespace stallscope {
 
 class [[nodiscard]] Status {
  public:
-  enum class Code { kOk, kNotFound, kPermissionDenied, kIoError, kParseError, kInvalidArgument,
-                    kUnavailable };
+  enum class Code {
+    kOk,
+    kNotFound,
+    kPermissionDenied,
+    kIoError,
+    kParseError,
+    kInvalidArgument,
+    kUnavailable
+  };
 
   Status() = default;
   static Status Ok() { return Status(); }
@@ -46,27 +53,30 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
+// A value or the Status that says why there is none. Holds an optional and a
+// Status rather than a std::variant: g++ 12 reports false maybe-uninitialized
+// warnings on variant<T, Status> at -O2, and warnings are errors here.
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Status status) : state_(std::move(status)) {}  // NOLINT: implicit by design
-
-  bool ok() const { return std::holds_alternative<T>(state_); }
-  const Status& status() const {
-    static const Status kOk;
-    return ok() ? kOk : std::get<Status>(state_);
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
+    if (status_.ok()) status_ = Status::InvalidArgument("Result built from an OK status");
   }
-  T& value() & { return std::get<T>(state_); }
-  const T& value() const& { return std::get<T>(state_); }
-  T&& value() && { return std::get<T>(std::move(state_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
+
+  bool ok() const { return value_.has_value(); }
+  const Status& status() const { return status_; }
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  T& operator*() & { return *value_; }
+  const T& operator*() const& { return *value_; }
 
  private:
-  std::variant<T, Status> state_;
+  std::optional<T> value_;
+  Status status_;
 };
 
 }  // namespace stallscope

@@ -1,1 +1,191 @@
-// placeholder: being written
+#include "probe/snapshot.h"
+
+#include <fmt/format.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "probe/cgroup.h"
+#include "probe/cpu_stat.h"
+#include "probe/diskstats.h"
+#include "probe/environment.h"
+#include "probe/infiniband.h"
+#include "probe/meminfo.h"
+#include "probe/net_dev.h"
+#include "probe/pressure.h"
+#include "probe/process_tree.h"
+#include "probe/topology.h"
+#include "probe/vmstat.h"
+#include "sample/disk_rates.h"
+#include "sample/net_rates.h"
+
+namespace stallscope {
+namespace {
+
+double MonotonicSeconds() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+std::string UtcNow() {
+  time_t now = time(nullptr);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  char text[32];
+  strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+// On a live root the host's own names; on a fixture root, its files (or empty).
+void ReadIdentity(const Root& root, Snapshot& snapshot) {
+  if (root.IsLive()) {
+    struct utsname uts;
+    if (uname(&uts) == 0) {
+      snapshot.hostname = uts.nodename;
+      snapshot.kernel = uts.release;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    if (page > 0) snapshot.page_size_bytes = static_cast<uint64_t>(page);
+  } else {
+    if (auto h = ReadAttribute(root.Path("/proc/sys/kernel/hostname")); h.ok()) {
+      snapshot.hostname = *h;
+    }
+    if (auto k = ReadAttribute(root.Path("/proc/sys/kernel/osrelease")); k.ok()) {
+      snapshot.kernel = *k;
+    }
+  }
+  snapshot.clock_ticks_per_second = ClockTicksPerSecond();
+}
+
+template <typename T>
+void KeepOrNote(Result<T> result, T& into, std::vector<std::string>& notes, const char* what) {
+  if (result.ok()) {
+    into = std::move(*result);
+  } else {
+    notes.push_back(fmt::format("{}: {}", what, result.status().message()));
+  }
+}
+
+// The environment stallscope itself runs in on a live host (the job's, when
+// it wraps one); a fixture root's /proc/self/environ when it has one.
+Result<TrainingEnvironment> ReadEnvironmentUnder(const Root& root) {
+  if (root.IsLive()) return ReadCurrentEnvironment();
+  std::string path = root.Path("/proc/self/environ");
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) {
+    if (text.status().IsNotFound()) return TrainingEnvironment{};
+    return text.status();
+  }
+  return ParseEnviron(*text, path);
+}
+
+void ReadStaticFacts(const Root& root, Snapshot& s) {
+  if (Result<CgroupMemory> cgroup = ReadCgroupMemory(root); cgroup.ok()) {
+    s.cgroup = std::move(*cgroup);
+  } else if (!cgroup.status().IsNotFound()) {
+    s.notes.push_back("memory cgroup: " + cgroup.status().message());
+  }
+  s.container = ReadContainerInfo(root);
+
+  KeepOrNote(ReadBlockDevices(root), s.block_devices, s.notes, "block devices");
+
+  InterfaceAddresses addresses;
+  if (root.IsLive()) KeepOrNote(ReadLiveAddresses(), addresses, s.notes, "interface addresses");
+  KeepOrNote(ReadInterfaces(root, addresses), s.interfaces, s.notes, "network interfaces");
+  KeepOrNote(ReadInfinibandDevices(root), s.infiniband, s.notes, "InfiniBand/RoCE ports");
+
+  if (Result<Topology> topology = ReadTopology(root); topology.ok()) {
+    s.topology = std::move(*topology);
+  } else {
+    s.notes.push_back("topology: " + topology.status().message());
+  }
+
+  Result<TrainingEnvironment> env = ReadEnvironmentUnder(root);
+  KeepOrNote(std::move(env), s.environment, s.notes, "environment");
+
+  // Pinned memory is summed over every process: the holder may not be the job.
+  ProcessReadOptions options;
+  options.read_cmdline = false;
+  options.read_io = false;
+  options.read_pss = false;
+  if (Result<ProcessTree> all = ReadAllProcesses(root, options); all.ok()) {
+    s.processes = SumTree(*all);
+    for (const ProcessSample& p : all->processes) {
+      uint64_t pinned = p.vm_lck_bytes + p.vm_pin_bytes.value_or(0);
+      if (pinned > s.top_pinned.pinned_bytes) s.top_pinned = {p.pid, p.comm, pinned};
+    }
+  } else {
+    s.notes.push_back("processes: " + all.status().message());
+  }
+}
+
+}  // namespace
+
+Result<HostSample> TakeHostSample(const Root& root, std::vector<std::string>* notes) {
+  HostSample sample;
+  sample.monotonic_seconds = MonotonicSeconds();
+  Result<MemInfo> memory = ReadMemInfo(root);
+  if (!memory.ok()) return memory.status();
+  sample.memory = std::move(*memory);
+  Result<VmStat> vmstat = ReadVmStat(root);
+  if (!vmstat.ok()) return vmstat.status();
+  sample.vmstat = std::move(*vmstat);
+  Result<CpuStat> cpu = ReadCpuStat(root);
+  if (!cpu.ok()) return cpu.status();
+  sample.cpu = std::move(*cpu);
+
+  std::vector<std::string> ignored;
+  std::vector<std::string>& out = notes ? *notes : ignored;
+  KeepOrNote(ReadDiskstats(root), sample.disks, out, "disks");
+  KeepOrNote(ReadNetDev(root), sample.net, out, "network counters");
+  if (Result<HostPressure> pressure = ReadHostPressure(root); pressure.ok()) {
+    if (pressure->memory.present || pressure->io.present || pressure->cpu.present) {
+      sample.pressure = std::move(*pressure);
+    }
+  } else {
+    out.push_back("pressure (PSI): " + pressure.status().message());
+  }
+  return sample;
+}
+
+void ComputeSnapshotRates(Snapshot& s) {
+  s.interval_seconds = s.after.monotonic_seconds - s.before.monotonic_seconds;
+  double seconds = s.interval_seconds > 0 ? s.interval_seconds : 1e-9;
+  if (auto rates = ComputeVmStatRates(s.before.vmstat, s.after.vmstat, seconds, s.page_size_bytes);
+      rates.ok()) {
+    s.vm_rates = *rates;
+  }
+  s.cpu_usage = ComputeCpuUsage(s.before.cpu, s.after.cpu);
+  s.disk_rates = ComputeAllDiskRates(s.before.disks, s.after.disks, seconds);
+  if (auto net = ComputeNetRates(s.before.net, s.after.net, seconds); net.ok()) {
+    s.net_rates = std::move(*net);
+  }
+}
+
+Result<Snapshot> TakeSnapshot(const Root& root, const SnapshotOptions& options) {
+  if (!(options.interval_seconds > 0) || options.interval_seconds > 3600) {
+    return Status::InvalidArgument(fmt::format(
+        "--interval {}: must be above 0 and at most 3600 seconds", options.interval_seconds));
+  }
+  Snapshot s;
+  ReadIdentity(root, s);
+  Result<HostSample> before = TakeHostSample(root, &s.notes);
+  if (!before.ok()) return before.status();
+  s.before = std::move(*before);
+  // The static facts are read inside the interval: their cost overlaps the wait.
+  ReadStaticFacts(root, s);
+  double remaining = options.interval_seconds - (MonotonicSeconds() - s.before.monotonic_seconds);
+  if (remaining > 0) std::this_thread::sleep_for(std::chrono::duration<double>(remaining));
+  Result<HostSample> after = TakeHostSample(root, nullptr);
+  if (!after.ok()) return after.status();
+  s.after = std::move(*after);
+  s.time_utc = UtcNow();
+  ComputeSnapshotRates(s);
+  return s;
+}
+
+}  // namespace stallscope

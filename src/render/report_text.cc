@@ -1,1 +1,71 @@
-// placeholder: being written
+#include <fmt/format.h>
+
+#include <variant>
+
+#include "render/report.h"
+
+namespace stallscope {
+namespace {
+
+std::string EvidenceText(const EvidenceValue& value) {
+  struct Visitor {
+    std::string operator()(double v) const { return fmt::format("{:.4g}", v); }
+    std::string operator()(int64_t v) const { return std::to_string(v); }
+    std::string operator()(const std::string& v) const { return v.empty() ? "\"\"" : v; }
+    std::string operator()(bool v) const { return v ? "true" : "false"; }
+  };
+  return std::visit(Visitor{}, value);
+}
+
+std::string LayerStatusText(const LayerStatus& l) {
+  if (!l.checked) return "not checked yet";
+  if (!l.worst) return "ok";
+  switch (*l.worst) {
+    case Severity::kCritical:
+      return "CRITICAL";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kInfo:
+      return "ok (notes)";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string RenderReportText(const ReportHeader& header, const Report& report) {
+  std::string out = fmt::format("stallscope {} on {} at {} (sampled {:.1f} s)\n\n", header.command,
+                                header.hostname, header.time_utc, header.window_seconds);
+  for (const LayerStatus& l : report.layers) {
+    out += fmt::format("{:<12} {}\n", LayerName(l.layer), LayerStatusText(l));
+    for (const Finding& f : report.findings) {
+      if (f.layer != l.layer) continue;
+      out += fmt::format("  [{}] {}: {}\n", SeverityName(f.severity), f.id, f.summary);
+      std::string evidence;
+      for (const Evidence& e : f.evidence) {
+        evidence +=
+            fmt::format("{}{}={}", evidence.empty() ? "" : ", ", e.name, EvidenceText(e.value));
+      }
+      if (!evidence.empty()) out += fmt::format("      evidence: {}\n", evidence);
+      if (f.impact) {
+        out += fmt::format("      impact:   {:.1f}% of wall time ({})\n",
+                           f.impact->wall_fraction * 100, f.impact->basis);
+      }
+      out += fmt::format("      next:     {}\n", f.next);
+    }
+  }
+  out += "\n";
+  if (report.verdict.layer) {
+    out += fmt::format("verdict: {} — {}: {}\n", LayerName(*report.verdict.layer),
+                       report.verdict.finding, report.verdict.summary);
+  } else {
+    size_t warnings = 0;
+    for (const Finding& f : report.findings) warnings += f.severity == Severity::kWarning;
+    out += warnings == 0 ? "verdict: none — no layer checked so far holds the job back\n"
+                         : fmt::format("verdict: none critical — {} warning(s) above\n", warnings);
+  }
+  for (const std::string& note : report.notes) out += fmt::format("note: {}\n", note);
+  return out;
+}
+
+}  // namespace stallscope

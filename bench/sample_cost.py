@@ -1,0 +1,65 @@
+"""Runs stallscope's sampler and pidstat+iostat over the same 64-process tree
+for the same number of samples at the same interval, and compares the CPU
+time (user + system, from the kernel's rusage of each child) they spent.
+
+Each side is a whole process, start-up included, as a user would run it.
+"""
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+
+
+def spawn_tree(count):
+    # A bash parent with count-1 sleeping children: 64 processes in all.
+    root = subprocess.Popen(
+        ["bash", "-c", f"for i in $(seq {count - 1}); do sleep 600 & done; wait"],
+        start_new_session=True)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        kids = open(f"/proc/{root.pid}/task/{root.pid}/children").read().split()
+        if len(kids) >= count - 1:
+            return root, [root.pid] + [int(k) for k in kids]
+        time.sleep(0.05)
+    raise SystemExit("could not start the process tree")
+
+
+def cpu_of(commands):
+    """Runs the commands side by side; returns their summed user+sys seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL) for c in commands]
+    for p in procs:
+        if p.wait() != 0:
+            raise SystemExit(f"{p.args[0]} failed with {p.returncode}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main():
+    sampler, samples, interval = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    for tool in ("pidstat", "iostat"):
+        if not shutil.which(tool):
+            raise SystemExit(f"{tool} not found: apt-get install sysstat")
+    root, pids = spawn_tree(64)
+    try:
+        ours = cpu_of([[sampler, str(root.pid), str(samples), str(interval)]])
+        # pidstat and iostat take integer intervals; the first report is the
+        # since-boot one, so samples + 1 reports give samples intervals.
+        theirs = cpu_of([
+            ["pidstat", "-rud", "-p", ",".join(map(str, pids)), str(int(interval)),
+             str(samples)],
+            ["iostat", "-x", str(int(interval)), str(samples + 1)],
+        ])
+    finally:
+        os.killpg(root.pid, 15)
+        root.wait()
+    print(f"samples: {samples} at {interval:g} s, tree of {len(pids)} processes")
+    print(f"stallscope sampler     : {ours * 1e3:8.1f} ms CPU, {ours / samples * 1e3:7.3f} ms/sample")
+    print(f"pidstat -rud + iostat -x: {theirs * 1e3:8.1f} ms CPU, {theirs / samples * 1e3:7.3f} ms/sample")
+    print(f"ratio (pidstat+iostat / stallscope): {theirs / ours:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages stallscope needs to build and test, and only the
+# missing ones. As root it runs apt-get; otherwise it prints the exact line to
+# run and exits 1. Used by `make doctor` and `make test` (so CI and a fresh
+# Debian 12 box need nothing else).
+set -euo pipefail
+
+packages=(
+  # build
+  g++ cmake ninja-build pkg-config make
+  libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libhwloc-dev
+  # tests, fuzzers, benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3
+  # classic tools the tests compare against
+  procps iproute2 sysstat
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+line="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "stallscope needs these Debian packages; run as root:" >&2
+  echo "  apt-get update && $line" >&2
+  exit 1
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,26 @@
+// The rule catalog: every finding id stallscope can raise, its layer, its
+// threshold in words and where that threshold comes from. The ids are stable
+// (scripts and dashboards key on them); `stallscope doctor --rules` prints
+// this table. A rule's code lives in analyze/<layer>_rules.cc and uses the
+// named constants declared beside its entry here. Immutable; thread-safe.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "analyze/finding.h"
+
+namespace stallscope {
+
+struct Rule {
+  std::string_view id;
+  Layer layer;
+  std::string_view checks;     // what it looks at
+  std::string_view threshold;  // when it fires, with severities
+  std::string_view source;     // why that threshold
+};
+
+std::span<const Rule> RuleCatalog();
+const Rule* FindRule(std::string_view id);
+
+}  // namespace stallscope

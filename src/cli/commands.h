@@ -1,0 +1,40 @@
+// The subcommand table and the entry point main() calls.
+//
+// One table of {name, summary, setup}: setup adds the command's flags to its
+// CLI11 subcommand and returns the function that runs it. Help is printed
+// from the table. The CLI parses and wires; the logic lives in probe/,
+// analyze/ and render/. Exit codes (DESIGN.md): 0 the check ran, whatever it
+// found; 1 it could not run; 2 bad usage.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string_view>
+
+namespace CLI {
+class App;
+}
+
+namespace stallscope {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCouldNotRun = 1;
+inline constexpr int kExitUsage = 2;
+
+using CommandRunner = std::function<int()>;
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  CommandRunner (*setup)(CLI::App& app);
+};
+
+std::span<const Command> Commands();
+
+// Each command's setup, defined in cli/<name>_command.cc.
+CommandRunner SetupSnapshot(CLI::App& app);
+CommandRunner SetupDoctor(CLI::App& app);
+
+int RunCli(int argc, char** argv);
+
+}  // namespace stallscope

@@ -1,0 +1,20 @@
+#include "cli/progress.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace stallscope {
+
+ProgressLine::ProgressLine(std::string_view text) {
+  if (!isatty(STDERR_FILENO)) return;
+  std::fprintf(stderr, "%.*s", static_cast<int>(text.size()), text.data());
+  std::fflush(stderr);
+  shown_ = true;
+}
+
+ProgressLine::~ProgressLine() {
+  if (shown_) std::fputs("\r\033[K", stderr);
+}
+
+}  // namespace stallscope

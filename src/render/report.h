@@ -1,0 +1,23 @@
+// Rendering a Report (doctor, report, run): readable text for people and the
+// `stallscope.report/1` JSON of DESIGN.md for machines. Pure: a Report in, a
+// string out. Thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "analyze/finding.h"
+
+namespace stallscope {
+
+struct ReportHeader {
+  std::string command;  // "doctor"
+  std::string hostname;
+  std::string time_utc;  // ISO 8601
+  double window_seconds = 0;
+};
+
+std::string RenderReportText(const ReportHeader& header, const Report& report);
+nlohmann::ordered_json ReportToJson(const ReportHeader& header, const Report& report);
+
+}  // namespace stallscope

@@ -1,0 +1,180 @@
+// Network samples: per-interface counters, interface facts, RDMA ports, rates.
+//
+// Plain data filled by probe/net_dev.h (from /proc/net/dev and
+// /sys/class/net) and probe/infiniband.h (from /sys/class/infiniband), and
+// the rates between two counter samples (sample/net_rates.h). The network
+// checks of the triage read these: MTU mismatches, Docker bridge addresses,
+// the NIC NCCL should use, RDMA ports that are down or erroring. Units are in
+// the field names; counters are cumulative since boot unless named per
+// second. Values own their strings; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stallscope {
+
+// One line of /proc/net/dev: cumulative counters since the interface was
+// created. Receive and transmit columns differ: receive has frame and
+// multicast, transmit has colls and carrier.
+struct NetDevCounters {
+  std::string name;
+  uint64_t rx_bytes = 0;
+  uint64_t rx_packets = 0;
+  uint64_t rx_errs = 0;
+  uint64_t rx_drop = 0;
+  uint64_t rx_fifo = 0;
+  uint64_t rx_frame = 0;
+  uint64_t rx_compressed = 0;
+  uint64_t rx_multicast = 0;
+  uint64_t tx_bytes = 0;
+  uint64_t tx_packets = 0;
+  uint64_t tx_errs = 0;
+  uint64_t tx_drop = 0;
+  uint64_t tx_fifo = 0;
+  uint64_t tx_colls = 0;
+  uint64_t tx_carrier = 0;
+  uint64_t tx_compressed = 0;
+};
+
+// What an interface is, in the words an engineer uses when asking "which NIC
+// does NCCL pick?". How each kind is decided from sysfs is in net_dev.cc.
+enum class InterfaceKind {
+  kLoopback,
+  kEthernet,  // a physical NIC (has a `device` link)
+  kBridge,
+  kBond,
+  kVeth,
+  kDocker,      // docker0 / br-<id> bridge, or a veth enslaved to one
+  kInfiniband,  // IPoIB netdev (ARPHRD_INFINIBAND)
+  kVlan,
+  kTun,  // tun or tap
+  kWireless,
+  kOther,
+};
+
+// Stable names for JSON and text output.
+inline const char* InterfaceKindName(InterfaceKind kind) {
+  switch (kind) {
+    case InterfaceKind::kLoopback:
+      return "loopback";
+    case InterfaceKind::kEthernet:
+      return "ethernet";
+    case InterfaceKind::kBridge:
+      return "bridge";
+    case InterfaceKind::kBond:
+      return "bond";
+    case InterfaceKind::kVeth:
+      return "veth";
+    case InterfaceKind::kDocker:
+      return "docker";
+    case InterfaceKind::kInfiniband:
+      return "infiniband";
+    case InterfaceKind::kVlan:
+      return "vlan";
+    case InterfaceKind::kTun:
+      return "tun";
+    case InterfaceKind::kWireless:
+      return "wireless";
+    case InterfaceKind::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+struct IpAddress {
+  enum class Family { kIpv4, kIpv6 };
+  Family family = Family::kIpv4;
+  std::string address;    // textual form: "172.17.0.1", "fe80::1"
+  int prefix_length = 0;  // 16 for 172.17.0.1/16
+};
+
+// IP addresses by interface name. On a live host getifaddrs fills it
+// (ReadLiveAddresses); tests supply their own.
+using InterfaceAddresses = std::map<std::string, std::vector<IpAddress>>;
+
+// One entry of /sys/class/net. Attributes the kernel refuses to give (speed
+// and carrier of a down or virtual interface read as EINVAL) are nullopt.
+struct NetInterface {
+  std::string name;
+  std::optional<int64_t> ifindex;
+  std::optional<int64_t> iflink;  // differs from ifindex for veth peers and vlans
+  std::optional<uint64_t> mtu_bytes;
+  std::optional<uint64_t> speed_mbps;  // nullopt when down, virtual or -1
+  std::string operstate;               // "up", "down", "unknown", "dormant", ...
+  std::string mac_address;             // "02:fc:00:00:00:01"; 20 bytes for IPoIB
+  std::optional<uint32_t> arp_type;    // ARPHRD_*: 1 ether, 32 infiniband, 772 loopback
+  std::optional<bool> carrier;
+  InterfaceKind kind = InterfaceKind::kOther;
+  std::string kind_evidence;  // the sysfs fact that decided kind, e.g. "has bridge/"
+  std::string master;         // bridge or bond this interface is enslaved to; empty if none
+  std::string pci_address;    // "0000:3b:00.0" for a NIC on PCI; empty otherwise
+  std::vector<IpAddress> addresses;
+};
+
+// Rates of one interface between two /proc/net/dev samples.
+struct NetRates {
+  std::string name;
+  double seconds = 0;
+  double rx_bytes_per_s = 0;
+  double tx_bytes_per_s = 0;
+  double rx_packets_per_s = 0;
+  double tx_packets_per_s = 0;
+  // Counts over the interval, not per second: one dropped packet in an
+  // interval matters, a rate of 0.01/s hides it.
+  uint64_t rx_errors = 0;  // errs + fifo + frame
+  uint64_t tx_errors = 0;  // errs + fifo + colls + carrier
+  uint64_t rx_drops = 0;
+  uint64_t tx_drops = 0;
+  // A counter went backwards (interface re-created, driver reset): the rates
+  // above are 0 rather than a wrapped, absurd number.
+  bool counters_reset = false;
+};
+
+// "4: ACTIVE" (state) or "5: LinkUp" (phys_state) of an RDMA port.
+struct IbPortState {
+  int code = 0;
+  std::string name;  // "ACTIVE", "DOWN", "INIT", "LinkUp", "Polling", "Disabled", ...
+};
+
+// "200 Gb/sec (4X HDR)".
+struct IbRate {
+  double gbps = 0;   // 200; gigabits per second of signalling rate
+  std::string text;  // the kernel's text, as read
+};
+
+// One port of an RDMA device (/sys/class/infiniband/<hca>/ports/<n>/).
+struct InfinibandPort {
+  uint32_t port = 0;  // 1-based, as the kernel numbers them
+  std::optional<IbPortState> state;
+  std::optional<IbPortState> phys_state;
+  std::optional<IbRate> rate;
+  std::string link_layer;       // "InfiniBand" or "Ethernet" (RoCE)
+  bool roce = false;            // link_layer is Ethernet
+  std::optional<uint32_t> lid;  // 0 for RoCE ports
+  // The kernel reports port_xmit_data and port_rcv_data in 4-byte words (the
+  // IBA PortCounters unit); these are those counts times 4.
+  std::optional<uint64_t> xmit_bytes;
+  std::optional<uint64_t> rcv_bytes;
+  std::optional<uint64_t> rcv_errors;
+  std::optional<uint64_t> symbol_errors;
+  std::optional<uint64_t> link_downed;
+  std::optional<uint64_t> xmit_discards;
+  // The Ethernet netdev carrying this port (RoCE) or its IPoIB netdev; empty
+  // when the driver exposes none.
+  std::string netdev;
+};
+
+// One RDMA device (an HCA: mlx5_0) with its ports.
+struct InfinibandDevice {
+  std::string name;              // "mlx5_0"
+  std::string hca_type;          // "MT4123"; empty when absent
+  std::string firmware_version;  // fw_ver: "20.31.1014"
+  std::string node_guid;         // "b859:9f03:00d4:1e2a"
+  std::vector<InfinibandPort> ports;
+};
+
+}  // namespace stallscope

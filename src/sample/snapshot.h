@@ -1,0 +1,75 @@
+// Snapshot: the baseline of a host, as `stallscope snapshot` prints it and
+// `doctor` judges it. Two HostSamples taken an interval apart (so swap
+// traffic, disks and NICs have rates, as iostat -x and vmstat give them)
+// plus the facts that do not move: the container's memory limit, block
+// devices, interfaces and RDMA ports, topology, the training environment.
+// Plain data; probe/snapshot.h fills it. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probe/environment.h"
+#include "sample/container.h"
+#include "sample/cpu.h"
+#include "sample/disk.h"
+#include "sample/memory.h"
+#include "sample/network.h"
+#include "sample/pressure.h"
+#include "sample/process.h"
+#include "sample/topology.h"
+
+namespace stallscope {
+
+// What moves: one moment of the host's counters.
+struct HostSample {
+  double monotonic_seconds = 0;  // CLOCK_MONOTONIC; only differences mean anything
+  MemInfo memory;
+  VmStat vmstat;
+  CpuStat cpu;
+  DiskstatsSample disks;
+  std::vector<NetDevCounters> net;
+  std::optional<HostPressure> pressure;  // nullopt: kernel without PSI
+};
+
+// The process that holds the most page-locked memory, for the pinned rule.
+struct PinnedHolder {
+  int32_t pid = 0;
+  std::string comm;
+  uint64_t pinned_bytes = 0;
+};
+
+struct Snapshot {
+  std::string hostname;
+  std::string kernel;    // uname -r
+  std::string time_utc;  // ISO 8601, at the end of the interval
+  uint64_t page_size_bytes = 4096;
+  long clock_ticks_per_second = 100;
+
+  HostSample before;
+  HostSample after;
+  double interval_seconds = 0;  // after - before, measured
+
+  // Derived from before/after.
+  VmStatRates vm_rates;
+  CpuUsage cpu_usage;
+  std::vector<DiskRates> disk_rates;
+  std::vector<NetRates> net_rates;
+
+  std::optional<CgroupMemory> cgroup;  // nullopt: no memory cgroup to read
+  ContainerInfo container;
+  std::vector<BlockDevice> block_devices;
+  std::vector<NetInterface> interfaces;
+  std::vector<InfinibandDevice> infiniband;
+  std::optional<Topology> topology;
+  TrainingEnvironment environment;
+  ProcessTotals processes;  // every process of the host
+  PinnedHolder top_pinned;
+
+  // What could not be read, in the user's words: degradations, not errors.
+  std::vector<std::string> notes;
+};
+
+}  // namespace stallscope
