@@ -40,8 +40,9 @@ std::optional<Finding> CheckAvailable(const MemoryObservation& m) {
   f.layer = Layer::kMemory;
   f.severity = (fraction < kAvailableLowCriticalFraction || swapping) ? Severity::kCritical
                                                                       : Severity::kWarning;
-  f.summary = fmt::format("only {} of {} {} is available ({}){}", FormatBytes(available),
-                          FormatBytes(total), limited ? "(cgroup limit)" : "memory",
+  std::string of_what = limited ? fmt::format("the {} cgroup limit", FormatBytes(total))
+                                : fmt::format("{} memory", FormatBytes(total));
+  f.summary = fmt::format("only {} of {} is available ({}){}", FormatBytes(available), of_what,
                           FormatPercent(fraction), swapping ? " and the host is swapping" : "");
   f.evidence = {{"available_bytes", AsInt(available)},
                 {"total_bytes", AsInt(total)},
@@ -49,8 +50,9 @@ std::optional<Finding> CheckAvailable(const MemoryObservation& m) {
                 {"threshold_fraction", kAvailableLowWarningFraction},
                 {"cgroup_limited", limited}};
   f.next =
-      "find what holds the memory: `ps -eo pid,rss,comm --sort=-rss | head`; under a job, "
-      "`stallscope run -- CMD` follows its RSS for leaks; lower num_workers * prefetch_factor";
+      "find what holds the memory: `ps -eo pid,rss,comm --sort=-rss | head`; sample the job's "
+      "RSS every 30 s (`ps -o pid,rss,cmd -p PID`): only rising means a leak; else lower "
+      "num_workers * prefetch_factor";
   f.impact = PressureImpact(m);
   return f;
 }
@@ -80,7 +82,7 @@ std::optional<Finding> CheckSwap(const MemoryObservation& m) {
       {"window_seconds", m.window_seconds}};
   f.next =
       "watch it move: `vmstat 1` (si/so columns); then find the largest RSS and cut "
-      "DataLoader workers or prefetch; `stallscope run -- CMD` shows whether the job grows";
+      "DataLoader workers or prefetch_factor (each worker holds prefetch_factor batches)";
   if (f.severity != Severity::kInfo) f.impact = PressureImpact(m);
   return f;
 }

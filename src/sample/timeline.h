@@ -1,0 +1,109 @@
+// Timeline: what `stallscope run` / `watch` record about one job, and what
+// `report` and the run rules read back. Written interval by interval to the
+// run's SQLite file (store/), read back whole for analysis (analyze/).
+//
+// Times are seconds since the run started (CLOCK_MONOTONIC based), so the
+// hook's events (time.monotonic_ns() in the job, the same clock on Linux)
+// and the sampler's rows line up. Plain data; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stallscope {
+
+// Facts about the run: fixed at start, completed at exit.
+struct RunInfo {
+  std::string command;  // argv joined with spaces, or "watch pid N"
+  std::string hostname;
+  std::string started_utc;  // ISO 8601
+  double start_monotonic_seconds = 0;
+  double interval_seconds = 1.0;
+  int root_pid = 0;
+  int cpu_count = 0;
+  uint64_t mem_total_bytes = 0;
+  std::optional<uint64_t> cgroup_limit_bytes;  // the job's memory limit, when limited
+  std::string data_device;                     // disk behind the dataset; empty if unknown
+  // Filled when the job ends.
+  std::optional<double> duration_seconds;
+  std::optional<int> exit_code;    // when it exited
+  std::optional<int> exit_signal;  // when a signal ended it (9 = SIGKILL)
+  bool oom_killed = false;         // the kernel's OOM killer ended it (vmstat/cgroup oom_kill)
+};
+
+// One interval of host and process-tree figures.
+struct TimelineSample {
+  double t = 0;  // seconds since start, at the end of the interval
+  // The job's process tree.
+  int processes = 0;
+  uint64_t tree_rss_bytes = 0;
+  uint64_t tree_pss_bytes = 0;  // 0 when PSS unreadable
+  double tree_cpu_percent = 0;  // percent of one CPU, summed over the tree (200 = 2 CPUs)
+  double loader_cpu_percent = 0;  // the same for the tree minus the root rank processes
+  // The host.
+  uint64_t mem_available_bytes = 0;  // container-aware: min(MemAvailable, limit - working set)
+  uint64_t swap_used_bytes = 0;
+  double swap_in_pages_per_s = 0;
+  double swap_out_pages_per_s = 0;
+  double cpu_busy_percent = 0;  // host, 0..100 over all CPUs
+  double cpu_iowait_percent = 0;
+  // The disk behind the data (RunInfo::data_device), iostat -x figures.
+  double disk_util_percent = 0;
+  double disk_await_ms = 0;
+  double disk_read_kib_per_s = 0;
+  // From the hook, over this interval; 0 when no step ended in it.
+  double steps_per_s = 0;
+  double data_wait_fraction = 0;  // sum(wait) / sum(step time)
+};
+
+// One process of the tree at one sample: for "which process grows".
+struct ProcessPoint {
+  double t = 0;
+  int pid = 0;
+  int ppid = 0;
+  std::string comm;
+  uint64_t rss_bytes = 0;
+  double cpu_percent = 0;  // of one CPU, over the interval
+};
+
+// From the hook: one training step of one rank.
+struct StepEvent {
+  int rank = 0;
+  int64_t step = 0;
+  double t = 0;             // when the step ended
+  double wait_seconds = 0;  // waiting for the next batch
+  double step_seconds = 0;  // the whole step, wait included
+};
+
+// From the hook: epoch n of a rank began at t.
+struct EpochEvent {
+  int rank = 0;
+  int epoch = 0;
+  double t = 0;
+};
+
+// From the hook: the DataLoader's settings, sent once per loader per rank.
+struct LoaderConfig {
+  int rank = 0;
+  int pid = 0;
+  int batch_size = 0;
+  int num_workers = 0;
+  bool pin_memory = false;
+  int prefetch_factor = 0;  // 0 when unknown (num_workers=0 has none)
+  bool persistent_workers = false;
+  int64_t dataset_length = -1;    // -1 when the dataset has no len()
+  bool gpu_available = false;     // torch.cuda.is_available() in the job
+};
+
+struct Timeline {
+  RunInfo info;
+  std::vector<TimelineSample> samples;
+  std::vector<ProcessPoint> processes;
+  std::vector<StepEvent> steps;
+  std::vector<EpochEvent> epochs;
+  std::vector<LoaderConfig> loaders;
+};
+
+}  // namespace stallscope
