@@ -1,0 +1,317 @@
+"""`stallscope doctor` end to end: the report contract on this host, the rule
+catalog, bad usage, and two real memory problems made on purpose (root
+only): a memory-limited cgroup nearly full, and a cgroup that swaps.
+
+Run: /usr/bin/python3 doctor_cli.py PATH_TO_STALLSCOPE
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import e2e_common as e2e
+from e2e_common import MIB
+
+RULE_IDS = ["memory.available_low", "memory.swap_active", "memory.pinned_excess"]
+
+
+class HostReport(unittest.TestCase):
+    def test_doctor_json_contract(self):
+        rc, out, err, seconds = e2e.run(["doctor", "--json", "--interval", "0.5"])
+        self.assertEqual(rc, 0, err)
+        report = json.loads(out)
+        e2e.check_report(self, report)
+        self.assertEqual(report["command"], "doctor")
+        self.assertEqual(report["host"], os.uname().nodename)
+        # --interval is the sampling window.
+        self.assertGreaterEqual(report["window_seconds"], 0.45)
+        self.assertLess(report["window_seconds"], 2.0)
+        self.assertGreaterEqual(seconds, 0.45)
+
+    def test_doctor_text(self):
+        rc, out, err, _ = e2e.run(["doctor", "--interval", "0.2"])
+        self.assertEqual(rc, 0, err)
+        for layer in e2e.LAYERS:
+            self.assertRegex(out, r"(?m)^%s\s" % layer)
+        self.assertRegex(out, r"(?m)^verdict: ")
+
+
+class Rules(unittest.TestCase):
+    def test_rules_json(self):
+        rc, out, err, seconds = e2e.run(["doctor", "--rules", "--json"])
+        self.assertEqual(rc, 0, err)
+        self.assertLess(seconds, 0.9, "--rules must print the catalog without sampling")
+        rules = json.loads(out)
+        self.assertIsInstance(rules, list)
+        ids = [r["id"] for r in rules]
+        self.assertEqual(len(ids), len(set(ids)), "duplicate rule ids: %s" % ids)
+        for rule_id in RULE_IDS:
+            self.assertIn(rule_id, ids)
+        for r in rules:
+            self.assertRegex(r["id"], r"^(memory|io|network|distributed|code)\.[a-z0-9_]+$")
+            self.assertEqual(r["layer"], r["id"].split(".")[0], r["id"])
+            for key in ("checks", "threshold", "source"):
+                self.assertTrue(r.get(key, "").strip(), "%s has no %s" % (r["id"], key))
+        available = next(r for r in rules if r["id"] == "memory.available_low")
+        self.assertIn("20%", available["threshold"])
+        self.assertIn("10%", available["threshold"])
+
+    def test_rules_text_matches_json(self):
+        rc, out, err, _ = e2e.run(["doctor", "--rules"])
+        self.assertEqual(rc, 0, err)
+        rules = json.loads(e2e.run(["doctor", "--rules", "--json"])[1])
+        blocks = {}
+        for block in re.split(r"\n\s*\n", out.strip()):
+            blocks[block.split()[0]] = block
+        self.assertEqual(sorted(blocks), sorted(r["id"] for r in rules))
+        for r in rules:
+            flat = " ".join(blocks[r["id"]].split())
+            self.assertIn(" ".join(r["threshold"].split()), flat, r["id"])
+            self.assertIn(" ".join(r["source"].split()), flat, r["id"])
+
+
+class BadUsage(unittest.TestCase):
+    def usage_error(self, args, *names):
+        rc, out, err, seconds = e2e.run(args)
+        self.assertEqual(rc, 2, "%s: exit %d (stdout %r, stderr %r)" % (args, rc, out, err))
+        self.assertEqual(out, "", "%s printed on stdout" % args)
+        for name in names:
+            self.assertIn(name, err, "%s: stderr does not name %r: %r" % (args, name, err))
+        self.assertLess(seconds, 0.9, "%s: a usage error must come before any sampling" % args)
+        return err
+
+    def test_unknown_flag(self):
+        self.usage_error(["doctor", "--bogus"], "--bogus")
+
+    def test_bad_intervals(self):
+        for value in ("-1", "0", "3601"):
+            self.usage_error(["doctor", "--interval", value], "--interval", value)
+        self.usage_error(["doctor", "--interval", "abc"], "--interval", "abc")
+        self.usage_error(["snapshot", "--interval", "-1"], "--interval", "-1")
+
+    def test_unknown_subcommand(self):
+        self.usage_error(["frobnicate"], "frobnicate")
+
+    def test_no_subcommand(self):
+        err = self.usage_error([])
+        self.assertIn("doctor", err)
+
+    def test_help_lists_commands(self):
+        rc, out, err, _ = e2e.run(["--help"])
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"(?m)^\s+doctor\s")
+        self.assertRegex(out, r"(?m)^\s+snapshot\s")
+
+
+# A child that joins the cgroup before it allocates, then fills memory up to
+# a target usage of the cgroup (or a size), says "ready", and sleeps. It dies
+# by itself after a while, should the test die without killing it.
+FILL = r"""
+import os, sys, time
+procs, usage_file, base, target_usage, cap = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6])
+with open(procs, "w") as f:
+    f.write(str(os.getpid()))
+def usage():
+    with open(usage_file) as f:
+        return int(f.read())
+blocks = [bytearray(base)]
+for i in range(0, base, 4096):
+    blocks[0][i] = 1
+total = base
+while usage() < target_usage and total < cap:
+    b = bytearray(1 << 20)
+    for i in range(0, len(b), 4096):
+        b[i] = 1
+    blocks.append(b)
+    total += len(b)
+print("ready", total, usage(), flush=True)
+time.sleep(90)
+"""
+
+# A child that joins the cgroup, allocates SIZE and keeps touching every page
+# so that they go out to swap and come back, for at most SECONDS.
+CHURN = r"""
+import os, sys, time
+procs, size, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+with open(procs, "w") as f:
+    f.write(str(os.getpid()))
+b = bytearray(size)
+print("ready", flush=True)
+end = time.monotonic() + seconds
+n = 0
+while time.monotonic() < end:
+    n = (n + 1) & 255
+    for i in range(0, size, 4096):
+        b[i] = n
+"""
+
+
+def in_cgroup_command(cgroup, args):
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', cgroup.procs_file, e2e.BINARY] + args
+
+
+class ContainerLimit(unittest.TestCase):
+    """A real memory-limited cgroup, 256 MiB, with ~235 MiB in use."""
+
+    LIMIT = 256 * MIB
+
+    def setUp(self):
+        try:
+            self.cgroup = e2e.MemoryCgroup("stallscope-e2e-%d" % os.getpid(), self.LIMIT)
+        except e2e.CgroupUnavailable as e:
+            self.skipTest("no memory cgroup for the test: %s" % e)
+        self.addCleanup(self.cgroup.remove)
+
+    def test_available_low_in_limited_cgroup(self):
+        # 220 MiB, then topped up until the cgroup uses 94% of its limit:
+        # under 10% stays available, so the finding must be critical.
+        fill = subprocess.Popen(
+            [sys.executable, "-c", FILL, self.cgroup.procs_file, self.cgroup.usage_file,
+             str(220 * MIB), str(int(self.LIMIT * 0.94)), str(246 * MIB)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(e2e.stop, fill)
+        self.addCleanup(fill.stdout.close)
+        self.addCleanup(fill.stderr.close)
+        line = e2e.wait_for_line(fill, 30)
+        self.assertIsNotNone(line, "the filler did not get ready (exit %s): %s" %
+                             (fill.poll(), fill.stderr.read().decode() if fill.poll() is not None
+                              else "still running"))
+        self.assertIn(fill.pid, self.cgroup.pids(), "the filler is not in the cgroup")
+
+        proc = subprocess.run(in_cgroup_command(self.cgroup, ["doctor", "--json",
+                                                              "--interval", "0.5"]),
+                              capture_output=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr.decode())
+        report = json.loads(proc.stdout)
+        e2e.check_report(self, report)
+        f = e2e.finding(report, "memory.available_low")
+        self.assertIsNotNone(f, "no memory.available_low inside a %d MiB cgroup with %s "
+                                "(filler: %s): %s" % (self.LIMIT // MIB, "94% used", line,
+                                                      json.dumps(report, indent=1)))
+        ev = f["evidence"]
+        self.assertIs(ev["cgroup_limited"], True, ev)
+        self.assertEqual(ev["total_bytes"], self.LIMIT, ev)
+        self.assertLess(ev["available_bytes"], self.LIMIT * 0.10, ev)
+        self.assertAlmostEqual(ev["available_fraction"], ev["available_bytes"] / self.LIMIT,
+                               places=6)
+        self.assertEqual(f["severity"], "critical", f)
+        self.assertEqual(report["verdict"]["layer"], "memory")
+        self.assertEqual(report["verdict"]["finding"], "memory.available_low")
+
+        # The snapshot inside the same cgroup shows that cgroup and its limit.
+        proc = subprocess.run(in_cgroup_command(self.cgroup, ["snapshot", "--json",
+                                                              "--interval", "0.1"]),
+                              capture_output=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr.decode())
+        cg = json.loads(proc.stdout)["memory"]["cgroup"]
+        self.assertIsNotNone(cg, "the snapshot sees no cgroup")
+        self.assertEqual(cg["version"], self.cgroup.version)
+        self.assertEqual(cg["path"], self.cgroup.relative_path())
+        self.assertEqual(cg["limit_bytes"], self.LIMIT)
+        self.assertGreater(cg["usage_bytes"], 200 * MIB)
+        self.assertLess(cg["effective_available_bytes"], self.LIMIT * 0.10)
+
+        # Outside that cgroup, on a host with memory to spare, nothing is low.
+        mem = e2e.meminfo()
+        if mem["MemAvailable"] < 0.3 * mem["MemTotal"]:
+            sys.stderr.write("note: the host itself is short of memory; "
+                             "the run outside the cgroup is not checked\n")
+            return
+        outside = e2e.run_json(self, ["doctor", "--json", "--interval", "0.5"])
+        e2e.check_report(self, outside)
+        self.assertIsNone(e2e.finding(outside, "memory.available_low"),
+                          "memory.available_low outside the limited cgroup: %s" %
+                          json.dumps(outside, indent=1))
+
+
+class Swapping(unittest.TestCase):
+    """A real swapping case: a swap file, and a 128 MiB cgroup whose process
+    keeps touching 300 MiB."""
+
+    LIMIT = 128 * MIB
+    SWAP = 512 * MIB
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root to swapon and to make a cgroup (euid %d)" % os.geteuid())
+        for program in ("mkswap", "swapon", "swapoff"):
+            if not any(os.access(os.path.join(d, program), os.X_OK)
+                       for d in os.environ.get("PATH", "").split(":") + ["/sbin", "/usr/sbin"]):
+                self.skipTest("%s is not installed" % program)
+        # The swap file goes on the local disk the build lives on.
+        directory = tempfile.mkdtemp(prefix="stallscope-e2e-swap-",
+                                     dir=os.path.dirname(e2e.BINARY))
+        self.addCleanup(os.rmdir, directory)
+        self.swapfile = os.path.join(directory, "swapfile")
+        self.addCleanup(lambda: os.path.exists(self.swapfile) and os.unlink(self.swapfile))
+        subprocess.run(["dd", "if=/dev/zero", "of=" + self.swapfile, "bs=1M",
+                        "count=%d" % (self.SWAP // MIB), "status=none"], check=True)
+        os.chmod(self.swapfile, 0o600)
+        subprocess.run(["mkswap", "-q", self.swapfile], check=True, capture_output=True)
+        on = subprocess.run(["swapon", self.swapfile], capture_output=True)
+        if on.returncode != 0:
+            self.skipTest("swapon refused a swap file here: %s" % on.stderr.decode().strip())
+        self.addCleanup(self.swapoff)
+        try:
+            self.cgroup = e2e.MemoryCgroup("stallscope-e2e-swap-%d" % os.getpid(), self.LIMIT)
+        except e2e.CgroupUnavailable as e:
+            self.skipTest("no memory cgroup for the test: %s" % e)
+        self.addCleanup(self.cgroup.remove)  # runs before swapoff: cleanups are LIFO
+        if self.cgroup.version == 1:
+            try:
+                with open(self.cgroup.file("memory.swappiness"), "w") as f:
+                    f.write("60")
+            except OSError as e:
+                self.skipTest("cannot allow swap in the cgroup: %s" % e)
+
+    def swapoff(self):
+        off = subprocess.run(["swapoff", self.swapfile], capture_output=True)
+        if off.returncode != 0:
+            raise AssertionError("swapoff %s: %s" % (self.swapfile, off.stderr.decode()))
+
+    def test_swap_active(self):
+        churn = subprocess.Popen(
+            [sys.executable, "-c", CHURN, self.cgroup.procs_file, str(300 * MIB), "45"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(e2e.stop, churn)
+        self.addCleanup(churn.stdout.close)
+        self.addCleanup(churn.stderr.close)
+        self.assertEqual(e2e.wait_for_line(churn, 20), "ready",
+                         "the swapping process did not start: %s" %
+                         (churn.stderr.read().decode() if churn.poll() is not None else ""))
+        # Wait until pages go out to swap.
+        first = e2e.vmstat_counter("pswpout")
+        deadline = time.monotonic() + 25
+        while e2e.vmstat_counter("pswpout") < first + 256:
+            if churn.poll() is not None:
+                self.fail("the swapping process died (exit %d): %s" %
+                          (churn.returncode, churn.stderr.read().decode()))
+            if time.monotonic() > deadline:
+                self.skipTest("the kernel did not swap within 25 s (pswpout %d -> %d)" %
+                              (first, e2e.vmstat_counter("pswpout")))
+            time.sleep(0.2)
+
+        report = e2e.run_json(self, ["doctor", "--json", "--interval", "2"])
+        self.assertIsNone(churn.poll(), "the swapping process ended during the sample")
+        e2e.check_report(self, report)
+        f = e2e.finding(report, "memory.swap_active")
+        self.assertIsNotNone(f, "no memory.swap_active while swapping: %s" %
+                             json.dumps(report, indent=1))
+        self.assertIn(f["severity"], ("warning", "critical"), f)
+        ev = f["evidence"]
+        self.assertGreater(ev["swap_out_pages_per_s"] + ev["swap_in_pages_per_s"], 0, ev)
+        self.assertGreaterEqual(ev["swap_total_bytes"], self.SWAP - MIB, ev)
+        self.assertGreater(ev["swap_used_bytes"], 0, ev)
+        self.assertLessEqual(ev["swap_used_bytes"], ev["swap_total_bytes"], ev)
+        self.assertGreater(ev["window_seconds"], 1.5, ev)
+        if f["severity"] == "critical":
+            self.assertEqual(report["verdict"]["layer"], "memory")
+
+
+if __name__ == "__main__":
+    e2e.main()
