@@ -1,10 +1,11 @@
-// The sampler loop `run` and `watch` will drive, alone, for measuring its CPU
-// cost: every interval, one host sample (meminfo, vmstat, /proc/stat,
-// diskstats, net/dev, PSI) plus the process tree of ROOT_PID (stat, status,
-// cmdline, io, smaps_rollup of each member), and the rates against the
-// previous sample. bench/sample_cost.py runs it against pidstat + iostat.
+// The sampler loop `run` and `watch` drive, alone, for measuring its CPU
+// cost: every interval, one host sample (HostSampler: meminfo, vmstat,
+// /proc/stat, diskstats, net/dev, PSI) plus the process tree of ROOT_PID
+// (ProcessTreeSampler: stat, statm and io of each member every sample,
+// status and smaps_rollup every 10th, cmdline once), and the rates against
+// the previous sample. bench/sample_cost.py runs it against pidstat + iostat.
 //   sample_cost ROOT_PID SAMPLES INTERVAL_S
-#include <sys/resource.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -12,12 +13,25 @@
 #include <thread>
 
 #include "probe/cpu_stat.h"
-#include "probe/process_tree.h"
+#include "probe/host_sampler.h"
+#include "probe/process_sampler.h"
 #include "probe/snapshot.h"
 #include "sample/disk_rates.h"
 
+namespace {
+
+// CPU time of this process so far, user + system, including its start-up.
+double CpuSeconds() {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace stallscope;
+  const double started = CpuSeconds();
   if (argc != 4) {
     std::fprintf(stderr, "usage: sample_cost ROOT_PID SAMPLES INTERVAL_S\n");
     return 2;
@@ -26,13 +40,14 @@ int main(int argc, char** argv) {
   int samples = std::atoi(argv[2]);
   double interval = std::atof(argv[3]);
   Root root("/");
-  ProcessReadOptions options;
-  options.clock_ticks_per_second = ClockTicksPerSecond();
+  HostSampler host_sampler(root);
+  ProcessTreeSampler tree_sampler(root, pid);
   Snapshot s;
   size_t processes = 0;
+  double after_first = 0;
   for (int i = 0; i <= samples; ++i) {
-    Result<HostSample> host = TakeHostSample(root, nullptr);
-    Result<ProcessTree> tree = ReadProcessTree(root, pid, options);
+    Result<HostSample> host = host_sampler.Sample(nullptr);
+    Result<ProcessTree> tree = tree_sampler.Sample();
     if (!host.ok() || !tree.ok()) {
       std::fprintf(stderr, "sample_cost: %s\n",
                    (!host.ok() ? host.status() : tree.status()).message().c_str());
@@ -42,13 +57,16 @@ int main(int argc, char** argv) {
     s.before = std::move(s.after);
     s.after = std::move(*host);
     if (i > 0) ComputeSnapshotRates(s);  // the first sample only sets the baseline
+    if (i == 0) after_first = CpuSeconds();
     if (i < samples) std::this_thread::sleep_for(std::chrono::duration<double>(interval));
   }
-  struct rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  double cpu = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + usage.ru_stime.tv_sec +
-               usage.ru_stime.tv_usec / 1e6;
+  // The first sample reads every file of every member (and the stat of every
+  // process of the host); the later ones show the steady cost.
+  const double cpu = CpuSeconds();
   std::printf("%d samples of host + %zu processes: %.3f ms CPU per sample\n", samples, processes,
               cpu / samples * 1e3);
+  std::printf("  start-up %.1f ms, first sample %.1f ms, then %.3f ms per sample\n",
+              started * 1e3, (after_first - started) * 1e3,
+              samples > 0 ? (cpu - after_first) / samples * 1e3 : 0.0);
   return 0;
 }

@@ -11,6 +11,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libhwloc-dev
   # tests, fuzzers, benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3
+  # a real PyTorch job (CPU) for the run/report end-to-end tests
+  python3-torch
   # classic tools the tests compare against
   procps iproute2 sysstat
 )

@@ -13,6 +13,10 @@ namespace {
 constexpr Command kCommands[] = {
     {"doctor", "the ordered triage of this host: memory -> io -> network -> distributed -> code",
      SetupDoctor},
+    {"run", "runs CMD, records its timeline (host + process tree + hook), prints the findings",
+     SetupRun},
+    {"watch", "the same for a running process tree: --pid PID", SetupWatch},
+    {"report", "the findings and per-epoch table of a recorded run file", SetupReport},
     {"snapshot", "the baseline: memory, swap, disks (iostat -x), CPUs, NICs, RDMA, topology, env",
      SetupSnapshot},
 };

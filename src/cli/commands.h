@@ -34,6 +34,9 @@ std::span<const Command> Commands();
 // Each command's setup, defined in cli/<name>_command.cc.
 CommandRunner SetupSnapshot(CLI::App& app);
 CommandRunner SetupDoctor(CLI::App& app);
+CommandRunner SetupRun(CLI::App& app);
+CommandRunner SetupWatch(CLI::App& app);
+CommandRunner SetupReport(CLI::App& app);
 
 int RunCli(int argc, char** argv);
 

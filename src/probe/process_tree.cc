@@ -252,11 +252,12 @@ Result<ProcStat> ParseProcStat(std::string_view text, std::string_view source) {
   stat.comm.assign(text.substr(open + 1, close - open - 1));
 
   // Fields after the comm, numbered from 0 (the state, stat's field 3).
-  constexpr int kState = 0, kPpid = 1, kUtime = 11, kStime = 12, kThreads = 17, kStartTime = 19;
+  constexpr int kState = 0, kPpid = 1, kUtime = 11, kStime = 12, kThreads = 17, kStartTime = 19,
+                kRss = 21;
   std::string_view rest = text.substr(close + 1);
   int index = 0;
   size_t i = 0;
-  while (i < rest.size() && index <= kStartTime) {
+  while (i < rest.size() && index <= kRss) {
     while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\n')) ++i;
     size_t start = i;
     while (i < rest.size() && rest[i] != ' ' && rest[i] != '\n') ++i;
@@ -291,6 +292,10 @@ Result<ProcStat> ParseProcStat(std::string_view text, std::string_view source) {
         stat.threads = threads.value_or(0);
         break;
       }
+      case kRss:
+        stat.rss_pages = ParseUint(field);
+        ok = stat.rss_pages.has_value();
+        break;
       default:
         break;
     }

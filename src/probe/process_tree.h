@@ -32,6 +32,9 @@ struct ProcStat {
   uint64_t stime_ticks = 0;
   int64_t threads = 0;
   uint64_t start_time_ticks = 0;
+  // Field 24, resident pages: VmRSS of status divided by the page size, from
+  // the same counters. Absent when the line ends after the start time.
+  std::optional<uint64_t> rss_pages;
 };
 
 // The memory lines of /proc/PID/status (kB in the file, bytes here). Kernel

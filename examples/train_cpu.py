@@ -1,0 +1,197 @@
+"""A small image classifier trained on the CPU, for trying stallscope on a real
+training job (Debian's python3-torch, /usr/bin/python3; no torchvision).
+
+It reads a folder of small image files (32x32 RGB binary PPM in class_0 ..
+class_9, made on first use) through a real torch DataLoader, one file opened
+and decoded per sample. --mode picks what the run suffers from:
+
+  healthy      num_workers=2, persistent workers, fast decode
+  input-bound  num_workers=0 and a slow pure-Python decode (a 3x3 blur per
+               pixel): the step waits for data most of its time
+  leak         healthy, but every batch's first activations (4 MiB) are kept
+               in a global list, so the process's RSS grows by tens of MB/s
+
+    PYTHONPATH=python /usr/bin/python3 examples/train_cpu.py --mode input-bound
+    stallscope run -- /usr/bin/python3 examples/train_cpu.py --mode leak
+
+It reports through stallscope.loader()/stallscope.epoch() when the hook can be
+imported and runs without it otherwise.
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+try:
+    import stallscope
+except ImportError:                      # standalone: no hook
+    class stallscope:                    # noqa: N801 - stands in for the module
+        loader = staticmethod(lambda x: x)
+        epoch = staticmethod(lambda n: None)
+
+SIDE = 32
+CLASSES = 10
+KEPT = []                                # --mode leak: never emptied
+
+
+def make_images(root, count, seed=0):
+    """Writes count PPM files; each class has its own tint and stripe period.
+    They are written beside root and renamed into place, so a run started at
+    the same time never reads half a folder."""
+    tmp = f"{root.rstrip('/')}.tmp-{os.getpid()}"
+    _write_images(tmp, count, seed)
+    try:
+        os.rename(tmp, root)
+    except OSError:                      # another run made it first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_images(root, count, seed):
+    g = torch.Generator().manual_seed(seed)
+    palette = torch.randint(0, 160, (CLASSES, 3), generator=g)
+    rows = torch.arange(SIDE).view(SIDE, 1, 1)
+    for k in range(CLASSES):
+        os.makedirs(os.path.join(root, f"class_{k}"), exist_ok=True)
+    for i in range(count):
+        k = i % CLASSES
+        stripes = ((rows // (k + 2)) % 2) * 40
+        img = palette[k] + stripes + torch.randint(0, 56, (SIDE, SIDE, 3), generator=g)
+        body = bytes(img.clamp(0, 255).flatten().tolist())
+        path = os.path.join(root, f"class_{k}", f"img_{i:06d}.ppm")
+        with open(path, "wb") as f:
+            f.write(b"P6\n%d %d\n255\n" % (SIDE, SIDE) + body)
+
+
+def read_ppm(path):
+    with open(path, "rb") as f:
+        magic, size, _maxval, body = f.read().split(b"\n", 3)
+    w, h = (int(v) for v in size.split())
+    assert magic == b"P6" and len(body) == w * h * 3, path
+    return w, h, body
+
+
+def slow_decode(w, h, body):
+    """A 3x3 box blur in pure Python, pixel by pixel: a costly decode."""
+    out = [0.0] * (w * h * 3)
+    for y in range(h):
+        for x in range(w):
+            for c in range(3):
+                acc, n = 0, 0
+                for yy in range(max(0, y - 1), min(h, y + 2)):
+                    for xx in range(max(0, x - 1), min(w, x + 2)):
+                        acc += body[(yy * w + xx) * 3 + c]
+                        n += 1
+                out[(y * w + x) * 3 + c] = acc / (n * 255.0)
+    return torch.tensor(out).view(h, w, 3).permute(2, 0, 1).contiguous()
+
+
+def fast_decode(w, h, body):
+    pixels = torch.frombuffer(bytearray(body), dtype=torch.uint8)
+    return pixels.view(h, w, 3).permute(2, 0, 1).float().div_(255.0)
+
+
+class ImageFiles(Dataset):
+    """class_K/*.ppm, opened and decoded per item."""
+
+    def __init__(self, root, slow):
+        self.items = sorted(
+            (os.path.join(root, d, f), int(d.split("_")[1]))
+            for d in os.listdir(root) if d.startswith("class_")
+            for f in os.listdir(os.path.join(root, d)) if f.endswith(".ppm"))
+        self.decode = slow_decode if slow else fast_decode
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        path, label = self.items[i]
+        return self.decode(*read_ppm(path)), label
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU())
+        self.rest = nn.Sequential(
+            nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+        self.head = nn.Linear(32 * (SIDE // 4) ** 2, CLASSES)
+
+    def forward(self, x):
+        a = self.conv1(x)                # 16x32x32 floats a sample: 4 MiB a batch of 64
+        return self.head(self.rest(a).flatten(1)), a
+
+
+def rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--mode", choices=["healthy", "input-bound", "leak"], default="healthy")
+    p.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "stallscope-train-cpu"))
+    p.add_argument("--make-images", type=int, default=2000, metavar="N",
+                   help="images to generate when --data does not exist (default 2000)")
+    p.add_argument("--epochs", type=int, help="default: 6, or 2 when input-bound")
+    p.add_argument("--steps-per-epoch", type=int,
+                   help="cap; default: the whole dataset, or 20 steps when input-bound")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    args = p.parse_args()
+    slow = args.mode == "input-bound"
+    epochs = args.epochs or (2 if slow else 6)
+    cap = args.steps_per_epoch if args.steps_per_epoch is not None else (20 if slow else 0)
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    if not os.path.isdir(args.data):
+        t = time.monotonic()
+        make_images(args.data, args.make_images)
+        print(f"made {args.make_images} images in {args.data} in {time.monotonic() - t:.1f} s")
+    dataset = ImageFiles(args.data, slow)
+    if len(dataset) == 0:
+        sys.exit(f"{args.data}: no class_*/*.ppm files")
+
+    workers = 0 if slow else 2
+    data = DataLoader(dataset, batch_size=args.batch_size,
+                      shuffle=True, num_workers=workers, pin_memory=False,
+                      persistent_workers=workers > 0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+
+    steps, start = 0, time.monotonic()
+    for epoch in range(epochs):
+        stallscope.epoch(epoch)
+        n, seen, correct, t0 = 0, 0, 0, time.monotonic()
+        for x, y in stallscope.loader(data):
+            logits, act = model(x)
+            loss = loss_fn(logits, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if args.mode == "leak":
+                KEPT.append(act.detach())
+            seen += len(y)
+            correct += (logits.argmax(1) == y).sum().item()
+            n += 1
+            if n == cap:
+                break
+        steps += n
+        dt = time.monotonic() - t0
+        print(f"epoch {epoch}: {n} steps in {dt:.1f} s ({n / dt:.1f} steps/s), "
+              f"loss {loss.item():.3f}, accuracy {correct / max(seen, 1):.2f}, "
+              f"rss {rss_mib():.0f} MiB", flush=True)
+    total = time.monotonic() - start
+    print(f"mode {args.mode}: {steps} steps in {total:.1f} s, {steps / total:.1f} steps/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

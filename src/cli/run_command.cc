@@ -1,0 +1,221 @@
+// `stallscope run [...] -- CMD ARGS...` and `stallscope watch --pid PID`:
+// record a job's timeline into a run file, then print its findings.
+// `stallscope report RUN.db`: the findings of a recorded run.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+
+#include "analyze/run_rules.h"
+#include "cli/commands.h"
+#include "probe/mounts.h"
+#include "probe/snapshot.h"
+#include "record/hook_receiver.h"
+#include "record/job.h"
+#include "record/recorder.h"
+#include "render/report.h"
+#include "render/run_report.h"
+#include "render/snapshot.h"
+#include "store/run_file.h"
+
+namespace stallscope {
+namespace {
+
+struct RecordFlags {
+  double interval = 1.0;
+  std::string out;
+  bool force = false;
+  bool json = false;
+  std::string data;
+  int pid = 0;
+  std::vector<std::string> command;
+};
+
+void AddRecordFlags(CLI::App& app, RecordFlags& flags) {
+  app.add_option("--interval", flags.interval, "seconds between samples")->capture_default_str();
+  app.add_option("--out", flags.out,
+                 "the run file (SQLite); default stallscope-run-YYYYMMDD-HHMMSS.db here");
+  app.add_flag("--force", flags.force, "overwrite --out if it exists");
+  app.add_option("--data", flags.data, "the dataset's path: its disk is watched as the data disk");
+  app.add_flag("--json", flags.json, "print the findings as stallscope.report/1 JSON on stdout");
+}
+
+std::string DefaultRunPath() {
+  time_t now = time(nullptr);
+  struct tm tm;
+  localtime_r(&now, &tm);
+  char name[64];
+  strftime(name, sizeof name, "stallscope-run-%Y%m%d-%H%M%S.db", &tm);
+  return name;
+}
+
+// The findings of a run, as `run`, `watch` and `report` print them.
+int PrintRunReport(const std::string& path, bool json, std::FILE* text_out) {
+  Result<Timeline> timeline = ReadRun(path);
+  if (!timeline.ok()) {
+    std::fprintf(stderr, "stallscope: %s\n", timeline.status().message().c_str());
+    return kExitCouldNotRun;
+  }
+  std::vector<std::string> notes;
+  if (timeline->steps.empty()) {
+    notes.push_back(
+        "no steps from the Python hook: wrap the loader with `for batch in "
+        "stallscope.loader(loader)` for data-wait and epoch figures");
+  }
+  Report report = MakeReport(CheckRun(*timeline), {Layer::kMemory, Layer::kIo}, notes);
+  std::vector<EpochSummary> epochs = SummarizeEpochs(*timeline);
+  ReportHeader header{"run", timeline->info.hostname, timeline->info.started_utc,
+                      timeline->info.duration_seconds.value_or(0)};
+  if (json) {
+    nlohmann::ordered_json j = ReportToJson(header, report);
+    j["run"] = RunInfoToJson(timeline->info);
+    j["run"]["file"] = path;
+    j["run"]["samples"] = timeline->samples.size();
+    j["epochs"] = EpochsToJson(epochs);
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+  } else {
+    std::string out = "\n" + DescribeRunEnd(timeline->info, timeline->samples.size());
+    std::string table = RenderEpochTable(epochs);
+    if (!table.empty()) out += "\n" + table;
+    out += "\n" + RenderReportText(header, report);
+    out += fmt::format("run file: {} (sqlite3 {} 'select * from samples')\n", path, path);
+    std::fputs(out.c_str(), text_out);
+  }
+  return kExitOk;
+}
+
+// Everything run and watch share once the job exists.
+Result<RecordOutcome> Record(Job& job, const RecordFlags& flags, RunWriter& writer,
+                             HookReceiver* hook, RunInfo info) {
+  info.root_pid = job.pid();
+  if (Status s = writer.WriteRunInfo(info); !s.ok()) return s;
+  RecordOptions options;
+  options.interval_seconds = flags.interval;
+  options.forward_signals = job.is_child();
+  return RecordJob(job, std::move(info), options, hook, writer, stderr);
+}
+
+// The run file, the baseline and the facts of the run, before the job starts
+// so that an unwritable --out fails before anything runs.
+Result<RunInfo> Prepare(const RecordFlags& flags, const std::string& path,
+                        std::optional<RunWriter>& writer) {
+  if (!(flags.interval >= 0.05 && flags.interval <= 3600)) {
+    return Status::InvalidArgument(
+        fmt::format("--interval {}: must be between 0.05 and 3600 seconds", flags.interval));
+  }
+  Result<RunWriter> created = RunWriter::Create(path, flags.force);
+  if (!created.ok()) return created.status();
+  writer.emplace(std::move(*created));
+  RunInfo info;
+  info.interval_seconds = flags.interval;
+  if (!flags.data.empty()) {
+    Result<PathDevice> device = DeviceForPath(Root("/"), flags.data);
+    if (!device.ok()) return Status::InvalidArgument("--data " + device.status().message());
+    info.data_device = device->disk;
+  }
+  Result<Snapshot> baseline = TakeSnapshot(Root("/"), SnapshotOptions{0.25});
+  if (!baseline.ok()) return baseline.status();
+  if (Status s = writer->WriteBaseline(SnapshotToJson(*baseline).dump()); !s.ok()) return s;
+  info.hostname = baseline->hostname;
+  info.started_utc = baseline->time_utc;
+  info.cpu_count = static_cast<int>(baseline->after.cpu.per_cpu.size());
+  info.mem_total_bytes = baseline->after.memory.total_bytes;
+  if (baseline->cgroup) info.cgroup_limit_bytes = baseline->cgroup->limit_bytes;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  info.start_monotonic_seconds = static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+  return info;
+}
+
+int FailedToStart(const char* command, const Status& status) {
+  std::fprintf(stderr, "stallscope %s: %s\n", command, status.message().c_str());
+  return status.code() == Status::Code::kInvalidArgument ? kExitUsage : kExitCouldNotRun;
+}
+
+std::string JoinCommand(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+}  // namespace
+
+CommandRunner SetupRun(CLI::App& app) {
+  auto flags = std::make_shared<RecordFlags>();
+  AddRecordFlags(app, *flags);
+  app.add_option("command", flags->command, "the command to run, after --")->required();
+  return [flags]() {
+    std::string path = flags->out.empty() ? DefaultRunPath() : flags->out;
+    std::optional<RunWriter> writer;
+    Result<RunInfo> info = Prepare(*flags, path, writer);
+    if (!info.ok()) return FailedToStart("run", info.status());
+    info->command = JoinCommand(flags->command);
+
+    Result<HookReceiver> hook = HookReceiver::Create();
+    if (!hook.ok()) return FailedToStart("run", hook.status());
+    std::string pythonpath = STALLSCOPE_PYTHON_DIR;
+    if (const char* old = std::getenv("PYTHONPATH"); old && *old)
+      pythonpath += ":" + std::string(old);
+    BlockRecordSignals();
+    Result<Job> job = Job::Start(
+        flags->command, {{"STALLSCOPE_SOCKET", hook->socket_path()}, {"PYTHONPATH", pythonpath}});
+    if (!job.ok()) {
+      // Nothing ran: the run file would only mislead.
+      (void)writer->Close();
+      unlink(path.c_str());
+      std::fprintf(stderr, "stallscope run: %s\n", job.status().message().c_str());
+      return job.status().IsNotFound() ? 127 : 126;
+    }
+    Result<RecordOutcome> outcome = Record(*job, *flags, *writer, &*hook, *info);
+    if (!outcome.ok()) {
+      std::fprintf(stderr, "stallscope run: %s\n", outcome.status().message().c_str());
+      return kExitCouldNotRun;
+    }
+    if (Status closed = writer->Close(); !closed.ok()) {
+      std::fprintf(stderr, "stallscope run: %s\n", closed.message().c_str());
+    }
+    PrintRunReport(path, flags->json, stderr);
+    return outcome->exit.ShellStatus();
+  };
+}
+
+CommandRunner SetupWatch(CLI::App& app) {
+  auto flags = std::make_shared<RecordFlags>();
+  AddRecordFlags(app, *flags);
+  app.add_option("--pid", flags->pid, "the process tree to watch: this PID and its descendants")
+      ->required();
+  return [flags]() {
+    Result<Job> job = Job::Attach(flags->pid);
+    if (!job.ok()) return FailedToStart("watch", job.status());
+    std::string path = flags->out.empty() ? DefaultRunPath() : flags->out;
+    std::optional<RunWriter> writer;
+    Result<RunInfo> info = Prepare(*flags, path, writer);
+    if (!info.ok()) return FailedToStart("watch", info.status());
+    info->command = fmt::format("watch pid {}", flags->pid);
+    BlockRecordSignals();
+    Result<RecordOutcome> outcome = Record(*job, *flags, *writer, nullptr, *info);
+    if (!outcome.ok()) {
+      std::fprintf(stderr, "stallscope watch: %s\n", outcome.status().message().c_str());
+      return kExitCouldNotRun;
+    }
+    (void)writer->Close();
+    return PrintRunReport(path, flags->json, stdout);
+  };
+}
+
+CommandRunner SetupReport(CLI::App& app) {
+  struct Flags {
+    std::string path;
+    bool json = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  app.add_option("run_file", flags->path, "a run file written by run or watch")->required();
+  app.add_flag("--json", flags->json, "machine output (schema stallscope.report/1)");
+  return [flags]() { return PrintRunReport(flags->path, flags->json, stdout); };
+}
+
+}  // namespace stallscope

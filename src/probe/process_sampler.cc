@@ -1,0 +1,399 @@
+#include "probe/process_sampler.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "probe/cpu_stat.h"
+#include "probe/process_tree.h"
+
+namespace stallscope {
+namespace {
+
+// ReadProcessTree's cap on cmdline: argv past it is dropped.
+constexpr size_t kMaxCmdlineBytes = 256 << 10;
+
+// A pid from a /proc entry name; nullopt for "self", "meminfo", ...
+std::optional<int32_t> PidOfName(const char* name) {
+  if (name[0] < '0' || name[0] > '9') return std::nullopt;
+  int32_t pid = 0;
+  const char* end = name + std::strlen(name);
+  auto [ptr, ec] = std::from_chars(name, end, pid);
+  if (ec != std::errc() || ptr != end || pid <= 0) return std::nullopt;
+  return pid;
+}
+
+int DescriptorBudget(int wanted) {
+  struct rlimit limit;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return std::min(wanted, 512);
+  if (limit.rlim_cur == RLIM_INFINITY) return std::max(wanted, 0);
+  return static_cast<int>(
+      std::clamp<rlim_t>(static_cast<rlim_t>(std::max(wanted, 0)), 0, limit.rlim_cur / 2));
+}
+
+}  // namespace
+
+ProcessTreeSampler::ProcessTreeSampler(const Root& root, int32_t root_pid,
+                                       ProcessSamplerOptions options)
+    : proc_path_(root.Path("/proc")), root_pid_(root_pid), options_(options) {
+  int64_t ticks = options_.clock_ticks_per_second > 0 ? options_.clock_ticks_per_second
+                                                      : ClockTicksPerSecond();
+  ticks_per_second_ = static_cast<double>(ticks > 0 ? ticks : 100);
+  if (options_.page_size_bytes > 0) {
+    page_size_bytes_ = options_.page_size_bytes;
+  } else if (long page = ::sysconf(_SC_PAGESIZE); page > 0) {
+    page_size_bytes_ = static_cast<uint64_t>(page);
+  }
+  options_.slow_every = std::max(options_.slow_every, 1);
+  budget_ = DescriptorBudget(options_.max_open_files);
+}
+
+const char* ProcessTreeSampler::PathOf(int32_t pid, const char* name) {
+  auto [end, ec] = std::to_chars(path_, path_ + 16, pid);
+  *end++ = '/';
+  size_t length = std::min(std::strlen(name), sizeof path_ - static_cast<size_t>(end - path_) - 1);
+  std::memcpy(end, name, length);
+  end[length] = '\0';
+  return path_;
+}
+
+int ProcessTreeSampler::ReadOnce(int32_t pid, const char* name, size_t max_bytes) {
+  return ReadProcFileOnce(::dirfd(proc_dir_.get()), PathOf(pid, name), buffer_,
+                          ReadUntil::kShortRead, max_bytes);
+}
+
+int ProcessTreeSampler::ReadKept(ProcFile& file, int32_t pid, const char* name, int keep) {
+  if (file.is_open()) return file.Read(buffer_, ReadUntil::kShortRead);
+  if (open_files_ >= keep) return ReadOnce(pid, name);
+  if (int err = file.Open(::dirfd(proc_dir_.get()), PathOf(pid, name)); err != 0) return err;
+  ++open_files_;
+  return file.Read(buffer_, ReadUntil::kShortRead);
+}
+
+ProcessTreeSampler::Members::iterator ProcessTreeSampler::Forget(Members::iterator member) {
+  Member& m = member->second;
+  open_files_ -= m.stat.is_open() + m.io.is_open() + m.status.is_open() + m.smaps_rollup.is_open();
+  return members_.erase(member);  // the ProcFiles close themselves
+}
+
+ProcessTreeSampler::Identity ProcessTreeSampler::Identify(int32_t pid, uint64_t inode,
+                                                          Known* known) {
+  known->pid = pid;
+  known->inode = inode;
+  known->readable = false;
+  // Opened to be kept: if the pid turns out to be a member, this descriptor
+  // and this read are its first sample's.
+  ProcFile file;
+  int err = open_files_ < budget_ ? file.Open(::dirfd(proc_dir_.get()), PathOf(pid, "stat")) : 0;
+  if (err == 0) err = file.is_open() ? file.Read(buffer_, ReadUntil::kShortRead) : ReadOnce(pid, "stat");
+  // A zombie reaped between open and read leaves an empty file.
+  if (IsVanishedErrno(err) || (err == 0 && buffer_.empty())) return Identity::kVanished;
+  if (err != 0) return Identity::kUnreadable;
+  Result<ProcStat> stat = ParseProcStat(buffer_.view(), "stat");
+  if (!stat.ok()) return Identity::kUnreadable;
+  known->ppid = stat->ppid;
+  known->start_time_ticks = stat->start_time_ticks;
+  known->readable = true;
+  open_files_ += file.is_open();
+  pending_.insert_or_assign(pid, Pending{std::move(file), std::move(stat).value()});
+  return Identity::kNew;
+}
+
+bool ProcessTreeSampler::Gone(const Known& known, ProcessTree& tree) {
+  auto member = members_.find(known.pid);
+  if (member == members_.end() || member->second.start_time_ticks != known.start_time_ticks) {
+    return false;
+  }
+  Forget(member);
+  ++tree.vanished;
+  return true;
+}
+
+Status ProcessTreeSampler::Discover(ProcessTree& tree) {
+  if (!proc_dir_) {
+    int fd = ::open(proc_path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return Status::FromErrno(proc_path_, errno);
+    proc_dir_.reset(::fdopendir(fd));
+    if (!proc_dir_) {
+      int err = errno;
+      ::close(fd);
+      return Status::FromErrno(proc_path_, err);
+    }
+  } else {
+    ::rewinddir(proc_dir_.get());
+  }
+  listing_.clear();
+  errno = 0;
+  while (struct dirent* entry = ::readdir(proc_dir_.get())) {
+    if (std::optional<int32_t> pid = PidOfName(entry->d_name)) {
+      listing_.emplace_back(*pid, entry->d_ino);
+    }
+  }
+  if (errno != 0) return Status::FromErrno(proc_path_, errno);
+  // procfs lists pids in order; a fixture directory does not.
+  if (!std::is_sorted(listing_.begin(), listing_.end())) std::sort(listing_.begin(), listing_.end());
+
+  // Merge the listing with what the last sample knew, both in pid order.
+  next_known_.clear();
+  new_.clear();
+  size_t i = 0;
+  for (const auto& [pid, inode] : listing_) {
+    while (i < known_.size() && known_[i].pid < pid) Gone(known_[i++], tree);
+    const Known* old = i < known_.size() && known_[i].pid == pid ? &known_[i++] : nullptr;
+    if (old != nullptr && old->inode == inode && !old->recheck) {
+      next_known_.push_back(*old);
+      if (!old->readable) ++tree.unreadable;
+      continue;
+    }
+    // New, or listed under a new inode: the same process (its dentry was
+    // evicted and rebuilt) or another one that reused the pid.
+    Known fresh;
+    Identity identity = Identify(pid, inode, &fresh);
+    bool same = old != nullptr && old->readable && identity == Identity::kNew &&
+                old->start_time_ticks == fresh.start_time_ticks;
+    bool dropped = old != nullptr && !same && Gone(*old, tree);
+    switch (identity) {
+      case Identity::kVanished:
+        if (!dropped) ++tree.vanished;  // a dropped member is counted already
+        break;
+      case Identity::kUnreadable:
+        ++tree.unreadable;
+        next_known_.push_back(fresh);
+        break;
+      case Identity::kNew:
+        next_known_.push_back(fresh);
+        if (!same) new_.push_back(fresh);
+        break;
+    }
+  }
+  while (i < known_.size()) Gone(known_[i++], tree);
+  known_.swap(next_known_);
+  return Status::Ok();
+}
+
+void ProcessTreeSampler::AdmitNewMembers() {
+  AdmitFromNew();
+  // The pending stat files of the pids that did not become members.
+  for (auto& [pid, pending] : pending_) open_files_ -= pending.stat.is_open();
+  pending_.clear();
+}
+
+void ProcessTreeSampler::AdmitFromNew() {
+  if (new_.empty()) return;
+  // New pids by parent: a new member's new children are found from it.
+  by_parent_.clear();
+  for (const Known& k : new_) by_parent_.emplace_back(k.ppid, k.pid);
+  std::sort(by_parent_.begin(), by_parent_.end());
+  stack_.clear();
+  auto admit = [&](const Known& k) {
+    if (members_.count(k.pid) != 0) return;
+    Member& m = members_[k.pid];
+    m.start_time_ticks = k.start_time_ticks;
+    m.sample.ppid = k.ppid;
+    if (auto pending = pending_.find(k.pid); pending != pending_.end()) {
+      m.stat = std::move(pending->second.stat);
+      m.first_stat = std::move(pending->second.parsed);
+      pending_.erase(pending);
+    }
+    stack_.push_back(k.pid);
+  };
+  for (const Known& k : new_) {
+    if (k.pid == root_pid_ && !root_seen_) {
+      root_seen_ = true;
+      root_start_time_ticks_ = k.start_time_ticks;
+      admit(k);
+    } else if (members_.count(k.ppid) != 0 && k.pid != root_pid_) {
+      admit(k);
+    }
+  }
+  auto known_of = [&](int32_t pid) {
+    return *std::lower_bound(new_.begin(), new_.end(), pid,
+                             [](const Known& k, int32_t p) { return k.pid < p; });
+  };
+  // new_ is in pid order (it follows the listing), so known_of can search it.
+  while (!stack_.empty()) {
+    int32_t parent = stack_.back();
+    stack_.pop_back();
+    auto first = std::lower_bound(by_parent_.begin(), by_parent_.end(), std::pair(parent, 0));
+    for (auto it = first; it != by_parent_.end() && it->first == parent; ++it) {
+      if (it->second != root_pid_) admit(known_of(it->second));
+    }
+  }
+}
+
+int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
+  const bool first = m.read_in < 0;
+  slow = slow || first;
+  std::optional<ProcStat> stat = std::move(m.first_stat);
+  m.first_stat.reset();
+  if (!stat) {
+    int err = ReadKept(m.stat, pid, "stat", budget_);
+    if (err != 0) return err;
+    if (buffer_.empty()) return ESRCH;
+    Result<ProcStat> parsed = ParseProcStat(buffer_.view(), "stat");
+    if (!parsed.ok()) return EINVAL;
+    stat = std::move(parsed).value();
+  }
+  // Read by path (no descriptor left), the pid may now be another process.
+  if (stat->start_time_ticks != m.start_time_ticks) return ESRCH;
+
+  ProcessSample& s = m.sample;
+  s.pid = pid;
+  s.ppid = stat->ppid;
+  s.comm = std::move(stat->comm);
+  s.state = stat->state;
+  s.utime_ticks = stat->utime_ticks;
+  s.stime_ticks = stat->stime_ticks;
+  s.utime_seconds = static_cast<double>(stat->utime_ticks) / ticks_per_second_;
+  s.stime_seconds = static_cast<double>(stat->stime_ticks) / ticks_per_second_;
+  s.start_time_ticks = stat->start_time_ticks;
+  s.start_time_seconds = static_cast<double>(stat->start_time_ticks) / ticks_per_second_;
+  s.threads = stat->threads;
+  if (stat->rss_pages) {
+    s.rss_bytes = *stat->rss_pages * page_size_bytes_;
+  } else {
+    m.rss_from_status = true;
+  }
+
+  // Slow files: kept open only while under half the budget is in use.
+  const int keep_slow = budget_ / 2;
+  if (slow || m.rss_from_status) {
+    int err = ReadKept(m.status, pid, "status", keep_slow);
+    if (err != 0) return err;
+    if (buffer_.empty()) return ESRCH;
+    Result<ProcStatus> status = ParseProcStatus(buffer_.view(), "status");
+    if (!status.ok()) return EINVAL;
+    if (m.rss_from_status) s.rss_bytes = status->rss_bytes;
+    s.vm_peak_bytes = status->vm_peak_bytes;
+    s.vm_hwm_bytes = status->vm_hwm_bytes;
+    s.vm_lck_bytes = status->vm_lck_bytes;
+    s.vm_pin_bytes = status->vm_pin_bytes;
+    s.vm_swap_bytes = status->vm_swap_bytes;
+  }
+
+  // The optional files: unreadable (other users' io; smaps_rollup of a
+  // kernel thread gives ESRCH) or malformed leaves the field absent.
+  if (options_.read_io && (!m.io_denied || slow)) {
+    int err = ReadKept(m.io, pid, "io", budget_);
+    Result<ProcessIo> io = err == 0 && !buffer_.empty()
+                               ? ParseProcessIo(buffer_.view(), "io")
+                               : Result<ProcessIo>(Status::NotFound("io"));
+    if (io.ok()) {
+      s.io = *io;
+    } else {
+      s.io.reset();
+    }
+    m.io_denied = err != 0 && !IsVanishedErrno(err);
+  }
+  if (options_.read_pss && slow) {
+    // An open smaps_rollup holds the address space it was opened on: after
+    // an exec that one is gone and the read fails, so open the new one.
+    int err = ReadKept(m.smaps_rollup, pid, "smaps_rollup", keep_slow);
+    if (err != 0 && m.smaps_rollup.is_open()) {
+      m.smaps_rollup.Close();
+      --open_files_;
+      err = ReadKept(m.smaps_rollup, pid, "smaps_rollup", keep_slow);
+    }
+    Result<SmapsRollup> rollup = err == 0 && !buffer_.empty()
+                                     ? ParseSmapsRollup(buffer_.view(), "smaps_rollup")
+                                     : Result<SmapsRollup>(Status::NotFound("smaps_rollup"));
+    if (rollup.ok()) {
+      s.pss_bytes = rollup->pss_bytes;
+    } else {
+      s.pss_bytes.reset();
+    }
+  }
+  // cmdline changes with an exec, which also changes comm (a fork()ed child
+  // caught before its exec shows its parent's argv until then).
+  if (options_.read_cmdline && (first || s.comm != m.cmdline_comm)) {
+    if (ReadOnce(pid, "cmdline", kMaxCmdlineBytes) == 0) {
+      s.cmdline = ParseCmdline(buffer_.view());
+    } else {
+      s.cmdline.clear();
+    }
+    m.cmdline_comm = s.comm;
+  }
+  return 0;
+}
+
+void ProcessTreeSampler::Visit(int32_t start, ProcessTree& tree) {
+  // Depth-first, siblings in pid order; each member once, so a parent cycle
+  // (only a corrupt fixture can have one) ends.
+  stack_.clear();
+  stack_.push_back(start);
+  while (!stack_.empty()) {
+    int32_t pid = stack_.back();
+    stack_.pop_back();
+    auto member = members_.find(pid);
+    if (member == members_.end() || member->second.visited) continue;
+    Member& m = member->second;
+    m.visited = true;
+    if (m.read_in == samples_) tree.processes.push_back(m.sample);
+    auto first = std::lower_bound(by_parent_.begin(), by_parent_.end(), std::pair(pid, 0));
+    auto last = first;
+    while (last != by_parent_.end() && last->first == pid) ++last;
+    for (auto it = last; it != first;) stack_.push_back((--it)->second);
+  }
+}
+
+void ProcessTreeSampler::Order(ProcessTree& tree) {
+  by_parent_.clear();
+  for (auto& [pid, m] : members_) {
+    by_parent_.emplace_back(m.sample.ppid, pid);
+    m.visited = false;
+  }
+  std::sort(by_parent_.begin(), by_parent_.end());
+  tree.processes.reserve(members_.size());
+  Visit(root_pid_, tree);
+  // Members reparented out of the tree, as roots of their own subtrees; then
+  // anything a cycle kept from being reached.
+  for (const auto& [pid, m] : members_) {
+    if (!m.visited && members_.count(m.sample.ppid) == 0) Visit(pid, tree);
+  }
+  for (const auto& [pid, m] : members_) {
+    if (!m.visited) Visit(pid, tree);
+  }
+}
+
+Result<ProcessTree> ProcessTreeSampler::Sample() {
+  const Status not_found = Status::NotFound("pid " + std::to_string(root_pid_));
+  if (root_pid_ <= 0) return not_found;
+  const bool slow = samples_ % options_.slow_every == 0;
+  ++samples_;
+  ProcessTree tree;
+  tree.root_pid = root_pid_;
+  if (Status listed = Discover(tree); !listed.ok()) return listed;
+  AdmitNewMembers();
+  auto root = members_.find(root_pid_);
+  if (root == members_.end() || root->second.start_time_ticks != root_start_time_ticks_) {
+    return not_found;
+  }
+
+  for (auto it = members_.begin(); it != members_.end();) {
+    int err = ReadMember(it->first, it->second, slow);
+    if (err == 0) {
+      it->second.read_in = samples_;
+      ++it;
+    } else if (IsVanishedErrno(err)) {
+      ++tree.vanished;
+      // Still listed, the pid may name a new process by the next sample.
+      auto known = std::lower_bound(known_.begin(), known_.end(), it->first,
+                                    [](const Known& k, int32_t p) { return k.pid < p; });
+      if (known != known_.end() && known->pid == it->first) known->recheck = true;
+      it = Forget(it);
+    } else {
+      ++tree.unreadable;
+      ++it;
+    }
+  }
+  root = members_.find(root_pid_);
+  if (root == members_.end() || root->second.read_in != samples_) return not_found;
+  Order(tree);
+  return tree;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,174 @@
+// ProcessTreeSampler: the process tree of a running job, sampled every
+// interval by `run` and `watch`. It gives what ReadProcessTree
+// (probe/process_tree.h) gives, for a fraction of the CPU, by remembering
+// what it learnt in earlier samples:
+//
+// - Discovery. Every sample lists /proc (readdir, cheap) and reads the stat
+//   of a pid only when it first appears: its parent and start time are kept.
+//   A pid whose /proc entry changed inode since the last listing (the old
+//   process exited and the pid was reused) is read again, and a start time
+//   that differs makes it a new process. A new process whose parent is a
+//   member is a member, so DataLoader workers and torchrun children that
+//   started since the last sample appear in this one.
+// - Membership is sticky: a member whose parent exits is reparented by the
+//   kernel (to init or a subreaper outside the tree) and stays a member
+//   until it exits. It is listed after the root's subtree, as the root of
+//   its own subtree. Non-members never become members: a process's parent
+//   changes only by such reparenting, never to a member.
+// - Reading. A member's stat (CPU times, state, parent, RSS) and io (bytes
+//   read and written) are read every sample through descriptors kept open.
+//   Its status (VmPeak, VmHWM, VmLck, VmPin, VmSwap) and smaps_rollup (PSS,
+//   the costly one: the kernel walks every mapping) are read when it is
+//   first seen and on every slow_every-th sample, also through kept
+//   descriptors; in between, the last values are carried over. Its cmdline
+//   is read when it is first seen and again when its comm changes (an exec).
+//   Past max_open_files, files are read with open/read/close; slow files are
+//   kept only while under half the budget is in use, so the per-sample ones
+//   keep theirs. The stat read that identified a new pid is its first sample.
+// - Counting. ProcessTree::vanished counts the members that exited since the
+//   previous sample and the pids listed in /proc that were gone before their
+//   stat could be read (as ReadProcessTree counts them); unreadable counts
+//   the pids whose stat is refused or malformed. Neither is an error.
+//
+// Processes come out root first, then depth-first with siblings in pid
+// order, as ReadProcessTree orders them. Sample() is NotFound("pid N") when
+// the root is gone (or its pid now names another process). A stat line
+// without the RSS field (a truncated fixture) takes RSS from status instead.
+//
+// Owns its descriptors (all O_CLOEXEC; closed when their process vanishes
+// and on destruction). Movable; thread-compatible (one sample at a time).
+#pragma once
+
+#include <dirent.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "core/text.h"
+#include "probe/proc_file.h"
+#include "probe/process_tree.h"
+#include "sample/process.h"
+
+namespace stallscope {
+
+struct ProcessSamplerOptions {
+  int64_t clock_ticks_per_second = 0;  // 0: ClockTicksPerSecond() of probe/cpu_stat.h
+  uint64_t page_size_bytes = 0;        // 0: sysconf(_SC_PAGESIZE)
+  // status and smaps_rollup every slow_every-th sample (1: every sample).
+  // They change slowly (VmPeak, VmHWM, VmLck/VmPin move when memory is
+  // mapped or pinned) and smaps_rollup costs more than all the other files
+  // together on a large process; the leak rule looks at RSS, read every time.
+  int slow_every = 10;
+  bool read_cmdline = true;
+  bool read_io = true;
+  bool read_pss = true;
+  // Descriptors kept between samples: 2 per member read every sample (stat,
+  // io), 2 more for the slow files (status, smaps_rollup). Never more than
+  // half the RLIMIT_NOFILE soft limit, so the tool itself keeps room to work.
+  int max_open_files = 4 * 512;
+};
+
+class ProcessTreeSampler {
+ public:
+  ProcessTreeSampler(const Root& root, int32_t root_pid, ProcessSamplerOptions options = {});
+
+  // The tree now. Errors: NotFound("pid N") when the root is gone; the
+  // error of opening /proc itself.
+  Result<ProcessTree> Sample();
+
+  // Descriptors held now: the /proc directory and the members' kept files.
+  int open_files() const { return open_files_ + (proc_dir_ ? 1 : 0); }
+  // Samples taken so far (slow fields are read when this is a multiple of
+  // slow_every, counting from 0).
+  int64_t samples() const { return samples_; }
+
+ private:
+  // A pid listed in /proc, as first read: what discovery needs.
+  struct Known {
+    int32_t pid = 0;
+    uint64_t inode = 0;  // of /proc/PID; 0 forces a new read of its stat
+    int32_t ppid = 0;
+    uint64_t start_time_ticks = 0;
+    bool readable = true;  // false: its stat is refused or malformed
+    bool recheck = false;  // a member read under this pid vanished: read again
+  };
+  // A member of the tree: its kept files and its last sample.
+  struct Member {
+    ProcFile stat, io, status, smaps_rollup;
+    uint64_t start_time_ticks = 0;
+    std::optional<ProcStat> first_stat;  // read by Identify in this sample
+    bool rss_from_status = false;  // stat without RSS: status on every sample
+    bool io_denied = false;        // retried on slow samples only
+    std::string cmdline_comm;  // comm when cmdline was last read
+    int64_t read_in = -1;      // the sample that last read it (-1: none yet)
+    bool visited = false;      // scratch for Order()
+    ProcessSample sample;      // the slow fields carry over from here
+  };
+  using Members = std::map<int32_t, Member>;
+  struct DirCloser {
+    void operator()(DIR* dir) const { ::closedir(dir); }
+  };
+  enum class Identity { kNew, kVanished, kUnreadable };
+
+  // Lists /proc into listing_; reads the stat of new pids; drops members
+  // that are gone. Counts into tree.
+  Status Discover(ProcessTree& tree);
+  // Reads the stat of pid into *known; what came of it. A new pid's stat
+  // file and parsed line wait in pending_ until admission takes or drops them.
+  Identity Identify(int32_t pid, uint64_t inode, Known* known);
+  // A pid no longer listed, or now another process: drops it if it was a
+  // member (counted as vanished) and says so.
+  bool Gone(const Known& known, ProcessTree& tree);
+  // Makes members of the new pids whose parent is a member (or the root);
+  // drops the pending files of the others.
+  void AdmitNewMembers();
+  void AdmitFromNew();
+  // 0, or the errno that leaves the member out of this sample.
+  int ReadMember(int32_t pid, Member& member, bool slow);
+  // Reads one of a member's files, keeping it open while fewer than `keep`
+  // descriptors are in use.
+  int ReadKept(ProcFile& file, int32_t pid, const char* name, int keep);
+  int ReadOnce(int32_t pid, const char* name, size_t max_bytes = kMaxProcFileBytes);
+  // "PID/name", relative to the /proc directory; valid until the next call.
+  const char* PathOf(int32_t pid, const char* name);
+  Members::iterator Forget(Members::iterator member);
+  // Copies the members read in this sample into tree, in tree order.
+  void Order(ProcessTree& tree);
+  void Visit(int32_t pid, ProcessTree& tree);
+
+  std::string proc_path_;
+  int32_t root_pid_ = 0;
+  ProcessSamplerOptions options_;
+  double ticks_per_second_ = 100;
+  uint64_t page_size_bytes_ = 4096;
+  int budget_ = 0;  // descriptors members may hold
+  int open_files_ = 0;
+  int64_t samples_ = 0;
+  bool root_seen_ = false;  // the root was found once; later, only that process
+  uint64_t root_start_time_ticks_ = 0;
+
+  std::unique_ptr<DIR, DirCloser> proc_dir_;
+  std::vector<std::pair<int32_t, uint64_t>> listing_;  // (pid, inode), pid order
+  std::vector<Known> known_, next_known_;              // pid order
+  std::vector<Known> new_;                             // first seen this sample
+  struct Pending {
+    ProcFile stat;
+    ProcStat parsed;
+  };
+  std::map<int32_t, Pending> pending_;  // new pids' stat, until admission
+  Members members_;
+  FileBuffer buffer_;
+  char path_[64] = {};
+  // Scratch: (ppid, pid) pairs and a work list, for admission and order.
+  std::vector<std::pair<int32_t, int32_t>> by_parent_;
+  std::vector<int32_t> stack_;
+};
+
+}  // namespace stallscope

@@ -1,0 +1,148 @@
+#include "record/hook_receiver.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/text.h"
+
+namespace stallscope {
+namespace {
+
+double Seconds(int64_t ns, int64_t start_ns) { return static_cast<double>(ns - start_ns) / 1e9; }
+
+bool ToInts(const std::vector<std::string_view>& fields, size_t count, int64_t* out) {
+  if (fields.size() != count + 1) return false;
+  for (size_t i = 0; i < count; ++i) {
+    std::optional<int64_t> v = ParseInt(fields[i + 1]);
+    if (!v) return false;
+    out[i] = *v;
+  }
+  return true;
+}
+
+}  // namespace
+
+void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& into) {
+  for (std::string_view line : SplitLines(datagram)) {
+    if (Trim(line).empty()) continue;
+    std::vector<std::string_view> f = SplitFields(line);
+    std::string_view type = f[0];
+    int64_t v[10];
+    if (type == "step") {
+      // pid rank step t_end_ns wait_ns step_ns
+      if (!ToInts(f, 6, v) || v[4] < 0 || v[5] < 0) {
+        ++into.malformed;
+        continue;
+      }
+      into.steps.push_back(
+          {static_cast<int>(v[1]), v[2], Seconds(v[3], start_ns), v[4] / 1e9, v[5] / 1e9});
+    } else if (type == "epoch") {
+      // pid rank epoch t_ns
+      if (!ToInts(f, 4, v)) {
+        ++into.malformed;
+        continue;
+      }
+      into.epochs.push_back(
+          {static_cast<int>(v[1]), static_cast<int>(v[2]), Seconds(v[3], start_ns)});
+    } else if (type == "loader") {
+      // pid rank batch_size num_workers pin_memory prefetch_factor
+      // persistent_workers dataset_length gpu
+      if (!ToInts(f, 9, v)) {
+        ++into.malformed;
+        continue;
+      }
+      LoaderConfig c;
+      c.pid = static_cast<int>(v[0]);
+      c.rank = static_cast<int>(v[1]);
+      c.batch_size = static_cast<int>(v[2]);
+      c.num_workers = static_cast<int>(v[3]);
+      c.pin_memory = v[4] != 0;
+      c.prefetch_factor = static_cast<int>(v[5]);
+      c.persistent_workers = v[6] != 0;
+      c.dataset_length = v[7];
+      c.gpu_available = v[8] != 0;
+      into.loaders.push_back(c);
+    } else if (type == "hello") {
+      // pid rank local_rank world_size
+      if (!ToInts(f, 4, v)) {
+        ++into.malformed;
+        continue;
+      }
+      into.pids.insert(static_cast<int>(v[0]));
+    } else if (type == "dropped") {
+      if (!ToInts(f, 3, v)) {
+        ++into.malformed;
+        continue;
+      }
+      into.dropped += v[2];
+    }
+    // Anything else: a record type from a newer hook; skipped on purpose.
+  }
+}
+
+Result<HookReceiver> HookReceiver::Create() {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = std::string(base && *base ? base : "/tmp") + "/stallscope-XXXXXX";
+  std::vector<char> dir(pattern.begin(), pattern.end());
+  dir.push_back('\0');
+  if (mkdtemp(dir.data()) == nullptr) return Status::FromErrno(pattern, errno);
+  HookReceiver r;
+  r.directory_ = dir.data();
+  r.socket_path_ = r.directory_ + "/hook.sock";
+  struct sockaddr_un addr {};
+  addr.sun_family = AF_UNIX;
+  if (r.socket_path_.size() >= sizeof addr.sun_path) {
+    return Status::InvalidArgument(r.socket_path_ + ": path too long for a Unix socket");
+  }
+  std::memcpy(addr.sun_path, r.socket_path_.c_str(), r.socket_path_.size() + 1);
+  r.fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (r.fd_ < 0) return Status::FromErrno("socket", errno);
+  if (bind(r.fd_, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) {
+    return Status::FromErrno(r.socket_path_, errno);
+  }
+  // A larger receive buffer rides out a job that sends while we sample.
+  int size = 4 << 20;
+  setsockopt(r.fd_, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  return r;
+}
+
+HookReceiver::HookReceiver(HookReceiver&& other) noexcept
+    : fd_(other.fd_),
+      directory_(std::move(other.directory_)),
+      socket_path_(std::move(other.socket_path_)) {
+  other.fd_ = -1;
+  other.directory_.clear();
+  other.socket_path_.clear();
+}
+
+HookReceiver& HookReceiver::operator=(HookReceiver&& other) noexcept {
+  std::swap(fd_, other.fd_);
+  std::swap(directory_, other.directory_);
+  std::swap(socket_path_, other.socket_path_);
+  return *this;
+}
+
+HookReceiver::~HookReceiver() {
+  if (fd_ >= 0) close(fd_);
+  if (!socket_path_.empty()) unlink(socket_path_.c_str());
+  if (!directory_.empty()) rmdir(directory_.c_str());
+}
+
+void HookReceiver::Drain(int64_t start_ns, HookEvents& into) {
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // EAGAIN: nothing more waiting
+    }
+    ParseHookDatagram(std::string_view(buffer, static_cast<size_t>(n)), start_ns, into);
+  }
+}
+
+}  // namespace stallscope

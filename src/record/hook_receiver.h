@@ -1,0 +1,57 @@
+// The receiving end of the Python hook (docs/hook-protocol.md): a Unix
+// datagram socket in a private temporary directory, and the pure parser of
+// its datagrams.
+//
+// HookReceiver owns the socket and its directory and removes both when
+// destroyed. Drain() reads every waiting datagram without blocking and turns
+// them into timeline events, with times made relative to the run's start.
+// Not thread-safe; one owner (the recorder loop).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "sample/timeline.h"
+
+namespace stallscope {
+
+struct HookEvents {
+  std::vector<StepEvent> steps;
+  std::vector<EpochEvent> epochs;
+  std::vector<LoaderConfig> loaders;
+  std::set<int> pids;     // processes that said hello (the ranks)
+  int64_t dropped = 0;    // datagrams the hook reported it could not send
+  int64_t malformed = 0;  // lines we could not read
+};
+
+// Parses one datagram into `into`. start_ns is the run's start on the
+// monotonic clock; event times become seconds since then. Unknown record
+// types are skipped (newer hooks); malformed lines are counted.
+void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& into);
+
+class HookReceiver {
+ public:
+  static Result<HookReceiver> Create();
+  HookReceiver(HookReceiver&& other) noexcept;
+  HookReceiver& operator=(HookReceiver&& other) noexcept;
+  HookReceiver(const HookReceiver&) = delete;
+  HookReceiver& operator=(const HookReceiver&) = delete;
+  ~HookReceiver();
+
+  const std::string& socket_path() const { return socket_path_; }
+  int fd() const { return fd_; }
+  // Reads every waiting datagram (never blocks).
+  void Drain(int64_t start_ns, HookEvents& into);
+
+ private:
+  HookReceiver() = default;
+  int fd_ = -1;
+  std::string directory_;
+  std::string socket_path_;
+};
+
+}  // namespace stallscope

@@ -1,0 +1,60 @@
+// The job stallscope watches: a command it starts (`run`) or a process tree
+// it attaches to (`watch`).
+//
+// Job::Start forks and execs CMD with extra environment variables, reports a
+// command that cannot be executed as an error (exit status 127/126, as a
+// shell would) before any sampling starts, and leaves CMD in stallscope's
+// process group so a terminal's Ctrl-C reaches both. Signals sent to
+// stallscope alone (kill -TERM PID) are forwarded to CMD by the caller
+// through Forward(). Not thread-safe; one owner.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace stallscope {
+
+struct JobExit {
+  std::optional<int> exit_code;  // it exited
+  std::optional<int> signal;     // a signal ended it
+  // The shell convention for our own exit code: code, or 128 + signal.
+  int ShellStatus() const { return exit_code ? *exit_code : 128 + signal.value_or(0); }
+};
+
+class Job {
+ public:
+  // argv[0] is looked up in PATH. NotFound -> the caller exits 127;
+  // PermissionDenied -> 126.
+  static Result<Job> Start(const std::vector<std::string>& argv,
+                           const std::vector<std::pair<std::string, std::string>>& extra_env);
+  // A running process (not our child): we can watch it but not wait for it.
+  static Result<Job> Attach(pid_t pid);
+
+  Job(Job&& other) noexcept;
+  Job& operator=(Job&& other) noexcept;
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+  ~Job();
+
+  pid_t pid() const { return pid_; }
+  bool is_child() const { return is_child_; }
+
+  // Non-blocking: the exit once the job has ended, nullopt while it runs.
+  // For an attached process only "gone" is known (exit unknown: both unset).
+  std::optional<JobExit> Poll();
+  void Forward(int signal) const;
+
+ private:
+  Job(pid_t pid, bool is_child) : pid_(pid), is_child_(is_child) {}
+  pid_t pid_ = -1;
+  bool is_child_ = false;
+  bool reaped_ = false;
+};
+
+}  // namespace stallscope

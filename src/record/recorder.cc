@@ -1,0 +1,352 @@
+#include "record/recorder.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "core/units.h"
+#include "probe/cgroup.h"
+#include "probe/cpu_stat.h"
+#include "probe/diskstats.h"
+#include "probe/process_tree.h"
+#include "probe/snapshot.h"
+#include "probe/vmstat.h"
+#include "sample/disk_rates.h"
+
+namespace stallscope {
+namespace {
+
+int64_t MonotonicNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// Per-epoch accumulators for the epoch line, kept for the lowest rank seen.
+struct EpochProgress {
+  int epoch = -1;
+  double start_t = 0;
+  int64_t steps = 0;
+  double wait_seconds = 0;
+  double step_seconds = 0;
+  uint64_t peak_rss_bytes = 0;
+};
+
+// One interval's figures from two host samples and the process tree.
+class IntervalSampler {
+ public:
+  // Without a data disk, the busiest of `candidate_disks` (whole, physical
+  // disks: partitions repeat their disk, loop/ram/zram are never the data)
+  // stands for it, interval by interval.
+  IntervalSampler(pid_t root_pid, std::string data_disk, std::set<std::string> candidate_disks,
+                  bool read_cgroup)
+      : root_pid_(root_pid),
+        data_disk_(std::move(data_disk)),
+        candidate_disks_(std::move(candidate_disks)),
+        read_cgroup_(read_cgroup),
+        ticks_per_second_(static_cast<double>(ClockTicksPerSecond())) {
+    options_.clock_ticks_per_second = ClockTicksPerSecond();
+    options_.read_cmdline = false;
+    options_.read_io = false;
+    options_.read_pss = false;
+  }
+
+  // The first call only sets the baseline (a delta needs two samples).
+  Result<TimelineSample> Sample(double t, const std::set<int>& hook_pids,
+                                std::vector<ProcessPoint>& points) {
+    Result<HostSample> host = TakeHostSample(root_, nullptr);
+    if (!host.ok()) return host.status();
+    TimelineSample s;
+    s.t = t;
+    Result<ProcessTree> tree = ReadProcessTree(root_, root_pid_, options_);
+    std::map<int, uint64_t> ticks;
+    if (tree.ok()) {
+      double seconds = have_previous_ ? host->monotonic_seconds - previous_.monotonic_seconds : 0;
+      std::map<int, int> parent;
+      for (const ProcessSample& p : tree->processes) parent[p.pid] = p.ppid;
+      auto under_a_rank = [&](int pid) {
+        for (int up = parent.count(pid) ? parent[pid] : 0; up > 0;
+             up = parent.count(up) ? parent[up] : 0) {
+          if (hook_pids.count(up)) return true;
+        }
+        return false;
+      };
+      for (const ProcessSample& p : tree->processes) {
+        ticks[p.pid] = p.cpu_ticks();
+        double cpu = 0;
+        auto before = previous_ticks_.find(p.pid);
+        if (seconds > 0 && before != previous_ticks_.end() && p.cpu_ticks() >= before->second) {
+          cpu = static_cast<double>(p.cpu_ticks() - before->second) / ticks_per_second_ / seconds *
+                100.0;
+        }
+        ++s.processes;
+        s.tree_rss_bytes += p.rss_bytes;
+        s.tree_pss_bytes += p.pss_bytes.value_or(0);
+        s.tree_cpu_percent += cpu;
+        // Loader workers: below a rank that reported through the hook, or,
+        // without the hook, everything below the command itself.
+        bool loader = hook_pids.empty() ? p.pid != root_pid_ : under_a_rank(p.pid);
+        if (loader) s.loader_cpu_percent += cpu;
+        points.push_back({t, p.pid, p.ppid, p.comm, p.rss_bytes, cpu});
+      }
+    }
+    previous_ticks_ = std::move(ticks);
+
+    const MemInfo& m = host->memory;
+    s.mem_available_bytes =
+        m.available_bytes.value_or(m.free_bytes + m.buffers_bytes + m.cached_bytes);
+    if (read_cgroup_) {
+      if (Result<CgroupMemory> cg = ReadCgroupMemory(root_); cg.ok()) {
+        s.mem_available_bytes = EffectiveAvailableBytes(m, *cg);
+      }
+    }
+    s.swap_used_bytes = m.swap_used_bytes();
+    if (have_previous_) {
+      Snapshot pair;
+      pair.page_size_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+      pair.before = std::move(previous_);
+      pair.after = *host;
+      ComputeSnapshotRates(pair);
+      double seconds = std::max(pair.interval_seconds, 1e-9);
+      auto delta = [](uint64_t a, uint64_t b) { return b > a ? static_cast<double>(b - a) : 0.0; };
+      s.swap_in_pages_per_s =
+          delta(pair.before.vmstat.pswpin_pages, pair.after.vmstat.pswpin_pages) / seconds;
+      s.swap_out_pages_per_s =
+          delta(pair.before.vmstat.pswpout_pages, pair.after.vmstat.pswpout_pages) / seconds;
+      s.cpu_busy_percent = pair.cpu_usage.total.busy_percent();
+      s.cpu_iowait_percent = pair.cpu_usage.total.iowait_percent;
+      const DiskRates* disk = nullptr;
+      for (const DiskRates& r : pair.disk_rates) {
+        if (!data_disk_.empty() ? r.name == data_disk_
+                                : (!disk || r.util_percent > disk->util_percent) &&
+                                      candidate_disks_.count(r.name)) {
+          disk = &r;
+        }
+      }
+      if (disk) {
+        s.disk_util_percent = disk->util_percent;
+        s.disk_await_ms = disk->await_ms;
+        s.disk_read_kib_per_s = disk->read_kib_per_second;
+        disk_name_ = disk->name;
+      }
+    }
+    previous_ = std::move(*host);
+    have_previous_ = true;
+    return s;
+  }
+
+  const std::string& disk_name() const { return disk_name_; }
+  const HostSample& last_host() const { return previous_; }
+
+ private:
+  Root root_{"/"};
+  pid_t root_pid_;
+  std::string data_disk_;
+  std::set<std::string> candidate_disks_;
+  bool read_cgroup_;
+  double ticks_per_second_;
+  ProcessReadOptions options_;
+  HostSample previous_;
+  bool have_previous_ = false;
+  std::map<int, uint64_t> previous_ticks_;
+  std::string disk_name_;
+};
+
+std::string SummaryLine(const TimelineSample& s, uint64_t mem_total, const std::string& disk,
+                        int ranks) {
+  std::string line = fmt::format(
+      "[{:>6.0f}s] {} | avail {:>5.1f}% | swap in/out {:.0f}/{:.0f} p/s | cpu {:>5.1f}%", s.t,
+      s.processes > 0 ? fmt::format("rss {:>9}", FormatBytes(s.tree_rss_bytes)) : "job ended    ",
+      mem_total
+          ? 100.0 * static_cast<double>(s.mem_available_bytes) / static_cast<double>(mem_total)
+          : 0.0,
+      s.swap_in_pages_per_s, s.swap_out_pages_per_s, s.cpu_busy_percent);
+  if (!disk.empty()) {
+    line += fmt::format(" | {} {:.0f}% {:.1f} ms", disk, s.disk_util_percent, s.disk_await_ms);
+  }
+  if (ranks > 0) {
+    line += fmt::format(" | {:.1f} steps/s, data wait {:.0f}%", s.steps_per_s,
+                        100.0 * s.data_wait_fraction);
+  }
+  return line + "\n";
+}
+
+void FoldSteps(const std::vector<StepEvent>& steps, double interval_seconds, TimelineSample& s) {
+  if (steps.empty() || interval_seconds <= 0) return;
+  std::set<int> ranks;
+  double wait = 0, total = 0;
+  for (const StepEvent& e : steps) {
+    ranks.insert(e.rank);
+    wait += e.wait_seconds;
+    total += e.step_seconds;
+  }
+  s.steps_per_s =
+      static_cast<double>(steps.size()) / static_cast<double>(ranks.size()) / interval_seconds;
+  s.data_wait_fraction = total > 0 ? std::min(1.0, wait / total) : 0;
+}
+
+std::string EpochLine(const EpochProgress& e, double end_t) {
+  double seconds = end_t - e.start_t;
+  return fmt::format(
+      "epoch {}: {:.1f} s, {} steps, {:.1f} steps/s, data wait {:.0f}%, peak tree RSS {}\n",
+      e.epoch, seconds, e.steps, seconds > 0 ? static_cast<double>(e.steps) / seconds : 0.0,
+      e.step_seconds > 0 ? 100.0 * e.wait_seconds / e.step_seconds : 0.0,
+      FormatBytes(e.peak_rss_bytes));
+}
+
+}  // namespace
+
+void BlockRecordSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+}
+
+Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& options,
+                                HookReceiver* hook, RunWriter& writer, std::FILE* status) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGCHLD);
+  int signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signal_fd < 0) return Status::FromErrno("signalfd", errno);
+
+  const int64_t start_ns = static_cast<int64_t>(info.start_monotonic_seconds * 1e9);
+  const int64_t interval_ns = static_cast<int64_t>(options.interval_seconds * 1e9);
+  std::optional<uint64_t> oom_kills_at_start;
+  if (auto v = ReadVmStat(Root("/")); v.ok()) oom_kills_at_start = v->oom_kill;
+
+  std::set<std::string> disks;
+  if (auto devices = ReadBlockDevices(Root("/")); devices.ok()) {
+    for (const BlockDevice& d : *devices) {
+      if (!d.is_partition && !d.is_virtual) disks.insert(d.name);
+    }
+  }
+  IntervalSampler sampler(job.pid(), info.data_device, std::move(disks),
+                          info.cgroup_limit_bytes.has_value());
+  std::vector<ProcessPoint> points;
+  HookEvents events;
+  if (Result<TimelineSample> first = sampler.Sample(0, events.pids, points); !first.ok()) {
+    close(signal_fd);
+    return first.status();
+  }
+  points.clear();
+
+  RecordOutcome outcome;
+  EpochProgress epoch;
+  int64_t next_tick = start_ns + interval_ns;
+  double last_t = 0;
+  bool ended = false;
+  std::set<int> ranks_seen;
+
+  auto record_interval = [&](int64_t now_ns) -> Status {
+    if (hook) hook->Drain(start_ns, events);
+    double t = static_cast<double>(now_ns - start_ns) / 1e9;
+    points.clear();
+    Result<TimelineSample> sample = sampler.Sample(t, events.pids, points);
+    if (!sample.ok()) return sample.status();
+    FoldSteps(events.steps, t - last_t, *sample);
+    last_t = t;
+    // The epoch line, for the lowest rank that reports.
+    for (const StepEvent& e : events.steps) ranks_seen.insert(e.rank);
+    int lead = ranks_seen.empty() ? 0 : *ranks_seen.begin();
+    // Steps and epoch marks in time order: a datagram often carries the last
+    // steps of one epoch together with the mark of the next.
+    size_t next_step = 0;
+    auto count_steps_before = [&](double t_limit) {
+      for (; next_step < events.steps.size() && events.steps[next_step].t <= t_limit; ++next_step) {
+        const StepEvent& e = events.steps[next_step];
+        if (e.rank != lead) continue;
+        ++epoch.steps;
+        epoch.wait_seconds += e.wait_seconds;
+        epoch.step_seconds += e.step_seconds;
+      }
+    };
+    std::stable_sort(events.steps.begin(), events.steps.end(),
+                     [](const StepEvent& a, const StepEvent& b) { return a.t < b.t; });
+    for (const EpochEvent& e : events.epochs) {
+      if (e.rank != lead) continue;
+      count_steps_before(e.t);
+      if (epoch.epoch >= 0) std::fputs(EpochLine(epoch, e.t).c_str(), status);
+      epoch = EpochProgress{e.epoch, e.t, 0, 0, 0, 0};
+    }
+    count_steps_before(std::numeric_limits<double>::infinity());
+    epoch.peak_rss_bytes = std::max(epoch.peak_rss_bytes, sample->tree_rss_bytes);
+    Status written =
+        writer.AppendInterval(*sample, points, events.steps, events.epochs, events.loaders);
+    std::fputs(SummaryLine(*sample, info.mem_total_bytes, sampler.disk_name(),
+                           static_cast<int>(ranks_seen.size()))
+                   .c_str(),
+               status);
+    std::fflush(status);
+    std::set<int> pids = std::move(events.pids);
+    events = HookEvents{};
+    events.pids = std::move(pids);  // ranks stay known for the loader CPU split
+    return written;
+  };
+
+  Status failure;
+  while (!ended) {
+    int64_t now = MonotonicNs();
+    int timeout_ms = static_cast<int>(std::max<int64_t>(0, (next_tick - now) / 1000000));
+    struct pollfd fds[2] = {{signal_fd, POLLIN, 0}, {hook ? hook->fd() : -1, POLLIN, 0}};
+    poll(fds, hook ? 2 : 1, timeout_ms);
+    if (fds[0].revents & POLLIN) {
+      struct signalfd_siginfo si;
+      while (read(signal_fd, &si, sizeof si) == sizeof si) {
+        if (si.ssi_signo == SIGCHLD) continue;  // Poll() below reaps it
+        if (!options.forward_signals) {
+          outcome.interrupted = true;
+          ended = true;
+        } else if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) {
+          // Sent to stallscope alone: the job has not seen it.
+          job.Forward(static_cast<int>(si.ssi_signo));
+        }
+        // From the terminal (SI_KERNEL): the job, in our process group,
+        // already got it; sending it again would hit it twice.
+      }
+    }
+    if (hook && (fds[1].revents & POLLIN)) hook->Drain(start_ns, events);
+    if (std::optional<JobExit> exit = job.Poll()) {
+      outcome.exit = *exit;
+      ended = true;
+    }
+    now = MonotonicNs();
+    if (ended || now >= next_tick) {
+      if (Status s = record_interval(now); !s.ok() && failure.ok()) {
+        failure = s;
+        std::fprintf(status, "stallscope: %s (recording goes on)\n", s.message().c_str());
+      }
+      next_tick += interval_ns;
+      if (next_tick <= now) next_tick = now + interval_ns;  // fell behind: skip, don't burst
+    }
+  }
+  close(signal_fd);
+  if (epoch.epoch >= 0) std::fputs(EpochLine(epoch, last_t).c_str(), status);
+
+  info.duration_seconds = last_t;
+  info.exit_code = outcome.exit.exit_code;
+  info.exit_signal = outcome.exit.signal;
+  // The OOM killer ends a process with SIGKILL and counts it in vmstat.
+  if (auto v = ReadVmStat(Root("/")); v.ok() && v->oom_kill && oom_kills_at_start) {
+    info.oom_killed = outcome.exit.signal == SIGKILL && *v->oom_kill > *oom_kills_at_start;
+  }
+  if (Status s = writer.WriteRunInfo(info); !s.ok()) return s;
+  outcome.info = info;
+  return outcome;
+}
+
+}  // namespace stallscope

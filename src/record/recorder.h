@@ -1,0 +1,47 @@
+// The recording loop of `run` and `watch`: every interval it samples the
+// host and the job's whole process tree, drains the hook's events, appends
+// the interval to the run file (one transaction) and prints one summary line
+// (and an epoch line when the hook marks a new epoch) on the status stream.
+// It returns when the job ends or, for `watch`, when the user interrupts.
+//
+// Signals: the caller blocks SIGINT, SIGTERM and SIGCHLD before starting the
+// job; the loop reads them through a signalfd. For `run`, a signal sent to
+// stallscope alone (kill) is forwarded to the job; one from the terminal
+// already reached the job (same process group) and is not sent twice. For
+// `watch`, Ctrl-C stops watching and never touches the watched process.
+// Memory stays bounded: nothing but the previous sample is kept; analysis
+// reads the run file back. Not thread-safe; one per run.
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "record/hook_receiver.h"
+#include "record/job.h"
+#include "sample/timeline.h"
+#include "store/run_file.h"
+
+namespace stallscope {
+
+struct RecordOptions {
+  double interval_seconds = 1.0;
+  std::optional<std::string> data_path;  // the dataset: its disk is "the data device"
+  bool forward_signals = true;           // run: yes; watch: no
+};
+
+struct RecordOutcome {
+  RunInfo info;              // as written at the end
+  JobExit exit;              // how the job ended (unknown for watch)
+  bool interrupted = false;  // watch stopped by Ctrl-C / SIGTERM
+};
+
+// Blocks SIGINT, SIGTERM and SIGCHLD in the calling thread (before the job
+// starts, so none is lost) and returns the previous mask for the job.
+void BlockRecordSignals();
+
+Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& options,
+                                HookReceiver* hook, RunWriter& writer, std::FILE* status);
+
+}  // namespace stallscope

@@ -1,0 +1,75 @@
+#include "render/run_report.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/units.h"
+
+namespace stallscope {
+
+std::string DescribeRunEnd(const RunInfo& info, size_t samples) {
+  std::string how;
+  if (info.oom_killed) {
+    how = "was killed by the OOM killer (SIGKILL)";
+  } else if (info.exit_signal) {
+    const char* name = sigabbrev_np(*info.exit_signal);
+    how = fmt::format("was killed by SIG{} (signal {})", name ? name : "?", *info.exit_signal);
+  } else if (info.exit_code) {
+    how = fmt::format("exited {}", *info.exit_code);
+  } else if (info.duration_seconds) {
+    how = "ended (exit status unknown: not our child)";
+  } else {
+    how = "did not finish recording (stallscope was stopped mid-run)";
+  }
+  return fmt::format("{} {} after {:.1f} s; {} samples every {:.1f} s on {}\n", info.command, how,
+                     info.duration_seconds.value_or(0), samples, info.interval_seconds,
+                     info.hostname);
+}
+
+std::string RenderEpochTable(const std::vector<EpochSummary>& epochs) {
+  if (epochs.empty()) return "";
+  std::string out = fmt::format("{:>6}{:>10}{:>10}{:>9}{:>11}{:>11}{:>14}\n", "epoch", "start s",
+                                "seconds", "steps", "steps/s", "data wait", "peak tree RSS");
+  for (const EpochSummary& e : epochs) {
+    out += fmt::format(
+        "{:>6}{:>10.1f}{:>10.1f}{:>9}{:>11.1f}{:>11}{:>14}\n", e.epoch, e.start_s, e.duration_s,
+        e.steps, e.steps_per_s,
+        e.data_wait_fraction ? fmt::format("{:.0f}%", *e.data_wait_fraction * 100) : "-",
+        e.peak_tree_rss_bytes ? FormatBytes(e.peak_tree_rss_bytes) : "-");
+  }
+  return out;
+}
+
+nlohmann::ordered_json EpochsToJson(const std::vector<EpochSummary>& epochs) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const EpochSummary& e : epochs) {
+    out.push_back(
+        {{"epoch", e.epoch},
+         {"start_seconds", e.start_s},
+         {"duration_seconds", e.duration_s},
+         {"steps", e.steps},
+         {"steps_per_s", e.steps_per_s},
+         {"data_wait_fraction", e.data_wait_fraction ? nlohmann::ordered_json(*e.data_wait_fraction)
+                                                     : nlohmann::ordered_json(nullptr)},
+         {"peak_tree_rss_bytes", e.peak_tree_rss_bytes}});
+  }
+  return out;
+}
+
+nlohmann::ordered_json RunInfoToJson(const RunInfo& info) {
+  auto opt = [](const auto& v) {
+    return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+  };
+  return {{"command", info.command},
+          {"host", info.hostname},
+          {"started", info.started_utc},
+          {"interval_seconds", info.interval_seconds},
+          {"duration_seconds", opt(info.duration_seconds)},
+          {"exit_code", opt(info.exit_code)},
+          {"exit_signal", opt(info.exit_signal)},
+          {"oom_killed", info.oom_killed},
+          {"data_device", info.data_device}};
+}
+
+}  // namespace stallscope

@@ -1,0 +1,22 @@
+// Rendering what `run`, `watch` and `report` say about a recorded run: the
+// per-epoch table and the run's header line, next to the Report rendering of
+// render/report.h. Pure; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analyze/run_rules.h"
+#include "sample/timeline.h"
+
+namespace stallscope {
+
+// "python3 train.py exited 0 after 42.0 s, 40 samples" or "was killed by
+// SIGKILL (the OOM killer)".
+std::string DescribeRunEnd(const RunInfo& info, size_t samples);
+std::string RenderEpochTable(const std::vector<EpochSummary>& epochs);
+nlohmann::ordered_json EpochsToJson(const std::vector<EpochSummary>& epochs);
+nlohmann::ordered_json RunInfoToJson(const RunInfo& info);
+
+}  // namespace stallscope

@@ -1,0 +1,105 @@
+// The run file: one SQLite database per `stallscope run` / `watch`, holding
+// the run's facts, its baseline snapshot and its timeline (sample/timeline.h).
+// Schema "stallscope.timeline/1", documented table by table in
+// docs/timeline-schema.md, so anyone can query a run with `sqlite3 RUN.db`.
+//
+// RunWriter owns the database connection and its prepared statements; it is
+// written by one thread (the sampler) and is not thread-safe. The file is in
+// WAL mode and every interval is one transaction, so a sampler killed with
+// SIGKILL loses at most the interval it was writing, and readers (`report`
+// on a live run) never block it. ReadRun / ReadBaseline open their own
+// read-only connection per call; they are thread-safe and may run while a
+// writer in another process is appending.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "sample/timeline.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace stallscope {
+
+// meta.schema of every run file this code writes and the only one it reads;
+// PRAGMA user_version carries its number.
+inline constexpr std::string_view kTimelineSchema = "stallscope.timeline/1";
+inline constexpr int kTimelineSchemaVersion = 1;
+
+class RunWriter {
+ public:
+  // Creates the run file at `path`. An existing file is an InvalidArgument
+  // error ("RUN.db exists; pass --force to overwrite") unless `force`, which
+  // replaces it together with its -wal/-shm. A directory that does not exist
+  // or cannot be written fails here, naming the path and the errno text, so
+  // the caller creates the writer before it starts the job.
+  static Result<RunWriter> Create(const std::string& path, bool force);
+
+  RunWriter(RunWriter&&) noexcept = default;
+  RunWriter& operator=(RunWriter&&) noexcept = default;
+  RunWriter(const RunWriter&) = delete;
+  RunWriter& operator=(const RunWriter&) = delete;
+  ~RunWriter();  // Close(), ignoring its error.
+
+  // The single row of `run`: written at start and rewritten at exit, when
+  // the duration and the exit status are known.
+  Status WriteRunInfo(const RunInfo& info);
+  // The baseline snapshot, SnapshotToJson(snapshot).dump(); rewrites it if
+  // called again.
+  Status WriteBaseline(const std::string& snapshot_json);
+  // One interval: its sample and the process points and hook events that
+  // arrived in it, in one transaction. Either all of it is stored or, on an
+  // error, none of it (and the next call may still succeed).
+  Status AppendInterval(const TimelineSample& sample, std::span<const ProcessPoint> processes,
+                        std::span<const StepEvent> steps, std::span<const EpochEvent> epochs,
+                        std::span<const LoaderConfig> loaders);
+  // Intervals committed so far; the next one is numbered this.
+  int64_t intervals() const { return next_interval_; }
+  const std::string& path() const { return path_; }
+
+  // Finalizes the statements and closes the database, which folds the WAL
+  // back into the file and removes -wal/-shm. Idempotent; later writes fail.
+  Status Close();
+
+ private:
+  struct CloseDatabase {
+    void operator()(sqlite3* db) const;
+  };
+  struct FinalizeStatement {
+    void operator()(sqlite3_stmt* statement) const;
+  };
+  using Database = std::unique_ptr<sqlite3, CloseDatabase>;
+  using Statement = std::unique_ptr<sqlite3_stmt, FinalizeStatement>;
+
+  RunWriter() = default;
+  Status Prepare();
+  Status Fail(std::string_view what) const;
+  Status Step(sqlite3_stmt* statement, std::string_view what);
+  Status InsertInterval(const TimelineSample& sample, std::span<const ProcessPoint> processes,
+                        std::span<const StepEvent> steps, std::span<const EpochEvent> epochs,
+                        std::span<const LoaderConfig> loaders);
+
+  std::string path_;
+  int64_t next_interval_ = 0;
+  // Declared before the statements so that it is destroyed after them.
+  Database db_;
+  Statement begin_, commit_, rollback_;
+  Statement insert_run_, insert_baseline_;
+  Statement insert_sample_, insert_process_, insert_step_, insert_epoch_, insert_loader_;
+};
+
+// The whole run, in the order it was written. A file that is missing, is not
+// SQLite, or is not a stallscope.timeline/1 run file is an error naming the
+// path. A run whose writer was killed reads as every interval it committed;
+// a writer killed before WriteRunInfo leaves `info` at its defaults.
+Result<Timeline> ReadRun(const std::string& path);
+
+// The baseline snapshot JSON as WriteBaseline stored it; NotFound when the
+// run has none.
+Result<std::string> ReadBaseline(const std::string& path);
+
+}  // namespace stallscope

@@ -1,0 +1,306 @@
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "store/run_file.h"
+#include "store/run_schema.h"
+
+namespace stallscope {
+namespace {
+
+struct CloseDatabase {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+using Database = std::unique_ptr<sqlite3, CloseDatabase>;
+
+struct FinalizeStatement {
+  void operator()(sqlite3_stmt* statement) const { sqlite3_finalize(statement); }
+};
+using Statement = std::unique_ptr<sqlite3_stmt, FinalizeStatement>;
+
+// Reads the columns of the current row in order.
+class Columns {
+ public:
+  explicit Columns(sqlite3_stmt* statement) : statement_(statement) {}
+
+  int64_t Int() { return sqlite3_column_int64(statement_, index_++); }
+  int Int32() { return static_cast<int>(Int()); }
+  uint64_t Bytes() { return static_cast<uint64_t>(Int()); }  // see Binder::Bytes
+  bool Bool() { return Int() != 0; }
+  double Real() { return sqlite3_column_double(statement_, index_++); }
+  std::string Text() {
+    const unsigned char* text = sqlite3_column_text(statement_, index_);
+    int size = sqlite3_column_bytes(statement_, index_++);
+    return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text), size);
+  }
+  template <typename T>
+  std::optional<T> Optional() {
+    if (sqlite3_column_type(statement_, index_) == SQLITE_NULL) {
+      ++index_;
+      return std::nullopt;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      return Real();
+    } else {
+      return static_cast<T>(Int());
+    }
+  }
+
+ private:
+  sqlite3_stmt* statement_;
+  int index_ = 0;
+};
+
+// Runs `sql` and calls `row(Columns&)` for each row it returns.
+template <typename Row>
+Status ForEachRow(sqlite3* db, const std::string& path, const char* sql, Row&& row) {
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_prepare_v2(db, sql, -1, &raw, nullptr) != SQLITE_OK) {
+    return store::SqliteError(path, db, "cannot read");
+  }
+  Statement statement(raw);
+  while (true) {
+    int rc = sqlite3_step(statement.get());
+    if (rc == SQLITE_DONE) return Status::Ok();
+    if (rc != SQLITE_ROW) return store::SqliteError(path, db, "cannot read");
+    Columns columns(statement.get());
+    row(columns);
+  }
+}
+
+// SQLite URI filenames treat '?', '#' and '%' specially: escape all but the
+// plainest characters.
+std::string FileUri(const std::string& path, const char* query) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '/' || c == '.' || c == '_' || c == '-' || c == '~';
+    if (plain) {
+      uri += static_cast<char>(c);
+    } else {
+      uri += '%';
+      uri += kHex[c >> 4];
+      uri += kHex[c & 0xf];
+    }
+  }
+  uri += query;
+  return uri;
+}
+
+// Checks that `db` is a run file this code reads.
+Status CheckSchema(sqlite3* db, const std::string& path) {
+  int64_t version = -1;
+  if (Status st =
+          ForEachRow(db, path, "PRAGMA user_version", [&](Columns& c) { version = c.Int(); });
+      !st.ok()) {
+    return st;
+  }
+  bool has_meta = false;
+  if (Status st =
+          ForEachRow(db, path, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+                     [&](Columns&) { has_meta = true; });
+      !st.ok()) {
+    return st;
+  }
+  if (!has_meta) {
+    return Status::ParseError(path, 0, "not a stallscope run file (no meta table)");
+  }
+  std::optional<std::string> schema;
+  if (Status st = ForEachRow(db, path, "SELECT value FROM meta WHERE key = 'schema'",
+                             [&](Columns& c) { schema = c.Text(); });
+      !st.ok()) {
+    return st;
+  }
+  if (!schema.has_value()) {
+    return Status::ParseError(path, 0, "not a stallscope run file (meta has no schema)");
+  }
+  if (*schema != kTimelineSchema || version != kTimelineSchemaVersion) {
+    return Status::ParseError(path, 0,
+                              "schema " + *schema + " (user_version " + std::to_string(version) +
+                                  ") is not " + std::string(kTimelineSchema) + " (user_version " +
+                                  std::to_string(kTimelineSchemaVersion) +
+                                  "), the one this stallscope reads");
+  }
+  return Status::Ok();
+}
+
+Result<Database> OpenWith(const std::string& name, int flags, const std::string& path) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
+  Database db(raw);
+  if (rc != SQLITE_OK) return store::SqliteError(path, raw, "cannot open the run file");
+  if (Status st = CheckSchema(db.get(), path); !st.ok()) return st;
+  return db;
+}
+
+// Opens `path` read-only and checks its schema; never changes the file.
+//
+// A WAL database opened read-only needs its -shm (and -wal) to exist or be
+// creatable, and SQLite leaves any it creates behind. So a file without a
+// -wal, or with an empty one, is opened as immutable: it was closed cleanly
+// (closing folds the WAL into the file and removes it) or never written, so
+// the main file is the whole truth, and reading needs no side files and no
+// write access to the directory. A -wal with content belongs to a live
+// writer or to one that was killed: the committed intervals in it are read
+// through the WAL index in -shm, which SQLite rebuilds in memory when the
+// reader may not write it.
+Result<Database> OpenRunFile(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) {
+    return Status::FromErrno(path + ": cannot open the run file", errno);
+  }
+  if (S_ISDIR(info.st_mode)) {
+    return Status::InvalidArgument(path + ": is a directory, not a run file");
+  }
+  struct stat wal;
+  if (stat((path + "-wal").c_str(), &wal) != 0 || wal.st_size == 0) {
+    return OpenWith(FileUri(path, "?immutable=1"), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, path);
+  }
+  Result<Database> db = OpenWith(path, SQLITE_OPEN_READONLY, path);
+  struct stat shm;
+  if (db.ok() || db.status().code() == Status::Code::kParseError ||
+      stat((path + "-shm").c_str(), &shm) == 0) {
+    return db;
+  }
+  return Status::Unavailable(db.status().message() + " (" + path +
+                             "-wal holds the end of the run, and its -shm is missing and cannot "
+                             "be created here: copy " +
+                             path + " and " + path +
+                             "-wal to a writable directory and read the copy)");
+}
+
+}  // namespace
+
+Result<Timeline> ReadRun(const std::string& path) {
+  Result<Database> opened = OpenRunFile(path);
+  if (!opened.ok()) return opened.status();
+  sqlite3* db = opened->get();
+  // One read transaction: a consistent view while a writer keeps appending.
+  if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return store::SqliteError(path, db, "cannot read");
+  }
+  Timeline timeline;
+  Status st = ForEachRow(
+      db, path,
+      "SELECT command, hostname, started_utc, start_monotonic_seconds, interval_seconds, "
+      "root_pid, cpu_count, mem_total_bytes, cgroup_limit_bytes, data_device, duration_seconds, "
+      "exit_code, exit_signal, oom_killed FROM run WHERE id = 1",
+      [&](Columns& c) {
+        RunInfo& r = timeline.info;
+        r.command = c.Text();
+        r.hostname = c.Text();
+        r.started_utc = c.Text();
+        r.start_monotonic_seconds = c.Real();
+        r.interval_seconds = c.Real();
+        r.root_pid = c.Int32();
+        r.cpu_count = c.Int32();
+        r.mem_total_bytes = c.Bytes();
+        r.cgroup_limit_bytes = c.Optional<uint64_t>();
+        r.data_device = c.Text();
+        r.duration_seconds = c.Optional<double>();
+        r.exit_code = c.Optional<int>();
+        r.exit_signal = c.Optional<int>();
+        r.oom_killed = c.Bool();
+      });
+  if (!st.ok()) return st;
+  st = ForEachRow(db, path,
+                  "SELECT t_seconds, processes, tree_rss_bytes, tree_pss_bytes, tree_cpu_percent, "
+                  "loader_cpu_percent, mem_available_bytes, swap_used_bytes, swap_in_pages_per_s, "
+                  "swap_out_pages_per_s, cpu_busy_percent, cpu_iowait_percent, disk_util_percent, "
+                  "disk_await_ms, disk_read_kib_per_s, steps_per_s, data_wait_fraction "
+                  "FROM samples ORDER BY interval",
+                  [&](Columns& c) {
+                    TimelineSample& s = timeline.samples.emplace_back();
+                    s.t = c.Real();
+                    s.processes = c.Int32();
+                    s.tree_rss_bytes = c.Bytes();
+                    s.tree_pss_bytes = c.Bytes();
+                    s.tree_cpu_percent = c.Real();
+                    s.loader_cpu_percent = c.Real();
+                    s.mem_available_bytes = c.Bytes();
+                    s.swap_used_bytes = c.Bytes();
+                    s.swap_in_pages_per_s = c.Real();
+                    s.swap_out_pages_per_s = c.Real();
+                    s.cpu_busy_percent = c.Real();
+                    s.cpu_iowait_percent = c.Real();
+                    s.disk_util_percent = c.Real();
+                    s.disk_await_ms = c.Real();
+                    s.disk_read_kib_per_s = c.Real();
+                    s.steps_per_s = c.Real();
+                    s.data_wait_fraction = c.Real();
+                  });
+  if (!st.ok()) return st;
+  // rowid order is the order the writer appended them.
+  st = ForEachRow(db, path,
+                  "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent "
+                  "FROM processes ORDER BY rowid",
+                  [&](Columns& c) {
+                    ProcessPoint& p = timeline.processes.emplace_back();
+                    p.t = c.Real();
+                    p.pid = c.Int32();
+                    p.ppid = c.Int32();
+                    p.comm = c.Text();
+                    p.rss_bytes = c.Bytes();
+                    p.cpu_percent = c.Real();
+                  });
+  if (!st.ok()) return st;
+  st = ForEachRow(db, path,
+                  "SELECT rank, step, t_seconds, wait_seconds, step_seconds "
+                  "FROM steps ORDER BY rowid",
+                  [&](Columns& c) {
+                    StepEvent& e = timeline.steps.emplace_back();
+                    e.rank = c.Int32();
+                    e.step = c.Int();
+                    e.t = c.Real();
+                    e.wait_seconds = c.Real();
+                    e.step_seconds = c.Real();
+                  });
+  if (!st.ok()) return st;
+  st = ForEachRow(db, path, "SELECT rank, epoch, t_seconds FROM epochs ORDER BY rowid",
+                  [&](Columns& c) {
+                    EpochEvent& e = timeline.epochs.emplace_back();
+                    e.rank = c.Int32();
+                    e.epoch = c.Int32();
+                    e.t = c.Real();
+                  });
+  if (!st.ok()) return st;
+  st = ForEachRow(db, path,
+                  "SELECT rank, pid, batch_size, num_workers, pin_memory, prefetch_factor, "
+                  "persistent_workers, dataset_length, gpu_available FROM loaders ORDER BY rowid",
+                  [&](Columns& c) {
+                    LoaderConfig& l = timeline.loaders.emplace_back();
+                    l.rank = c.Int32();
+                    l.pid = c.Int32();
+                    l.batch_size = c.Int32();
+                    l.num_workers = c.Int32();
+                    l.pin_memory = c.Bool();
+                    l.prefetch_factor = c.Int32();
+                    l.persistent_workers = c.Bool();
+                    l.dataset_length = c.Int();
+                    l.gpu_available = c.Bool();
+                  });
+  if (!st.ok()) return st;
+  sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+  return timeline;
+}
+
+Result<std::string> ReadBaseline(const std::string& path) {
+  Result<Database> opened = OpenRunFile(path);
+  if (!opened.ok()) return opened.status();
+  std::optional<std::string> json;
+  Status st = ForEachRow(opened->get(), path, "SELECT snapshot_json FROM baseline WHERE id = 1",
+                         [&](Columns& c) { json = c.Text(); });
+  if (!st.ok()) return st;
+  if (!json.has_value()) {
+    return Status::NotFound(path + ": no baseline snapshot (the run stopped before one was taken)");
+  }
+  return *std::move(json);
+}
+
+}  // namespace stallscope

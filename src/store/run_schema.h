@@ -1,0 +1,107 @@
+// Internal to store/: the SQL of schema stallscope.timeline/1 and the
+// translation of SQLite errors into Status. docs/timeline-schema.md documents
+// every table and column below; change both together, and bump
+// kTimelineSchemaVersion (run_file.h) when a change breaks old readers.
+// Constants and pure functions; thread-safe.
+#pragma once
+
+#include <string_view>
+
+#include "core/status.h"
+
+struct sqlite3;
+
+namespace stallscope::store {
+
+// Tables are plain (not STRICT) so that sqlite3 shells older than 3.37 read
+// them. Counters and sizes are INTEGER, rates and times REAL, booleans 0/1.
+inline constexpr std::string_view kCreateTables = R"sql(
+CREATE TABLE meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE run (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  command TEXT NOT NULL,
+  hostname TEXT NOT NULL,
+  started_utc TEXT NOT NULL,
+  start_monotonic_seconds REAL NOT NULL,
+  interval_seconds REAL NOT NULL,
+  root_pid INTEGER NOT NULL,
+  cpu_count INTEGER NOT NULL,
+  mem_total_bytes INTEGER NOT NULL,
+  cgroup_limit_bytes INTEGER,
+  data_device TEXT NOT NULL,
+  duration_seconds REAL,
+  exit_code INTEGER,
+  exit_signal INTEGER,
+  oom_killed INTEGER NOT NULL CHECK (oom_killed IN (0, 1))
+);
+CREATE TABLE baseline (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  snapshot_json TEXT NOT NULL
+);
+CREATE TABLE samples (
+  interval INTEGER PRIMARY KEY,
+  t_seconds REAL NOT NULL,
+  processes INTEGER NOT NULL,
+  tree_rss_bytes INTEGER NOT NULL,
+  tree_pss_bytes INTEGER NOT NULL,
+  tree_cpu_percent REAL NOT NULL,
+  loader_cpu_percent REAL NOT NULL,
+  mem_available_bytes INTEGER NOT NULL,
+  swap_used_bytes INTEGER NOT NULL,
+  swap_in_pages_per_s REAL NOT NULL,
+  swap_out_pages_per_s REAL NOT NULL,
+  cpu_busy_percent REAL NOT NULL,
+  cpu_iowait_percent REAL NOT NULL,
+  disk_util_percent REAL NOT NULL,
+  disk_await_ms REAL NOT NULL,
+  disk_read_kib_per_s REAL NOT NULL,
+  steps_per_s REAL NOT NULL,
+  data_wait_fraction REAL NOT NULL
+);
+CREATE TABLE processes (
+  interval INTEGER NOT NULL REFERENCES samples(interval),
+  t_seconds REAL NOT NULL,
+  pid INTEGER NOT NULL,
+  ppid INTEGER NOT NULL,
+  comm TEXT NOT NULL,
+  rss_bytes INTEGER NOT NULL,
+  cpu_percent REAL NOT NULL
+);
+CREATE TABLE steps (
+  interval INTEGER NOT NULL REFERENCES samples(interval),
+  rank INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  t_seconds REAL NOT NULL,
+  wait_seconds REAL NOT NULL,
+  step_seconds REAL NOT NULL
+);
+CREATE TABLE epochs (
+  interval INTEGER NOT NULL REFERENCES samples(interval),
+  rank INTEGER NOT NULL,
+  epoch INTEGER NOT NULL,
+  t_seconds REAL NOT NULL
+);
+CREATE TABLE loaders (
+  interval INTEGER NOT NULL REFERENCES samples(interval),
+  rank INTEGER NOT NULL,
+  pid INTEGER NOT NULL,
+  batch_size INTEGER NOT NULL,
+  num_workers INTEGER NOT NULL,
+  pin_memory INTEGER NOT NULL CHECK (pin_memory IN (0, 1)),
+  prefetch_factor INTEGER NOT NULL,
+  persistent_workers INTEGER NOT NULL CHECK (persistent_workers IN (0, 1)),
+  dataset_length INTEGER NOT NULL,
+  gpu_available INTEGER NOT NULL CHECK (gpu_available IN (0, 1))
+);
+)sql";
+
+// "<path>: <what>: <SQLite's message>". The errno of the refused system call,
+// when SQLite reports one, decides the code as Status::FromErrno does (so a
+// missing directory is NotFound); SQLITE_NOTADB is a ParseError of the file;
+// anything else is Unavailable.
+Status SqliteError(std::string_view path, sqlite3* db, std::string_view what);
+
+}  // namespace stallscope::store

@@ -1,0 +1,357 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "store/run_file.h"
+#include "store/run_schema.h"
+
+namespace stallscope {
+namespace {
+
+// SQLite keeps the files of a database beside it under these suffixes.
+constexpr const char* kSideFiles[] = {"-wal", "-shm", "-journal"};
+
+// How long a write waits for a lock held by someone else (a `sqlite3 RUN.db`
+// session writing to the file) before the interval fails.
+constexpr int kBusyTimeoutMs = 2000;
+
+// Binds the parameters of one statement in order; keeps the first error.
+class Binder {
+ public:
+  explicit Binder(sqlite3_stmt* statement) : statement_(statement) {}
+
+  Binder& Int(int64_t value) {
+    if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_int64(statement_, index_, value);
+    ++index_;
+    return *this;
+  }
+  // Sizes are unsigned in the structs and signed in SQLite: stored as the
+  // same 64 bits, so any value round-trips (and anything real is < 2^63).
+  Binder& Bytes(uint64_t value) { return Int(static_cast<int64_t>(value)); }
+  Binder& Bool(bool value) { return Int(value ? 1 : 0); }
+  Binder& Real(double value) {
+    if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_double(statement_, index_, value);
+    ++index_;
+    return *this;
+  }
+  Binder& Text(const std::string& value) {
+    // SQLITE_STATIC: the string outlives the step that follows the binding.
+    if (rc_ == SQLITE_OK) {
+      rc_ = sqlite3_bind_text(statement_, index_, value.c_str(), static_cast<int>(value.size()),
+                              SQLITE_STATIC);
+    }
+    ++index_;
+    return *this;
+  }
+  template <typename T>
+  Binder& Optional(const std::optional<T>& value) {
+    if (value.has_value()) {
+      if constexpr (std::is_floating_point_v<T>) {
+        return Real(*value);
+      } else {
+        return Int(static_cast<int64_t>(*value));
+      }
+    }
+    if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_null(statement_, index_);
+    ++index_;
+    return *this;
+  }
+  bool ok() const { return rc_ == SQLITE_OK; }
+
+ private:
+  sqlite3_stmt* statement_;
+  int index_ = 1;
+  int rc_ = SQLITE_OK;
+};
+
+// Removes `path` if it is there; a file that cannot be removed is an error.
+Status RemoveIfPresent(const std::string& path) {
+  if (unlink(path.c_str()) == 0 || errno == ENOENT) return Status::Ok();
+  return Status::FromErrno(path + ": cannot remove", errno);
+}
+
+void RemoveRunFiles(const std::string& path) {
+  unlink(path.c_str());
+  for (const char* suffix : kSideFiles) unlink((path + suffix).c_str());
+}
+
+}  // namespace
+
+void RunWriter::CloseDatabase::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+
+void RunWriter::FinalizeStatement::operator()(sqlite3_stmt* statement) const {
+  sqlite3_finalize(statement);
+}
+
+Result<RunWriter> RunWriter::Create(const std::string& path, bool force) {
+  if (path.empty()) return Status::InvalidArgument("the run file path is empty");
+  if (force) {
+    for (const std::string& file :
+         {path, path + kSideFiles[0], path + kSideFiles[1], path + kSideFiles[2]}) {
+      if (Status removed = RemoveIfPresent(file); !removed.ok()) return removed;
+    }
+  }
+  // Creating the file ourselves, exclusively, is the no-overwrite check
+  // (without a window between test and use) and gives the errno of an
+  // unwritable or missing directory before SQLite is involved.
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) {
+      struct stat info;
+      if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+        return Status::InvalidArgument(path + " is a directory; name a file for the run");
+      }
+      return Status::InvalidArgument(path + " exists; pass --force to overwrite");
+    }
+    return Status::FromErrno(path + ": cannot create the run file", errno);
+  }
+  close(fd);
+  // A -wal left beside a file that no longer exists is not replayed into
+  // this one: SQLite deletes the -wal of an empty database when it opens it.
+
+  RunWriter writer;
+  writer.path_ = path;
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+  writer.db_.reset(db);
+  Status status = rc == SQLITE_OK ? Status::Ok() : writer.Fail("cannot open");
+  if (status.ok()) status = writer.Prepare();
+  if (!status.ok()) {
+    (void)writer.Close();
+    RemoveRunFiles(path);
+    return status;
+  }
+  return writer;
+}
+
+Status RunWriter::Prepare() {
+  sqlite3* db = db_.get();
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  // WAL: readers never block the sampler, and a commit is one append to the
+  // -wal file, which survives the process being killed. synchronous=NORMAL
+  // skips the fsync per commit; only a power cut can lose the last commits.
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &raw, nullptr) != SQLITE_OK) {
+    return Fail("cannot set journal_mode=WAL");
+  }
+  Statement journal(raw);
+  if (sqlite3_step(journal.get()) != SQLITE_ROW) return Fail("cannot set journal_mode=WAL");
+  std::string mode = reinterpret_cast<const char*>(sqlite3_column_text(journal.get(), 0));
+  if (mode != "wal") {
+    return Status::Unavailable(path_ + ": SQLite cannot use a write-ahead log here (journal mode " +
+                               mode + "); put the run file on a local file system");
+  }
+  journal.reset();
+
+  std::string schema = "BEGIN;\n";
+  schema += store::kCreateTables;
+  schema += "INSERT INTO meta (key, value) VALUES ('schema', '";
+  schema += kTimelineSchema;
+  schema += "');\nPRAGMA user_version = " + std::to_string(kTimelineSchemaVersion) + ";\nCOMMIT;";
+  if (sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr) != SQLITE_OK ||
+      sqlite3_exec(db, schema.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return Fail("cannot create the tables");
+  }
+
+  struct {
+    Statement* statement;
+    const char* sql;
+  } const statements[] = {
+      {&begin_, "BEGIN IMMEDIATE"},
+      {&commit_, "COMMIT"},
+      {&rollback_, "ROLLBACK"},
+      {&insert_run_,
+       "INSERT OR REPLACE INTO run (id, command, hostname, started_utc, start_monotonic_seconds, "
+       "interval_seconds, root_pid, cpu_count, mem_total_bytes, cgroup_limit_bytes, data_device, "
+       "duration_seconds, exit_code, exit_signal, oom_killed) "
+       "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+      {&insert_baseline_, "INSERT OR REPLACE INTO baseline (id, snapshot_json) VALUES (1, ?)"},
+      {&insert_sample_,
+       "INSERT INTO samples (interval, t_seconds, processes, tree_rss_bytes, tree_pss_bytes, "
+       "tree_cpu_percent, loader_cpu_percent, mem_available_bytes, swap_used_bytes, "
+       "swap_in_pages_per_s, swap_out_pages_per_s, cpu_busy_percent, cpu_iowait_percent, "
+       "disk_util_percent, disk_await_ms, disk_read_kib_per_s, steps_per_s, data_wait_fraction) "
+       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+      {&insert_process_,
+       "INSERT INTO processes (interval, t_seconds, pid, ppid, comm, rss_bytes, cpu_percent) "
+       "VALUES (?, ?, ?, ?, ?, ?, ?)"},
+      {&insert_step_,
+       "INSERT INTO steps (interval, rank, step, t_seconds, wait_seconds, step_seconds) "
+       "VALUES (?, ?, ?, ?, ?, ?)"},
+      {&insert_epoch_, "INSERT INTO epochs (interval, rank, epoch, t_seconds) VALUES (?, ?, ?, ?)"},
+      {&insert_loader_,
+       "INSERT INTO loaders (interval, rank, pid, batch_size, num_workers, pin_memory, "
+       "prefetch_factor, persistent_workers, dataset_length, gpu_available) "
+       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+  };
+  for (const auto& [statement, sql] : statements) {
+    raw = nullptr;
+    // Prepared once, run every interval: with SQLite's page cache (its
+    // default 2000 KiB limit, reached early) the writer's memory is the
+    // same after a day as after a minute. PERSISTENT: they live that long.
+    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr) != SQLITE_OK) {
+      return Fail(std::string("cannot prepare ") + sql);
+    }
+    statement->reset(raw);
+  }
+  return Status::Ok();
+}
+
+RunWriter::~RunWriter() { (void)Close(); }
+
+Status RunWriter::Close() {
+  if (!db_) return Status::Ok();
+  for (Statement* statement :
+       {&begin_, &commit_, &rollback_, &insert_run_, &insert_baseline_, &insert_sample_,
+        &insert_process_, &insert_step_, &insert_epoch_, &insert_loader_}) {
+    statement->reset();
+  }
+  // The last connection to close checkpoints the WAL into the file and
+  // removes -wal and -shm, leaving one self-contained file.
+  sqlite3* db = db_.release();
+  if (sqlite3_close(db) != SQLITE_OK) {
+    Status status = store::SqliteError(path_, db, "cannot close");
+    sqlite3_close_v2(db);
+    return status;
+  }
+  return Status::Ok();
+}
+
+Status RunWriter::Fail(std::string_view what) const {
+  return store::SqliteError(path_, db_.get(), what);
+}
+
+Status RunWriter::Step(sqlite3_stmt* statement, std::string_view what) {
+  int rc = sqlite3_step(statement);
+  Status status =
+      rc == SQLITE_DONE || rc == SQLITE_ROW ? Status::Ok() : Fail(what);  // before reset
+  sqlite3_reset(statement);
+  return status;
+}
+
+Status RunWriter::WriteRunInfo(const RunInfo& info) {
+  if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
+  Binder bind(insert_run_.get());
+  bind.Text(info.command)
+      .Text(info.hostname)
+      .Text(info.started_utc)
+      .Real(info.start_monotonic_seconds)
+      .Real(info.interval_seconds)
+      .Int(info.root_pid)
+      .Int(info.cpu_count)
+      .Bytes(info.mem_total_bytes)
+      .Optional(info.cgroup_limit_bytes)
+      .Text(info.data_device)
+      .Optional(info.duration_seconds)
+      .Optional(info.exit_code)
+      .Optional(info.exit_signal)
+      .Bool(info.oom_killed);
+  if (!bind.ok()) return Fail("cannot bind the run row");
+  return Step(insert_run_.get(), "cannot write the run row");
+}
+
+Status RunWriter::WriteBaseline(const std::string& snapshot_json) {
+  if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
+  Binder bind(insert_baseline_.get());
+  if (!bind.Text(snapshot_json).ok()) return Fail("cannot bind the baseline");
+  return Step(insert_baseline_.get(), "cannot write the baseline");
+}
+
+Status RunWriter::AppendInterval(const TimelineSample& sample,
+                                 std::span<const ProcessPoint> processes,
+                                 std::span<const StepEvent> steps,
+                                 std::span<const EpochEvent> epochs,
+                                 std::span<const LoaderConfig> loaders) {
+  if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
+  if (Status begun = Step(begin_.get(), "cannot begin an interval"); !begun.ok()) return begun;
+  Status status = InsertInterval(sample, processes, steps, epochs, loaders);
+  if (status.ok()) status = Step(commit_.get(), "cannot commit an interval");
+  if (!status.ok()) {
+    // A failed COMMIT leaves the transaction open; end it so that the next
+    // interval starts clean. A failed ROLLBACK has nothing left to undo.
+    if (!sqlite3_get_autocommit(db_.get())) (void)Step(rollback_.get(), "cannot roll back");
+    return status;
+  }
+  ++next_interval_;
+  return Status::Ok();
+}
+
+Status RunWriter::InsertInterval(const TimelineSample& s, std::span<const ProcessPoint> processes,
+                                 std::span<const StepEvent> steps,
+                                 std::span<const EpochEvent> epochs,
+                                 std::span<const LoaderConfig> loaders) {
+  const int64_t interval = next_interval_;
+  Binder sample(insert_sample_.get());
+  sample.Int(interval)
+      .Real(s.t)
+      .Int(s.processes)
+      .Bytes(s.tree_rss_bytes)
+      .Bytes(s.tree_pss_bytes)
+      .Real(s.tree_cpu_percent)
+      .Real(s.loader_cpu_percent)
+      .Bytes(s.mem_available_bytes)
+      .Bytes(s.swap_used_bytes)
+      .Real(s.swap_in_pages_per_s)
+      .Real(s.swap_out_pages_per_s)
+      .Real(s.cpu_busy_percent)
+      .Real(s.cpu_iowait_percent)
+      .Real(s.disk_util_percent)
+      .Real(s.disk_await_ms)
+      .Real(s.disk_read_kib_per_s)
+      .Real(s.steps_per_s)
+      .Real(s.data_wait_fraction);
+  if (!sample.ok()) return Fail("cannot bind a sample");
+  if (Status st = Step(insert_sample_.get(), "cannot write a sample"); !st.ok()) return st;
+
+  for (const ProcessPoint& p : processes) {
+    Binder bind(insert_process_.get());
+    bind.Int(interval)
+        .Real(p.t)
+        .Int(p.pid)
+        .Int(p.ppid)
+        .Text(p.comm)
+        .Bytes(p.rss_bytes)
+        .Real(p.cpu_percent);
+    if (!bind.ok()) return Fail("cannot bind a process point");
+    if (Status st = Step(insert_process_.get(), "cannot write a process point"); !st.ok()) {
+      return st;
+    }
+  }
+  for (const StepEvent& e : steps) {
+    Binder bind(insert_step_.get());
+    bind.Int(interval).Int(e.rank).Int(e.step).Real(e.t).Real(e.wait_seconds).Real(e.step_seconds);
+    if (!bind.ok()) return Fail("cannot bind a step");
+    if (Status st = Step(insert_step_.get(), "cannot write a step"); !st.ok()) return st;
+  }
+  for (const EpochEvent& e : epochs) {
+    Binder bind(insert_epoch_.get());
+    bind.Int(interval).Int(e.rank).Int(e.epoch).Real(e.t);
+    if (!bind.ok()) return Fail("cannot bind an epoch");
+    if (Status st = Step(insert_epoch_.get(), "cannot write an epoch"); !st.ok()) return st;
+  }
+  for (const LoaderConfig& l : loaders) {
+    Binder bind(insert_loader_.get());
+    bind.Int(interval)
+        .Int(l.rank)
+        .Int(l.pid)
+        .Int(l.batch_size)
+        .Int(l.num_workers)
+        .Bool(l.pin_memory)
+        .Int(l.prefetch_factor)
+        .Bool(l.persistent_workers)
+        .Int(l.dataset_length)
+        .Bool(l.gpu_available);
+    if (!bind.ok()) return Fail("cannot bind a loader");
+    if (Status st = Step(insert_loader_.get(), "cannot write a loader"); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+}  // namespace stallscope

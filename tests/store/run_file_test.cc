@@ -1,0 +1,712 @@
+#include "store/run_file.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace stallscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory per test, removed with everything in it afterwards.
+class RunFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/stallscope_store_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    chmod(dir_.c_str(), 0755);
+    fs::remove_all(dir_);
+  }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+  std::string dir_;
+};
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// One SQL query through SQLite itself, rows as `sqlite3 RUN.db 'query'`
+// prints them: columns joined by '|'.
+std::vector<std::string> Query(const std::string& path, const std::string& sql) {
+  std::vector<std::string> rows;
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* statement = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db) << " in " << sql;
+  while (statement != nullptr && sqlite3_step(statement) == SQLITE_ROW) {
+    std::string row;
+    for (int c = 0; c < sqlite3_column_count(statement); ++c) {
+      const unsigned char* text = sqlite3_column_text(statement, c);
+      if (c > 0) row += '|';
+      row += text == nullptr ? "" : reinterpret_cast<const char*>(text);
+    }
+    rows.push_back(row);
+  }
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return rows;
+}
+
+void Execute(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << (error ? error : "") << " in " << sql;
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+RunInfo FinishedRun() {
+  RunInfo info;
+  info.command = "torchrun --nproc_per_node 8 train.py --data /data/imagenet";
+  info.hostname = "gpu-node-17";
+  info.started_utc = "2026-11-29T12:00:00Z";
+  info.start_monotonic_seconds = 123456.789;
+  info.interval_seconds = 0.5;
+  info.root_pid = 4242;
+  info.cpu_count = 96;
+  info.mem_total_bytes = 1ull << 40;
+  info.cgroup_limit_bytes = 512ull << 30;
+  info.data_device = "nvme0n1";
+  info.duration_seconds = 3600.25;
+  info.exit_code = 137;
+  info.exit_signal = 9;
+  info.oom_killed = true;
+  return info;
+}
+
+// Every field different from every other, so a swapped column shows.
+TimelineSample SampleAt(int i) {
+  TimelineSample s;
+  s.t = 1.5 + i;
+  s.processes = 10 + i;
+  s.tree_rss_bytes = (8ull << 30) + i;
+  s.tree_pss_bytes = (7ull << 30) + i;
+  s.tree_cpu_percent = 750.25 + i;
+  s.loader_cpu_percent = 600.5 + i;
+  s.mem_available_bytes = (100ull << 30) + i;
+  s.swap_used_bytes = (1ull << 30) + i;
+  s.swap_in_pages_per_s = 12.5 + i;
+  s.swap_out_pages_per_s = 13.75 + i;
+  s.cpu_busy_percent = 42.125 + i;
+  s.cpu_iowait_percent = 3.0625 + i;
+  s.disk_util_percent = 97.5 + i;
+  s.disk_await_ms = 35.25 + i;
+  s.disk_read_kib_per_s = 51200.5 + i;
+  s.steps_per_s = 4.375 + i;
+  s.data_wait_fraction = 0.48 + i / 1000.0;
+  return s;
+}
+
+ProcessPoint ProcessAt(int i, int k) {
+  return ProcessPoint{1.5 + i,
+                      5000 + k,
+                      k == 0 ? 1 : 5000,
+                      k == 0 ? "python3" : "pt_data_worker",
+                      (2ull << 30) + 4096ull * i + k,
+                      99.5 - k};
+}
+
+StepEvent StepAt(int i, int k) {
+  return StepEvent{k, int64_t{1000} * i + k, 1.25 + i, 0.125 * (k + 1), 0.25 * (k + 2)};
+}
+
+void ExpectSameInfo(const RunInfo& a, const RunInfo& b) {
+  EXPECT_EQ(a.command, b.command);
+  EXPECT_EQ(a.hostname, b.hostname);
+  EXPECT_EQ(a.started_utc, b.started_utc);
+  EXPECT_EQ(a.start_monotonic_seconds, b.start_monotonic_seconds);
+  EXPECT_EQ(a.interval_seconds, b.interval_seconds);
+  EXPECT_EQ(a.root_pid, b.root_pid);
+  EXPECT_EQ(a.cpu_count, b.cpu_count);
+  EXPECT_EQ(a.mem_total_bytes, b.mem_total_bytes);
+  EXPECT_EQ(a.cgroup_limit_bytes, b.cgroup_limit_bytes);
+  EXPECT_EQ(a.data_device, b.data_device);
+  EXPECT_EQ(a.duration_seconds, b.duration_seconds);
+  EXPECT_EQ(a.exit_code, b.exit_code);
+  EXPECT_EQ(a.exit_signal, b.exit_signal);
+  EXPECT_EQ(a.oom_killed, b.oom_killed);
+}
+
+void ExpectSameSample(const TimelineSample& a, const TimelineSample& b) {
+  EXPECT_EQ(a.t, b.t);
+  EXPECT_EQ(a.processes, b.processes);
+  EXPECT_EQ(a.tree_rss_bytes, b.tree_rss_bytes);
+  EXPECT_EQ(a.tree_pss_bytes, b.tree_pss_bytes);
+  EXPECT_EQ(a.tree_cpu_percent, b.tree_cpu_percent);
+  EXPECT_EQ(a.loader_cpu_percent, b.loader_cpu_percent);
+  EXPECT_EQ(a.mem_available_bytes, b.mem_available_bytes);
+  EXPECT_EQ(a.swap_used_bytes, b.swap_used_bytes);
+  EXPECT_EQ(a.swap_in_pages_per_s, b.swap_in_pages_per_s);
+  EXPECT_EQ(a.swap_out_pages_per_s, b.swap_out_pages_per_s);
+  EXPECT_EQ(a.cpu_busy_percent, b.cpu_busy_percent);
+  EXPECT_EQ(a.cpu_iowait_percent, b.cpu_iowait_percent);
+  EXPECT_EQ(a.disk_util_percent, b.disk_util_percent);
+  EXPECT_EQ(a.disk_await_ms, b.disk_await_ms);
+  EXPECT_EQ(a.disk_read_kib_per_s, b.disk_read_kib_per_s);
+  EXPECT_EQ(a.steps_per_s, b.steps_per_s);
+  EXPECT_EQ(a.data_wait_fraction, b.data_wait_fraction);
+}
+
+void ExpectSameProcess(const ProcessPoint& a, const ProcessPoint& b) {
+  EXPECT_EQ(a.t, b.t);
+  EXPECT_EQ(a.pid, b.pid);
+  EXPECT_EQ(a.ppid, b.ppid);
+  EXPECT_EQ(a.comm, b.comm);
+  EXPECT_EQ(a.rss_bytes, b.rss_bytes);
+  EXPECT_EQ(a.cpu_percent, b.cpu_percent);
+}
+
+void ExpectSameStep(const StepEvent& a, const StepEvent& b) {
+  EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.step, b.step);
+  EXPECT_EQ(a.t, b.t);
+  EXPECT_EQ(a.wait_seconds, b.wait_seconds);
+  EXPECT_EQ(a.step_seconds, b.step_seconds);
+}
+
+void ExpectSameLoader(const LoaderConfig& a, const LoaderConfig& b) {
+  EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.pid, b.pid);
+  EXPECT_EQ(a.batch_size, b.batch_size);
+  EXPECT_EQ(a.num_workers, b.num_workers);
+  EXPECT_EQ(a.pin_memory, b.pin_memory);
+  EXPECT_EQ(a.prefetch_factor, b.prefetch_factor);
+  EXPECT_EQ(a.persistent_workers, b.persistent_workers);
+  EXPECT_EQ(a.dataset_length, b.dataset_length);
+  EXPECT_EQ(a.gpu_available, b.gpu_available);
+}
+
+TEST_F(RunFileTest, RoundTripsEveryField) {
+  const std::string path = Path("run.db");
+  Timeline written;
+  written.info = FinishedRun();
+  written.loaders = {LoaderConfig{0, 5000, 256, 8, true, 4, true, 1281167, true},
+                     LoaderConfig{1, 5001, 0, 0, false, 0, false, -1, false}};
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, /*force=*/false);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    // At start the exit is unknown; at exit the row is rewritten.
+    RunInfo at_start = written.info;
+    at_start.duration_seconds.reset();
+    at_start.exit_code.reset();
+    at_start.exit_signal.reset();
+    at_start.oom_killed = false;
+    ASSERT_TRUE(writer->WriteRunInfo(at_start).ok());
+    for (int i = 0; i < 3; ++i) {
+      TimelineSample sample = SampleAt(i);
+      std::vector<ProcessPoint> processes = {ProcessAt(i, 0), ProcessAt(i, 1)};
+      std::vector<StepEvent> steps = {StepAt(i, 0), StepAt(i, 1), StepAt(i, 2)};
+      std::vector<EpochEvent> epochs;
+      if (i != 1) epochs = {EpochEvent{0, i, 0.5 + i}, EpochEvent{1, i, 0.75 + i}};
+      std::span<const LoaderConfig> loaders;
+      if (i == 0) loaders = written.loaders;
+      Status appended = writer->AppendInterval(sample, processes, steps, epochs, loaders);
+      ASSERT_TRUE(appended.ok()) << appended.ToString();
+      EXPECT_EQ(writer->intervals(), i + 1);
+      written.samples.push_back(sample);
+      written.processes.insert(written.processes.end(), processes.begin(), processes.end());
+      written.steps.insert(written.steps.end(), steps.begin(), steps.end());
+      written.epochs.insert(written.epochs.end(), epochs.begin(), epochs.end());
+    }
+    ASSERT_TRUE(writer->WriteRunInfo(written.info).ok());
+  }  // The destructor closes the file.
+  EXPECT_FALSE(Exists(path + "-wal"));
+  EXPECT_FALSE(Exists(path + "-shm"));
+
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ExpectSameInfo(read->info, written.info);
+  ASSERT_EQ(read->samples.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) ExpectSameSample(read->samples[i], written.samples[i]);
+  ASSERT_EQ(read->processes.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) ExpectSameProcess(read->processes[i], written.processes[i]);
+  ASSERT_EQ(read->steps.size(), 9u);
+  for (size_t i = 0; i < 9; ++i) ExpectSameStep(read->steps[i], written.steps[i]);
+  ASSERT_EQ(read->epochs.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(read->epochs[i].rank, written.epochs[i].rank);
+    EXPECT_EQ(read->epochs[i].epoch, written.epochs[i].epoch);
+    EXPECT_EQ(read->epochs[i].t, written.epochs[i].t);
+  }
+  ASSERT_EQ(read->loaders.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) ExpectSameLoader(read->loaders[i], written.loaders[i]);
+  // Reading changes nothing: no side files appear.
+  EXPECT_FALSE(Exists(path + "-wal"));
+  EXPECT_FALSE(Exists(path + "-shm"));
+}
+
+TEST_F(RunFileTest, UnknownsStayUnknownAndExtremesSurvive) {
+  const std::string path = Path("run.db");
+  RunInfo info;  // Defaults: empty strings, no limit, still running.
+  TimelineSample sample;
+  sample.tree_rss_bytes = std::numeric_limits<uint64_t>::max();
+  sample.mem_available_bytes = uint64_t{1} << 63;
+  ProcessPoint unnamed{0, 1, 0, "", 0, 0};
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    ASSERT_TRUE(writer->WriteRunInfo(info).ok());
+    ASSERT_TRUE(writer->AppendInterval(sample, {&unnamed, 1}, {}, {}, {}).ok());
+  }
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ExpectSameInfo(read->info, info);
+  EXPECT_FALSE(read->info.cgroup_limit_bytes.has_value());
+  EXPECT_FALSE(read->info.exit_code.has_value());
+  ASSERT_EQ(read->samples.size(), 1u);
+  ExpectSameSample(read->samples[0], sample);
+  ASSERT_EQ(read->processes.size(), 1u);
+  EXPECT_EQ(read->processes[0].comm, "");
+  // NULL in SQL, not 0, for what is unknown.
+  EXPECT_EQ(Query(path, "SELECT ifnull(exit_code, 'NULL'), cgroup_limit_bytes IS NULL FROM run"),
+            std::vector<std::string>{"NULL|1"});
+}
+
+TEST_F(RunFileTest, TablesAreQueryableByTheirDocumentedColumns) {
+  const std::string path = Path("run.db");
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    ASSERT_TRUE(writer->WriteRunInfo(FinishedRun()).ok());
+    for (int i = 0; i < 4; ++i) {
+      std::vector<StepEvent> steps = {StepAt(i, 0), StepAt(i, 1)};
+      if (i >= 2) {  // in epoch 1, rank 1 waits for data
+        steps[1].wait_seconds = 1.0;
+        steps[1].step_seconds = 1.25;
+      }
+      std::vector<EpochEvent> epochs;
+      if (i % 2 == 0) epochs = {EpochEvent{0, i / 2, 1.0 + i}, EpochEvent{1, i / 2, 1.0 + i}};
+      ASSERT_TRUE(writer->AppendInterval(SampleAt(i), {}, steps, epochs, {}).ok());
+    }
+  }
+  EXPECT_EQ(Query(path, "SELECT value FROM meta WHERE key = 'schema'"),
+            std::vector<std::string>{"stallscope.timeline/1"});
+  EXPECT_EQ(Query(path, "PRAGMA user_version"), std::vector<std::string>{"1"});
+  EXPECT_EQ(Query(path, "PRAGMA journal_mode"), std::vector<std::string>{"wal"});
+  EXPECT_EQ(Query(path, "SELECT t_seconds, tree_rss_bytes FROM samples"),
+            (std::vector<std::string>{"1.5|8589934592", "2.5|8589934593", "3.5|8589934594",
+                                      "4.5|8589934595"}));
+  EXPECT_EQ(Query(path, "SELECT group_concat(interval) FROM samples"),
+            std::vector<std::string>{"0,1,2,3"});
+  // The example queries of docs/timeline-schema.md, as written there.
+  EXPECT_EQ(Query(path,
+                  "SELECT t_seconds, tree_rss_bytes / 1048576 AS tree_rss_mib,\n"
+                  "       mem_available_bytes / 1048576 AS available_mib, swap_used_bytes\n"
+                  "FROM samples ORDER BY interval;"),
+            (std::vector<std::string>{"1.5|8192|102400|1073741824", "2.5|8192|102400|1073741825",
+                                      "3.5|8192|102400|1073741826", "4.5|8192|102400|1073741827"}));
+  EXPECT_EQ(Query(path,
+                  "WITH epoch_spans AS (\n"
+                  "  SELECT rank, epoch, t_seconds AS start_s,\n"
+                  "         lead(t_seconds, 1, 1e308) OVER (PARTITION BY rank ORDER BY t_seconds)"
+                  " AS end_s\n"
+                  "  FROM epochs)\n"
+                  "SELECT e.epoch, count(*) AS steps,\n"
+                  "       round(sum(s.wait_seconds) / sum(s.step_seconds), 3) AS "
+                  "data_wait_fraction\n"
+                  "FROM steps s JOIN epoch_spans e\n"
+                  "  ON s.rank = e.rank AND s.t_seconds >= e.start_s AND s.t_seconds < e.end_s\n"
+                  "GROUP BY e.epoch ORDER BY e.epoch;"),
+            (std::vector<std::string>{"0|4|0.3", "1|4|0.643"}));
+  EXPECT_EQ(Query(path,
+                  "SELECT rank, count(*) AS steps, round(avg(step_seconds), 3) AS "
+                  "mean_step_seconds,\n"
+                  "       round(sum(wait_seconds) / sum(step_seconds), 3) AS data_wait_fraction\n"
+                  "FROM steps GROUP BY rank ORDER BY mean_step_seconds DESC;"),
+            (std::vector<std::string>{"1|4|1.0|0.625", "0|4|0.5|0.25"}));
+}
+
+TEST_F(RunFileTest, BaselineRoundTripsAndIsReplaced) {
+  const std::string path = Path("run.db");
+  const std::string json =
+      R"({"schema":"stallscope.snapshot/1","host":"gpu-node-17","memory":{"total_bytes":)"
+      R"(1099511627776},"notes":["no /sys/class/infiniband", "naïve \"quoted\" ✓"]})";
+  Result<RunWriter> writer = RunWriter::Create(path, false);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  Result<std::string> none = ReadBaseline(path);
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(none.status().IsNotFound()) << none.status().ToString();
+  EXPECT_NE(none.status().message().find(path), std::string::npos);
+
+  ASSERT_TRUE(writer->WriteBaseline("{}").ok());
+  ASSERT_TRUE(writer->WriteBaseline(json).ok());
+  // Read while the writer still holds the file, through its WAL.
+  Result<std::string> read = ReadBaseline(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, json);
+  EXPECT_EQ(Query(path, "SELECT count(*) FROM baseline"), std::vector<std::string>{"1"});
+  EXPECT_EQ(Query(path, "SELECT json_extract(snapshot_json, '$.host') FROM baseline"),
+            std::vector<std::string>{"gpu-node-17"});
+}
+
+TEST_F(RunFileTest, ExistingFileIsKeptWithoutForceAndReplacedWithIt) {
+  const std::string path = Path("RUN.db");
+  WriteText(path, "results of yesterday's run");
+  Result<RunWriter> refused = RunWriter::Create(path, /*force=*/false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(), path + " exists; pass --force to overwrite");
+  EXPECT_EQ(ReadText(path), "results of yesterday's run");
+
+  // The side files of the old run go with it: a stale -wal would otherwise
+  // be replayed into the new database.
+  WriteText(path + "-wal", std::string(8192, 'x'));
+  WriteText(path + "-shm", std::string(32768, 'y'));
+  {
+    Result<RunWriter> forced = RunWriter::Create(path, /*force=*/true);
+    ASSERT_TRUE(forced.ok()) << forced.status().ToString();
+    ASSERT_TRUE(forced->AppendInterval(SampleAt(0), {}, {}, {}, {}).ok());
+  }
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->samples.size(), 1u);
+  EXPECT_FALSE(Exists(path + "-wal"));
+}
+
+TEST_F(RunFileTest, OrphanedWalOfADeletedRunIsNotReplayed) {
+  const std::string path = Path("run.db");
+  {
+    Result<RunWriter> first = RunWriter::Create(path, false);
+    ASSERT_TRUE(first.ok());
+    ASSERT_TRUE(first->AppendInterval(SampleAt(7), {}, {}, {}, {}).ok());
+    // Keep the -wal of a live writer, then delete the database under it.
+    fs::copy_file(path + "-wal", Path("saved-wal"));
+  }
+  fs::remove(path);
+  fs::copy_file(Path("saved-wal"), path + "-wal");
+  Result<RunWriter> second = RunWriter::Create(path, false);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_TRUE(second.value().Close().ok());
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE(read->samples.empty());
+}
+
+TEST_F(RunFileTest, UnwritablePlacesFailAtCreateNamingThePath) {
+  for (const std::string& path :
+       {Path("no/such/dir/run.db"), std::string("/proc/stallscope-run.db"), Path("")}) {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_FALSE(writer.ok()) << path;
+    EXPECT_NE(writer.status().message().find(path), std::string::npos)
+        << writer.status().ToString();
+    EXPECT_NE(writer.status().code(), Status::Code::kInvalidArgument) << path;
+  }
+  EXPECT_TRUE(RunWriter::Create(Path("no/such/dir/run.db"), true).status().IsNotFound());
+  EXPECT_FALSE(Exists("/proc/stallscope-run.db"));
+  Result<RunWriter> directory = RunWriter::Create(dir_, false);
+  ASSERT_FALSE(directory.ok());
+  EXPECT_EQ(directory.status().message(), dir_ + " is a directory; name a file for the run");
+  EXPECT_FALSE(RunWriter::Create(dir_, true).ok());
+  EXPECT_TRUE(fs::is_directory(dir_));
+  Result<RunWriter> empty = RunWriter::Create("", false);
+  EXPECT_EQ(empty.status().code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(RunFileTest, WriterMovesAndRefusesWritesOnceClosed) {
+  const std::string path = Path("run.db");
+  Result<RunWriter> created = RunWriter::Create(path, false);
+  ASSERT_TRUE(created.ok());
+  RunWriter writer = std::move(created).value();
+  ASSERT_TRUE(writer.AppendInterval(SampleAt(0), {}, {}, {}, {}).ok());
+  RunWriter moved = std::move(writer);
+  ASSERT_TRUE(moved.AppendInterval(SampleAt(1), {}, {}, {}, {}).ok());
+  EXPECT_EQ(moved.intervals(), 2);
+  EXPECT_EQ(moved.path(), path);
+  ASSERT_TRUE(moved.Close().ok());
+  EXPECT_TRUE(moved.Close().ok());
+  Status late = moved.AppendInterval(SampleAt(2), {}, {}, {}, {});
+  EXPECT_FALSE(late.ok());
+  EXPECT_NE(late.message().find(path), std::string::npos);
+  EXPECT_FALSE(Exists(path + "-wal"));
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->samples.size(), 2u);
+}
+
+TEST_F(RunFileTest, AFailedIntervalLeavesNothingBehind) {
+  const std::string path = Path("run.db");
+  Result<RunWriter> writer = RunWriter::Create(path, false);
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE(writer->AppendInterval(SampleAt(0), {}, {}, {}, {}).ok());
+  // Someone with sqlite3 takes interval 1: the writer's next sample collides
+  // after its process points went in; they must go too.
+  Execute(path,
+          "INSERT INTO samples SELECT 1, t_seconds, processes, tree_rss_bytes, "
+          "tree_pss_bytes, tree_cpu_percent, loader_cpu_percent, mem_available_bytes, "
+          "swap_used_bytes, swap_in_pages_per_s, swap_out_pages_per_s, cpu_busy_percent, "
+          "cpu_iowait_percent, disk_util_percent, disk_await_ms, disk_read_kib_per_s, "
+          "steps_per_s, data_wait_fraction FROM samples");
+  std::vector<ProcessPoint> processes = {ProcessAt(1, 0)};
+  std::vector<StepEvent> steps = {StepAt(1, 0)};
+  Status failed = writer->AppendInterval(SampleAt(1), processes, steps, {}, {});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find(path), std::string::npos) << failed.ToString();
+  EXPECT_EQ(writer->intervals(), 1);
+  EXPECT_EQ(Query(path, "SELECT count(*) FROM processes"), std::vector<std::string>{"0"});
+  EXPECT_EQ(Query(path, "SELECT count(*) FROM steps"), std::vector<std::string>{"0"});
+  // Once the obstacle is gone the same interval goes in.
+  Execute(path, "DELETE FROM samples WHERE interval = 1");
+  ASSERT_TRUE(writer->AppendInterval(SampleAt(1), processes, steps, {}, {}).ok());
+  EXPECT_EQ(Query(path, "SELECT count(*) FROM steps"), std::vector<std::string>{"1"});
+}
+
+TEST_F(RunFileTest, MissingGarbageAndForeignFilesAreClearErrors) {
+  Result<Timeline> missing = ReadRun(Path("absent.db"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(missing.status().IsNotFound());
+  EXPECT_NE(missing.status().message().find(Path("absent.db")), std::string::npos);
+  EXPECT_FALSE(Exists(Path("absent.db")));  // Reading never creates.
+
+  std::string garbage;
+  for (int i = 0; i < 200; ++i) garbage += "this is no database, just bytes; ";
+  WriteText(Path("garbage.db"), garbage);
+  Result<Timeline> not_sqlite = ReadRun(Path("garbage.db"));
+  ASSERT_FALSE(not_sqlite.ok());
+  EXPECT_EQ(not_sqlite.status().code(), Status::Code::kParseError);
+  EXPECT_NE(not_sqlite.status().message().find(Path("garbage.db")), std::string::npos);
+  EXPECT_NE(not_sqlite.status().message().find("not a SQLite database"), std::string::npos)
+      << not_sqlite.status().ToString();
+  EXPECT_EQ(ReadText(Path("garbage.db")), garbage);
+
+  WriteText(Path("empty.db"), "");
+  Result<Timeline> empty = ReadRun(Path("empty.db"));
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("not a stallscope run file"), std::string::npos)
+      << empty.status().ToString();
+
+  Execute(Path("other.db"), "CREATE TABLE photos (id INTEGER, path TEXT)");
+  Result<Timeline> other = ReadRun(Path("other.db"));
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find(Path("other.db")), std::string::npos);
+  EXPECT_NE(other.status().message().find("not a stallscope run file"), std::string::npos)
+      << other.status().ToString();
+
+  { ASSERT_TRUE(RunWriter::Create(Path("future.db"), false).ok()); }
+  Execute(Path("future.db"),
+          "UPDATE meta SET value = 'stallscope.timeline/2' WHERE key = 'schema'; "
+          "PRAGMA user_version = 2");
+  Result<Timeline> future = ReadRun(Path("future.db"));
+  ASSERT_FALSE(future.ok());
+  EXPECT_NE(future.status().message().find("stallscope.timeline/2"), std::string::npos)
+      << future.status().ToString();
+  EXPECT_FALSE(ReadBaseline(Path("future.db")).ok());
+
+  Result<Timeline> directory = ReadRun(dir_);
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.status().message().find(dir_), std::string::npos);
+}
+
+// The sampler killed with SIGKILL in the middle of a run: every interval it
+// committed is there, in order, with nothing of the one it was writing.
+TEST_F(RunFileTest, WriterKilledMidRunKeepsEveryCommittedInterval) {
+  const std::string path = Path("killed.db");
+  constexpr int kProcessesPerInterval = 50;  // long transactions: the kill lands inside one
+  constexpr int kStepsPerInterval = 20;
+  constexpr int kWanted = 200;
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(60);  // never outlive a parent that failed to kill us
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    if (!writer.ok()) _exit(3);
+    RunInfo info = FinishedRun();
+    info.duration_seconds.reset();
+    if (!writer->WriteRunInfo(info).ok()) _exit(4);
+    std::vector<ProcessPoint> processes(kProcessesPerInterval);
+    std::vector<StepEvent> steps(kStepsPerInterval);
+    for (int i = 0;; ++i) {
+      for (int k = 0; k < kProcessesPerInterval; ++k) processes[k] = ProcessAt(i, k);
+      for (int k = 0; k < kStepsPerInterval; ++k) steps[k] = StepAt(i, k);
+      if (!writer->AppendInterval(SampleAt(i), processes, steps, {}, {}).ok()) _exit(5);
+    }
+  }
+  // Wait, reading the live file, until enough intervals are committed.
+  size_t seen = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (seen < kWanted && std::chrono::steady_clock::now() < deadline) {
+    Result<Timeline> live = ReadRun(path);
+    if (live.ok()) {
+      EXPECT_EQ(live->processes.size(), live->samples.size() * kProcessesPerInterval);
+      seen = live->samples.size();
+    }
+    if (seen < kWanted) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  int wait_status = 0;
+  ASSERT_EQ(waitpid(child, &wait_status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(wait_status)) << "writer exited with " << WEXITSTATUS(wait_status);
+  EXPECT_EQ(WTERMSIG(wait_status), SIGKILL);
+  ASSERT_GE(seen, static_cast<size_t>(kWanted));
+  EXPECT_TRUE(Exists(path + "-wal"));  // it died without folding the log back
+
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_GE(read->samples.size(), seen);
+  EXPECT_EQ(read->info.hostname, "gpu-node-17");
+  EXPECT_FALSE(read->info.duration_seconds.has_value());
+  for (size_t i = 0; i < read->samples.size(); ++i) {
+    ASSERT_EQ(read->samples[i].t, SampleAt(static_cast<int>(i)).t) << "gap at interval " << i;
+  }
+  ASSERT_EQ(read->processes.size(), read->samples.size() * kProcessesPerInterval);
+  ASSERT_EQ(read->steps.size(), read->samples.size() * kStepsPerInterval);
+  ExpectSameProcess(read->processes.back(), ProcessAt(static_cast<int>(read->samples.size()) - 1,
+                                                      kProcessesPerInterval - 1));
+  ExpectSameStep(read->steps.back(),
+                 StepAt(static_cast<int>(read->samples.size()) - 1, kStepsPerInterval - 1));
+  // A second look sees the same run.
+  Result<Timeline> again = ReadRun(path);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->samples.size(), read->samples.size());
+  std::printf("[ killed   ] writer killed after %zu intervals seen; %zu read back\n", seen,
+              read->samples.size());
+}
+
+// A run file on a share the reader may not write to: a cleanly closed one,
+// and one whose writer was killed (its -wal and -shm owned by someone else).
+TEST_F(RunFileTest, ReadsFromADirectoryItCannotWrite) {
+  for (const char* name : {"closed.db", "killed.db"}) {
+    const std::string path = Path(name);
+    pid_t writer_pid = fork();
+    ASSERT_GE(writer_pid, 0);
+    if (writer_pid == 0) {
+      Result<RunWriter> writer = RunWriter::Create(path, false);
+      if (!writer.ok()) _exit(3);
+      for (int i = 0; i < 25; ++i) {
+        if (!writer->AppendInterval(SampleAt(i), {}, {}, {}, {}).ok()) _exit(4);
+      }
+      if (std::string(name) == "killed.db") raise(SIGKILL);
+      _exit(writer->Close().ok() ? 0 : 5);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(writer_pid, &status, 0), writer_pid);
+  }
+  ASSERT_TRUE(Exists(Path("killed.db-wal")));
+  for (const char* file : {"closed.db", "killed.db", "killed.db-wal", "killed.db-shm"}) {
+    ASSERT_EQ(chmod(Path(file).c_str(), 0444), 0);
+  }
+  ASSERT_EQ(chmod(dir_.c_str(), 0555), 0);
+
+  for (const char* name : {"closed.db", "killed.db"}) {
+    pid_t reader_pid = fork();
+    ASSERT_GE(reader_pid, 0);
+    if (reader_pid == 0) {
+      // Root ignores permissions: read as nobody.
+      if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(6);
+      Result<Timeline> read = ReadRun(Path(name));
+      if (!read.ok()) {
+        std::fprintf(stderr, "%s\n", read.status().ToString().c_str());
+        _exit(7);
+      }
+      _exit(read->samples.size() == 25 && read->samples[24].t == SampleAt(24).t ? 0 : 8);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(reader_pid, &status, 0), reader_pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << name;
+  }
+  EXPECT_FALSE(Exists(Path("closed.db-wal")));
+  EXPECT_FALSE(Exists(Path("closed.db-shm")));
+}
+
+uint64_t ResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// The sampler appends every second for days: memory must not grow with the
+// run, and the whole run must read back.
+TEST_F(RunFileTest, LongRunKeepsMemoryBounded) {
+  const std::string path = Path("long.db");
+  constexpr int kIntervals = 10000;
+  constexpr int kWarmUp = 1000;
+  constexpr uint64_t kAllowedGrowthBytes = 4ull << 20;
+  Result<RunWriter> writer = RunWriter::Create(path, false);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  ASSERT_TRUE(writer->WriteRunInfo(FinishedRun()).ok());
+  std::vector<ProcessPoint> processes(4);
+  std::vector<StepEvent> steps(3);
+  LoaderConfig loader{0, 5000, 256, 8, true, 4, true, 1281167, true};
+  uint64_t rss_after_warm_up = 0;
+  auto start = std::chrono::steady_clock::now();
+  auto warm = start;
+  for (int i = 0; i < kIntervals; ++i) {
+    for (int k = 0; k < 4; ++k) processes[k] = ProcessAt(i, k);
+    for (int k = 0; k < 3; ++k) steps[k] = StepAt(i, k);
+    EpochEvent epoch{0, i / 1000, SampleAt(i).t};
+    std::span<const EpochEvent> epochs;
+    if (i % 1000 == 0) epochs = {&epoch, 1};
+    std::span<const LoaderConfig> loaders;
+    if (i == 0) loaders = {&loader, 1};
+    Status appended = writer->AppendInterval(SampleAt(i), processes, steps, epochs, loaders);
+    ASSERT_TRUE(appended.ok()) << appended.ToString();
+    if (i + 1 == kWarmUp) {
+      rss_after_warm_up = ResidentBytes();
+      warm = std::chrono::steady_clock::now();
+    }
+  }
+  auto end = std::chrono::steady_clock::now();
+  uint64_t rss_at_end = ResidentBytes();
+  ASSERT_GT(rss_after_warm_up, 0u);
+  uint64_t growth = rss_at_end > rss_after_warm_up ? rss_at_end - rss_after_warm_up : 0;
+  EXPECT_LT(growth, kAllowedGrowthBytes);
+  double us_per_interval =
+      std::chrono::duration<double, std::micro>(end - warm).count() / (kIntervals - kWarmUp);
+  std::printf(
+      "[ measured ] RSS %.2f MiB after %d intervals, %.2f MiB after %d (growth %.3f MiB);"
+      " %.1f us per AppendInterval\n",
+      rss_after_warm_up / 1048576.0, kWarmUp, rss_at_end / 1048576.0, kIntervals,
+      growth / 1048576.0, us_per_interval);
+  ASSERT_TRUE(writer->Close().ok());
+
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_EQ(read->samples.size(), static_cast<size_t>(kIntervals));
+  EXPECT_EQ(read->processes.size(), 4u * kIntervals);
+  EXPECT_EQ(read->steps.size(), 3u * kIntervals);
+  EXPECT_EQ(read->epochs.size(), 10u);
+  EXPECT_EQ(read->loaders.size(), 1u);
+  for (int i = 0; i < kIntervals; ++i) {
+    ASSERT_EQ(read->samples[i].t, SampleAt(i).t) << i;
+  }
+  ExpectSameStep(read->steps.back(), StepAt(kIntervals - 1, 2));
+}
+
+}  // namespace
+}  // namespace stallscope
