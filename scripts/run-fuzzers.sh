@@ -19,6 +19,7 @@ for bin in "$build"/fuzz_*; do
     fuzz_diskstats) seeds=(diskstats) ;; fuzz_mountinfo) seeds=(mountinfo) ;;
     fuzz_net_dev) seeds=(dev) ;; fuzz_infiniband) seeds=(state rate phys_state) ;;
     fuzz_proc_status) seeds=(status io smaps_rollup) ;; fuzz_environ) seeds=(environ) ;;
+    fuzz_hook_datagram) seeds=(hook_datagram) ;;
     *) seeds=() ;;
   esac
   for s in "${seeds[@]}"; do

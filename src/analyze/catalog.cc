@@ -59,7 +59,8 @@ constexpr Rule kRules[] = {
      "ranks leave them, and the host's CPU busy share, per interval; the data wait share",
      "fires when the workers use >= 90% of those CPUs in >= 50% of the intervals, or the host "
      "is >= 95% busy in >= 50% of them while steps wait >= 10% for data; critical when the steps "
-     "wait >= 10%, info when they were measured and do not, else warning",
+     "wait >= 30% (io.input_bound's critical level), info when they were measured and do not, else "
+     "warning",
      "seed 2.4: decompressing a zip on every read made 'the CPU the new bottleneck'; decoding "
      "and augmentation in the workers do the same. Workers that already have every CPU cannot "
      "be helped by more workers (seed 2.2: num_workers=32 only blew up memory). 90% / 95% / "
@@ -68,7 +69,7 @@ constexpr Rule kRules[] = {
      "a recorded run: the DataLoader settings the hook reported per rank (num_workers, "
      "pin_memory, prefetch_factor, persistent_workers), epoch lengths and the first step's "
      "wait of each epoch. One finding per problem, named in the 'problem' evidence",
-     "num_workers_zero: critical when steps wait >= 10% for data, info when measured below, "
+     "num_workers_zero: critical when steps wait >= 30% for data, info when measured below, "
      "else warning; pin_memory_off (GPU job): warning; workers_not_persistent: warning when "
      "epochs average < 30 s or the measured restart wait is >= 5% of an epoch; "
      "prefetch_queue_large: warning when num_workers x prefetch_factor > 64; "

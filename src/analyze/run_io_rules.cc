@@ -34,6 +34,11 @@ struct Context {
   bool InputBound() const {
     return wait && wait->worst_rank_fraction >= kInputBoundWarningFraction;
   }
+  // Waiting enough for io.input_bound itself to be critical: a cause found
+  // beside it is critical only then, never more severe than its symptom.
+  bool InputBoundCritical() const {
+    return wait && wait->worst_rank_fraction >= kInputBoundCriticalFraction;
+  }
   // The steps were measured and do not wait.
   bool MeasuredQuiet() const {
     return wait && wait->worst_rank_fraction < kInputBoundWarningFraction;
@@ -235,7 +240,7 @@ std::optional<Finding> CheckCpuBoundLoader(const Context& ctx) {
   if (!loader_bound && !host_bound) return std::nullopt;
 
   Severity severity = Severity::kWarning;
-  if (ctx.InputBound()) severity = Severity::kCritical;
+  if (ctx.InputBoundCritical()) severity = Severity::kCritical;
   if (ctx.MeasuredQuiet()) severity = Lower(severity);
 
   const int workers = TotalWorkers(timeline);
@@ -361,9 +366,9 @@ void CheckLoaderConfig(const Context& ctx, std::vector<Finding>& out) {
   const std::string workers = SuggestedWorkersText(timeline);
 
   if (no_workers.example) {
-    Severity severity = ctx.InputBound()      ? Severity::kCritical
-                        : ctx.MeasuredQuiet() ? Severity::kInfo
-                                              : Severity::kWarning;
+    Severity severity = ctx.InputBoundCritical() ? Severity::kCritical
+                        : ctx.MeasuredQuiet()    ? Severity::kInfo
+                                                 : Severity::kWarning;
     Finding f = LoaderFinding("num_workers_zero", severity, no_workers);
     std::string effect =
         !ctx.wait ? std::string(": every batch is loaded between steps, while the GPU waits")

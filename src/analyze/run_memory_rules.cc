@@ -205,7 +205,10 @@ std::optional<Finding> CheckRssGrowth(const Timeline& timeline) {
   if (!large && !soon) return std::nullopt;
 
   const double start_rss = EdgeMedian(rss, false);
-  const double end_rss = EdgeMedian(rss, true);
+  // The job frees its memory as it exits, and the last samples can fall in
+  // that teardown: the fitted line at the end says where the growth got to.
+  const double end_rss =
+      std::max(EdgeMedian(rss, true), fit->slope * rss.t.back() + fit->intercept);
   std::optional<Grower> grower = FastestGrower(timeline, judged_from, t1);
 
   Finding f;

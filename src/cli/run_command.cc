@@ -54,7 +54,7 @@ std::string DefaultRunPath() {
 }
 
 // The findings of a run, as `run`, `watch` and `report` print them.
-int PrintRunReport(const std::string& path, bool json, std::FILE* text_out) {
+int PrintRunReport(const char* command, const std::string& path, bool json, std::FILE* text_out) {
   Result<Timeline> timeline = ReadRun(path);
   if (!timeline.ok()) {
     std::fprintf(stderr, "stallscope: %s\n", timeline.status().message().c_str());
@@ -68,7 +68,7 @@ int PrintRunReport(const std::string& path, bool json, std::FILE* text_out) {
   }
   Report report = MakeReport(CheckRun(*timeline), {Layer::kMemory, Layer::kIo}, notes);
   std::vector<EpochSummary> epochs = SummarizeEpochs(*timeline);
-  ReportHeader header{"run", timeline->info.hostname, timeline->info.started_utc,
+  ReportHeader header{command, timeline->info.hostname, timeline->info.started_utc,
                       timeline->info.duration_seconds.value_or(0)};
   if (json) {
     nlohmann::ordered_json j = ReportToJson(header, report);
@@ -162,7 +162,8 @@ CommandRunner SetupRun(CLI::App& app) {
       pythonpath += ":" + std::string(old);
     BlockRecordSignals();
     Result<Job> job = Job::Start(
-        flags->command, {{"STALLSCOPE_SOCKET", hook->socket_path()}, {"PYTHONPATH", pythonpath}});
+        flags->command, {{"STALLSCOPE_SOCKET", hook->socket_path()}, {"PYTHONPATH", pythonpath}},
+        /*stdout_to_stderr=*/flags->json);
     if (!job.ok()) {
       // Nothing ran: the run file would only mislead.
       (void)writer->Close();
@@ -178,7 +179,7 @@ CommandRunner SetupRun(CLI::App& app) {
     if (Status closed = writer->Close(); !closed.ok()) {
       std::fprintf(stderr, "stallscope run: %s\n", closed.message().c_str());
     }
-    PrintRunReport(path, flags->json, stderr);
+    PrintRunReport("run", path, flags->json, stderr);
     return outcome->exit.ShellStatus();
   };
 }
@@ -203,7 +204,7 @@ CommandRunner SetupWatch(CLI::App& app) {
       return kExitCouldNotRun;
     }
     (void)writer->Close();
-    return PrintRunReport(path, flags->json, stdout);
+    return PrintRunReport("watch", path, flags->json, stdout);
   };
 }
 
@@ -215,7 +216,7 @@ CommandRunner SetupReport(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
   app.add_option("run_file", flags->path, "a run file written by run or watch")->required();
   app.add_flag("--json", flags->json, "machine output (schema stallscope.report/1)");
-  return [flags]() { return PrintRunReport(flags->path, flags->json, stdout); };
+  return [flags]() { return PrintRunReport("report", flags->path, flags->json, stdout); };
 }
 
 }  // namespace stallscope

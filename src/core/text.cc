@@ -90,6 +90,21 @@ std::vector<std::string_view> SplitFields(std::string_view line) {
   return fields;
 }
 
+size_t SplitFieldsInto(std::string_view line, std::span<std::string_view> out) {
+  size_t count = 0;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) {
+      if (count < out.size()) out[count] = line.substr(start, i - start);
+      ++count;
+    }
+  }
+  return count;
+}
+
 std::vector<std::string_view> SplitLines(std::string_view text) {
   std::vector<std::string_view> lines;
   size_t start = 0;

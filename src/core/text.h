@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,10 @@ Result<std::vector<std::string>> ListDirectory(const std::string& path);
 
 // Splits on any run of spaces/tabs; no empty fields.
 std::vector<std::string_view> SplitFields(std::string_view line);
+// The same fields into `out`, without allocating (for parsers run every
+// sample). Returns how many fields the line has, which may be more than
+// out.size(): those past it are counted, not stored.
+size_t SplitFieldsInto(std::string_view line, std::span<std::string_view> out);
 // Splits into lines without the trailing '\n'; a last line without newline counts.
 std::vector<std::string_view> SplitLines(std::string_view text);
 

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <iterator>
+#include <span>
 #include <string>
 
 namespace stallscope {
@@ -15,9 +18,10 @@ constexpr uint64_t CpuTimes::*kColumns[] = {
 };
 constexpr size_t kMinColumns = 4;  // user nice system idle: every kernel since 2.4
 
-// `words[0]` is "cpu" or "cpuN"; the rest are the tick columns.
-Result<CpuTimes> ParseCpuLine(const std::vector<std::string_view>& words, std::string_view source,
-                              int line_number) {
+// `words[0]` is "cpu" or "cpuN"; the rest are the tick columns, `count` in
+// all (columns past words.size() are counted, not stored, and not used).
+Result<CpuTimes> ParseCpuLine(std::span<const std::string_view> words, size_t count,
+                              std::string_view source, int line_number) {
   CpuTimes times;
   std::string_view suffix = words[0].substr(3);
   if (!suffix.empty()) {
@@ -28,12 +32,12 @@ Result<CpuTimes> ParseCpuLine(const std::vector<std::string_view>& words, std::s
     }
     times.cpu = static_cast<int>(*index);
   }
-  size_t columns = words.size() - 1;
+  size_t columns = count - 1;
   if (columns < kMinColumns) {
     return Status::ParseError(source, line_number,
                               std::string(words[0]) + ": expected at least 4 time columns");
   }
-  for (size_t i = 0; i < columns && i < std::size(kColumns); ++i) {
+  for (size_t i = 0; i < columns && i < std::size(kColumns) && i + 1 < words.size(); ++i) {
     std::optional<uint64_t> value = ParseUint(words[i + 1]);
     if (!value) {
       return Status::ParseError(
@@ -53,11 +57,16 @@ Result<CpuStat> ParseCpuStat(std::string_view text, std::string_view source) {
   int line_number = 0;
   for (std::string_view line : SplitLines(text)) {
     ++line_number;
-    std::vector<std::string_view> words = SplitFields(line);
-    if (words.empty()) continue;
+    // The name and the columns a CPU line can have; the intr and softirq
+    // lines (hundreds of numbers) are only counted.
+    std::string_view words[1 + std::size(kColumns)];
+    size_t count = SplitFieldsInto(line, words);
+    if (count == 0) continue;
     std::string_view name = words[0];
     if (name.substr(0, 3) == "cpu") {
-      Result<CpuTimes> times = ParseCpuLine(words, source, line_number);
+      Result<CpuTimes> times =
+          ParseCpuLine(std::span(words, std::min(count, std::size(words))), count, source,
+                       line_number);
       if (!times.ok()) return times.status();
       if (times->cpu < 0) {
         stat.total = *times;
@@ -74,7 +83,7 @@ Result<CpuStat> ParseCpuStat(std::string_view text, std::string_view source) {
     if (name == "procs_blocked") target = &stat.procs_blocked;
     if (name == "btime") target = &stat.boot_time_s;
     if (target == nullptr) continue;
-    std::optional<uint64_t> value = words.size() == 2 ? ParseUint(words[1]) : std::nullopt;
+    std::optional<uint64_t> value = count == 2 ? ParseUint(words[1]) : std::nullopt;
     if (!value) {
       return Status::ParseError(source, line_number,
                                 std::string(name) + ": expected one unsigned number");

@@ -93,11 +93,12 @@ Result<DiskstatsSample> ParseDiskstats(std::string_view text, std::string_view s
   std::vector<std::string_view> lines = SplitLines(text);
   for (size_t i = 0; i < lines.size(); ++i) {
     const int line_number = static_cast<int>(i + 1);
-    std::vector<std::string_view> fields = SplitFields(lines[i]);
-    if (fields.empty()) continue;
+    // Fields past the 20th (a future kernel) are counted, not stored.
+    std::string_view fields[20];
+    const size_t count = SplitFieldsInto(lines[i], fields);
+    if (count == 0) continue;
     // The kernel's field count includes major, minor and name: 14 = 3 + 11
     // counters, 18 = 3 + 15, 20 = 3 + 17.
-    const size_t count = fields.size();
     if (count < 14 || (count > 14 && count < 18) || count == 19) {
       return Status::ParseError(
           source, line_number,

@@ -34,12 +34,12 @@ constexpr size_t kMaxPressureBytes = 1 << 16;
 HostSampler::HostSampler(const Root& root) {
   meminfo_.path = root.Path("/proc/meminfo");
   vmstat_.path = root.Path("/proc/vmstat");
-  vmstat_.until = ReadUntil::kEndOfFile;
+  vmstat_.until = ReadUntil::kShortOfAPage;
   stat_.path = root.Path("/proc/stat");
   diskstats_.path = root.Path("/proc/diskstats");
-  diskstats_.until = ReadUntil::kEndOfFile;
+  diskstats_.until = ReadUntil::kShortOfAPage;
   net_dev_.path = root.Path("/proc/net/dev");
-  net_dev_.until = ReadUntil::kEndOfFile;
+  net_dev_.until = ReadUntil::kShortOfAPage;
   for (size_t i = 0; i < std::size(pressure_); ++i) pressure_[i].path = root.Path(kPressurePaths[i]);
 }
 

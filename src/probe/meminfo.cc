@@ -72,20 +72,25 @@ Result<MemInfo> ParseMemInfo(std::string_view text, std::string_view source) {
     }
     const Field* field = FindField(Trim(line.substr(0, colon)));
     if (field == nullptr) continue;
-    std::vector<std::string_view> words = SplitFields(line.substr(colon + 1));
-    std::string name(field->name);
+    std::string_view words[2];
+    size_t count = SplitFieldsInto(line.substr(colon + 1), words);
+    std::string_view name = field->name;
     size_t expected_words = field->unit == Unit::kKib ? 2 : 1;
-    if (words.size() != expected_words || (field->unit == Unit::kKib && words[1] != "kB")) {
+    if (count != expected_words || (field->unit == Unit::kKib && words[1] != "kB")) {
       return Status::ParseError(
           source, line_number,
-          name + ": expected " + (field->unit == Unit::kKib ? "'<number> kB'" : "a count"));
+          std::string(name) + ": expected " +
+              (field->unit == Unit::kKib ? "'<number> kB'" : "a count"));
     }
     std::optional<uint64_t> number = ParseUint(words[0]);
-    if (!number) return Status::ParseError(source, line_number, name + ": not a number");
+    if (!number) {
+      return Status::ParseError(source, line_number, std::string(name) + ": not a number");
+    }
     uint64_t value = *number;
     if (field->unit == Unit::kKib) {
       if (value > std::numeric_limits<uint64_t>::max() / 1024) {
-        return Status::ParseError(source, line_number, name + ": value overflows bytes");
+        return Status::ParseError(source, line_number,
+                                  std::string(name) + ": value overflows bytes");
       }
       value *= 1024;
     }

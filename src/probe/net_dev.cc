@@ -120,10 +120,11 @@ Result<std::vector<NetDevCounters>> ParseNetDev(std::string_view text, std::stri
     }
     std::string_view name = Trim(line.substr(0, colon));
     if (name.empty()) return Status::ParseError(source, line_number, "empty interface name");
-    std::vector<std::string_view> fields = SplitFields(line.substr(colon + 1));
-    if (fields.size() != kNetDevColumns) {
+    std::string_view fields[kNetDevColumns];
+    size_t count = SplitFieldsInto(line.substr(colon + 1), fields);
+    if (count != kNetDevColumns) {
       return Status::ParseError(source, line_number,
-                                "expected 16 counters, got " + std::to_string(fields.size()));
+                                "expected 16 counters, got " + std::to_string(count));
     }
     std::array<uint64_t, kNetDevColumns> values{};
     for (size_t f = 0; f < kNetDevColumns; ++f) {

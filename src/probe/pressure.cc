@@ -1,7 +1,9 @@
 #include "probe/pressure.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <span>
 
 namespace stallscope {
 namespace {
@@ -17,7 +19,7 @@ constexpr Key kKeys[] = {
     {"total", nullptr},
 };
 
-Result<PressureLine> ParseLine(const std::vector<std::string_view>& words, std::string_view source,
+Result<PressureLine> ParseLine(std::span<const std::string_view> words, std::string_view source,
                                int line_number) {
   PressureLine line;
   bool seen[std::size(kKeys)] = {};
@@ -63,7 +65,15 @@ Result<Pressure> ParsePressure(std::string_view text, std::string_view source) {
   int line_number = 0;
   for (std::string_view raw : SplitLines(text)) {
     ++line_number;
-    std::vector<std::string_view> words = SplitFields(raw);
+    // "some" and 4 keys today; a line with many more (a future kernel) is
+    // split the allocating way.
+    std::string_view fixed[8];
+    std::vector<std::string_view> more;
+    std::span<const std::string_view> words(fixed, std::min(SplitFieldsInto(raw, fixed), std::size(fixed)));
+    if (words.size() == std::size(fixed)) {
+      more = SplitFields(raw);
+      words = more;
+    }
     if (words.empty()) continue;
     std::optional<PressureLine>* target = nullptr;
     if (words[0] == "some") target = &pressure.some;

@@ -11,6 +11,10 @@ namespace {
 // The first read asks for this much: every per-process file and most host
 // files fit, so one pread() is the whole file.
 constexpr size_t kInitialBytes = 4096;
+// kShortOfAPage: seq_file's buffer is at least a page, and the records of
+// the files read that way (a vmstat, diskstats or net/dev line) are shorter.
+constexpr size_t kSmallestSeqBuffer = 4096;
+constexpr size_t kLongestRecord = 512;
 
 }  // namespace
 
@@ -31,7 +35,12 @@ int FileBuffer::ReadFrom(int fd, ReadUntil until, size_t max_bytes) {
     }
     if (n == 0) return 0;
     size_ += static_cast<size_t>(n);
-    if (until == ReadUntil::kShortRead && static_cast<size_t>(n) < want) return 0;
+    bool short_read = static_cast<size_t>(n) < want;
+    if (until == ReadUntil::kShortRead && short_read) return 0;
+    if (until == ReadUntil::kShortOfAPage && short_read &&
+        static_cast<size_t>(n) <= kSmallestSeqBuffer - kLongestRecord) {
+      return 0;
+    }
   }
 }
 

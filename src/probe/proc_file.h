@@ -19,13 +19,16 @@
 
 namespace stallscope {
 
-// Where a file ends. kShortRead: a read that returns less than was asked is
-// the end, which saves one read() per file. True of regular files and of the
-// proc files printed in one go (single_open: /proc/PID/{stat,statm,io,status,
-// smaps_rollup}, meminfo, /proc/stat, PSI). kEndOfFile: read until read()
-// returns 0, for seq_files printed a record at a time (vmstat, diskstats,
-// net/dev return at most about a page per read) and for cmdline.
-enum class ReadUntil { kShortRead, kEndOfFile };
+// Where a file ends, so that no read() is spent only to learn it.
+// kShortRead: a read that returns less than was asked is the end. True of
+// regular files, of cmdline, and of the proc files printed in one go
+// (single_open: /proc/PID/{stat,io,status,smaps_rollup}, meminfo, /proc/stat,
+// PSI). kShortOfAPage: for seq_files printed a record at a time into a
+// buffer of at least a page (vmstat, diskstats, net/dev): a read stops short
+// when the file ends or when the next record does not fit, so a short read of
+// under a page less 512 bytes is the end if every record is under 512 bytes.
+// kEndOfFile: until read() returns 0, for anything else.
+enum class ReadUntil { kShortRead, kShortOfAPage, kEndOfFile };
 
 // Reads past this are dropped: no /proc file a sampler reads comes near it.
 constexpr size_t kMaxProcFileBytes = 8 << 20;
@@ -59,6 +62,7 @@ class ProcFile {
   // path relative to dir_fd (an open directory), or absolute. 0 or errno.
   int Open(int dir_fd, const char* path);
   bool is_open() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
   void Close();
 
   // The whole file, at most max_bytes (the rest is dropped). 0 or errno.

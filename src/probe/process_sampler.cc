@@ -1,18 +1,25 @@
 #include "probe/process_sampler.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <limits>
 
 #include "probe/cpu_stat.h"
 #include "probe/process_tree.h"
 
 namespace stallscope {
 namespace {
+
+// The getdents buffer when listing new pids: room for about 80 entries.
+constexpr size_t kRangeListingBytes = 2048;
 
 // ReadProcessTree's cap on cmdline: argv past it is dropped.
 constexpr size_t kMaxCmdlineBytes = 256 << 10;
@@ -62,14 +69,14 @@ const char* ProcessTreeSampler::PathOf(int32_t pid, const char* name) {
 }
 
 int ProcessTreeSampler::ReadOnce(int32_t pid, const char* name, size_t max_bytes) {
-  return ReadProcFileOnce(::dirfd(proc_dir_.get()), PathOf(pid, name), buffer_,
+  return ReadProcFileOnce(proc_dir_.fd(), PathOf(pid, name), buffer_,
                           ReadUntil::kShortRead, max_bytes);
 }
 
 int ProcessTreeSampler::ReadKept(ProcFile& file, int32_t pid, const char* name, int keep) {
   if (file.is_open()) return file.Read(buffer_, ReadUntil::kShortRead);
   if (open_files_ >= keep) return ReadOnce(pid, name);
-  if (int err = file.Open(::dirfd(proc_dir_.get()), PathOf(pid, name)); err != 0) return err;
+  if (int err = file.Open(proc_dir_.fd(), PathOf(pid, name)); err != 0) return err;
   ++open_files_;
   return file.Read(buffer_, ReadUntil::kShortRead);
 }
@@ -88,7 +95,7 @@ ProcessTreeSampler::Identity ProcessTreeSampler::Identify(int32_t pid, uint64_t 
   // Opened to be kept: if the pid turns out to be a member, this descriptor
   // and this read are its first sample's.
   ProcFile file;
-  int err = open_files_ < budget_ ? file.Open(::dirfd(proc_dir_.get()), PathOf(pid, "stat")) : 0;
+  int err = open_files_ < budget_ ? file.Open(proc_dir_.fd(), PathOf(pid, "stat")) : 0;
   if (err == 0) err = file.is_open() ? file.Read(buffer_, ReadUntil::kShortRead) : ReadOnce(pid, "stat");
   // A zombie reaped between open and read leaves an empty file.
   if (IsVanishedErrno(err) || (err == 0 && buffer_.empty())) return Identity::kVanished;
@@ -113,66 +120,179 @@ bool ProcessTreeSampler::Gone(const Known& known, ProcessTree& tree) {
   return true;
 }
 
-Status ProcessTreeSampler::Discover(ProcessTree& tree) {
-  if (!proc_dir_) {
-    int fd = ::open(proc_path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return Status::FromErrno(proc_path_, errno);
-    proc_dir_.reset(::fdopendir(fd));
-    if (!proc_dir_) {
-      int err = errno;
-      ::close(fd);
-      return Status::FromErrno(proc_path_, err);
-    }
-  } else {
-    ::rewinddir(proc_dir_.get());
+Status ProcessTreeSampler::OpenProc() {
+  if (int err = proc_dir_.Open(AT_FDCWD, proc_path_.c_str()); err != 0) {
+    return Status::FromErrno(proc_path_, err);
   }
-  listing_.clear();
-  errno = 0;
-  while (struct dirent* entry = ::readdir(proc_dir_.get())) {
-    if (std::optional<int32_t> pid = PidOfName(entry->d_name)) {
-      listing_.emplace_back(*pid, entry->d_ino);
-    }
-  }
-  if (errno != 0) return Status::FromErrno(proc_path_, errno);
-  // procfs lists pids in order; a fixture directory does not.
-  if (!std::is_sorted(listing_.begin(), listing_.end())) std::sort(listing_.begin(), listing_.end());
+  // Listing only the new pids needs the kernel's procfs for this process's
+  // pid namespace (not a fixture, not a /proc of another namespace, not an
+  // LXCFS loadavg) and a readable last pid.
+  struct statfs fs;
+  char self[32] = {};
+  range_listing_ = ::fstatfs(proc_dir_.fd(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC &&
+                   ::readlinkat(proc_dir_.fd(), "self", self, sizeof self - 1) > 0 &&
+                   std::string_view(self) == std::to_string(::getpid()) &&
+                   loadavg_.Open(proc_dir_.fd(), "loadavg") == 0 &&
+                   ::fstatfs(loadavg_.fd(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+  if (!range_listing_) loadavg_.Close();
+  return Status::Ok();
+}
 
-  // Merge the listing with what the last sample knew, both in pid order.
+std::optional<int32_t> ProcessTreeSampler::ReadLastPid() {
+  if (!loadavg_.is_open() || loadavg_.Read(buffer_, ReadUntil::kShortRead) != 0) {
+    return std::nullopt;
+  }
+  // "0.52 0.58 0.59 2/154 23456": the last field.
+  std::string_view text = Trim(buffer_.view());
+  size_t space = text.rfind(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  std::optional<int64_t> pid = ParseInt(text.substr(space + 1));
+  if (!pid || *pid < 0 || *pid > std::numeric_limits<int32_t>::max()) return std::nullopt;
+  return static_cast<int32_t>(*pid);
+}
+
+int ProcessTreeSampler::List(int64_t position, int32_t last, size_t bytes) {
+  listing_.clear();
+  if (::lseek(proc_dir_.fd(), position, SEEK_SET) < 0) return errno;
+  bytes = std::min(bytes, sizeof dirents_);
+  for (;;) {
+    ssize_t n = ::getdents64(proc_dir_.fd(), dirents_, bytes);
+    if (n < 0) return errno;
+    if (n == 0) return 0;
+    for (ssize_t at = 0; at < n;) {
+      const auto* entry = reinterpret_cast<const struct dirent64*>(dirents_ + at);
+      at += entry->d_reclen;
+      std::optional<int32_t> pid = PidOfName(entry->d_name);
+      if (!pid) continue;
+      if (*pid > last) return 0;
+      listing_.push_back({*pid, entry->d_ino, entry->d_off});
+    }
+  }
+}
+
+void ProcessTreeSampler::LearnPidOffset() {
+  // Each entry's d_off is the position of the next one, which procfs makes
+  // pid + TGID_OFFSET: learn the offset, and trust it only if every pair of
+  // neighbours agrees.
+  std::optional<int64_t> offset;
+  for (size_t i = 0; i + 1 < listing_.size(); ++i) {
+    int64_t gap = listing_[i].next_position - listing_[i + 1].pid;
+    if (offset && *offset != gap) {
+      offset.reset();
+      break;
+    }
+    offset = gap;
+  }
+  if (offset && *offset > 0) {
+    pid_offset_ = *offset;
+  } else {
+    range_listing_ = false;
+  }
+}
+
+ProcessTreeSampler::Identity ProcessTreeSampler::Consider(int32_t pid, uint64_t inode,
+                                                           const Known* old, ProcessTree& tree,
+                                                           Known* fresh) {
+  // New, or listed under a new inode: the same process (its dentry was
+  // evicted and rebuilt) or another one that reused the pid.
+  Identity identity = Identify(pid, inode, fresh);
+  bool same = old != nullptr && old->readable && identity == Identity::kNew &&
+              old->start_time_ticks == fresh->start_time_ticks;
+  bool dropped = old != nullptr && !same && Gone(*old, tree);
+  if (identity == Identity::kVanished && !dropped) ++tree.vanished;  // dropped: counted
+  if (identity == Identity::kUnreadable) ++tree.unreadable;
+  if (identity == Identity::kNew && !same) new_.push_back(*fresh);
+  return identity;
+}
+
+Status ProcessTreeSampler::ListAll(ProcessTree& tree) {
+  std::optional<int32_t> last_pid = range_listing_ ? ReadLastPid() : std::nullopt;
+  if (int err = List(0, std::numeric_limits<int32_t>::max(), sizeof dirents_); err != 0) {
+    return Status::FromErrno(proc_path_, err);
+  }
+  if (range_listing_) {
+    LearnPidOffset();
+    if (last_pid) {
+      last_pid_ = *last_pid;
+    } else {
+      range_listing_ = false;
+    }
+  }
+  ++full_listings_;
+  // procfs lists pids in order; a fixture directory does not.
+  auto by_pid = [](const Listed& a, const Listed& b) { return a.pid < b.pid; };
+  if (!std::is_sorted(listing_.begin(), listing_.end(), by_pid)) {
+    std::sort(listing_.begin(), listing_.end(), by_pid);
+  }
+
+  // Merge the listing with what earlier samples knew, both in pid order.
   next_known_.clear();
-  new_.clear();
   size_t i = 0;
-  for (const auto& [pid, inode] : listing_) {
-    while (i < known_.size() && known_[i].pid < pid) Gone(known_[i++], tree);
-    const Known* old = i < known_.size() && known_[i].pid == pid ? &known_[i++] : nullptr;
-    if (old != nullptr && old->inode == inode && !old->recheck) {
+  for (const Listed& entry : listing_) {
+    while (i < known_.size() && known_[i].pid < entry.pid) Gone(known_[i++], tree);
+    const Known* old = i < known_.size() && known_[i].pid == entry.pid ? &known_[i++] : nullptr;
+    if (old != nullptr && old->inode == entry.inode && !old->recheck) {
       next_known_.push_back(*old);
-      if (!old->readable) ++tree.unreadable;
       continue;
     }
-    // New, or listed under a new inode: the same process (its dentry was
-    // evicted and rebuilt) or another one that reused the pid.
     Known fresh;
-    Identity identity = Identify(pid, inode, &fresh);
-    bool same = old != nullptr && old->readable && identity == Identity::kNew &&
-                old->start_time_ticks == fresh.start_time_ticks;
-    bool dropped = old != nullptr && !same && Gone(*old, tree);
-    switch (identity) {
-      case Identity::kVanished:
-        if (!dropped) ++tree.vanished;  // a dropped member is counted already
-        break;
-      case Identity::kUnreadable:
-        ++tree.unreadable;
-        next_known_.push_back(fresh);
-        break;
-      case Identity::kNew:
-        next_known_.push_back(fresh);
-        if (!same) new_.push_back(fresh);
-        break;
+    if (Consider(entry.pid, entry.inode, old, tree, &fresh) != Identity::kVanished) {
+      next_known_.push_back(fresh);
     }
   }
   while (i < known_.size()) Gone(known_[i++], tree);
   known_.swap(next_known_);
   return Status::Ok();
+}
+
+Status ProcessTreeSampler::ListNew(ProcessTree& tree) {
+  std::optional<int32_t> last_pid = ReadLastPid();
+  if (!last_pid) {
+    range_listing_ = false;
+    return ListAll(tree);
+  }
+  if (*last_pid == last_pid_) return Status::Ok();  // no process created since
+  // Pids are handed out upwards from the last one and wrap around at
+  // pid_max: the new ones are above last_pid_, or (wrapped) up to *last_pid.
+  int32_t from = last_pid_;
+  last_pid_ = *last_pid;
+  ranges_.clear();
+  if (*last_pid > from) {
+    ranges_.emplace_back(from + 1, *last_pid);
+  } else {
+    ranges_.emplace_back(from + 1, std::numeric_limits<int32_t>::max());
+    ranges_.emplace_back(1, *last_pid);
+  }
+  for (const auto& [first, last] : ranges_) {
+    // A small read: past the new pids may lie old ones (pids wrapped before).
+    if (int err = List(pid_offset_ + first, last, kRangeListingBytes); err != 0) {
+      return Status::FromErrno(proc_path_, err);
+    }
+    for (const Listed& entry : listing_) {
+      auto old = std::lower_bound(known_.begin(), known_.end(), entry.pid,
+                                  [](const Known& k, int32_t p) { return k.pid < p; });
+      bool has_old = old != known_.end() && old->pid == entry.pid;
+      Known fresh;
+      if (Consider(entry.pid, entry.inode, has_old ? &*old : nullptr, tree, &fresh) ==
+          Identity::kVanished) {
+        if (has_old) known_.erase(old);
+      } else if (has_old) {
+        *old = fresh;
+      } else {
+        known_.insert(old, fresh);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status ProcessTreeSampler::Discover(ProcessTree& tree, bool full) {
+  new_.clear();
+  if (!proc_dir_.is_open()) {
+    if (Status opened = OpenProc(); !opened.ok()) return opened;
+    full = true;
+  }
+  return full || !range_listing_ ? ListAll(tree) : ListNew(tree);
 }
 
 void ProcessTreeSampler::AdmitNewMembers() {
@@ -366,7 +486,10 @@ Result<ProcessTree> ProcessTreeSampler::Sample() {
   ++samples_;
   ProcessTree tree;
   tree.root_pid = root_pid_;
-  if (Status listed = Discover(tree); !listed.ok()) return listed;
+  // All of /proc on the first and the slow samples (which also finds what
+  // only a full listing can: a pid set by clone3's set_tid); otherwise only
+  // the pids handed out since the last sample.
+  if (Status listed = Discover(tree, slow); !listed.ok()) return listed;
   AdmitNewMembers();
   auto root = members_.find(root_pid_);
   if (root == members_.end() || root->second.start_time_ticks != root_start_time_ticks_) {

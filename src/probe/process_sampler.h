@@ -39,8 +39,6 @@
 // and on destruction). Movable; thread-compatible (one sample at a time).
 #pragma once
 
-#include <dirent.h>
-
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -84,7 +82,12 @@ class ProcessTreeSampler {
   Result<ProcessTree> Sample();
 
   // Descriptors held now: the /proc directory and the members' kept files.
-  int open_files() const { return open_files_ + (proc_dir_ ? 1 : 0); }
+  int open_files() const {
+    return open_files_ + proc_dir_.is_open() + loadavg_.is_open();
+  }
+  // Samples that listed all of /proc (the first and the slow ones, or every
+  // sample where only the new pids cannot be listed, as on a fixture root).
+  int64_t full_listings() const { return full_listings_; }
   // Samples taken so far (slow fields are read when this is a multiple of
   // slow_every, counting from 0).
   int64_t samples() const { return samples_; }
@@ -112,14 +115,24 @@ class ProcessTreeSampler {
     ProcessSample sample;      // the slow fields carry over from here
   };
   using Members = std::map<int32_t, Member>;
-  struct DirCloser {
-    void operator()(DIR* dir) const { ::closedir(dir); }
-  };
   enum class Identity { kNew, kVanished, kUnreadable };
 
-  // Lists /proc into listing_; reads the stat of new pids; drops members
-  // that are gone. Counts into tree.
-  Status Discover(ProcessTree& tree);
+  // Finds the pids new since the last sample (all of /proc when `full`),
+  // reads their stat, drops members that are gone; counts into tree.
+  Status Discover(ProcessTree& tree, bool full);
+  Status OpenProc();
+  Status ListAll(ProcessTree& tree);
+  Status ListNew(ProcessTree& tree);
+  // The entries of /proc from `position` on, up to pid `last`, into
+  // listing_, reading `bytes` of entries at a time. 0 or errno.
+  int List(int64_t position, int32_t last, size_t bytes);
+  void LearnPidOffset();
+  // The last pid handed out in this pid namespace (/proc/loadavg).
+  std::optional<int32_t> ReadLastPid();
+  // A listed pid that is new or may be: identifies it against `old` (what
+  // was known under that pid), queues it in new_ when it is a new process.
+  Identity Consider(int32_t pid, uint64_t inode, const Known* old, ProcessTree& tree,
+                    Known* fresh);
   // Reads the stat of pid into *known; what came of it. A new pid's stat
   // file and parsed line wait in pending_ until admission takes or drops them.
   Identity Identify(int32_t pid, uint64_t inode, Known* known);
@@ -154,8 +167,22 @@ class ProcessTreeSampler {
   bool root_seen_ = false;  // the root was found once; later, only that process
   uint64_t root_start_time_ticks_ = 0;
 
-  std::unique_ptr<DIR, DirCloser> proc_dir_;
-  std::vector<std::pair<int32_t, uint64_t>> listing_;  // (pid, inode), pid order
+  // /proc, and how new pids are found: after each sample, the last pid
+  // handed out (loadavg's last field); the pids above it are the new ones,
+  // listed from position pid + pid_offset_ (learnt from a full listing).
+  ProcFile proc_dir_, loadavg_;
+  bool range_listing_ = false;
+  int64_t pid_offset_ = 0;
+  int32_t last_pid_ = 0;
+  int64_t full_listings_ = 0;
+  struct Listed {
+    int32_t pid;
+    uint64_t inode;
+    int64_t next_position;  // d_off: where the next entry starts
+  };
+  std::vector<Listed> listing_;                        // pid order
+  std::vector<std::pair<int32_t, int32_t>> ranges_;   // of new pids
+  alignas(8) char dirents_[16384];
   std::vector<Known> known_, next_known_;              // pid order
   std::vector<Known> new_;                             // first seen this sample
   struct Pending {

@@ -24,9 +24,10 @@ Result<VmStat> ParseVmStat(std::string_view text, std::string_view source) {
   int counters = 0;
   for (std::string_view line : SplitLines(text)) {
     ++line_number;
-    std::vector<std::string_view> words = SplitFields(line);
-    if (words.empty()) continue;
-    if (words.size() != 2) return Status::ParseError(source, line_number, "expected 'name value'");
+    std::string_view words[2];
+    size_t count = SplitFieldsInto(line, words);
+    if (count == 0) continue;
+    if (count != 2) return Status::ParseError(source, line_number, "expected 'name value'");
     std::string_view name = words[0];
     std::optional<uint64_t> number = ParseUint(words[1]);
     if (!number) {

@@ -13,7 +13,10 @@
 namespace stallscope {
 namespace {
 
-double Seconds(int64_t ns, int64_t start_ns) { return static_cast<double>(ns - start_ns) / 1e9; }
+// In double: a hostile or garbled timestamp must not overflow int64.
+double Seconds(int64_t ns, int64_t start_ns) {
+  return (static_cast<double>(ns) - static_cast<double>(start_ns)) / 1e9;
+}
 
 bool ToInts(const std::vector<std::string_view>& fields, size_t count, int64_t* out) {
   if (fields.size() != count + 1) return false;

@@ -8,11 +8,32 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace stallscope {
+namespace {
+
+// An attached process that has exited but that its parent has not reaped
+// yet is a zombie: kill(pid, 0) still succeeds, but it is over.
+bool IsZombie(pid_t pid) {
+  std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buffer[1024];
+  ssize_t n = read(fd, buffer, sizeof buffer - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buffer[n] = '\0';
+  // "pid (comm) S ...": the state follows the last ')' (comm may hold one).
+  const char* paren = strrchr(buffer, ')');
+  return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+}  // namespace
 
 Result<Job> Job::Start(const std::vector<std::string>& argv,
-                       const std::vector<std::pair<std::string, std::string>>& extra_env) {
+                       const std::vector<std::pair<std::string, std::string>>& extra_env,
+                       bool stdout_to_stderr) {
   if (argv.empty()) return Status::InvalidArgument("no command given after --");
   // The child reports a failed exec through this close-on-exec pipe: an
   // empty read means exec succeeded.
@@ -36,6 +57,7 @@ Result<Job> Job::Start(const std::vector<std::string>& argv,
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     for (const auto& [name, value] : extra_env) setenv(name.c_str(), value.c_str(), 1);
+    if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
     execvp(args[0], args.data());
     int err = errno;
     ssize_t ignored = write(report[1], &err, sizeof err);
@@ -82,7 +104,7 @@ Job::~Job() = default;
 std::optional<JobExit> Job::Poll() {
   if (pid_ <= 0 || reaped_) return JobExit{};
   if (!is_child_) {
-    if (kill(pid_, 0) != 0 && errno == ESRCH) {
+    if ((kill(pid_, 0) != 0 && errno == ESRCH) || IsZombie(pid_)) {
       reaped_ = true;
       return JobExit{};
     }

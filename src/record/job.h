@@ -30,9 +30,11 @@ struct JobExit {
 class Job {
  public:
   // argv[0] is looked up in PATH. NotFound -> the caller exits 127;
-  // PermissionDenied -> 126.
+  // PermissionDenied -> 126. stdout_to_stderr: CMD's stdout goes to our
+  // stderr (`run --json` keeps stdout for the JSON alone).
   static Result<Job> Start(const std::vector<std::string>& argv,
-                           const std::vector<std::pair<std::string, std::string>>& extra_env);
+                           const std::vector<std::pair<std::string, std::string>>& extra_env,
+                           bool stdout_to_stderr = false);
   // A running process (not our child): we can watch it but not wait for it.
   static Result<Job> Attach(pid_t pid);
 

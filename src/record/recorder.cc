@@ -287,10 +287,13 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     epoch.peak_rss_bytes = std::max(epoch.peak_rss_bytes, sample->tree_rss_bytes);
     Status written =
         writer.AppendInterval(*sample, points, events.steps, events.epochs, events.loaders);
-    std::fputs(SummaryLine(*sample, info.mem_total_bytes, sampler.disk_name(),
-                           static_cast<int>(ranks_seen.size()))
-                   .c_str(),
-               status);
+    // Inside a memory limit the share is of the limit, as the job sees it.
+    const uint64_t usable =
+        std::min(info.mem_total_bytes, info.cgroup_limit_bytes.value_or(info.mem_total_bytes));
+    std::fputs(
+        SummaryLine(*sample, usable, sampler.disk_name(), static_cast<int>(ranks_seen.size()))
+            .c_str(),
+        status);
     std::fflush(status);
     std::set<int> pids = std::move(events.pids);
     events = HookEvents{};

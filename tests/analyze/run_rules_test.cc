@@ -738,6 +738,24 @@ TEST(CpuBoundLoader, BusyHostMattersOnlyWhenStepsWait) {
   EXPECT_TRUE(EvidenceOf<bool>(*f, "host_saturated"));
 }
 
+TEST(CpuBoundLoader, NeverMoreSevereThanTheWaitItCauses) {
+  // A busy host (another job) while steps wait 15%: io.input_bound is only a
+  // warning, so the CPUs behind it must not become the critical verdict.
+  RunShape shape;
+  shape.wait = [](int, double) { return 0.03; };  // 0.03 of 0.2 s steps
+  Timeline tl = MakeRun(shape);
+  for (TimelineSample& s : tl.samples) s.cpu_busy_percent = 99;
+  std::vector<Finding> findings = CheckRun(tl);
+  const Finding* f = Find(findings, "io.cpu_bound_loader");
+  ASSERT_NE(f, nullptr) << Ids(findings);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  const Finding* bound = Find(findings, "io.input_bound");
+  ASSERT_NE(bound, nullptr);
+  EXPECT_EQ(bound->severity, Severity::kWarning);
+  Report report = MakeReport(findings, {Layer::kMemory, Layer::kIo}, {});
+  EXPECT_FALSE(report.verdict.layer.has_value());
+}
+
 TEST(CpuBoundLoader, SaturatedForAThirdOfTheRunIsQuiet) {
   Timeline tl = MakeRun({});
   for (size_t i = 0; i < tl.samples.size() / 3; ++i) {

@@ -47,6 +47,15 @@ TEST(Split, FieldsAndLines) {
   EXPECT_EQ(lines[3], "c");
 }
 
+TEST(Split, FieldsIntoAFixedArrayCountsThemAll) {
+  std::string_view out[3];
+  EXPECT_EQ(SplitFieldsInto("  8  0 sda\t12 ", out), 4u);
+  EXPECT_EQ(out[0], "8");
+  EXPECT_EQ(out[2], "sda");  // the 4th is counted, not stored
+  EXPECT_EQ(SplitFieldsInto(" \t ", out), 0u);
+  EXPECT_EQ(SplitFieldsInto("pgfault 42", std::span<std::string_view>()), 2u);
+}
+
 TEST(Parse, NumbersRejectJunk) {
   EXPECT_EQ(ParseUint("123"), 123u);
   EXPECT_EQ(ParseUint(" 7 "), 7u);

@@ -79,6 +79,55 @@ void ExpectSameAsReaders(const std::string& host) {
   }
 }
 
+// The first word of every line: what stays put while counters move.
+std::vector<std::string> LineNames(std::string_view text) {
+  std::vector<std::string> names;
+  for (std::string_view line : SplitLines(text)) {
+    std::vector<std::string_view> fields = SplitFields(line);
+    names.emplace_back(fields.empty() ? "" : fields[0]);
+  }
+  return names;
+}
+
+TEST(ProcFile, EveryWayToFindTheEndReadsTheWholeFile) {
+  std::string pattern = ::testing::TempDir() + "proc_file_XXXXXX";
+  int fd = ::mkstemp(pattern.data());
+  ASSERT_GE(fd, 0);
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "counter_" + std::to_string(i) + " " + std::to_string(i * 7) + "\n";
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  for (ReadUntil until : {ReadUntil::kShortRead, ReadUntil::kShortOfAPage, ReadUntil::kEndOfFile}) {
+    ProcFile file;
+    ASSERT_EQ(file.Open(AT_FDCWD, pattern.c_str()), 0);
+    FileBuffer buffer;
+    for (int i = 0; i < 2; ++i) {  // the second read starts again at offset 0
+      ASSERT_EQ(file.Read(buffer, until), 0);
+      EXPECT_EQ(buffer.view(), text);
+    }
+    ASSERT_EQ(ReadProcFileOnce(AT_FDCWD, pattern.c_str(), buffer, until, 100), 0);
+    EXPECT_EQ(buffer.view(), text.substr(0, 100));  // capped
+  }
+  ::unlink(pattern.c_str());
+  FileBuffer buffer;
+  EXPECT_EQ(ReadProcFileOnce(AT_FDCWD, pattern.c_str(), buffer, ReadUntil::kShortRead), ENOENT);
+  EXPECT_TRUE(buffer.empty());
+}
+
+TEST(ProcFile, SeqFilesOfManyPagesAreReadWhole) {
+  // /proc/vmstat is over a page, printed a line at a time: each way of
+  // finding its end gives every line.
+  Result<std::string> expected = ReadFile("/proc/vmstat");
+  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+  ProcFile file;
+  ASSERT_EQ(file.Open(AT_FDCWD, "/proc/vmstat"), 0);
+  FileBuffer buffer;
+  for (ReadUntil until : {ReadUntil::kShortOfAPage, ReadUntil::kEndOfFile}) {
+    ASSERT_EQ(file.Read(buffer, until), 0);
+    EXPECT_EQ(LineNames(buffer.view()), LineNames(*expected));
+  }
+}
+
 TEST(HostSampler, FixtureHostsMatchTheReaders) {
   ExpectSameAsReaders("swap_host");
   ExpectSameAsReaders("live_debian12");

@@ -452,8 +452,10 @@ TEST_F(LiveJobTree, DescriptorsAreBoundedCloexecAndClosed) {
     Result<ProcessTree> tree = sampler.Sample();
     ASSERT_TRUE(tree.ok()) << tree.status().ToString();
     ASSERT_EQ(tree->processes.size(), 4u);
-    // /proc, and stat, io, status and smaps_rollup of each of the 4 members.
-    EXPECT_EQ(sampler.open_files(), 1 + 4 * 4);
+    // /proc (and /proc/loadavg, when new pids can be listed alone), and
+    // stat, io, status and smaps_rollup of each of the 4 members.
+    const int base = sampler.open_files() - 4 * 4;
+    EXPECT_TRUE(base == 1 || base == 2) << sampler.open_files();
     EXPECT_EQ(OpenDescriptors(), before + sampler.open_files());
     for (const fs::directory_entry& e : fs::directory_iterator("/proc/self/fd")) {
       int fd = std::stoi(e.path().filename().string());
@@ -473,7 +475,7 @@ TEST_F(LiveJobTree, DescriptorsAreBoundedCloexecAndClosed) {
     ASSERT_TRUE(after.ok()) << after.status().ToString();
     EXPECT_EQ(after->processes.size(), 2u);
     EXPECT_EQ(after->vanished, 2);
-    EXPECT_EQ(sampler.open_files(), 1 + 4 * 2);
+    EXPECT_EQ(sampler.open_files(), base + 4 * 2);
     EXPECT_EQ(OpenDescriptors(), before + sampler.open_files());
   }
   EXPECT_EQ(OpenDescriptors(), before);
@@ -496,7 +498,7 @@ TEST_F(LiveJobTree, PastTheBudgetReadsByPathWithTheSameResult) {
       EXPECT_EQ(a->processes[p].cmdline, b->processes[p].cmdline);
       EXPECT_TRUE(a->processes[p].io.has_value());
     }
-    EXPECT_LE(bounded.open_files(), 1 + 3);
+    EXPECT_LE(bounded.open_files(), 2 + 3);
   }
   EXPECT_EQ(OpenDescriptors(), before + bounded.open_files() + unbounded.open_files());
 }
@@ -554,7 +556,7 @@ TEST(ProcessTreeSampler, RootThatExitsIsNotFound) {
   Result<ProcessTree> gone = sampler.Sample();
   ASSERT_FALSE(gone.ok());
   EXPECT_TRUE(gone.status().IsNotFound());
-  EXPECT_EQ(sampler.open_files(), 1);  // only /proc itself
+  EXPECT_LE(sampler.open_files(), 2);  // only /proc and /proc/loadavg
 }
 
 }  // namespace

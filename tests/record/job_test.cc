@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -69,6 +70,19 @@ TEST(Job, AttachSeesAProcessGo) {
   EXPECT_FALSE(watched->Poll().has_value());
   WaitFor(*child);  // reaped: the pid is gone
   EXPECT_TRUE(watched->Poll().has_value());
+}
+
+TEST(Job, AttachSeesAZombieAsGone) {
+  // Exited but not reaped by its parent (us, here): kill(pid, 0) still works.
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) _exit(0);
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);
+  Result<Job> watched = Job::Attach(pid);
+  ASSERT_TRUE(watched.ok());
+  EXPECT_TRUE(watched->Poll().has_value());
+  waitpid(pid, nullptr, 0);
 }
 
 }  // namespace
