@@ -6,6 +6,7 @@ Prints each pair and the median ratio.
     /usr/bin/python3 bench/run_overhead.py build/stallscope [PAIRS]
 """
 import os
+import resource
 import re
 import statistics
 import subprocess
@@ -15,14 +16,22 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "examples", "train_cpu.py")
 RATE = re.compile(r"mode healthy: \d+ steps in [\d.]+ s, ([\d.]+) steps/s")
+OWN_CPU = re.compile(r"stallscope itself used ([\d.]+) s of CPU in ([\d.]+) s")
 
 
-def steps_per_second(argv, env):
+def measure(argv, env):
+    """steps/s of the job, the job's CPU seconds, and stallscope's own CPU
+    seconds as it reports them (None when it does not run)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
-    match = RATE.search(out.stdout + out.stderr)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    text = out.stdout + out.stderr
+    match = RATE.search(text)
     if not match:
         raise SystemExit("no steps/s in the output of " + " ".join(argv))
-    return float(match.group(1))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    own = OWN_CPU.search(text)
+    return float(match.group(1)), cpu, float(own.group(1)) if own else None
 
 
 def main():
@@ -33,17 +42,21 @@ def main():
     env.pop("STALLSCOPE_SOCKET", None)
     ratios = []
     with tempfile.TemporaryDirectory() as tmp:
-        steps_per_second(job, env)  # warm the page cache and make the images
+        measure(job, env)  # warm the page cache and make the images
+        shares = []
         for i in range(pairs):
-            alone = steps_per_second(job, env)
+            alone, _, _ = measure(job, env)
             run_file = os.path.join(tmp, f"run{i}.db")
-            wrapped = steps_per_second([binary, "run", "--out", run_file, "--"] + job, env)
+            wrapped, total_cpu, own = measure([binary, "run", "--out", run_file, "--"] + job, env)
             ratios.append(wrapped / alone)
+            shares.append(own / (total_cpu - own))
             print(f"pair {i + 1}: alone {alone:6.1f} steps/s, under stallscope run "
-                  f"{wrapped:6.1f} steps/s, ratio {wrapped / alone:.3f}")
+                  f"{wrapped:6.1f} steps/s, ratio {wrapped / alone:.3f}; stallscope's own CPU "
+                  f"{own:.2f} s = {100 * own / (total_cpu - own):.2f}% of the job's")
     median = statistics.median(ratios)
-    print(f"median ratio {median:.3f}: stallscope run costs {100 * (1 - median):+.1f}% of steps/s "
-          f"(alone, the hook is a no-op: no STALLSCOPE_SOCKET)")
+    print(f"median steps/s ratio {median:.3f} (alone, the hook is a no-op: no STALLSCOPE_SOCKET)")
+    print(f"median CPU stallscope took beside the job: {100 * statistics.median(shares):.2f}% "
+          f"of the job's own CPU time")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 // record a job's timeline into a run file, then print its findings.
 // `stallscope report RUN.db`: the findings of a recorded run.
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -180,6 +181,14 @@ CommandRunner SetupRun(CLI::App& app) {
       std::fprintf(stderr, "stallscope run: %s\n", closed.message().c_str());
     }
     PrintRunReport("run", path, flags->json, stderr);
+    // What watching cost, in the job's currency: CPU taken from it.
+    struct rusage self;
+    getrusage(RUSAGE_SELF, &self);
+    double cpu = self.ru_utime.tv_sec + self.ru_utime.tv_usec / 1e6 + self.ru_stime.tv_sec +
+                 self.ru_stime.tv_usec / 1e6;
+    double seconds = outcome->info.duration_seconds.value_or(0);
+    std::fprintf(stderr, "stallscope itself used %.2f s of CPU in %.1f s (%.2f%% of one CPU)\n",
+                 cpu, seconds, seconds > 0 ? 100 * cpu / seconds : 0.0);
     return outcome->exit.ShellStatus();
   };
 }

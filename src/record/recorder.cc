@@ -17,7 +17,8 @@
 #include "probe/cgroup.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
-#include "probe/process_tree.h"
+#include "probe/host_sampler.h"
+#include "probe/process_sampler.h"
 #include "probe/snapshot.h"
 #include "probe/vmstat.h"
 #include "sample/disk_rates.h"
@@ -53,21 +54,18 @@ class IntervalSampler {
         data_disk_(std::move(data_disk)),
         candidate_disks_(std::move(candidate_disks)),
         read_cgroup_(read_cgroup),
-        ticks_per_second_(static_cast<double>(ClockTicksPerSecond())) {
-    options_.clock_ticks_per_second = ClockTicksPerSecond();
-    options_.read_cmdline = false;
-    options_.read_io = false;
-    options_.read_pss = false;
-  }
+        ticks_per_second_(static_cast<double>(ClockTicksPerSecond())),
+        host_(root_),
+        tree_(root_, root_pid, TreeOptions()) {}
 
   // The first call only sets the baseline (a delta needs two samples).
   Result<TimelineSample> Sample(double t, const std::set<int>& hook_pids,
                                 std::vector<ProcessPoint>& points) {
-    Result<HostSample> host = TakeHostSample(root_, nullptr);
+    Result<HostSample> host = host_.Sample(nullptr);
     if (!host.ok()) return host.status();
     TimelineSample s;
     s.t = t;
-    Result<ProcessTree> tree = ReadProcessTree(root_, root_pid_, options_);
+    Result<ProcessTree> tree = tree_.Sample();
     std::map<int, uint64_t> ticks;
     if (tree.ok()) {
       double seconds = have_previous_ ? host->monotonic_seconds - previous_.monotonic_seconds : 0;
@@ -154,7 +152,15 @@ class IntervalSampler {
   std::set<std::string> candidate_disks_;
   bool read_cgroup_;
   double ticks_per_second_;
-  ProcessReadOptions options_;
+  // Kept files re-read each interval (probe/process_sampler.h): the cheap
+  // way to sample a large tree every second. cmdline is not needed here.
+  static ProcessSamplerOptions TreeOptions() {
+    ProcessSamplerOptions options;
+    options.read_cmdline = false;
+    return options;
+  }
+  HostSampler host_;
+  ProcessTreeSampler tree_;
   HostSample previous_;
   bool have_previous_ = false;
   std::map<int, uint64_t> previous_ticks_;
