@@ -53,6 +53,15 @@ std::optional<uint64_t> ParseKilobytes(std::string_view value) {
   return *kb * 1024;
 }
 
+// A whole field (no spaces: the caller split on them) as a number; stat is
+// parsed on every sample, so without ParseUint's trimming.
+template <typename T>
+bool ParseWhole(std::string_view field, T* value) {
+  const char* end = field.data() + field.size();
+  auto [ptr, ec] = std::from_chars(field.data(), end, *value);
+  return ec == std::errc() && ptr == end && !field.empty();
+}
+
 std::optional<int32_t> ParsePid(std::string_view text) {
   std::optional<int64_t> value = ParseInt(text);
   if (!value || *value < 0 || *value > std::numeric_limits<int32_t>::max()) return std::nullopt;
@@ -269,33 +278,27 @@ Result<ProcStat> ParseProcStat(std::string_view text, std::string_view source) {
         ok = field.size() == 1;
         stat.state = field.front();
         break;
-      case kPpid: {
-        std::optional<int32_t> ppid = ParsePid(field);
-        ok = ppid.has_value();
-        stat.ppid = ppid.value_or(0);
+      case kPpid:
+        ok = ParseWhole(field, &stat.ppid) && stat.ppid >= 0;
         break;
-      }
       case kUtime:
+        ok = ParseWhole(field, &stat.utime_ticks);
+        break;
       case kStime:
-      case kStartTime: {
-        std::optional<uint64_t> ticks = ParseUint(field);
-        ok = ticks.has_value();
-        uint64_t& target = index == kUtime   ? stat.utime_ticks
-                           : index == kStime ? stat.stime_ticks
-                                             : stat.start_time_ticks;
-        target = ticks.value_or(0);
+        ok = ParseWhole(field, &stat.stime_ticks);
+        break;
+      case kStartTime:
+        ok = ParseWhole(field, &stat.start_time_ticks);
+        break;
+      case kThreads:
+        ok = ParseWhole(field, &stat.threads);
+        break;
+      case kRss: {
+        uint64_t pages = 0;
+        ok = ParseWhole(field, &pages);
+        if (ok) stat.rss_pages = pages;
         break;
       }
-      case kThreads: {
-        std::optional<int64_t> threads = ParseInt(field);
-        ok = threads.has_value();
-        stat.threads = threads.value_or(0);
-        break;
-      }
-      case kRss:
-        stat.rss_pages = ParseUint(field);
-        ok = stat.rss_pages.has_value();
-        break;
       default:
         break;
     }
