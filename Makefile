@@ -29,7 +29,10 @@ asan: deps
 	@[ -f build-asan/build.ninja ] || cmake -S . -B build-asan -G Ninja $(CMAKE_FLAGS) \
 	  -DSTALLSCOPE_SANITIZE=ON -DSTALLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
 	cmake --build build-asan -j $(JOBS) --target stallscope_tests stallscope
-	cd build-asan && ctest --output-on-failure -j $(JOBS) -L unit
+	# hwloc's plugins (hwloc_pci via libpciaccess) leak a few KiB when they are
+	# unloaded, and LeakSanitizer cannot name frames of an unloaded module:
+	# without them our own hwloc calls are still checked.
+	cd build-asan && HWLOC_PLUGINS_PATH=/nonexistent ctest --output-on-failure -j $(JOBS) -L unit
 
 # Every parser's libFuzzer target, a short run each (FUZZ_SECONDS).
 FUZZ_SECONDS ?= 10

@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
   const double cpu = CpuSeconds();
   std::printf("%d samples of host + %zu processes: %.3f ms CPU per sample\n", samples, processes,
               cpu / samples * 1e3);
-  std::printf("  start-up %.1f ms, first sample %.1f ms, then %.3f ms per sample\n",
-              started * 1e3, (after_first - started) * 1e3,
+  std::printf("  start-up %.1f ms, first sample %.1f ms, then %.3f ms per sample\n", started * 1e3,
+              (after_first - started) * 1e3,
               samples > 0 ? (cpu - after_first) / samples * 1e3 : 0.0);
   return 0;
 }

@@ -64,9 +64,8 @@ Result<CpuStat> ParseCpuStat(std::string_view text, std::string_view source) {
     if (count == 0) continue;
     std::string_view name = words[0];
     if (name.substr(0, 3) == "cpu") {
-      Result<CpuTimes> times =
-          ParseCpuLine(std::span(words, std::min(count, std::size(words))), count, source,
-                       line_number);
+      Result<CpuTimes> times = ParseCpuLine(std::span(words, std::min(count, std::size(words))),
+                                            count, source, line_number);
       if (!times.ok()) return times.status();
       if (times->cpu < 0) {
         stat.total = *times;

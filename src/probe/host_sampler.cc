@@ -40,7 +40,8 @@ HostSampler::HostSampler(const Root& root) {
   diskstats_.until = ReadUntil::kShortOfAPage;
   net_dev_.path = root.Path("/proc/net/dev");
   net_dev_.until = ReadUntil::kShortOfAPage;
-  for (size_t i = 0; i < std::size(pressure_); ++i) pressure_[i].path = root.Path(kPressurePaths[i]);
+  for (size_t i = 0; i < std::size(pressure_); ++i)
+    pressure_[i].path = root.Path(kPressurePaths[i]);
 }
 
 int HostSampler::open_files() const {

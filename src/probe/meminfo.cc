@@ -77,10 +77,9 @@ Result<MemInfo> ParseMemInfo(std::string_view text, std::string_view source) {
     std::string_view name = field->name;
     size_t expected_words = field->unit == Unit::kKib ? 2 : 1;
     if (count != expected_words || (field->unit == Unit::kKib && words[1] != "kB")) {
-      return Status::ParseError(
-          source, line_number,
-          std::string(name) + ": expected " +
-              (field->unit == Unit::kKib ? "'<number> kB'" : "a count"));
+      return Status::ParseError(source, line_number,
+                                std::string(name) + ": expected " +
+                                    (field->unit == Unit::kKib ? "'<number> kB'" : "a count"));
     }
     std::optional<uint64_t> number = ParseUint(words[0]);
     if (!number) {

@@ -69,7 +69,8 @@ Result<Pressure> ParsePressure(std::string_view text, std::string_view source) {
     // split the allocating way.
     std::string_view fixed[8];
     std::vector<std::string_view> more;
-    std::span<const std::string_view> words(fixed, std::min(SplitFieldsInto(raw, fixed), std::size(fixed)));
+    std::span<const std::string_view> words(
+        fixed, std::min(SplitFieldsInto(raw, fixed), std::size(fixed)));
     if (words.size() == std::size(fixed)) {
       more = SplitFields(raw);
       words = more;

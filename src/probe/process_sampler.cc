@@ -44,11 +44,17 @@ int DescriptorBudget(int wanted) {
 
 }  // namespace
 
+std::vector<std::pair<int32_t, int32_t>> NewPidRanges(int32_t before, int32_t now) {
+  if (now == before) return {};
+  if (now > before) return {{before + 1, now}};
+  return {{before + 1, std::numeric_limits<int32_t>::max()}, {1, now}};
+}
+
 ProcessTreeSampler::ProcessTreeSampler(const Root& root, int32_t root_pid,
                                        ProcessSamplerOptions options)
     : proc_path_(root.Path("/proc")), root_pid_(root_pid), options_(options) {
-  int64_t ticks = options_.clock_ticks_per_second > 0 ? options_.clock_ticks_per_second
-                                                      : ClockTicksPerSecond();
+  int64_t ticks =
+      options_.clock_ticks_per_second > 0 ? options_.clock_ticks_per_second : ClockTicksPerSecond();
   ticks_per_second_ = static_cast<double>(ticks > 0 ? ticks : 100);
   if (options_.page_size_bytes > 0) {
     page_size_bytes_ = options_.page_size_bytes;
@@ -69,8 +75,8 @@ const char* ProcessTreeSampler::PathOf(int32_t pid, const char* name) {
 }
 
 int ProcessTreeSampler::ReadOnce(int32_t pid, const char* name, size_t max_bytes) {
-  return ReadProcFileOnce(proc_dir_.fd(), PathOf(pid, name), buffer_,
-                          ReadUntil::kShortRead, max_bytes);
+  return ReadProcFileOnce(proc_dir_.fd(), PathOf(pid, name), buffer_, ReadUntil::kShortRead,
+                          max_bytes);
 }
 
 int ProcessTreeSampler::ReadKept(ProcFile& file, int32_t pid, const char* name, int keep) {
@@ -96,7 +102,8 @@ ProcessTreeSampler::Identity ProcessTreeSampler::Identify(int32_t pid, uint64_t 
   // and this read are its first sample's.
   ProcFile file;
   int err = open_files_ < budget_ ? file.Open(proc_dir_.fd(), PathOf(pid, "stat")) : 0;
-  if (err == 0) err = file.is_open() ? file.Read(buffer_, ReadUntil::kShortRead) : ReadOnce(pid, "stat");
+  if (err == 0)
+    err = file.is_open() ? file.Read(buffer_, ReadUntil::kShortRead) : ReadOnce(pid, "stat");
   // A zombie reaped between open and read leaves an empty file.
   if (IsVanishedErrno(err) || (err == 0 && buffer_.empty())) return Identity::kVanished;
   if (err != 0) return Identity::kUnreadable;
@@ -191,8 +198,8 @@ void ProcessTreeSampler::LearnPidOffset() {
 }
 
 ProcessTreeSampler::Identity ProcessTreeSampler::Consider(int32_t pid, uint64_t inode,
-                                                           const Known* old, ProcessTree& tree,
-                                                           Known* fresh) {
+                                                          const Known* old, ProcessTree& tree,
+                                                          Known* fresh) {
   // New, or listed under a new inode: the same process (its dentry was
   // evicted and rebuilt) or another one that reused the pid.
   Identity identity = Identify(pid, inode, fresh);
@@ -252,18 +259,9 @@ Status ProcessTreeSampler::ListNew(ProcessTree& tree) {
     return ListAll(tree);
   }
   if (*last_pid == last_pid_) return Status::Ok();  // no process created since
-  // Pids are handed out upwards from the last one and wrap around at
-  // pid_max: the new ones are above last_pid_, or (wrapped) up to *last_pid.
-  int32_t from = last_pid_;
+  int32_t before = last_pid_;
   last_pid_ = *last_pid;
-  ranges_.clear();
-  if (*last_pid > from) {
-    ranges_.emplace_back(from + 1, *last_pid);
-  } else {
-    ranges_.emplace_back(from + 1, std::numeric_limits<int32_t>::max());
-    ranges_.emplace_back(1, *last_pid);
-  }
-  for (const auto& [first, last] : ranges_) {
+  for (const auto& [first, last] : NewPidRanges(before, *last_pid)) {
     // A small read: past the new pids may lie old ones (pids wrapped before).
     if (int err = List(pid_offset_ + first, last, kRangeListingBytes); err != 0) {
       return Status::FromErrno(proc_path_, err);
@@ -288,6 +286,7 @@ Status ProcessTreeSampler::ListNew(ProcessTree& tree) {
 
 Status ProcessTreeSampler::Discover(ProcessTree& tree, bool full) {
   new_.clear();
+  DropPending();  // left by a sample that failed half-way
   if (!proc_dir_.is_open()) {
     if (Status opened = OpenProc(); !opened.ok()) return opened;
     full = true;
@@ -295,15 +294,21 @@ Status ProcessTreeSampler::Discover(ProcessTree& tree, bool full) {
   return full || !range_listing_ ? ListAll(tree) : ListNew(tree);
 }
 
+void ProcessTreeSampler::DropPending() {
+  for (auto& [pid, pending] : pending_) open_files_ -= pending.stat.is_open();
+  pending_.clear();  // the ProcFiles close themselves
+}
+
 void ProcessTreeSampler::AdmitNewMembers() {
   AdmitFromNew();
-  // The pending stat files of the pids that did not become members.
-  for (auto& [pid, pending] : pending_) open_files_ -= pending.stat.is_open();
-  pending_.clear();
+  DropPending();  // the stat files of the pids that did not become members
 }
 
 void ProcessTreeSampler::AdmitFromNew() {
   if (new_.empty()) return;
+  // In pid order for known_of below (two ranges of new pids, when pids
+  // wrapped around, come high ones first).
+  std::sort(new_.begin(), new_.end(), [](const Known& a, const Known& b) { return a.pid < b.pid; });
   // New pids by parent: a new member's new children are found from it.
   by_parent_.clear();
   for (const Known& k : new_) by_parent_.emplace_back(k.ppid, k.pid);
@@ -334,7 +339,6 @@ void ProcessTreeSampler::AdmitFromNew() {
     return *std::lower_bound(new_.begin(), new_.end(), pid,
                              [](const Known& k, int32_t p) { return k.pid < p; });
   };
-  // new_ is in pid order (it follows the listing), so known_of can search it.
   while (!stack_.empty()) {
     int32_t parent = stack_.back();
     stack_.pop_back();
@@ -399,9 +403,8 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
   // kernel thread gives ESRCH) or malformed leaves the field absent.
   if (options_.read_io && (!m.io_denied || slow)) {
     int err = ReadKept(m.io, pid, "io", budget_);
-    Result<ProcessIo> io = err == 0 && !buffer_.empty()
-                               ? ParseProcessIo(buffer_.view(), "io")
-                               : Result<ProcessIo>(Status::NotFound("io"));
+    Result<ProcessIo> io = err == 0 && !buffer_.empty() ? ParseProcessIo(buffer_.view(), "io")
+                                                        : Result<ProcessIo>(Status::NotFound("io"));
     if (io.ok()) {
       s.io = *io;
     } else {
@@ -480,8 +483,8 @@ void ProcessTreeSampler::Order(ProcessTree& tree) {
 }
 
 Result<ProcessTree> ProcessTreeSampler::Sample() {
-  const Status not_found = Status::NotFound("pid " + std::to_string(root_pid_));
-  if (root_pid_ <= 0) return not_found;
+  auto not_found = [&] { return Status::NotFound("pid " + std::to_string(root_pid_)); };
+  if (root_pid_ <= 0) return not_found();
   const bool slow = samples_ % options_.slow_every == 0;
   ++samples_;
   ProcessTree tree;
@@ -493,7 +496,7 @@ Result<ProcessTree> ProcessTreeSampler::Sample() {
   AdmitNewMembers();
   auto root = members_.find(root_pid_);
   if (root == members_.end() || root->second.start_time_ticks != root_start_time_ticks_) {
-    return not_found;
+    return not_found();
   }
 
   for (auto it = members_.begin(); it != members_.end();) {
@@ -514,7 +517,7 @@ Result<ProcessTree> ProcessTreeSampler::Sample() {
     }
   }
   root = members_.find(root_pid_);
-  if (root == members_.end() || root->second.read_in != samples_) return not_found;
+  if (root == members_.end() || root->second.read_in != samples_) return not_found();
   Order(tree);
   return tree;
 }

@@ -3,32 +3,42 @@
 // (probe/process_tree.h) gives, for a fraction of the CPU, by remembering
 // what it learnt in earlier samples:
 //
-// - Discovery. Every sample lists /proc (readdir, cheap) and reads the stat
-//   of a pid only when it first appears: its parent and start time are kept.
-//   A pid whose /proc entry changed inode since the last listing (the old
-//   process exited and the pid was reused) is read again, and a start time
-//   that differs makes it a new process. A new process whose parent is a
-//   member is a member, so DataLoader workers and torchrun children that
-//   started since the last sample appear in this one.
+// - Discovery. A pid's stat is read once, when it first appears, for its
+//   parent and start time. Which pids are new: the first sample and every
+//   slow sample list all of /proc; the others read the last pid handed out
+//   (/proc/loadavg) and list only the /proc entries above the previous one
+//   (seeking the directory to them), so a sample where no process was
+//   created lists nothing. A new process whose parent is a member is a
+//   member, so DataLoader workers and torchrun children that started since
+//   the last sample appear in this one. A pid whose /proc entry changed inode
+//   since the last full listing, or that comes back in a range of new pids,
+//   is read again: a different start time makes it a new process (the pid
+//   was reused). Only the kernel's procfs in this process's own pid
+//   namespace is listed by ranges; elsewhere (a fixture root) every sample
+//   lists all of /proc. A process created with an explicitly chosen pid
+//   (clone3 set_tid, CRIU) is found by the next full listing.
 // - Membership is sticky: a member whose parent exits is reparented by the
 //   kernel (to init or a subreaper outside the tree) and stays a member
 //   until it exits. It is listed after the root's subtree, as the root of
 //   its own subtree. Non-members never become members: a process's parent
 //   changes only by such reparenting, never to a member.
 // - Reading. A member's stat (CPU times, state, parent, RSS) and io (bytes
-//   read and written) are read every sample through descriptors kept open.
-//   Its status (VmPeak, VmHWM, VmLck, VmPin, VmSwap) and smaps_rollup (PSS,
-//   the costly one: the kernel walks every mapping) are read when it is
-//   first seen and on every slow_every-th sample, also through kept
-//   descriptors; in between, the last values are carried over. Its cmdline
-//   is read when it is first seen and again when its comm changes (an exec).
-//   Past max_open_files, files are read with open/read/close; slow files are
-//   kept only while under half the budget is in use, so the per-sample ones
-//   keep theirs. The stat read that identified a new pid is its first sample.
-// - Counting. ProcessTree::vanished counts the members that exited since the
-//   previous sample and the pids listed in /proc that were gone before their
-//   stat could be read (as ReadProcessTree counts them); unreadable counts
-//   the pids whose stat is refused or malformed. Neither is an error.
+//   read and written) are read every sample through descriptors kept open
+//   and re-read from offset 0; a member that exits fails that read (ESRCH)
+//   and is dropped, its descriptors closed. Its status (VmPeak, VmHWM,
+//   VmLck, VmPin, VmSwap) and smaps_rollup (PSS, the costly one: the kernel
+//   walks every mapping) are read when it is first seen and on every
+//   slow_every-th sample (10 by default), also through kept descriptors; in
+//   between, the last values are carried over. Its cmdline is read when it
+//   is first seen and again when its comm changes (an exec). Past
+//   max_open_files, files are read with open/read/close; slow files are kept
+//   only while under half the budget is in use, so the per-sample ones keep
+//   theirs. The stat read that identified a new pid is its first sample's.
+// - Counting, per sample. ProcessTree::vanished counts the members that
+//   exited since the previous sample and the listed pids that were gone
+//   before their stat could be read (as ReadProcessTree counts them);
+//   unreadable counts the newly listed pids whose stat is refused or
+//   malformed, and the members whose files are. Neither is an error.
 //
 // Processes come out root first, then depth-first with siblings in pid
 // order, as ReadProcessTree orders them. Sample() is NotFound("pid N") when
@@ -41,7 +51,6 @@
 
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,6 +64,12 @@
 #include "sample/process.h"
 
 namespace stallscope {
+
+// The pids handed out after `before` up to `now` (the last pid of
+// /proc/loadavg at two moments), as inclusive [first, last] ranges. Pids go
+// upwards and wrap around at pid_max, so a smaller `now` means two ranges:
+// above `before`, and from the bottom up to `now`. Empty when equal.
+std::vector<std::pair<int32_t, int32_t>> NewPidRanges(int32_t before, int32_t now);
 
 struct ProcessSamplerOptions {
   int64_t clock_ticks_per_second = 0;  // 0: ClockTicksPerSecond() of probe/cpu_stat.h
@@ -82,9 +97,7 @@ class ProcessTreeSampler {
   Result<ProcessTree> Sample();
 
   // Descriptors held now: the /proc directory and the members' kept files.
-  int open_files() const {
-    return open_files_ + proc_dir_.is_open() + loadavg_.is_open();
-  }
+  int open_files() const { return open_files_ + proc_dir_.is_open() + loadavg_.is_open(); }
   // Samples that listed all of /proc (the first and the slow ones, or every
   // sample where only the new pids cannot be listed, as on a fixture root).
   int64_t full_listings() const { return full_listings_; }
@@ -96,7 +109,7 @@ class ProcessTreeSampler {
   // A pid listed in /proc, as first read: what discovery needs.
   struct Known {
     int32_t pid = 0;
-    uint64_t inode = 0;  // of /proc/PID; 0 forces a new read of its stat
+    uint64_t inode = 0;  // of /proc/PID when it was listed
     int32_t ppid = 0;
     uint64_t start_time_ticks = 0;
     bool readable = true;  // false: its stat is refused or malformed
@@ -107,12 +120,12 @@ class ProcessTreeSampler {
     ProcFile stat, io, status, smaps_rollup;
     uint64_t start_time_ticks = 0;
     std::optional<ProcStat> first_stat;  // read by Identify in this sample
-    bool rss_from_status = false;  // stat without RSS: status on every sample
-    bool io_denied = false;        // retried on slow samples only
-    std::string cmdline_comm;  // comm when cmdline was last read
-    int64_t read_in = -1;      // the sample that last read it (-1: none yet)
-    bool visited = false;      // scratch for Order()
-    ProcessSample sample;      // the slow fields carry over from here
+    bool rss_from_status = false;        // stat without RSS: status on every sample
+    bool io_denied = false;              // retried on slow samples only
+    std::string cmdline_comm;            // comm when cmdline was last read
+    int64_t read_in = -1;                // the sample that last read it (-1: none yet)
+    bool visited = false;                // scratch for Order()
+    ProcessSample sample;                // the slow fields carry over from here
   };
   using Members = std::map<int32_t, Member>;
   enum class Identity { kNew, kVanished, kUnreadable };
@@ -131,8 +144,7 @@ class ProcessTreeSampler {
   std::optional<int32_t> ReadLastPid();
   // A listed pid that is new or may be: identifies it against `old` (what
   // was known under that pid), queues it in new_ when it is a new process.
-  Identity Consider(int32_t pid, uint64_t inode, const Known* old, ProcessTree& tree,
-                    Known* fresh);
+  Identity Consider(int32_t pid, uint64_t inode, const Known* old, ProcessTree& tree, Known* fresh);
   // Reads the stat of pid into *known; what came of it. A new pid's stat
   // file and parsed line wait in pending_ until admission takes or drops them.
   Identity Identify(int32_t pid, uint64_t inode, Known* known);
@@ -143,6 +155,7 @@ class ProcessTreeSampler {
   // drops the pending files of the others.
   void AdmitNewMembers();
   void AdmitFromNew();
+  void DropPending();
   // 0, or the errno that leaves the member out of this sample.
   int ReadMember(int32_t pid, Member& member, bool slow);
   // Reads one of a member's files, keeping it open while fewer than `keep`
@@ -180,11 +193,10 @@ class ProcessTreeSampler {
     uint64_t inode;
     int64_t next_position;  // d_off: where the next entry starts
   };
-  std::vector<Listed> listing_;                        // pid order
-  std::vector<std::pair<int32_t, int32_t>> ranges_;   // of new pids
+  std::vector<Listed> listing_;  // pid order
   alignas(8) char dirents_[16384];
-  std::vector<Known> known_, next_known_;              // pid order
-  std::vector<Known> new_;                             // first seen this sample
+  std::vector<Known> known_, next_known_;  // pid order
+  std::vector<Known> new_;                 // first seen this sample
   struct Pending {
     ProcFile stat;
     ProcStat parsed;

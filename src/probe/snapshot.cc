@@ -12,13 +12,11 @@
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
 #include "probe/environment.h"
+#include "probe/host_sampler.h"
 #include "probe/infiniband.h"
-#include "probe/meminfo.h"
 #include "probe/net_dev.h"
-#include "probe/pressure.h"
 #include "probe/process_tree.h"
 #include "probe/topology.h"
-#include "probe/vmstat.h"
 #include "sample/disk_rates.h"
 #include "sample/net_rates.h"
 
@@ -126,30 +124,10 @@ void ReadStaticFacts(const Root& root, Snapshot& s) {
 }  // namespace
 
 Result<HostSample> TakeHostSample(const Root& root, std::vector<std::string>* notes) {
-  HostSample sample;
-  sample.monotonic_seconds = MonotonicSeconds();
-  Result<MemInfo> memory = ReadMemInfo(root);
-  if (!memory.ok()) return memory.status();
-  sample.memory = std::move(*memory);
-  Result<VmStat> vmstat = ReadVmStat(root);
-  if (!vmstat.ok()) return vmstat.status();
-  sample.vmstat = std::move(*vmstat);
-  Result<CpuStat> cpu = ReadCpuStat(root);
-  if (!cpu.ok()) return cpu.status();
-  sample.cpu = std::move(*cpu);
-
-  std::vector<std::string> ignored;
-  std::vector<std::string>& out = notes ? *notes : ignored;
-  KeepOrNote(ReadDiskstats(root), sample.disks, out, "disks");
-  KeepOrNote(ReadNetDev(root), sample.net, out, "network counters");
-  if (Result<HostPressure> pressure = ReadHostPressure(root); pressure.ok()) {
-    if (pressure->memory.present || pressure->io.present || pressure->cpu.present) {
-      sample.pressure = std::move(*pressure);
-    }
-  } else {
-    out.push_back("pressure (PSI): " + pressure.status().message());
-  }
-  return sample;
+  // One sample of a sampler that is then dropped: the same files, parsers and
+  // notes as every sample of `run` and `watch`.
+  HostSampler sampler(root);
+  return sampler.Sample(notes);
 }
 
 void ComputeSnapshotRates(Snapshot& s) {

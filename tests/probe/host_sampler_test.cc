@@ -63,8 +63,8 @@ void ExpectSameAsReaders(const std::string& host) {
     EXPECT_EQ(sample->net.size(), net.ok() ? net->size() : 0u);
     Result<HostPressure> pressure = ReadHostPressure(root);
     ASSERT_TRUE(pressure.ok());
-    EXPECT_EQ(sample->pressure.has_value(), pressure->memory.present || pressure->io.present ||
-                                                pressure->cpu.present);
+    EXPECT_EQ(sample->pressure.has_value(),
+              pressure->memory.present || pressure->io.present || pressure->cpu.present);
     if (sample->pressure) {
       EXPECT_EQ(sample->pressure->memory.present, pressure->memory.present);
       EXPECT_EQ(sample->pressure->io.present, pressure->io.present);
@@ -94,7 +94,8 @@ TEST(ProcFile, EveryWayToFindTheEndReadsTheWholeFile) {
   int fd = ::mkstemp(pattern.data());
   ASSERT_GE(fd, 0);
   std::string text;
-  for (int i = 0; i < 2000; ++i) text += "counter_" + std::to_string(i) + " " + std::to_string(i * 7) + "\n";
+  for (int i = 0; i < 2000; ++i)
+    text += "counter_" + std::to_string(i) + " " + std::to_string(i * 7) + "\n";
   ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
   ::close(fd);
   for (ReadUntil until : {ReadUntil::kShortRead, ReadUntil::kShortOfAPage, ReadUntil::kEndOfFile}) {
@@ -199,10 +200,10 @@ TEST(HostSampler, LiveHostKeepsItsDescriptorsAndCountersMove) {
     EXPECT_EQ(sampler.open_files(), held);  // the same descriptors, re-read
     EXPECT_GT(second->monotonic_seconds, first->monotonic_seconds);
     EXPECT_GE(second->cpu.context_switches, first->cpu.context_switches);
-    EXPECT_GE(second->cpu.total.idle_ticks + second->cpu.total.user_ticks +
-                  second->cpu.total.system_ticks,
-              first->cpu.total.idle_ticks + first->cpu.total.user_ticks +
-                  first->cpu.total.system_ticks);
+    EXPECT_GE(
+        second->cpu.total.idle_ticks + second->cpu.total.user_ticks +
+            second->cpu.total.system_ticks,
+        first->cpu.total.idle_ticks + first->cpu.total.user_ticks + first->cpu.total.system_ticks);
     EXPECT_GE(second->vmstat.pgfault, first->vmstat.pgfault);
     EXPECT_GT(second->memory.total_bytes, 0u);
     EXPECT_EQ(second->cpu.per_cpu.size(), first->cpu.per_cpu.size());

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
+#include <type_traits>
 
 #include "probe/process_tree.h"
 
@@ -126,6 +128,10 @@ class FixtureTreeCopy : public ::testing::Test {
   fs::path dir_;
 };
 
+// `run` keeps its samplers in objects it moves.
+static_assert(std::is_move_constructible_v<ProcessTreeSampler>);
+static_assert(std::is_move_assignable_v<ProcessTreeSampler>);
+
 TEST(ParseProcStat, ResidentPagesWhenTheLineHasThem) {
   Result<ProcStat> stat = ParseProcStat(
       "42 (python) S 1 1 1 0 -1 4 5 0 0 0 7 8 0 0 20 0 3 0 99 69394432 2250000 184467\n", "s");
@@ -137,10 +143,18 @@ TEST(ParseProcStat, ResidentPagesWhenTheLineHasThem) {
       ParseProcStat("42 (python) S 1 1 1 0 -1 4 5 0 0 0 7 8 0 0 20 0 3 0 99\n", "s");
   ASSERT_TRUE(short_line.ok()) << short_line.status().ToString();
   EXPECT_FALSE(short_line->rss_pages.has_value());
-  Result<ProcStat> bad =
-      ParseProcStat("42 (python) S 1 1 1 0 -1 4 5 0 0 0 7 8 0 0 20 0 3 0 99 1 x 2\n", "/proc/42/stat");
+  Result<ProcStat> bad = ParseProcStat(
+      "42 (python) S 1 1 1 0 -1 4 5 0 0 0 7 8 0 0 20 0 3 0 99 1 x 2\n", "/proc/42/stat");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("field 24"), std::string::npos) << bad.status().message();
+}
+
+TEST(NewPidRanges, UpwardsAndWrappedAround) {
+  using Ranges = std::vector<std::pair<int32_t, int32_t>>;
+  EXPECT_EQ(NewPidRanges(4000, 4000), Ranges{});
+  EXPECT_EQ(NewPidRanges(4000, 4012), (Ranges{{4001, 4012}}));
+  EXPECT_EQ(NewPidRanges(32760, 310),
+            (Ranges{{32761, std::numeric_limits<int32_t>::max()}, {1, 310}}));
 }
 
 TEST(ProcessTreeSampler, FixtureTreeIsReadProcessTreesTree) {
@@ -229,8 +243,8 @@ TEST_F(FixtureTreeCopy, SlowFieldsCarryOverBetweenSlowSamples) {
   stat.replace(stat.find(" 2250000 "), 9, " 2500000 ");
   WriteFile(Proc("100/stat"), stat);
   fs::copy(Proc("102"), Proc("104"), fs::copy_options::recursive);
-  WriteFile(Proc("104/stat"), "104" + WithParentAndStart(Slurp(Proc("102/stat")), 100, 300000)
-                                          .substr(3));
+  WriteFile(Proc("104/stat"),
+            "104" + WithParentAndStart(Slurp(Proc("102/stat")), 100, 300000).substr(3));
 
   for (int i = 1; i <= 2; ++i) {
     SCOPED_TRACE("fast sample " + std::to_string(i));
@@ -238,11 +252,11 @@ TEST_F(FixtureTreeCopy, SlowFieldsCarryOverBetweenSlowSamples) {
     ASSERT_TRUE(fast.ok()) << fast.status().ToString();
     root = Find(*fast, 100);
     ASSERT_NE(root, nullptr);
-    EXPECT_EQ(root->rss_bytes, 2500000ull * 4096);        // read
-    EXPECT_EQ(root->vm_peak_bytes, 30000000ull * 1024);   // carried over
-    EXPECT_EQ(root->pss_bytes, 6000000ull * 1024);        // carried over
-    EXPECT_EQ(root->vm_pin_bytes, 2097152ull * 1024);     // carried over
-    EXPECT_EQ(root->vm_swap_bytes, 1024ull * 1024);       // carried over
+    EXPECT_EQ(root->rss_bytes, 2500000ull * 4096);       // read
+    EXPECT_EQ(root->vm_peak_bytes, 30000000ull * 1024);  // carried over
+    EXPECT_EQ(root->pss_bytes, 6000000ull * 1024);       // carried over
+    EXPECT_EQ(root->vm_pin_bytes, 2097152ull * 1024);    // carried over
+    EXPECT_EQ(root->vm_swap_bytes, 1024ull * 1024);      // carried over
     // A process first seen on a fast sample gets its slow fields at once.
     const ProcessSample* worker = Find(*fast, 104);
     ASSERT_NE(worker, nullptr);
@@ -407,6 +421,9 @@ TEST_F(LiveJobTree, FindsNewChildrenAndDropsOnesThatExit) {
   EXPECT_EQ(std::count(pids.begin(), pids.end(), leaf), 0);
   EXPECT_EQ(std::count(pids.begin(), pids.end(), grandchild), 1);
   EXPECT_GE(shrunk->vanished, 1);
+  // Only the first sample listed all of /proc: the others listed the pids
+  // handed out since (this test runs on procfs, in its own pid namespace).
+  EXPECT_EQ(sampler.full_listings(), 1);
 }
 
 TEST_F(LiveJobTree, OrphanStaysAMemberAfterReparenting) {

@@ -685,7 +685,13 @@ TEST_F(RunFileTest, LongRunKeepsMemoryBounded) {
   uint64_t rss_at_end = ResidentBytes();
   ASSERT_GT(rss_after_warm_up, 0u);
   uint64_t growth = rss_at_end > rss_after_warm_up ? rss_at_end - rss_after_warm_up : 0;
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer holds freed blocks in its quarantine (256 MiB by
+  // default), so RSS grows by design there; the plain build checks the bound.
+  (void)kAllowedGrowthBytes;
+#else
   EXPECT_LT(growth, kAllowedGrowthBytes);
+#endif
   double us_per_interval =
       std::chrono::duration<double, std::micro>(end - warm).count() / (kIntervals - kWarmUp);
   std::printf(
