@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <initializer_list>
 #include <limits>
 #include <utility>
 
@@ -316,78 +317,84 @@ Result<ProcStat> ParseProcStat(std::string_view text, std::string_view source) {
   return stat;
 }
 
-Result<ProcStatus> ParseProcStatus(std::string_view text, std::string_view source) {
-  ProcStatus status;
+namespace {
+
+// One "Key: value" line a parser keeps: where its number goes, and a flag
+// set when it was seen (for the lines a file must have).
+struct KeyedField {
+  std::string_view key;
+  uint64_t* target;
+  bool* seen = nullptr;
+};
+
+enum class ValueUnit { kCount, kKilobytes };
+
+// The loop status, io and smaps_rollup share: "Key: value" lines, listed
+// keys parsed (kB lines as bytes), the others skipped unparsed. A first line
+// containing `header` (smaps_rollup's address range) is skipped too.
+Status ParseKeyedLines(std::string_view text, std::string_view source,
+                       std::initializer_list<KeyedField> fields, ValueUnit unit,
+                       std::string_view header = {}) {
   LineCursor lines(text);
   std::string_view line, key, value;
   while (lines.Next(&line)) {
     if (line.empty()) continue;
+    if (!header.empty() && lines.number() == 1 && line.find(header) != std::string_view::npos) {
+      continue;
+    }
     if (!SplitKeyValue(line, &key, &value)) {
       return Status::ParseError(source, lines.number(), "no ':' in line");
     }
-    // Only the memory lines matter; the rest are skipped unparsed.
-    if (key.size() < 5 || key[0] != 'V' || key[1] != 'm') continue;
-    uint64_t* target = nullptr;
-    std::string_view name = key.substr(2);
-    if (name == "RSS") {
-      target = &status.rss_bytes;
-    } else if (name == "Peak") {
-      target = &status.vm_peak_bytes;
-    } else if (name == "HWM") {
-      target = &status.vm_hwm_bytes;
-    } else if (name == "Lck") {
-      target = &status.vm_lck_bytes;
-    } else if (name == "Swap") {
-      target = &status.vm_swap_bytes;
-    } else if (name != "Pin") {
-      continue;
+    const KeyedField* field = nullptr;
+    for (const KeyedField& f : fields) {
+      if (f.key == key) field = &f;
     }
-    std::optional<uint64_t> bytes = ParseKilobytes(value);
-    if (!bytes) {
-      return Status::ParseError(source, lines.number(), std::string(key) + " is not '<number> kB'");
+    if (field == nullptr) continue;
+    std::optional<uint64_t> number =
+        unit == ValueUnit::kKilobytes ? ParseKilobytes(value) : ParseUint(value);
+    if (!number) {
+      return Status::ParseError(
+          source, lines.number(),
+          std::string(key) +
+              (unit == ValueUnit::kKilobytes ? " is not '<number> kB'" : " is not a number"));
     }
-    if (target != nullptr) {
-      *target = *bytes;
-    } else {
-      status.vm_pin_bytes = *bytes;
-    }
+    *field->target = *number;
+    if (field->seen) *field->seen = true;
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ProcStatus> ParseProcStatus(std::string_view text, std::string_view source) {
+  // Only the memory lines matter. Kernel threads and zombies have none.
+  ProcStatus status;
+  uint64_t pin = 0;
+  bool seen_pin = false;
+  Status parsed = ParseKeyedLines(text, source,
+                                  {{"VmRSS", &status.rss_bytes},
+                                   {"VmPeak", &status.vm_peak_bytes},
+                                   {"VmHWM", &status.vm_hwm_bytes},
+                                   {"VmLck", &status.vm_lck_bytes},
+                                   {"VmSwap", &status.vm_swap_bytes},
+                                   {"VmPin", &pin, &seen_pin}},
+                                  ValueUnit::kKilobytes);
+  if (!parsed.ok()) return parsed;
+  if (seen_pin) status.vm_pin_bytes = pin;  // VmPin appeared in Linux 3.2
   return status;
 }
 
 Result<ProcessIo> ParseProcessIo(std::string_view text, std::string_view source) {
   ProcessIo io;
   bool seen_rchar = false, seen_read = false, seen_write = false;
-  LineCursor lines(text);
-  std::string_view line, key, value;
-  while (lines.Next(&line)) {
-    if (line.empty()) continue;
-    if (!SplitKeyValue(line, &key, &value)) {
-      return Status::ParseError(source, lines.number(), "no ':' in line");
-    }
-    uint64_t* target = nullptr;
-    if (key == "rchar") {
-      target = &io.rchar_bytes;
-      seen_rchar = true;
-    } else if (key == "wchar") {
-      target = &io.wchar_bytes;
-    } else if (key == "read_bytes") {
-      target = &io.read_bytes;
-      seen_read = true;
-    } else if (key == "write_bytes") {
-      target = &io.write_bytes;
-      seen_write = true;
-    } else if (key == "cancelled_write_bytes") {
-      target = &io.cancelled_write_bytes;
-    } else {
-      continue;
-    }
-    std::optional<uint64_t> number = ParseUint(value);
-    if (!number) {
-      return Status::ParseError(source, lines.number(), std::string(key) + " is not a number");
-    }
-    *target = *number;
-  }
+  Status parsed = ParseKeyedLines(text, source,
+                                  {{"rchar", &io.rchar_bytes, &seen_rchar},
+                                   {"wchar", &io.wchar_bytes},
+                                   {"read_bytes", &io.read_bytes, &seen_read},
+                                   {"write_bytes", &io.write_bytes, &seen_write},
+                                   {"cancelled_write_bytes", &io.cancelled_write_bytes}},
+                                  ValueUnit::kCount);
+  if (!parsed.ok()) return parsed;
   if (!seen_rchar || !seen_read || !seen_write) {
     return Status::ParseError(source, 0, "truncated: no rchar, read_bytes or write_bytes line");
   }
@@ -397,32 +404,13 @@ Result<ProcessIo> ParseProcessIo(std::string_view text, std::string_view source)
 Result<SmapsRollup> ParseSmapsRollup(std::string_view text, std::string_view source) {
   SmapsRollup rollup;
   bool seen_pss = false;
-  LineCursor lines(text);
-  std::string_view line, key, value;
-  while (lines.Next(&line)) {
-    if (line.empty()) continue;
-    // The first line names the address range: "55aa...-7ffe... ---p ... [rollup]".
-    if (lines.number() == 1 && line.find("[rollup]") != std::string_view::npos) continue;
-    if (!SplitKeyValue(line, &key, &value)) {
-      return Status::ParseError(source, lines.number(), "no ':' in line");
-    }
-    uint64_t* target = nullptr;
-    if (key == "Rss") {
-      target = &rollup.rss_bytes;
-    } else if (key == "Pss") {
-      target = &rollup.pss_bytes;
-      seen_pss = true;
-    } else if (key == "SwapPss") {
-      target = &rollup.swap_pss_bytes;
-    } else {
-      continue;
-    }
-    std::optional<uint64_t> bytes = ParseKilobytes(value);
-    if (!bytes) {
-      return Status::ParseError(source, lines.number(), std::string(key) + " is not '<number> kB'");
-    }
-    *target = *bytes;
-  }
+  // The first line names the address range: "55aa...-7ffe... ---p ... [rollup]".
+  Status parsed = ParseKeyedLines(text, source,
+                                  {{"Rss", &rollup.rss_bytes},
+                                   {"Pss", &rollup.pss_bytes, &seen_pss},
+                                   {"SwapPss", &rollup.swap_pss_bytes}},
+                                  ValueUnit::kKilobytes, "[rollup]");
+  if (!parsed.ok()) return parsed;
   if (!seen_pss) return Status::ParseError(source, 0, "truncated: no Pss line");
   return rollup;
 }
