@@ -9,12 +9,14 @@ packages=(
   # build
   g++ cmake ninja-build pkg-config make
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libhwloc-dev
+  # storage: io_uring for `bench io`, libarchive for WebDataset tar shards
+  liburing-dev libarchive-dev
   # tests, fuzzers, benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3
   # a real PyTorch job (CPU) for the run/report end-to-end tests
   python3-torch
   # classic tools the tests compare against
-  procps iproute2 sysstat
+  procps iproute2 sysstat fio tar
 )
 
 missing=()
