@@ -20,6 +20,11 @@ for bin in "$build"/fuzz_*; do
     fuzz_net_dev) seeds=(dev) ;; fuzz_infiniband) seeds=(state rate phys_state) ;;
     fuzz_proc_status) seeds=(status io smaps_rollup) ;; fuzz_environ) seeds=(environ) ;;
     fuzz_hook_datagram) seeds=(hook_datagram) ;;
+    fuzz_nccl_log) seeds=('v2_*.log') ;;
+    fuzz_dirents) seeds=(getdents64.bin) ;;
+    fuzz_net_protocol) seeds=(net_message) ;;
+    fuzz_tfrecord) seeds=('*.tfrecord') ;; fuzz_pack_index) seeds=('*.idx' manifest.json '*.tar') ;;
+    fuzz_byte_size) seeds=(byte_size) ;;
     *) seeds=() ;;
   esac
   for s in "${seeds[@]}"; do

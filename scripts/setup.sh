@@ -17,6 +17,10 @@ packages=(
   python3-torch
   # classic tools the tests compare against
   procps iproute2 sysstat fio tar
+  # a real protobuf decoder for the packed tf.train.Example records
+  python3-protobuf
+  # the peer tool bench/net_vs_iperf3.sh measures `net probe` against
+  iperf3
 )
 
 missing=()

@@ -126,6 +126,9 @@ std::vector<Finding> CheckRun(const Timeline& timeline) {
   std::vector<Finding> io = CheckRunIo(timeline);
   findings.insert(findings.end(), std::make_move_iterator(io.begin()),
                   std::make_move_iterator(io.end()));
+  std::vector<Finding> network = CheckRunNetwork(timeline);
+  findings.insert(findings.end(), std::make_move_iterator(network.begin()),
+                  std::make_move_iterator(network.end()));
   return findings;
 }
 

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "analyze/finding.h"
+#include "analyze/network_rules.h"
+#include "core/status.h"
 #include "sample/timeline.h"
 
 namespace stallscope {
@@ -102,6 +104,15 @@ std::vector<Finding> CheckRunMemory(const Timeline& timeline);
 // in that order: at equal severity the cause comes before the symptom, so the
 // verdict (the first critical finding) names what to fix.
 std::vector<Finding> CheckRunIo(const Timeline& timeline);
+
+// network.port_errors over the run: each port's error counters from its
+// first stored reading to its last (run_network_rules.cc).
+std::vector<Finding> CheckRunNetwork(const Timeline& timeline);
+
+// The network facts of the run's baseline snapshot (stallscope.snapshot/1
+// JSON, as the run file keeps it) for CheckNetwork's host rules; missing or
+// mistyped fields are unknown. ParseError when it is not a JSON object.
+Result<NetworkObservation> NetworkFromBaseline(std::string_view snapshot_json);
 
 // All of the above; MakeReport orders them and picks the verdict.
 std::vector<Finding> CheckRun(const Timeline& timeline);

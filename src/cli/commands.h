@@ -37,6 +37,11 @@ CommandRunner SetupDoctor(CLI::App& app);
 CommandRunner SetupRun(CLI::App& app);
 CommandRunner SetupWatch(CLI::App& app);
 CommandRunner SetupReport(CLI::App& app);
+CommandRunner SetupNcclLog(CLI::App& app);
+CommandRunner SetupBench(CLI::App& app);  // the group; its benches: cli/bench_command.h
+CommandRunner SetupDataset(CLI::App& app);
+CommandRunner SetupPack(CLI::App& app);
+CommandRunner SetupNet(CLI::App& app);
 
 int RunCli(int argc, char** argv);
 

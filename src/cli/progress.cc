@@ -13,6 +13,12 @@ ProgressLine::ProgressLine(std::string_view text) {
   shown_ = true;
 }
 
+void ProgressLine::Update(std::string_view text) {
+  if (!shown_) return;
+  std::fprintf(stderr, "\r\033[K%.*s", static_cast<int>(text.size()), text.data());
+  std::fflush(stderr);
+}
+
 ProgressLine::~ProgressLine() {
   if (shown_) std::fputs("\r\033[K", stderr);
 }

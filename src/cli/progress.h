@@ -11,6 +11,8 @@ class ProgressLine {
  public:
   explicit ProgressLine(std::string_view text);
   ~ProgressLine();
+  // Replaces the text (a bar, a count); a no-op when stderr is not a terminal.
+  void Update(std::string_view text);
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;
 

@@ -67,7 +67,17 @@ int PrintRunReport(const char* command, const std::string& path, bool json, std:
         "no steps from the Python hook: wrap the loader with `for batch in "
         "stallscope.loader(loader)` for data-wait and epoch figures");
   }
-  Report report = MakeReport(CheckRun(*timeline), {Layer::kMemory, Layer::kIo}, notes);
+  std::vector<Finding> findings = CheckRun(*timeline);
+  // The network host rules judge the baseline the run file keeps.
+  if (Result<std::string> baseline = ReadBaseline(path); baseline.ok()) {
+    if (Result<NetworkObservation> network = NetworkFromBaseline(*baseline); network.ok()) {
+      for (Finding& f : CheckNetwork(*network)) findings.push_back(std::move(f));
+    } else {
+      notes.push_back("network: " + network.status().message());
+    }
+  }
+  Report report =
+      MakeReport(std::move(findings), {Layer::kMemory, Layer::kIo, Layer::kNetwork}, notes);
   std::vector<EpochSummary> epochs = SummarizeEpochs(*timeline);
   ReportHeader header{command, timeline->info.hostname, timeline->info.started_utc,
                       timeline->info.duration_seconds.value_or(0)};

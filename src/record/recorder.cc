@@ -18,9 +18,11 @@
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
 #include "probe/host_sampler.h"
+#include "probe/infiniband.h"
 #include "probe/process_sampler.h"
 #include "probe/snapshot.h"
 #include "probe/vmstat.h"
+#include "record/port_counters.h"
 #include "sample/disk_rates.h"
 
 namespace stallscope {
@@ -250,6 +252,20 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     return first.status();
   }
   points.clear();
+  // Network port error counters: stored when they move (record/port_counters.h).
+  // RDMA ports are read each interval only on a host that has them.
+  PortCounterTracker port_tracker;
+  const bool has_rdma = [] {
+    Result<std::vector<InfinibandDevice>> devices = ReadInfinibandDevices(Root("/"));
+    return devices.ok() && !devices->empty();
+  }();
+  auto read_rdma = [has_rdma] {
+    std::vector<InfinibandDevice> devices;
+    if (!has_rdma) return devices;
+    if (auto read = ReadInfinibandDevices(Root("/")); read.ok()) devices = std::move(*read);
+    return devices;
+  };
+  std::vector<PortCounterPoint> ports = port_tracker.Update(0, sampler.last_host().net, read_rdma());
 
   RecordOutcome outcome;
   EpochProgress epoch;
@@ -264,6 +280,10 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     points.clear();
     Result<TimelineSample> sample = sampler.Sample(t, events.pids, points);
     if (!sample.ok()) return sample.status();
+    for (PortCounterPoint& p :
+         port_tracker.Update(t, sampler.last_host().net, read_rdma(), /*all=*/ended)) {
+      ports.push_back(std::move(p));
+    }
     FoldSteps(events.steps, t - last_t, *sample);
     last_t = t;
     // The epoch line, for the lowest rank that reports.
@@ -291,8 +311,9 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     }
     count_steps_before(std::numeric_limits<double>::infinity());
     epoch.peak_rss_bytes = std::max(epoch.peak_rss_bytes, sample->tree_rss_bytes);
-    Status written =
-        writer.AppendInterval(*sample, points, events.steps, events.epochs, events.loaders);
+    Status written = writer.AppendInterval(*sample, points, events.steps, events.epochs,
+                                           events.loaders, ports);
+    ports.clear();
     // Inside a memory limit the share is of the limit, as the job sees it.
     const uint64_t usable =
         std::min(info.mem_total_bytes, info.cgroup_limit_bytes.value_or(info.mem_total_bytes));

@@ -97,6 +97,26 @@ struct LoaderConfig {
   bool gpu_available = false;     // torch.cuda.is_available() in the job
 };
 
+// The error counters of one network port at one sample, cumulative as the
+// kernel counts them: a NIC from /proc/net/dev, an RDMA port ("mlx5_0:1")
+// from /sys/class/infiniband. The recorder stores a port's first sample and
+// then only samples where one of its error or drop counters moved, and
+// every port's last sample, so a clean run keeps two rows per port
+// (record/port_counters.h).
+struct PortCounterPoint {
+  double t = 0;
+  std::string port;
+  bool rdma = false;
+  uint64_t packets = 0;  // rx + tx packets (NICs)
+  uint64_t rx_errors = 0;
+  uint64_t tx_errors = 0;
+  uint64_t rx_drops = 0;
+  uint64_t tx_drops = 0;
+  uint64_t symbol_errors = 0;  // RDMA ports
+  uint64_t link_downed = 0;
+  uint64_t rcv_errors = 0;
+};
+
 struct Timeline {
   RunInfo info;
   std::vector<TimelineSample> samples;
@@ -104,6 +124,7 @@ struct Timeline {
   std::vector<StepEvent> steps;
   std::vector<EpochEvent> epochs;
   std::vector<LoaderConfig> loaders;
+  std::vector<PortCounterPoint> port_counters;  // by time, then port
 };
 
 }  // namespace stallscope

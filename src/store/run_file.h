@@ -56,7 +56,8 @@ class RunWriter {
   // error, none of it (and the next call may still succeed).
   Status AppendInterval(const TimelineSample& sample, std::span<const ProcessPoint> processes,
                         std::span<const StepEvent> steps, std::span<const EpochEvent> epochs,
-                        std::span<const LoaderConfig> loaders);
+                        std::span<const LoaderConfig> loaders,
+                        std::span<const PortCounterPoint> ports = {});
   // Intervals committed so far; the next one is numbered this.
   int64_t intervals() const { return next_interval_; }
   const std::string& path() const { return path_; }
@@ -81,7 +82,8 @@ class RunWriter {
   Status Step(sqlite3_stmt* statement, std::string_view what);
   Status InsertInterval(const TimelineSample& sample, std::span<const ProcessPoint> processes,
                         std::span<const StepEvent> steps, std::span<const EpochEvent> epochs,
-                        std::span<const LoaderConfig> loaders);
+                        std::span<const LoaderConfig> loaders,
+                        std::span<const PortCounterPoint> ports);
 
   std::string path_;
   int64_t next_interval_ = 0;
@@ -90,6 +92,7 @@ class RunWriter {
   Statement begin_, commit_, rollback_;
   Statement insert_run_, insert_baseline_;
   Statement insert_sample_, insert_process_, insert_step_, insert_epoch_, insert_loader_;
+  Statement insert_port_;
 };
 
 // The whole run, in the order it was written. A file that is missing, is not

@@ -286,6 +286,33 @@ Result<Timeline> ReadRun(const std::string& path) {
                     l.gpu_available = c.Bool();
                   });
   if (!st.ok()) return st;
+  // Files written before port_counters existed lack the table: no rows.
+  bool has_ports = false;
+  st = ForEachRow(db, path,
+                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'port_counters'",
+                  [&](Columns&) { has_ports = true; });
+  if (!st.ok()) return st;
+  if (has_ports) {
+    st = ForEachRow(db, path,
+                    "SELECT t_seconds, port, rdma, packets, rx_errors, tx_errors, rx_drops, "
+                    "tx_drops, symbol_errors, link_downed, rcv_errors FROM port_counters "
+                    "ORDER BY rowid",
+                    [&](Columns& c) {
+                      PortCounterPoint& p = timeline.port_counters.emplace_back();
+                      p.t = c.Real();
+                      p.port = c.Text();
+                      p.rdma = c.Bool();
+                      p.packets = c.Bytes();
+                      p.rx_errors = c.Bytes();
+                      p.tx_errors = c.Bytes();
+                      p.rx_drops = c.Bytes();
+                      p.tx_drops = c.Bytes();
+                      p.symbol_errors = c.Bytes();
+                      p.link_downed = c.Bytes();
+                      p.rcv_errors = c.Bytes();
+                    });
+    if (!st.ok()) return st;
+  }
   sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
   return timeline;
 }

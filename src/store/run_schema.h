@@ -96,6 +96,20 @@ CREATE TABLE loaders (
   dataset_length INTEGER NOT NULL,
   gpu_available INTEGER NOT NULL CHECK (gpu_available IN (0, 1))
 );
+CREATE TABLE port_counters (
+  interval INTEGER NOT NULL REFERENCES samples(interval),
+  t_seconds REAL NOT NULL,
+  port TEXT NOT NULL,
+  rdma INTEGER NOT NULL CHECK (rdma IN (0, 1)),
+  packets INTEGER NOT NULL,
+  rx_errors INTEGER NOT NULL,
+  tx_errors INTEGER NOT NULL,
+  rx_drops INTEGER NOT NULL,
+  tx_drops INTEGER NOT NULL,
+  symbol_errors INTEGER NOT NULL,
+  link_downed INTEGER NOT NULL,
+  rcv_errors INTEGER NOT NULL
+);
 )sql";
 
 // "<path>: <what>: <SQLite's message>". The errno of the refused system call,

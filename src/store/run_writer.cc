@@ -190,6 +190,10 @@ Status RunWriter::Prepare() {
        "INSERT INTO loaders (interval, rank, pid, batch_size, num_workers, pin_memory, "
        "prefetch_factor, persistent_workers, dataset_length, gpu_available) "
        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+      {&insert_port_,
+       "INSERT INTO port_counters (interval, t_seconds, port, rdma, packets, rx_errors, "
+       "tx_errors, rx_drops, tx_drops, symbol_errors, link_downed, rcv_errors) "
+       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
   };
   for (const auto& [statement, sql] : statements) {
     raw = nullptr;
@@ -210,7 +214,7 @@ Status RunWriter::Close() {
   if (!db_) return Status::Ok();
   for (Statement* statement :
        {&begin_, &commit_, &rollback_, &insert_run_, &insert_baseline_, &insert_sample_,
-        &insert_process_, &insert_step_, &insert_epoch_, &insert_loader_}) {
+        &insert_process_, &insert_step_, &insert_epoch_, &insert_loader_, &insert_port_}) {
     statement->reset();
   }
   // The last connection to close checkpoints the WAL into the file and
@@ -268,10 +272,11 @@ Status RunWriter::AppendInterval(const TimelineSample& sample,
                                  std::span<const ProcessPoint> processes,
                                  std::span<const StepEvent> steps,
                                  std::span<const EpochEvent> epochs,
-                                 std::span<const LoaderConfig> loaders) {
+                                 std::span<const LoaderConfig> loaders,
+                                 std::span<const PortCounterPoint> ports) {
   if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
   if (Status begun = Step(begin_.get(), "cannot begin an interval"); !begun.ok()) return begun;
-  Status status = InsertInterval(sample, processes, steps, epochs, loaders);
+  Status status = InsertInterval(sample, processes, steps, epochs, loaders, ports);
   if (status.ok()) status = Step(commit_.get(), "cannot commit an interval");
   if (!status.ok()) {
     // A failed COMMIT leaves the transaction open; end it so that the next
@@ -286,7 +291,8 @@ Status RunWriter::AppendInterval(const TimelineSample& sample,
 Status RunWriter::InsertInterval(const TimelineSample& s, std::span<const ProcessPoint> processes,
                                  std::span<const StepEvent> steps,
                                  std::span<const EpochEvent> epochs,
-                                 std::span<const LoaderConfig> loaders) {
+                                 std::span<const LoaderConfig> loaders,
+                                 std::span<const PortCounterPoint> ports) {
   const int64_t interval = next_interval_;
   Binder sample(insert_sample_.get());
   sample.Int(interval)
@@ -350,6 +356,23 @@ Status RunWriter::InsertInterval(const TimelineSample& s, std::span<const Proces
         .Bool(l.gpu_available);
     if (!bind.ok()) return Fail("cannot bind a loader");
     if (Status st = Step(insert_loader_.get(), "cannot write a loader"); !st.ok()) return st;
+  }
+  for (const PortCounterPoint& p : ports) {
+    Binder bind(insert_port_.get());
+    bind.Int(interval)
+        .Real(p.t)
+        .Text(p.port)
+        .Bool(p.rdma)
+        .Bytes(p.packets)
+        .Bytes(p.rx_errors)
+        .Bytes(p.tx_errors)
+        .Bytes(p.rx_drops)
+        .Bytes(p.tx_drops)
+        .Bytes(p.symbol_errors)
+        .Bytes(p.link_downed)
+        .Bytes(p.rcv_errors);
+    if (!bind.ok()) return Fail("cannot bind port counters");
+    if (Status st = Step(insert_port_.get(), "cannot write port counters"); !st.ok()) return st;
   }
   return Status::Ok();
 }

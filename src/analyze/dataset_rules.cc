@@ -1,0 +1,158 @@
+#include "analyze/dataset_rules.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/units.h"
+
+namespace stallscope {
+namespace {
+
+bool ManySmallFiles(const DatasetCensus& c) {
+  const uint64_t small = c.SmallFiles();
+  return small >= kSmallFilesMinCount && c.files > 0 &&
+         static_cast<double>(small) / static_cast<double>(c.files) >= kSmallFilesMinShare;
+}
+
+std::string PackedOut(const std::string& path) {
+  std::string base = path;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  if (base.empty() || base == "/" || base == "." || base == "..") return "packed-wds";
+  return base + "-wds";
+}
+
+std::string PackCommand(const DatasetCensus& c) {
+  return fmt::format("stallscope pack {} {} --format wds", ShellQuote(c.path),
+                     ShellQuote(PackedOut(c.path)));
+}
+
+void SmallFiles(const DatasetCensus& c, std::vector<Finding>& out) {
+  if (!ManySmallFiles(c)) return;
+  const uint64_t small = c.SmallFiles();
+  const double share = static_cast<double>(small) / static_cast<double>(c.files);
+  Finding f;
+  f.id = "io.small_files";
+  f.layer = Layer::kIo;
+  f.severity =
+      small >= kSmallFilesCriticalCount || c.remote ? Severity::kCritical : Severity::kWarning;
+  const double seconds = static_cast<double>(small) / kFloorRandomIops;
+  f.summary = fmt::format(
+      "{} of {} files ({}) are under 1 MiB, {} on average: each is a separate open and "
+      "random read, {:.0f} s per epoch at 5000 IOPS",
+      small, c.files, FormatPercent(share), FormatBytes(c.SmallBytes() / small), seconds);
+  f.evidence = {{"small_files", static_cast<int64_t>(small)},
+                {"files", static_cast<int64_t>(c.files)},
+                {"small_files_share", share},
+                {"small_bytes", static_cast<int64_t>(c.SmallBytes())},
+                {"mean_small_file_bytes", static_cast<int64_t>(c.SmallBytes() / small)},
+                {"seconds_per_epoch_at_5000_iops", seconds},
+                {"remote_fs", c.remote}};
+  f.next = fmt::format(
+      "{}  (packs them into 256 MiB tar shards read sequentially; then stallscope dataset {})",
+      PackCommand(c), ShellQuote(PackedOut(c.path)));
+  out.push_back(std::move(f));
+}
+
+void RemoteFs(const DatasetCensus& c, std::vector<Finding>& out) {
+  if (!c.remote) return;
+  Finding f;
+  f.id = "io.remote_fs";
+  f.layer = Layer::kIo;
+  f.severity = ManySmallFiles(c)                ? Severity::kCritical
+               : c.files >= kRemoteWarningFiles ? Severity::kWarning
+                                                : Severity::kInfo;
+  f.evidence = {
+      {"fs_type", c.fs_type}, {"source", c.source}, {"files", static_cast<int64_t>(c.files)}};
+  std::string latency = "latency not measured (no files)";
+  if (c.latency && c.latency->files > 0) {
+    const MetadataLatency& l = *c.latency;
+    const double seconds = static_cast<double>(c.files) * l.open_p50_us / 1e6;
+    latency = fmt::format("open p50 {:.2f} ms, p99 {:.2f} ms over {} files", l.open_p50_us / 1e3,
+                          l.open_p99_us / 1e3, l.files);
+    f.evidence.push_back({"open_p50_ms", l.open_p50_us / 1e3});
+    f.evidence.push_back({"open_p99_ms", l.open_p99_us / 1e3});
+    f.evidence.push_back({"stat_p50_ms", l.stat_p50_us / 1e3});
+    f.evidence.push_back({"stat_p99_ms", l.stat_p99_us / 1e3});
+    f.evidence.push_back({"latency_sample_files", static_cast<int64_t>(l.files)});
+    f.evidence.push_back({"open_seconds_per_epoch", seconds});
+  }
+  f.summary = fmt::format("the data is on {} ({}): every open/stat/readdir is a round trip; {}",
+                          c.fs_type, c.source.empty() ? "no block device" : c.source, latency);
+  f.next = fmt::format(
+      "copy it once to a local disk of each node (rsync -a {} /local/nvme/) or pack it ({}); "
+      "stallscope bench io {}",
+      ShellQuote(c.path), PackCommand(c), ShellQuote(c.path));
+  out.push_back(std::move(f));
+}
+
+void ColdCache(const DatasetCensus& c, const DatasetContext& context, std::vector<Finding>& out) {
+  const ResidencyCensus& r = c.residency;
+  if (r.files_checked == 0 || r.bytes_checked == 0) return;
+  if (r.resident_fraction >= kColdResidentFraction) return;
+  const double cold = 1.0 - r.resident_fraction;
+  const double seconds = cold * (static_cast<double>(c.bytes) / kFloorSequentialBytesPerSecond +
+                                 static_cast<double>(c.SmallFiles()) / kFloorRandomIops);
+  if (seconds < kColdMinSecondsAtFloor) return;
+  const bool fits = !context.memory_total_bytes ||
+                    static_cast<double>(c.bytes) <=
+                        kCacheFitsMemoryFraction * static_cast<double>(*context.memory_total_bytes);
+  Finding f;
+  f.id = "io.cold_cache";
+  f.layer = Layer::kIo;
+  f.severity = fits ? Severity::kWarning : Severity::kInfo;
+  f.summary =
+      fmt::format("{} of the data is in the page cache ({}{} files looked at): {}",
+                  FormatPercent(r.resident_fraction), r.sampled ? "a random sample of " : "all ",
+                  r.files_checked,
+                  fits ? "the first epoch reads it all from storage and runs slower than the next"
+                       : "it is larger than the cache can hold, so every epoch reads from storage");
+  f.evidence = {{"resident_fraction", r.resident_fraction},
+                {"files_checked", static_cast<int64_t>(r.files_checked)},
+                {"sampled", r.sampled},
+                {"bytes", static_cast<int64_t>(c.bytes)},
+                {"cold_read_seconds_at_seed_floor", seconds}};
+  if (context.memory_total_bytes) {
+    f.evidence.push_back({"memory_total_bytes", static_cast<int64_t>(*context.memory_total_bytes)});
+  }
+  f.next = fits ? fmt::format(
+                      "expect epoch 1 to be slower, or warm the cache before the job: find {} "
+                      "-type f -print0 | xargs -0 -n 256 -P 8 cat > /dev/null; then stallscope "
+                      "dataset {}",
+                      ShellQuote(c.path), ShellQuote(c.path))
+                : fmt::format(
+                      "stallscope bench io {}  (every epoch runs at the storage's speed); "
+                      "{}",
+                      ShellQuote(c.path), PackCommand(c));
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+std::string ShellQuote(const std::string& text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '/' || ch == '.' || ch == '_' || ch == '-' || ch == '+' || ch == ':' ||
+           ch == ',' || ch == '@' || ch == '%' || ch == '=';
+  });
+  if (plain) return text;
+  std::string out = "'";
+  for (char ch : text) {
+    if (ch == '\'') {
+      out += "'\\''";
+    } else {
+      out += ch;
+    }
+  }
+  return out + "'";
+}
+
+std::vector<Finding> CheckDataset(const DatasetCensus& census, const DatasetContext& context) {
+  std::vector<Finding> out;
+  SmallFiles(census, out);
+  RemoteFs(census, out);
+  ColdCache(census, context, out);
+  return out;
+}
+
+}  // namespace stallscope

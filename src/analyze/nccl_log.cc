@@ -1,0 +1,526 @@
+// The streaming NCCL log parser. Findings are in nccl_log_rules.cc.
+#include "analyze/nccl_log.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "core/text.h"
+
+namespace stallscope {
+namespace {
+
+template <size_t N>
+bool StartsWith(std::string_view s, const char (&p)[N]) {
+  return s.size() >= N - 1 && __builtin_memcmp(s.data(), p, N - 1) == 0;
+}
+
+// memmem over a string_view; npos when absent.
+size_t Find(std::string_view hay, std::string_view needle) {
+  if (needle.size() > hay.size()) return std::string_view::npos;
+  const void* at = memmem(hay.data(), hay.size(), needle.data(), needle.size());
+  return at ? static_cast<size_t>(static_cast<const char*>(at) - hay.data())
+            : std::string_view::npos;
+}
+
+bool Contains(std::string_view hay, std::string_view needle) {
+  return Find(hay, needle) != std::string_view::npos;
+}
+
+// Text after `key` in `s` up to the end; empty view when absent.
+std::optional<std::string_view> After(std::string_view s, std::string_view key) {
+  size_t at = Find(s, key);
+  if (at == std::string_view::npos) return std::nullopt;
+  return s.substr(at + key.size());
+}
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// The first "NCCL" in [p, end), or nullptr. memchr on 'N' runs at memory
+// speed and 'N' is rare in the lines around NCCL's (hostnames and training
+// output are mostly lower case); glibc's memmem pays a setup per call.
+const char* FindNccl(const char* p, const char* end) {
+  while (end - p >= 4) {
+    const char* n = static_cast<const char*>(memchr(p, 'N', end - p - 3));
+    if (!n) return nullptr;
+    if (n[1] == 'C' && n[2] == 'C' && n[3] == 'L') return n;
+    p = n + 1;
+  }
+  return nullptr;
+}
+
+// A run of decimal digits that is the whole of s, without from_chars' checks.
+std::optional<int64_t> Digits(std::string_view s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (char c : s) {
+    if (!IsDigit(c)) return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+std::string_view FirstWord(std::string_view s) {
+  s = Trim(s);
+  size_t end = s.find_first_of(" \t,");
+  return s.substr(0, end);
+}
+
+uint64_t Hash(std::string_view host, int64_t pid, int dev) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : host) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  h ^= static_cast<uint64_t>(pid) * 0x9e3779b97f4a7c15ull;
+  h ^= static_cast<uint64_t>(static_cast<int64_t>(dev) + 7) << 48;
+  return h;
+}
+
+bool IsIpv4(std::string_view s) {
+  int dots = 0;
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c == '.') {
+      ++dots;
+    } else if (!IsDigit(c)) {
+      return false;
+    }
+  }
+  return dots == 3;
+}
+
+}  // namespace
+
+std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t from_offset) {
+  // The level marker: " NCCL INFO ", " NCCL WARN ", " NCCL TRACE ", " NCCL CALL ".
+  NcclLinePrefix out;
+  size_t marker = std::string_view::npos;
+  size_t level_end = 0;
+  const char* end = line.data() + line.size();
+  for (const char* from = line.data() + std::min(from_offset, line.size());;) {
+    const char* n = FindNccl(from, end);
+    if (!n || end - n < 5 || n[4] != ' ') {
+      if (!n) return std::nullopt;
+      from = n + 4;
+      continue;
+    }
+    size_t at = static_cast<size_t>(n - line.data());
+    std::string_view rest = line.substr(at + 5);
+    if (at > 0 && line[at - 1] == ' ') {
+      // The level word, compared with literal lengths (no memcmp calls).
+      size_t word = 0;
+      if (StartsWith(rest, "INFO")) {
+        out.level = NcclLinePrefix::Level::kInfo;
+        word = 4;
+      } else if (StartsWith(rest, "WARN")) {
+        out.level = NcclLinePrefix::Level::kWarn;
+        word = 4;
+      } else if (StartsWith(rest, "TRACE")) {
+        out.level = NcclLinePrefix::Level::kTrace;
+        word = 5;
+      } else if (StartsWith(rest, "CALL")) {
+        out.level = NcclLinePrefix::Level::kCall;
+        word = 4;
+      }
+      if (word && (rest.size() == word || rest[word] == ' ')) {
+        marker = at;
+        level_end = at + 5 + word + (rest.size() > word ? 1 : 0);
+      }
+    }
+    if (marker != std::string_view::npos) break;
+    from = n + 5;
+  }
+  out.message = line.substr(level_end);
+  // The first token before the marker of the form host:pid:tid.
+  std::string_view before = line.substr(0, marker);
+  size_t pos = 0;
+  bool found = false;
+  while (pos < before.size()) {
+    size_t end = before.find(' ', pos);
+    if (end == std::string_view::npos) end = before.size();
+    std::string_view token = before.substr(pos, end - pos);
+    size_t c2 = token.rfind(':');
+    size_t c1 =
+        c2 == std::string_view::npos || c2 == 0 ? std::string_view::npos : token.rfind(':', c2 - 1);
+    if (c1 != std::string_view::npos && c1 > 0) {
+      auto pid = Digits(token.substr(c1 + 1, c2 - c1 - 1));
+      auto tid = Digits(token.substr(c2 + 1));
+      if (pid && tid) {
+        std::string_view host = token.substr(0, c1);
+        // A launcher's tag glued in front: "[default0]:host".
+        if (!host.empty() && host[0] == '[') {
+          size_t close = host.find("]:");
+          if (close != std::string_view::npos) host = host.substr(close + 2);
+        }
+        if (!host.empty()) {
+          out.host = host;
+          out.pid = static_cast<int64_t>(*pid);
+          out.tid = static_cast<int64_t>(*tid);
+          found = true;
+          pos = end;
+          break;
+        }
+      }
+    }
+    pos = end + 1;
+  }
+  if (!found) return std::nullopt;
+  // " [dev]" follows, except on NCCL CALL lines.
+  std::string_view rest = before.substr(std::min(pos, before.size()));
+  rest = Trim(rest);
+  if (!rest.empty() && rest[0] == '[') {
+    size_t close = rest.find(']');
+    if (close != std::string_view::npos) {
+      std::string_view inside = rest.substr(1, close - 1);
+      auto dev = inside == "-1" ? std::optional<int64_t>(-1) : Digits(inside);
+      if (dev && *dev >= -1 && *dev < 1 << 20) out.cuda_dev = static_cast<int>(*dev);
+    }
+  }
+  return out;
+}
+
+std::vector<NcclInterface> ParseNcclInterfaces(std::string_view text) {
+  std::vector<NcclInterface> out;
+  size_t pos = 0;
+  while (pos < text.size() && out.size() <= kNcclMaxInterfaces) {
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    size_t end = text.find(' ', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view token = text.substr(pos, end - pos);
+    pos = end;
+    if (token.empty()) continue;
+    if (token[0] == '[') {  // "[0]eth0:..." index; "[RO]" alone is a flag
+      size_t close = token.find(']');
+      if (close == std::string_view::npos) continue;
+      token = token.substr(close + 1);
+      if (token.empty()) continue;
+    }
+    if (token == ";" || token == "OOB") break;
+    size_t lt = token.find('<');
+    NcclInterface iface;
+    if (lt == std::string_view::npos) {
+      // No address: an IB device "mlx5_0:1/IB", or a plugin's "name:port".
+      iface.name = std::string(token);
+    } else {
+      std::string_view spec = token.substr(0, lt);
+      size_t last = spec.rfind(':');
+      if (last != std::string_view::npos && IsIpv4(spec.substr(last + 1))) {
+        iface.name = std::string(spec.substr(0, last));
+        iface.address = std::string(spec.substr(last + 1));
+      } else {  // IPv6: the name is up to the first ':'
+        size_t first = spec.find(':');
+        iface.name = std::string(spec.substr(0, first));
+        if (first != std::string_view::npos) iface.address = std::string(spec.substr(first + 1));
+      }
+    }
+    if (!iface.name.empty()) out.push_back(std::move(iface));
+  }
+  return out;
+}
+
+std::string_view ParseNcclVersion(std::string_view s) {
+  s = Trim(s);
+  size_t end = 0;
+  while (end < s.size() && s[end] != ' ' && s[end] != '\t' && s[end] != ',' && s[end] != '\r') {
+    ++end;
+  }
+  s = s.substr(0, std::min<size_t>(end, 64));
+  return !s.empty() && IsDigit(s[0]) ? s : std::string_view();
+}
+
+NcclLogParser::NcclLogParser() = default;
+
+void NcclLogParser::Feed(std::string_view chunk) {
+  summary_.bytes += chunk.size();
+  if (!tail_.empty() || cutting_) {
+    const char* nl = static_cast<const char*>(memchr(chunk.data(), '\n', chunk.size()));
+    size_t take = nl ? static_cast<size_t>(nl - chunk.data()) : chunk.size();
+    if (!cutting_) {
+      size_t room = kNcclMaxLineBytes - std::min(kNcclMaxLineBytes, tail_.size());
+      if (take > room) {
+        cutting_ = true;
+        ++summary_.dropped;
+      }
+      tail_.append(chunk.data(), std::min(take, room));
+    }
+    if (!nl) return;
+    if (FindNccl(tail_.data(), tail_.data() + tail_.size())) Line(tail_);
+    tail_.clear();
+    cutting_ = false;
+    chunk.remove_prefix(take + 1);
+  }
+  const char* last = static_cast<const char*>(memrchr(chunk.data(), '\n', chunk.size()));
+  size_t complete = last ? static_cast<size_t>(last - chunk.data()) + 1 : 0;
+  ScanLines(chunk.substr(0, complete));
+  std::string_view rest = chunk.substr(complete);
+  if (rest.size() > kNcclMaxLineBytes) {
+    rest = rest.substr(0, kNcclMaxLineBytes);
+    cutting_ = true;
+    ++summary_.dropped;
+  }
+  tail_.assign(rest.data(), rest.size());
+}
+
+void NcclLogParser::ScanLines(std::string_view text) {
+  const char* p = text.data();
+  const char* end = p + text.size();
+  while (p < end) {
+    const char* hit = FindNccl(p, end);
+    if (!hit) return;
+    const char* start = static_cast<const char*>(memrchr(p, '\n', hit - p));
+    start = start ? start + 1 : p;
+    const char* stop = static_cast<const char*>(memchr(hit, '\n', end - hit));
+    if (!stop) stop = end;
+    std::string_view line(start, stop - start);
+    p = stop + 1;
+    if (line.size() > kNcclMaxLineBytes) {
+      // Cut, as a line split across Feeds is: "NCCL" must be in what is kept.
+      ++summary_.dropped;
+      if (hit - start + 4 > static_cast<std::ptrdiff_t>(kNcclMaxLineBytes)) continue;
+      line = line.substr(0, kNcclMaxLineBytes);
+    }
+    Line(line, static_cast<size_t>(hit - start));
+  }
+}
+
+NcclLogSummary NcclLogParser::Finish() {
+  if (FindNccl(tail_.data(), tail_.data() + tail_.size())) Line(tail_);
+  tail_.clear();
+  cutting_ = false;
+  return std::move(summary_);
+}
+
+size_t NcclLogParser::RankFor(const NcclLinePrefix& prefix) {
+  if (last_rank_ != kNoRank && prefix.pid == last_pid_ && prefix.cuda_dev == last_dev_ &&
+      ProcessOf(last_rank_).host == prefix.host) {
+    return last_rank_;
+  }
+  // Open addressing on (host, pid, dev); the table has twice the rank cap,
+  // so it never fills and a probe ends at an empty slot.
+  if (rank_slots_.empty()) rank_slots_.assign(kRankSlots, kNoRank);
+  uint64_t key = Hash(prefix.host, prefix.pid, prefix.cuda_dev);
+  size_t slot = key & (kRankSlots - 1);
+  for (;; slot = (slot + 1) & (kRankSlots - 1)) {
+    size_t index = rank_slots_[slot];
+    if (index == kNoRank) break;
+    const NcclRank& r = summary_.ranks[index];
+    if (r.cuda_dev == prefix.cuda_dev) {
+      const NcclProcess& p = summary_.processes[r.process];
+      if (p.pid == prefix.pid && p.host == prefix.host) {
+        last_rank_ = index;
+        last_pid_ = prefix.pid;
+        last_dev_ = prefix.cuda_dev;
+        return index;
+      }
+    }
+  }
+  // A new rank: find or make its process (rare: a linear-probe map too).
+  uint64_t process_key = Hash(prefix.host, prefix.pid, -3);
+  size_t process = kNoRank;
+  auto [plo, phi] = process_index_.equal_range(process_key);
+  for (auto it = plo; it != phi; ++it) {
+    const NcclProcess& p = summary_.processes[it->second];
+    if (p.pid == prefix.pid && p.host == prefix.host) process = it->second;
+  }
+  if (process == kNoRank) {
+    if (summary_.processes.size() >= kNcclMaxProcesses) {
+      ++summary_.dropped;
+      return kNoRank;
+    }
+    process = summary_.processes.size();
+    NcclProcess p;
+    p.host = std::string(prefix.host);
+    p.pid = prefix.pid;
+    summary_.processes.push_back(std::move(p));
+    process_index_.emplace(process_key, process);
+  }
+  if (summary_.ranks.size() >= kNcclMaxRanks) {
+    ++summary_.dropped;
+    return kNoRank;
+  }
+  size_t found = summary_.ranks.size();
+  NcclRank r;
+  r.process = process;
+  r.cuda_dev = prefix.cuda_dev;
+  summary_.ranks.push_back(std::move(r));
+  rank_slots_[slot] = found;
+  last_rank_ = found;
+  last_pid_ = prefix.pid;
+  last_dev_ = prefix.cuda_dev;
+  return found;
+}
+
+void NcclLogParser::Line(std::string_view line, size_t first_nccl) {
+  ++summary_.nccl_lines;
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  std::optional<NcclLinePrefix> prefix = ParseNcclLinePrefix(line, first_nccl);
+  if (!prefix) {
+    Unprefixed(line);
+    return;
+  }
+  size_t rank = RankFor(*prefix);
+  if (rank != kNoRank) {
+    ++summary_.ranks[rank].lines;
+    last_process_ = summary_.ranks[rank].process;
+  }
+  switch (prefix->level) {
+    case NcclLinePrefix::Level::kInfo:
+      ++summary_.info_lines;
+      if (rank != kNoRank) Info(rank, prefix->message);
+      break;
+    case NcclLinePrefix::Level::kWarn:
+      ++summary_.warn_lines;
+      Warn(rank, prefix->message);
+      break;
+    case NcclLinePrefix::Level::kTrace:
+    case NcclLinePrefix::Level::kCall:
+      ++summary_.trace_lines;
+      break;
+  }
+}
+
+void NcclLogParser::Unprefixed(std::string_view line) {
+  std::string_view s = Trim(line);
+  // A launcher's tag: "[default0]:", "[1,0]<stdout>:", "3: ".
+  if (!s.empty() && s[0] == '[') {
+    size_t close = s.find("]:");
+    if (close != std::string_view::npos && close < 40) s = Trim(s.substr(close + 2));
+    size_t angle = s.find(">:");
+    if (angle != std::string_view::npos && angle < 40) s = Trim(s.substr(angle + 2));
+  } else if (!s.empty() && IsDigit(s[0])) {
+    size_t colon = s.find(": ");
+    if (colon != std::string_view::npos && colon < 8) s = Trim(s.substr(colon + 2));
+  }
+  if (StartsWith(s, "NCCL version ")) {
+    std::string_view version = ParseNcclVersion(s.substr(13));
+    if (version.empty()) return;
+    if (last_process_ != kNoRank && summary_.processes[last_process_].version.empty()) {
+      summary_.processes[last_process_].version = std::string(version);
+      return;
+    }
+    for (const std::string& v : summary_.unattributed_versions) {
+      if (v == version) return;
+    }
+    if (summary_.unattributed_versions.size() < kNcclMaxProcesses) {
+      summary_.unattributed_versions.emplace_back(version);
+    } else {
+      ++summary_.dropped;
+    }
+    return;
+  }
+  if (Contains(s, "unhandled system error")) ++summary_.system_errors;
+  if (Contains(s, "remote process exited")) ++summary_.remote_errors;
+  if (Contains(s, "collective operation timeout") || Contains(s, "Timeout waiting")) {
+    ++summary_.timeouts;
+  }
+}
+
+void NcclLogParser::PeerFailure(std::string_view peer, std::string_view reason, size_t rank) {
+  peer = FirstWord(peer);
+  reason = Trim(reason.substr(0, 120));
+  if (peer.empty()) peer = kPeerNotPrinted;
+  for (NcclPeerFailure& f : summary_.peer_failures) {
+    if (f.peer == peer) {
+      ++f.count;
+      return;
+    }
+  }
+  if (summary_.peer_failures.size() >= kNcclMaxPeers) {
+    ++summary_.dropped;
+    return;
+  }
+  NcclPeerFailure f;
+  f.peer = std::string(peer);
+  f.reason = std::string(reason);
+  if (rank != kNoRank) f.first_seen_by = ProcessOf(rank).Name();
+  f.count = 1;
+  summary_.peer_failures.push_back(std::move(f));
+}
+
+void NcclLogParser::Algorithm(std::string_view text) {
+  for (NcclAlgorithmChoice& a : summary_.algorithms) {
+    if (a.text == text) {
+      ++a.count;
+      return;
+    }
+  }
+  if (summary_.algorithms.size() >= kNcclMaxAlgorithms) {
+    ++summary_.dropped;
+    return;
+  }
+  summary_.algorithms.push_back({std::string(text), 1});
+}
+
+void NcclLogParser::Warn(size_t rank, std::string_view msg) {
+  if (rank != kNoRank) ++summary_.ranks[rank].warnings;
+  msg = Trim(msg);
+  if (auto rest = After(msg, "Connect to ")) {
+    // "Connect to 10.0.0.2<43211> failed : Connection refused" (2.7-2.18);
+    // "ncclOsSocketPollConnect to X failed with error Y" (2.28+).
+    size_t failed = Find(*rest, " failed");
+    std::string_view reason;
+    if (auto r = After(*rest, " failed : ")) reason = *r;
+    if (reason.empty()) {
+      if (auto r = After(*rest, " failed with error ")) reason = *r;
+    }
+    PeerFailure(rest->substr(0, failed), reason, rank);
+  } else if (auto to = After(msg, "PollConnect to ")) {
+    std::string_view reason;
+    if (auto r = After(*to, " failed with error ")) reason = *r;
+    PeerFailure(to->substr(0, Find(*to, " failed")), reason, rank);
+  } else if (auto from = After(msg, "Call to recv from ")) {
+    std::string_view reason;
+    if (auto r = After(*from, " failed : ")) reason = *r;
+    PeerFailure(from->substr(0, Find(*from, " failed")), reason, rank);
+  } else if (auto peer = After(msg, "Connection closed by remote peer ")) {
+    PeerFailure(*peer, "Connection closed by remote peer", rank);
+  } else if (auto reason = After(msg, "Call to connect failed : ")) {  // 2.2-2.4
+    PeerFailure("", *reason, rank);
+  } else if (Contains(msg, "exceeded timeouts") || Contains(msg, "exceeded retries")) {
+    PeerFailure("", msg, rank);
+  }
+  if (StartsWith(msg, "Mismatched NCCL version")) ++summary_.version_mismatch_warnings;
+  if (Contains(msg, "unhandled system error")) ++summary_.system_errors;
+  if (Contains(msg, "remote process exited")) ++summary_.remote_errors;
+  if (Contains(msg, "Timeout waiting") || Contains(msg, "timed out waiting")) ++summary_.timeouts;
+  std::string_view text = msg.substr(0, 200);
+  for (NcclWarning& w : summary_.warnings) {
+    if (w.text == text) {
+      ++w.count;
+      return;
+    }
+  }
+  if (summary_.warnings.size() >= kNcclMaxWarnings) {
+    ++summary_.dropped;
+    return;
+  }
+  NcclWarning w;
+  w.text = std::string(text);
+  if (rank != kNoRank) w.first_seen_by = ProcessOf(rank).Name();
+  w.count = 1;
+  summary_.warnings.push_back(std::move(w));
+}
+
+NcclLogSummary ParseNcclLog(std::string_view text) {
+  NcclLogParser parser;
+  parser.Feed(text);
+  return parser.Finish();
+}
+
+Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name) {
+  NcclLogParser parser;
+  std::string buffer(1 << 20, '\0');
+  for (;;) {
+    ssize_t n = read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(std::string("reading ") + std::string(name), errno);
+    }
+    if (n == 0) break;
+    parser.Feed(std::string_view(buffer.data(), static_cast<size_t>(n)));
+  }
+  return parser.Finish();
+}
+
+}  // namespace stallscope

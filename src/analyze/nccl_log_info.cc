@@ -1,0 +1,294 @@
+// The NCCL INFO messages the parser understands, one branch per message
+// family, dispatched on the first byte so that a line costs a few compares.
+// Formats as NCCL prints them (versions where they changed):
+//   NCCL version 2.18.3+cuda12.2                      (INFO from 2.22; bare before)
+//   cudaDriverVersion 12020
+//   Bootstrap : Using eth0:10.0.0.1<0>                ("Bootstrap: Using" in 2.23+)
+//   NET/Socket : Using [0]eth0:10.0.0.1<0> [1]...
+//   NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>
+//   NET/IB : No device found.
+//   NCCL_IB_DISABLE set by environment to 1.
+//   Using network Socket | IB | <plugin>
+//   Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read      (2.12+; "Channel 00 : 0[1a000]" before)
+//   Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA
+//   Channel 00/02 :    0   1   2   3                  (rank 0's ring layout)
+//   Trees [0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->1
+//   2 coll channels, 0 nvls channels, 2 p2p channels, 2 p2p channels per peer
+//   comm 0x.. rank 0 nranks 8 cudaDev 0 busId 1000 - Init COMPLETE             (<= 2.17)
+//   ncclCommInitRank comm 0x.. rank 0 nranks 8 cudaDev 0 nvmlDev 0 busId 1000
+//     commId 0x.. - Init START | Init COMPLETE                                  (2.18+)
+//   comm 0x.. rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0         (2.19+)
+//   Init timings - ncclCommInitRank: rank 0 nranks 16 total 1.08 (kernels ...)   (2.23+)
+//   AllReduce: 1048576 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..15}   (TUNING)
+//   1048576 Bytes -> Algo 1 proto 2 time 24.000000                              (2.19-2.21)
+//   NCCL_ALGO set by environment to Ring
+//   Call to connect returned Connection refused, retrying
+#include <cstddef>
+#include <string>
+
+#include "analyze/nccl_log.h"
+#include "core/text.h"
+
+namespace stallscope {
+namespace {
+
+// A literal's length is known here, so the compare compiles to a few loads
+// instead of a memcmp call: this runs several times on every NCCL line.
+template <size_t N>
+bool StartsWith(std::string_view s, const char (&p)[N]) {
+  return s.size() >= N - 1 && __builtin_memcmp(s.data(), p, N - 1) == 0;
+}
+
+size_t Find(std::string_view hay, std::string_view needle) { return hay.find(needle); }
+
+std::optional<int64_t> IntAfter(std::string_view s, std::string_view key) {
+  size_t at = s.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = s.substr(at + key.size());
+  size_t end = 0;
+  while (end < rest.size() && rest[end] >= '0' && rest[end] <= '9') ++end;
+  if (end == 0 || end > 18) return std::nullopt;
+  return ParseInt(rest.substr(0, end));
+}
+
+// The word after "set by environment to ", without a trailing '.'.
+std::string_view EnvValue(std::string_view msg) {
+  size_t at = msg.find(" set by environment to ");
+  if (at == std::string_view::npos) return {};
+  std::string_view v = Trim(msg.substr(at + 23));
+  while (!v.empty() && (v.back() == '.' || v.back() == ' ')) v.remove_suffix(1);
+  return v.substr(0, 64);
+}
+
+constexpr std::string_view kAlgoNames[] = {
+    "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+constexpr std::string_view kProtoNames[] = {"LL", "LL128", "Simple"};
+
+}  // namespace
+
+void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
+  if (msg.empty()) return;
+  NcclRank& rank = summary_.ranks[rank_index];
+  NcclProcess& process = summary_.processes[rank.process];
+  auto init_line = [&](std::string_view m) {
+    bool complete = Find(m, "Init COMPLETE") != std::string_view::npos;
+    bool start = !complete && Find(m, "Init START") != std::string_view::npos;
+    if (!complete && !start) return;
+    (complete ? rank.init_completed : rank.init_started)++;
+    auto r = IntAfter(m, " rank ");
+    auto n = IntAfter(m, " nranks ");
+    if (!n) n = IntAfter(m, " nRanks ");
+    if (r && n && *n >= rank.nranks && *n < (1 << 24)) {
+      rank.rank = static_cast<int>(*r);
+      rank.nranks = static_cast<int>(*n);
+    }
+  };
+  switch (msg[0]) {
+    case 'B':
+      if (StartsWith(msg, "Bootstrap : Using") || StartsWith(msg, "Bootstrap: Using")) {
+        std::string_view list = msg.substr(msg.find("Using") + 5);
+        if (SetOnceInterfaces(process.bootstrap, list)) ++summary_.dropped;
+      } else if (Find(msg, " Bytes -> Algo ") != std::string_view::npos) {
+        TuningLine(msg);
+      }
+      return;
+    case 'N':
+      if (StartsWith(msg, "NET/Socket : Using")) {
+        if (SetOnceInterfaces(process.net_socket, msg.substr(18))) ++summary_.dropped;
+      } else if (StartsWith(msg, "NET/IB : Using")) {
+        std::string_view list = msg.substr(14);
+        size_t oob = list.find("OOB ");
+        std::string_view devices = list.substr(0, oob);
+        if (SetOnceInterfaces(process.ib_devices, devices)) ++summary_.dropped;
+        if (oob != std::string_view::npos) {
+          if (SetOnceInterfaces(process.ib_oob, list.substr(oob + 4))) ++summary_.dropped;
+        }
+      } else if (StartsWith(msg, "NET/IB : No device found")) {
+        process.ib_no_device = true;
+      } else if (StartsWith(msg, "NCCL version ")) {
+        std::string_view v = ParseNcclVersion(msg.substr(13));
+        if (!v.empty() && process.version.empty()) process.version = std::string(v);
+      } else if (StartsWith(msg, "NCCL_IB_DISABLE set by environment to")) {
+        std::string_view v = EnvValue(msg);
+        process.ib_disabled = !v.empty() && v != "0";
+      } else if (StartsWith(msg, "NCCL_SOCKET_IFNAME set by environment to")) {
+        process.socket_ifname = std::string(EnvValue(msg));
+      } else if (StartsWith(msg, "NCCL_ALGO set by environment") ||
+                 StartsWith(msg, "NCCL_PROTO set by environment")) {
+        std::string text = "env ";
+        text += msg.substr(0, msg.find(' '));
+        text += "=";
+        text += EnvValue(msg);
+        Algorithm(text);
+      }
+      return;
+    case 'U':
+      if (StartsWith(msg, "Using network ")) {
+        std::string_view net = Trim(msg.substr(14)).substr(0, 64);
+        if (process.network.empty()) process.network = std::string(net);
+      }
+      return;
+    case 'C':
+      if (StartsWith(msg, "Channel ")) {
+        ChannelLine(rank, msg);
+      } else if (StartsWith(msg, "Call to connect returned ")) {
+        ++summary_.connect_retries;
+        if (summary_.connect_retry_reason.empty()) {
+          std::string_view reason = msg.substr(25);
+          summary_.connect_retry_reason = std::string(reason.substr(0, reason.find(", retrying")));
+        }
+      } else if (StartsWith(msg, "CollNet ")) {
+        ++rank.transports.collnet;
+      }
+      return;
+    case 'c':
+      if (StartsWith(msg, "cudaDriverVersion ")) {
+        if (auto v = ParseInt(Trim(msg.substr(18)))) process.cuda_driver = *v;
+      } else if (StartsWith(msg, "comm ")) {
+        if (auto nodes = IntAfter(msg, " nNodes ")) {
+          if (*nodes > process.nnodes && *nodes < (1 << 20))
+            process.nnodes = static_cast<int>(*nodes);
+        }
+        init_line(msg);
+      }
+      return;
+    case 'n':
+    case '[':
+      if (Find(msg.substr(0, 48), "comm ") != std::string_view::npos) init_line(msg);
+      return;
+    case 'I':
+      if (StartsWith(msg, "Init timings")) {
+        size_t at = msg.find(" total ");
+        if (at != std::string_view::npos) {
+          std::string_view num = msg.substr(at + 7);
+          num = num.substr(0, num.find(' '));
+          if (auto seconds = ParseDouble(num)) {
+            if (*seconds >= 0 && (!rank.init_seconds || *seconds > *rank.init_seconds)) {
+              rank.init_seconds = *seconds;
+            }
+          }
+        }
+      }
+      return;
+    case 'T':
+      if (StartsWith(msg, "Trees")) {
+        if (rank.trees.empty()) rank.trees = std::string(Trim(msg.substr(5)).substr(0, 256));
+      } else if (StartsWith(msg, "TUNER/Plugin: Using ")) {
+        std::string text = "tuner plugin ";
+        text += FirstWordOf(msg.substr(20));
+        Algorithm(text);
+      }
+      return;
+    default:
+      if ((msg[0] >= '0' && msg[0] <= '9') || (msg[0] >= 'A' && msg[0] <= 'Z')) {
+        if (Find(msg, " Bytes -> Algo ") != std::string_view::npos) {
+          TuningLine(msg);
+        } else if (msg[0] <= '9') {
+          size_t at = msg.find(" nvls channels");
+          if (at != std::string_view::npos) {
+            size_t begin = msg.rfind(' ', at - 1);
+            begin = begin == std::string_view::npos ? 0 : begin + 1;
+            if (auto n = ParseUint(msg.substr(begin, at - begin))) {
+              if (*n > rank.transports.nvls_channels) rank.transports.nvls_channels = *n;
+            }
+          }
+        }
+      }
+      return;
+  }
+}
+
+bool NcclLogParser::SetOnceInterfaces(std::vector<NcclInterface>& into, std::string_view list) {
+  if (!into.empty()) return false;
+  std::vector<NcclInterface> parsed = ParseNcclInterfaces(list);
+  bool dropped = parsed.size() > kNcclMaxInterfaces;
+  if (dropped) parsed.resize(kNcclMaxInterfaces);
+  into = std::move(parsed);
+  return dropped;
+}
+
+std::string_view NcclLogParser::FirstWordOf(std::string_view s) {
+  s = Trim(s);
+  return s.substr(0, std::min<size_t>(s.find(' '), 64));
+}
+
+void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
+  size_t via = msg.find(" via ");
+  if (via != std::string_view::npos) {
+    std::string_view t = msg.substr(via + 5);
+    NcclTransportCounts& c = rank.transports;
+    if (StartsWith(t, "P2P")) {
+      ++c.p2p;
+    } else if (StartsWith(t, "SHM") || StartsWith(t, "direct shared memory")) {
+      ++c.shm;
+    } else if (StartsWith(t, "NET/Socket")) {
+      ++c.net_socket;
+    } else if (StartsWith(t, "NET/IB")) {  // also the IBext plugin: verbs all the same
+      ++c.net_ib;
+    } else if (StartsWith(t, "NET/")) {
+      ++c.net_other;
+    } else if (StartsWith(t, "COLLNET")) {
+      ++c.collnet;
+    }
+    if (t.find("/GDRDMA") != std::string_view::npos) ++c.gdrdma;
+    return;
+  }
+  // "Channel 00/02 :    0   1   2   3": a ring as rank 0 prints it.
+  size_t colon = msg.find(" : ");
+  if (colon == std::string_view::npos) colon = msg.find(" :");
+  if (colon == std::string_view::npos) return;
+  std::string ring(Trim(msg.substr(8, colon - 8)));
+  ring += ":";
+  std::string_view order = msg.substr(colon + 2);
+  bool any = false;
+  for (size_t i = 0; i < order.size();) {
+    while (i < order.size() && order[i] == ' ') ++i;
+    size_t j = i;
+    while (j < order.size() && order[j] >= '0' && order[j] <= '9') ++j;
+    if (j == i) {
+      if (i < order.size()) return;  // not a ring line
+      break;
+    }
+    ring += " ";
+    ring += order.substr(i, j - i);
+    any = true;
+    i = j;
+  }
+  if (!any) return;
+  for (const std::string& r : summary_.rings) {
+    if (r == ring) return;
+  }
+  if (summary_.rings.size() >= kNcclMaxRings) {
+    ++summary_.dropped;
+    return;
+  }
+  summary_.rings.push_back(std::move(ring));
+}
+
+void NcclLogParser::TuningLine(std::string_view msg) {
+  // "AllReduce: 1048576 Bytes -> Algo RING proto LL128 ..." or, 2.19-2.21,
+  // "1048576 Bytes -> Algo 1 proto 2 time 24.000000".
+  std::string text;
+  size_t colon = msg.find(": ");
+  if (colon != std::string_view::npos && colon < msg.find(" Bytes")) {
+    text = std::string(msg.substr(0, colon));
+    text += " ";
+  }
+  size_t at = msg.find(" Bytes -> Algo ");
+  std::string_view rest = msg.substr(at + 15);
+  std::string_view algo = rest.substr(0, rest.find(' '));
+  std::string_view proto;
+  size_t p = rest.find(" proto ");
+  if (p != std::string_view::npos) {
+    proto = rest.substr(p + 7);
+    proto = proto.substr(0, proto.find(' '));
+  }
+  if (auto a = ParseUint(algo); a && *a < std::size(kAlgoNames)) algo = kAlgoNames[*a];
+  if (auto q = ParseUint(proto); q && *q < std::size(kProtoNames)) proto = kProtoNames[*q];
+  text += std::string(algo.substr(0, 32));
+  text += "/";
+  text += std::string(proto.substr(0, 32));
+  Algorithm(text);
+}
+
+}  // namespace stallscope

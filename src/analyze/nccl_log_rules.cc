@@ -1,0 +1,315 @@
+// Findings from an NCCL log summary (see nccl_log.h). Pure: a summary and,
+// optionally, this host's RDMA ports in; findings out. Thresholds and their
+// reasons are in the catalog (analyze/catalog.cc) under the same ids.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+#include "analyze/nccl_log.h"
+
+namespace stallscope {
+namespace {
+
+// Seed 3.2: TCP "still holds" up to about 4 hosts; from 8 hosts on RDMA is
+// "basically required". So sockets on an RDMA-capable job are critical from
+// kRdmaRequiredNodes hosts, a warning below.
+constexpr int kRdmaRequiredNodes = 8;
+// Names listed in one evidence string before "and N more".
+constexpr size_t kMaxNamesListed = 8;
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+std::string JoinCapped(const std::vector<std::string>& names, size_t cap = kMaxNamesListed) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < cap; ++i) {
+    if (i) out += ", ";
+    out += names[i];
+  }
+  if (names.size() > cap) out += fmt::format(" and {} more", names.size() - cap);
+  return out;
+}
+
+std::string InterfaceText(const NcclInterface& i) {
+  return i.address.empty() ? i.name : i.name + ":" + i.address;
+}
+
+// Why an interface cannot carry a multi-host job; empty when it can.
+std::string BadInterfaceReason(const NcclInterface& i) {
+  if (i.name == "lo" || StartsWith(i.address, "127.") || i.address == "::1") return "loopback";
+  if (StartsWith(i.name, "docker") || StartsWith(i.name, "br-") || StartsWith(i.name, "veth") ||
+      StartsWith(i.name, "virbr")) {
+    return "container bridge";
+  }
+  // Docker's default bridge network is 172.17.0.0/16: a container on it sees
+  // its own eth0 with such an address, unreachable from other hosts (seed 3.3).
+  if (StartsWith(i.address, "172.17.")) return "Docker default bridge address";
+  return "";
+}
+
+bool MultiNode(const NcclLogSummary& log) {
+  if (NcclJobNodes(log) > 1) return true;
+  for (const NcclRank& r : log.ranks) {
+    if (r.transports.net_socket + r.transports.net_ib + r.transports.net_other > 0) return true;
+  }
+  return false;
+}
+
+std::string RankName(const NcclLogSummary& log, const NcclRank& r) {
+  std::string name = log.processes[r.process].Name();
+  if (r.cuda_dev >= 0) name += fmt::format(" [{}]", r.cuda_dev);
+  if (r.rank >= 0) name += fmt::format(" rank {}", r.rank);
+  return name;
+}
+
+void WrongInterface(const NcclLogSummary& log, std::vector<Finding>& out) {
+  struct Use {
+    std::string reason;
+    std::set<std::string> roles;
+    std::vector<std::string> processes;
+  };
+  std::map<std::string, Use> bad;  // by "name:address"
+  for (const NcclProcess& p : log.processes) {
+    auto check = [&](const std::vector<NcclInterface>& list, const char* role) {
+      for (const NcclInterface& i : list) {
+        std::string reason = BadInterfaceReason(i);
+        if (reason.empty()) continue;
+        Use& use = bad[InterfaceText(i)];
+        use.reason = reason;
+        use.roles.insert(role);
+        if (use.processes.empty() || use.processes.back() != p.Name()) {
+          use.processes.push_back(p.Name());
+        }
+      }
+    };
+    check(p.bootstrap, "bootstrap");
+    check(p.net_socket, "NET/Socket");
+    check(p.ib_oob, "NET/IB out-of-band");
+  }
+  if (bad.empty()) return;
+  bool multi = MultiNode(log);
+  int nodes = NcclJobNodes(log);
+  for (const auto& [iface, use] : bad) {
+    std::string roles;
+    for (const std::string& r : use.roles) roles += (roles.empty() ? "" : ", ") + r;
+    Finding f;
+    f.id = "network.wrong_interface";
+    f.layer = Layer::kNetwork;
+    f.severity = multi ? Severity::kCritical : Severity::kInfo;
+    f.summary = multi ? fmt::format(
+                            "NCCL uses {} ({}) for {} on {} process(es) of a {}-host job: "
+                            "other hosts cannot reach it",
+                            iface, use.reason, roles, use.processes.size(), nodes)
+                      : fmt::format(
+                            "NCCL uses {} ({}) for {}: harmless on one host, it breaks "
+                            "as soon as the job spans hosts",
+                            iface, use.reason, roles);
+    f.evidence = {{"interface", iface},
+                  {"kind", use.reason},
+                  {"used_for", roles},
+                  {"processes", JoinCapped(use.processes)},
+                  {"process_count", static_cast<int64_t>(use.processes.size())},
+                  {"hosts", static_cast<int64_t>(nodes)}};
+    f.next =
+        "set NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) to the training network's interface, "
+        "e.g. NCCL_SOCKET_IFNAME=ib0 or =eth0 ('^docker,lo' excludes); run containers with "
+        "--network host; then `stallscope doctor` on each host";
+    out.push_back(std::move(f));
+  }
+}
+
+void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& host,
+                std::vector<Finding>& out) {
+  uint64_t socket_connections = 0;
+  std::vector<uint64_t> socket_by_process(log.processes.size(), 0);
+  for (const NcclRank& r : log.ranks) {
+    socket_connections += r.transports.net_socket;
+    socket_by_process[r.process] += r.transports.net_socket;
+  }
+  int nodes = NcclJobNodes(log);
+  std::vector<std::string> processes;
+  std::set<std::string> ib_seen;
+  std::vector<std::string> reasons;
+  bool ib_disabled = false;
+  bool host_ports_unseen = false;
+  for (size_t i = 0; i < log.processes.size(); ++i) {
+    const NcclProcess& p = log.processes[i];
+    bool socket = socket_by_process[i] > 0 || (p.network == "Socket" && nodes > 1);
+    if (!socket) continue;
+    bool on_this_host = host && !host->active_ports.empty() && p.host == host->hostname;
+    bool fires = false;
+    if (!p.ib_devices.empty()) {
+      fires = true;
+      for (const NcclInterface& d : p.ib_devices) ib_seen.insert(d.name);
+    }
+    if (on_this_host) {
+      fires = true;
+      if (p.ib_disabled) ib_disabled = true;
+      if (p.ib_no_device) host_ports_unseen = true;
+    }
+    if (fires) processes.push_back(p.Name());
+  }
+  if (processes.empty()) return;
+  if (!ib_seen.empty()) {
+    reasons.push_back(
+        "NCCL found RDMA devices and still chose sockets (NCCL_NET=Socket, or "
+        "the IB transport failed to initialize)");
+  }
+  if (ib_disabled) reasons.push_back("NCCL_IB_DISABLE=1 while this host's RDMA ports are Active");
+  if (host_ports_unseen) {
+    reasons.push_back(
+        "NCCL saw no RDMA device while this host has Active ports: a container "
+        "without /dev/infiniband, or no rdma-core/libibverbs in the image");
+  }
+  if (reasons.empty()) reasons.push_back("this host has Active RDMA ports; the job used sockets");
+  std::vector<std::string> ib_list(ib_seen.begin(), ib_seen.end());
+  Finding f;
+  f.id = "network.rdma_unused";
+  f.layer = Layer::kNetwork;
+  f.severity = nodes >= kRdmaRequiredNodes ? Severity::kCritical : Severity::kWarning;
+  f.summary = fmt::format("gradients cross hosts over TCP sockets although RDMA is there: {}",
+                          reasons.front());
+  f.evidence = {{"processes_on_sockets", JoinCapped(processes)},
+                {"process_count", static_cast<int64_t>(processes.size())},
+                {"socket_connections", static_cast<int64_t>(socket_connections)},
+                {"hosts", static_cast<int64_t>(nodes)},
+                {"rdma_devices_in_log", ib_list.empty() ? "none" : JoinCapped(ib_list)},
+                {"nccl_ib_disable", ib_disabled}};
+  if (host && !host->active_ports.empty()) {
+    f.evidence.push_back({"host_active_ports", JoinCapped(host->active_ports)});
+  }
+  f.evidence.push_back({"why", JoinCapped(reasons)});
+  f.next =
+      "unset NCCL_IB_DISABLE and NCCL_NET=Socket; in a container pass --device=/dev/infiniband "
+      "--cap-add=IPC_LOCK (or the RDMA device plugin) and check `ibv_devinfo` inside it; rerun "
+      "with NCCL_DEBUG=INFO and look for 'via NET/IB' in `stallscope nccl-log`";
+  out.push_back(std::move(f));
+}
+
+void VersionMismatch(const NcclLogSummary& log, std::vector<Finding>& out) {
+  std::map<std::string, std::vector<std::string>> by_version;
+  for (const NcclProcess& p : log.processes) {
+    if (!p.version.empty()) by_version[p.version].push_back(p.Name());
+  }
+  for (const std::string& v : log.unattributed_versions) by_version[v];
+  if (by_version.size() < 2 && log.version_mismatch_warnings == 0) return;
+  std::vector<std::string> parts;
+  for (const auto& [version, names] : by_version) {
+    parts.push_back(names.empty() ? fmt::format("{} (printed without a prefix)", version)
+                                  : fmt::format("{} on {}", version, JoinCapped(names, 4)));
+  }
+  Finding f;
+  f.id = "distributed.nccl_version_mismatch";
+  f.layer = Layer::kDistributed;
+  f.severity = Severity::kCritical;
+  f.summary = by_version.size() >= 2
+                  ? fmt::format("the ranks run {} different NCCL versions", by_version.size())
+                  : "NCCL reported mismatched versions between ranks";
+  f.evidence = {{"versions", fmt::format("{}", fmt::join(parts, "; "))},
+                {"distinct_versions", static_cast<int64_t>(by_version.size())},
+                {"nccl_mismatch_warnings", static_cast<int64_t>(log.version_mismatch_warnings)}};
+  f.next =
+      "run one image (or one torch wheel with its bundled NCCL) on every host; compare with "
+      "`python3 -c 'import torch; print(torch.cuda.nccl.version())'` on each host";
+  out.push_back(std::move(f));
+}
+
+void ConnectFailed(const NcclLogSummary& log, std::vector<Finding>& out) {
+  // INFO retries alone are NCCL waiting for a peer that is not listening yet;
+  // only a WARN (a connection given up) makes the finding.
+  if (log.peer_failures.empty()) return;
+  std::vector<std::string> peers;
+  int64_t docker_peers = 0;
+  for (const NcclPeerFailure& p : log.peer_failures) {
+    peers.push_back(fmt::format("{} ({}{})", p.peer, p.reason.empty() ? "failed" : p.reason,
+                                p.count > 1 ? fmt::format(", {}x", p.count) : ""));
+    if (StartsWith(p.peer, "172.17.")) ++docker_peers;
+  }
+  Finding f;
+  f.id = "network.connect_failed";
+  f.layer = Layer::kNetwork;
+  f.severity = Severity::kCritical;
+  const NcclPeerFailure& first = log.peer_failures.front();
+  f.summary = fmt::format("NCCL could not reach {} peer(s): {} {}", log.peer_failures.size(),
+                          first.peer, first.reason.empty() ? "failed" : first.reason);
+  f.evidence = {{"peers", JoinCapped(peers)},
+                {"peer_count", static_cast<int64_t>(log.peer_failures.size())},
+                {"connect_retries", static_cast<int64_t>(log.connect_retries)}};
+  if (!log.connect_retry_reason.empty()) {
+    f.evidence.push_back({"retry_reason", log.connect_retry_reason});
+  }
+  if (!first.first_seen_by.empty()) f.evidence.push_back({"first_seen_by", first.first_seen_by});
+  if (docker_peers > 0) f.evidence.push_back({"docker_bridge_peers", docker_peers});
+  f.next = docker_peers > 0
+               ? "the peers have Docker bridge addresses (172.17.x), unreachable from other "
+                 "hosts: run the containers with --network host (hostNetwork in Kubernetes)"
+               : "from the host that failed: `nc -vz PEER_IP PORT` (firewall? the port range "
+                 "NCCL listens on must be open); `stallscope net probe PEER_IP`; check that "
+                 "NCCL_SOCKET_IFNAME names an interface both hosts can route";
+  out.push_back(std::move(f));
+}
+
+void InitIncomplete(const NcclLogSummary& log, std::vector<Finding>& out) {
+  if (log.info_lines == 0) return;  // NCCL_DEBUG=WARN: no Init COMPLETE lines to expect
+  std::vector<uint64_t> completed_by_process(log.processes.size(), 0);
+  uint64_t completed_ranks = 0;
+  for (const NcclRank& r : log.ranks) {
+    completed_by_process[r.process] += r.init_completed;
+    completed_ranks += r.init_completed > 0;
+  }
+  std::vector<std::string> stuck;
+  std::set<std::string> hosts;
+  for (const NcclRank& r : log.ranks) {
+    bool started_not_done = r.init_started > r.init_completed;
+    bool never = r.init_completed == 0 && completed_by_process[r.process] == 0;
+    if (!started_not_done && !never) continue;
+    stuck.push_back(RankName(log, r));
+    hosts.insert(log.processes[r.process].host);
+  }
+  if (stuck.empty()) return;
+  bool errors = log.warn_lines > 0 || log.system_errors + log.remote_errors + log.timeouts > 0;
+  Finding f;
+  f.id = "distributed.init_incomplete";
+  f.layer = Layer::kDistributed;
+  f.severity = completed_ranks > 0 || errors ? Severity::kCritical : Severity::kWarning;
+  std::vector<std::string> host_list(hosts.begin(), hosts.end());
+  f.summary = fmt::format("{} of {} rank(s) never finished NCCL init (on {}){}", stuck.size(),
+                          log.ranks.size(), JoinCapped(host_list, 4),
+                          completed_ranks > 0 ? ": the others wait for them" : "");
+  f.evidence = {{"ranks", JoinCapped(stuck, 16)},
+                {"incomplete_ranks", static_cast<int64_t>(stuck.size())},
+                {"completed_ranks", static_cast<int64_t>(completed_ranks)},
+                {"warnings", static_cast<int64_t>(log.warn_lines)}};
+  f.next =
+      "read the first NCCL WARN of those ranks (listed by `stallscope nccl-log`); on their "
+      "hosts check MASTER_ADDR:MASTER_PORT is reachable (`nc -vz`), run `stallscope doctor`, "
+      "and `py-spy dump --pid PID` if they hang";
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+int NcclJobNodes(const NcclLogSummary& log) {
+  std::set<std::string_view> hosts;
+  int nnodes = 0;
+  for (const NcclProcess& p : log.processes) {
+    hosts.insert(p.host);
+    nnodes = std::max(nnodes, p.nnodes);
+  }
+  return std::max(static_cast<int>(hosts.size()), nnodes);
+}
+
+std::vector<Finding> CheckNcclLog(const NcclLogSummary& log,
+                                  const std::optional<HostRdmaPorts>& host) {
+  std::vector<Finding> out;
+  WrongInterface(log, out);
+  RdmaUnused(log, host, out);
+  ConnectFailed(log, out);
+  VersionMismatch(log, out);
+  InitIncomplete(log, out);
+  return out;
+}
+
+}  // namespace stallscope

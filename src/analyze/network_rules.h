@@ -1,0 +1,146 @@
+// The network layer of the triage: pure rules over what the network probes
+// saw (probe/net_dev, probe/infiniband, probe/environment, the container
+// clues) and over what `net probe` measured.
+//
+// NetworkObservation is assembled by the caller (doctor from a snapshot and
+// a live route lookup, run/report from the run's baseline and timeline) and
+// holds plain data only, so every rule is tested on fixture hosts and
+// synthetic values. The rules:
+//   network.wrong_interface   NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME /
+//                             NCCL_IB_HCA name something missing, down,
+//                             addressless, loopback or Docker; or the route
+//                             to MASTER_ADDR (or a given peer) leaves through
+//                             an interface the variable does not allow.
+//   network.container_bridge  a container on bridge networking (veth, the
+//                             Docker bridge range, no host interfaces).
+//   network.rdma_unused       active IB/RoCE ports while NCCL is told not to
+//                             use them (NCCL_IB_DISABLE=1, NCCL_NET=Socket).
+//   network.port_errors       NIC errors/drops, IB symbol errors, link_downed
+//                             that grew over a window.
+//   network.mtu_mismatch      `net probe`: local, path and peer MTU differ.
+// Thresholds are named constants; their reasoning is in analyze/catalog.cc.
+// Stateless; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyze/finding.h"
+#include "probe/environment.h"
+#include "sample/container.h"
+#include "sample/network.h"
+#include "sample/snapshot.h"
+
+namespace stallscope {
+
+// network.port_errors. A healthy link counts no CRC/frame/carrier errors at
+// all, so one in a window is worth a look; losing 0.1% of packets already
+// cuts a TCP stream's rate severalfold (throughput ~ 1/sqrt(loss)).
+inline constexpr uint64_t kPortErrorsWarningCount = 1;
+inline constexpr double kPortErrorsCriticalFraction = 0.001;  // of the packets in the window
+// Drops also count packets of protocols nobody listens to, so a few are
+// normal: they matter from 10 in a window and 0.1% of the packets.
+inline constexpr uint64_t kPortDropsMinCount = 10;
+inline constexpr double kPortDropsWarningFraction = 0.001;
+inline constexpr double kPortDropsCriticalFraction = 0.01;
+
+// network.container_bridge: Docker's default bridge network.
+inline constexpr std::string_view kDockerBridgeRange = "172.17.0.0/16";
+
+// NCCL's interface-list syntax (NCCL_SOCKET_IFNAME, NCCL_IB_HCA):
+// "[^][=]name[:port][,name[:port]...]". '^' excludes the listed names, '='
+// asks for exact names instead of prefixes ("eth" matches eth0 and eth1),
+// ":port" selects one port of an HCA (sockets ignore it).
+struct InterfaceList {
+  struct Entry {
+    std::string name;
+    std::optional<int> port;
+  };
+  bool exclude = false;
+  bool exact = false;
+  std::vector<Entry> entries;
+};
+
+InterfaceList ParseInterfaceList(std::string_view value);
+
+// Whether `entry` selects `name` (and `port`, when both give one).
+bool EntryMatches(const InterfaceList& list, const InterfaceList::Entry& entry,
+                  std::string_view name, std::optional<int> port);
+// Whether NCCL would use `name`/`port` under this list (exclusion applied).
+bool ListSelects(const InterfaceList& list, std::string_view name, std::optional<int> port);
+
+// Where the kernel routes packets for one peer: the source address a
+// connected UDP socket got, and the interface that holds that address.
+struct PeerRoute {
+  std::string peer;           // as given: "MASTER_ADDR=node1", "--peer 10.0.0.2"
+  std::string address;        // resolved: "10.0.0.2"
+  std::string local_address;  // the kernel's pick of source address
+  std::string interface;      // its interface; empty when none holds it
+  std::string error;          // why it could not be routed; empty on success
+};
+
+// Counter growth of one port over a window: a NIC from /proc/net/dev, or an
+// RDMA port from /sys/class/infiniband ("mlx5_0:1").
+struct PortErrorDelta {
+  std::string port;
+  bool rdma = false;
+  uint64_t packets = 0;  // rx + tx packets in the window (NICs)
+  uint64_t rx_errors = 0;
+  uint64_t tx_errors = 0;
+  uint64_t rx_drops = 0;
+  uint64_t tx_drops = 0;
+  uint64_t symbol_errors = 0;  // RDMA ports
+  uint64_t link_downed = 0;
+  uint64_t rcv_errors = 0;
+};
+
+struct NetworkObservation {
+  std::vector<NetInterface> interfaces;
+  std::vector<InfinibandDevice> infiniband;
+  TrainingEnvironment environment;
+  ContainerInfo container;
+  std::vector<PeerRoute> routes;  // MASTER_ADDR and any given peers
+  // The counters' growth over window_seconds; nullopt window: not sampled.
+  std::optional<double> window_seconds;
+  std::vector<PortErrorDelta> port_deltas;
+};
+
+// NIC deltas from NetRates (which already count errors per interval) and
+// RDMA deltas from two readings of the ports. Loopback is left out; a port
+// whose counters went backwards (reset) counts nothing.
+std::vector<PortErrorDelta> NicErrorDeltas(const std::vector<NetRates>& rates);
+std::vector<PortErrorDelta> RdmaErrorDeltas(const std::vector<InfinibandDevice>& before,
+                                            const std::vector<InfinibandDevice>& after);
+
+// Whether the job's environment says it spans hosts: WORLD_SIZE above
+// LOCAL_WORLD_SIZE, NODE_RANK/GROUP_RANK above 0, or a route to MASTER_ADDR
+// that leaves the host. `why` receives the clue.
+bool MultiNodeHint(const NetworkObservation& observation, std::string* why);
+
+// The facts of a snapshot (interfaces, RDMA ports, environment, container)
+// and the NIC counters' growth over its interval. Routes and RDMA counter
+// growth need the live host: the caller adds them.
+NetworkObservation ObserveNetwork(const Snapshot& snapshot);
+
+std::vector<Finding> CheckNetwork(const NetworkObservation& observation);
+
+// What `net probe` found out about MTUs on the path to a peer.
+struct MtuObservation {
+  std::string peer;                    // "10.0.0.2"
+  std::string local_interface;         // the one the route uses
+  std::optional<uint64_t> local_mtu;   // its MTU
+  std::optional<uint64_t> path_mtu;    // largest packet that arrived, IP header included
+  std::optional<uint64_t> kernel_mtu;  // IP_MTU of the connected socket afterwards
+  std::string peer_interface;          // the server's interface
+  std::optional<uint64_t> peer_mtu;    // its MTU, as the server tells it
+};
+
+// network.mtu_mismatch: warning when the three differ; critical when packets
+// the local MTU allows are silently lost on the way (the kernel still
+// believes the local MTU: nobody told it, so every full-size packet vanishes).
+std::optional<Finding> CheckPathMtu(const MtuObservation& observation);
+
+}  // namespace stallscope

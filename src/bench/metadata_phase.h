@@ -1,0 +1,51 @@
+// The metadata phase of `bench io`: what a data set of small files costs
+// before a single byte is read. `jobs` threads create `files` small files in
+// one directory (create + write + close), then open+close each, stat each,
+// list the directory, and unlink them all; each operation's latency goes
+// into a histogram. On a local disk open and stat hit the kernel's caches
+// (microseconds); on NFS, Lustre or GPFS each is a round trip to a server,
+// which is what the seed (2.3) warns about. The directory is made by the
+// phase and removed by it, also on error. Thread-safe: each call owns its
+// threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/latency_histogram.h"
+#include "core/status.h"
+
+namespace stallscope {
+
+inline constexpr uint64_t kDefaultMetadataFiles = 4096;
+inline constexpr uint32_t kMetadataFileBytes = 4096;
+
+struct MetadataSpec {
+  std::string dir;  // created by the phase; must not exist, or hold only our files
+  uint64_t files = kDefaultMetadataFiles;
+  unsigned jobs = 1;
+  const std::atomic<bool>* stop = nullptr;
+};
+
+struct MetadataOp {
+  std::string op;            // "create", "open", "stat", "readdir", "unlink"
+  uint64_t ops = 0;          // files (for readdir: entries listed)
+  double seconds = 0;        // wall time of the operation's pass
+  LatencyHistogram latency;  // per call; for readdir per listing of the whole directory
+  double per_second() const { return seconds > 0 ? ops / seconds : 0; }
+};
+
+struct MetadataResult {
+  uint64_t files = 0;
+  uint32_t file_bytes = kMetadataFileBytes;
+  std::vector<MetadataOp> ops;
+};
+
+Result<MetadataResult> RunMetadataPhase(const MetadataSpec& spec);
+
+// The name of file `index` made by job `job`: "f<job>-<index>".
+std::string MetadataFileName(unsigned job, uint64_t index);
+
+}  // namespace stallscope

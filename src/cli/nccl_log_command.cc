@@ -1,0 +1,128 @@
+// `stallscope nccl-log FILE|- [--json] [--root DIR]`: reads an NCCL_DEBUG=INFO
+// log (a file, or stdin for "-") in one streaming pass and prints the ranks'
+// versions, interfaces, transports and init, then the findings. The RDMA
+// ports of the host under --root (this host by default) are compared with the
+// log's lines from the same hostname for network.rdma_unused.
+#include <fcntl.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+
+#include "analyze/nccl_log.h"
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "core/text.h"
+#include "probe/infiniband.h"
+#include "render/nccl_log.h"
+
+namespace stallscope {
+namespace {
+
+std::string ShortHostname(const Root& root) {
+  std::string name;
+  if (auto h = ReadAttribute(root.Path("/proc/sys/kernel/hostname")); h.ok()) name = *h;
+  if (name.empty() && root.IsLive()) {
+    struct utsname uts {};
+    if (uname(&uts) == 0) name = uts.nodename;
+  }
+  return name.substr(0, name.find('.'));  // NCCL prints the name up to the first '.'
+}
+
+// This host's Active RDMA ports, or a note saying why they are unknown.
+std::optional<HostRdmaPorts> ReadHostRdma(const Root& root, std::vector<std::string>& notes) {
+  Result<std::vector<InfinibandDevice>> devices = ReadInfinibandDevices(root);
+  if (!devices.ok()) {
+    notes.push_back("RDMA ports not read: " + devices.status().message());
+    return std::nullopt;
+  }
+  HostRdmaPorts host;
+  host.hostname = ShortHostname(root);
+  for (const InfinibandDevice& d : *devices) {
+    for (const InfinibandPort& p : d.ports) {
+      if (!p.state || p.state->name != "ACTIVE") continue;
+      host.active_ports.push_back(d.name + ":" + std::to_string(p.port) + " " +
+                                  (p.link_layer.empty() ? "?" : p.link_layer) +
+                                  (p.rate ? " " + p.rate->text : ""));
+    }
+  }
+  return host;
+}
+
+std::string NowUtc() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+CommandRunner SetupNcclLog(CLI::App& app) {
+  struct Flags {
+    std::string file;
+    bool json = false;
+    std::string root = "/";
+  };
+  auto flags = std::make_shared<Flags>();
+  app.add_option("FILE", flags->file, "the log (NCCL_DEBUG=INFO output); - reads stdin")
+      ->required();
+  app.add_flag("--json", flags->json, "machine output (schema stallscope.report/1 plus \"nccl\")");
+  app.add_option("--root", flags->root,
+                 "the host whose RDMA ports the log is compared with (a fixture tree in tests)")
+      ->capture_default_str();
+  return [flags]() {
+    bool stdin_input = flags->file == "-";
+    std::string source = stdin_input ? "stdin" : flags->file;
+    int fd = STDIN_FILENO;
+    if (!stdin_input) {
+      fd = open(flags->file.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
+        Status s = Status::FromErrno("cannot open " + flags->file, errno);
+        std::fprintf(stderr, "stallscope nccl-log: %s\n", s.message().c_str());
+        return kExitCouldNotRun;
+      }
+    }
+    Result<NcclLogSummary> log = [&] {
+      ProgressLine progress("reading " + source + "...");
+      return ReadNcclLog(fd, source);
+    }();
+    if (!stdin_input) close(fd);
+    if (!log.ok()) {
+      std::fprintf(stderr, "stallscope nccl-log: %s\n", log.status().message().c_str());
+      return kExitCouldNotRun;
+    }
+    std::vector<std::string> notes;
+    Root root(flags->root);
+    std::optional<HostRdmaPorts> host = ReadHostRdma(root, notes);
+    if (host) {
+      bool in_log = false;
+      for (const NcclProcess& p : log->processes) in_log |= p.host == host->hostname;
+      if (!in_log && !log->processes.empty()) {
+        notes.push_back("this host (" + host->hostname +
+                        ") is not in the log: its RDMA ports were not compared with it");
+      }
+    }
+    if (log->info_lines == 0 && log->nccl_lines > 0) {
+      notes.push_back(
+          "no NCCL INFO lines: run the job with NCCL_DEBUG=INFO for versions, "
+          "interfaces, transports and init");
+    }
+    notes.push_back("memory and io layers are not judged from an NCCL log");
+    Report report =
+        MakeReport(CheckNcclLog(*log, host), {Layer::kNetwork, Layer::kDistributed}, notes);
+    ReportHeader header{"nccl-log", host ? host->hostname : "", NowUtc(), 0};
+    std::string out = flags->json ? NcclLogToJson(source, *log, header, report).dump(2) + "\n"
+                                  : RenderNcclLogText(source, *log, header, report);
+    std::fputs(out.c_str(), stdout);
+    return kExitOk;
+  };
+}
+
+}  // namespace stallscope

@@ -1,0 +1,143 @@
+// `stallscope net serve [--bind ADDR] [--port P]` and
+// `stallscope net probe HOST [--port P] [--json] [--duration S] [--streams N]
+// [--pings N]`: point-to-point TCP throughput, latency and path MTU between
+// two hosts (library in src/net/, protocol in docs/net-protocol.md).
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+
+#include "analyze/network_rules.h"
+#include "cli/commands.h"
+#include "net/client.h"
+#include "net/protocol.h"
+#include "net/server.h"
+#include "render/net_probe.h"
+#include "render/report.h"
+
+namespace stallscope {
+namespace {
+
+std::atomic<bool> stop_serving{false};
+
+void StopServing(int) { stop_serving.store(true); }
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
+
+std::string UtcNow() {
+  time_t now = time(nullptr);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  char text[32];
+  strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+int Serve(const net::ServeOptions& options) {
+  Result<net::NetServer> server = net::NetServer::Listen(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "stallscope net serve: %s\n", server.status().message().c_str());
+    return server.status().code() == Status::Code::kInvalidArgument ? kExitUsage : kExitCouldNotRun;
+  }
+  struct sigaction action {};
+  action.sa_handler = StopServing;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  std::printf("net serve: listening on %s port %u (TCP and UDP); Ctrl-C stops\n",
+              server->address().c_str(), server->port());
+  std::fflush(stdout);
+  Status served = server->Serve(stop_serving);
+  if (!served.ok()) {
+    std::fprintf(stderr, "stallscope net serve: %s\n", served.message().c_str());
+    return kExitCouldNotRun;
+  }
+  return kExitOk;
+}
+
+int Probe(const net::ProbeOptions& options, bool json) {
+  const bool tty = isatty(STDERR_FILENO);
+  Result<net::ProbeResult> result = net::RunProbe(options, [&](const std::string& what) {
+    if (tty) std::fprintf(stderr, "\r\033[Knet probe: %s...", what.c_str());
+  });
+  if (tty) std::fputs("\r\033[K", stderr);
+  if (!result.ok()) {
+    std::fprintf(stderr, "stallscope net probe: %s\n", result.status().message().c_str());
+    return result.status().code() == Status::Code::kInvalidArgument ? kExitUsage : kExitCouldNotRun;
+  }
+  std::vector<Finding> findings;
+  if (std::optional<Finding> mtu = CheckPathMtu(MtuObservationOf(*result))) {
+    findings.push_back(std::move(*mtu));
+  }
+  std::vector<std::string> notes;
+  if (!result->mtu.measured) notes.push_back("path MTU not measured: " + result->mtu.note);
+  Report report = MakeReport(std::move(findings), {Layer::kNetwork}, notes);
+  double window = result->single ? result->single->seconds : 0;
+  if (result->parallel) window += result->parallel->seconds;
+  ReportHeader header{"net probe", HostName(), UtcNow(), window};
+  std::string out;
+  if (json) {
+    nlohmann::ordered_json j = ReportToJson(header, report);
+    j["probe"] = NetProbeToJson(*result);
+    out = j.dump(2) + "\n";
+  } else {
+    out = RenderNetProbeText(*result) + "\n" + RenderReportText(header, report);
+  }
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandRunner SetupNet(CLI::App& app) {
+  struct Flags {
+    net::ServeOptions serve;
+    net::ProbeOptions probe;
+    bool json = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  flags->serve.port = net::kDefaultPort;
+  flags->serve.log = stderr;
+  flags->probe.port = net::kDefaultPort;
+  app.require_subcommand(1, 1);
+
+  CLI::App* serve = app.add_subcommand("serve", "answer `net probe` from other hosts");
+  serve->add_option("--bind", flags->serve.bind, "address to listen on (IPv4 or IPv6)")
+      ->capture_default_str();
+  serve->add_option("--port", flags->serve.port, "TCP and UDP port")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+
+  CLI::App* probe = app.add_subcommand(
+      "probe", "TCP throughput, latency and path MTU towards a host running `net serve`");
+  probe->add_option("HOST", flags->probe.host, "the host running `stallscope net serve`")
+      ->required();
+  probe->add_option("--port", flags->probe.port, "its port")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  probe->add_flag("--json", flags->json, "machine output (schema stallscope.report/1 + probe)");
+  probe
+      ->add_option("--duration", flags->probe.duration_seconds,
+                   "seconds per throughput test (single stream, then parallel)")
+      ->capture_default_str();
+  probe->add_option("--streams", flags->probe.streams, "parallel TCP streams in the second test")
+      ->capture_default_str();
+  probe->add_option("--pings", flags->probe.pings, "TCP round trips for the latency figures")
+      ->capture_default_str();
+
+  return [flags, serve, probe]() {
+    if (serve->parsed()) return Serve(flags->serve);
+    if (probe->parsed()) return Probe(flags->probe, flags->json);
+    return kExitUsage;
+  };
+}
+
+}  // namespace stallscope

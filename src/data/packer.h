@@ -1,0 +1,87 @@
+// `stallscope pack`: small files of a folder into TFRecord or WebDataset
+// shards with an index each and a manifest (docs/pack-format.md).
+//
+// Pack() takes the census of SRC, orders the samples (byte order of keys, or
+// a seeded shuffle), reads files on `jobs` threads ahead of one writer that
+// lays them into shards in order, so the output is the same for the same
+// input and seed whatever the thread timing. Reading is bounded to a window
+// of bytes ahead of the writer. A shard is complete before it gets its name;
+// on an error every file this run wrote is removed and the error names the
+// file (the source file, or the shard that could not be written). The
+// progress callback runs on the calling thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "data/pack_index.h"
+
+namespace stallscope {
+
+inline constexpr uint64_t kDefaultShardSize = uint64_t{256} << 20;
+
+struct PackProgress {
+  uint64_t samples_done = 0, samples_total = 0;
+  uint64_t bytes_done = 0, bytes_total = 0;
+};
+
+struct PackOptions {
+  std::string src;
+  std::string out;
+  PackFormat format = PackFormat::kTfRecord;
+  uint64_t shard_size = kDefaultShardSize;
+  int jobs = 8;
+  bool shuffle = false;
+  uint64_t seed = 0;
+  bool force = false;            // replace the shards of an earlier pack in OUT
+  bool skip_unreadable = false;  // go on past files that cannot be read, count them
+  bool verify = false;           // re-read every record after packing
+  std::function<void(const PackProgress&)> progress;
+};
+
+struct SkippedFile {
+  std::string path;  // relative to SRC
+  std::string reason;
+};
+
+struct PackSummary {
+  Manifest manifest;
+  uint64_t files = 0;      // packed
+  uint64_t bytes_in = 0;   // of the packed files
+  uint64_t bytes_out = 0;  // of the shards
+  uint64_t hidden_skipped = 0;
+  std::vector<SkippedFile> skipped;  // with --skip-unreadable
+  uint64_t samples_skipped = 0;
+  bool verified = false;
+  double seconds = 0;
+};
+
+Result<PackSummary> Pack(const PackOptions& options);
+
+// One source file read as the packer reads it: refused (naming the file) when
+// it is not a regular file or when its size or mtime differ from the census
+// or change while it is read.
+struct SourceFile;
+struct SampleFile;
+Result<SampleFile> ReadPackSource(const std::string& src, const SourceFile& census);
+
+// What --verify checks of a packed folder, also usable on its own: every
+// shard of the manifest against its index (tfrecord: framing and both CRCs
+// of every record, a well-formed Example; wds: tar headers, checksums, sizes,
+// one key per sample, the end-of-archive blocks), the counts of the manifest,
+// and nothing in a shard outside its index.
+struct VerifiedEntry {
+  std::string name;  // tfrecord: the key feature; wds: the member name
+  uint64_t size = 0;
+  uint32_t crc = 0;  // CRC32C of the bytes
+};
+struct VerifySummary {
+  uint64_t shards = 0, records = 0, samples = 0, bytes = 0;
+  std::vector<VerifiedEntry> entries;  // in shard order, when asked for
+};
+Result<VerifySummary> VerifyPack(const std::string& out, bool keep_entries = false);
+
+}  // namespace stallscope

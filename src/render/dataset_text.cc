@@ -1,0 +1,103 @@
+#include <fmt/format.h>
+
+#include <variant>
+
+#include "core/units.h"
+#include "render/dataset.h"
+
+namespace stallscope {
+namespace {
+
+std::string EvidenceText(const EvidenceValue& value) {
+  struct Visitor {
+    std::string operator()(double v) const { return fmt::format("{:.4g}", v); }
+    std::string operator()(int64_t v) const { return std::to_string(v); }
+    std::string operator()(const std::string& v) const { return v.empty() ? "\"\"" : v; }
+    std::string operator()(bool v) const { return v ? "true" : "false"; }
+  };
+  return std::visit(Visitor{}, value);
+}
+
+std::string Share(uint64_t part, uint64_t whole) {
+  return whole == 0 ? "-" : FormatPercent(static_cast<double>(part) / static_cast<double>(whole));
+}
+
+}  // namespace
+
+std::string RenderDatasetText(const DatasetCensus& c, const Report& report) {
+  std::string out = fmt::format("dataset {}", c.path);
+  if (c.resolved_path != c.path) out += fmt::format(" ({})", c.resolved_path);
+  out += fmt::format("\n  files        {} ({}), {} directories, walked in {:.2f} s by {} threads\n",
+                     c.files, FormatBytes(c.bytes), c.directories, c.walk_seconds, c.threads);
+  if (c.symlinks + c.other_entries + c.empty_files > 0) {
+    out +=
+        fmt::format("               {} symlinks not followed, {} other entries, {} empty files\n",
+                    c.symlinks, c.other_entries, c.empty_files);
+  }
+  out +=
+      fmt::format("  small        {} files under 1 MiB ({} of files, {} of bytes)\n",
+                  c.SmallFiles(), Share(c.SmallFiles(), c.files), Share(c.SmallBytes(), c.bytes));
+  out += "  sizes        bucket        files   share      bytes\n";
+  for (size_t b = 0; b < kSizeBuckets; ++b) {
+    out += fmt::format("               {:<9} {:>9} {:>7} {:>10}\n", SizeBucketLabel(b),
+                       c.histogram[b].files, Share(c.histogram[b].files, c.files),
+                       FormatBytes(c.histogram[b].bytes));
+  }
+  out += fmt::format("  deepest      depth {}: {}\n", c.max_depth,
+                     c.deepest_path.empty() ? "-" : c.deepest_path);
+  std::string where = c.fs_type.empty() ? "unknown" : c.fs_type;
+  if (!c.statfs_name.empty() && c.statfs_name != c.fs_type) {
+    where += fmt::format(" (statfs: {})", c.statfs_name);
+  }
+  out += fmt::format("  file system  {}{} on {}", where, c.remote ? ", remote" : "",
+                     c.source.empty() ? "-" : c.source);
+  if (!c.mount_point.empty()) out += fmt::format(" mounted at {}", c.mount_point);
+  out += "\n";
+  std::string device = c.device.empty() ? "none (no block device)" : c.device;
+  if (!c.disk.empty() && c.disk != c.device) device += fmt::format(" on disk {}", c.disk);
+  if (!c.backing_disks.empty()) {
+    device += " over";
+    for (const std::string& d : c.backing_disks) device += " " + d;
+  }
+  out += fmt::format("  device       {}\n", device);
+  const ResidencyCensus& r = c.residency;
+  if (r.files_checked > 0) {
+    out += fmt::format("  page cache   {} resident ({} of {} in {} files{})\n",
+                       FormatPercent(r.resident_fraction), FormatBytes(r.resident_bytes),
+                       FormatBytes(r.bytes_checked), r.files_checked,
+                       r.sampled ? fmt::format(", a random sample of {}", c.files) : ", all");
+  } else {
+    out += "  page cache   - (no file could be looked at)\n";
+  }
+  if (c.latency && c.latency->files > 0) {
+    out += fmt::format(
+        "  metadata     open p50 {:.1f} us, p99 {:.1f} us; stat p50 {:.1f} us, p99 {:.1f} us "
+        "({} files)\n",
+        c.latency->open_p50_us, c.latency->open_p99_us, c.latency->stat_p50_us,
+        c.latency->stat_p99_us, c.latency->files);
+  }
+  if (c.unreadable > 0) {
+    out += fmt::format("  unreadable   {}\n", c.unreadable);
+    for (const std::string& e : c.unreadable_examples) out += fmt::format("               {}\n", e);
+  }
+  out += "\n";
+  if (report.findings.empty()) {
+    out += "io           ok: no small-files, remote or cold-cache problem\n";
+  } else {
+    out += "io\n";
+  }
+  for (const Finding& f : report.findings) {
+    out += fmt::format("  [{}] {}: {}\n", SeverityName(f.severity), f.id, f.summary);
+    std::string evidence;
+    for (const Evidence& e : f.evidence) {
+      evidence +=
+          fmt::format("{}{}={}", evidence.empty() ? "" : ", ", e.name, EvidenceText(e.value));
+    }
+    if (!evidence.empty()) out += fmt::format("      evidence: {}\n", evidence);
+    out += fmt::format("      next:     {}\n", f.next);
+  }
+  for (const std::string& note : report.notes) out += fmt::format("note: {}\n", note);
+  return out;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,222 @@
+#include "render/nccl_log.h"
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+
+namespace stallscope {
+namespace {
+
+std::string Interfaces(const std::vector<NcclInterface>& list) {
+  if (list.empty()) return "-";
+  std::string out;
+  for (const NcclInterface& i : list) {
+    if (!out.empty()) out += " ";
+    out += i.address.empty() ? i.name : i.name + ":" + i.address;
+  }
+  return out;
+}
+
+// The interfaces the process's traffic between hosts goes over.
+std::string NetInterfaces(const NcclProcess& p) {
+  if (!p.ib_devices.empty()) return Interfaces(p.ib_devices);
+  if (!p.net_socket.empty()) return Interfaces(p.net_socket);
+  return "-";
+}
+
+std::string InitText(const NcclRank& r) {
+  std::string state = r.init_started > r.init_completed ? "STARTED, not done"
+                      : r.init_completed > 0            ? "done"
+                                                        : "no COMPLETE";
+  if (r.init_seconds) state += fmt::format(" {:.2f} s", *r.init_seconds);
+  return state;
+}
+
+nlohmann::ordered_json InterfacesJson(const std::vector<NcclInterface>& list) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const NcclInterface& i : list) out.push_back({{"name", i.name}, {"address", i.address}});
+  return out;
+}
+
+nlohmann::ordered_json TransportsJson(const NcclTransportCounts& t) {
+  return {{"p2p", t.p2p},
+          {"shm", t.shm},
+          {"net_socket", t.net_socket},
+          {"net_ib", t.net_ib},
+          {"net_other", t.net_other},
+          {"gdrdma", t.gdrdma},
+          {"collnet", t.collnet},
+          {"nvls_channels", t.nvls_channels}};
+}
+
+}  // namespace
+
+std::string NcclTransportMix(const NcclTransportCounts& t) {
+  std::string out;
+  auto add = [&](uint64_t n, std::string_view name) {
+    if (n == 0) return;
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, n);
+  };
+  add(t.p2p, "P2P");
+  add(t.shm, "SHM");
+  add(t.net_ib, "NET/IB");
+  add(t.net_socket, "NET/Socket");
+  add(t.net_other, "NET/plugin");
+  add(t.collnet, "CollNet");
+  if (t.gdrdma) out += fmt::format(" (GDR {})", t.gdrdma);
+  if (t.nvls_channels) out += fmt::format("{}NVLS {} ch", out.empty() ? "" : ", ", t.nvls_channels);
+  return out.empty() ? "-" : out;
+}
+
+std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log,
+                              const ReportHeader& header, const Report& report) {
+  std::string out = fmt::format(
+      "stallscope nccl-log {}: {} read, {} NCCL lines ({} INFO, {} WARN, {} TRACE), {} rank(s) "
+      "in {} process(es) on {} host(s)\n\n",
+      source, FormatBytes(log.bytes), log.nccl_lines, log.info_lines, log.warn_lines,
+      log.trace_lines, log.ranks.size(), log.processes.size(), NcclJobNodes(log));
+  if (log.ranks.empty()) {
+    out += "no NCCL lines with a host:pid:tid prefix: was the job run with NCCL_DEBUG=INFO?\n\n";
+  } else {
+    out += fmt::format("{:<24} {:>3} {:>9} {:<17} {:<7} {:<22} {:<22} {:<30} {}\n", "host:pid",
+                       "dev", "rank", "version", "network", "bootstrap", "net interfaces",
+                       "transports", "init");
+    size_t rows = 0;
+    for (const NcclRank& r : log.ranks) {
+      if (rows++ == kNcclTextMaxRows) {
+        out += fmt::format("... {} more rank(s): --json lists them all\n",
+                           log.ranks.size() - kNcclTextMaxRows);
+        break;
+      }
+      const NcclProcess& p = log.processes[r.process];
+      std::string version = p.version.empty() ? "-" : p.version;
+      out += fmt::format("{:<24} {:>3} {:>9} {:<17} {:<7} {:<22} {:<22} {:<30} {}\n", p.Name(),
+                         r.cuda_dev >= 0 ? std::to_string(r.cuda_dev) : "-",
+                         r.rank >= 0 ? fmt::format("{}/{}", r.rank, r.nranks) : "-", version,
+                         p.network.empty() ? "-" : p.network, Interfaces(p.bootstrap),
+                         NetInterfaces(p), NcclTransportMix(r.transports), InitText(r));
+    }
+    out += "\n";
+  }
+  if (!log.unattributed_versions.empty()) {
+    out += fmt::format("NCCL versions printed without a prefix: {}\n",
+                       fmt::join(log.unattributed_versions, ", "));
+  }
+  if (!log.rings.empty()) {
+    out += fmt::format("rings (as rank 0 printed them): {}\n", fmt::join(log.rings, " | "));
+  }
+  for (const NcclRank& r : log.ranks) {
+    if (r.trees.empty()) continue;
+    out +=
+        fmt::format("trees of {} [{}]: {}\n", log.processes[r.process].Name(), r.cuda_dev, r.trees);
+    break;
+  }
+  if (!log.algorithms.empty()) {
+    std::vector<std::string> algos;
+    for (const NcclAlgorithmChoice& a : log.algorithms) {
+      algos.push_back(fmt::format("{} x{}", a.text, a.count));
+    }
+    out += fmt::format("algorithm/protocol: {}\n", fmt::join(algos, ", "));
+  }
+  if (!log.warnings.empty()) {
+    out += fmt::format("warnings ({} distinct):\n", log.warnings.size());
+    for (const NcclWarning& w : log.warnings) {
+      out += fmt::format("  {:>5}x  {}  {}\n", w.count, w.first_seen_by, w.text);
+    }
+  }
+  if (log.system_errors + log.remote_errors + log.timeouts > 0) {
+    out += fmt::format(
+        "errors: {} 'unhandled system error', {} 'remote process exited or network error', {} "
+        "timeouts\n",
+        log.system_errors, log.remote_errors, log.timeouts);
+  }
+  if (log.dropped) {
+    out += fmt::format("note: {} item(s) past the parser's caps were counted, not kept\n",
+                       log.dropped);
+  }
+  out += "\n";
+  // The shared report text opens with a line about sampling, which an NCCL
+  // log has none of: a heading of our own replaces it.
+  std::string findings = RenderReportText(header, report);
+  size_t first_line = findings.find('\n');
+  out += "findings:\n";
+  out += first_line == std::string::npos ? findings : findings.substr(first_line + 1);
+  return out;
+}
+
+nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSummary& log,
+                                     const ReportHeader& header, const Report& report) {
+  nlohmann::ordered_json out = ReportToJson(header, report);
+  nlohmann::ordered_json n;
+  n["source"] = source;
+  n["bytes"] = log.bytes;
+  n["nccl_lines"] = log.nccl_lines;
+  n["info_lines"] = log.info_lines;
+  n["warn_lines"] = log.warn_lines;
+  n["trace_lines"] = log.trace_lines;
+  n["hosts"] = NcclJobNodes(log);
+  nlohmann::ordered_json processes = nlohmann::ordered_json::array();
+  for (const NcclProcess& p : log.processes) {
+    processes.push_back({{"host", p.host},
+                         {"pid", p.pid},
+                         {"version", p.version},
+                         {"cuda_driver", p.cuda_driver},
+                         {"network", p.network},
+                         {"bootstrap", InterfacesJson(p.bootstrap)},
+                         {"net_socket", InterfacesJson(p.net_socket)},
+                         {"ib_devices", InterfacesJson(p.ib_devices)},
+                         {"ib_oob", InterfacesJson(p.ib_oob)},
+                         {"ib_no_device", p.ib_no_device},
+                         {"ib_disabled", p.ib_disabled},
+                         {"socket_ifname", p.socket_ifname},
+                         {"nnodes", p.nnodes}});
+  }
+  n["processes"] = processes;
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (const NcclRank& r : log.ranks) {
+    nlohmann::ordered_json j = {{"host", log.processes[r.process].host},
+                                {"pid", log.processes[r.process].pid},
+                                {"cuda_dev", r.cuda_dev},
+                                {"rank", r.rank},
+                                {"nranks", r.nranks},
+                                {"init_started", r.init_started},
+                                {"init_completed", r.init_completed}};
+    j["init_seconds"] = r.init_seconds ? nlohmann::ordered_json(*r.init_seconds) : nullptr;
+    j["transports"] = TransportsJson(r.transports);
+    j["trees"] = r.trees;
+    j["lines"] = r.lines;
+    j["warnings"] = r.warnings;
+    ranks.push_back(j);
+  }
+  n["ranks"] = ranks;
+  n["unattributed_versions"] = log.unattributed_versions;
+  n["rings"] = log.rings;
+  nlohmann::ordered_json algos = nlohmann::ordered_json::array();
+  for (const NcclAlgorithmChoice& a : log.algorithms) {
+    algos.push_back({{"choice", a.text}, {"count", a.count}});
+  }
+  n["algorithms"] = algos;
+  nlohmann::ordered_json warnings = nlohmann::ordered_json::array();
+  for (const NcclWarning& w : log.warnings) {
+    warnings.push_back({{"text", w.text}, {"first_seen_by", w.first_seen_by}, {"count", w.count}});
+  }
+  n["warnings"] = warnings;
+  nlohmann::ordered_json peers = nlohmann::ordered_json::array();
+  for (const NcclPeerFailure& p : log.peer_failures) {
+    peers.push_back({{"peer", p.peer},
+                     {"reason", p.reason},
+                     {"first_seen_by", p.first_seen_by},
+                     {"count", p.count}});
+  }
+  n["peer_failures"] = peers;
+  n["connect_retries"] = log.connect_retries;
+  n["errors"] = {{"unhandled_system_error", log.system_errors},
+                 {"remote_error", log.remote_errors},
+                 {"timeout", log.timeouts},
+                 {"version_mismatch_warning", log.version_mismatch_warnings}};
+  n["dropped"] = log.dropped;
+  out["nccl"] = n;
+  return out;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""End-to-end: `stallscope nccl-log` on the fixture logs, from a file and from
+stdin, its JSON contract, its text table, the host RDMA ports under --root,
+and its errors (missing file, a directory, no FILE).
+
+usage: nccl_log_cli.py PATH_TO_STALLSCOPE
+"""
+
+import json
+import os
+import random
+import subprocess
+import tempfile
+import unittest
+
+import e2e_common as e2e
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                        "nccl_logs")
+
+
+def fixture(name):
+    return os.path.join(FIXTURES, name)
+
+
+def ids(report):
+    return [f["id"] for f in report["findings"]]
+
+
+class NcclLogCli(unittest.TestCase):
+    def check_contract(self, report):
+        self.assertEqual(report["schema"], "stallscope.report/1")
+        self.assertEqual(report["command"], "nccl-log")
+        statuses = {l["layer"]: l["status"] for l in report["layers"]}
+        self.assertEqual([l["layer"] for l in report["layers"]], e2e.LAYERS)
+        self.assertEqual(statuses["memory"], "not_checked")
+        self.assertEqual(statuses["io"], "not_checked")
+        for f in report["findings"]:
+            for key in ("id", "layer", "severity", "summary", "evidence", "next"):
+                self.assertIn(key, f)
+            self.assertTrue(f["evidence"], f["id"])
+            self.assertTrue(f["id"].startswith(f["layer"] + "."), f["id"])
+            self.assertIn(f["layer"], ("network", "distributed"))
+        order = [e2e.LAYERS.index(f["layer"]) for f in report["findings"]]
+        self.assertEqual(order, sorted(order))
+        critical = [f for f in report["findings"] if f["severity"] == "critical"]
+        if critical:
+            self.assertEqual(report["verdict"]["finding"], critical[0]["id"])
+        else:
+            self.assertEqual(report["verdict"]["layer"], "none")
+        self.assertIn("nccl", report)
+
+    def test_file_json(self):
+        report = e2e.run_json(self, ["nccl-log", fixture("v2_14_multinode_docker_bridge.log"),
+                                     "--json"])
+        self.check_contract(report)
+        self.assertEqual(report["verdict"]["layer"], "network")
+        found = ids(report)
+        for expected in ("network.wrong_interface", "network.connect_failed",
+                         "distributed.init_incomplete"):
+            self.assertIn(expected, found)
+        connect = e2e.finding(report, "network.connect_failed")
+        self.assertIn("172.17.0.2<41527> (Connection timed out, 2x)", connect["evidence"]["peers"])
+        nccl = report["nccl"]
+        self.assertEqual(nccl["hosts"], 2)
+        self.assertEqual(len(nccl["ranks"]), 4)
+        self.assertEqual(nccl["warn_lines"], 4)
+        self.assertEqual(nccl["errors"]["unhandled_system_error"], 1)
+        by_pid = {p["pid"]: p for p in nccl["processes"]}
+        self.assertEqual(by_pid[61]["version"], "2.14.3+cuda11.7")
+        self.assertEqual(by_pid[58]["bootstrap"], [{"name": "eth0", "address": "172.17.0.3"}])
+
+    def test_stdin_equals_file(self):
+        path = fixture("v2_21_version_mismatch_init_hang.log")
+        from_file = e2e.run_json(self, ["nccl-log", path, "--json"])
+        with open(path, "rb") as f:
+            rc, out, err, _ = e2e.run(["nccl-log", "-", "--json"], input_bytes=f.read())
+        self.assertEqual(rc, 0, err)
+        from_stdin = json.loads(out)
+        self.check_contract(from_stdin)
+        self.assertEqual(from_stdin["nccl"]["source"], "stdin")
+        self.assertEqual(ids(from_stdin), ids(from_file))
+        self.assertEqual(from_stdin["nccl"]["ranks"], from_file["nccl"]["ranks"])
+        self.assertIn("distributed.nccl_version_mismatch", ids(from_stdin))
+
+    def test_text_table_healthy_ib(self):
+        rc, out, err, _ = e2e.run(["nccl-log", fixture("v2_18_multinode_ib_healthy.log")])
+        self.assertEqual(rc, 0, err)
+        header = [l for l in out.splitlines() if l.startswith("host:pid")]
+        self.assertEqual(len(header), 1, out)
+        row = [l for l in out.splitlines() if l.startswith("gpu-a:4101 ")]
+        self.assertEqual(len(row), 1, out)
+        for text in ("2.18.3+cuda12.2", "0/4", "IB", "P2P 2, NET/IB 2 (GDR 2)", "done",
+                     "ens1f0np0:192.168.50.11", "mlx5_0:1/IB"):
+            self.assertIn(text, row[0])
+        self.assertIn("rings (as rank 0 printed them): 00/02: 0 1 2 3", out)
+        self.assertIn("verdict: none", out)
+
+    def test_host_rdma_ports_under_root(self):
+        log = fixture("v2_18_socket_while_ib_found.log")
+        report = e2e.run_json(self, ["nccl-log", log, "--json", "--root",
+                                     fixture("ib_node_gpu_a")])
+        rdma = e2e.finding(report, "network.rdma_unused")
+        self.assertIsNotNone(rdma, report["findings"])
+        self.assertEqual(rdma["severity"], "warning")
+        self.assertEqual(rdma["evidence"]["host_active_ports"],
+                         "mlx5_0:1 InfiniBand 200 Gb/sec (4X HDR)")  # mlx5_1 is DOWN
+        self.assertEqual(report["host"], "gpu-a")
+        # A host that is not in the log: its ports are not compared, a note says so.
+        other = e2e.run_json(self, ["nccl-log", fixture("v2_10_single_node_healthy.log"),
+                                    "--json", "--root", fixture("ib_node_gpu_a")])
+        self.assertEqual(other["findings"], [])
+        self.assertTrue(any("not in the log" in n for n in other["notes"]), other["notes"])
+
+    def test_generated_log_through_stdin(self):
+        # 64 ranks on 8 hosts, 30 communicators, non-NCCL lines between.
+        rng = random.Random(7)
+        lines = []
+        for comm in range(30):
+            for h in range(8):
+                for d in range(8):
+                    p = "node%d:%d:%d [%d] NCCL INFO " % (h, 100 + h * 8 + d, 900 + comm, d)
+                    rank = h * 8 + d
+                    lines.append(p + "Channel 00/0 : %d[%d] -> %d[%d] [send] via NET/IB/0/GDRDMA"
+                                 % (rank, d, (rank + 8) % 64, d))
+                    lines.append(p + "comm 0x%x rank %d nranks 64 cudaDev %d busId 1000 - Init "
+                                 "COMPLETE" % (comm, rank, d))
+                    lines.append("step %d loss %.3f" % (comm, rng.random()))
+        rng.shuffle(lines)
+        data = ("\n".join(lines) + "\n").encode()
+        rc, out, err, seconds = e2e.run(["nccl-log", "-", "--json"], input_bytes=data)
+        self.assertEqual(rc, 0, err)
+        nccl = json.loads(out)["nccl"]
+        self.assertEqual(len(nccl["ranks"]), 64)
+        self.assertEqual(nccl["hosts"], 8)
+        self.assertTrue(all(r["init_completed"] == 30 for r in nccl["ranks"]))
+        self.assertTrue(all(r["transports"]["net_ib"] == 30 for r in nccl["ranks"]))
+        self.assertEqual(nccl["nccl_lines"], 64 * 30 * 2)
+        self.assertEqual(nccl["bytes"], len(data))
+
+    def test_missing_file_names_it(self):
+        missing = os.path.join(tempfile.gettempdir(), "no-such-nccl-%d.log" % os.getpid())
+        rc, out, err, _ = e2e.run(["nccl-log", missing])
+        self.assertEqual(rc, 1)
+        self.assertEqual(out, "")
+        self.assertIn(missing, err)
+        self.assertIn("No such file or directory", err)
+
+    def test_directory_is_an_error(self):
+        rc, out, err, _ = e2e.run(["nccl-log", FIXTURES, "--json"])
+        self.assertEqual(rc, 1)
+        self.assertEqual(out, "")
+        self.assertIn(FIXTURES, err)
+        self.assertIn("Is a directory", err)
+
+    def test_no_file_is_usage_error(self):
+        rc, out, err, _ = e2e.run(["nccl-log"])
+        self.assertEqual(rc, 2)
+        self.assertIn("FILE", err)
+
+
+if __name__ == "__main__":
+    e2e.main()
