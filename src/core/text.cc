@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,18 @@ std::string Root::Path(std::string_view absolute) const {
   if (absolute.empty() || absolute.front() != '/') out += '/';
   out += absolute;
   return out;
+}
+
+Result<OpenedFile> OpenForReading(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(path, errno);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::FromErrno(path, err);
+  }
+  return OpenedFile{fd, static_cast<uint64_t>(st.st_size)};
 }
 
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {

@@ -35,6 +35,14 @@ class Root {
 // until EOF). Larger files are an error rather than a silent truncation.
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes = 8 << 20);
 
+// Opens a regular file read-only (O_CLOEXEC) and gives its descriptor and
+// size; errors name the path. The caller owns the descriptor.
+struct OpenedFile {
+  int fd = -1;
+  uint64_t size = 0;
+};
+Result<OpenedFile> OpenForReading(const std::string& path);
+
 // First line of a small sysfs attribute, trailing whitespace removed.
 Result<std::string> ReadAttribute(const std::string& path);
 // Same, parsed as an unsigned integer; nullopt when missing or not a number.

@@ -159,15 +159,9 @@ Result<TarRun> ParseTarMembers(std::string_view buf, uint64_t base, std::string_
 }
 
 Result<TarFile> TarFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(path, errno);
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return Status::FromErrno(path, err);
-  }
-  return TarFile(fd, path, static_cast<uint64_t>(st.st_size));
+  Result<OpenedFile> file = OpenForReading(path);
+  if (!file.ok()) return file.status();
+  return TarFile(file->fd, path, file->size);
 }
 
 TarFile::TarFile(TarFile&& other) noexcept

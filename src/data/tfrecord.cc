@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "core/text.h"
 #include "data/crc32c.h"
 
 namespace stallscope {
@@ -76,15 +77,9 @@ Result<TfRecordView> ParseTfRecord(std::string_view buf, std::string_view source
 }
 
 Result<TfRecordFile> TfRecordFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(path, errno);
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return Status::FromErrno(path, err);
-  }
-  return TfRecordFile(fd, path, static_cast<uint64_t>(st.st_size));
+  Result<OpenedFile> file = OpenForReading(path);
+  if (!file.ok()) return file.status();
+  return TfRecordFile(file->fd, path, file->size);
 }
 
 TfRecordFile::TfRecordFile(TfRecordFile&& other) noexcept

@@ -4,19 +4,10 @@
 
 #include "core/units.h"
 #include "render/dataset.h"
+#include "render/report.h"
 
 namespace stallscope {
 namespace {
-
-std::string EvidenceText(const EvidenceValue& value) {
-  struct Visitor {
-    std::string operator()(double v) const { return fmt::format("{:.4g}", v); }
-    std::string operator()(int64_t v) const { return std::to_string(v); }
-    std::string operator()(const std::string& v) const { return v.empty() ? "\"\"" : v; }
-    std::string operator()(bool v) const { return v ? "true" : "false"; }
-  };
-  return std::visit(Visitor{}, value);
-}
 
 std::string Share(uint64_t part, uint64_t whole) {
   return whole == 0 ? "-" : FormatPercent(static_cast<double>(part) / static_cast<double>(whole));

@@ -18,6 +18,8 @@ struct ReportHeader {
 };
 
 std::string RenderReportText(const ReportHeader& header, const Report& report);
+// One evidence value as the text report prints it (numbers to 4 significant digits).
+std::string EvidenceText(const EvidenceValue& value);
 nlohmann::ordered_json ReportToJson(const ReportHeader& header, const Report& report);
 
 }  // namespace stallscope

@@ -5,7 +5,6 @@
 #include "render/report.h"
 
 namespace stallscope {
-namespace {
 
 std::string EvidenceText(const EvidenceValue& value) {
   struct Visitor {
@@ -16,6 +15,8 @@ std::string EvidenceText(const EvidenceValue& value) {
   };
   return std::visit(Visitor{}, value);
 }
+
+namespace {
 
 std::string LayerStatusText(const LayerStatus& l) {
   if (!l.checked) return "not checked yet";
