@@ -4,7 +4,7 @@ JOBS ?= 2
 BUILD ?= build
 CMAKE_FLAGS ?= -DSTALLSCOPE_WERROR=ON
 
-.PHONY: doctor test deps build unit e2e asan fuzz bench format clean
+.PHONY: doctor test deps build unit e2e san-build asan fuzz bench format clean
 
 doctor: build
 	./$(BUILD)/stallscope doctor
@@ -23,25 +23,27 @@ build: deps
 	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
-asan: deps
+# Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and the
+# fuzzers, from one clang build (build-san): its library objects carry both the
+# sanitizers and libFuzzer's coverage, so the library is compiled once for both.
+SAN_BUILD ?= build-san
+san-build: deps
+	@[ -f $(SAN_BUILD)/build.ninja ] || CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD) -G Ninja \
+	  -DSTALLSCOPE_SANITIZE=ON -DSTALLSCOPE_FUZZ=ON -DSTALLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+
+asan: san-build
 	@echo "== unit tests under ASan+UBSan =="
-	@[ -f build-asan/build.ninja ] || cmake -S . -B build-asan -G Ninja $(CMAKE_FLAGS) \
-	  -DSTALLSCOPE_SANITIZE=ON -DSTALLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
-	cmake --build build-asan -j $(JOBS) --target stallscope_tests stallscope
 	# hwloc's plugins (hwloc_pci via libpciaccess) leak a few KiB when they are
 	# unloaded, and LeakSanitizer cannot name frames of an unloaded module:
 	# without them our own hwloc calls are still checked.
-	cd build-asan && HWLOC_PLUGINS_PATH=/nonexistent ctest --output-on-failure -j $(JOBS) -L unit
+	cd $(SAN_BUILD) && HWLOC_PLUGINS_PATH=/nonexistent ctest --output-on-failure -j $(JOBS) -L unit
 
-# Every parser's libFuzzer target, a short run each (FUZZ_SECONDS).
-FUZZ_SECONDS ?= 10
-fuzz: deps
+# Every parser's libFuzzer target, a short run each (FUZZ_SECONDS), JOBS at once.
+FUZZ_SECONDS ?= 5
+fuzz: san-build
 	@echo "== fuzzers, $(FUZZ_SECONDS) s each =="
-	@[ -f build-fuzz/build.ninja ] || CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja \
-	  -DSTALLSCOPE_FUZZ=ON -DSTALLSCOPE_TESTS=OFF -DSTALLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
-	cmake --build build-fuzz -j $(JOBS)
-	scripts/run-fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+	scripts/run-fuzzers.sh $(SAN_BUILD) $(FUZZ_SECONDS) $(JOBS)
 
 bench: build
 	bench/sample_cost.sh ./$(BUILD)
@@ -50,4 +52,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build $(SAN_BUILD) build-asan build-fuzz

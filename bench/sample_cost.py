@@ -37,29 +37,55 @@ def cpu_of(commands):
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def run_both(root, pids, samples, interval):
+    """(stallscope CPU s, pidstat+iostat CPU s) for `samples` samples each."""
+    ours = cpu_of([[SAMPLER, str(root.pid), str(samples), str(interval)]])
+    # pidstat and iostat take integer intervals; the first report is the
+    # since-boot one, so samples + 1 reports give samples intervals.
+    theirs = cpu_of([
+        ["pidstat", "-rud", "-p", ",".join(map(str, pids)), str(int(interval)), str(samples)],
+        ["iostat", "-x", str(int(interval)), str(samples + 1)],
+    ])
+    return ours, theirs
+
+
 def main():
-    sampler, samples, interval = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    global SAMPLER
+    SAMPLER, samples, interval = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     for tool in ("pidstat", "iostat"):
         if not shutil.which(tool):
             raise SystemExit(f"{tool} not found: apt-get install sysstat")
+    if samples < 4:
+        raise SystemExit("SAMPLES must be at least 4 (the per-sample cost is the "
+                         "difference between a SAMPLES run and a SAMPLES/4 run)")
+    short = max(1, samples // 4)
     root, pids = spawn_tree(64)
     try:
-        ours = cpu_of([[sampler, str(root.pid), str(samples), str(interval)]])
-        # pidstat and iostat take integer intervals; the first report is the
-        # since-boot one, so samples + 1 reports give samples intervals.
-        theirs = cpu_of([
-            ["pidstat", "-rud", "-p", ",".join(map(str, pids)), str(int(interval)),
-             str(samples)],
-            ["iostat", "-x", str(int(interval)), str(samples + 1)],
-        ])
+        ours, theirs = run_both(root, pids, samples, interval)
+        ours_short, theirs_short = run_both(root, pids, short, interval)
     finally:
         os.killpg(root.pid, 15)
         root.wait()
     print(f"samples: {samples} at {interval:g} s, tree of {len(pids)} processes")
-    print(f"stallscope sampler     : {ours * 1e3:8.1f} ms CPU, {ours / samples * 1e3:7.3f} ms/sample")
-    print(f"pidstat -rud + iostat -x: {theirs * 1e3:8.1f} ms CPU, {theirs / samples * 1e3:7.3f} ms/sample")
-    print(f"ratio (pidstat+iostat / stallscope): {theirs / ours:.1f}x")
+    print("whole processes (start-up and the first, full sample included):")
+    print(f"  stallscope sampler      : {ours * 1e3:8.1f} ms CPU, {ours / samples * 1e3:7.3f} ms/sample")
+    print(f"  pidstat -rud + iostat -x: {theirs * 1e3:8.1f} ms CPU, {theirs / samples * 1e3:7.3f} ms/sample")
+    print(f"  ratio (pidstat+iostat / stallscope): {theirs / ours:.1f}x")
+    # The cost of one more sample: the long run less the short one, per extra
+    # sample, on both sides, so neither side's start-up counts.
+    extra = samples - short
+    ours_each = (ours - ours_short) / extra
+    theirs_each = (theirs - theirs_short) / extra
+    print(f"each further sample ({samples}-sample run less a {short}-sample run, over {extra}):")
+    print(f"  stallscope sampler      : {ours_each * 1e3:7.3f} ms/sample")
+    print(f"  pidstat -rud + iostat -x: {theirs_each * 1e3:7.3f} ms/sample")
+    if ours_each > 0:
+        print(f"  ratio (pidstat+iostat / stallscope): {theirs_each / ours_each:.1f}x")
+    else:
+        print("  ratio: not measurable (the clock ticks are coarser than the difference)")
 
+
+SAMPLER = None
 
 if __name__ == "__main__":
     main()

@@ -14,6 +14,14 @@ and decoded per sample. --mode picks what the run suffers from:
     PYTHONPATH=python /usr/bin/python3 examples/train_cpu.py --mode input-bound
     stallscope run -- /usr/bin/python3 examples/train_cpu.py --mode leak
 
+--ddp trains with DistributedDataParallel (gloo backend, a DistributedSampler)
+under the variables torchrun sets (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
+MASTER_PORT); --slow-rank R --slow-ms M makes rank R sleep M ms per step
+before its backward pass, a straggler on purpose:
+
+    stallscope run --procs 2 -- /usr/bin/python3 examples/train_cpu.py --ddp \
+        --slow-rank 1 --slow-ms 200
+
 It reports through stallscope.loader()/stallscope.epoch() when the hook can be
 imported and runs without it otherwise.
 """
@@ -34,6 +42,7 @@ except ImportError:                      # standalone: no hook
     class stallscope:                    # noqa: N801 - stands in for the module
         loader = staticmethod(lambda x: x)
         epoch = staticmethod(lambda n: None)
+        ddp = staticmethod(lambda m: m)
 
 SIDE = 32
 CLASSES = 10
@@ -143,6 +152,12 @@ def main():
                    help="cap; default: the whole dataset, or 20 steps when input-bound")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--workers", type=int, help="DataLoader workers (default 2, 0 when input-bound)")
+    p.add_argument("--ddp", action="store_true",
+                   help="DistributedDataParallel over gloo; ranks from RANK/WORLD_SIZE/MASTER_*")
+    p.add_argument("--slow-rank", type=int, default=-1, metavar="R",
+                   help="with --ddp: this rank sleeps --slow-ms per step before backward")
+    p.add_argument("--slow-ms", type=float, default=0.0, metavar="M")
     args = p.parse_args()
     slow = args.mode == "input-bound"
     epochs = args.epochs or (2 if slow else 6)
@@ -158,21 +173,36 @@ def main():
     if len(dataset) == 0:
         sys.exit(f"{args.data}: no class_*/*.ppm files")
 
-    workers = 0 if slow else 2
+    rank = 0
+    if args.ddp:
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+        from torch.utils.data.distributed import DistributedSampler
+        dist.init_process_group("gloo")  # env:// : RANK, WORLD_SIZE, MASTER_ADDR/PORT
+        rank = dist.get_rank()
+    workers = args.workers if args.workers is not None else (0 if slow else 2)
+    sampler = DistributedSampler(dataset, shuffle=True, seed=0) if args.ddp else None
     data = DataLoader(dataset, batch_size=args.batch_size,
-                      shuffle=True, num_workers=workers, pin_memory=False,
-                      persistent_workers=workers > 0)
+                      shuffle=sampler is None, sampler=sampler, num_workers=workers,
+                      pin_memory=False, persistent_workers=workers > 0)
     model = Net()
+    if args.ddp:
+        model = stallscope.ddp(DistributedDataParallel(model))
+    straggle_s = args.slow_ms / 1000.0 if args.ddp and rank == args.slow_rank else 0.0
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
 
     steps, start = 0, time.monotonic()
     for epoch in range(epochs):
         stallscope.epoch(epoch)
+        if sampler is not None:
+            sampler.set_epoch(epoch)
         n, seen, correct, t0 = 0, 0, 0, time.monotonic()
         for x, y in stallscope.loader(data):
             logits, act = model(x)
             loss = loss_fn(logits, y)
+            if straggle_s:
+                time.sleep(straggle_s)   # a slower device, as the other ranks see it
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -185,11 +215,14 @@ def main():
                 break
         steps += n
         dt = time.monotonic() - t0
-        print(f"epoch {epoch}: {n} steps in {dt:.1f} s ({n / dt:.1f} steps/s), "
+        print(f"{'rank %d ' % rank if args.ddp else ''}epoch {epoch}: {n} steps in {dt:.1f} s ({n / dt:.1f} steps/s), "
               f"loss {loss.item():.3f}, accuracy {correct / max(seen, 1):.2f}, "
               f"rss {rss_mib():.0f} MiB", flush=True)
     total = time.monotonic() - start
     print(f"mode {args.mode}: {steps} steps in {total:.1f} s, {steps / total:.1f} steps/s")
+    if args.ddp:
+        dist.barrier()                   # every rank done before the group goes
+        dist.destroy_process_group()
     return 0
 
 

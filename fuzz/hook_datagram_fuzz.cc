@@ -14,5 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const stallscope::StepEvent& e : events.steps) {
     if (e.wait_seconds < 0 || e.step_seconds < 0) std::abort();
   }
+  for (const stallscope::StepSync& e : events.syncs) {
+    if (e.sync_seconds < 0 || e.cpu_seconds < 0) std::abort();
+  }
   return 0;
 }

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Runs every fuzz_* binary in BUILD_DIR for SECONDS each, seeded from the
-# fixture trees; a crash fails the run and leaves the input under fuzz-corpus/.
+# Runs every fuzz_* binary in BUILD_DIR for SECONDS each, JOBS at a time,
+# seeded from the fixture trees; a crash fails the run and leaves the input
+# under fuzz-corpus/.
 set -euo pipefail
 build=${1:?build dir}
 seconds=${2:-10}
+jobs=${3:-1}
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$root/fuzz-corpus"
-failed=0
-for bin in "$build"/fuzz_*; do
+# One fuzzer: seeds its corpus, runs, prints one line; fails on a crash.
+fuzz_one() {
+  local bin=$1 name corpus s f
   name=$(basename "$bin")
   corpus="$root/fuzz-corpus/$name"
   mkdir -p "$corpus"
@@ -25,6 +28,10 @@ for bin in "$build"/fuzz_*; do
     fuzz_net_protocol) seeds=(net_message) ;;
     fuzz_tfrecord) seeds=('*.tfrecord') ;; fuzz_pack_index) seeds=('*.idx' manifest.json '*.tar') ;;
     fuzz_byte_size) seeds=(byte_size) ;;
+    fuzz_plan_h2d_text) seeds=(param_count has_memory pci_bus_id) ;;
+    fuzz_baseline) seeds=('baseline-*.json') ;;
+    fuzz_node_summary) seeds=('node-*.summary') ;;
+    fuzz_http_request) seeds=('*.http' hook_datagram) ;;
     *) seeds=() ;;
   esac
   for s in "${seeds[@]}"; do
@@ -32,14 +39,28 @@ for bin in "$build"/fuzz_*; do
       cp "$f" "$corpus/seed-$(printf '%s' "$f" | md5sum | cut -c1-12)"
     done < <(find "$root/tests/fixtures" -type f -name "$s" -size -64k)
   done
-  printf '%-20s ' "$name"
   if "$bin" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$corpus/crash-" \
        "$corpus" >"$corpus.log" 2>&1; then
-    grep -E '^stat::number_of_executed_units' "$corpus.log" | awk '{print "ok, " $2 " runs"}'
+    printf '%-20s %s\n' "$name" \
+      "$(grep -E '^stat::number_of_executed_units' "$corpus.log" | awk '{print "ok, " $2 " runs"}')"
   else
-    echo "FAILED (see $corpus.log)"
+    printf '%-20s FAILED (see %s)\n' "$name" "$corpus.log"
     tail -30 "$corpus.log"
-    failed=1
+    return 1
+  fi
+}
+
+failed=0
+pids=()
+bins=("$build"/fuzz_*)
+[ -e "${bins[0]}" ] || { echo "no fuzz_* binaries in $build" >&2; exit 2; }
+for bin in "${bins[@]}"; do
+  fuzz_one "$bin" &
+  pids+=($!)
+  if [ "${#pids[@]}" -ge "$jobs" ]; then
+    wait "${pids[0]}" || failed=1
+    pids=("${pids[@]:1}")
   fi
 done
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
 exit $failed

@@ -21,6 +21,12 @@ packages=(
   python3-protobuf
   # the peer tool bench/net_vs_iperf3.sh measures `net probe` against
   iperf3
+  # distributed: OpenMPI for `bench allreduce` and `cluster` (mpirun in tests)
+  openmpi-bin libopenmpi-dev
+  # the exporter's tests: promtool and a real Prometheus scraping it
+  prometheus
+  # the HTML report's test renders the page in headless Chromium
+  chromium
 )
 
 missing=()

@@ -9,9 +9,15 @@
 Under `stallscope run` (STALLSCOPE_SOCKET names a Unix datagram socket) it
 times, per step, the wait for the next batch and the whole step, marks epochs
 and reports the rank and the DataLoader's settings, as docs/hook-protocol.md
-says. Outside stallscope `loader(x)` returns `x` itself and `epoch(n)` does
-nothing. The hook never raises into the job and never blocks: a datagram that
-cannot be sent is dropped and counted.
+says. In a DistributedDataParallel job `stallscope.ddp(model)` also times each
+gradient bucket's all-reduce, so every step reports how long the rank waited
+in synchronization and how much CPU it used: the rank the others wait for is
+the one that waits least. STALLSCOPE_MAX_STEPS=N ends the process (SystemExit
+0) once N steps are done (`stallscope scale` runs jobs for a bounded number of
+steps this way). Outside stallscope `loader(x)` returns `x` itself, `ddp(m)`
+returns `m` untouched and `epoch(n)` does nothing. The hook never raises into
+the job and never blocks: a datagram that cannot be sent is dropped and
+counted.
 """
 import atexit
 import os
@@ -19,7 +25,7 @@ import socket
 import sys
 import time
 
-__all__ = ["loader", "epoch", "enabled"]
+__all__ = ["loader", "epoch", "enabled", "ddp"]
 
 _ENV = "STALLSCOPE_SOCKET"
 _BATCH = 64                  # records per datagram
@@ -33,6 +39,10 @@ _mono = time.monotonic_ns
 # the loader generators may keep a reference to it.
 _buf = []
 _last_send = [0]             # monotonic ns of the last flush; a cell, not rebound
+# stallscope.ddp(): (launch_ns, done_ns) of each bucket's all-reduce, appended
+# from the communication thread's future callbacks and taken at each step end.
+_sync = []
+_ddp_on = [False]
 
 
 class _State:
@@ -44,6 +54,9 @@ class _State:
         self.rank = _env_int("RANK", _env_int("LOCAL_RANK", 0))
         self.local_rank = _env_int("LOCAL_RANK", 0)
         self.world_size = _env_int("WORLD_SIZE", 1)
+        self.host = (socket.gethostname().split()[:1] or ["-"])[0]
+        self.max_steps = _env_int("STALLSCOPE_MAX_STEPS", 0)
+        self.timed = 0           # steps timed by this process (for max_steps)
         self.step = 0            # number of the next step record
         self.dropped = 0         # datagrams not sent, all told
         self.reported = 0        # of those, how many `dropped` records told
@@ -89,7 +102,20 @@ def _current():
         return None
     _state = st
     _buf.append("hello %d %d %d %d" % (st.pid, st.rank, st.local_rank, st.world_size))
+    _buf.append("host %d %d %s" % (st.pid, st.rank, st.host))
     return st
+
+
+def _job_name():
+    """The job's name for `stallscope exporter` (label job_name): STALLSCOPE_JOB,
+    else torchrun's TORCHELASTIC_RUN_ID, else script-PPID (the ranks of one
+    torchrun share their parent). Printable ASCII without spaces, <= 128."""
+    name = os.environ.get("STALLSCOPE_JOB") or os.environ.get("TORCHELASTIC_RUN_ID")
+    if not name:
+        script = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "python")
+        name = "%s-%d" % (script or "python", os.getppid())
+    name = "".join(c if 32 < ord(c) < 127 else "_" for c in name)[:128]
+    return name or "job"
 
 
 def _close(st):
@@ -106,8 +132,10 @@ def _lines(st, records):
         if r.__class__ is str:
             out.append(r)
         else:
-            t0, t1, t2 = r
+            t0, t1, t2 = r[0], r[1], r[2]
             out.append("%s%d %d %d %d" % (head, st.step, t2, t1 - t0, t2 - t0))
+            if len(r) == 5:      # stallscope.ddp(): sync wait and CPU of the step
+                out.append("sync %d %d %d %d %d" % (st.pid, st.rank, st.step, r[3], r[4]))
             st.step += 1
     return out
 
@@ -224,25 +252,68 @@ def _loader_record(st, x):
         1 if _attr_int(x, "persistent_workers", 0) else 0, length, gpu)
 
 
+def _sync_ns(t_end):
+    """Time in [.., t_end] during which at least one of the step's all-reduces
+    was outstanding (overlapping buckets counted once); takes them off _sync."""
+    n = len(_sync)
+    spans = sorted(_sync[:n])
+    del _sync[:n]
+    total, cur_a, cur_b = 0, None, None
+    for a, b in spans:
+        b = min(b, t_end)
+        if cur_b is None or a > cur_b:
+            if cur_b is not None:
+                total += cur_b - cur_a
+            cur_a, cur_b = a, b
+        elif b > cur_b:
+            cur_b = b
+    if cur_b is not None and cur_b > cur_a:
+        total += cur_b - cur_a
+    return max(total, 0)
+
+
+def _stop_after(st):
+    """STALLSCOPE_MAX_STEPS: counts a step; True once the limit is reached."""
+    st.timed += 1
+    return 0 < st.max_steps <= st.timed
+
+
 def _timed(inner, batch=_BATCH, period=_PERIOD_NS):
     """Yields inner's items; per step two clock reads and one append."""
     mono, buf, last = _mono, _buf, _last_send
+    st = _state
+    cpu = time.process_time_ns
     t0 = mono()
+    c0 = cpu()
     try:
         for item in inner:
             t1 = mono()
             yield item
             t2 = mono()          # the step ends as the next batch is asked for
-            buf.append((t0, t1, t2))
+            if _ddp_on[0]:
+                c2 = cpu()
+                buf.append((t0, t1, t2, _sync_ns(t2), c2 - c0))
+                c0 = c2
+            else:
+                buf.append((t0, t1, t2))
             if len(buf) >= batch or t2 - last[0] >= period:
                 _flush()
+            if st is not None and st.max_steps and _stop_after(st):
+                _flush()
+                raise SystemExit(0)
             t0 = t2
     except GeneratorExit:
         # Thrown at the yield when the loop is left early (break) and the
         # iterator is dropped: the step in progress ends now.
         try:
-            buf.append((t0, t1, mono()))
+            t2 = mono()
+            if _ddp_on[0]:
+                buf.append((t0, t1, t2, _sync_ns(t2), cpu() - c0))
+            else:
+                buf.append((t0, t1, t2))
             _flush()
+            if st is not None and st.max_steps:
+                st.timed += 1    # counted; the limit ends the process at its next step
         except Exception:
             pass
         raise
@@ -274,6 +345,43 @@ class _Loader:
         return getattr(self._inner, name)
 
 
+_rebuilt = {}                # id(original) -> (original, rebuilt): one rebuild per loader
+
+
+def _with_workers(x):
+    """STALLSCOPE_LOADER_WORKERS=N (`stallscope ab --loader-workers N`): a torch
+    DataLoader rebuilt with num_workers=N (same dataset, sampling, batching,
+    collate and pinning); anything else, or no variable, is returned as is."""
+    n = _env_int("STALLSCOPE_LOADER_WORKERS", -1)
+    if n < 0:
+        return x
+    torch = sys.modules.get("torch")
+    data = getattr(getattr(torch, "utils", None), "data", None)
+    if data is None or not isinstance(x, data.DataLoader) or x.num_workers == n:
+        return x
+    done = _rebuilt.get(id(x))
+    if done is not None and done[0] is x:
+        return done[1]
+    kw = dict(num_workers=n, collate_fn=x.collate_fn, pin_memory=x.pin_memory,
+              worker_init_fn=x.worker_init_fn, generator=x.generator)
+    if n > 0:
+        kw.update(timeout=x.timeout, persistent_workers=x.persistent_workers,
+                  multiprocessing_context=x.multiprocessing_context)
+        if x.prefetch_factor:
+            kw["prefetch_factor"] = x.prefetch_factor
+    if isinstance(x.dataset, data.IterableDataset):
+        kw.update(batch_size=x.batch_size, drop_last=x.drop_last)
+    elif x.batch_size is not None:            # default batching: its sampler keeps shuffling
+        kw.update(sampler=x.sampler, batch_size=x.batch_size, drop_last=x.drop_last)
+    elif x.batch_sampler is not None:         # a batch_sampler of the job's own
+        kw["batch_sampler"] = x.batch_sampler
+    else:
+        kw.update(batch_size=None, sampler=x.sampler)
+    new = data.DataLoader(x.dataset, **kw)
+    _rebuilt[id(x)] = (x, new)
+    return new
+
+
 def loader(x):
     """Wraps a DataLoader (or any iterable) to time each step. Returns x itself
     when not under stallscope."""
@@ -281,7 +389,13 @@ def loader(x):
         st = _current()
         if st is None:
             return x
+        try:
+            x = _with_workers(x)
+        except Exception:        # an unusual loader: time it as it is
+            pass
         rec = _loader_record(st, x)
+        if not st.loaders:                   # first loader: name the job (exporter)
+            _buf.append("job %d %d %s" % (st.pid, st.rank, _job_name()))
         if (id(x), rec) not in st.loaders:   # once per loader, not per epoch
             st.loaders.add((id(x), rec))
             _buf.append(rec)
@@ -289,3 +403,39 @@ def loader(x):
         return _Loader(x)
     except Exception:
         return x
+
+
+def ddp(model):
+    """Registers a DDP communication hook on `model` (a DistributedDataParallel)
+    that all-reduces each gradient bucket as DDP's default does (sum, then
+    divide by the world size) and times it from launch to completion. Each
+    step record is then followed by a `sync` record: the time the rank waited
+    in gradient synchronization and its process CPU time in the step. Returns
+    model. A no-op outside stallscope, without torch.distributed initialised,
+    or for a model that takes no communication hook; never raises."""
+    try:
+        if _current() is None:
+            return model
+        dist = sys.modules.get("torch.distributed")
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            return model
+        if not hasattr(model, "register_comm_hook"):
+            return model
+        world = dist.get_world_size()
+        mono, spans = _mono, _sync
+
+        def _allreduce_timed(state, bucket):
+            t_launch = mono()
+            tensor = bucket.buffer()
+            fut = dist.all_reduce(tensor, group=state, async_op=True).get_future()
+
+            def _done(f):
+                spans.append((t_launch, mono()))
+                return f.value()[0].div_(world)
+            return fut.then(_done)
+
+        model.register_comm_hook(None, _allreduce_timed)
+        _ddp_on[0] = True
+    except Exception:
+        pass
+    return model

@@ -142,7 +142,8 @@ class HookTest(unittest.TestCase):
         recs = self.records()
         pid = str(os.getpid())
         self.assertEqual(recs[0], ["hello", pid, "3", "1", "4"])
-        self.assertEqual(recs[1][:4], ["epoch", pid, "3", "0"])
+        self.assertEqual(recs[1], ["host", pid, "3", socket.gethostname()])
+        self.assertEqual(self.of(recs, "epoch")[0][:3], [pid, "3", "0"])
         self.assertEqual(self.of(recs, "loader"),
                          [[pid, "3", "8", "2", "1", "4", "1", "100", "0"]])
         self.assertEqual(list(stallscope.loader(wrapped._inner)), items)

@@ -46,7 +46,8 @@ constexpr Rule kRules[] = {
      "hangs all the others; nothing else the run shows matters more"},
     {"io.device_saturated", Layer::kIo,
      "a recorded run: iostat -x figures of the disk behind the data, per interval: %util, await "
-     "(ms), read kB/s",
+     "(ms), read kB/s; doctor: each physical disk over its sampling window (a warning at most: "
+     "one window is not sustained)",
      "an interval is saturated at %util >= 90 and await >= 20 ms; critical when >= 30% of the "
      "intervals are (at least 3), warning when 3 in a row are; one level lower when the hook "
      "measured that the steps do not wait for data (< 10% of step time)",
@@ -129,7 +130,8 @@ constexpr Rule kRules[] = {
     {"network.wrong_interface", Layer::kNetwork,
      "NCCL_SOCKET_IFNAME and NCCL_IB_HCA in NCCL's syntax (comma list, prefixes unless '=', '^' "
      "excludes, mlx5_0:1 names a port), GLOO_SOCKET_IFNAME (exact names) against the interfaces "
-     "and RDMA ports of the host; the interface the kernel routes MASTER_ADDR (and doctor --peer "
+     "and RDMA ports of the host (cluster: of each rank's node, naming the rank); the interface "
+     "the kernel routes MASTER_ADDR (and doctor --peer "
      "hosts) through, from a connected UDP socket's source address. nccl-log: the interfaces "
      "an NCCL log says were chosen (Bootstrap, NET/Socket, the NET/IB out-of-band one)",
      "critical when nothing usable is left (every name missing, down, without an address, "
@@ -180,7 +182,9 @@ constexpr Rule kRules[] = {
      "payload with don't-fragment set that the server acknowledges, + 28 bytes of IPv4/UDP "
      "headers; the kernel's IP_MTU), and the MTU of the server's interface",
      "warning when the three differ; critical when the path MTU is below the local MTU while "
-     "the kernel still believes the local MTU (no ICMP told it): full-size packets vanish",
+     "the kernel still believes the local MTU (no ICMP told it): full-size packets vanish. "
+     "cluster: warning when the MTU of the interface in use (NCCL_SOCKET_IFNAME's, else the "
+     "route's), or of a same-named NIC, differs between nodes",
      "seed 3.3: MTU 1500 against 9000 jumbo frames gives 'small pings pass, large pings fail'; "
      "check with ping -M do -s 1472. TCP survives through MSS negotiation, datagrams and RoCE "
      "do not"},
@@ -208,6 +212,153 @@ constexpr Rule kRules[] = {
      "judged without INFO lines (NCCL_DEBUG=WARN)",
      "seed 3.3: an NCCL init that never finishes is one of the two most common distributed "
      "failures; one missing rank stalls every other rank until the collective times out"},
+    {"distributed.straggler", Layer::kDistributed,
+     "a recorded run with stallscope.ddp(model): per step and rank, the wait in gradient "
+     "all-reduce (each bucket from launch to completion, overlaps counted once); for each step "
+     "every rank reported, the rank that waited least and how much less than the median of the "
+     "others; each rank's first 2 steps left out",
+     "fires when one rank is the least-waiting by more than 15% of the step in at least 2 of 3 "
+     "compared steps (>= 5) and the others wait for it more than 15% of a step on average; "
+     "critical at 30%",
+     "seed 3.4 / 4.3: in synchronous training every step waits for the slowest GPU (one V100 "
+     "among A100s sets the pace). Step time is equal across ranks, so the sync wait names the "
+     "rank: the straggler launches its all-reduce last and waits least. 15% is the issue's "
+     "threshold for 'waiting'. 2 steps in 3 separates sustained from jitter: ranks that share "
+     "oversubscribed CPUs trade places as the scheduler runs one or the other (measured: 7 of "
+     "12 steps for a healthy 2-rank job on 2 busy CPUs, 11 of 12 for a rank slowed 200 ms)"},
+    {"distributed.load_imbalance", Layer::kDistributed,
+     "a recorded run with >= 2 ranks: the spread (max - min) across ranks of the mean compute "
+     "time per step (step - data wait - sync wait; needs stallscope.ddp) and of the mean data "
+     "wait, against the mean step",
+     "warning when the compute spread exceeds 20% of a step (not reported when the busiest rank "
+     "is already named distributed.straggler) or the data-wait spread exceeds 10%",
+     "seed 4.3: samples of very different sizes make per-step compute vary across GPUs and "
+     "every rank waits for the slowest; 10% matches io.input_bound's warning level, 20% for "
+     "compute leaves room for normal jitter; ours"},
+    {"distributed.scaling_poor", Layer::kDistributed,
+     "stallscope scale: throughput (samples/s summed over ranks, steady steps) at each world "
+     "size; speedup and efficiency against the smallest size; the Amdahl serial fraction",
+     "warning when efficiency at the largest size is under 0.7, critical under 0.5; also when "
+     "doubling from 4 or more ranks gains under 1.5x",
+     "seed 4.4: strong scaling of 3.2x on 4 GPUs (0.8) is already good; 'if 8 GPUs give less "
+     "than 1.5x of 4, go back to the communication ratio and IO instead of adding GPUs'. 0.7 "
+     "leaves a margin below the seed's good case"},
+    {"network.comm_ratio_high", Layer::kNetwork,
+     "stallscope scale: the step time at N ranks against the smallest size, (t_N - t_1) / t_N, "
+     "the seed's manual estimate of sync time / (compute + sync); the DDP hook's measured sync "
+     "wait beside it; comm / (k * compute + comm) for gradient accumulation k = 2, 4, 8",
+     "warning over 30%, critical over 50%",
+     "seed 3.3: 'over 30% the network is a clear bottleneck; at 5% RDMA gains little'; the "
+     "seed's manual method: time one step on 1 GPU and on N, the difference is mostly "
+     "communication; gradient accumulation first, the network upgrade last (4.2)"},
+    {"memory.baseline_drift", Layer::kMemory,
+     "doctor --baseline B.json: MemTotal, the cgroup memory limit and SwapTotal against the "
+     "baseline saved by doctor --save-baseline on this host when it was healthy",
+     "warning when a figure is more than --drift (default 10%) below its baseline or gone; "
+     "critical at 50% or more below",
+     "seed 5.3: keep a baseline of every host so a slow drift is traced to the hour; "
+     "SuperBench flags a node whose metric falls a set share below its baseline. 10% is "
+     "above run-to-run noise of fixed figures; 50% means a part is missing (a DIMM, half the "
+     "limit). Ours"},
+    {"io.baseline_drift", Layer::kIo,
+     "doctor --baseline B.json: each physical disk's size and, when the bench ran (--data "
+     "without --quick) both then and now, its sequential MB/s and random 4 KiB IOPS",
+     "warning when a figure is more than --drift (default 10%) below its baseline or gone; "
+     "critical at 50% or more below; bench figures not measured now are not compared",
+     "seed 2.4: an epoch that grew from 10 to 18 minutes was a storage path changed by a "
+     "'temporary optimization'; SuperBench's baseline comparison finds such a drift before the "
+     "job does. The bench of doctor is short (2 s a phase), so 10% leaves room for its noise"},
+    {"network.baseline_drift", Layer::kNetwork,
+     "doctor --baseline B.json: each physical / IPoIB / bond NIC's link speed and MTU, each "
+     "RDMA port's rate, against the baseline",
+     "warning when a figure is more than --drift (default 10%) below its baseline or the "
+     "interface is gone; critical at 50% or more below (100G renegotiated to 25G, MTU 9000 "
+     "to 1500)",
+     "seed 3.3: an MTU that differs from the fabric's ('large pings fail, small ones pass') "
+     "and a link that came up slower stall every all-reduce; a saved baseline shows the "
+     "change. Ours"},
+    {"io.loader_overhead", Layer::kIo,
+     "stallscope ab --loader-workers N: steady steps/s (first 10% of steps left out) of CMD "
+     "with its DataLoader rebuilt with num_workers=N against CMD as is",
+     "warning when the degraded run is >= 10% faster (kAbMeaningfulChange)",
+     "seed 5.3: degraded comparison runs; 'much faster with num_workers=0' means worker "
+     "start-up / IPC overhead or more workers than cores. 10% is ours: short CPU runs of the "
+     "example job repeat within a few percent"},
+    {"io.loader_needed", Layer::kIo,
+     "stallscope ab --loader-workers N: the same step rates",
+     "info when the degraded run is >= 10% slower; its next step depends on the data wait "
+     "share of the run as is (>= 10%: still input-bound)",
+     "seed 5.3: slower without workers means the loader does real work and the data path "
+     "matters. 10% as io.loader_overhead"},
+    {"network.env_change", Layer::kNetwork,
+     "stallscope ab --env NAME=VALUE with only NCCL_*/UCX_*/GLOO_*/FI_* variables: the same "
+     "step rates",
+     "warning when >= 10% faster with the change, info when >= 10% slower",
+     "seed 5.3: a change that makes the run much faster was touching the bottleneck; 10% ours"},
+    {"code.env_change", Layer::kCode,
+     "stallscope ab --env NAME=VALUE with any other variable (OMP_NUM_THREADS, ...): the same "
+     "step rates",
+     "warning when >= 10% faster with the change, info when >= 10% slower",
+     "seed 5.3, as network.env_change"},
+    // gpu (analyze/gpu_rules.h): NVML through gpu/gpu_probe.h.
+    {"code.util_misleading", Layer::kCode,
+     "NVML utilization.gpu (share of time a kernel ran) against GPM SM activity "
+     "(NVML_GPM_METRIC_SM_UTIL, Hopper and newer) of the same GPU: a snapshot's interval, or a "
+     "run's means; SM occupancy, tensor and DRAM activity as evidence",
+     "fires when utilization.gpu >= 80% while SM activity < 50%; critical below 25%. Not judged "
+     "without GPM (older GPUs, drivers before R525): a note says so",
+     "seed (opening): a GPU at 95% utilization with an epoch twice too long; utilization.gpu "
+     "only says some kernel was resident during the sample period, not that the SMs worked "
+     "(NVIDIA nvmlUtilization_t docs). 80% is 'looks busy', half the SMs idle is ours"},
+    {"memory.gpu_near_full", Layer::kMemory,
+     "NVML memory used / total per GPU (the peak interval of a run); the compute processes "
+     "holding it (nvmlDeviceGetComputeRunningProcesses) with their bytes, named from /proc",
+     "warning at >= 95% used; critical at >= 99%",
+     "seed 1 (memory first): 'GPU memory near full' is a memory-layer cause; the caching "
+     "allocator keeps freed blocks, so >= 95% leaves no headroom for a larger batch or a "
+     "fragmented allocation (CUDA out of memory). 95 / 99 are ours"},
+    {"code.gpu_throttled", Layer::kCode,
+     "NVML current clock-throttle (clocks event) reasons per GPU while it is not idle: "
+     "sw_power_cap, hw_slowdown, sw/hw_thermal_slowdown, hw_power_brake_slowdown; SM clock "
+     "against its max, temperature, power against the enforced limit",
+     "a snapshot: any such reason active; a run: active in >= 20% of the busy samples. "
+     "Critical for a hardware reason (hw_slowdown, hw thermal, power brake) or an SM clock "
+     "< 70% of max while throttled, else warning",
+     "compute-bound kernels slow in proportion to the SM clock; a power cap or heat makes "
+     "one GPU the straggler every rank waits for (seed 4: the slowest rank sets the pace). "
+     "20% of the run separates a condition from a burst; 70% is ours"},
+    // distributed: bench allreduce and cluster (analyze/allreduce_rules.h, cluster_rules.h)
+    {"network.allreduce_slow", Layer::kNetwork,
+     "bench allreduce: busbw (algbw x 2(n-1)/n) of the largest size against the line rate of "
+     "the link in use: NCCL's ACTIVE RDMA port (NCCL_IB_HCA), else the interface "
+     "NCCL_SOCKET_IFNAME / OMPI_MCA_btl_tcp_if_include selects, else the one the route to a "
+     "peer node leaves through (its speed from /sys/class/net)",
+     "judged only across hosts and at >= 64 MiB; warning below 50% of the line rate, critical "
+     "below 25%. One host: no comparison (shared memory or loopback)",
+     "nccl-tests' published busbw on healthy IB/RoCE fabrics is 80-95% of the line rate at "
+     "large sizes, so under half means something on the path is wrong (seed 3: TCP instead of "
+     "RDMA, the wrong NIC, MTU, errors); below 64 MiB an all-reduce is latency-bound. 50 / 25 "
+     "are ours"},
+    {"distributed.allreduce_wrong", Layer::kDistributed,
+     "bench allreduce: every element of every size against the exact sum (small integers, so "
+     "float sums are exact in any order), summed over the ranks (#wrong)",
+     "critical at one wrong element",
+     "a collective that returns wrong data corrupts gradients silently; no number of wrong "
+     "elements is acceptable (nccl-tests reports the same count as #wrong)"},
+    {"distributed.heterogeneous_gpus", Layer::kDistributed,
+     "cluster: the GPU models (NVML names) and counts every rank's node reports",
+     "warning when two or more models appear in one job; info when only the counts per node "
+     "differ",
+     "seed 4: in synchronous data parallelism the slowest rank sets every step's pace, and "
+     "mixed GPU models are its first cause"},
+    {"distributed.clock_offset", Layer::kDistributed,
+     "cluster: each rank's CLOCK_REALTIME against rank 0's, from the MPI ping-pong round "
+     "with the smallest round trip (offset = remote - midpoint; error bound = half the round "
+     "trip)",
+     "warning when |offset| minus the error bound exceeds 10 ms; critical above 1 s",
+     "timelines of several nodes are merged by wall clock (report a.db b.db) and a step lasts "
+     "100 ms to seconds: 10 ms moves events into the wrong step. NTP/chrony on a LAN keeps "
+     "clocks within about 1 ms, so more means a node is not synchronised. Levels are ours"},
 };
 
 }  // namespace

@@ -82,20 +82,8 @@ struct PeerRoute {
   std::string error;          // why it could not be routed; empty on success
 };
 
-// Counter growth of one port over a window: a NIC from /proc/net/dev, or an
-// RDMA port from /sys/class/infiniband ("mlx5_0:1").
-struct PortErrorDelta {
-  std::string port;
-  bool rdma = false;
-  uint64_t packets = 0;  // rx + tx packets in the window (NICs)
-  uint64_t rx_errors = 0;
-  uint64_t tx_errors = 0;
-  uint64_t rx_drops = 0;
-  uint64_t tx_drops = 0;
-  uint64_t symbol_errors = 0;  // RDMA ports
-  uint64_t link_downed = 0;
-  uint64_t rcv_errors = 0;
-};
+// Counter growth of one port over a window.
+using PortErrorDelta = PortErrors;
 
 struct NetworkObservation {
   std::vector<NetInterface> interfaces;

@@ -4,6 +4,9 @@
 #include <limits>
 #include <map>
 
+#include "analyze/gpu_rules.h"
+#include "analyze/rank_rules.h"
+
 namespace stallscope {
 
 std::optional<DataWait> MeasureDataWait(const Timeline& timeline) {
@@ -129,6 +132,8 @@ std::vector<Finding> CheckRun(const Timeline& timeline) {
   std::vector<Finding> network = CheckRunNetwork(timeline);
   findings.insert(findings.end(), std::make_move_iterator(network.begin()),
                   std::make_move_iterator(network.end()));
+  for (Finding& f : CheckRunGpus(timeline, nullptr)) findings.push_back(std::move(f));
+  for (Finding& f : CheckRanks(timeline)) findings.push_back(std::move(f));  // rank_rules.h
   return findings;
 }
 

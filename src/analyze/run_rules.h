@@ -114,7 +114,8 @@ std::vector<Finding> CheckRunNetwork(const Timeline& timeline);
 // mistyped fields are unknown. ParseError when it is not a JSON object.
 Result<NetworkObservation> NetworkFromBaseline(std::string_view snapshot_json);
 
-// All of the above; MakeReport orders them and picks the verdict.
+// All of the above and the per-rank rules (analyze/rank_rules.h, CheckRanks);
+// MakeReport orders them and picks the verdict.
 std::vector<Finding> CheckRun(const Timeline& timeline);
 
 }  // namespace stallscope

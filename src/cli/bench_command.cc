@@ -16,6 +16,14 @@ constexpr Command kBenchCommands[] = {
      "storage under PATH as fio measures it: sequential 1 MiB O_DIRECT, random 4 KiB, "
      "metadata; verdict against 500 MB/s and 5000 IOPS",
      SetupBenchIo},
+    {"h2d",
+     "host<->GPU copy bandwidth per GPU, pinned vs pageable, GPU's NUMA node vs the other; "
+     "what it means for pin_memory",
+     SetupBenchH2d},
+    {"allreduce",
+     "under mpirun/srun: all-reduce bandwidth as nccl-tests prints it (MPI or NCCL), checked, "
+     "against the line rate of the link in use",
+     SetupBenchAllreduce},
 };
 
 }  // namespace

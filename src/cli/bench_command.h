@@ -14,5 +14,10 @@ namespace stallscope {
 std::span<const Command> BenchCommands();
 
 CommandRunner SetupBenchIo(CLI::App& app);
+// bench h2d (cli/bench_h2d_command.cc). Without the CUDA runtime or a GPU it
+// exits kExitNoGpu: "nothing to measure here", apart from 1 (it failed).
+inline constexpr int kExitNoGpu = 3;
+CommandRunner SetupBenchH2d(CLI::App& app);
+CommandRunner SetupBenchAllreduce(CLI::App& app);  // cli/bench_allreduce_command.cc
 
 }  // namespace stallscope

@@ -18,6 +18,7 @@
 #include "cli/bench_command.h"
 #include "cli/progress.h"
 #include "core/byte_size.h"
+#include "core/host_clock.h"
 #include "render/bench_io.h"
 #include "render/report.h"
 
@@ -47,21 +48,6 @@ class StopOnSignals {
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
 };
-
-std::string Hostname() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "";
-  return name;
-}
-
-std::string UtcNow() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 }  // namespace
 
@@ -143,7 +129,7 @@ CommandRunner SetupBenchIo(CLI::App& app) {
     }
     Report report =
         MakeReport(CheckStorageSpeed(SpeedOf(*result), thresholds), {Layer::kIo}, result->notes);
-    ReportHeader header{"bench io", Hostname(), time_utc, result->total_seconds};
+    ReportHeader header{"bench io", HostName(), time_utc, result->total_seconds};
     std::string out;
     if (flags->json) {
       nlohmann::ordered_json json = ReportToJson(header, report);

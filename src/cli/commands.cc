@@ -17,6 +17,8 @@ constexpr Command kCommands[] = {
      SetupRun},
     {"watch", "the same for a running process tree: --pid PID", SetupWatch},
     {"report", "the findings and per-epoch table of a recorded run file", SetupReport},
+    {"scale", "runs CMD at --procs 1,2,4,8: throughput, scaling efficiency, comm ratio, Amdahl",
+     SetupScale},
     {"nccl-log", "reads an NCCL_DEBUG=INFO log: versions, interfaces, transports, init, errors",
      SetupNcclLog},
     {"dataset", "census of a dataset folder: files, sizes, fs type, page cache, small files",
@@ -27,6 +29,14 @@ constexpr Command kCommands[] = {
      SetupNet},
     {"snapshot", "the baseline: memory, swap, disks (iostat -x), CPUs, NICs, RDMA, topology, env",
      SetupSnapshot},
+    {"plan", "plan memory (per-GPU memory under tp/pp/dp/ZeRO) / plan loader (DataLoader settings)",
+     SetupPlan},
+    {"exporter", "Prometheus /metrics: host memory, swap, disks, NICs, RDMA, GPUs, hook jobs per rank",
+     SetupExporter},
+    {"ab", "runs CMD twice, as is and degraded (num_workers=0, --env K=V): steps/s and what it means",
+     SetupAb},
+    {"cluster", "under mpirun/srun: every node's GPUs, driver, CPU, kernel, MTUs, NCCL env, clock; "
+     "what differs", SetupCluster},
 };
 
 std::string Usage() {

@@ -35,6 +35,7 @@ std::span<const Command> Commands();
 CommandRunner SetupSnapshot(CLI::App& app);
 CommandRunner SetupDoctor(CLI::App& app);
 CommandRunner SetupRun(CLI::App& app);
+CommandRunner SetupScale(CLI::App& app);  // cli/scale_command.cc
 CommandRunner SetupWatch(CLI::App& app);
 CommandRunner SetupReport(CLI::App& app);
 CommandRunner SetupNcclLog(CLI::App& app);
@@ -42,6 +43,10 @@ CommandRunner SetupBench(CLI::App& app);  // the group; its benches: cli/bench_c
 CommandRunner SetupDataset(CLI::App& app);
 CommandRunner SetupPack(CLI::App& app);
 CommandRunner SetupNet(CLI::App& app);
+CommandRunner SetupPlan(CLI::App& app);  // plan memory / plan loader: cli/plan_command.cc
+CommandRunner SetupExporter(CLI::App& app);
+CommandRunner SetupAb(CLI::App& app);
+CommandRunner SetupCluster(CLI::App& app);  // cli/cluster_command.cc
 
 int RunCli(int argc, char** argv);
 

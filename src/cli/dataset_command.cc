@@ -12,30 +12,12 @@
 #include "analyze/dataset_rules.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "core/host_clock.h"
 #include "data/census.h"
 #include "probe/meminfo.h"
 #include "render/dataset.h"
 
 namespace stallscope {
-namespace {
-
-std::string UtcNow() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
-}
-
-std::string Hostname() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
-}  // namespace
-
 CommandRunner SetupDataset(CLI::App& app) {
   struct Flags {
     std::string path;
@@ -79,7 +61,7 @@ CommandRunner SetupDataset(CLI::App& app) {
     Report report = MakeReport(CheckDataset(*census, context), {Layer::kIo}, notes);
     std::string out;
     if (flags->json) {
-      ReportHeader header{"dataset", Hostname(), UtcNow(), census->walk_seconds};
+      ReportHeader header{"dataset", HostName(), UtcNow(), census->walk_seconds};
       // File names are bytes, not always UTF-8: replace what is not.
       out = DatasetToJson(header, *census, report)
                 .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +

@@ -1,22 +1,68 @@
-// `stallscope doctor [--json] [--rules] [--interval S]`: the ordered triage.
-// So far the memory layer; later layers join the same report.
+// `stallscope doctor`: the ordered triage of this host (and of a recorded
+// run): memory -> io -> network -> distributed -> code, each layer's status
+// with its evidence, the verdict, the next check for every finding, and the
+// suspects-and-quick-checks table. Options add the dataset census and a
+// short storage bench (--data), a recorded run's findings (--run), a saved
+// host baseline to compare with (--baseline) or to write (--save-baseline),
+// and the HTML page (--html). --quick runs no active benchmark.
+// Every input is checked before anything is sampled, so bad usage costs
+// nothing and leaves no file behind.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 
+#include "analyze/baseline.h"
 #include "analyze/catalog.h"
+#include "analyze/dataset_rules.h"
+#include "analyze/gpu_rules.h"
+#include "analyze/host_io_rules.h"
 #include "analyze/memory_rules.h"
 #include "analyze/network_rules.h"
+#include "analyze/storage_rules.h"
+#include "analyze/triage_table.h"
+#include "bench/io_bench.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/run_analysis.h"
+#include "core/atomic_file.h"
+#include "core/text.h"
+#include "core/units.h"
+#include "data/census.h"
+#include "gpu/gpu_probe.h"
 #include "net/host_observation.h"
 #include "probe/snapshot.h"
+#include "render/bench_io.h"
+#include "render/doctor_text.h"
+#include "render/html_report.h"
 #include "render/report.h"
 
 namespace stallscope {
 namespace {
+
+// The storage bench of --data: long enough to get past the first requests,
+// short enough for the whole doctor to stay under 30 s.
+constexpr uint64_t kDoctorBenchBytes = 256ull << 20;
+constexpr double kDoctorBenchSeconds = 2.0;
+constexpr uint64_t kDoctorBenchMetadataFiles = 256;
+constexpr double kQuickIntervalSeconds = 0.25;
+
+struct Flags {
+  double interval = 1.0;
+  bool json = false;
+  bool rules = false;
+  bool quick = false;
+  bool force = false;
+  std::string data;
+  std::string run;
+  std::string html;
+  std::string baseline;
+  std::string save_baseline;
+  double drift_percent = kDriftDefaultShare * 100;
+  std::vector<std::string> peers;
+};
 
 std::string RulesText() {
   std::string out;
@@ -39,51 +85,364 @@ nlohmann::ordered_json RulesJson() {
   return out;
 }
 
+// What doctor found, layer by layer, before it is ordered into a Report.
+struct Triage {
+  std::vector<Finding> findings;
+  std::vector<Layer> checked;
+  std::vector<std::pair<Layer, std::string>> why_not;
+  std::vector<std::pair<Layer, std::string>> facts;
+  std::vector<std::string> notes;
+  std::optional<StorageSpeed> bench;
+  std::optional<DatasetCensus> census;
+  std::optional<RunAnalysis> run;
+  std::vector<std::string> not_compared;
+
+  void Add(std::vector<Finding> more) {
+    for (Finding& f : more) findings.push_back(std::move(f));
+  }
+};
+
+// The inputs the user named, checked before any sampling.
+struct Inputs {
+  std::optional<HostBaseline> baseline;
+  std::optional<RunAnalysis> run;
+};
+
+Result<Inputs> CheckInputs(const Flags& f) {
+  if (!(f.interval > 0 && f.interval <= 3600)) {
+    return Status::InvalidArgument(
+        fmt::format("--interval {}: must be more than 0 and at most 3600 seconds", f.interval));
+  }
+  if (!(f.drift_percent > 0 && f.drift_percent < 100)) {
+    return Status::InvalidArgument(
+        fmt::format("--drift {}: must be a percentage between 0 and 100", f.drift_percent));
+  }
+  if (!f.data.empty() && ::access(f.data.c_str(), F_OK) != 0) {
+    return Status::InvalidArgument(fmt::format("--data {}: no such file or directory", f.data));
+  }
+  if (!f.html.empty()) {
+    if (Status s = CheckOutputPath(f.html, f.force, "--html"); !s.ok()) return s;
+  }
+  if (!f.save_baseline.empty()) {
+    // Overwrite a baseline, never anything else (a typo must not eat a file).
+    if (PathExists(f.save_baseline)) {
+      Result<std::string> text = ReadFile(f.save_baseline);
+      if (!text.ok() || !ParseBaseline(*text, f.save_baseline).ok()) {
+        return Status::InvalidArgument(fmt::format(
+            "--save-baseline {}: the file exists and is not a stallscope baseline; refusing to "
+            "overwrite it",
+            f.save_baseline));
+      }
+    }
+    if (Status s = CheckOutputPath(f.save_baseline, true, "--save-baseline"); !s.ok()) return s;
+  }
+  Inputs in;
+  if (!f.baseline.empty()) {
+    Result<std::string> text = ReadFile(f.baseline);
+    if (!text.ok()) {
+      return Status::InvalidArgument("--baseline " + text.status().message());
+    }
+    Result<HostBaseline> parsed = ParseBaseline(*text, f.baseline);
+    if (!parsed.ok()) return Status::InvalidArgument("--baseline " + parsed.status().message());
+    in.baseline = std::move(*parsed);
+  }
+  if (!f.run.empty()) {
+    Result<RunAnalysis> run = AnalyzeRunFile(f.run);
+    if (!run.ok()) return Status::InvalidArgument("--run " + run.status().message());
+    in.run = std::move(*run);
+  }
+  return in;
+}
+
+void CheckMemoryLayer(const Snapshot& snapshot, Triage& t) {
+  MemoryObservation m = ObserveMemory(snapshot);
+  t.checked.push_back(Layer::kMemory);
+  t.facts.push_back({Layer::kMemory,
+                     fmt::format("available {} of {}{}; swap used {} of {}",
+                                 FormatBytes(m.cgroup_available_bytes.value_or(m.available_bytes)),
+                                 FormatBytes(m.cgroup_limit_bytes.value_or(m.total_bytes)),
+                                 m.cgroup_limit_bytes ? " (cgroup limit)" : "",
+                                 FormatBytes(m.swap_used_bytes), FormatBytes(m.swap_total_bytes))});
+  t.Add(CheckMemory(m));
+}
+
+void CheckIoLayer(const Flags& f, const Snapshot& snapshot, Triage& t) {
+  t.checked.push_back(Layer::kIo);
+  for (const DiskRates& r : snapshot.disk_rates) {
+    for (const BlockDevice& d : snapshot.block_devices) {
+      if (d.name != r.name || d.is_partition || d.is_virtual) continue;
+      t.facts.push_back(
+          {Layer::kIo, fmt::format("disk {}: {:.0f}% util, {:.1f} ms await, {:.0f} "
+                                   "r/s, {:.0f} w/s (iostat -x over {:.1f} s)",
+                                   r.name, r.util_percent, r.await_ms, r.reads_per_second,
+                                   r.writes_per_second, snapshot.interval_seconds)});
+    }
+  }
+  t.Add(CheckHostDisks(snapshot.disk_rates, snapshot.block_devices, snapshot.interval_seconds));
+  if (f.data.empty()) {
+    t.notes.push_back("io: the dataset and its storage were not checked; pass --data PATH");
+    return;
+  }
+  CensusOptions options;
+  options.residency_sample_files = f.quick ? 1000 : 10000;
+  options.latency_sample_files = f.quick ? 100 : 1000;
+  options.latency_budget_seconds = f.quick ? 0.3 : 1.5;
+  Result<DatasetCensus> census = [&] {
+    ProgressLine progress(fmt::format("walking {}...", f.data));
+    return TakeCensus(f.data, options);
+  }();
+  if (!census.ok()) {
+    t.notes.push_back("io: dataset census of " + f.data + ": " + census.status().message());
+  } else {
+    DatasetContext context;
+    context.memory_total_bytes = snapshot.after.memory.total_bytes;
+    t.facts.push_back({Layer::kIo, fmt::format("dataset {}: {} files, {} on {}{}", f.data,
+                                               census->files, FormatBytes(census->bytes),
+                                               census->fs_type.empty() ? "?" : census->fs_type,
+                                               census->remote ? " (remote)" : "")});
+    for (const std::string& n : census->notes) t.notes.push_back("io: " + n);
+    t.Add(CheckDataset(*census, context));
+    t.census = std::move(*census);
+  }
+  if (f.quick) {
+    t.notes.push_back("io: --quick: no storage bench; run without it or `stallscope bench io " +
+                      ShellQuote(f.data) + "`");
+    return;
+  }
+  // The bench writes its test file beside the data: in PATH, or in the
+  // directory of a file PATH.
+  std::string dir = f.data;
+  if (Status s = CheckIoBenchPath(dir); !s.ok()) {
+    dir = f.data.find('/') == std::string::npos ? "." : f.data.substr(0, f.data.rfind('/'));
+    if (dir.empty()) dir = "/";
+  }
+  if (Status s = CheckIoBenchPath(dir); !s.ok()) {
+    t.notes.push_back("io: storage bench skipped: " + s.message());
+    return;
+  }
+  IoBenchOptions bench;
+  bench.path = dir;
+  bench.size_bytes = kDoctorBenchBytes;
+  bench.runtime_seconds = kDoctorBenchSeconds;
+  bench.metadata_files = kDoctorBenchMetadataFiles;
+  std::unique_ptr<ProgressLine> progress;
+  bench.progress = [&progress](std::string_view text) {
+    progress.reset();
+    progress = std::make_unique<ProgressLine>(text);
+  };
+  Result<IoBenchResult> result = RunIoBench(bench);
+  progress.reset();
+  if (!result.ok()) {
+    t.notes.push_back("io: storage bench of " + dir + ": " + result.status().message());
+    return;
+  }
+  StorageSpeed speed = SpeedOf(*result);
+  t.facts.push_back(
+      {Layer::kIo,
+       fmt::format("bench {} ({}, {} MiB, {:.0f} s a phase): "
+                   "sequential {}, random 4 KiB {:.0f} IOPS",
+                   result->path, result->read_mode, kDoctorBenchBytes >> 20, kDoctorBenchSeconds,
+                   FormatRate(speed.sequential_bytes_per_second), speed.random_iops)});
+  for (const std::string& n : result->notes) t.notes.push_back("io: bench: " + n);
+  t.Add(CheckStorageSpeed(speed, StorageThresholds{}));
+  t.bench = speed;
+}
+
+void FoldInRun(RunAnalysis run, Triage& t) {
+  for (Finding& f : run.findings) {
+    f.evidence.push_back({"from_run", run.path});
+    t.findings.push_back(std::move(f));
+  }
+  for (Layer l : run.checked) t.checked.push_back(l);
+  for (const std::string& n : run.notes) t.notes.push_back("run " + run.path + ": " + n);
+  t.run = std::move(run);
+}
+
+void ExplainUnchecked(const Triage& t, const Flags& f,
+                      std::vector<std::pair<Layer, std::string>>& why) {
+  if (f.run.empty()) {
+    why.push_back({Layer::kDistributed,
+                   "needs a recorded run (--run RUN.db) or `stallscope scale` / `stallscope "
+                   "cluster` across ranks"});
+    why.push_back({Layer::kCode,
+                   "judged last, on a recorded run (--run RUN.db) whose GPU still waits with "
+                   "no infrastructure cause"});
+  } else {
+    int ranks = 0;
+    for (const StepEvent& s : t.run->timeline.steps) ranks = std::max(ranks, s.rank + 1);
+    why.push_back(
+        {Layer::kDistributed,
+         fmt::format("the run has {} rank(s) with steps; no rule of this layer fired", ranks)});
+    why.push_back({Layer::kCode, "no rule of this layer fired on the run"});
+  }
+}
+
+nlohmann::ordered_json DoctorJson(const Snapshot& snapshot, const Report& report, const Triage& t,
+                                  const Flags& f,
+                                  const std::vector<std::pair<Layer, std::string>>& why) {
+  ReportHeader header{"doctor", snapshot.hostname, snapshot.time_utc, snapshot.interval_seconds};
+  nlohmann::ordered_json j = ReportToJson(header, report);
+  for (auto& layer : j["layers"]) {
+    if (layer["status"] != "not_checked") continue;
+    for (const auto& [l, text] : why) {
+      if (LayerName(l) == layer["layer"].get<std::string>()) layer["why"] = text;
+    }
+  }
+  nlohmann::ordered_json facts = nlohmann::ordered_json::array();
+  for (const auto& [l, text] : t.facts) facts.push_back({{"layer", LayerName(l)}, {"fact", text}});
+  j["facts"] = facts;
+  if (t.census) {
+    j["data"] = {{"path", t.census->path},
+                 {"files", t.census->files},
+                 {"bytes", t.census->bytes},
+                 {"fs_type", t.census->fs_type},
+                 {"remote", t.census->remote}};
+  }
+  if (t.bench) {
+    j["bench"] = {{"path", t.bench->path},
+                  {"sequential_bytes_per_s", t.bench->sequential_bytes_per_second},
+                  {"random_iops", t.bench->random_iops},
+                  {"direct", t.bench->direct}};
+  }
+  if (!f.baseline.empty()) {
+    j["baseline"] = {
+        {"file", f.baseline}, {"drift_percent", f.drift_percent}, {"not_compared", t.not_compared}};
+  }
+  if (!f.save_baseline.empty()) j["saved_baseline"] = f.save_baseline;
+  if (t.run) j["run_file"] = t.run->path;
+  nlohmann::ordered_json triage = nlohmann::ordered_json::array();
+  for (const Suspect& s : TriageTable()) {
+    triage.push_back({{"layer", LayerName(s.layer)},
+                      {"suspect", s.suspect},
+                      {"quick_check", s.quick_check},
+                      {"stallscope", s.stallscope},
+                      {"findings", s.findings}});
+  }
+  j["triage"] = triage;
+  return j;
+}
+
+int Fail(const Status& s, bool usage) {
+  std::fprintf(stderr, "stallscope doctor: %s\n", s.message().c_str());
+  return usage ? kExitUsage : kExitCouldNotRun;
+}
+
 }  // namespace
 
 CommandRunner SetupDoctor(CLI::App& app) {
-  struct Flags {
-    double interval = 1.0;
-    bool json = false;
-    bool rules = false;
-    std::vector<std::string> peers;
-  };
   auto flags = std::make_shared<Flags>();
   app.add_flag("--json", flags->json, "machine output (schema stallscope.report/1)");
   app.add_flag("--rules", flags->rules, "print the rule catalog: id, layer, threshold, source");
-  app.add_option("--interval", flags->interval, "seconds of sampling for swap and disk activity")
-      ->capture_default_str();
+  CLI::Option* interval =
+      app.add_option("--interval", flags->interval,
+                     "seconds of sampling for swap and disk activity (--quick: 0.25)")
+          ->capture_default_str();
   app.add_option("--peer", flags->peers,
                  "a host the job talks to (repeatable): the route to it is checked against "
                  "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME, as MASTER_ADDR is");
-  return [flags]() {
-    if (flags->rules) {
-      std::string out = flags->json ? RulesJson().dump(2) + "\n" : RulesText();
+  app.add_option("--data", flags->data,
+                 "the dataset: its census (files, sizes, file system, page cache) and a short "
+                 "storage bench beside it (256 MiB, 2 s a phase)");
+  app.add_option("--run", flags->run,
+                 "a run file of `stallscope run`: its findings join the triage");
+  app.add_flag("--quick", flags->quick,
+               "no active benchmark, a short sampling window: done in about a second");
+  app.add_option("--html", flags->html, "also write the report as one self-contained HTML file");
+  app.add_flag("--force", flags->force, "let --html overwrite an existing file");
+  app.add_option("--baseline", flags->baseline,
+                 "a baseline saved by --save-baseline: flag figures that fell below it");
+  app.add_option("--save-baseline", flags->save_baseline,
+                 "write this host's figures (memory, swap, disks, NICs, bench) as a baseline");
+  app.add_option("--drift", flags->drift_percent, "percent below the baseline that counts as drift")
+      ->capture_default_str();
+  return [flags, interval]() {
+    const Flags& f = *flags;
+    if (f.rules) {
+      std::string out = f.json ? RulesJson().dump(2) + "\n" : RulesText();
       std::fputs(out.c_str(), stdout);
       return kExitOk;
     }
+    Result<Inputs> inputs = CheckInputs(f);
+    if (!inputs.ok()) return Fail(inputs.status(), true);
+    double window = f.quick && interval->count() == 0 ? kQuickIntervalSeconds : f.interval;
+
     const net::RdmaBaseline rdma_before = net::ReadRdmaBaseline(Root("/"));
     Result<Snapshot> snapshot = [&] {
-      ProgressLine progress(fmt::format("checking memory for {:.1f} s...", flags->interval));
-      return TakeSnapshot(Root("/"), SnapshotOptions{flags->interval});
+      ProgressLine progress(fmt::format("sampling the host for {:.1f} s...", window));
+      return TakeSnapshot(Root("/"), SnapshotOptions{window});
     }();
     if (!snapshot.ok()) {
-      bool usage = snapshot.status().code() == Status::Code::kInvalidArgument;
-      std::fprintf(stderr, "stallscope doctor: %s\n", snapshot.status().message().c_str());
-      return usage ? kExitUsage : kExitCouldNotRun;
+      return Fail(snapshot.status(), snapshot.status().code() == Status::Code::kInvalidArgument);
     }
-    std::vector<std::string> notes = snapshot->notes;
-    notes.push_back("io, distributed and code layers are not checked yet");
-    std::vector<Finding> findings = CheckMemory(ObserveMemory(*snapshot));
-    std::vector<Finding> network =
-        CheckNetwork(net::ObserveHostNetwork(Root("/"), *snapshot, flags->peers, rdma_before));
-    findings.insert(findings.end(), network.begin(), network.end());
-    Report report =
-        MakeReport(std::move(findings), {Layer::kMemory, Layer::kNetwork}, notes);
-    ReportHeader header{"doctor", snapshot->hostname, snapshot->time_utc,
-                        snapshot->interval_seconds};
-    std::string out = flags->json ? ReportToJson(header, report).dump(2) + "\n"
-                                  : RenderReportText(header, report);
+    Triage t;
+    t.notes = snapshot->notes;
+    // The seed's order: memory, io, network, then distributed and code.
+    CheckMemoryLayer(*snapshot, t);
+    CheckIoLayer(f, *snapshot, t);
+    t.checked.push_back(Layer::kNetwork);
+    t.Add(CheckNetwork(net::ObserveHostNetwork(Root("/"), *snapshot, f.peers, rdma_before)));
+    // --- gpu (owner: gpu): NVML findings (memory.gpu_near_full, code.*) ---
+    if (snapshot->gpus.available) {
+      t.Add(CheckGpuObservation(snapshot->gpus, GpuProcessNames(Root("/"), snapshot->gpus),
+                                &t.notes));
+    } else {
+      t.notes.push_back("gpu: " + snapshot->gpus.absent_reason);
+    }
+    // --- end gpu ---
+    if (inputs->run) FoldInRun(std::move(*inputs->run), t);
+
+    HostBaseline now = BaselineFromSnapshot(*snapshot, t.bench ? &*t.bench : nullptr);
+    if (inputs->baseline) {
+      t.Add(CompareBaseline(*inputs->baseline, now, f.drift_percent / 100, &t.not_compared));
+      if (!t.not_compared.empty()) {
+        t.notes.push_back(fmt::format(
+            "baseline: {} bench figure(s) not compared: the bench did not run (pass --data PATH "
+            "without --quick)",
+            t.not_compared.size()));
+      }
+    }
+    std::vector<std::pair<Layer, std::string>> why;
+    ExplainUnchecked(t, f, why);
+    Report report = MakeReport(std::move(t.findings), t.checked, t.notes);
+
+    if (!f.save_baseline.empty()) {
+      if (Status s = WriteFileAtomically(f.save_baseline, BaselineToJson(now)); !s.ok()) {
+        return Fail(s, false);
+      }
+    }
+    if (!f.html.empty()) {
+      HtmlReportInput in;
+      in.command = "doctor";
+      in.host = snapshot->hostname;
+      in.time_utc = snapshot->time_utc;
+      in.report = &report;
+      in.not_checked_why = why;
+      if (t.run) {
+        in.timeline = &t.run->timeline;
+        in.run_file = t.run->path;
+      }
+      for (const auto& [layer, fact] : t.facts) {
+        in.facts.push_back({std::string(LayerName(layer)), fact});
+      }
+      in.host_baseline = &now;
+      if (Status s = WriteFileAtomically(f.html, RenderHtmlReport(in)); !s.ok()) {
+        return Fail(s, false);
+      }
+    }
+    std::string out;
+    if (f.json) {
+      out = DoctorJson(*snapshot, report, t, f, why).dump(2) + "\n";
+    } else {
+      DoctorTextInput in{snapshot->hostname,
+                         snapshot->time_utc,
+                         snapshot->interval_seconds,
+                         &report,
+                         why,
+                         t.facts};
+      out = RenderDoctorText(in);
+      if (!f.save_baseline.empty()) out += "baseline saved: " + f.save_baseline + "\n";
+      if (!f.html.empty()) out += "html report: " + f.html + "\n";
+    }
     std::fputs(out.c_str(), stdout);
     return kExitOk;
   };

@@ -13,6 +13,7 @@
 
 #include "analyze/network_rules.h"
 #include "cli/commands.h"
+#include "core/host_clock.h"
 #include "net/client.h"
 #include "net/protocol.h"
 #include "net/server.h"
@@ -25,21 +26,6 @@ namespace {
 std::atomic<bool> stop_serving{false};
 
 void StopServing(int) { stop_serving.store(true); }
-
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "";
-  return name;
-}
-
-std::string UtcNow() {
-  time_t now = time(nullptr);
-  struct tm tm;
-  gmtime_r(&now, &tm);
-  char text[32];
-  strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 int Serve(const net::ServeOptions& options) {
   Result<net::NetServer> server = net::NetServer::Listen(options);

@@ -11,13 +11,17 @@
 #include <ctime>
 #include <memory>
 
+#include "analyze/gpu_rules.h"
+#include "analyze/rank_rules.h"
 #include "analyze/run_rules.h"
 #include "cli/commands.h"
+#include "cli/run_analysis.h"
 #include "probe/mounts.h"
 #include "probe/snapshot.h"
 #include "record/hook_receiver.h"
 #include "record/job.h"
 #include "record/recorder.h"
+#include "render/distributed.h"
 #include "render/report.h"
 #include "render/run_report.h"
 #include "render/snapshot.h"
@@ -33,6 +37,7 @@ struct RecordFlags {
   bool json = false;
   std::string data;
   int pid = 0;
+  int procs = 0;  // run --procs K: start K ranks; 0: the command as given
   std::vector<std::string> command;
 };
 
@@ -68,6 +73,7 @@ int PrintRunReport(const char* command, const std::string& path, bool json, std:
         "stallscope.loader(loader)` for data-wait and epoch figures");
   }
   std::vector<Finding> findings = CheckRun(*timeline);
+  for (std::string& n : GpuRunNotes(*timeline)) notes.push_back("gpu: " + n);
   // The network host rules judge the baseline the run file keeps.
   if (Result<std::string> baseline = ReadBaseline(path); baseline.ok()) {
     if (Result<NetworkObservation> network = NetworkFromBaseline(*baseline); network.ok()) {
@@ -76,8 +82,10 @@ int PrintRunReport(const char* command, const std::string& path, bool json, std:
       notes.push_back("network: " + network.status().message());
     }
   }
-  Report report =
-      MakeReport(std::move(findings), {Layer::kMemory, Layer::kIo, Layer::kNetwork}, notes);
+  std::vector<RankSummary> ranks = SummarizeRanks(*timeline, timeline->info.hostname);
+  std::vector<Layer> layers = {Layer::kMemory, Layer::kIo, Layer::kNetwork};
+  if (ranks.size() >= 2) layers.push_back(Layer::kDistributed);
+  Report report = MakeReport(std::move(findings), layers, notes);
   std::vector<EpochSummary> epochs = SummarizeEpochs(*timeline);
   ReportHeader header{command, timeline->info.hostname, timeline->info.started_utc,
                       timeline->info.duration_seconds.value_or(0)};
@@ -87,11 +95,15 @@ int PrintRunReport(const char* command, const std::string& path, bool json, std:
     j["run"]["file"] = path;
     j["run"]["samples"] = timeline->samples.size();
     j["epochs"] = EpochsToJson(epochs);
+    j["ranks"] = RanksToJson(ranks);
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
   } else {
     std::string out = "\n" + DescribeRunEnd(timeline->info, timeline->samples.size());
     std::string table = RenderEpochTable(epochs);
     if (!table.empty()) out += "\n" + table;
+    if (std::string rank_table = RenderRankTable(ranks); !rank_table.empty()) {
+      out += "\n" + rank_table;
+    }
     out += "\n" + RenderReportText(header, report);
     out += fmt::format("run file: {} (sqlite3 {} 'select * from samples')\n", path, path);
     std::fputs(out.c_str(), text_out);
@@ -158,6 +170,10 @@ std::string JoinCommand(const std::vector<std::string>& argv) {
 CommandRunner SetupRun(CLI::App& app) {
   auto flags = std::make_shared<RecordFlags>();
   AddRecordFlags(app, *flags);
+  app.add_option("--procs", flags->procs,
+                 "start CMD as K ranks (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, "
+                 "MASTER_ADDR=127.0.0.1, MASTER_PORT set as torchrun sets them)")
+      ->check(CLI::Range(1, 4096));
   app.add_option("command", flags->command, "the command to run, after --")->required();
   return [flags]() {
     std::string path = flags->out.empty() ? DefaultRunPath() : flags->out;
@@ -172,9 +188,11 @@ CommandRunner SetupRun(CLI::App& app) {
     if (const char* old = std::getenv("PYTHONPATH"); old && *old)
       pythonpath += ":" + std::string(old);
     BlockRecordSignals();
-    Result<Job> job = Job::Start(
-        flags->command, {{"STALLSCOPE_SOCKET", hook->socket_path()}, {"PYTHONPATH", pythonpath}},
-        /*stdout_to_stderr=*/flags->json);
+    const std::vector<std::pair<std::string, std::string>> env = {
+        {"STALLSCOPE_SOCKET", hook->socket_path()}, {"PYTHONPATH", pythonpath}};
+    Result<Job> job = flags->procs > 0
+                          ? Job::StartRanks(flags->command, env, flags->procs, flags->json)
+                          : Job::Start(flags->command, env, /*stdout_to_stderr=*/flags->json);
     if (!job.ok()) {
       // Nothing ran: the run file would only mislead.
       (void)writer->Close();
@@ -231,11 +249,31 @@ CommandRunner SetupReport(CLI::App& app) {
   struct Flags {
     std::string path;
     bool json = false;
+    std::string html;
+    bool force = false;
   };
   auto flags = std::make_shared<Flags>();
   app.add_option("run_file", flags->path, "a run file written by run or watch")->required();
   app.add_flag("--json", flags->json, "machine output (schema stallscope.report/1)");
-  return [flags]() { return PrintRunReport("report", flags->path, flags->json, stdout); };
+  app.add_option("--html", flags->html,
+                 "also write one self-contained HTML page: charts of the timeline, findings");
+  app.add_flag("--force", flags->force, "let --html overwrite an existing file");
+  return [flags]() {
+    if (!flags->html.empty()) {
+      if (Status s = CheckOutputPath(flags->html, flags->force, "--html"); !s.ok()) {
+        std::fprintf(stderr, "stallscope report: %s\n", s.message().c_str());
+        return kExitUsage;
+      }
+      Result<RunAnalysis> run = AnalyzeRunFile(flags->path);
+      Status written = run.ok() ? WriteRunHtml(*run, flags->html) : run.status();
+      if (!written.ok()) {
+        std::fprintf(stderr, "stallscope report: %s\n", written.message().c_str());
+        return kExitCouldNotRun;
+      }
+      std::fprintf(stderr, "stallscope report: wrote %s\n", flags->html.c_str());
+    }
+    return PrintRunReport("report", flags->path, flags->json, stdout);
+  };
 }
 
 }  // namespace stallscope

@@ -25,9 +25,13 @@ namespace stallscope {
 namespace {
 
 // How far the reading threads may run ahead of the writer, in bytes of
-// source files: enough to keep many reads in flight on slow storage, small
-// enough for any host. One sample is always allowed, whatever its size.
-constexpr uint64_t kReadAheadBytes = uint64_t{256} << 20;
+// source files: enough to keep many reads in flight on slow storage, and
+// little enough that what was read is still in the CPU's caches when the
+// writer copies it on. At 256 MiB the kernel's copy into the shard's pages
+// cost three times tar's (cold source lines) and RSS was 340 MiB; at 8 MiB
+// pack's system time is tar's (bench/pack_vs_tar.sh). One sample is always
+// allowed, whatever its size.
+constexpr uint64_t kReadAheadBytes = uint64_t{8} << 20;
 constexpr int kMaxJobs = 256;
 
 int64_t MtimeNs(const struct stat& st) {
@@ -35,6 +39,11 @@ int64_t MtimeNs(const struct stat& st) {
 }
 
 }  // namespace
+
+int DefaultPackJobs() {
+  long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return static_cast<int>(std::clamp(cpus * 2, 2L, 8L));
+}
 
 Result<SampleFile> ReadPackSource(const std::string& src, const SourceFile& c) {
   std::string path = src + "/" + c.path;

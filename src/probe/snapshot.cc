@@ -1,3 +1,4 @@
+#include "core/host_clock.h"
 #include "probe/snapshot.h"
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "gpu/gpu_probe.h"
 #include "probe/cgroup.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
@@ -27,15 +29,6 @@ double MonotonicSeconds() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-std::string UtcNow() {
-  time_t now = time(nullptr);
-  struct tm tm;
-  gmtime_r(&now, &tm);
-  char text[32];
-  strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
 }
 
 // On a live root the host's own names; on a fixture root, its files (or empty).
@@ -154,6 +147,9 @@ Result<Snapshot> TakeSnapshot(const Root& root, const SnapshotOptions& options) 
   Result<HostSample> before = TakeHostSample(root, &s.notes);
   if (!before.ok()) return before.status();
   s.before = std::move(*before);
+  // GPUs: this sample starts GPM's interval, the one after the wait ends it.
+  std::unique_ptr<GpuProbe> gpu = GpuProbe::Open(root);
+  if (gpu->available()) (void)gpu->Sample();
   // The static facts are read inside the interval: their cost overlaps the wait.
   ReadStaticFacts(root, s);
   double remaining = options.interval_seconds - (MonotonicSeconds() - s.before.monotonic_seconds);
@@ -161,6 +157,7 @@ Result<Snapshot> TakeSnapshot(const Root& root, const SnapshotOptions& options) 
   Result<HostSample> after = TakeHostSample(root, nullptr);
   if (!after.ok()) return after.status();
   s.after = std::move(*after);
+  s.gpus = gpu->Sample();
   s.time_utc = UtcNow();
   ComputeSnapshotRates(s);
   return s;

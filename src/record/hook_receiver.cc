@@ -4,6 +4,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -70,6 +71,13 @@ void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& 
       c.dataset_length = v[7];
       c.gpu_available = v[8] != 0;
       into.loaders.push_back(c);
+    } else if (type == "sync") {
+      // pid rank step sync_ns cpu_ns: follows its step record (stallscope.ddp)
+      if (!ToInts(f, 5, v) || v[3] < 0 || v[4] < 0) {
+        ++into.malformed;
+        continue;
+      }
+      into.syncs.push_back({static_cast<int>(v[1]), v[2], v[3] / 1e9, v[4] / 1e9});
     } else if (type == "hello") {
       // pid rank local_rank world_size
       if (!ToInts(f, 4, v)) {
@@ -77,6 +85,24 @@ void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& 
         continue;
       }
       into.pids.insert(static_cast<int>(v[0]));
+      into.ranks.push_back({static_cast<int>(v[0]), static_cast<int>(v[1]),
+                            static_cast<int>(v[2]), static_cast<int>(v[3]), ""});
+    } else if (type == "host") {
+      // pid rank hostname: follows its hello
+      std::optional<int64_t> pid = f.size() == 4 ? ParseInt(f[1]) : std::nullopt;
+      std::optional<int64_t> rank = f.size() == 4 ? ParseInt(f[2]) : std::nullopt;
+      if (!pid || !rank) {
+        ++into.malformed;
+        continue;
+      }
+      auto it = std::find_if(into.ranks.rbegin(), into.ranks.rend(),
+                             [&](const RankInfo& r) { return r.pid == *pid; });
+      if (it != into.ranks.rend()) {
+        it->hostname = std::string(f[3]);
+      } else {
+        into.ranks.push_back({static_cast<int>(*pid), static_cast<int>(*rank), 0, 1,
+                              std::string(f[3])});
+      }
     } else if (type == "dropped") {
       if (!ToInts(f, 3, v)) {
         ++into.malformed;

@@ -24,6 +24,8 @@ struct HookEvents {
   std::vector<EpochEvent> epochs;
   std::vector<LoaderConfig> loaders;
   std::set<int> pids;     // processes that said hello (the ranks)
+  std::vector<RankInfo> ranks;  // their hello records, as they came
+  std::vector<StepSync> syncs;  // stallscope.ddp(model): per step
   int64_t dropped = 0;    // datagrams the hook reported it could not send
   int64_t malformed = 0;  // lines we could not read
 };

@@ -1,13 +1,17 @@
 #include "record/job.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace stallscope {
@@ -126,6 +130,175 @@ std::optional<JobExit> Job::Poll() {
 
 void Job::Forward(int signal) const {
   if (pid_ > 0 && !reaped_) kill(pid_, signal);
+}
+
+}  // namespace stallscope
+
+// ---------------------------------------------------------------------------
+// StartRanks: the launcher.
+
+namespace stallscope {
+namespace {
+
+// A TCP port free on 127.0.0.1 now (the kernel's pick for port 0). Another
+// process may take it before rank 0 binds it; torchrun has the same window.
+Result<int> FreeTcpPort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::FromErrno("socket", errno);
+  struct sockaddr_in addr {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof addr;
+  if (bind(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<struct sockaddr*>(&addr), &size) != 0) {
+    int err = errno;
+    close(fd);
+    return Status::FromErrno("a free port on 127.0.0.1", err);
+  }
+  close(fd);
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+void WriteErrno(int fd, int err) {
+  ssize_t ignored = write(fd, &err, sizeof err);
+  (void)ignored;
+}
+
+// The launcher's life after fork: never returns.
+[[noreturn]] void RunLauncher(const std::vector<char*>& args,
+                              const std::vector<std::pair<std::string, std::string>>& env,
+                              int procs, int port, bool stdout_to_stderr, int report_fd) {
+  if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
+  for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+  setenv("WORLD_SIZE", std::to_string(procs).c_str(), 1);
+  setenv("LOCAL_WORLD_SIZE", std::to_string(procs).c_str(), 1);
+  setenv("GROUP_RANK", "0", 1);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  // As torchrun does with more than one process per node: one OpenMP thread
+  // per rank unless the user chose, so K ranks do not each start one thread
+  // per core and fight over them (which also makes a healthy rank look like
+  // a straggler).
+  if (procs > 1) setenv("OMP_NUM_THREADS", "1", 0);
+  std::vector<pid_t> ranks;
+  for (int i = 0; i < procs; ++i) {
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+      WriteErrno(report_fd, errno);
+      for (pid_t r : ranks) kill(r, SIGKILL);
+      _exit(126);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(pipefd[0]);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      setenv("RANK", std::to_string(i).c_str(), 1);
+      setenv("LOCAL_RANK", std::to_string(i).c_str(), 1);
+      execvp(args[0], args.data());
+      WriteErrno(pipefd[1], errno);
+      _exit(127);
+    }
+    close(pipefd[1]);
+    int child_errno = 0;
+    ssize_t n;
+    do {
+      n = pid < 0 ? -1 : read(pipefd[0], &child_errno, sizeof child_errno);
+    } while (n < 0 && errno == EINTR && pid > 0);
+    close(pipefd[0]);
+    if (pid < 0 || n == sizeof child_errno) {
+      WriteErrno(report_fd, pid < 0 ? errno : child_errno);
+      for (pid_t r : ranks) kill(r, SIGKILL);
+      while (wait(nullptr) > 0) {
+      }
+      _exit(127);
+    }
+    ranks.push_back(pid);
+  }
+  close(report_fd);  // every rank runs: the caller's read sees end of file
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGCHLD);
+  size_t alive = ranks.size();
+  std::optional<int> first_failure;  // as a shell status
+  while (alive > 0) {
+    siginfo_t info;
+    int sig = sigwaitinfo(&set, &info);
+    if (sig < 0) continue;
+    if (sig != SIGCHLD) {
+      // Sent to the launcher alone: the ranks have not seen it. From the
+      // terminal they have (same process group).
+      if (info.si_code == SI_USER || info.si_code == SI_QUEUE) {
+        for (pid_t r : ranks) {
+          if (r > 0) kill(r, sig);
+        }
+      }
+      continue;
+    }
+    int status = 0;
+    pid_t done;
+    while ((done = waitpid(-1, &status, WNOHANG)) > 0) {
+      for (pid_t& r : ranks) {
+        if (r != done) continue;
+        r = -1;
+        --alive;
+        bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+        if (failed && !first_failure) {
+          first_failure = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+          for (pid_t other : ranks) {
+            if (other > 0) kill(other, SIGTERM);
+          }
+        }
+      }
+    }
+  }
+  _exit(first_failure.value_or(0) & 0xff);
+}
+
+}  // namespace
+
+Result<Job> Job::StartRanks(const std::vector<std::string>& argv,
+                            const std::vector<std::pair<std::string, std::string>>& extra_env,
+                            int procs, bool stdout_to_stderr) {
+  if (argv.empty()) return Status::InvalidArgument("no command given after --");
+  if (procs < 1) {
+    return Status::InvalidArgument("--procs " + std::to_string(procs) + ": must be at least 1");
+  }
+  Result<int> port = FreeTcpPort();
+  if (!port.ok()) return port.status();
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    close(report[0]);
+    close(report[1]);
+    return Status::FromErrno("fork", err);
+  }
+  if (pid == 0) {
+    close(report[0]);
+    RunLauncher(args, extra_env, procs, *port, stdout_to_stderr, report[1]);
+  }
+  close(report[1]);
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = read(report[0], &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  close(report[0]);
+  if (n == sizeof child_errno) {
+    waitpid(pid, nullptr, 0);
+    if (child_errno == ENOENT) return Status::NotFound(argv[0] + ": command not found");
+    return Status::FromErrno(argv[0], child_errno);
+  }
+  return Job(pid, true);
 }
 
 }  // namespace stallscope

@@ -35,6 +35,18 @@ class Job {
   static Result<Job> Start(const std::vector<std::string>& argv,
                            const std::vector<std::pair<std::string, std::string>>& extra_env,
                            bool stdout_to_stderr = false);
+  // Starts `procs` copies of argv as the ranks of one data-parallel job, with
+  // the variables torchrun sets (RANK, LOCAL_RANK, WORLD_SIZE,
+  // LOCAL_WORLD_SIZE, GROUP_RANK=0, MASTER_ADDR=127.0.0.1, MASTER_PORT=a
+  // free port). The job's pid is a launcher (a fork of stallscope) whose
+  // children are the ranks: it waits for all of them, ends the others with
+  // SIGTERM when one fails (as torchrun does), passes on SIGINT/SIGTERM sent
+  // to it alone, and exits with the first failed rank's status, or 0. The
+  // caller has blocked SIGINT, SIGTERM and SIGCHLD (BlockRecordSignals), as
+  // for Start. A command that cannot be executed fails here as in Start.
+  static Result<Job> StartRanks(const std::vector<std::string>& argv,
+                                const std::vector<std::pair<std::string, std::string>>& extra_env,
+                                int procs, bool stdout_to_stderr = false);
   // A running process (not our child): we can watch it but not wait for it.
   static Result<Job> Attach(pid_t pid);
 

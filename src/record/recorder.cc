@@ -14,6 +14,7 @@
 #include <set>
 
 #include "core/units.h"
+#include "gpu/gpu_probe.h"
 #include "probe/cgroup.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
@@ -252,6 +253,9 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     return first.status();
   }
   points.clear();
+  // GPUs: a missing library or driver leaves the probe unavailable (no rows).
+  std::unique_ptr<GpuProbe> gpu_probe = GpuProbe::Open(Root("/"));
+  if (gpu_probe->available()) (void)gpu_probe->Sample();  // GPM's first sample
   // Network port error counters: stored when they move (record/port_counters.h).
   // RDMA ports are read each interval only on a host that has them.
   PortCounterTracker port_tracker;
@@ -312,8 +316,19 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     count_steps_before(std::numeric_limits<double>::infinity());
     epoch.peak_rss_bytes = std::max(epoch.peak_rss_bytes, sample->tree_rss_bytes);
     Status written = writer.AppendInterval(*sample, points, events.steps, events.epochs,
-                                           events.loaders, ports);
+                                           events.loaders, ports, events.ranks,
+                                           events.syncs);
     ports.clear();
+    // GPUs (NVML), the job's first; GPM covers the interval since the last call.
+    if (written.ok() && gpu_probe->available()) {
+      std::set<int> job_pids;
+      for (const ProcessPoint& p : points) job_pids.insert(p.pid);
+      std::vector<GpuPoint> gpus;
+      for (GpuState& g : JobGpusFirst(gpu_probe->Sample().gpus, job_pids)) {
+        gpus.push_back({t, std::move(g)});
+      }
+      written = writer.AppendGpuSamples(gpus);
+    }
     // Inside a memory limit the share is of the limit, as the job sees it.
     const uint64_t usable =
         std::min(info.mem_total_bytes, info.cgroup_limit_bytes.value_or(info.mem_total_bytes));

@@ -1,5 +1,6 @@
 #include <optional>
 
+#include "render/gpu.h"
 #include "render/snapshot.h"
 #include "sample/memory.h"
 
@@ -236,6 +237,7 @@ nlohmann::ordered_json SnapshotToJson(const Snapshot& s) {
   j["interfaces"] = InterfacesJson(s);
   j["infiniband"] = InfinibandJson(s);
   j["topology"] = TopologyJson(s);
+  j["gpus"] = GpusToJson(s.gpus);
   Json env = Json::object();
   for (const EnvironmentVariable& v : s.environment.variables) env[v.name] = v.value;
   j["environment"] = env;

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "core/units.h"
+#include "render/gpu.h"
 #include "render/snapshot.h"
 
 namespace stallscope {
@@ -169,9 +170,9 @@ std::string RenderSnapshotText(const Snapshot& s) {
              : "container: none detected\n";
   out += "\n" + MemorySection(s) + "\n" + CpuSection(s) + "\n" + DiskSection(s) + "\n" +
          NetworkSection(s) + "\n" + TopologySection(s) + "\n" + EnvironmentSection(s);
+  out += "\n" + RenderGpuText(s.gpus);
   out += fmt::format("processes: {}, RSS {} in all\n", s.processes.processes,
                      FormatBytes(s.processes.rss_bytes));
-  out += "gpus: no GPU probe yet (NVML arrives with the GPU issue)\n";
   for (const std::string& note : s.notes) out += "note: " + note + "\n";
   return out;
 }

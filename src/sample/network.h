@@ -177,4 +177,21 @@ struct InfinibandDevice {
   std::vector<InfinibandPort> ports;
 };
 
+// The error counters of one network port: a NIC from /proc/net/dev, or an
+// RDMA port ("mlx5_0:1") from /sys/class/infiniband. Cumulative in a
+// recorded sample (PortCounterPoint), a window's growth in a finding's
+// evidence (PortErrorDelta): the same fields either way.
+struct PortErrors {
+  std::string port;
+  bool rdma = false;
+  uint64_t packets = 0;  // rx + tx packets (NICs)
+  uint64_t rx_errors = 0;
+  uint64_t tx_errors = 0;
+  uint64_t rx_drops = 0;
+  uint64_t tx_drops = 0;
+  uint64_t symbol_errors = 0;  // RDMA ports
+  uint64_t link_downed = 0;
+  uint64_t rcv_errors = 0;
+};
+
 }  // namespace stallscope

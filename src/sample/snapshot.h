@@ -15,6 +15,7 @@
 #include "sample/container.h"
 #include "sample/cpu.h"
 #include "sample/disk.h"
+#include "sample/gpu.h"
 #include "sample/memory.h"
 #include "sample/network.h"
 #include "sample/pressure.h"
@@ -67,6 +68,7 @@ struct Snapshot {
   TrainingEnvironment environment;
   ProcessTotals processes;  // every process of the host
   PinnedHolder top_pinned;
+  GpuObservation gpus;  // NVML; GPM over the snapshot's interval
 
   // What could not be read, in the user's words: degradations, not errors.
   std::vector<std::string> notes;

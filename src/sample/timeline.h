@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "sample/gpu.h"
+#include "sample/network.h"
+
 namespace stallscope {
 
 // Facts about the run: fixed at start, completed at exit.
@@ -77,6 +80,24 @@ struct StepEvent {
   double step_seconds = 0;  // the whole step, wait included
 };
 
+// From the hook, with stallscope.ddp(model): for a step of a rank, the time
+// it waited for gradient all-reduces and the process's CPU time in it.
+struct StepSync {
+  int rank = 0;
+  int64_t step = 0;
+  double sync_seconds = 0;
+  double cpu_seconds = 0;
+};
+
+// From the hook: a process that reported as a rank (its hello record).
+struct RankInfo {
+  int pid = 0;
+  int rank = 0;
+  int local_rank = 0;
+  int world_size = 1;
+  std::string hostname;  // empty when the hook did not say (older hooks)
+};
+
 // From the hook: epoch n of a rank began at t.
 struct EpochEvent {
   int rank = 0;
@@ -103,18 +124,14 @@ struct LoaderConfig {
 // then only samples where one of its error or drop counters moved, and
 // every port's last sample, so a clean run keeps two rows per port
 // (record/port_counters.h).
-struct PortCounterPoint {
+struct PortCounterPoint : PortErrors {
   double t = 0;
-  std::string port;
-  bool rdma = false;
-  uint64_t packets = 0;  // rx + tx packets (NICs)
-  uint64_t rx_errors = 0;
-  uint64_t tx_errors = 0;
-  uint64_t rx_drops = 0;
-  uint64_t tx_drops = 0;
-  uint64_t symbol_errors = 0;  // RDMA ports
-  uint64_t link_downed = 0;
-  uint64_t rcv_errors = 0;
+};
+
+// One GPU at one sample (NVML, gpu/gpu_probe.h); the job's GPUs first.
+struct GpuPoint {
+  double t = 0;
+  GpuState gpu;
 };
 
 struct Timeline {
@@ -125,6 +142,9 @@ struct Timeline {
   std::vector<EpochEvent> epochs;
   std::vector<LoaderConfig> loaders;
   std::vector<PortCounterPoint> port_counters;  // by time, then port
+  std::vector<GpuPoint> gpus;                    // by time, then GPU
+  std::vector<RankInfo> ranks;                   // hook hellos, in arrival order
+  std::vector<StepSync> step_syncs;              // with stallscope.ddp(model)
 };
 
 }  // namespace stallscope

@@ -57,7 +57,13 @@ class RunWriter {
   Status AppendInterval(const TimelineSample& sample, std::span<const ProcessPoint> processes,
                         std::span<const StepEvent> steps, std::span<const EpochEvent> epochs,
                         std::span<const LoaderConfig> loaders,
-                        std::span<const PortCounterPoint> ports = {});
+                        std::span<const PortCounterPoint> ports = {},
+                        std::span<const RankInfo> ranks = {},
+                        std::span<const StepSync> syncs = {});
+  // The GPUs of the interval just appended (store/gpu_samples.cc), in their
+  // own transaction, into gpu_samples (created on first use). No-op before
+  // the first interval or without GPUs.
+  Status AppendGpuSamples(std::span<const GpuPoint> gpus);
   // Intervals committed so far; the next one is numbered this.
   int64_t intervals() const { return next_interval_; }
   const std::string& path() const { return path_; }
@@ -83,7 +89,8 @@ class RunWriter {
   Status InsertInterval(const TimelineSample& sample, std::span<const ProcessPoint> processes,
                         std::span<const StepEvent> steps, std::span<const EpochEvent> epochs,
                         std::span<const LoaderConfig> loaders,
-                        std::span<const PortCounterPoint> ports);
+                        std::span<const PortCounterPoint> ports, std::span<const RankInfo> ranks,
+                        std::span<const StepSync> syncs);
 
   std::string path_;
   int64_t next_interval_ = 0;
@@ -92,7 +99,7 @@ class RunWriter {
   Statement begin_, commit_, rollback_;
   Statement insert_run_, insert_baseline_;
   Statement insert_sample_, insert_process_, insert_step_, insert_epoch_, insert_loader_;
-  Statement insert_port_;
+  Statement insert_port_, insert_step_sync_, insert_rank_;
 };
 
 // The whole run, in the order it was written. A file that is missing, is not

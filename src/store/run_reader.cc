@@ -8,6 +8,7 @@
 #include <string>
 
 #include "store/run_file.h"
+#include "store/gpu_samples.h"
 #include "store/run_schema.h"
 
 namespace stallscope {
@@ -313,6 +314,42 @@ Result<Timeline> ReadRun(const std::string& path) {
                     });
     if (!st.ok()) return st;
   }
+  // Files written before per-rank records existed lack these tables.
+  bool has_sync = false, has_ranks = false;
+  st = ForEachRow(db, path,
+                  "SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                  "name IN ('step_sync', 'ranks')",
+                  [&](Columns& c) {
+                    std::string name = c.Text();
+                    (name == "ranks" ? has_ranks : has_sync) = true;
+                  });
+  if (!st.ok()) return st;
+  if (has_sync) {
+    st = ForEachRow(db, path,
+                    "SELECT rank, step, sync_seconds, cpu_seconds FROM step_sync ORDER BY rowid",
+                    [&](Columns& c) {
+                      StepSync& e = timeline.step_syncs.emplace_back();
+                      e.rank = c.Int32();
+                      e.step = c.Int();
+                      e.sync_seconds = c.Real();
+                      e.cpu_seconds = c.Real();
+                    });
+    if (!st.ok()) return st;
+  }
+  if (has_ranks) {
+    st = ForEachRow(db, path,
+                    "SELECT pid, rank, local_rank, world_size, hostname FROM ranks ORDER BY rowid",
+                    [&](Columns& c) {
+                      RankInfo& r = timeline.ranks.emplace_back();
+                      r.pid = c.Int32();
+                      r.rank = c.Int32();
+                      r.local_rank = c.Int32();
+                      r.world_size = c.Int32();
+                      r.hostname = c.Text();
+                    });
+    if (!st.ok()) return st;
+  }
+  if (Status gpus = store::ReadGpuSamples(db, path, timeline); !gpus.ok()) return gpus;
   sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
   return timeline;
 }

@@ -78,6 +78,21 @@ CREATE TABLE steps (
   wait_seconds REAL NOT NULL,
   step_seconds REAL NOT NULL
 );
+CREATE TABLE step_sync (
+  interval INTEGER NOT NULL REFERENCES samples(interval),
+  rank INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  sync_seconds REAL NOT NULL,
+  cpu_seconds REAL NOT NULL
+);
+CREATE TABLE ranks (
+  interval INTEGER NOT NULL REFERENCES samples(interval),
+  pid INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  local_rank INTEGER NOT NULL,
+  world_size INTEGER NOT NULL,
+  hostname TEXT NOT NULL
+);
 CREATE TABLE epochs (
   interval INTEGER NOT NULL REFERENCES samples(interval),
   rank INTEGER NOT NULL,

@@ -194,6 +194,12 @@ Status RunWriter::Prepare() {
        "INSERT INTO port_counters (interval, t_seconds, port, rdma, packets, rx_errors, "
        "tx_errors, rx_drops, tx_drops, symbol_errors, link_downed, rcv_errors) "
        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+      {&insert_step_sync_,
+       "INSERT INTO step_sync (interval, rank, step, sync_seconds, cpu_seconds) "
+       "VALUES (?, ?, ?, ?, ?)"},
+      {&insert_rank_,
+       "INSERT INTO ranks (interval, pid, rank, local_rank, world_size, hostname) "
+       "VALUES (?, ?, ?, ?, ?, ?)"},
   };
   for (const auto& [statement, sql] : statements) {
     raw = nullptr;
@@ -214,7 +220,8 @@ Status RunWriter::Close() {
   if (!db_) return Status::Ok();
   for (Statement* statement :
        {&begin_, &commit_, &rollback_, &insert_run_, &insert_baseline_, &insert_sample_,
-        &insert_process_, &insert_step_, &insert_epoch_, &insert_loader_, &insert_port_}) {
+        &insert_process_, &insert_step_, &insert_epoch_, &insert_loader_, &insert_port_,
+        &insert_step_sync_, &insert_rank_}) {
     statement->reset();
   }
   // The last connection to close checkpoints the WAL into the file and
@@ -273,10 +280,12 @@ Status RunWriter::AppendInterval(const TimelineSample& sample,
                                  std::span<const StepEvent> steps,
                                  std::span<const EpochEvent> epochs,
                                  std::span<const LoaderConfig> loaders,
-                                 std::span<const PortCounterPoint> ports) {
+                                 std::span<const PortCounterPoint> ports,
+                                 std::span<const RankInfo> ranks,
+                                 std::span<const StepSync> syncs) {
   if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
   if (Status begun = Step(begin_.get(), "cannot begin an interval"); !begun.ok()) return begun;
-  Status status = InsertInterval(sample, processes, steps, epochs, loaders, ports);
+  Status status = InsertInterval(sample, processes, steps, epochs, loaders, ports, ranks, syncs);
   if (status.ok()) status = Step(commit_.get(), "cannot commit an interval");
   if (!status.ok()) {
     // A failed COMMIT leaves the transaction open; end it so that the next
@@ -292,7 +301,9 @@ Status RunWriter::InsertInterval(const TimelineSample& s, std::span<const Proces
                                  std::span<const StepEvent> steps,
                                  std::span<const EpochEvent> epochs,
                                  std::span<const LoaderConfig> loaders,
-                                 std::span<const PortCounterPoint> ports) {
+                                 std::span<const PortCounterPoint> ports,
+                                 std::span<const RankInfo> ranks,
+                                 std::span<const StepSync> syncs) {
   const int64_t interval = next_interval_;
   Binder sample(insert_sample_.get());
   sample.Int(interval)
@@ -335,6 +346,20 @@ Status RunWriter::InsertInterval(const TimelineSample& s, std::span<const Proces
     bind.Int(interval).Int(e.rank).Int(e.step).Real(e.t).Real(e.wait_seconds).Real(e.step_seconds);
     if (!bind.ok()) return Fail("cannot bind a step");
     if (Status st = Step(insert_step_.get(), "cannot write a step"); !st.ok()) return st;
+  }
+  for (const StepSync& e : syncs) {
+    Binder sync(insert_step_sync_.get());
+    sync.Int(interval).Int(e.rank).Int(e.step).Real(e.sync_seconds).Real(e.cpu_seconds);
+    if (!sync.ok()) return Fail("cannot bind a step's sync");
+    if (Status st = Step(insert_step_sync_.get(), "cannot write a step's sync"); !st.ok()) {
+      return st;
+    }
+  }
+  for (const RankInfo& r : ranks) {
+    Binder bind(insert_rank_.get());
+    bind.Int(interval).Int(r.pid).Int(r.rank).Int(r.local_rank).Int(r.world_size).Text(r.hostname);
+    if (!bind.ok()) return Fail("cannot bind a rank");
+    if (Status st = Step(insert_rank_.get(), "cannot write a rank"); !st.ok()) return st;
   }
   for (const EpochEvent& e : epochs) {
     Binder bind(insert_epoch_.get());

@@ -108,6 +108,213 @@ class BadUsage(unittest.TestCase):
         self.assertRegex(out, r"(?m)^\s+snapshot\s")
 
 
+class Quick(unittest.TestCase):
+    def test_quick_contract_and_why_not_checked(self):
+        report = e2e.run_json(self, ["doctor", "--quick", "--json"])
+        e2e.check_report(self, report)
+        # --quick samples a 0.25 s window, not the default 1 s (a loaded
+        # host stretches it; its speed is measured by bench/doctor_quick.sh,
+        # not timed here).
+        self.assertLess(report["window_seconds"], 0.9)
+        layers = {l["layer"]: l for l in report["layers"]}
+        for layer in ("memory", "io", "network"):
+            self.assertNotEqual(layers[layer]["status"], "not_checked", layer)
+        for layer in ("distributed", "code"):
+            self.assertEqual(layers[layer]["status"], "not_checked", layer)
+            self.assertIn("--run", layers[layer]["why"], layer)
+        self.assertNotIn("bench", report, "--quick ran the storage bench")
+        # The suspects-and-quick-checks table, every layer in it.
+        self.assertEqual(sorted({r["layer"] for r in report["triage"]}), sorted(e2e.LAYERS))
+        facts = [f["fact"] for f in report["facts"] if f["layer"] == "memory"]
+        self.assertTrue(facts and "available" in facts[0], report["facts"])
+
+    def test_text_order_and_table(self):
+        rc, out, err, _ = e2e.run(["doctor", "--quick"])
+        self.assertEqual(rc, 0, err)
+        positions = [re.search(r"(?m)^%s\s" % layer, out).start() for layer in e2e.LAYERS]
+        self.assertEqual(positions, sorted(positions), "layers out of triage order:\n" + out)
+        self.assertRegex(out, r"(?m)^distributed\s+not checked: ")
+        self.assertIn("suspects and quick checks", out)
+        self.assertIn("iostat -x 1", out)
+        self.assertLess(out.index("verdict: "), out.index("suspects and quick checks"))
+
+
+class DataFolder(unittest.TestCase):
+    """--data on a small real folder on the build's disk: census and bench."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="stallscope-doctor-data-",
+                                    dir=os.path.dirname(e2e.BINARY))
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.dir]))
+        for i in range(120):
+            sub = os.path.join(self.dir, "class_%d" % (i % 3))
+            os.makedirs(sub, exist_ok=True)
+            with open(os.path.join(sub, "img_%04d.bin" % i), "wb") as f:
+                f.write(os.urandom(3000 + i))
+
+    def test_census_and_bench(self):
+        rc, out, err, seconds = e2e.run(["doctor", "--json", "--data", self.dir], timeout=90)
+        self.assertEqual(rc, 0, err)
+        report = json.loads(out)
+        e2e.check_report(self, report)
+        self.assertEqual(report["data"]["files"], 120)
+        self.assertEqual(report["data"]["bytes"], sum(3000 + i for i in range(120)))
+        bench = report.get("bench")
+        self.assertIsNotNone(bench, "no bench: %s" % report["notes"])
+        self.assertGreater(bench["sequential_bytes_per_s"], 0)
+        self.assertGreater(bench["random_iops"], 0)
+        self.assertLess(seconds, 30, "the full doctor must stay under 30 s")
+        # The bench cleaned up after itself; the data is untouched.
+        self.assertEqual(sorted(os.listdir(self.dir)), ["class_0", "class_1", "class_2"])
+        self.assertTrue(any("dataset " + self.dir in f["fact"] for f in report["facts"]))
+
+    def test_quick_census_without_bench(self):
+        report = e2e.run_json(self, ["doctor", "--quick", "--json", "--data", self.dir])
+        self.assertEqual(report["data"]["files"], 120)
+        self.assertNotIn("bench", report)
+        self.assertTrue(any("--quick" in n for n in report["notes"]), report["notes"])
+
+    def test_missing_data_is_bad_usage(self):
+        missing = os.path.join(self.dir, "nope")
+        rc, out, err, _ = e2e.run(["doctor", "--data", missing])
+        self.assertEqual(rc, 2)
+        self.assertEqual(out, "")
+        self.assertIn(missing, err)
+
+
+class Baseline(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="stallscope-baseline-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.dir]))
+        self.path = os.path.join(self.dir, "host.json")
+
+    def save(self):
+        rc, out, err, _ = e2e.run(["doctor", "--quick", "--save-baseline", self.path])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("baseline saved: " + self.path, out)
+        with open(self.path) as f:
+            return json.load(f)
+
+    def test_save_then_unchanged_host_has_no_drift(self):
+        saved = self.save()
+        self.assertEqual(saved["schema"], "stallscope.baseline/1")
+        self.assertEqual(saved["host"], os.uname().nodename)
+        metrics = {m["name"]: m for m in saved["metrics"]}
+        self.assertEqual(metrics["memory.total_bytes"]["value"], e2e.meminfo()["MemTotal"])
+        report = e2e.run_json(self, ["doctor", "--quick", "--json", "--baseline", self.path])
+        e2e.check_report(self, report)
+        drift = [f for f in report["findings"] if f["id"].endswith(".baseline_drift")]
+        self.assertEqual(drift, [])
+        self.assertEqual(report["baseline"]["file"], self.path)
+
+    def test_doctored_baseline_shows_drift(self):
+        saved = self.save()
+        total = next(m for m in saved["metrics"] if m["name"] == "memory.total_bytes")
+        total["value"] *= 2          # the host "had" twice the memory: now 50% below
+        saved["metrics"].append({"name": "network.ethX9.speed_mbps", "layer": "network",
+                                 "value": 100000, "unit": "Mb/s"})  # a NIC since gone
+        with open(self.path, "w") as f:
+            json.dump(saved, f)
+        report = e2e.run_json(self, ["doctor", "--quick", "--json", "--baseline", self.path])
+        e2e.check_report(self, report)
+        memory = e2e.finding(report, "memory.baseline_drift")
+        self.assertIsNotNone(memory, json.dumps(report["findings"], indent=1))
+        self.assertEqual(memory["severity"], "critical")
+        ev = memory["evidence"]
+        self.assertEqual(ev["metric"], "memory.total_bytes")
+        self.assertEqual(ev["baseline"], total["value"])
+        self.assertEqual(ev["now"], e2e.meminfo()["MemTotal"])
+        self.assertAlmostEqual(ev["drop_fraction"], 0.5, places=6)
+        self.assertEqual(report["verdict"]["finding"], "memory.baseline_drift")
+        gone = e2e.finding(report, "network.baseline_drift")
+        self.assertEqual(gone["evidence"]["now"], "absent")
+        self.assertIn("network.ethX9.speed_mbps", gone["summary"])
+
+    def test_drift_share_flag(self):
+        saved = self.save()
+        total = next(m for m in saved["metrics"] if m["name"] == "memory.total_bytes")
+        total["value"] = int(total["value"] * 1.05)   # 4.8% below now
+        with open(self.path, "w") as f:
+            json.dump(saved, f)
+        args = ["doctor", "--quick", "--json", "--baseline", self.path]
+        self.assertIsNone(e2e.finding(e2e.run_json(self, args), "memory.baseline_drift"))
+        f = e2e.finding(e2e.run_json(self, args + ["--drift", "2"]), "memory.baseline_drift")
+        self.assertIsNotNone(f)
+        self.assertEqual(f["severity"], "warning")
+        self.assertEqual(f["evidence"]["threshold_fraction"], 0.02)
+
+    def bad(self, content, *names):
+        if content is not None:
+            with open(self.path, "w") as f:
+                f.write(content)
+        rc, out, err, seconds = e2e.run(["doctor", "--quick", "--baseline", self.path])
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(out, "")
+        self.assertIn(self.path, err)
+        for n in names:
+            self.assertIn(n, err)
+        self.assertLess(seconds, 0.9, "a bad baseline must be refused before any sampling")
+
+    def test_bad_baseline_files(self):
+        self.bad(None, "No such file")
+        self.bad("{not json", "not JSON")
+        self.bad('{"schema": "stallscope.report/1", "metrics": []}', "stallscope.report/1")
+        self.bad('{"schema": "stallscope.baseline/1", "metrics": [{"name": "m", '
+                 '"layer": "memory"}]}', "metrics[0]", "value")
+
+    def test_save_refuses_to_overwrite_other_files(self):
+        with open(self.path, "w") as f:
+            f.write("my notes\n")
+        rc, out, err, _ = e2e.run(["doctor", "--quick", "--save-baseline", self.path])
+        self.assertEqual(rc, 2, err)
+        self.assertIn(self.path, err)
+        self.assertIn("not a stallscope baseline", err)
+        with open(self.path) as f:
+            self.assertEqual(f.read(), "my notes\n")
+        # A baseline it may replace.
+        os.unlink(self.path)
+        self.save()
+        self.save()
+        self.assertEqual(os.listdir(self.dir), ["host.json"], "temporary files left behind")
+
+
+class RunAndHtml(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="stallscope-doctor-run-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", self.dir]))
+
+    def test_run_folds_in_and_html(self):
+        db = os.path.join(self.dir, "run.db")
+        rc, out, err, _ = e2e.run(["run", "--interval", "0.1", "--out", db, "--",
+                                   "sleep", "0.6"])
+        self.assertEqual(rc, 0, err)
+        page = os.path.join(self.dir, "doctor.html")
+        report = e2e.run_json(self, ["doctor", "--quick", "--json", "--run", db,
+                                     "--html", page])
+        e2e.check_report(self, report)
+        self.assertEqual(report["run_file"], db)
+        with open(page) as f:
+            text = f.read()
+        self.assertIn("<svg", text)
+        self.assertIn(db, text)
+        # The page exists now: doctor refuses to overwrite it without --force.
+        rc, out, err, _ = e2e.run(["doctor", "--quick", "--html", page])
+        self.assertEqual(rc, 2)
+        self.assertIn(page, err)
+        self.assertIn("--force", err)
+        rc, out, err, _ = e2e.run(["doctor", "--quick", "--html", page, "--force"])
+        self.assertEqual(rc, 0, err)
+
+    def test_bad_run_file_is_named(self):
+        bogus = os.path.join(self.dir, "bogus.db")
+        with open(bogus, "w") as f:
+            f.write("not sqlite at all, just text\n" * 10)
+        rc, out, err, _ = e2e.run(["doctor", "--quick", "--run", bogus])
+        self.assertEqual(rc, 2)
+        self.assertEqual(out, "")
+        self.assertIn(bogus, err)
+
+
 # A child that joins the cgroup before it allocates, then fills memory up to
 # a target usage of the cgroup (or a size), says "ready", and sleeps. It dies
 # by itself after a while, should the test die without killing it.

@@ -1,0 +1,155 @@
+"""Tests of the hook's distributed parts (python/stallscope): the host
+record, STALLSCOPE_MAX_STEPS, the all-reduce span arithmetic and
+stallscope.ddp(model) on a real DistributedDataParallel model (Debian's
+python3-torch, gloo, one process), read from a real receiving socket.
+
+    PYTHONPATH=python python3 -m unittest discover -s python/tests -v
+"""
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+import stallscope
+
+ENV_KEYS = ("STALLSCOPE_SOCKET", "RANK", "LOCAL_RANK", "WORLD_SIZE", "STALLSCOPE_MAX_STEPS",
+            "MASTER_ADDR", "MASTER_PORT")
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYDIR = os.path.dirname(HERE)
+
+try:
+    import importlib.util
+    HAVE_TORCH = importlib.util.find_spec("torch") is not None
+except Exception:
+    HAVE_TORCH = False
+
+
+class Receiver(unittest.TestCase):
+    def setUp(self):
+        self.saved = {k: os.environ.get(k) for k in ENV_KEYS}
+        for k in ENV_KEYS:
+            os.environ.pop(k, None)
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "hook.sock")
+        self.rx = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.rx.bind(self.path)
+
+    def tearDown(self):
+        stallscope._ddp_on[0] = False
+        del stallscope._sync[:]
+        self.rx.close()
+        self.dir.cleanup()
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def records(self, wait_s=0.3):
+        lines = []
+        self.rx.settimeout(wait_s)
+        while True:
+            try:
+                lines += [ln.split(" ") for ln in self.rx.recv(65536).decode().splitlines()]
+            except socket.timeout:
+                return lines
+
+
+class HostAndLimits(Receiver):
+    def test_host_record_follows_hello(self):
+        os.environ.update(STALLSCOPE_SOCKET=self.path, RANK="5", WORLD_SIZE="8")
+        stallscope.epoch(0)
+        recs = self.records()
+        pid = str(os.getpid())
+        kinds = [r[0] for r in recs]
+        self.assertIn("hello", kinds)
+        host = recs[kinds.index("host")]
+        self.assertEqual(host, ["host", pid, "5", socket.gethostname()])
+        self.assertGreater(kinds.index("host"), kinds.index("hello"))
+
+    def test_max_steps_ends_the_process_after_n_steps(self):
+        script = textwrap.dedent("""
+            import stallscope
+            for epoch in range(3):
+                stallscope.epoch(epoch)
+                for x in stallscope.loader(list(range(4))):
+                    pass
+            print("never reached")
+        """)
+        env = dict(os.environ, STALLSCOPE_SOCKET=self.path, STALLSCOPE_MAX_STEPS="6",
+                   PYTHONPATH=PYDIR)
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                              text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertNotIn("never reached", done.stdout)
+        steps = [r for r in self.records() if r[0] == "step"]
+        self.assertEqual([s[3] for s in steps], [str(i) for i in range(6)])  # all sent
+
+    def test_no_limit_outside_stallscope_or_when_zero(self):
+        os.environ["STALLSCOPE_MAX_STEPS"] = "2"
+        self.assertEqual(list(stallscope.loader(range(5))), list(range(5)))  # hook off
+        os.environ.update(STALLSCOPE_SOCKET=self.path, STALLSCOPE_MAX_STEPS="0")
+        self.assertEqual(list(stallscope.loader(range(5))), list(range(5)))
+
+    def test_sync_spans_overlap_once_and_stop_at_the_step_end(self):
+        # [0,10] and [5,20] overlap: 20; [30,40] apart: 10; [45,200] cut at 60: 15.
+        stallscope._sync[:] = [(30, 40), (0, 10), (5, 20), (45, 200)]
+        self.assertEqual(stallscope._sync_ns(60), 45)
+        self.assertEqual(stallscope._sync, [])  # taken
+        self.assertEqual(stallscope._sync_ns(60), 0)
+
+    def test_ddp_is_a_no_op_without_stallscope_or_torch_distributed(self):
+        sentinel = object()
+        self.assertIs(stallscope.ddp(sentinel), sentinel)       # hook off
+        os.environ["STALLSCOPE_SOCKET"] = self.path
+        self.assertIs(stallscope.ddp(sentinel), sentinel)       # no process group
+        self.assertFalse(stallscope._ddp_on[0])
+
+
+@unittest.skipUnless(HAVE_TORCH, "python3-torch is not installed")
+class RealDdp(Receiver):
+    def test_timed_allreduce_reports_sync_and_keeps_gradients(self):
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        os.environ.update(STALLSCOPE_SOCKET=self.path, RANK="0", WORLD_SIZE="1",
+                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        dist.init_process_group("gloo", rank=0, world_size=1)
+        try:
+            torch.manual_seed(0)
+            plain = torch.nn.Linear(16, 4)
+            twin = torch.nn.Linear(16, 4)
+            twin.load_state_dict(plain.state_dict())
+            model = stallscope.ddp(DistributedDataParallel(twin))
+            self.assertTrue(stallscope._ddp_on[0])
+            batches = [torch.randn(8, 16) for _ in range(5)]
+            for x in stallscope.loader(batches):
+                model.zero_grad()
+                model(x).square().sum().backward()
+            plain(batches[-1]).square().sum().backward()
+            # Sum then divide by the world size (1): DDP's own result.
+            self.assertTrue(torch.allclose(plain.weight.grad, twin.weight.grad))
+        finally:
+            dist.destroy_process_group()
+        recs = self.records()
+        steps = {r[3]: r for r in recs if r[0] == "step"}
+        syncs = [r for r in recs if r[0] == "sync"]
+        self.assertEqual(sorted(steps), [str(i) for i in range(5)])
+        self.assertEqual([s[3] for s in syncs], [str(i) for i in range(5)])
+        for s in syncs:
+            pid, rank, step, sync_ns, cpu_ns = s[1], s[2], s[3], int(s[4]), int(s[5])
+            self.assertEqual((pid, rank), (str(os.getpid()), "0"))
+            self.assertGreater(sync_ns, 0)                  # an all-reduce ran
+            self.assertLessEqual(sync_ns, int(steps[step][6]))
+            self.assertGreater(cpu_ns, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,97 @@
+"""The hook's parts for `stallscope exporter` and `stallscope ab`: the `job`
+record that names a job's ranks, and STALLSCOPE_LOADER_WORKERS, which
+rebuilds a real torch DataLoader with another num_workers. Each job runs in
+a subprocess (/usr/bin/python3, Debian's torch) against a real receiving
+socket, as the exporter and ab read it.
+"""
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import unittest
+
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+JOB = r"""
+import stallscope, sys
+try:
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+except ImportError:
+    sys.exit(77)
+ds = TensorDataset(torch.arange(50).float())
+dl = DataLoader(ds, batch_size=8, shuffle=True, num_workers=2, drop_last=True)
+seen = []
+for epoch in range(2):
+    for (b,) in stallscope.loader(dl):
+        seen.extend(int(v) for v in b)
+print(len(seen), len(set(seen)), sorted(seen) != seen)
+"""
+
+
+# No torch: a plain iterable, 20 steps if nothing stops it.
+PLAIN_JOB = r"""
+import stallscope
+n = 0
+for x in stallscope.loader(range(20)):
+    n += 1
+print(n)
+"""
+
+
+class HookForExporter(unittest.TestCase):
+    def run_job(self, job=JOB, **env):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "hook.sock")
+            rx = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            rx.bind(path)
+            full = dict(os.environ, STALLSCOPE_SOCKET=path, PYTHONPATH=PYTHON_DIR, **env)
+            for k in ("STALLSCOPE_JOB", "TORCHELASTIC_RUN_ID"):
+                if k not in env:
+                    full.pop(k, None)
+            proc = subprocess.run([sys.executable, "-c", job], env=full,
+                                  capture_output=True, text=True, timeout=120)
+            rx.setblocking(False)
+            recs = []
+            try:
+                while True:
+                    recs += [l.split(" ") for l in rx.recv(65536).decode().splitlines()]
+            except BlockingIOError:
+                pass
+            rx.close()
+        if proc.returncode == 77:
+            self.skipTest("no torch in /usr/bin/python3")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc.stdout.split(), recs
+
+    def test_job_record_and_loader_rebuilt_with_no_workers(self):
+        out, recs = self.run_job(STALLSCOPE_JOB="my job\tx", RANK="3",
+                                 STALLSCOPE_LOADER_WORKERS="0")
+        kinds = [r[0] for r in recs]
+        self.assertEqual(kinds.count("job"), 1)
+        self.assertLess(kinds.index("job"), kinds.index("loader"))
+        job = recs[kinds.index("job")]
+        self.assertEqual(job[2], "3")
+        self.assertEqual(job[3], "my_job_x")            # printable, no spaces
+        loaders = [r for r in recs if r[0] == "loader"]
+        self.assertEqual(len(loaders), 1)              # rebuilt once, not per epoch
+        # batch_size 8, num_workers 0 (was 2), pin 0, prefetch 0, persistent 0, 50 items
+        self.assertEqual(loaders[0][3:9], ["8", "0", "0", "0", "0", "50"])
+        # Same batching (drop_last: 6 batches of 8 per epoch), still shuffled.
+        self.assertEqual((out[0], out[2]), ("96", "True"))
+        self.assertEqual(len([r for r in recs if r[0] == "step"]), 12)
+
+    def test_max_steps_ends_the_job_and_elastic_id_names_it(self):
+        out, recs = self.run_job(PLAIN_JOB, STALLSCOPE_MAX_STEPS="5",
+                                 TORCHELASTIC_RUN_ID="elastic-1")
+        self.assertEqual(out, [])                      # never reached its print
+        self.assertEqual(len([r for r in recs if r[0] == "step"]), 5)
+        self.assertEqual([r[3] for r in recs if r[0] == "job"], ["elastic-1"])
+        out, recs = self.run_job(PLAIN_JOB, STALLSCOPE_LOADER_WORKERS="0")
+        self.assertEqual(out, ["20"])                  # not a DataLoader: left as it is
+        self.assertEqual(len([r for r in recs if r[0] == "step"]), 20)
+
+
+if __name__ == "__main__":
+    unittest.main()

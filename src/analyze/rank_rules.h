@@ -1,0 +1,63 @@
+// Per-rank analysis of a recorded data-parallel run: what each rank spent
+// its steps on (compute, waiting in gradient synchronization, waiting for
+// data, CPU), and the two rules over those figures, distributed.straggler
+// and distributed.load_imbalance.
+//
+// In synchronous data parallelism every rank's step lasts as long as the
+// slowest rank's, so step time alone cannot name the straggler. What differs
+// is the wait in gradient synchronization, measured by the hook's
+// stallscope.ddp(model) (each bucket's all-reduce from launch to completion):
+// the rank the others wait for launches its all-reduces last and waits
+// least; the others wait about its extra time. Pure: data in, findings out.
+// Thresholds are named constants; their reasoning is in analyze/catalog.cc.
+// Thread-safe (no state).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyze/finding.h"
+#include "sample/timeline.h"
+
+namespace stallscope {
+
+// Each rank's first steps are left out: the first one starts the loader
+// workers, and DDP rebuilds its gradient buckets after the first iteration.
+inline constexpr int64_t kRankWarmupSteps = 2;
+// distributed.straggler: the others wait for one rank by more than 15% of a
+// step on average, and it is the rank waited for in at least 2 of 3 steps
+// compared (sustained, not a hiccup). Critical at 30%.
+inline constexpr double kStragglerStepFraction = 0.15;
+inline constexpr double kStragglerCriticalFraction = 0.30;
+inline constexpr double kStragglerSustainedShare = 2.0 / 3;
+inline constexpr int64_t kRankMinSteps = 5;  // per rank, after the warm-up
+// distributed.load_imbalance: the spread (max - min) of the ranks' mean
+// compute time, or of their mean data wait, against the mean step.
+inline constexpr double kComputeImbalanceFraction = 0.20;
+inline constexpr double kDataWaitImbalanceFraction = 0.10;
+
+// One rank over the run, means per counted step.
+struct RankSummary {
+  int rank = 0;
+  std::string hostname;  // from the hook's hello; empty when unknown
+  int64_t steps = 0;     // counted (after the warm-up)
+  double step_s = 0;
+  double data_wait_s = 0;
+  // step - data wait - sync wait; without the DDP hook, step - data wait.
+  double compute_s = 0;
+  std::optional<double> sync_wait_s;  // with stallscope.ddp(model)
+  std::optional<double> cpu_s;        // process CPU time per step, likewise
+};
+
+// One row per rank that reported steps, by rank. `fallback_host` names the
+// host of ranks whose hello carried none (the run's hostname).
+std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
+                                        const std::string& fallback_host = "");
+
+// distributed.straggler and distributed.load_imbalance; nothing for a run
+// with fewer than two ranks.
+std::vector<Finding> CheckRanks(const Timeline& timeline);
+
+}  // namespace stallscope

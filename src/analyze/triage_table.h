@@ -1,0 +1,36 @@
+// The triage table: per layer of the ordered triage (memory -> io -> network
+// -> distributed -> code), the usual suspects and the quick way to confirm
+// or clear each, as `stallscope doctor` prints them under "suspects and quick
+// checks" and the HTML report lists them.
+//
+// The seed's section 5.2 announces this table ("the table I use, copy it")
+// but its rows did not survive in the source text; the rows here are
+// rebuilt from the checks its chapters 1-4 give (free -h, ps rss, iostat -x,
+// fio, ping -M do, NCCL_SOCKET_IFNAME, scaling runs), each paired with the
+// stallscope command that does the same and the finding ids that report it.
+// Constant data; thread-safe.
+#pragma once
+
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "analyze/finding.h"
+
+namespace stallscope {
+
+struct Suspect {
+  Layer layer;
+  std::string_view suspect;      // what might be wrong, in the user's words
+  std::string_view quick_check;  // the classic command that confirms or clears it
+  std::string_view stallscope;   // the stallscope command that does the same
+  std::string_view findings;     // catalog ids that report it, space separated
+};
+
+// In triage order; several rows per layer.
+std::span<const Suspect> TriageTable();
+
+// The rows of one layer.
+std::vector<Suspect> SuspectsOf(Layer layer);
+
+}  // namespace stallscope

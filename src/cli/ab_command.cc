@@ -1,0 +1,334 @@
+// `stallscope ab [--steps N] [--loader-workers W] [--env K=V ...] -- CMD`:
+// the seed's degraded-comparison experiment. Runs CMD twice for N steps (the
+// hook ends the job after N steps: STALLSCOPE_MAX_STEPS), as is and with the
+// change (STALLSCOPE_LOADER_WORKERS=W makes the hook rebuild the DataLoader
+// with num_workers=W; --env sets variables), and prints both step rates and
+// what the difference means (analyze/ab_rules.h). With --env NCCL_DEBUG=...
+// the degraded run's output is captured to a file and read by the nccl-log
+// analysis. Wires record/ (job, hook socket) to analyze/ and render/.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <tuple>
+
+#include "analyze/ab_rules.h"
+#include "analyze/nccl_log.h"
+#include "cli/commands.h"
+#include "core/text.h"
+#include "record/hook_receiver.h"
+#include "record/job.h"
+#include "record/recorder.h"
+#include "render/report.h"
+
+namespace stallscope {
+namespace {
+
+struct AbFlags {
+  int64_t steps = 60;
+  int loader_workers = -1;
+  std::vector<std::string> env;
+  double timeout = 600;
+  bool json = false;
+  std::vector<std::string> command;
+};
+
+struct AbRun {
+  HookEvents events;
+  double wall_seconds = 0;
+  JobExit exit;
+  bool timed_out = false;
+};
+
+double NowSeconds() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+}
+
+// Starts the job with our stdout and stderr pointed at `capture` (when
+// given) for the time of the fork, so the job writes there and we do not.
+Result<Job> StartJob(const std::vector<std::string>& argv,
+                     const std::vector<std::pair<std::string, std::string>>& env,
+                     const std::string& capture, bool stdout_to_stderr) {
+  if (capture.empty()) return Job::Start(argv, env, stdout_to_stderr);
+  int fd = open(capture.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno(capture, errno);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  int saved_out = fcntl(1, F_DUPFD_CLOEXEC, 3);
+  int saved_err = fcntl(2, F_DUPFD_CLOEXEC, 3);
+  dup2(fd, 1);
+  dup2(fd, 2);
+  Result<Job> job = Job::Start(argv, env, false);
+  dup2(saved_out, 1);
+  dup2(saved_err, 2);
+  close(saved_out);
+  close(saved_err);
+  close(fd);
+  return job;
+}
+
+Result<AbRun> RunOnce(const AbFlags& flags, std::vector<std::pair<std::string, std::string>> env,
+                      const std::string& capture) {
+  Result<HookReceiver> hook = HookReceiver::Create();
+  if (!hook.ok()) return hook.status();
+  std::string pythonpath = STALLSCOPE_PYTHON_DIR;
+  if (const char* old = std::getenv("PYTHONPATH"); old && *old) pythonpath += ":" + std::string(old);
+  env.insert(env.begin(), {{"STALLSCOPE_SOCKET", hook->socket_path()},
+                           {"PYTHONPATH", pythonpath},
+                           {"STALLSCOPE_MAX_STEPS", std::to_string(flags.steps)}});
+  double start = NowSeconds();
+  auto start_ns = static_cast<int64_t>(start * 1e9);
+  Result<Job> job = StartJob(flags.command, env, capture, flags.json);
+  if (!job.ok()) return job.status();
+  AbRun run;
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGCHLD);
+  struct timespec zero {};
+  bool killed = false;
+  for (;;) {
+    struct pollfd p = {hook->fd(), POLLIN, 0};
+    poll(&p, 1, 50);
+    hook->Drain(start_ns, run.events);
+    if (std::optional<JobExit> exit = job->Poll()) {
+      hook->Drain(start_ns, run.events);
+      run.exit = *exit;
+      break;
+    }
+    siginfo_t info;
+    int sig;
+    while ((sig = sigtimedwait(&signals, &info, &zero)) > 0) {
+      // Ctrl-C from the terminal reached the job too (same process group);
+      // a kill aimed at us alone is passed on.
+      if (sig != SIGCHLD && info.si_code == SI_USER) job->Forward(sig);
+    }
+    if (!killed && NowSeconds() - start > flags.timeout) {
+      run.timed_out = true;
+      killed = true;
+      job->Forward(SIGKILL);
+    }
+  }
+  run.wall_seconds = NowSeconds() - start;
+  return run;
+}
+
+std::string Describe(const AbFlags& flags) {
+  std::string out;
+  if (flags.loader_workers >= 0) out = fmt::format("num_workers={}", flags.loader_workers);
+  for (const std::string& e : flags.env) out += (out.empty() ? "" : " ") + e;
+  return out;
+}
+
+std::string JoinArgs(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+std::string Table(const AbRunFigures& a, const AbRunFigures& b, const std::string& change) {
+  auto workers = [](const AbRunFigures& r) {
+    return r.loader_workers ? std::to_string(*r.loader_workers) : std::string("-");
+  };
+  std::string out = fmt::format("{:<22} {:>12} {:>12}   degraded: {}\n", "", "as is", "degraded",
+                                change);
+  out += fmt::format("{:<22} {:>12} {:>12}\n", "steps", a.steps, b.steps);
+  out += fmt::format("{:<22} {:>12.2f} {:>12.2f}\n", "steps/s (steady)", a.steady_steps_per_s,
+                     b.steady_steps_per_s);
+  out += fmt::format("{:<22} {:>11.0f}% {:>11.0f}%\n", "data wait", 100 * a.data_wait_fraction,
+                     100 * b.data_wait_fraction);
+  out += fmt::format("{:<22} {:>10.2f} s {:>10.2f} s\n", "start-up (to step 1)", a.startup_seconds,
+                     b.startup_seconds);
+  out += fmt::format("{:<22} {:>10.2f} s {:>10.2f} s\n", "wall", a.wall_seconds, b.wall_seconds);
+  out += fmt::format("{:<22} {:>12} {:>12}\n", "loader workers", workers(a), workers(b));
+  out += fmt::format("{:<22} {:>12} {:>12}\n", "exit status", a.exit_status, b.exit_status);
+  if (a.steady_steps_per_s > 0 && b.steady_steps_per_s > 0) {
+    double r = b.steady_steps_per_s / a.steady_steps_per_s;
+    out += fmt::format("degraded / as is: {:.2f}x ({})\n", r,
+                       r >= 1 + kAbMeaningfulChange   ? "faster with the change"
+                       : r <= 1 - kAbMeaningfulChange ? "slower with the change"
+                                                      : "within run-to-run noise");
+  }
+  return out;
+}
+
+nlohmann::ordered_json FiguresJson(const AbRunFigures& r) {
+  nlohmann::ordered_json j;
+  j["steps"] = r.steps;
+  j["steady_steps"] = r.steady_steps;
+  j["steady_steps_per_s"] = r.steady_steps_per_s;
+  j["data_wait_fraction"] = r.data_wait_fraction;
+  j["startup_seconds"] = r.startup_seconds;
+  j["wall_seconds"] = r.wall_seconds;
+  j["loader_workers"] = r.loader_workers ? nlohmann::ordered_json(*r.loader_workers) : nullptr;
+  j["exit_status"] = r.exit_status;
+  return j;
+}
+
+int Fail(const std::string& message, int code) {
+  std::fprintf(stderr, "stallscope ab: %s\n", message.c_str());
+  return code;
+}
+
+int RunAb(const AbFlags& flags) {
+  if (flags.steps < 2 || flags.steps > 1000000) {
+    return Fail(fmt::format("--steps {}: must be between 2 and 1000000", flags.steps), kExitUsage);
+  }
+  if (flags.loader_workers < -1 || flags.loader_workers > 1024) {
+    return Fail(fmt::format("--loader-workers {}: must be between 0 and 1024",
+                            flags.loader_workers),
+                kExitUsage);
+  }
+  if (!(flags.timeout > 0)) return Fail("--timeout must be positive", kExitUsage);
+  AbChange change;
+  change.cpu_count = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  std::vector<std::pair<std::string, std::string>> degraded_env;
+  if (flags.loader_workers >= 0) {
+    change.loader_workers = flags.loader_workers;
+    degraded_env.push_back({"STALLSCOPE_LOADER_WORKERS", std::to_string(flags.loader_workers)});
+  }
+  bool nccl_debug = false;
+  for (const std::string& e : flags.env) {
+    size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0 || e.find_first_of(" \t") < eq) {
+      return Fail("--env " + e + ": expected NAME=VALUE", kExitUsage);
+    }
+    std::string key = e.substr(0, eq);
+    if (key.starts_with("STALLSCOPE_")) {
+      return Fail("--env " + e + ": STALLSCOPE_* variables are ab's own (use --loader-workers)",
+                  kExitUsage);
+    }
+    change.env.push_back({key, e.substr(eq + 1)});
+    degraded_env.push_back(change.env.back());
+    if (key == "NCCL_DEBUG") nccl_debug = true;
+  }
+  if (degraded_env.empty()) {
+    return Fail("nothing to change: give --loader-workers N and/or --env NAME=VALUE", kExitUsage);
+  }
+  std::string capture;
+  if (nccl_debug) {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/stallscope-ab-XXXXXX";
+    std::vector<char> dir(pattern.begin(), pattern.end());
+    dir.push_back('\0');
+    if (mkdtemp(dir.data()) == nullptr) return Fail(pattern + ": " + std::strerror(errno), 1);
+    capture = std::string(dir.data()) + "/degraded.log";
+  }
+  std::string command = JoinArgs(flags.command);
+  std::string what = Describe(flags);
+  BlockRecordSignals();
+  std::fprintf(stderr, "stallscope ab: run A (as is), %lld steps: %s\n",
+               static_cast<long long>(flags.steps), command.c_str());
+  Result<AbRun> a = RunOnce(flags, {}, "");
+  if (!a.ok()) return Fail(a.status().message(), a.status().IsNotFound() ? 127 : kExitCouldNotRun);
+  std::fprintf(stderr, "stallscope ab: run B (degraded: %s)%s\n", what.c_str(),
+               capture.empty() ? "" : fmt::format(", output to {}", capture).c_str());
+  Result<AbRun> b = RunOnce(flags, degraded_env, capture);
+  if (!b.ok()) return Fail(b.status().message(), kExitCouldNotRun);
+
+  AbRunFigures fa = SummarizeAbRun(a->events.steps, a->events.loaders, a->wall_seconds,
+                                   a->exit.ShellStatus());
+  AbRunFigures fb = SummarizeAbRun(b->events.steps, b->events.loaders, b->wall_seconds,
+                                   b->exit.ShellStatus());
+  std::vector<std::string> notes;
+  for (const auto& [name, run, fig] : {std::tuple{"A", &*a, &fa}, std::tuple{"B", &*b, &fb}}) {
+    if (fig->steps == 0) {
+      return Fail(fmt::format("run {} reported no steps through the hook (exit status {}): the "
+                              "job must import stallscope and iterate stallscope.loader(loader)",
+                              name, fig->exit_status),
+                  kExitCouldNotRun);
+    }
+    if (run->timed_out) notes.push_back(fmt::format("run {} was killed after --timeout {} s", name, flags.timeout));
+    if (fig->steps < flags.steps && !run->timed_out) {
+      notes.push_back(fmt::format("run {} ended after {} of {} steps (exit status {}): its data "
+                                  "ran out or it failed",
+                                  name, fig->steps, flags.steps, fig->exit_status));
+    }
+  }
+  if (change.loader_workers && fb.loader_workers != change.loader_workers) {
+    notes.push_back(fmt::format(
+        "the degraded run's loader reported num_workers={}, not {}: the hook could not rebuild it "
+        "(not a torch DataLoader?)",
+        fb.loader_workers ? std::to_string(*fb.loader_workers) : "unknown", *change.loader_workers));
+  }
+  std::vector<Finding> findings = CompareAbRuns(fa, fb, change, command);
+  std::vector<Layer> checked = {change.loader_workers ? Layer::kIo : Layer::kCode};
+  NcclLogSummary nccl;
+  if (!capture.empty()) {
+    checked.push_back(Layer::kNetwork);
+    checked.push_back(Layer::kDistributed);  // the nccl-log rules judge both
+    Result<std::string> text = ReadFile(capture, 256 << 20);
+    if (!text.ok()) {
+      notes.push_back("nccl log: " + text.status().message());
+    } else {
+      // The job's output went to the file: show it now, then read it.
+      std::fwrite(text->data(), 1, text->size(), stderr);
+      nccl = ParseNcclLog(*text);
+      if (nccl.nccl_lines == 0) {
+        notes.push_back("the degraded run printed no NCCL lines (" + capture +
+                        "): the job did not initialise NCCL (a CPU or gloo job)");
+      }
+      for (Finding& f : CheckNcclLog(nccl, std::nullopt)) findings.push_back(std::move(f));
+    }
+  }
+  Report report = MakeReport(std::move(findings), checked, notes);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  time_t now = time(nullptr);
+  char utc[32];
+  strftime(utc, sizeof utc, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  ReportHeader header{"ab", host, utc, fa.wall_seconds + fb.wall_seconds};
+  if (flags.json) {
+    nlohmann::ordered_json j = ReportToJson(header, report);
+    j["ab"]["command"] = command;
+    j["ab"]["steps"] = flags.steps;
+    j["ab"]["change"] = what;
+    j["ab"]["as_is"] = FiguresJson(fa);
+    j["ab"]["degraded"] = FiguresJson(fb);
+    j["ab"]["speedup"] = fa.steady_steps_per_s > 0 ? fb.steady_steps_per_s / fa.steady_steps_per_s : 0.0;
+    if (!capture.empty()) {
+      j["ab"]["degraded_log"] = capture;
+      j["ab"]["nccl_lines"] = nccl.nccl_lines;
+    }
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+  } else {
+    std::string out = "\n" + Table(fa, fb, what) + "\n" + RenderReportText(header, report);
+    if (!capture.empty()) out += fmt::format("degraded run's output: {}\n", capture);
+    std::fputs(out.c_str(), stdout);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandRunner SetupAb(CLI::App& app) {
+  auto flags = std::make_shared<AbFlags>();
+  app.add_option("--steps", flags->steps, "steps per run (the hook ends the job after them)")
+      ->capture_default_str();
+  app.add_option("--loader-workers", flags->loader_workers,
+                 "degraded run: the hook rebuilds the DataLoader with num_workers=N");
+  // One value per --env, so `--env A=1 -- CMD` never takes CMD as a value.
+  app.add_option("--env", flags->env, "degraded run: set NAME=VALUE (repeatable), e.g. NCCL_DEBUG=INFO")
+      ->allow_extra_args(false)
+      ->take_all();
+  app.add_option("--timeout", flags->timeout, "seconds per run before the job is killed")
+      ->capture_default_str();
+  app.add_flag("--json", flags->json, "stallscope.report/1 JSON on stdout with an \"ab\" section");
+  app.add_option("command", flags->command, "the command to run, after --")->required();
+  return [flags]() { return RunAb(*flags); };
+}
+
+}  // namespace stallscope

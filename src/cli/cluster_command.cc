@@ -1,0 +1,254 @@
+// `stallscope cluster [--interval S] [--json]` under mpirun/srun: every rank
+// takes a snapshot and reduces it to a NodeSummary (dist/node_summary.h),
+// rank 0 measures each rank's clock offset with an MPI ping-pong, gathers
+// the summaries and prints what differs between nodes (analyze/
+// cluster_rules.h). Also the helpers `bench allreduce` shares
+// (cli/distributed_common.h).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <memory>
+
+#include "analyze/cluster_rules.h"
+#include "cli/distributed_common.h"
+#include "core/text.h"
+#include "dist/node_summary.h"
+#include "gpu/cuda_runtime.h"
+#include "gpu/gpu_probe.h"
+#include "net/route.h"
+#include "probe/snapshot.h"
+#include "render/cluster.h"
+#include "render/report.h"
+
+namespace stallscope {
+
+std::string UtcTime(long epoch_seconds) {
+  std::time_t t = epoch_seconds;
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+LocalPlace LocalPlaceOf(const std::vector<std::string>& rank_hosts, int rank) {
+  LocalPlace p{0, 0};
+  for (int r = 0; r < static_cast<int>(rank_hosts.size()); ++r) {
+    if (rank_hosts[r] != rank_hosts[rank]) continue;
+    if (r < rank) ++p.local_rank;
+    ++p.local_ranks;
+  }
+  return p;
+}
+
+std::vector<std::string> DistinctInOrder(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const std::string& s : items)
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  return out;
+}
+
+int UsageError(std::string_view command, const std::string& message) {
+  std::fprintf(stderr, "stallscope %.*s: %s\n", static_cast<int>(command.size()), command.data(),
+               message.c_str());
+  return kExitUsage;
+}
+
+bool AgreeOrReport(MpiWorld& world, std::string_view command, const Status& status) {
+  Result<int64_t> all_ok = world.AllreduceMin(status.ok() ? 1 : 0);
+  if (!all_ok.ok()) {
+    std::fprintf(stderr, "stallscope %.*s: %s\n", static_cast<int>(command.size()),
+                 command.data(), all_ok.status().message().c_str());
+    world.Abort(kExitCouldNotRun);
+  }
+  if (*all_ok == 1) return true;
+  std::string mine = status.ok() ? "" : HostName() + "\t" + status.message();
+  Result<std::vector<std::string>> all = world.Gather(mine, 0);
+  if (world.rank() == 0 && all.ok()) {
+    // message -> (ranks, hosts)
+    std::vector<std::pair<std::string, std::vector<int>>> by_message;
+    std::map<std::string, std::vector<std::string>> hosts_of;
+    for (int r = 0; r < static_cast<int>(all->size()); ++r) {
+      const std::string& m = (*all)[r];
+      if (m.empty()) continue;
+      size_t tab = m.find('\t');
+      std::string host = m.substr(0, tab), text = m.substr(tab + 1);
+      auto it = std::find_if(by_message.begin(), by_message.end(),
+                             [&](const auto& e) { return e.first == text; });
+      if (it == by_message.end()) {
+        by_message.push_back({text, {}});
+        it = by_message.end() - 1;
+      }
+      it->second.push_back(r);
+      auto& hs = hosts_of[text];
+      if (std::find(hs.begin(), hs.end(), host) == hs.end()) hs.push_back(host);
+    }
+    for (const auto& [text, ranks] : by_message) {
+      std::string hosts;
+      for (const std::string& h : hosts_of[text]) hosts += (hosts.empty() ? "" : ",") + h;
+      std::fprintf(stderr, "stallscope %.*s: rank%s %s (%s): %s\n",
+                   static_cast<int>(command.size()), command.data(), ranks.size() > 1 ? "s" : "",
+                   RankRanges(ranks).c_str(), hosts.c_str(), text.c_str());
+    }
+  }
+  return false;
+}
+
+namespace {
+
+constexpr int kClockTag = 7001;
+constexpr int kClockRounds = 8;
+
+double RealtimeMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+// Rank 0 asks every rank for its clock kClockRounds times; the round with
+// the smallest round trip gives the offset (NTP's estimate: the remote
+// reading against the midpoint of the local send and receive).
+Result<std::vector<ClockOffset>> MeasureClockOffsets(MpiWorld& world) {
+  std::vector<ClockOffset> offsets;
+  if (world.rank() == 0) {
+    offsets.push_back({0, 0, 0});
+    for (int r = 1; r < world.size(); ++r) {
+      ClockOffset best{r, 0, -1};
+      for (int i = 0; i < kClockRounds; ++i) {
+        double sent = RealtimeMs(), remote = 0;
+        if (Status s = world.Send(&sent, sizeof(sent), r, kClockTag); !s.ok()) return s;
+        if (Status s = world.Recv(&remote, sizeof(remote), r, kClockTag); !s.ok()) return s;
+        double received = RealtimeMs();
+        double rtt = received - sent;
+        if (best.round_trip_ms < 0 || rtt < best.round_trip_ms)
+          best = {r, remote - (sent + received) / 2, rtt};
+      }
+      offsets.push_back(best);
+    }
+  } else {
+    for (int i = 0; i < kClockRounds; ++i) {
+      double ping = 0;
+      if (Status s = world.Recv(&ping, sizeof(ping), 0, kClockTag); !s.ok()) return s;
+      double now = RealtimeMs();
+      if (Status s = world.Send(&now, sizeof(now), 0, kClockTag); !s.ok()) return s;
+    }
+  }
+  return offsets;
+}
+
+// This rank's summary: the snapshot's facts plus GPUs (NVML), the driver
+// and CUDA versions, the CPU model and the route to a peer node.
+Result<NodeSummary> SummarizeThisNode(int rank, double interval,
+                                      const std::vector<std::string>& rank_hosts) {
+  Root root("/");
+  SnapshotOptions options;
+  options.interval_seconds = interval;
+  Result<Snapshot> snapshot = TakeSnapshot(root, options);
+  if (!snapshot.ok()) return snapshot.status();
+  NodeSummary n = SummarizeSnapshot(*snapshot, rank);
+  if (Result<std::string> cpuinfo = ReadFile(root.Path("/proc/cpuinfo")); cpuinfo.ok())
+    n.cpu_model = ParseCpuModel(*cpuinfo);
+  std::unique_ptr<GpuProbe> gpus = GpuProbe::Open(root);
+  if (gpus && gpus->available()) {
+    GpuObservation seen = gpus->Sample();
+    for (const GpuState& g : seen.gpus) n.gpus.push_back(g.name);
+    if (Result<std::string> v = ReadFile(root.Path("/proc/driver/nvidia/version")); v.ok())
+      n.driver_version = ParseNvidiaDriverVersion(*v);
+    if (Result<std::unique_ptr<CudaRuntime>> cuda = CudaRuntime::Load(); cuda.ok())
+      n.cuda_version = (*cuda)->DriverVersion();
+  } else {
+    n.gpu_note = gpus ? gpus->absent_reason() : std::string(kNoGpuLine);
+  }
+  // The peer: the first other host in rank order (rank 0's for every node
+  // but rank 0's own, whose peer is the next node).
+  for (const std::string& h : rank_hosts) {
+    if (h == n.hostname) continue;
+    PeerRoute route = net::RouteTo(h, h);
+    n.route_interface = route.interface;
+    n.route_peer = h;
+    break;
+  }
+  return n;
+}
+
+}  // namespace
+
+CommandRunner SetupCluster(CLI::App& app) {
+  struct Flags {
+    double interval = 0.2;
+    bool json = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  app.add_option("--interval", flags->interval,
+                 "seconds between the two samples of each rank's snapshot")
+      ->capture_default_str();
+  app.add_flag("--json", flags->json,
+               "machine output on rank 0: stallscope.report/1 with a \"cluster\" object "
+               "(stallscope.cluster/1)");
+  return [flags]() {
+    const char* name = "cluster";
+    if (!(flags->interval >= 0 && flags->interval <= 60))
+      return UsageError(name, fmt::format("--interval {}: between 0 and 60 seconds", flags->interval));
+    if (!DetectLauncher(ProcessEnvLookup())) {
+      std::fputs(NotUnderLauncherMessage(name).c_str(), stderr);
+      return kExitUsage;
+    }
+    std::time_t started = std::time(nullptr);
+    Result<std::unique_ptr<MpiWorld>> world_or = MpiWorld::Init();
+    if (!world_or.ok()) {
+      std::fprintf(stderr, "stallscope %s: %s\n", name, world_or.status().message().c_str());
+      return kExitCouldNotRun;
+    }
+    MpiWorld& world = **world_or;
+    Result<std::vector<std::string>> hosts = world.AllGather(HostName());
+    if (!hosts.ok()) {
+      std::fprintf(stderr, "stallscope %s: %s\n", name, hosts.status().message().c_str());
+      world.Abort(kExitCouldNotRun);
+    }
+    Result<NodeSummary> mine = SummarizeThisNode(world.rank(), flags->interval, *hosts);
+    if (!AgreeOrReport(world, name, mine.ok() ? Status::Ok() : mine.status()))
+      return kExitCouldNotRun;
+    Result<std::vector<ClockOffset>> offsets = MeasureClockOffsets(world);
+    if (!AgreeOrReport(world, name, offsets.ok() ? Status::Ok() : offsets.status()))
+      return kExitCouldNotRun;
+    Result<std::vector<std::string>> wires = world.Gather(SerializeNodeSummary(*mine), 0);
+    if (!wires.ok()) {
+      std::fprintf(stderr, "stallscope %s: %s\n", name, wires.status().message().c_str());
+      world.Abort(kExitCouldNotRun);
+    }
+    if (world.rank() != 0) return kExitOk;
+
+    std::vector<NodeSummary> ranks;
+    std::vector<std::string> notes;
+    for (size_t r = 0; r < wires->size(); ++r) {
+      Result<NodeSummary> n = ParseNodeSummary((*wires)[r], fmt::format("rank {} summary", r));
+      if (n.ok())
+        ranks.push_back(std::move(*n));
+      else
+        notes.push_back(n.status().message());
+    }
+    ClusterComparison comparison = CompareNodes(ranks, *offsets);
+    Report report = MakeReport(comparison.findings, {Layer::kNetwork, Layer::kDistributed}, notes);
+    ReportHeader header{"cluster", HostName(), UtcTime(started),
+                        static_cast<double>(std::time(nullptr) - started)};
+    std::string out;
+    if (flags->json) {
+      nlohmann::ordered_json json = ReportToJson(header, report);
+      json["cluster"] = ClusterToJson(comparison, ranks, *offsets);
+      out = json.dump(2) + "\n";
+    } else {
+      out = RenderClusterText(comparison) + "\n" + RenderReportText(header, report);
+    }
+    std::fputs(out.c_str(), stdout);
+    std::fflush(stdout);
+    return kExitOk;
+  };
+}
+
+}  // namespace stallscope

@@ -1,0 +1,38 @@
+// What `cluster` and `bench allreduce` share on the command-line side: the
+// host name, where a rank sits on its node, and the agreement step that
+// turns one rank's failure into one message from rank 0 and the same exit
+// on every rank (a rank that just returned would leave the others waiting
+// in their next collective). Defined in cli/cluster_command.cc.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/host_clock.h"
+#include "core/status.h"
+#include "dist/launcher.h"
+#include "dist/mpi_world.h"
+
+namespace stallscope {
+
+// HostName() comes from core/host_clock.h.
+std::string UtcTime(long epoch_seconds);
+
+struct LocalPlace {
+  int local_rank = 0;   // index among the ranks on the same host
+  int local_ranks = 1;  // ranks on that host
+};
+LocalPlace LocalPlaceOf(const std::vector<std::string>& rank_hosts, int rank);
+std::vector<std::string> DistinctInOrder(const std::vector<std::string>& items);
+
+// "stallscope CMD: MESSAGE" on stderr; kExitUsage.
+int UsageError(std::string_view command, const std::string& message);
+
+// Collective: true when `status` is OK on every rank. Otherwise rank 0
+// prints each distinct failure once with the ranks and hosts that had it,
+// and every rank gets false.
+bool AgreeOrReport(MpiWorld& world, std::string_view command, const Status& status);
+
+}  // namespace stallscope

@@ -1,0 +1,203 @@
+// `stallscope exporter [--listen 127.0.0.1:9400] [--interval S] [--hook-socket PATH]`:
+// Prometheus /metrics for this host and for every job reporting through the
+// hook. Wires export/ (the HTTP server, the exposition writer, the host and
+// job series) to the command line; the logic lives there.
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <set>
+
+#include "cli/commands.h"
+#include "export/exposition.h"
+#include "export/hook_listener.h"
+#include "export/host_metrics.h"
+#include "export/http_server.h"
+#include "export/job_metrics.h"
+#include "gpu/gpu_probe.h"
+
+namespace stallscope {
+namespace {
+
+// A rank silent this long is gone: its series end (bounded memory).
+constexpr double kJobExpirySeconds = 300;
+// Processes tracked at once: far above the ranks one host runs.
+constexpr size_t kMaxJobProcesses = 1024;
+
+int64_t MonotonicNowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::string Hostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+struct ExporterFlags {
+  std::string listen = "127.0.0.1:9400";
+  double interval = 5;
+  std::string hook_socket;
+};
+
+void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& jobs,
+              size_t notes, double scrape_seconds) {
+  out.Family("stallscope_exporter_build_info", MetricType::kGauge,
+             "The exporter's version; always 1.");
+  out.Add("stallscope_exporter_build_info", {{"version", "0.1.0"}}, 1);
+  struct Row {
+    const char* name;
+    const char* help;
+    double value;
+  };
+  const Row counters[] = {
+      {"stallscope_exporter_http_requests_total", "HTTP requests answered.",
+       static_cast<double>(http.requests)},
+      {"stallscope_exporter_http_bad_requests_total", "Requests refused by the parser (4xx/5xx).",
+       static_cast<double>(http.bad_requests)},
+      {"stallscope_exporter_http_timeouts_total",
+       "Connections cut for a request head or an answer that took too long.",
+       static_cast<double>(http.timeouts)},
+      {"stallscope_exporter_http_refused_connections_total",
+       "Connections answered 503 because too many were open.",
+       static_cast<double>(http.refused)},
+      {"stallscope_exporter_hook_malformed_lines_total", "Hook records that could not be read.",
+       static_cast<double>(jobs.malformed_lines())},
+      {"stallscope_exporter_hook_refused_records_total",
+       "Hook records ignored because the process table was full.",
+       static_cast<double>(jobs.refused_records())},
+      {"stallscope_exporter_hook_expired_processes_total",
+       "Ranks dropped after reporting nothing for 300 s.",
+       static_cast<double>(jobs.expired_processes())},
+  };
+  for (const Row& r : counters) {
+    out.Family(r.name, MetricType::kCounter, r.help);
+    out.Add(r.name, {}, r.value);
+  }
+  const Row gauges[] = {
+      {"stallscope_exporter_http_open_connections", "HTTP connections open now.",
+       static_cast<double>(http.open)},
+      {"stallscope_exporter_hook_processes", "Ranks reporting through the hook now.",
+       static_cast<double>(jobs.processes().size())},
+      {"stallscope_exporter_notes", "Sources that could not be read in this scrape (see stderr).",
+       static_cast<double>(notes)},
+      {"stallscope_exporter_scrape_collect_seconds", "Time this scrape took to collect.",
+       scrape_seconds},
+  };
+  for (const Row& r : gauges) {
+    out.Family(r.name, MetricType::kGauge, r.help);
+    out.Add(r.name, {}, r.value);
+  }
+}
+
+int Fail(const std::string& message, int code) {
+  std::fprintf(stderr, "stallscope exporter: %s\n", message.c_str());
+  return code;
+}
+
+int RunExporter(const ExporterFlags& flags) {
+  Result<ListenAddress> address = ParseListenAddress(flags.listen);
+  if (!address.ok()) return Fail("--listen " + address.status().message(), kExitUsage);
+  if (!(flags.interval >= 0.1 && flags.interval <= 3600)) {
+    return Fail(fmt::format("--interval {}: must be between 0.1 and 3600 seconds", flags.interval),
+                kExitUsage);
+  }
+  std::string socket_path = flags.hook_socket.empty() ? DefaultHookSocketPath() : flags.hook_socket;
+  Result<HookListener> hook = HookListener::Bind(socket_path);
+  if (!hook.ok()) return Fail("--hook-socket " + hook.status().message(), kExitCouldNotRun);
+  Result<HttpServer> server = HttpServer::Listen(*address, HttpServerOptions{});
+  if (!server.ok()) return Fail("--listen " + server.status().message(), kExitCouldNotRun);
+
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (sfd < 0) return Fail("signalfd failed", kExitCouldNotRun);
+  signal(SIGPIPE, SIG_IGN);
+
+  HostMetrics host(Root("/"), GpuProbe::Open(Root("/")));
+  JobTable jobs(kMaxJobProcesses, kJobExpirySeconds);
+  std::string hostname = Hostname();
+  std::set<std::string> told;  // notes already printed once
+
+  if (!address->loopback) {
+    std::fprintf(stderr,
+                 "stallscope exporter: warning: --listen %s is not a loopback address: anyone "
+                 "who can reach this host on that port can read its metrics (there is no "
+                 "authentication); put it behind a firewall or a reverse proxy with TLS\n",
+                 flags.listen.c_str());
+  }
+  if (!host.gpu_absent_reason().empty()) {
+    std::fprintf(stderr, "stallscope exporter: no GPU series: %s\n",
+                 host.gpu_absent_reason().c_str());
+  }
+  std::fprintf(stderr,
+               "stallscope exporter: serving http://%s/metrics (Ctrl-C stops)\n"
+               "stallscope exporter: jobs report with STALLSCOPE_SOCKET=%s "
+               "PYTHONPATH=%s (import stallscope; stallscope.loader(...))\n",
+               server->bound_address().c_str(), hook->path().c_str(), STALLSCOPE_PYTHON_DIR);
+
+  auto handler = [&](const HttpRequestHead& request) -> HttpResponse {
+    if (request.path != "/metrics") {
+      return {404, "text/plain; charset=utf-8", "not found: the metrics are at /metrics\n", {}};
+    }
+    int64_t start = MonotonicNowNs();
+    hook->Drain([&](std::string_view d) { jobs.Ingest(d, start); });  // the freshest figures
+    Exposition out;
+    std::vector<std::string> notes;
+    host.Emit(out, notes);
+    jobs.Emit(out, hostname, start);
+    EmitSelf(out, server->counts(), jobs, notes.size(), (MonotonicNowNs() - start) / 1e9);
+    for (const std::string& n : notes) {
+      if (told.size() < 64 && told.insert(n).second) {
+        std::fprintf(stderr, "stallscope exporter: note: %s\n", n.c_str());
+      }
+    }
+    return {200, std::string(kExpositionContentType), RenderExposition(out.families()), {}};
+  };
+  std::vector<HttpServer::Watch> watches = {
+      {hook->fd(),
+       [&]() {
+         int64_t now = MonotonicNowNs();
+         hook->Drain([&](std::string_view d) { jobs.Ingest(d, now); });
+         return true;
+       }},
+      {sfd, [&]() { return false; }},
+  };
+  Status served = server->Serve(handler, watches, flags.interval, [&]() {
+    host.Tick();
+    jobs.Expire(MonotonicNowNs());
+  });
+  close(sfd);
+  if (!served.ok()) return Fail(served.message(), kExitCouldNotRun);
+  std::fprintf(stderr, "stallscope exporter: stopped\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandRunner SetupExporter(CLI::App& app) {
+  auto flags = std::make_shared<ExporterFlags>();
+  app.add_option("--listen", flags->listen,
+                 "HOST:PORT to serve /metrics on (IPv4, [IPv6] or localhost; port 0 picks one)")
+      ->capture_default_str();
+  app.add_option("--interval", flags->interval,
+                 "seconds between disk samples (iostat %util and await are over this interval)")
+      ->capture_default_str();
+  app.add_option("--hook-socket", flags->hook_socket,
+                 "where jobs send hook records (STALLSCOPE_SOCKET); default " +
+                     DefaultHookSocketPath());
+  return [flags]() { return RunExporter(*flags); };
+}
+
+}  // namespace stallscope

@@ -1,0 +1,101 @@
+#include "export/hook_listener.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace stallscope {
+namespace {
+
+bool FillAddress(const std::string& path, struct sockaddr_un& addr) {
+  addr = {};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return true;
+}
+
+}  // namespace
+
+std::string DefaultHookSocketPath() {
+  if (geteuid() == 0) return "/run/stallscope/hook.sock";
+  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg) {
+    return std::string(xdg) + "/stallscope/hook.sock";
+  }
+  return fmt::format("/tmp/stallscope-{}/hook.sock", geteuid());
+}
+
+Result<HookListener> HookListener::Bind(const std::string& path) {
+  struct sockaddr_un addr;
+  if (!FillAddress(path, addr)) {
+    return Status::InvalidArgument(path + ": path too long for a Unix socket (108 bytes)");
+  }
+  size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    std::string dir = path.substr(0, slash);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Status::FromErrno(dir, errno);
+  }
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return Status::InvalidArgument(path + ": exists and is not a socket; not replacing it");
+    }
+    // A live receiver accepts a connect(); a stale file refuses it.
+    int probe = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    bool live = probe >= 0 &&
+                connect(probe, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) == 0;
+    if (probe >= 0) close(probe);
+    if (live) {
+      return Status::Unavailable(path + ": another receiver (an exporter?) is bound to it");
+    }
+    if (unlink(path.c_str()) != 0) return Status::FromErrno(path, errno);
+  }
+  HookListener l;
+  l.fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (l.fd_ < 0) return Status::FromErrno("socket", errno);
+  if (bind(l.fd_, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) {
+    return Status::FromErrno(path, errno);
+  }
+  l.path_ = path;
+  int size = 4 << 20;
+  setsockopt(l.fd_, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  return l;
+}
+
+HookListener::HookListener(HookListener&& other) noexcept
+    : fd_(other.fd_), path_(std::move(other.path_)) {
+  other.fd_ = -1;
+  other.path_.clear();
+}
+
+HookListener& HookListener::operator=(HookListener&& other) noexcept {
+  std::swap(fd_, other.fd_);
+  std::swap(path_, other.path_);
+  return *this;
+}
+
+HookListener::~HookListener() {
+  if (fd_ >= 0) close(fd_);
+  if (!path_.empty()) unlink(path_.c_str());
+}
+
+void HookListener::Drain(const std::function<void(std::string_view)>& on_datagram) {
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    on_datagram(std::string_view(buffer, static_cast<size_t>(n)));
+  }
+}
+
+}  // namespace stallscope

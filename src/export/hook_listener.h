@@ -1,0 +1,45 @@
+// HookListener: the exporter's end of the Python hook's socket
+// (docs/hook-protocol.md) at a fixed, well-known path, so that any job
+// started with STALLSCOPE_SOCKET=<path> reports to the exporter on its
+// host, where `run` instead makes a private socket per run.
+//
+// Bind() creates the parent directory when missing (0755), refuses a path
+// another live exporter is bound to (a datagram connect() succeeds), and
+// replaces a stale socket file left by one that died; it never removes
+// anything that is not a socket. The socket file is removed on destruction.
+// Not thread-safe; one owner.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace stallscope {
+
+class HookListener {
+ public:
+  static Result<HookListener> Bind(const std::string& path);
+  HookListener(HookListener&& other) noexcept;
+  HookListener& operator=(HookListener&& other) noexcept;
+  HookListener(const HookListener&) = delete;
+  HookListener& operator=(const HookListener&) = delete;
+  ~HookListener();
+
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  // Every waiting datagram, without blocking.
+  void Drain(const std::function<void(std::string_view)>& on_datagram);
+
+ private:
+  HookListener() = default;
+  int fd_ = -1;
+  std::string path_;
+};
+
+// /run/stallscope/hook.sock for root; else $XDG_RUNTIME_DIR/stallscope/hook.sock,
+// else /tmp/stallscope-<uid>/hook.sock.
+std::string DefaultHookSocketPath();
+
+}  // namespace stallscope

@@ -1,0 +1,159 @@
+#include "export/job_metrics.h"
+
+#include <fmt/format.h>
+
+#include "core/text.h"
+#include "record/hook_receiver.h"
+
+namespace stallscope {
+
+std::string CleanJobName(std::string_view name) {
+  if (name.empty() || name.size() > 128) return {};
+  for (char c : name) {
+    if (c <= 0x20 || c >= 0x7f) return {};
+  }
+  return std::string(name);
+}
+
+JobProcess* JobTable::ProcessFor(int pid, int rank, int64_t now_ns) {
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) {
+    if (processes_.size() >= max_processes_) {
+      ++refused_;
+      return nullptr;
+    }
+    JobProcess p;
+    p.pid = pid;
+    p.rank = rank;
+    p.job = fmt::format("pid-{}", pid);
+    it = processes_.emplace(pid, std::move(p)).first;
+  }
+  it->second.last_seen_ns = now_ns;
+  return &it->second;
+}
+
+void JobTable::Name(JobProcess& p, std::string name) {
+  p.job = std::move(name);
+  // A restarted rank of the same job: the old process's series end here.
+  std::erase_if(processes_, [&](const auto& entry) {
+    const JobProcess& q = entry.second;
+    return q.pid != p.pid && q.job == p.job && q.rank == p.rank;
+  });
+}
+
+void JobTable::Ingest(std::string_view datagram, int64_t now_ns) {
+  for (std::string_view line : SplitLines(datagram)) {
+    if (Trim(line).empty()) continue;
+    std::vector<std::string_view> f = SplitFields(line);
+    if (f.size() < 3) {
+      ++malformed_;
+      continue;
+    }
+    std::optional<int64_t> pid = ParseInt(f[1]);
+    std::optional<int64_t> rank = ParseInt(f[2]);
+    if (!pid || !rank || *pid <= 0 || *pid > (1 << 30) || *rank < 0 || *rank > (1 << 24)) {
+      ++malformed_;
+      continue;
+    }
+    if (f[0] == "job") {
+      std::string name = f.size() == 4 ? CleanJobName(f[3]) : std::string();
+      if (name.empty()) {
+        ++malformed_;
+        continue;
+      }
+      if (JobProcess* p = ProcessFor(static_cast<int>(*pid), static_cast<int>(*rank), now_ns)) {
+        p->rank = static_cast<int>(*rank);
+        Name(*p, std::move(name));
+      }
+      continue;
+    }
+    // The other records are read by the recorder's own parser, one line at a
+    // time so each is tied to its process.
+    HookEvents events;
+    ParseHookDatagram(line, 0, events);
+    if (events.malformed) {
+      malformed_ += static_cast<uint64_t>(events.malformed);
+      continue;
+    }
+    bool known = !events.steps.empty() || !events.epochs.empty() || !events.loaders.empty() ||
+                 !events.pids.empty() || events.dropped;
+    if (!known) continue;  // a record type from a newer hook
+    JobProcess* p = ProcessFor(static_cast<int>(*pid), static_cast<int>(*rank), now_ns);
+    if (!p) continue;
+    if (f[0] == "hello" && f.size() == 5) {
+      p->rank = static_cast<int>(*rank);
+      p->local_rank = static_cast<int>(ParseInt(f[3]).value_or(0));
+      p->world_size = static_cast<int>(ParseInt(f[4]).value_or(1));
+    }
+    for (const StepEvent& s : events.steps) {
+      ++p->steps;
+      p->step_seconds_sum += s.step_seconds;
+      p->wait_seconds_sum += s.wait_seconds;
+      p->last_step_seconds = s.step_seconds;
+      p->last_wait_seconds = s.wait_seconds;
+      for (size_t b = 0; b < std::size(kStepBucketsSeconds); ++b) {
+        if (s.step_seconds <= kStepBucketsSeconds[b]) {
+          ++p->bucket_counts[b];
+          break;
+        }
+      }
+    }
+    for (const EpochEvent& e : events.epochs) p->epoch = e.epoch;
+    for (const LoaderConfig& l : events.loaders) p->loader_workers = l.num_workers;
+    if (events.dropped > 0) p->dropped_datagrams += static_cast<uint64_t>(events.dropped);
+  }
+}
+
+void JobTable::Expire(int64_t now_ns) {
+  expired_ += std::erase_if(processes_, [&](const auto& entry) {
+    return now_ns - entry.second.last_seen_ns > expiry_ns_;
+  });
+}
+
+void JobTable::Emit(Exposition& out, const std::string& host, int64_t now_ns) const {
+  out.Family("stallscope_job_steps_total", MetricType::kCounter,
+             "Training steps the rank reported through the stallscope hook.");
+  out.Family("stallscope_job_step_seconds", MetricType::kHistogram,
+             "Duration of one training step (from asking for a batch to asking for the next), "
+             "waiting for data included.");
+  out.Family("stallscope_job_data_wait_seconds_total", MetricType::kCounter,
+             "Time the rank's steps spent waiting for the next batch from the data loader.");
+  out.Family("stallscope_job_last_step_seconds", MetricType::kGauge,
+             "Duration of the rank's last reported step.");
+  out.Family("stallscope_job_last_data_wait_seconds", MetricType::kGauge,
+             "Data wait of the rank's last reported step.");
+  out.Family("stallscope_job_epoch", MetricType::kGauge,
+             "Epoch the rank marked last with stallscope.epoch(n).");
+  out.Family("stallscope_job_loader_workers", MetricType::kGauge,
+             "num_workers of the rank's last reported DataLoader.");
+  out.Family("stallscope_job_world_size", MetricType::kGauge,
+             "WORLD_SIZE the rank reported.");
+  out.Family("stallscope_job_report_age_seconds", MetricType::kGauge,
+             "Seconds since the rank last reported (it expires when silent too long).");
+  out.Family("stallscope_job_hook_dropped_datagrams_total", MetricType::kCounter,
+             "Datagrams the rank's hook could not send (receiver busy or gone).");
+  std::vector<double> bounds(std::begin(kStepBucketsSeconds), std::end(kStepBucketsSeconds));
+  for (const auto& [pid, p] : processes_) {
+    std::vector<MetricLabel> labels = {
+        {"job_name", p.job}, {"rank", std::to_string(p.rank)}, {"host", host}};
+    out.Add("stallscope_job_steps_total", labels, static_cast<double>(p.steps));
+    std::vector<uint64_t> cumulative;
+    uint64_t running = 0;
+    for (uint64_t c : p.bucket_counts) cumulative.push_back(running += c);
+    out.AddHistogram("stallscope_job_step_seconds", labels, bounds, cumulative,
+                     p.step_seconds_sum, p.steps);
+    out.Add("stallscope_job_data_wait_seconds_total", labels, p.wait_seconds_sum);
+    if (p.steps) {
+      out.Add("stallscope_job_last_step_seconds", labels, p.last_step_seconds);
+      out.Add("stallscope_job_last_data_wait_seconds", labels, p.last_wait_seconds);
+    }
+    if (p.epoch >= 0) out.Add("stallscope_job_epoch", labels, p.epoch);
+    if (p.loader_workers >= 0) out.Add("stallscope_job_loader_workers", labels, p.loader_workers);
+    out.Add("stallscope_job_world_size", labels, p.world_size);
+    out.Add("stallscope_job_report_age_seconds", labels, (now_ns - p.last_seen_ns) / 1e9);
+    out.Add("stallscope_job_hook_dropped_datagrams_total", labels,
+            static_cast<double>(p.dropped_datagrams));
+  }
+}
+
+}  // namespace stallscope

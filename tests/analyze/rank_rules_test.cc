@@ -1,0 +1,229 @@
+// Per-rank analysis (analyze/rank_rules.h) on synthetic data-parallel
+// timelines, and the hook records and run-file tables that carry it.
+#include "analyze/rank_rules.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "record/hook_receiver.h"
+#include "store/run_file.h"
+
+namespace stallscope {
+namespace {
+
+const Evidence* Find(const Finding& f, const std::string& name) {
+  for (const Evidence& e : f.evidence) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+std::vector<const Finding*> WithId(const std::vector<Finding>& findings, const std::string& id) {
+  std::vector<const Finding*> out;
+  for (const Finding& f : findings) {
+    if (f.id == id) out.push_back(&f);
+  }
+  return out;
+}
+
+// A synchronous DP run: every rank's step lasts `step` seconds (they wait
+// for each other); rank r computes compute[r] and waits wait[r] for data,
+// and in sync it waits for the slowest: step - compute - wait.
+Timeline SyncRun(const std::vector<double>& compute, const std::vector<double>& data_wait,
+                 int steps, bool with_sync = true) {
+  Timeline t;
+  t.info.hostname = "node7";
+  double slowest = 0;
+  for (size_t r = 0; r < compute.size(); ++r) slowest = std::max(slowest, compute[r] + data_wait[r]);
+  const double comm = 0.010;  // the all-reduce itself
+  const double step = slowest + comm;
+  for (int s = 0; s < steps; ++s) {
+    for (size_t r = 0; r < compute.size(); ++r) {
+      StepEvent e;
+      e.rank = static_cast<int>(r);
+      e.step = s;
+      e.t = (s + 1) * step;
+      e.wait_seconds = data_wait[r];
+      e.step_seconds = step;
+      if (with_sync) {
+        t.step_syncs.push_back(
+            {e.rank, e.step, step - compute[r] - data_wait[r], compute[r] * 0.9});
+      }
+      t.steps.push_back(e);
+    }
+  }
+  for (size_t r = 0; r < compute.size(); ++r) {
+    t.ranks.push_back({1000 + static_cast<int>(r), static_cast<int>(r), static_cast<int>(r),
+                       static_cast<int>(compute.size()), r == 1 ? "node8" : ""});
+  }
+  return t;
+}
+
+TEST(RankSummary, MeansPerRankAfterTheWarmUp) {
+  Timeline t = SyncRun({0.100, 0.300}, {0.005, 0.005}, 12);
+  // Warm-up steps that would skew every mean if counted.
+  for (StepEvent& e : t.steps) {
+    if (e.step == 0) e.step_seconds = 5.0;
+  }
+  std::vector<RankSummary> rows = SummarizeRanks(t, "node7");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].steps, 10);  // 12 minus the 2 warm-up steps
+  EXPECT_NEAR(rows[0].step_s, 0.315, 1e-9);
+  EXPECT_NEAR(rows[0].data_wait_s, 0.005, 1e-9);
+  ASSERT_TRUE(rows[0].sync_wait_s);
+  EXPECT_NEAR(*rows[0].sync_wait_s, 0.210, 1e-9);
+  EXPECT_NEAR(rows[0].compute_s, 0.100, 1e-9);
+  EXPECT_NEAR(*rows[0].cpu_s, 0.090, 1e-9);
+  EXPECT_EQ(rows[0].hostname, "node7");  // the hello carried none: the run's host
+  EXPECT_EQ(rows[1].hostname, "node8");
+  EXPECT_NEAR(*rows[1].sync_wait_s, 0.010, 1e-9);
+}
+
+TEST(Straggler, NamesTheRankTheOthersWaitFor) {
+  // Rank 2 of 4 computes 200 ms more: the others wait ~200 ms in sync.
+  Timeline t = SyncRun({0.100, 0.100, 0.300, 0.100}, {0.005, 0.005, 0.005, 0.005}, 20);
+  t.ranks[2].hostname = "gpu-node-3";
+  std::vector<Finding> findings = CheckRanks(t);
+  auto s = WithId(findings, "distributed.straggler");
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(std::get<int64_t>(Find(*s[0], "rank")->value), 2);
+  EXPECT_EQ(std::get<std::string>(Find(*s[0], "host")->value), "gpu-node-3");
+  EXPECT_NEAR(std::get<double>(Find(*s[0], "wait_for_it_seconds_per_step")->value), 0.200, 1e-9);
+  // 200 ms of a 315 ms step: over 30%, critical.
+  EXPECT_NEAR(std::get<double>(Find(*s[0], "step_fraction")->value), 0.2 / 0.315, 1e-9);
+  EXPECT_EQ(s[0]->severity, Severity::kCritical);
+  EXPECT_EQ(std::get<std::string>(Find(*s[0], "cause")->value), "compute");
+  EXPECT_EQ(std::get<int64_t>(Find(*s[0], "steps_compared")->value), 18);
+  EXPECT_NE(s[0]->summary.find("rank 2 on gpu-node-3"), std::string::npos);
+  ASSERT_TRUE(s[0]->impact);
+  EXPECT_NEAR(s[0]->impact->wall_fraction, 0.2 / 0.315, 1e-9);
+  // The same rank's extra compute is not reported twice as load imbalance.
+  EXPECT_TRUE(WithId(findings, "distributed.load_imbalance").empty());
+}
+
+TEST(Straggler, ASlowLoaderMakesItTooAndSaysSo) {
+  Timeline t = SyncRun({0.100, 0.100}, {0.005, 0.120}, 20);
+  std::vector<Finding> findings = CheckRanks(t);
+  auto s = WithId(findings, "distributed.straggler");
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(std::get<int64_t>(Find(*s[0], "rank")->value), 1);
+  EXPECT_EQ(std::get<std::string>(Find(*s[0], "cause")->value), "data_wait");
+  // The others wait 115 ms of a 230 ms step: critical.
+  EXPECT_EQ(s[0]->severity, Severity::kCritical);
+  // The data-wait spread (115 ms of a 230 ms step) is load imbalance too.
+  auto imbalance = WithId(findings, "distributed.load_imbalance");
+  ASSERT_EQ(imbalance.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(Find(*imbalance[0], "problem")->value), "data_wait");
+  EXPECT_EQ(std::get<int64_t>(Find(*imbalance[0], "max_rank")->value), 1);
+}
+
+TEST(Straggler, ABalancedRunRaisesNothing) {
+  // Ranks within a few ms of each other, and the least-waiting rank changes
+  // from step to step: jitter, not a straggler.
+  Timeline t = SyncRun({0.100, 0.104}, {0.005, 0.004}, 20);
+  for (StepSync& e : t.step_syncs) {
+    if (e.step % 2) e.sync_seconds += e.rank == 1 ? 0.005 : -0.005;
+  }
+  EXPECT_TRUE(CheckRanks(t).empty());
+}
+
+TEST(Straggler, JitterThatAlternatesIsNotSustained) {
+  // Each step one rank is 60 ms slower, alternately: every step has a
+  // "least waiter" by 60/170 ms, but no rank holds it for half the steps
+  // with an average gap over 15%.
+  Timeline t = SyncRun({0.100, 0.100}, {0.0, 0.0}, 20);
+  for (StepEvent& e : t.steps) e.step_seconds = 0.170;
+  for (StepSync& e : t.step_syncs) {
+    bool slow = (e.step % 2) == e.rank;
+    e.sync_seconds = slow ? 0.010 : 0.070;
+  }
+  EXPECT_TRUE(WithId(CheckRanks(t), "distributed.straggler").empty());
+}
+
+TEST(Straggler, NeedsTheSyncWaitAndTwoRanks) {
+  // Without stallscope.ddp there is no sync wait: no straggler call, and the
+  // compute spread is not judged (step - data wait includes the sync).
+  Timeline t = SyncRun({0.100, 0.300}, {0.005, 0.005}, 20, /*with_sync=*/false);
+  EXPECT_TRUE(CheckRanks(t).empty());
+  EXPECT_FALSE(SummarizeRanks(t)[0].sync_wait_s);
+  // One rank: nothing to compare.
+  Timeline one = SyncRun({0.100}, {0.050}, 20);
+  EXPECT_TRUE(CheckRanks(one).empty());
+  // Too few steps after the warm-up.
+  Timeline short_run = SyncRun({0.100, 0.300}, {0.005, 0.005}, 6);
+  EXPECT_TRUE(CheckRanks(short_run).empty());
+}
+
+TEST(LoadImbalance, ComputeSpreadWithoutAStraggler) {
+  // Three ranks compute 80 ms more than rank 0: the median rank waits as
+  // little as the slowest, so no single rank is the one waited for; the
+  // spread (80 ms of a 190 ms step) is imbalance.
+  Timeline t = SyncRun({0.100, 0.180, 0.180, 0.180}, {0.0, 0.0, 0.0, 0.0}, 20);
+  std::vector<Finding> findings = CheckRanks(t);
+  EXPECT_TRUE(WithId(findings, "distributed.straggler").empty());
+  auto imbalance = WithId(findings, "distributed.load_imbalance");
+  ASSERT_EQ(imbalance.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(Find(*imbalance[0], "problem")->value), "compute");
+  EXPECT_EQ(std::get<int64_t>(Find(*imbalance[0], "min_rank")->value), 0);
+  EXPECT_NEAR(std::get<double>(Find(*imbalance[0], "spread_step_fraction")->value), 0.08 / 0.19,
+              1e-9);
+}
+
+TEST(HookRecords, SyncAndHostRecordsReachTheSteps) {
+  HookEvents e;
+  ParseHookDatagram(
+      "hello 42 1 1 2\n"
+      "host 42 1 node-b\n"
+      "step 42 1 7 3000000000 250000000 1000000000\n"
+      "sync 42 1 7 300000000 450000000\n"
+      "sync 42 1 7 -5 1\n"    // negative: malformed
+      "sync 42 1 7\n"         // too short: malformed
+      "host 42\n",            // too short: malformed
+      0, e);
+  ASSERT_EQ(e.steps.size(), 1u);
+  ASSERT_EQ(e.syncs.size(), 1u);
+  EXPECT_EQ(e.syncs[0].rank, 1);
+  EXPECT_EQ(e.syncs[0].step, 7);
+  EXPECT_DOUBLE_EQ(e.syncs[0].sync_seconds, 0.3);
+  EXPECT_DOUBLE_EQ(e.syncs[0].cpu_seconds, 0.45);
+  ASSERT_EQ(e.ranks.size(), 1u);
+  EXPECT_EQ(e.ranks[0].pid, 42);
+  EXPECT_EQ(e.ranks[0].rank, 1);
+  EXPECT_EQ(e.ranks[0].world_size, 2);
+  EXPECT_EQ(e.ranks[0].hostname, "node-b");
+  EXPECT_EQ(e.malformed, 3);
+}
+
+TEST(RunFileRanks, SyncWaitsAndRanksRoundTrip) {
+  char pattern[] = "/tmp/stallscope_ranks_XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string path = std::string(pattern) + "/run.db";
+  {
+    Result<RunWriter> w = RunWriter::Create(path, false);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    std::vector<StepEvent> steps = {{0, 3, 1.5, 0.1, 0.4}, {1, 3, 1.5, 0.1, 0.4}};
+    std::vector<RankInfo> ranks = {{501, 0, 0, 2, "a"}, {502, 1, 1, 2, "b"}};
+    std::vector<StepSync> syncs = {{1, 3, 0.25, 0.12}};
+    ASSERT_TRUE(w->AppendInterval(TimelineSample{}, {}, steps, {}, {}, {}, ranks, syncs).ok());
+    ASSERT_TRUE(w->Close().ok());
+  }
+  Result<Timeline> t = ReadRun(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->steps.size(), 2u);
+  ASSERT_EQ(t->step_syncs.size(), 1u);
+  EXPECT_EQ(t->step_syncs[0].rank, 1);
+  EXPECT_EQ(t->step_syncs[0].step, 3);
+  EXPECT_DOUBLE_EQ(t->step_syncs[0].sync_seconds, 0.25);
+  EXPECT_DOUBLE_EQ(t->step_syncs[0].cpu_seconds, 0.12);
+  ASSERT_EQ(t->ranks.size(), 2u);
+  EXPECT_EQ(t->ranks[1].pid, 502);
+  EXPECT_EQ(t->ranks[1].hostname, "b");
+  std::filesystem::remove_all(pattern);
+}
+
+}  // namespace
+}  // namespace stallscope

@@ -1,0 +1,287 @@
+"""End-to-end: `stallscope exporter` serves Prometheus /metrics.
+
+Starts the real exporter on a free loopback port with its hook socket in a
+temporary folder, and checks what a user would meet: the body passes
+`promtool check metrics` with no problems; host figures agree with
+/proc/meminfo; a job using python/stallscope with STALLSCOPE_SOCKET set
+appears as per-rank series; a real Prometheus (Debian's /usr/bin/prometheus)
+scrapes it every second and answers a query for its series; garbage
+requests, wrong methods and paths, oversized heads, slow clients and more
+connections than the bound get their answer and never stop the server; a
+bad --listen names the flag and a non-loopback one warns.
+"""
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_common as common  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PYTHON_DIR = os.path.join(ROOT, "python")
+
+# A job as a user writes one: a loader whose batches take 20 ms to arrive,
+# 10 ms of "compute" per step, 30 steps.
+JOB = r"""
+import time, stallscope
+def batches():
+    for i in range(30):
+        time.sleep(0.02)
+        yield i
+for epoch in range(1):
+    stallscope.epoch(epoch)
+    for b in stallscope.loader(batches()):
+        time.sleep(0.01)
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sample_value(body, prefix):
+    """The value of the first sample line starting with prefix."""
+    for line in body.splitlines():
+        if line.startswith(prefix):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def raw_request(port, data, wait=5.0):
+    """Sends bytes, returns everything the server answers before closing."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as s:
+        s.sendall(data)
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return out
+            out += chunk
+
+
+class Exporter(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="stallscope-exporter-e2e-")
+        cls.sock = os.path.join(cls.tmp, "hook.sock")
+        cls.proc = subprocess.Popen(
+            [common.BINARY, "exporter", "--listen", "127.0.0.1:0", "--interval", "0.5",
+             "--hook-socket", cls.sock],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        cls.stderr = []
+        ready = threading.Event()
+
+        def drain():
+            for line in cls.proc.stderr:
+                cls.stderr.append(line)
+                if "serving http://" in line:
+                    cls.port = int(line.split("serving http://", 1)[1].split("/")[0].rsplit(":", 1)[1])
+                    ready.set()
+        threading.Thread(target=drain, daemon=True).start()
+        if not ready.wait(10):
+            cls.proc.kill()
+            raise AssertionError("exporter did not start: %s" % "".join(cls.stderr))
+        # Two ranks of one job report through the hook, as the docs say.
+        env = dict(os.environ, STALLSCOPE_SOCKET=cls.sock, PYTHONPATH=PYTHON_DIR,
+                   STALLSCOPE_JOB="e2e-job")
+        jobs = [subprocess.Popen(["/usr/bin/python3", "-c", JOB], env=dict(env, RANK=str(r)))
+                for r in (0, 1)]
+        for j in jobs:
+            assert j.wait(30) == 0
+        cls.hostname = socket.gethostname()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.terminate()
+        try:
+            cls.proc.wait(5)
+            cls.proc.stderr.close()
+        finally:
+            if cls.proc.poll() is None:
+                cls.proc.kill()
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def fetch(self, path="/metrics", method="GET"):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        c.request(method, path)
+        r = c.getresponse()
+        body = r.read().decode()
+        c.close()
+        return r.status, r.getheader("Content-Type"), body
+
+    def test_metrics_pass_promtool_and_match_proc(self):
+        status, ctype, body = self.fetch()
+        self.assertEqual(status, 200)
+        self.assertIn("version=0.0.4", ctype)
+        check = subprocess.run(["/usr/bin/promtool", "check", "metrics"], input=body,
+                               capture_output=True, text=True, timeout=30)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        self.assertEqual((check.stdout + check.stderr).strip(), "",
+                         "promtool found problems: " + check.stdout + check.stderr)
+        mem_total = common.meminfo()["MemTotal"]
+        self.assertEqual(sample_value(body, "stallscope_memory_total_bytes "), mem_total)
+        for family in ("stallscope_memory_available_bytes", "stallscope_swap_used_bytes",
+                       "stallscope_swap_in_bytes_total", "stallscope_network_receive_bytes_total",
+                       "stallscope_network_mtu_bytes", "stallscope_exporter_http_requests_total"):
+            self.assertIn("# TYPE %s " % family, body)
+        self.assertIn('stallscope_network_mtu_bytes{interface="lo"} 65536', body)
+        # Disks: counters agree with /proc/diskstats, and after an interval
+        # the iostat gauges exist.
+        with open("/proc/diskstats") as f:
+            disks = [l.split() for l in f if not l.split()[2].startswith(("loop", "ram", "zram"))]
+        if disks:
+            name, reads = disks[0][2], int(disks[0][3])
+            got = sample_value(body, 'stallscope_disk_reads_completed_total{device="%s"}' % name)
+            self.assertIsNotNone(got, body)
+            self.assertLessEqual(abs(got - reads), 1000)
+            time.sleep(1.1)
+            _, _, body = self.fetch()
+            self.assertIn('stallscope_disk_utilization_ratio{device="%s"}' % name, body)
+
+    def test_hook_job_appears_per_rank(self):
+        _, _, body = self.fetch()
+        for rank in (0, 1):
+            labels = '{job_name="e2e-job",rank="%d",host="%s"}' % (rank, self.hostname)
+            self.assertEqual(sample_value(body, "stallscope_job_steps_total" + labels), 30, body)
+            wait = sample_value(body, "stallscope_job_data_wait_seconds_total" + labels)
+            self.assertGreater(wait, 0.45)     # 30 x 20 ms
+            self.assertLess(wait, 3.0)
+            step_sum = sample_value(body, "stallscope_job_step_seconds_sum" + labels)
+            self.assertGreater(step_sum, wait + 0.25)  # plus 30 x 10 ms of compute
+            self.assertEqual(sample_value(body, "stallscope_job_step_seconds_count" + labels), 30)
+            self.assertEqual(sample_value(body, "stallscope_job_epoch" + labels), 0)
+
+    def test_prometheus_scrapes_and_answers_queries(self):
+        prom_port = free_port()
+        data = os.path.join(self.tmp, "tsdb")
+        config = os.path.join(self.tmp, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                    "scrape_configs:\n  - job_name: stallscope\n    static_configs:\n"
+                    "      - targets: ['127.0.0.1:%d']\n" % self.port)
+        prom = subprocess.Popen(
+            ["/usr/bin/prometheus", "--config.file", config, "--storage.tsdb.path", data,
+             "--web.listen-address", "127.0.0.1:%d" % prom_port],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            def query(q):
+                url = "http://127.0.0.1:%d/api/v1/query?query=%s" % (prom_port, urllib.parse.quote(q))
+                try:
+                    with urllib.request.urlopen(url, timeout=2) as r:
+                        return json.load(r)["data"]["result"]
+                except OSError:
+                    return []
+            deadline = time.monotonic() + 20
+            memory = jobs = []
+            while time.monotonic() < deadline and not (memory and jobs):
+                memory = query("stallscope_memory_total_bytes")
+                jobs = query('stallscope_job_steps_total{job_name="e2e-job"}')
+                time.sleep(0.5)
+            self.assertTrue(memory, "Prometheus never stored stallscope_memory_total_bytes")
+            self.assertEqual(float(memory[0]["value"][1]), common.meminfo()["MemTotal"])
+            self.assertEqual(memory[0]["metric"]["job"], "stallscope")
+            self.assertEqual(sorted(s["metric"]["rank"] for s in jobs), ["0", "1"])
+            up = query('up{job="stallscope"}')
+            self.assertEqual(up[0]["value"][1], "1")
+        finally:
+            prom.terminate()
+            prom.wait(10)
+
+    def test_bad_and_slow_clients_do_not_stop_it(self):
+        self.assertTrue(raw_request(self.port, b"\x16\x03\x01\x02\x00\x01\x00").startswith(
+            b"HTTP/1.1 400 "))
+        self.assertTrue(raw_request(self.port, b"POST /metrics HTTP/1.1\r\n\r\n").startswith(
+            b"HTTP/1.1 405 "))
+        self.assertTrue(raw_request(self.port, b"GET /nope HTTP/1.1\r\n\r\n").startswith(
+            b"HTTP/1.1 404 "))
+        self.assertTrue(raw_request(
+            self.port, b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n").startswith(
+                b"HTTP/1.1 431 "))
+        self.assertTrue(raw_request(self.port, b"GET /metrics HTTP/9.9\r\n\r\n").startswith(
+            b"HTTP/1.1 505 "))
+        # A slowloris client trickles a head; scrapes go on meanwhile and it
+        # is cut off at the request timeout (5 s from accept).
+        slow = socket.create_connection(("127.0.0.1", self.port))
+        slow.sendall(b"GET /metrics HTTP/1.1\r\n")
+        start = time.monotonic()
+        # More idle connections than the bound (64): the extra ones get 503.
+        idle = [socket.create_connection(("127.0.0.1", self.port)) for _ in range(70)]
+        time.sleep(0.5)
+        refused = 0
+        for s in idle:
+            try:
+                if s.recv(64, socket.MSG_DONTWAIT).startswith(b"HTTP/1.1 503"):
+                    refused += 1
+            except BlockingIOError:
+                pass
+        self.assertGreaterEqual(refused, 6)
+        for s in idle:
+            s.close()
+        time.sleep(0.2)
+        status, _, body = self.fetch()
+        self.assertEqual(status, 200)
+        self.assertIn("stallscope_memory_total_bytes", body)
+        slow.settimeout(10)
+        for _ in range(3):
+            slow.sendall(b"X")
+            time.sleep(0.3)
+            try:
+                slow.sendall(b"-a: b\r\n")
+            except OSError:
+                break
+        try:
+            rest = slow.recv(100)
+        except OSError:
+            rest = b""
+        cut = time.monotonic() - start
+        self.assertEqual(rest, b"")
+        self.assertLess(cut, 8, "the slow client was not cut off at the request timeout")
+        self.assertGreater(cut, 3)
+        slow.close()
+        self.assertIsNone(self.proc.poll(), "the exporter died: %s" % "".join(self.stderr))
+        _, _, body = self.fetch()
+        self.assertGreaterEqual(sample_value(body, "stallscope_exporter_http_timeouts_total "), 1)
+        self.assertGreaterEqual(sample_value(body, "stallscope_exporter_http_bad_requests_total "), 3)
+        self.assertGreaterEqual(
+            sample_value(body, "stallscope_exporter_http_refused_connections_total "), 6)
+        self.assertEqual(self.fetch(method="HEAD")[0], 200)
+
+    def test_bad_listen_names_the_flag_and_open_listen_warns(self):
+        rc, _, err, _ = common.run(["exporter", "--listen", "nowhere"], timeout=10)
+        self.assertEqual(rc, 2)
+        self.assertIn("--listen nowhere", err)
+        rc, _, err, _ = common.run(["exporter", "--interval", "0"], timeout=10)
+        self.assertEqual(rc, 2)
+        self.assertIn("--interval", err)
+        # The hook socket is taken by the running exporter: refused, not stolen.
+        rc, _, err, _ = common.run(["exporter", "--listen", "127.0.0.1:0", "--hook-socket",
+                                    self.sock], timeout=10)
+        self.assertEqual(rc, 1)
+        self.assertIn("another receiver", err)
+        p = subprocess.Popen([common.BINARY, "exporter", "--listen", "0.0.0.0:0", "--hook-socket",
+                              os.path.join(self.tmp, "other.sock")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            first = p.stderr.readline()
+            self.assertIn("warning: --listen 0.0.0.0:0 is not a loopback address", first)
+        finally:
+            p.terminate()
+            p.wait(5)
+            p.stderr.close()
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "other.sock")))
+
+
+if __name__ == "__main__":
+    common.main()

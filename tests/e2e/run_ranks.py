@@ -1,0 +1,147 @@
+"""`stallscope run --procs K` end to end: the launcher (torchrun's variables,
+exit status, a failing rank ending the others, a command that is not found)
+with plain shell ranks, and a real two-rank PyTorch DDP job
+(examples/train_cpu.py --ddp, gloo, Debian's python3-torch) whose rank 1 is
+slowed on purpose: distributed.straggler must name rank 1 and its host, and
+the same job without the slow rank must raise no distributed finding.
+
+Run: /usr/bin/python3 run_ranks.py PATH_TO_STALLSCOPE
+"""
+
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import sys
+import tempfile
+import time
+import unittest
+
+import e2e_common as e2e
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(REPO, "examples", "train_cpu.py")
+PYTHON = "/usr/bin/python3"
+TMP = None
+
+
+def setUpModule():
+    global TMP
+    TMP = tempfile.mkdtemp(prefix="stallscope-e2e-ranks-")
+
+
+def tearDownModule():
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+def have_torch():
+    return os.path.exists(PYTHON) and os.system(
+        "%s -c 'import importlib.util,sys; sys.exit(importlib.util.find_spec(\"torch\") is None)'"
+        % PYTHON) == 0
+
+
+class Launcher(unittest.TestCase):
+    def test_ranks_get_torchruns_variables(self):
+        out = os.path.join(TMP, "env")
+        os.makedirs(out, exist_ok=True)
+        script = ('echo "$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR '
+                  '$MASTER_PORT $STALLSCOPE_SOCKET" > %s/rank_$RANK' % out)
+        rc, _, err, _ = e2e.run(["run", "--procs", "3", "--interval", "0.2", "--out",
+                                 os.path.join(TMP, "env.db"), "--", "sh", "-c", script])
+        self.assertEqual(rc, 0, err)
+        rows = []
+        for r in range(3):
+            with open(os.path.join(out, "rank_%d" % r)) as f:
+                rows.append(f.read().split())
+        ports = set()
+        for r, row in enumerate(rows):
+            self.assertEqual(row[:5], [str(r), str(r), "3", "3", "127.0.0.1"])
+            ports.add(row[5])
+            self.assertTrue(row[6].endswith("hook.sock"))
+        self.assertEqual(len(ports), 1, "one MASTER_PORT for all ranks")
+        port = int(ports.pop())
+        self.assertTrue(1024 <= port <= 65535)
+
+    def test_a_failing_rank_ends_the_others_and_sets_the_exit_code(self):
+        # Rank 1 fails at once; rank 0 would sleep 60 s: it must be ended.
+        script = 'if [ "$RANK" = 1 ]; then exit 5; fi; exec sleep 60'
+        rc, _, err, seconds = e2e.run(["run", "--procs", "2", "--interval", "0.2", "--out",
+                                       os.path.join(TMP, "fail.db"), "--", "sh", "-c", script],
+                                      timeout=50)
+        self.assertEqual(rc, 5, err)
+        self.assertLess(seconds, 20, "the other rank was not ended")
+
+    def test_command_not_found_and_bad_procs(self):
+        db = os.path.join(TMP, "missing.db")
+        rc, _, err, _ = e2e.run(["run", "--procs", "2", "--out", db, "--",
+                                 "no-such-command-xyz"])
+        self.assertEqual(rc, 127)
+        self.assertIn("no-such-command-xyz", err)
+        self.assertFalse(os.path.exists(db), "a run that never started leaves no run file")
+        rc, _, err, _ = e2e.run(["run", "--procs", "0", "--", "true"])
+        self.assertEqual(rc, 2)
+        self.assertIn("--procs", err)
+
+
+@unittest.skipUnless(have_torch(), "python3-torch is not installed")
+class DdpJob(unittest.TestCase):
+    """Two gloo ranks of the example, 14 steps each (batch 32 over 900
+    images: each rank's shard is 450 images, 15 batches)."""
+
+    def ddp(self, name, *extra):
+        db = os.path.join(TMP, name + ".db")
+        args = ["run", "--procs", "2", "--interval", "0.5", "--json", "--out", db, "--",
+                PYTHON, EXAMPLE, "--ddp", "--epochs", "1", "--steps-per-epoch", "14",
+                "--batch-size", "32", "--workers", "0", "--make-images", "900",
+                "--data", os.path.join(TMP, "images")] + list(extra)
+        rc, out, err, seconds = e2e.run(args, timeout=240)
+        self.assertEqual(rc, 0, err[-3000:])
+        report = json.loads(out)
+        e2e.check_report(self, report)
+        return report, db, err
+
+    def test_straggler_is_named(self):
+        report, db, _ = self.ddp("straggler", "--slow-rank", "1", "--slow-ms", "200")
+        f = e2e.finding(report, "distributed.straggler")
+        self.assertIsNotNone(f, json.dumps(report["findings"], indent=1))
+        self.assertEqual(f["evidence"]["rank"], 1)
+        self.assertEqual(f["evidence"]["host"], socket.gethostname())
+        self.assertEqual(f["evidence"]["cause"], "compute")
+        # The others wait about the 200 ms rank 1 sleeps (less its own sync).
+        self.assertGreater(f["evidence"]["wait_for_it_seconds_per_step"], 0.12)
+        self.assertLess(f["evidence"]["wait_for_it_seconds_per_step"], 1.5)
+        ranks = {r["rank"]: r for r in report["ranks"]}
+        self.assertEqual(sorted(ranks), [0, 1])
+        self.assertGreater(ranks[0]["sync_wait_seconds"], ranks[1]["sync_wait_seconds"] + 0.1)
+        self.assertGreater(ranks[1]["compute_seconds"], ranks[0]["compute_seconds"] + 0.1)
+        # The run file keeps what the report was made of.
+        with sqlite3.connect(db) as con:
+            hosts = con.execute("SELECT rank, hostname FROM ranks ORDER BY rank").fetchall()
+            syncs = con.execute("SELECT rank, count(*) FROM step_sync GROUP BY rank").fetchall()
+        self.assertEqual([h[0] for h in hosts], [0, 1])
+        self.assertEqual({h[1] for h in hosts}, {socket.gethostname()})
+        self.assertEqual(dict(syncs), {0: 14, 1: 14})
+        # `report` prints the per-rank table from the file.
+        rc, text, err, _ = e2e.run(["report", db])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("per rank", text)
+        self.assertIn("distributed.straggler", text)
+        table = text[text.index("per rank"):].splitlines()[2:4]
+        self.assertEqual([int(line.split()[0]) for line in table], [0, 1])
+
+    def test_healthy_run_raises_no_distributed_finding(self):
+        report, _, _ = self.ddp("healthy")
+        ids = [f["id"] for f in report["findings"]]
+        self.assertEqual([i for i in ids if i.startswith("distributed.")], [], ids)
+        self.assertEqual(len(report["ranks"]), 2)
+        for r in report["ranks"]:
+            self.assertEqual(r["steps"], 12)  # 14 less the 2 warm-up steps
+            self.assertIsNotNone(r["sync_wait_seconds"])
+            self.assertGreater(r["cpu_seconds_per_step"], 0)
+        layers = {l["layer"]: l["status"] for l in report["layers"]}
+        self.assertEqual(layers["distributed"], "ok")
+
+
+if __name__ == "__main__":
+    e2e.main()

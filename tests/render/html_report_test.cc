@@ -1,0 +1,246 @@
+#include "render/html_report.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <regex>
+#include <tuple>
+
+#include "analyze/baseline.h"
+#include "core/atomic_file.h"
+#include "core/text.h"
+#include "render/svg_chart.h"
+
+namespace stallscope {
+namespace {
+
+size_t Count(const std::string& text, std::string_view what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Whether a tag (not text: "&lt;img src=" is text) carries one of `names`.
+bool AnyTagHasAttribute(const std::string& html, std::initializer_list<std::string_view> names) {
+  for (size_t open = html.find('<'); open != std::string::npos; open = html.find('<', open + 1)) {
+    size_t close = html.find('>', open);
+    if (close == std::string::npos) return false;
+    std::string_view tag(html.data() + open, close - open);
+    for (std::string_view n : names) {
+      if (tag.find(n) != std::string_view::npos) return true;
+    }
+  }
+  return false;
+}
+
+// Two ranks, 60 samples, a leak, two epochs.
+Timeline LeakyRun() {
+  Timeline t;
+  t.info.command = "python3 train.py";
+  t.info.hostname = "n1";
+  t.info.mem_total_bytes = 16ull << 30;
+  t.info.data_device = "vda";
+  for (int i = 1; i <= 60; ++i) {
+    TimelineSample s;
+    s.t = i;
+    s.tree_rss_bytes = (1ull << 30) + static_cast<uint64_t>(i) * (8ull << 20);
+    s.mem_available_bytes = 8ull << 30;
+    s.disk_util_percent = i % 7 * 10;
+    s.disk_await_ms = 1.5;
+    s.cpu_busy_percent = 40;
+    t.samples.push_back(s);
+    for (int rank = 0; rank < 2; ++rank) {
+      StepEvent step;
+      step.rank = rank;
+      step.step = i;
+      step.t = s.t;
+      step.wait_seconds = 0.01 * rank;
+      step.step_seconds = 0.1 + 0.01 * rank;
+      t.steps.push_back(step);
+    }
+  }
+  for (auto [rank, epoch, at] : {std::tuple{0, 0, 0.5}, std::tuple{1, 0, 0.6},
+                                 std::tuple{0, 1, 30.2}, std::tuple{1, 1, 30.1}}) {
+    EpochEvent e;
+    e.rank = rank;
+    e.epoch = epoch;
+    e.t = at;
+    t.epochs.push_back(e);
+  }
+  return t;
+}
+
+Finding Leak() {
+  Finding f;
+  f.id = "memory.rss_growth";
+  f.layer = Layer::kMemory;
+  f.severity = Severity::kCritical;
+  f.summary = "the tree's RSS grows 8 MiB/s";
+  f.evidence = {{"slope_bytes_per_s", 8.0 * (1 << 20)}, {"projected_oom_s", 120.0}};
+  f.next = "py-spy dump --pid PID";
+  return f;
+}
+
+TEST(SvgChart, OnePolylinePerSeriesAndEscapedText) {
+  Chart c{"chart-x", "a <b> & c", ChartUnit::kPercent, {}, {{5, "epoch <1>"}}, std::nullopt, 100.0};
+  c.series.push_back({"first", {{0, 1}, {10, 50}}, false});
+  c.series.push_back({"second\"", {{0, 2}, {10, 3}}, true});
+  std::string svg = RenderSvgChart(c);
+  EXPECT_EQ(Count(svg, "<svg"), 1u);
+  EXPECT_EQ(Count(svg, "<polyline"), 2u);
+  EXPECT_EQ(Count(svg, "stroke-dasharray=\"6 4\""), 2u);  // the dashed series and its legend
+  EXPECT_NE(svg.find("a &lt;b&gt; &amp; c"), std::string::npos);
+  EXPECT_NE(svg.find("epoch &lt;1&gt;"), std::string::npos);
+  EXPECT_NE(svg.find("second&quot;"), std::string::npos);
+  EXPECT_EQ(svg.find("<b>"), std::string::npos);
+  EXPECT_NE(svg.find("100%"), std::string::npos) << "the y axis reaches y_max";
+}
+
+TEST(SvgChart, LongSeriesAreReduced) {
+  Chart c{"chart-long", "long", ChartUnit::kPlain, {}, {}, std::nullopt, std::nullopt};
+  ChartSeries s{"s", {}, false};
+  for (int i = 0; i < 36000; ++i) s.points.emplace_back(i, i % 100);
+  c.series.push_back(s);
+  std::string svg = RenderSvgChart(c);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(svg, m, std::regex("points=\"([^\"]*)\"")));
+  EXPECT_LE(Count(m[1].str(), ","), kMaxChartPoints);
+  EXPECT_EQ(Count(svg, "<circle"), 0u) << "no per-point tooltips on long series";
+}
+
+TEST(HtmlReport, ChartsOfARunWithProjectionRanksAndEpochs) {
+  Timeline t = LeakyRun();
+  std::vector<Finding> findings = {Leak()};
+  std::vector<Chart> charts = TimelineCharts(t, findings);
+  std::vector<std::string> ids;
+  for (const Chart& c : charts) ids.push_back(c.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"chart-memory", "chart-swap", "chart-swap-traffic",
+                                           "chart-disk-util", "chart-disk-await", "chart-cpu",
+                                           "chart-step-time", "chart-data-wait"}));
+  const Chart& memory = charts[0];
+  ASSERT_EQ(memory.series.size(), 3u);
+  EXPECT_EQ(memory.series[2].name, "leak projection");
+  EXPECT_TRUE(memory.series[2].dashed);
+  // From the last sample to the projected OOM 120 s on, at 8 MiB/s.
+  ASSERT_EQ(memory.series[2].points.size(), 2u);
+  EXPECT_DOUBLE_EQ(memory.series[2].points[1].first, 60 + 120);
+  EXPECT_DOUBLE_EQ(memory.series[2].points[1].second - memory.series[2].points[0].second,
+                   120.0 * 8 * (1 << 20));
+  // An OOM far away is drawn only up to four times the run's length.
+  findings[0].evidence[1].value = 90000.0;
+  EXPECT_DOUBLE_EQ(TimelineCharts(t, findings)[0].series[2].points[1].first, 60 + 4 * 59);
+  ASSERT_TRUE(memory.limit);
+  EXPECT_DOUBLE_EQ(memory.limit->first, 16.0 * (1ull << 30));
+  // Epochs marked at each epoch's earliest start over the ranks.
+  ASSERT_EQ(memory.markers.size(), 2u);
+  EXPECT_DOUBLE_EQ(memory.markers[1].x, 30.1);
+  // Per rank.
+  EXPECT_EQ(charts[6].series.size(), 2u);
+  EXPECT_EQ(charts[6].series[1].name, "rank 1 step");
+}
+
+TEST(HtmlReport, GpuChartWhenTheRunSampledGpus) {
+  Timeline t = LeakyRun();
+  for (int i = 0; i < 5; ++i) {
+    GpuPoint p;
+    p.t = i;
+    p.gpu.index = 0;
+    p.gpu.utilization_gpu_percent = 95;
+    p.gpu.gpm = GpmMetrics{};
+    p.gpu.gpm->sm_active_percent = 30;
+    t.gpus.push_back(p);
+  }
+  std::vector<Chart> charts = TimelineCharts(t, {});
+  auto gpu = std::find_if(charts.begin(), charts.end(),
+                          [](const Chart& c) { return c.id == "chart-gpu"; });
+  ASSERT_NE(gpu, charts.end());
+  ASSERT_EQ(gpu->series.size(), 2u);
+  EXPECT_EQ(gpu->series[1].name, "GPU 0 SM active");
+}
+
+TEST(HtmlReport, PageIsSelfContainedAndEscapesEvidence) {
+  Timeline t = LeakyRun();
+  Finding evil;
+  evil.id = "io.small_files";
+  evil.layer = Layer::kIo;
+  evil.severity = Severity::kWarning;
+  evil.summary = "300000 files under /data/<script>alert(1)</script>";
+  evil.evidence = {{"path", std::string("/data/<script>alert(\"x\")</script>&")}};
+  evil.next = "stallscope pack '/data/<img src=x onerror=alert(1)>' /out";
+  Report report = MakeReport({Leak(), evil}, {Layer::kMemory, Layer::kIo}, {"a <note>"});
+  HostBaseline baseline;
+  baseline.metrics = {{"memory.total_bytes", Layer::kMemory, 1e9, "bytes"}};
+  HtmlReportInput in;
+  in.command = "report";
+  in.host = "n1<>";
+  in.time_utc = "2026-11-29T10:00:00Z";
+  in.report = &report;
+  in.timeline = &t;
+  in.run_file = "/tmp/run.db";
+  in.host_baseline = &baseline;
+  in.snapshot_json = R"({"hostname": "n1", "note": "</pre><script>x</script>"})";
+  in.not_checked_why = {{Layer::kCode, "needs a <run>"}};
+  std::string html = RenderHtmlReport(in);
+
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  // One SVG per chart, each with its polylines.
+  EXPECT_EQ(Count(html, "<svg"), TimelineCharts(t, report.findings).size());
+  EXPECT_EQ(Count(html, "<svg"), 8u);
+  EXPECT_GE(Count(html, "<polyline"), 8u);
+  // Exactly one script: ours; every outside text escaped.
+  EXPECT_EQ(Count(html, "<script"), 1u);
+  EXPECT_NE(html.find("/data/&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;"),
+            std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_NE(html.find("&lt;/pre&gt;&lt;script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("a &lt;note&gt;"), std::string::npos);
+  EXPECT_NE(html.find("needs a &lt;run&gt;"), std::string::npos);
+  EXPECT_NE(html.find("n1&lt;&gt;"), std::string::npos);
+  // Nothing leaves the page: no URL of any scheme, no external resource.
+  EXPECT_EQ(html.find("http:"), std::string::npos);
+  EXPECT_EQ(html.find("https:"), std::string::npos);
+  EXPECT_EQ(html.find("//"), html.find("// ")) << "no protocol-relative URL";
+  EXPECT_FALSE(AnyTagHasAttribute(html, {" src=", " href="})) << "an element that loads something";
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+  // The findings, the triage table, the baseline, the verdict.
+  EXPECT_NE(html.find("data-id=\"memory.rss_growth\""), std::string::npos);
+  EXPECT_NE(html.find("class=\"triage\""), std::string::npos);
+  EXPECT_NE(html.find("<code>memory.total_bytes</code>"), std::string::npos);
+  EXPECT_NE(html.find("verdict: <b>memory</b>"), std::string::npos);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+}
+
+TEST(HtmlReport, NoTimelineNoCharts) {
+  Report report = MakeReport({}, {Layer::kMemory}, {});
+  HtmlReportInput in;
+  in.command = "doctor";
+  in.report = &report;
+  std::string html = RenderHtmlReport(in);
+  EXPECT_EQ(Count(html, "<svg"), 0u);
+  EXPECT_NE(html.find("verdict: none"), std::string::npos);
+}
+
+TEST(AtomicFile, ReplacesWholeAndLeavesNoTemporary) {
+  char dir[] = "/tmp/stallscope-atomic-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string path = std::string(dir) + "/out.html";
+  ASSERT_TRUE(WriteFileAtomically(path, "first").ok());
+  ASSERT_TRUE(WriteFileAtomically(path, "second").ok());
+  EXPECT_EQ(*ReadFile(path), "second");
+  Result<std::vector<std::string>> names = ListDirectory(dir);
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(names->size(), 1u) << "a temporary file was left behind";
+  // A directory that does not exist: an error naming the path, nothing written.
+  Status s = WriteFileAtomically(std::string(dir) + "/no/such/out.html", "x");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no/such/out.html"), std::string::npos) << s.message();
+  unlink(path.c_str());
+  rmdir(dir);
+}
+
+}  // namespace
+}  // namespace stallscope
