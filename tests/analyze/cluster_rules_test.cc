@@ -85,7 +85,8 @@ TEST(ClusterRules, MixedGpusMarkedAndFound) {
 TEST(ClusterRules, GpuCountOnlyIsInfo) {
   std::vector<NodeSummary> ranks = {Node(0, "node0"), Node(1, "node1")};
   ranks[1].gpus.resize(2);
-  const Finding* f = FindingOf(CompareNodes(ranks, {}), "distributed.heterogeneous_gpus");
+  const ClusterComparison c = CompareNodes(ranks, {});  // f points into it
+  const Finding* f = FindingOf(c, "distributed.heterogeneous_gpus");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kInfo);
 }
@@ -133,7 +134,8 @@ TEST(ClusterRules, MissingInterfaceNamesRankAndNode) {
 TEST(ClusterRules, PartlyMissingListIsWarningAndExclusionsIgnored) {
   std::vector<NodeSummary> ranks = {Node(0, "node0")};
   ranks[0].environment = {{"NCCL_SOCKET_IFNAME", "=eth0,=ib9"}};
-  const Finding* f = FindingOf(CompareNodes(ranks, {}), "network.wrong_interface");
+  ClusterComparison c = CompareNodes(ranks, {});  // f points into it
+  const Finding* f = FindingOf(c, "network.wrong_interface");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
   ranks[0].environment = {{"NCCL_SOCKET_IFNAME", "^docker,lo"}};
@@ -141,7 +143,8 @@ TEST(ClusterRules, PartlyMissingListIsWarningAndExclusionsIgnored) {
   ranks[0].environment = {{"NCCL_SOCKET_IFNAME", "eth"}};  // a prefix of eth0
   EXPECT_EQ(FindingOf(CompareNodes(ranks, {}), "network.wrong_interface"), nullptr);
   ranks[0].environment = {{"NCCL_IB_HCA", "mlx5_0"}};  // no RDMA port on the node
-  f = FindingOf(CompareNodes(ranks, {}), "network.wrong_interface");
+  c = CompareNodes(ranks, {});
+  f = FindingOf(c, "network.wrong_interface");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->summary.find("NCCL_IB_HCA"), std::string::npos);
 }

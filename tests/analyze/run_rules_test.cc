@@ -57,7 +57,7 @@ Timeline MakeRun(const RunShape& shape) {
     s.tree_rss_bytes = static_cast<uint64_t>(rss);
     s.tree_cpu_percent = 100.0 * shape.ranks + 40.0 * shape.workers * shape.ranks;
     s.loader_cpu_percent = 40.0 * shape.workers * shape.ranks;
-    s.mem_available_bytes = static_cast<uint64_t>(48.0 * kGiB - rss);
+    s.mem_available_bytes = static_cast<uint64_t>(std::max(0.0, 48.0 * kGiB - rss));
     s.cpu_busy_percent = 30;
     s.disk_util_percent = 25;
     s.disk_await_ms = 1.5;
@@ -68,7 +68,8 @@ Timeline MakeRun(const RunShape& shape) {
       int pid = kRootPid + r * 20;
       double worker_rss = 300.0 * kMiB;
       double rank_rss = (rss - shape.workers * shape.ranks * worker_rss) / shape.ranks;
-      tl.processes.push_back({t, pid, 1, "python3", static_cast<uint64_t>(rank_rss), 100});
+      tl.processes.push_back(
+          {t, pid, 1, "python3", static_cast<uint64_t>(std::max(0.0, rank_rss)), 100});
       for (int w = 1; w <= shape.workers; ++w) {
         tl.processes.push_back(
             {t, pid + w, pid, "pt_data_worker", static_cast<uint64_t>(worker_rss), 40});
