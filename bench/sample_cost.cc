@@ -4,7 +4,9 @@
 // (ProcessTreeSampler: stat, statm and io of each member every sample,
 // status and smaps_rollup every 10th, cmdline once), and the rates against
 // the previous sample. bench/sample_cost.py runs it against pidstat + iostat.
-//   sample_cost ROOT_PID SAMPLES INTERVAL_S
+//   sample_cost ROOT_PID SAMPLES INTERVAL_S [QUIET_SLOW_EVERY]
+// QUIET_SLOW_EVERY 1 reads every member's slow files on every slow sample,
+// as if each had run since the last one (the cost for a busy tree).
 #include <time.h>
 
 #include <chrono>
@@ -32,8 +34,8 @@ double CpuSeconds() {
 int main(int argc, char** argv) {
   using namespace stallscope;
   const double started = CpuSeconds();
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: sample_cost ROOT_PID SAMPLES INTERVAL_S\n");
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: sample_cost ROOT_PID SAMPLES INTERVAL_S [QUIET_SLOW_EVERY]\n");
     return 2;
   }
   int32_t pid = std::atoi(argv[1]);
@@ -41,7 +43,9 @@ int main(int argc, char** argv) {
   double interval = std::atof(argv[3]);
   Root root("/");
   HostSampler host_sampler(root);
-  ProcessTreeSampler tree_sampler(root, pid);
+  ProcessSamplerOptions options;
+  if (argc == 5) options.quiet_slow_every = std::atoi(argv[4]);
+  ProcessTreeSampler tree_sampler(root, pid, options);
   Snapshot s;
   size_t processes = 0;
   double after_first = 0;

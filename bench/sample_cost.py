@@ -38,15 +38,19 @@ def cpu_of(commands):
 
 
 def run_both(root, pids, samples, interval):
-    """(stallscope CPU s, pidstat+iostat CPU s) for `samples` samples each."""
+    """(stallscope CPU s, stallscope as if busy CPU s, pidstat+iostat CPU s)
+    for `samples` samples each."""
     ours = cpu_of([[SAMPLER, str(root.pid), str(samples), str(interval)]])
+    # QUIET_SLOW_EVERY 1: no member counts as quiet, so every member's status
+    # and smaps_rollup are read on every 10th sample, as in a busy tree.
+    busy = cpu_of([[SAMPLER, str(root.pid), str(samples), str(interval), "1"]])
     # pidstat and iostat take integer intervals; the first report is the
     # since-boot one, so samples + 1 reports give samples intervals.
     theirs = cpu_of([
         ["pidstat", "-rud", "-p", ",".join(map(str, pids)), str(int(interval)), str(samples)],
         ["iostat", "-x", str(int(interval)), str(samples + 1)],
     ])
-    return ours, theirs
+    return ours, busy, theirs
 
 
 def main():
@@ -61,26 +65,30 @@ def main():
     short = max(1, samples // 4)
     root, pids = spawn_tree(64)
     try:
-        ours, theirs = run_both(root, pids, samples, interval)
-        ours_short, theirs_short = run_both(root, pids, short, interval)
+        ours, busy, theirs = run_both(root, pids, samples, interval)
+        ours_short, busy_short, theirs_short = run_both(root, pids, short, interval)
     finally:
         os.killpg(root.pid, 15)
         root.wait()
     print(f"samples: {samples} at {interval:g} s, tree of {len(pids)} processes")
     print("whole processes (start-up and the first, full sample included):")
     print(f"  stallscope sampler      : {ours * 1e3:8.1f} ms CPU, {ours / samples * 1e3:7.3f} ms/sample")
+    print(f"  same, no member quiet   : {busy * 1e3:8.1f} ms CPU, {busy / samples * 1e3:7.3f} ms/sample")
     print(f"  pidstat -rud + iostat -x: {theirs * 1e3:8.1f} ms CPU, {theirs / samples * 1e3:7.3f} ms/sample")
-    print(f"  ratio (pidstat+iostat / stallscope): {theirs / ours:.1f}x")
+    print(f"  ratio (pidstat+iostat / stallscope): {theirs / ours:.1f}x (no member quiet: {theirs / busy:.1f}x)")
     # The cost of one more sample: the long run less the short one, per extra
     # sample, on both sides, so neither side's start-up counts.
     extra = samples - short
     ours_each = (ours - ours_short) / extra
+    busy_each = (busy - busy_short) / extra
     theirs_each = (theirs - theirs_short) / extra
     print(f"each further sample ({samples}-sample run less a {short}-sample run, over {extra}):")
     print(f"  stallscope sampler      : {ours_each * 1e3:7.3f} ms/sample")
+    print(f"  same, no member quiet   : {busy_each * 1e3:7.3f} ms/sample")
     print(f"  pidstat -rud + iostat -x: {theirs_each * 1e3:7.3f} ms/sample")
-    if ours_each > 0:
-        print(f"  ratio (pidstat+iostat / stallscope): {theirs_each / ours_each:.1f}x")
+    if ours_each > 0 and busy_each > 0:
+        print(f"  ratio (pidstat+iostat / stallscope): {theirs_each / ours_each:.1f}x "
+              f"(no member quiet: {theirs_each / busy_each:.1f}x)")
     else:
         print("  ratio: not measurable (the clock ticks are coarser than the difference)")
 

@@ -62,6 +62,7 @@ ProcessTreeSampler::ProcessTreeSampler(const Root& root, int32_t root_pid,
     page_size_bytes_ = static_cast<uint64_t>(page);
   }
   options_.slow_every = std::max(options_.slow_every, 1);
+  options_.quiet_slow_every = std::max(options_.quiet_slow_every, 1);
   budget_ = DescriptorBudget(options_.max_open_files);
 }
 
@@ -90,6 +91,7 @@ int ProcessTreeSampler::ReadKept(ProcFile& file, int32_t pid, const char* name, 
 ProcessTreeSampler::Members::iterator ProcessTreeSampler::Forget(Members::iterator member) {
   Member& m = member->second;
   open_files_ -= m.stat.is_open() + m.io.is_open() + m.status.is_open() + m.smaps_rollup.is_open();
+  ++membership_changes_;
   return members_.erase(member);  // the ProcFiles close themselves
 }
 
@@ -316,6 +318,7 @@ void ProcessTreeSampler::AdmitFromNew() {
   stack_.clear();
   auto admit = [&](const Known& k) {
     if (members_.count(k.pid) != 0) return;
+    ++membership_changes_;
     Member& m = members_[k.pid];
     m.start_time_ticks = k.start_time_ticks;
     m.sample.ppid = k.ppid;
@@ -383,9 +386,28 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
     m.rss_from_status = true;
   }
 
-  // Slow files: kept open only while under half the budget is in use.
+  // Slow files: kept open only while under half the budget is in use; on a
+  // slow sample, skipped for a member quiet since they were last read.
+  const uint64_t cpu_ticks = stat->utime_ticks + stat->stime_ticks;
+  const uint64_t faults = stat->minor_faults + stat->major_faults;
+  const uint64_t rss_pages = stat->rss_pages.value_or(0);
+  bool read_slow = slow;
+  if (slow && !first && !m.rss_from_status && cpu_ticks == m.slow_cpu_ticks &&
+      faults == m.slow_faults && rss_pages == m.slow_rss_pages &&
+      m.slow_membership == membership_changes_ &&
+      samples_ - m.slow_read_in < int64_t{options_.slow_every} * options_.quiet_slow_every) {
+    read_slow = false;
+    ++quiet_skips_;
+  }
+  if (read_slow) {
+    m.slow_cpu_ticks = cpu_ticks;
+    m.slow_faults = faults;
+    m.slow_rss_pages = rss_pages;
+    m.slow_membership = membership_changes_;
+    m.slow_read_in = samples_;
+  }
   const int keep_slow = budget_ / 2;
-  if (slow || m.rss_from_status) {
+  if (read_slow || m.rss_from_status) {
     int err = ReadKept(m.status, pid, "status", keep_slow);
     if (err != 0) return err;
     if (buffer_.empty()) return ESRCH;
@@ -412,7 +434,7 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
     }
     m.io_denied = err != 0 && !IsVanishedErrno(err);
   }
-  if (options_.read_pss && slow) {
+  if (options_.read_pss && read_slow) {
     // An open smaps_rollup holds the address space it was opened on: after
     // an exec that one is gone and the read fails, so open the new one.
     int err = ReadKept(m.smaps_rollup, pid, "smaps_rollup", keep_slow);

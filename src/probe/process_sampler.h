@@ -29,7 +29,11 @@
 //   VmLck, VmPin, VmSwap) and smaps_rollup (PSS, the costly one: the kernel
 //   walks every mapping) are read when it is first seen and on every
 //   slow_every-th sample (10 by default), also through kept descriptors; in
-//   between, the last values are carried over. Its cmdline is read when it
+//   between, the last values are carried over. A member that stayed quiet
+//   since those were read (no CPU tick, no page fault, the same RSS, and no
+//   process joined or left the tree) keeps them for up to quiet_slow_every
+//   slow samples more: an idle process's status cannot have moved, and its
+//   PSS only through sharers outside the tree. Its cmdline is read when it
 //   is first seen and again when its comm changes (an exec). Past
 //   max_open_files, files are read with open/read/close; slow files are kept
 //   only while under half the budget is in use, so the per-sample ones keep
@@ -79,6 +83,12 @@ struct ProcessSamplerOptions {
   // mapped or pinned) and smaps_rollup costs more than all the other files
   // together on a large process; the leak rule looks at RSS, read every time.
   int slow_every = 10;
+  // A quiet member (no CPU tick, no page fault and the same RSS since its
+  // slow files were last read, in a tree no process joined or left since)
+  // has them read only every quiet_slow_every-th slow sample: what they
+  // hold cannot have moved but through another process's sharing (PSS), and
+  // that is bounded by this. 1: every slow sample, as for the others.
+  int quiet_slow_every = 6;
   bool read_cmdline = true;
   bool read_io = true;
   bool read_pss = true;
@@ -104,6 +114,8 @@ class ProcessTreeSampler {
   // Samples taken so far (slow fields are read when this is a multiple of
   // slow_every, counting from 0).
   int64_t samples() const { return samples_; }
+  // Slow reads skipped so far because the member was quiet.
+  int64_t quiet_skips() const { return quiet_skips_; }
 
  private:
   // A pid listed in /proc, as first read: what discovery needs.
@@ -124,8 +136,12 @@ class ProcessTreeSampler {
     bool io_denied = false;              // retried on slow samples only
     std::string cmdline_comm;            // comm when cmdline was last read
     int64_t read_in = -1;                // the sample that last read it (-1: none yet)
-    bool visited = false;                // scratch for Order()
-    ProcessSample sample;                // the slow fields carry over from here
+    // What the stat showed when the slow files were last read, and when.
+    uint64_t slow_cpu_ticks = 0, slow_faults = 0, slow_rss_pages = 0;
+    uint64_t slow_membership = 0;  // membership_changes_ then
+    int64_t slow_read_in = -1;
+    bool visited = false;  // scratch for Order()
+    ProcessSample sample;  // the slow fields carry over from here
   };
   using Members = std::map<int32_t, Member>;
   enum class Identity { kNew, kVanished, kUnreadable };
@@ -177,6 +193,8 @@ class ProcessTreeSampler {
   int budget_ = 0;  // descriptors members may hold
   int open_files_ = 0;
   int64_t samples_ = 0;
+  uint64_t membership_changes_ = 0;  // members admitted or dropped so far
+  int64_t quiet_skips_ = 0;
   bool root_seen_ = false;  // the root was found once; later, only that process
   uint64_t root_start_time_ticks_ = 0;
 

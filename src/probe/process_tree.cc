@@ -262,8 +262,8 @@ Result<ProcStat> ParseProcStat(std::string_view text, std::string_view source) {
   stat.comm.assign(text.substr(open + 1, close - open - 1));
 
   // Fields after the comm, numbered from 0 (the state, stat's field 3).
-  constexpr int kState = 0, kPpid = 1, kUtime = 11, kStime = 12, kThreads = 17, kStartTime = 19,
-                kRss = 21;
+  constexpr int kState = 0, kPpid = 1, kMinflt = 7, kMajflt = 9, kUtime = 11, kStime = 12,
+                kThreads = 17, kStartTime = 19, kRss = 21;
   std::string_view rest = text.substr(close + 1);
   int index = 0;
   size_t i = 0;
@@ -281,6 +281,12 @@ Result<ProcStat> ParseProcStat(std::string_view text, std::string_view source) {
         break;
       case kPpid:
         ok = ParseWhole(field, &stat.ppid) && stat.ppid >= 0;
+        break;
+      case kMinflt:
+        ok = ParseWhole(field, &stat.minor_faults);
+        break;
+      case kMajflt:
+        ok = ParseWhole(field, &stat.major_faults);
         break;
       case kUtime:
         ok = ParseWhole(field, &stat.utime_ticks);

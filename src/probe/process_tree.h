@@ -30,6 +30,8 @@ struct ProcStat {
   int32_t ppid = 0;
   uint64_t utime_ticks = 0;
   uint64_t stime_ticks = 0;
+  uint64_t minor_faults = 0;  // fields 10 and 12: a copy-on-write break is a minor fault
+  uint64_t major_faults = 0;
   int64_t threads = 0;
   uint64_t start_time_ticks = 0;
   // Field 24, resident pages: VmRSS of status divided by the page size, from

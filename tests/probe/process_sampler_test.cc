@@ -273,6 +273,83 @@ TEST_F(FixtureTreeCopy, SlowFieldsCarryOverBetweenSlowSamples) {
   EXPECT_EQ(root->rss_bytes, 2500000ull * 4096);
 }
 
+TEST_F(FixtureTreeCopy, QuietMemberKeepsSlowFieldsUpToItsBound) {
+  // slow_every 2, quiet_slow_every 3: a member that neither ran, faulted
+  // nor changed RSS, in a tree nobody joined or left, has status and
+  // smaps_rollup read again only every 3rd slow sample (6 samples).
+  ProcessSamplerOptions options = Options();
+  options.slow_every = 2;
+  options.quiet_slow_every = 3;
+  ProcessTreeSampler sampler(Root(dir_.string()), 100, options);
+  ASSERT_TRUE(sampler.Sample().ok());  // sample 0: everything read
+
+  auto set_pss = [&](const char* pid, const char* from, const char* to) {
+    std::string rollup = Slurp(Proc(std::string(pid) + "/smaps_rollup"));
+    size_t at = rollup.find(from);
+    ASSERT_NE(at, std::string::npos) << pid;
+    rollup.replace(at, std::string_view(from).size(), to);
+    WriteFile(Proc(std::string(pid) + "/smaps_rollup"), rollup);
+  };
+  auto pss_of = [&](const ProcessTree& tree, int32_t pid) {
+    const ProcessSample* p = Find(tree, pid);
+    return p != nullptr && p->pss_bytes ? *p->pss_bytes / 1024 : 0;
+  };
+  set_pss("100", "6000000", "6100000");
+  // 101 ran: one more tick of utime (field 14, 52340 -> 52341 style edit).
+  std::string stat101 = Slurp(Proc("101/stat"));
+  Result<ProcStat> parsed101 = ParseProcStat(stat101, "101/stat");
+  ASSERT_TRUE(parsed101.ok());
+  uint64_t pss101 = 0;
+  {
+    Result<SmapsRollup> r = ParseSmapsRollup(Slurp(Proc("101/smaps_rollup")), "101");
+    ASSERT_TRUE(r.ok());
+    pss101 = r->pss_bytes / 1024;
+  }
+  std::string from = std::to_string(pss101), to = std::to_string(pss101 + 1);
+  set_pss("101", from.c_str(), to.c_str());
+  std::string utime = " " + std::to_string(parsed101->utime_ticks) + " ";
+  stat101.replace(stat101.find(utime), utime.size(),
+                  " " + std::to_string(parsed101->utime_ticks + 1) + " ");
+  WriteFile(Proc("101/stat"), stat101);
+
+  Result<ProcessTree> t1 = sampler.Sample();  // sample 1: fast
+  ASSERT_TRUE(t1.ok());
+  Result<ProcessTree> t2 = sampler.Sample();  // sample 2: slow
+  ASSERT_TRUE(t2.ok()) << t2.status().ToString();
+  EXPECT_EQ(pss_of(*t2, 100), 6000000u);    // quiet: carried over
+  EXPECT_EQ(pss_of(*t2, 101), pss101 + 1);  // it ran: read
+  EXPECT_GT(sampler.quiet_skips(), 0);
+  for (int i = 3; i <= 5; ++i) {
+    Result<ProcessTree> t = sampler.Sample();
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(pss_of(*t, 100), 6000000u) << "sample " << i;
+  }
+  Result<ProcessTree> t6 = sampler.Sample();  // sample 6: the 3rd slow one since
+  ASSERT_TRUE(t6.ok());
+  EXPECT_EQ(pss_of(*t6, 100), 6100000u);  // the bound: read again
+
+  // A process joining the tree makes every member's slow files due.
+  set_pss("100", "6100000", "6200000");
+  fs::copy(Proc("102"), Proc("104"), fs::copy_options::recursive);
+  WriteFile(Proc("104/stat"),
+            "104" + WithParentAndStart(Slurp(Proc("102/stat")), 100, 300000).substr(3));
+  ASSERT_TRUE(sampler.Sample().ok());         // sample 7: fast, 104 joins
+  Result<ProcessTree> t8 = sampler.Sample();  // sample 8: slow
+  ASSERT_TRUE(t8.ok());
+  EXPECT_EQ(pss_of(*t8, 100), 6200000u);
+
+  // quiet_slow_every 1 reads every member on every slow sample.
+  options.quiet_slow_every = 1;
+  ProcessTreeSampler eager(Root(dir_.string()), 100, options);
+  ASSERT_TRUE(eager.Sample().ok());
+  set_pss("100", "6200000", "6300000");
+  ASSERT_TRUE(eager.Sample().ok());
+  Result<ProcessTree> e2 = eager.Sample();
+  ASSERT_TRUE(e2.ok());
+  EXPECT_EQ(pss_of(*e2, 100), 6300000u);
+  EXPECT_EQ(eager.quiet_skips(), 0);
+}
+
 TEST_F(FixtureTreeCopy, ReusedPidIsANewProcess) {
   ProcessTreeSampler sampler(Root(dir_.string()), 100, Options());
   Result<ProcessTree> before = sampler.Sample();
