@@ -16,8 +16,12 @@ test: build
 	@$(MAKE) --no-print-directory fuzz
 	@echo "== all test stages passed =="
 
+# `make doctor` installs only what building needs; `make test` also what the
+# tests run against (scripts/setup.sh).
+DEPS ?= test
+doctor: DEPS = build
 deps:
-	@scripts/setup.sh
+	@scripts/setup.sh $(DEPS)
 
 build: deps
 	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
@@ -26,10 +30,13 @@ build: deps
 # Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and the
 # fuzzers, from one clang build (build-san): its library objects carry both the
 # sanitizers and libFuzzer's coverage, so the library is compiled once for both.
+# It leaves out the command line (STALLSCOPE_CLI=OFF): the unit tests and the
+# fuzzers do not use it, and the e2e tests run in the first build.
 SAN_BUILD ?= build-san
 san-build: deps
 	@[ -f $(SAN_BUILD)/build.ninja ] || CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD) -G Ninja \
-	  -DSTALLSCOPE_SANITIZE=ON -DSTALLSCOPE_FUZZ=ON -DSTALLSCOPE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
+	  -DSTALLSCOPE_SANITIZE=ON -DSTALLSCOPE_FUZZ=ON -DSTALLSCOPE_BENCH=OFF -DSTALLSCOPE_CLI=OFF \
+	  -DCMAKE_BUILD_TYPE=Debug
 	cmake --build $(SAN_BUILD) -j $(JOBS)
 
 asan: san-build
@@ -37,7 +44,8 @@ asan: san-build
 	# hwloc's plugins (hwloc_pci via libpciaccess) leak a few KiB when they are
 	# unloaded, and LeakSanitizer cannot name frames of an unloaded module:
 	# without them our own hwloc calls are still checked.
-	cd $(SAN_BUILD) && HWLOC_PLUGINS_PATH=/nonexistent ctest --output-on-failure -j $(JOBS) -L unit
+	# One process per shard, not per test: ASan's start-up is paid JOBS times.
+	HWLOC_PLUGINS_PATH=/nonexistent scripts/run-gtest-shards.sh $(SAN_BUILD)/stallscope_tests $(JOBS)
 
 # Every parser's libFuzzer target, a short run each (FUZZ_SECONDS), JOBS at once.
 FUZZ_SECONDS ?= 5

@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# Installs the Debian packages stallscope needs to build and test, and only the
-# missing ones. As root it runs apt-get; otherwise it prints the exact line to
-# run and exits 1. Used by `make doctor` and `make test` (so CI and a fresh
-# Debian 12 box need nothing else).
+# Installs the Debian packages stallscope needs, and only the missing ones. As
+# root it runs apt-get; otherwise it prints the exact line to run and exits 1.
+#   scripts/setup.sh build   what building needs (`make doctor`)
+#   scripts/setup.sh [test]  that, and what the tests run against (`make test`)
+# so CI and a fresh Debian 12 box need nothing else, and `make doctor` on a
+# user's host installs no servers. Debian starts some packages' services on
+# install (prometheus on :9090): the tests use only their binaries, so a
+# service this script installed is stopped and disabled again.
 set -euo pipefail
+mode=${1:-test}
+case "$mode" in
+  build | test) ;;
+  *) echo "usage: $0 [build|test]" >&2; exit 2 ;;
+esac
 
 packages=(
   # build
@@ -11,8 +20,14 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libhwloc-dev
   # storage: io_uring for `bench io`, libarchive for WebDataset tar shards
   liburing-dev libarchive-dev
-  # tests, fuzzers, benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3
+  # the MPI plugin of `bench allreduce` and `cluster` (mpirun in tests)
+  openmpi-bin libopenmpi-dev
+  # the unit tests and benchmarks are part of the build
+  libgtest-dev libgmock-dev libbenchmark-dev python3
+)
+test_packages=(
+  # the sanitizer build and the fuzzers
+  clang libclang-rt-14-dev
   # a real PyTorch job (CPU) for the run/report end-to-end tests
   python3-torch
   # classic tools the tests compare against
@@ -21,13 +36,14 @@ packages=(
   python3-protobuf
   # the peer tool bench/net_vs_iperf3.sh measures `net probe` against
   iperf3
-  # distributed: OpenMPI for `bench allreduce` and `cluster` (mpirun in tests)
-  openmpi-bin libopenmpi-dev
   # the exporter's tests: promtool and a real Prometheus scraping it
   prometheus
   # the HTML report's test renders the page in headless Chromium
   chromium
 )
+
+[ "$mode" = test ] && packages+=("${test_packages[@]}")
+services=(prometheus)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -51,3 +67,12 @@ echo "setup: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# Services a package started on install, only those this run installed.
+if [ -d /run/systemd/system ]; then
+  for svc in "${services[@]}"; do
+    if [[ " ${missing[*]} " == *" $svc "* ]]; then
+      systemctl disable --now "$svc" >/dev/null 2>&1 || true
+    fi
+  done
+fi

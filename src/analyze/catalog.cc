@@ -231,10 +231,14 @@ constexpr Rule kRules[] = {
      "time per step (step - data wait - sync wait; needs stallscope.ddp) and of the mean data "
      "wait, against the mean step",
      "warning when the compute spread exceeds 20% of a step (not reported when the busiest rank "
-     "is already named distributed.straggler) or the data-wait spread exceeds 10%",
+     "is already named distributed.straggler) or the data-wait spread exceeds 10%, and it is "
+     "sustained: the rank with the most is over the least by that share of the step in at "
+     "least 2 of 3 steps every rank reported (>= 5), as for distributed.straggler",
      "seed 4.3: samples of very different sizes make per-step compute vary across GPUs and "
      "every rank waits for the slowest; 10% matches io.input_bound's warning level, 20% for "
-     "compute leaves room for normal jitter; ours"},
+     "compute leaves room for normal jitter; ours. 2 steps in 3 as for distributed.straggler: "
+     "the spread of the means alone fired on a healthy 2-rank run on CI's 2 loaded CPUs, where "
+     "a few slow steps or ranks trading places move the means"},
     {"distributed.scaling_poor", Layer::kDistributed,
      "stallscope scale: throughput (samples/s summed over ranks, steady steps) at each world "
      "size; speedup and efficiency against the smallest size; the Amdahl serial fraction",

@@ -50,65 +50,133 @@ std::string RankName(const RankSummary& r) {
                             : fmt::format("rank {} on {}", r.rank, r.hostname);
 }
 
-struct StragglerCall {
+// One step every rank reported: each rank's record of it.
+using StepRow = std::map<int, RankStep>;
+
+// The steps every rank reported (with a sync record when `need_sync`), and
+// the step's length: the longest rank's step (they wait for each other).
+std::map<int64_t, StepRow> ComparableSteps(const StepsByRank& by_rank, bool need_sync) {
+  std::map<int64_t, StepRow> by_step;
+  for (const auto& [rank, steps] : by_rank) {
+    for (const RankStep& s : steps) {
+      if (!need_sync || s.sync) by_step[s.e->step][rank] = s;
+    }
+  }
+  std::erase_if(by_step, [&](const auto& kv) { return kv.second.size() != by_rank.size(); });
+  return by_step;
+}
+
+double StepLength(const StepRow& row) {
+  double step_s = 0;
+  for (const auto& [rank, s] : row) step_s = std::max(step_s, s.e->step_seconds);
+  return step_s;
+}
+
+// The sustained test both rules share: step by step, the rank a rule singles
+// out (or none when the step is within its threshold), and the rank singled
+// out most often. A rank that is it in 2 of 3 compared steps is sustained;
+// ranks trading places on shared CPUs are not.
+struct SustainedCall {
   int rank = 0;
-  int64_t compared = 0;  // steps every rank reported with a sync wait
-  int64_t waited_for = 0;  // of those, steps where this rank was waited for (> threshold)
-  double mean_gap_s = 0;   // others' median sync wait minus this rank's, averaged
-  double mean_step_s = 0;
+  int64_t compared = 0;     // steps every rank reported
+  int64_t singled_out = 0;  // of those, steps where `pick` named this rank
+  double mean_step_s = 0;   // the compared steps' mean length
+  bool Sustained() const {
+    return compared >= kRankMinSteps &&
+           static_cast<double>(singled_out) >=
+               kStragglerSustainedShare * static_cast<double>(compared);
+  }
+};
+
+template <typename Pick>  // std::optional<int>(const StepRow&, double step_s)
+std::optional<SustainedCall> MostSingledOut(const std::map<int64_t, StepRow>& by_step, Pick pick) {
+  std::map<int, int64_t> count;
+  double step_sum = 0;
+  for (const auto& [step, row] : by_step) {
+    const double step_s = StepLength(row);
+    step_sum += step_s;
+    if (std::optional<int> rank = pick(row, step_s)) ++count[*rank];
+  }
+  if (by_step.empty() || count.empty()) return std::nullopt;
+  auto best = std::max_element(count.begin(), count.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  SustainedCall call;
+  call.rank = best->first;
+  call.compared = static_cast<int64_t>(by_step.size());
+  call.singled_out = best->second;
+  call.mean_step_s = step_sum / static_cast<double>(by_step.size());
+  return call;
+}
+
+// A rank's own work in one step: step - data wait - sync wait, clamped as
+// SummarizeRanks clamps the means.
+double StepCompute(const RankStep& s) {
+  const double step = s.e->step_seconds;
+  const double wait = std::clamp(s.e->wait_seconds, 0.0, step);
+  const double sync = s.sync ? std::clamp(s.sync->sync_seconds, 0.0, step) : 0.0;
+  return std::max(0.0, step - wait - sync);
+}
+
+double StepDataWait(const RankStep& s) {
+  return std::clamp(s.e->wait_seconds, 0.0, s.e->step_seconds);
+}
+
+struct StragglerCall {
+  SustainedCall call;     // steps where this rank was waited for (> threshold)
+  double mean_gap_s = 0;  // others' median sync wait minus this rank's, averaged
 };
 
 // For every step number all ranks reported with a sync wait: who waited
 // least, and by how much less than the median of the others.
 std::optional<StragglerCall> FindStraggler(const StepsByRank& by_rank) {
-  std::map<int64_t, std::map<int, RankStep>> by_step;
-  for (const auto& [rank, steps] : by_rank) {
-    for (const RankStep& s : steps) {
-      if (s.sync) by_step[s.e->step][rank] = s;
-    }
-  }
-  const size_t ranks = by_rank.size();
-  std::map<int, int64_t> waited_for;
-  std::map<int, double> gap_sum;  // per candidate rank, over every compared step
-  int64_t compared = 0;
-  double step_sum = 0;
-  for (const auto& [step, row] : by_step) {
-    if (row.size() != ranks) continue;
-    ++compared;
-    double step_s = 0;
-    for (const auto& [rank, s] : row) step_s = std::max(step_s, s.e->step_seconds);
-    step_sum += step_s;
-    int least = row.begin()->first;
-    for (const auto& [rank, s] : row) {
-      std::vector<double> others;
-      for (const auto& [other, o] : row) {
-        if (other != rank) others.push_back(o.sync->sync_seconds);
-      }
-      gap_sum[rank] += Median(others) - s.sync->sync_seconds;
-      if (s.sync->sync_seconds < row.at(least).sync->sync_seconds) least = rank;
-    }
+  const std::map<int64_t, StepRow> by_step = ComparableSteps(by_rank, /*need_sync=*/true);
+  auto others_median = [](const StepRow& row, int rank) {
     std::vector<double> others;
     for (const auto& [other, o] : row) {
-      if (other != least) others.push_back(o.sync->sync_seconds);
+      if (other != rank) others.push_back(o.sync->sync_seconds);
     }
-    if (Median(others) - row.at(least).sync->sync_seconds > kStragglerStepFraction * step_s) {
-      ++waited_for[least];
-    }
+    return Median(others);
+  };
+  std::optional<SustainedCall> call =
+      MostSingledOut(by_step, [&](const StepRow& row, double step_s) -> std::optional<int> {
+        int least = row.begin()->first;
+        for (const auto& [rank, s] : row) {
+          if (s.sync->sync_seconds < row.at(least).sync->sync_seconds) least = rank;
+        }
+        if (others_median(row, least) - row.at(least).sync->sync_seconds >
+            kStragglerStepFraction * step_s) {
+          return least;
+        }
+        return std::nullopt;
+      });
+  if (!call || call->compared < kRankMinSteps) return std::nullopt;
+  double gap_sum = 0;  // over every compared step, not only those it was waited for
+  for (const auto& [step, row] : by_step) {
+    gap_sum += others_median(row, call->rank) - row.at(call->rank).sync->sync_seconds;
   }
-  if (compared < kRankMinSteps || waited_for.empty()) return std::nullopt;
-  auto best = std::max_element(waited_for.begin(), waited_for.end(),
-                               [](const auto& a, const auto& b) { return a.second < b.second; });
-  StragglerCall call;
-  call.rank = best->first;
-  call.compared = compared;
-  call.waited_for = best->second;
-  call.mean_gap_s = gap_sum[call.rank] / static_cast<double>(compared);
-  call.mean_step_s = step_sum / static_cast<double>(compared);
-  return call;
+  return StragglerCall{*call, gap_sum / static_cast<double>(call->compared)};
+}
+
+// distributed.load_imbalance's sustained test: the steps in which `rank`
+// (the one with the most of `value` on average) has more than the step's
+// least by over `threshold` of the step. Judged against the least rather
+// than as "the most in this step" so that several equally busy ranks
+// trading the top place still count against one light rank.
+template <typename Value>  // double(const RankStep&)
+std::optional<SustainedCall> FindImbalance(const StepsByRank& by_rank, bool need_sync, int rank,
+                                           double threshold, Value value) {
+  return MostSingledOut(ComparableSteps(by_rank, need_sync),
+                        [&](const StepRow& row, double step_s) -> std::optional<int> {
+                          double least = value(row.at(rank));
+                          for (const auto& [r, s] : row) least = std::min(least, value(s));
+                          if (value(row.at(rank)) - least > threshold * step_s) return rank;
+                          return std::nullopt;
+                        });
 }
 
 const RankSummary& Row(const std::vector<RankSummary>& rows, int rank) {
-  return *std::find_if(rows.begin(), rows.end(), [&](const RankSummary& r) { return r.rank == rank; });
+  return *std::find_if(rows.begin(), rows.end(),
+                       [&](const RankSummary& r) { return r.rank == rank; });
 }
 
 }  // namespace
@@ -162,10 +230,10 @@ std::vector<Finding> CheckRanks(const Timeline& timeline) {
   if (!(mean_step > 0)) return findings;
 
   std::optional<int> straggler;
-  if (std::optional<StragglerCall> call = FindStraggler(by_rank)) {
-    const double share = static_cast<double>(call->waited_for) / static_cast<double>(call->compared);
-    const double fraction = call->mean_step_s > 0 ? call->mean_gap_s / call->mean_step_s : 0;
-    if (share >= kStragglerSustainedShare && fraction > kStragglerStepFraction) {
+  if (std::optional<StragglerCall> straggle = FindStraggler(by_rank)) {
+    const SustainedCall* call = &straggle->call;
+    const double fraction = call->mean_step_s > 0 ? straggle->mean_gap_s / call->mean_step_s : 0;
+    if (call->Sustained() && fraction > kStragglerStepFraction) {
       straggler = call->rank;
       const RankSummary& s = Row(rows, call->rank);
       double others_compute = 0, others_wait = 0, others_sync = 0;
@@ -183,18 +251,20 @@ std::vector<Finding> CheckRanks(const Timeline& timeline) {
       Finding f;
       f.id = "distributed.straggler";
       f.layer = Layer::kDistributed;
-      f.severity = fraction >= kStragglerCriticalFraction ? Severity::kCritical : Severity::kWarning;
+      f.severity =
+          fraction >= kStragglerCriticalFraction ? Severity::kCritical : Severity::kWarning;
       f.summary = fmt::format(
           "{} is the straggler: the other ranks wait {:.0f} ms a step ({:.0f}% of it) in "
           "gradient sync for it, in {} of {} steps; it spends {:.0f} ms more on {} than they do",
-          RankName(s), 1000 * call->mean_gap_s, 100 * fraction, call->waited_for, call->compared,
+          RankName(s), 1000 * straggle->mean_gap_s, 100 * fraction, call->singled_out,
+          call->compared,
           1000 * (data ? s.data_wait_s - others_wait : s.compute_s - others_compute),
           data ? "waiting for data" : "compute");
       f.evidence = {{"rank", int64_t{s.rank}},
                     {"host", s.hostname},
-                    {"wait_for_it_seconds_per_step", call->mean_gap_s},
+                    {"wait_for_it_seconds_per_step", straggle->mean_gap_s},
                     {"step_fraction", fraction},
-                    {"steps_waited_for", call->waited_for},
+                    {"steps_waited_for", call->singled_out},
                     {"steps_compared", call->compared},
                     {"its_sync_wait_seconds", s.sync_wait_s.value_or(0)},
                     {"others_sync_wait_seconds", others_sync},
@@ -227,10 +297,15 @@ std::vector<Finding> CheckRanks(const Timeline& timeline) {
     }
     return std::pair{lo, hi};
   };
-  auto imbalance = [&](const char* what, const RankSummary& lo, const RankSummary& hi,
-                       double lo_s, double hi_s, double threshold) {
+  // Sustained as for the straggler (the same helper): the rank with the most
+  // on average must be over the threshold in 2 of 3 steps compared, or a few
+  // odd steps, or ranks trading places on shared CPUs, would make a spread of
+  // the means.
+  auto imbalance = [&](const char* what, const RankSummary& lo, const RankSummary& hi, double lo_s,
+                       double hi_s, double threshold, const std::optional<SustainedCall>& call) {
     const double fraction = (hi_s - lo_s) / mean_step;
     if (!(fraction > threshold)) return;
+    if (!call || !call->Sustained() || call->rank != hi.rank) return;
     Finding f;
     f.id = "distributed.load_imbalance";
     f.layer = Layer::kDistributed;
@@ -238,9 +313,9 @@ std::vector<Finding> CheckRanks(const Timeline& timeline) {
     const bool data = std::string_view(what) == "data_wait";
     f.summary = fmt::format(
         "uneven {} across ranks: {} takes {:.0f} ms a step, {} {:.0f} ms ({:.0f}% of a step "
-        "apart); every rank waits for the slowest",
+        "apart; over {:.0f}% in {} of {} steps); every rank waits for the slowest",
         data ? "data wait" : "compute", RankName(hi), 1000 * hi_s, RankName(lo), 1000 * lo_s,
-        100 * fraction);
+        100 * fraction, 100 * threshold, call->singled_out, call->compared);
     f.evidence = {{"problem", std::string(what)},
                   {"max_rank", int64_t{hi.rank}},
                   {"max_seconds", hi_s},
@@ -248,6 +323,9 @@ std::vector<Finding> CheckRanks(const Timeline& timeline) {
                   {"min_seconds", lo_s},
                   {"spread_step_fraction", fraction},
                   {"mean_step_seconds", mean_step},
+                  {"threshold_step_fraction", threshold},
+                  {"steps_over_threshold", call->singled_out},
+                  {"steps_compared", call->compared},
                   {"ranks", static_cast<int64_t>(rows.size())}};
     f.next = data ? "give the slow rank's loader more workers or faster storage; shard the data "
                     "so every rank reads as much (stallscope dataset PATH on each node)"
@@ -259,33 +337,21 @@ std::vector<Finding> CheckRanks(const Timeline& timeline) {
   };
   // Compute differs only meaningfully when sync is measured: without it the
   // step minus the data wait holds the sync wait too, equal across ranks.
-  const bool have_sync =
-      std::all_of(rows.begin(), rows.end(), [](const RankSummary& r) { return r.sync_wait_s.has_value(); });
+  const bool have_sync = std::all_of(
+      rows.begin(), rows.end(), [](const RankSummary& r) { return r.sync_wait_s.has_value(); });
   if (have_sync) {
     auto [lo, hi] = spread([](const RankSummary& r) { return r.compute_s; });
-    // Sustained as for the straggler: the busiest rank on average must be the
-    // busiest in 2 of 3 steps, or ranks trading places on shared CPUs would count.
-    std::map<int64_t, std::pair<int, double>> busiest;  // step -> (rank, compute)
-    for (const auto& [rank, steps] : by_rank) {
-      for (const RankStep& st : steps) {
-        if (!st.sync) continue;
-        double c = st.e->step_seconds - st.e->wait_seconds - st.sync->sync_seconds;
-        auto [it, fresh] = busiest.try_emplace(st.e->step, rank, c);
-        if (!fresh && c > it->second.second) it->second = {rank, c};
-      }
-    }
-    int64_t hi_busiest = 0;
-    for (const auto& [step, who] : busiest) hi_busiest += who.first == hi->rank;
-    const bool sustained =
-        !busiest.empty() && static_cast<double>(hi_busiest) >=
-                                kStragglerSustainedShare * static_cast<double>(busiest.size());
     // The straggler finding already says this when the busiest rank is the straggler.
-    if (sustained && !(straggler && *straggler == hi->rank)) {
-      imbalance("compute", *lo, *hi, lo->compute_s, hi->compute_s, kComputeImbalanceFraction);
+    if (!(straggler && *straggler == hi->rank)) {
+      imbalance("compute", *lo, *hi, lo->compute_s, hi->compute_s, kComputeImbalanceFraction,
+                FindImbalance(by_rank, /*need_sync=*/true, hi->rank, kComputeImbalanceFraction,
+                              StepCompute));
     }
   }
   auto [lo, hi] = spread([](const RankSummary& r) { return r.data_wait_s; });
-  imbalance("data_wait", *lo, *hi, lo->data_wait_s, hi->data_wait_s, kDataWaitImbalanceFraction);
+  imbalance("data_wait", *lo, *hi, lo->data_wait_s, hi->data_wait_s, kDataWaitImbalanceFraction,
+            FindImbalance(by_rank, /*need_sync=*/false, hi->rank, kDataWaitImbalanceFraction,
+                          StepDataWait));
   return findings;
 }
 

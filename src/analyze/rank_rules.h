@@ -34,7 +34,8 @@ inline constexpr double kStragglerCriticalFraction = 0.30;
 inline constexpr double kStragglerSustainedShare = 2.0 / 3;
 inline constexpr int64_t kRankMinSteps = 5;  // per rank, after the warm-up
 // distributed.load_imbalance: the spread (max - min) of the ranks' mean
-// compute time, or of their mean data wait, against the mean step.
+// compute time, or of their mean data wait, against the mean step; sustained
+// as the straggler is (kStragglerSustainedShare of the compared steps).
 inline constexpr double kComputeImbalanceFraction = 0.20;
 inline constexpr double kDataWaitImbalanceFraction = 0.10;
 

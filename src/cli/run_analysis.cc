@@ -5,8 +5,6 @@
 
 #include "analyze/gpu_rules.h"
 #include "analyze/network_rules.h"
-#include "analyze/rank_rules.h"
-#include "analyze/run_rules.h"
 #include "core/atomic_file.h"
 #include "render/html_report.h"
 #include "render/run_report.h"
@@ -28,9 +26,10 @@ Result<RunAnalysis> AnalyzeRunFile(const std::string& path) {
   run.findings = CheckRun(run.timeline);
   for (std::string& n : GpuRunNotes(run.timeline)) run.notes.push_back("gpu: " + n);
   run.checked = {Layer::kMemory, Layer::kIo, Layer::kNetwork};
-  if (SummarizeRanks(run.timeline, run.timeline.info.hostname).size() >= 2) {
-    run.checked.push_back(Layer::kDistributed);
-  }
+  run.ranks = SummarizeRanks(run.timeline, run.timeline.info.hostname);
+  if (run.ranks.size() >= 2) run.checked.push_back(Layer::kDistributed);
+  run.epochs = SummarizeEpochs(run.timeline);
+  // The network host rules judge the baseline the run file keeps.
   if (Result<std::string> baseline = ReadBaseline(path); baseline.ok()) {
     run.baseline_json = *baseline;
     if (Result<NetworkObservation> network = NetworkFromBaseline(*baseline); network.ok()) {
@@ -40,6 +39,10 @@ Result<RunAnalysis> AnalyzeRunFile(const std::string& path) {
     }
   }
   return run;
+}
+
+Report MakeRunReport(const RunAnalysis& run) {
+  return MakeReport(run.findings, run.checked, run.notes);
 }
 
 Status CheckOutputPath(const std::string& path, bool force, std::string_view flag) {
@@ -62,7 +65,7 @@ Status CheckOutputPath(const std::string& path, bool force, std::string_view fla
 }
 
 Status WriteRunHtml(const RunAnalysis& run, const std::string& html_path) {
-  Report report = MakeReport(run.findings, run.checked, run.notes);
+  Report report = MakeRunReport(run);
   const RunInfo& info = run.timeline.info;
   HtmlReportInput in;
   in.command = "report";

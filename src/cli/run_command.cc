@@ -11,9 +11,6 @@
 #include <ctime>
 #include <memory>
 
-#include "analyze/gpu_rules.h"
-#include "analyze/rank_rules.h"
-#include "analyze/run_rules.h"
 #include "cli/commands.h"
 #include "cli/run_analysis.h"
 #include "probe/mounts.h"
@@ -60,55 +57,40 @@ std::string DefaultRunPath() {
 }
 
 // The findings of a run, as `run`, `watch` and `report` print them.
-int PrintRunReport(const char* command, const std::string& path, bool json, std::FILE* text_out) {
-  Result<Timeline> timeline = ReadRun(path);
-  if (!timeline.ok()) {
-    std::fprintf(stderr, "stallscope: %s\n", timeline.status().message().c_str());
-    return kExitCouldNotRun;
-  }
-  std::vector<std::string> notes;
-  if (timeline->steps.empty()) {
-    notes.push_back(
-        "no steps from the Python hook: wrap the loader with `for batch in "
-        "stallscope.loader(loader)` for data-wait and epoch figures");
-  }
-  std::vector<Finding> findings = CheckRun(*timeline);
-  for (std::string& n : GpuRunNotes(*timeline)) notes.push_back("gpu: " + n);
-  // The network host rules judge the baseline the run file keeps.
-  if (Result<std::string> baseline = ReadBaseline(path); baseline.ok()) {
-    if (Result<NetworkObservation> network = NetworkFromBaseline(*baseline); network.ok()) {
-      for (Finding& f : CheckNetwork(*network)) findings.push_back(std::move(f));
-    } else {
-      notes.push_back("network: " + network.status().message());
-    }
-  }
-  std::vector<RankSummary> ranks = SummarizeRanks(*timeline, timeline->info.hostname);
-  std::vector<Layer> layers = {Layer::kMemory, Layer::kIo, Layer::kNetwork};
-  if (ranks.size() >= 2) layers.push_back(Layer::kDistributed);
-  Report report = MakeReport(std::move(findings), layers, notes);
-  std::vector<EpochSummary> epochs = SummarizeEpochs(*timeline);
-  ReportHeader header{command, timeline->info.hostname, timeline->info.started_utc,
-                      timeline->info.duration_seconds.value_or(0)};
+int PrintRunReport(const char* command, const RunAnalysis& run, bool json, std::FILE* text_out) {
+  const Timeline& timeline = run.timeline;
+  Report report = MakeRunReport(run);
+  ReportHeader header{command, timeline.info.hostname, timeline.info.started_utc,
+                      timeline.info.duration_seconds.value_or(0)};
   if (json) {
     nlohmann::ordered_json j = ReportToJson(header, report);
-    j["run"] = RunInfoToJson(timeline->info);
-    j["run"]["file"] = path;
-    j["run"]["samples"] = timeline->samples.size();
-    j["epochs"] = EpochsToJson(epochs);
-    j["ranks"] = RanksToJson(ranks);
+    j["run"] = RunInfoToJson(timeline.info);
+    j["run"]["file"] = run.path;
+    j["run"]["samples"] = timeline.samples.size();
+    j["epochs"] = EpochsToJson(run.epochs);
+    j["ranks"] = RanksToJson(run.ranks);
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
   } else {
-    std::string out = "\n" + DescribeRunEnd(timeline->info, timeline->samples.size());
-    std::string table = RenderEpochTable(epochs);
+    std::string out = "\n" + DescribeRunEnd(timeline.info, timeline.samples.size());
+    std::string table = RenderEpochTable(run.epochs);
     if (!table.empty()) out += "\n" + table;
-    if (std::string rank_table = RenderRankTable(ranks); !rank_table.empty()) {
+    if (std::string rank_table = RenderRankTable(run.ranks); !rank_table.empty()) {
       out += "\n" + rank_table;
     }
     out += "\n" + RenderReportText(header, report);
-    out += fmt::format("run file: {} (sqlite3 {} 'select * from samples')\n", path, path);
+    out += fmt::format("run file: {} (sqlite3 {} 'select * from samples')\n", run.path, run.path);
     std::fputs(out.c_str(), text_out);
   }
   return kExitOk;
+}
+
+int PrintRunReport(const char* command, const std::string& path, bool json, std::FILE* text_out) {
+  Result<RunAnalysis> run = AnalyzeRunFile(path);
+  if (!run.ok()) {
+    std::fprintf(stderr, "stallscope: %s\n", run.status().message().c_str());
+    return kExitCouldNotRun;
+  }
+  return PrintRunReport(command, *run, json, text_out);
 }
 
 // Everything run and watch share once the job exists.
@@ -259,20 +241,20 @@ CommandRunner SetupReport(CLI::App& app) {
                  "also write one self-contained HTML page: charts of the timeline, findings");
   app.add_flag("--force", flags->force, "let --html overwrite an existing file");
   return [flags]() {
-    if (!flags->html.empty()) {
-      if (Status s = CheckOutputPath(flags->html, flags->force, "--html"); !s.ok()) {
-        std::fprintf(stderr, "stallscope report: %s\n", s.message().c_str());
-        return kExitUsage;
-      }
-      Result<RunAnalysis> run = AnalyzeRunFile(flags->path);
-      Status written = run.ok() ? WriteRunHtml(*run, flags->html) : run.status();
-      if (!written.ok()) {
-        std::fprintf(stderr, "stallscope report: %s\n", written.message().c_str());
-        return kExitCouldNotRun;
-      }
-      std::fprintf(stderr, "stallscope report: wrote %s\n", flags->html.c_str());
+    if (flags->html.empty()) return PrintRunReport("report", flags->path, flags->json, stdout);
+    if (Status s = CheckOutputPath(flags->html, flags->force, "--html"); !s.ok()) {
+      std::fprintf(stderr, "stallscope report: %s\n", s.message().c_str());
+      return kExitUsage;
     }
-    return PrintRunReport("report", flags->path, flags->json, stdout);
+    // One analysis for the page and the text.
+    Result<RunAnalysis> run = AnalyzeRunFile(flags->path);
+    Status written = run.ok() ? WriteRunHtml(*run, flags->html) : run.status();
+    if (!written.ok()) {
+      std::fprintf(stderr, "stallscope report: %s\n", written.message().c_str());
+      return kExitCouldNotRun;
+    }
+    std::fprintf(stderr, "stallscope report: wrote %s\n", flags->html.c_str());
+    return PrintRunReport("report", *run, flags->json, stdout);
   };
 }
 

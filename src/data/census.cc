@@ -55,7 +55,9 @@ class CensusVisitor : public WalkVisitor {
   CensusVisitor(uint64_t seed, size_t sample_capacity, size_t examples)
       : rng_state_(seed), capacity_(sample_capacity), max_examples_(examples) {}
 
-  void File(std::string_view dir, std::string_view name, int depth, uint64_t size) override {
+  void File(std::string_view dir, std::string_view name, int depth,
+            const FileFacts& file) override {
+    const uint64_t size = file.size;
     ++files;
     bytes += size;
     empty_files += size == 0;
@@ -76,9 +78,10 @@ class CensusVisitor : public WalkVisitor {
     }
   }
 
-  void Directory(std::string_view dir, std::string_view name, int depth) override {
+  bool Directory(std::string_view dir, std::string_view name, int depth) override {
     ++directories;
     Deeper(dir, name, depth);
+    return true;
   }
 
   void NotFollowed(std::string_view dir, std::string_view name, int depth,
@@ -272,7 +275,7 @@ Result<DatasetCensus> TakeCensus(const std::string& path, const CensusOptions& o
     CensusVisitor one(seed, capacity, options.unreadable_examples);
     const size_t slash = c.resolved_path.rfind('/');
     one.File(c.resolved_path.substr(0, std::max<size_t>(slash, 1)),
-             c.resolved_path.substr(slash + 1), 0, static_cast<uint64_t>(st.st_size));
+             c.resolved_path.substr(slash + 1), 0, FileFacts{static_cast<uint64_t>(st.st_size), 0});
     c.files = 1;
     c.bytes = one.bytes;
     c.empty_files = one.empty_files;

@@ -1,6 +1,5 @@
 #include "data/pack_census.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -8,9 +7,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
+#include <memory>
 
 #include "data/tar_reader.h"
+#include "data/walk.h"
 
 namespace stallscope {
 namespace {
@@ -27,93 +29,106 @@ std::string KindName(mode_t mode) {
   return "not a regular file";
 }
 
-class Walker {
+// What one walk thread saw (data/walk.h): the files with their paths
+// relative to SRC, and what cannot be packed with the reason. The walk's
+// threads each fill their own; TakeSourceCensus merges and sorts them, so
+// the census does not depend on the order the threads met the files in.
+class PackVisitor : public WalkVisitor {
  public:
-  Walker(const SourceCensusOptions& options, SourceCensus& census)
-      : options_(options), census_(census) {}
+  // `prefix`: the walk's root with one '/' at its end.
+  PackVisitor(const SourceCensusOptions& options, std::string_view prefix)
+      : options_(options), prefix_(prefix) {}
 
-  Status Walk(int dirfd, const std::string& rel) {
-    DIR* dir = fdopendir(dirfd);
-    if (!dir) {
-      int err = errno;
-      ::close(dirfd);
-      return Status::FromErrno(Display(rel), err);
-    }
-    std::vector<std::string> names;
-    errno = 0;
-    while (struct dirent* d = readdir(dir)) {
-      std::string name = d->d_name;
-      if (name == "." || name == "..") continue;
-      if (name[0] == '.') {
-        ++census_.hidden_skipped;
-        continue;
-      }
-      names.push_back(std::move(name));
-    }
-    if (errno != 0) {
-      int err = errno;
-      closedir(dir);
-      return Status::FromErrno(Display(rel), err);
-    }
-    std::sort(names.begin(), names.end());
-    Status result;
-    for (const std::string& name : names) {
-      std::string path = rel.empty() ? name : rel + "/" + name;
+  void File(std::string_view dir, std::string_view name, int, const FileFacts& file) override {
+    if (Hidden(name)) return;
+    Add(Rel(dir, name), file.size, file.mtime_ns, "");
+  }
+
+  bool Directory(std::string_view dir, std::string_view name, int) override {
+    if (Hidden(name)) return false;
+    if (options_.exclude) {
       struct stat st;
-      if (fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        Add(path, {}, fmt::format("cannot stat: {}", strerror(errno)));
-        continue;
+      const std::string path = Join(dir, name);
+      if (::lstat(path.c_str(), &st) == 0 && options_.exclude->first == st.st_dev &&
+          options_.exclude->second == st.st_ino) {
+        return false;
       }
-      if (S_ISLNK(st.st_mode)) {
-        if (fstatat(dirfd, name.c_str(), &st, 0) != 0) {
-          Add(path, {}, fmt::format("symbolic link to nothing: {}", strerror(errno)));
-          continue;
-        }
-        if (S_ISDIR(st.st_mode)) {
-          Add(path, {}, "symbolic link to a folder (not followed)");
-          continue;
-        }
-      }
-      if (S_ISDIR(st.st_mode)) {
-        if (options_.exclude && options_.exclude->first == st.st_dev &&
-            options_.exclude->second == st.st_ino)
-          continue;
-        int sub = openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (sub < 0) {
-          Add(path, {}, fmt::format("folder cannot be opened: {}", strerror(errno)));
-          continue;
-        }
-        if (Status s = Walk(sub, path); !s.ok()) {
-          result = s;
-          break;
-        }
-        continue;
-      }
-      Add(path, st, S_ISREG(st.st_mode) ? "" : KindName(st.st_mode));
     }
-    closedir(dir);
-    return result;
+    return true;
+  }
+
+  void NotFollowed(std::string_view dir, std::string_view name, int, EntryKind kind) override {
+    if (Hidden(name)) return;
+    const std::string path = Join(dir, name);
+    struct stat st;
+    if (kind == EntryKind::kSymlink) {
+      // A link to a file is packed as the file (docs/pack-format.md).
+      if (::stat(path.c_str(), &st) != 0) {
+        Add(Rel(dir, name), 0, 0, fmt::format("symbolic link to nothing: {}", strerror(errno)));
+      } else if (S_ISDIR(st.st_mode)) {
+        Add(Rel(dir, name), 0, 0, "symbolic link to a folder (not followed)");
+      } else if (S_ISREG(st.st_mode)) {
+        Add(Rel(dir, name), static_cast<uint64_t>(st.st_size), MtimeNs(st), "");
+      } else {
+        Add(Rel(dir, name), 0, 0, KindName(st.st_mode));
+      }
+      return;
+    }
+    if (::lstat(path.c_str(), &st) != 0) {
+      Add(Rel(dir, name), 0, 0, fmt::format("cannot stat: {}", strerror(errno)));
+    } else {
+      Add(Rel(dir, name), 0, 0, KindName(st.st_mode));
+    }
+  }
+
+  // A folder that could not be opened or read, or an entry that could not
+  // be stat'ed: kept with the reason, under its path relative to SRC.
+  void Unreadable(std::string_view path, int err) override {
+    const size_t slash = path.rfind('/');
+    if (Hidden(slash == std::string_view::npos ? path : path.substr(slash + 1))) return;
+    struct stat st;
+    const bool folder = ::lstat(std::string(path).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    Add(std::string(Rel(path)), 0, 0,
+        fmt::format("{}: {}", folder ? "folder cannot be opened" : "cannot stat", strerror(err)));
   }
 
   std::vector<SourceFile> files;
+  uint64_t hidden_skipped = 0;
 
  private:
-  std::string Display(const std::string& rel) const {
-    return rel.empty() ? options_.src : options_.src + "/" + rel;
+  bool Hidden(std::string_view name) {
+    if (name.empty() || name[0] != '.') return false;
+    ++hidden_skipped;
+    return true;
   }
-  void Add(std::string path, const struct stat& st, std::string problem) {
+  std::string_view Rel(std::string_view path) const {
+    return path.size() > prefix_.size() ? path.substr(prefix_.size()) : std::string_view{};
+  }
+  std::string Rel(std::string_view dir, std::string_view name) const {
+    std::string_view rel_dir = Rel(dir);
+    std::string out;
+    out.reserve(rel_dir.size() + 1 + name.size());
+    if (!rel_dir.empty()) (out += rel_dir) += '/';
+    out += name;
+    return out;
+  }
+  static std::string Join(std::string_view dir, std::string_view name) {
+    std::string out(dir);
+    if (out.empty() || out.back() != '/') out += '/';
+    out += name;
+    return out;
+  }
+  void Add(std::string path, uint64_t size, int64_t mtime_ns, std::string problem) {
     SourceFile f;
     f.path = std::move(path);
-    if (problem.empty()) {
-      f.size = static_cast<uint64_t>(st.st_size);
-      f.mtime_ns = MtimeNs(st);
-    }
+    f.size = size;
+    f.mtime_ns = mtime_ns;
     f.problem = std::move(problem);
     files.push_back(std::move(f));
   }
 
   const SourceCensusOptions& options_;
-  SourceCensus& census_;
+  std::string_view prefix_;
 };
 
 uint64_t SplitMix64(uint64_t& state) {
@@ -127,16 +142,38 @@ uint64_t SplitMix64(uint64_t& state) {
 
 Result<SourceCensus> TakeSourceCensus(const SourceCensusOptions& options) {
   SourceCensus census;
+  // SRC itself may be a link to a folder: opened as open(2) follows it, and
+  // walked as "SRC/" (the walk follows no link of its own).
   int fd = ::open(options.src.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(options.src, errno);
-  Walker walker(options, census);
-  if (Status s = walker.Walk(fd, ""); !s.ok()) return s;
+  ::close(fd);
+  std::string root = options.src;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  if (root.back() != '/') root += '/';
 
-  // Samples by key, in byte order of (key, extension).
-  std::vector<SourceFile>& files = walker.files;
+  std::vector<std::unique_ptr<PackVisitor>> visitors;
+  std::vector<WalkVisitor*> pointers;
+  for (int i = 0; i < DefaultWalkThreads(); ++i) {
+    visitors.push_back(std::make_unique<PackVisitor>(options, root));
+    pointers.push_back(visitors.back().get());
+  }
+  if (Status s = Walk(root, pointers); !s.ok()) return s;
+  std::vector<SourceFile> files;
+  size_t total = 0;
+  for (const auto& v : visitors) total += v->files.size();
+  files.reserve(total);
+  for (const auto& v : visitors) {
+    census.hidden_skipped += v->hidden_skipped;
+    std::move(v->files.begin(), v->files.end(), std::back_inserter(files));
+  }
+
+  // Samples by key, in byte order of (key, extension); the path breaks the
+  // one tie ("a/b" and "a/b." share key and extension).
   auto key_of = [](const SourceFile& f) { return SplitKey(f.path); };
-  std::sort(files.begin(), files.end(),
-            [&](const SourceFile& a, const SourceFile& b) { return key_of(a) < key_of(b); });
+  std::sort(files.begin(), files.end(), [&](const SourceFile& a, const SourceFile& b) {
+    auto ka = key_of(a), kb = key_of(b);
+    return ka != kb ? ka < kb : a.path < b.path;
+  });
 
   bool class_folders = !files.empty();
   for (const SourceFile& f : files)

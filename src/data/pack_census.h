@@ -3,7 +3,9 @@
 // grouped into samples by key (docs/pack-format.md), in byte order of keys,
 // with class labels when SRC is laid out as class folders. What cannot be
 // packed (a FIFO, a socket, a dangling link, a folder that cannot be opened)
-// is kept with the reason, so the packer reports it by name. Reads the file
+// is kept with the reason, so the packer reports it by name. SRC is read
+// by the parallel walk `dataset` uses (data/walk.h); the census is sorted
+// afterwards, so it does not depend on the walk's order. Reads the file
 // system; thread-compatible.
 #pragma once
 

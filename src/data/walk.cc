@@ -158,13 +158,20 @@ void ReadOneDirectory(const DirTask& task, WalkVisitor& visitor, std::vector<cha
                            type = DT_FIFO;  // any other kind: counted, not followed
                        }
                        switch (type) {
-                         case DT_REG:
-                           visitor.File(task.path, entry.name, depth,
-                                        have_stat ? static_cast<uint64_t>(st.st_size) : 0);
+                         case DT_REG: {
+                           FileFacts file;
+                           if (have_stat) {
+                             file.size = static_cast<uint64_t>(st.st_size);
+                             file.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 +
+                                             st.st_mtim.tv_nsec;
+                           }
+                           visitor.File(task.path, entry.name, depth, file);
                            break;
+                         }
                          case DT_DIR:
-                           visitor.Directory(task.path, entry.name, depth);
-                           children.push_back(DirTask{JoinPath(task.path, entry.name), depth});
+                           if (visitor.Directory(task.path, entry.name, depth)) {
+                             children.push_back(DirTask{JoinPath(task.path, entry.name), depth});
+                           }
                            break;
                          case DT_LNK:
                            visitor.NotFollowed(task.path, entry.name, depth, EntryKind::kSymlink);

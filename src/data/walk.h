@@ -28,15 +28,24 @@ namespace stallscope {
 
 enum class EntryKind { kFile, kDirectory, kSymlink, kOther };
 
+// What the walk's fstatat saw of a regular file.
+struct FileFacts {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;  // st_mtim in nanoseconds since the epoch
+};
+
 // Receives what one worker saw. `dir` is the path of the directory holding
 // the entry (the root as given, then "root/a/b"); depth is 1 for the root's
 // own entries.
 class WalkVisitor {
  public:
   virtual ~WalkVisitor() = default;
-  virtual void File(std::string_view dir, std::string_view name, int depth, uint64_t size) = 0;
-  // A directory below the root (the root itself is not reported).
-  virtual void Directory(std::string_view dir, std::string_view name, int depth) = 0;
+  virtual void File(std::string_view dir, std::string_view name, int depth,
+                    const FileFacts& file) = 0;
+  // A directory below the root (the root itself is not reported). Returns
+  // whether to descend into it (pack leaves out hidden folders and its
+  // output folder).
+  virtual bool Directory(std::string_view dir, std::string_view name, int depth) = 0;
   // Symbolic links, sockets, fifos, devices: counted, not followed.
   virtual void NotFollowed(std::string_view dir, std::string_view name, int depth,
                            EntryKind kind) = 0;

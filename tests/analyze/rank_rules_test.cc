@@ -38,7 +38,8 @@ Timeline SyncRun(const std::vector<double>& compute, const std::vector<double>& 
   Timeline t;
   t.info.hostname = "node7";
   double slowest = 0;
-  for (size_t r = 0; r < compute.size(); ++r) slowest = std::max(slowest, compute[r] + data_wait[r]);
+  for (size_t r = 0; r < compute.size(); ++r)
+    slowest = std::max(slowest, compute[r] + data_wait[r]);
   const double comm = 0.010;  // the all-reduce itself
   const double step = slowest + comm;
   for (int s = 0; s < steps; ++s) {
@@ -173,6 +174,124 @@ TEST(LoadImbalance, ComputeSpreadWithoutAStraggler) {
               1e-9);
 }
 
+TEST(LoadImbalance, ComputeSpreadHoldsWhenTheBusyRanksTradePlaces) {
+  // As above, but the three busy ranks take turns being the busiest by a
+  // few ms: the spread against the light rank 0 is there in every step.
+  Timeline t = SyncRun({0.100, 0.180, 0.180, 0.180}, {0.0, 0.0, 0.0, 0.0}, 20);
+  for (StepSync& e : t.step_syncs) {
+    if (e.rank > 0 && e.step % 3 == e.rank - 1) e.sync_seconds -= 0.004;
+  }
+  std::vector<Finding> findings = CheckRanks(t);
+  EXPECT_TRUE(WithId(findings, "distributed.straggler").empty());
+  auto imbalance = WithId(findings, "distributed.load_imbalance");
+  ASSERT_EQ(imbalance.size(), 1u);
+  EXPECT_EQ(std::get<int64_t>(Find(*imbalance[0], "steps_compared")->value), 18);
+  EXPECT_EQ(std::get<int64_t>(Find(*imbalance[0], "steps_over_threshold")->value), 18);
+}
+
+// A 2-rank run with no imbalance and no sync record (data wait is judged
+// without stallscope.ddp), 20 steps of 200 ms; `wait(rank, step)` sets each
+// rank's data wait.
+template <typename Wait>
+Timeline DataWaitRun(Wait wait) {
+  Timeline t = SyncRun({0.100, 0.100}, {0.0, 0.0}, 20, /*with_sync=*/false);
+  for (StepEvent& e : t.steps) {
+    e.step_seconds = 0.200;
+    e.wait_seconds = wait(e.rank, e.step);
+  }
+  return t;
+}
+
+TEST(LoadImbalance, TransientDataWaitSpikesRaiseNothing) {
+  // Two odd steps in which rank 1 waits 900 ms for data (and both ranks'
+  // step lasts 1.1 s): the mean data waits are 99 ms apart, a third of the
+  // mean step, but only in 2 of 18 steps.
+  Timeline t = DataWaitRun([](int rank, int64_t step) {
+    return rank == 1 && (step == 7 || step == 13) ? 0.900 : 0.005;
+  });
+  for (StepEvent& e : t.steps) {
+    if (e.step == 7 || e.step == 13) e.step_seconds = 1.100;
+  }
+  std::vector<RankSummary> rows = SummarizeRanks(t);
+  ASSERT_EQ(rows.size(), 2u);
+  const double mean_step = (rows[0].step_s + rows[1].step_s) / 2;
+  ASSERT_GT((rows[1].data_wait_s - rows[0].data_wait_s) / mean_step, kDataWaitImbalanceFraction);
+  EXPECT_TRUE(WithId(CheckRanks(t), "distributed.load_imbalance").empty());
+}
+
+TEST(LoadImbalance, AlternatingSlowRankRaisesNothing) {
+  // Ranks that share busy CPUs trade places: each waits 80 ms more than
+  // the other every other step, more on rank 1 (so its mean is higher).
+  Timeline t = DataWaitRun([](int rank, int64_t step) {
+    if (step % 2 == rank) return 0.005;
+    return rank == 1 ? 0.150 : 0.085;
+  });
+  std::vector<RankSummary> rows = SummarizeRanks(t);
+  const double mean_step = (rows[0].step_s + rows[1].step_s) / 2;
+  ASSERT_GT((rows[1].data_wait_s - rows[0].data_wait_s) / mean_step, kDataWaitImbalanceFraction);
+  EXPECT_TRUE(WithId(CheckRanks(t), "distributed.load_imbalance").empty());
+  // The same for compute, measured with stallscope.ddp: rank 1 computes
+  // 310 ms in even steps, rank 0 160 ms in odd ones, both 110 ms otherwise;
+  // the means are 75 ms apart, 23% of the 320 ms step, over the 20%.
+  Timeline c = SyncRun({0.100, 0.100}, {0.0, 0.0}, 20);
+  for (StepEvent& e : c.steps) e.step_seconds = 0.320;
+  for (StepSync& e : c.step_syncs) {
+    const bool busy = (e.step % 2) != e.rank;
+    const double compute = !busy ? 0.110 : e.rank == 1 ? 0.310 : 0.160;
+    e.sync_seconds = 0.320 - compute;
+  }
+  std::vector<RankSummary> crows = SummarizeRanks(c);
+  ASSERT_GT((crows[1].compute_s - crows[0].compute_s) / 0.320, kComputeImbalanceFraction);
+  EXPECT_TRUE(WithId(CheckRanks(c), "distributed.load_imbalance").empty());
+  EXPECT_TRUE(WithId(CheckRanks(c), "distributed.straggler").empty());
+}
+
+TEST(LoadImbalance, SustainedDataWaitOnOneRankIsRaisedWithItsNumbers) {
+  // Rank 1 waits 60 ms for data in 14 of the 18 counted steps (2 of 3 is
+  // 12), 5 ms otherwise; rank 0 always 5 ms.
+  Timeline t =
+      DataWaitRun([](int rank, int64_t step) { return rank == 1 && step >= 6 ? 0.060 : 0.005; });
+  std::vector<Finding> findings = CheckRanks(t);
+  auto imbalance = WithId(findings, "distributed.load_imbalance");
+  ASSERT_EQ(imbalance.size(), 1u) << (findings.empty() ? "" : findings[0].summary);
+  const Finding& f = *imbalance[0];
+  EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_EQ(std::get<std::string>(Find(f, "problem")->value), "data_wait");
+  EXPECT_EQ(std::get<int64_t>(Find(f, "max_rank")->value), 1);
+  EXPECT_EQ(std::get<int64_t>(Find(f, "min_rank")->value), 0);
+  EXPECT_NEAR(std::get<double>(Find(f, "max_seconds")->value), (14 * 0.060 + 4 * 0.005) / 18, 1e-9);
+  EXPECT_NEAR(std::get<double>(Find(f, "min_seconds")->value), 0.005, 1e-9);
+  EXPECT_NEAR(std::get<double>(Find(f, "spread_step_fraction")->value), (14 * 0.055 / 18) / 0.200,
+              1e-9);
+  EXPECT_NEAR(std::get<double>(Find(f, "threshold_step_fraction")->value), 0.10, 1e-12);
+  EXPECT_EQ(std::get<int64_t>(Find(f, "steps_over_threshold")->value), 14);
+  EXPECT_EQ(std::get<int64_t>(Find(f, "steps_compared")->value), 18);
+  EXPECT_NE(f.summary.find("in 14 of 18 steps"), std::string::npos) << f.summary;
+  // One step fewer than 2 of 3 (11 of 18): not sustained.
+  Timeline fewer =
+      DataWaitRun([](int rank, int64_t step) { return rank == 1 && step >= 9 ? 0.060 : 0.005; });
+  EXPECT_TRUE(WithId(CheckRanks(fewer), "distributed.load_imbalance").empty());
+}
+
+TEST(LoadImbalance, SustainedComputeOnOneRankIsRaisedWithItsNumbers) {
+  // Four ranks; rank 1 computes 80 ms more than rank 0 in every step but
+  // is no straggler: ranks 2 and 3 compute nearly as much, so the median
+  // rank waits in sync only 10 ms more than rank 1.
+  Timeline t = SyncRun({0.100, 0.180, 0.170, 0.170}, {0.0, 0.0, 0.0, 0.0}, 20);
+  std::vector<Finding> findings = CheckRanks(t);
+  EXPECT_TRUE(WithId(findings, "distributed.straggler").empty());
+  auto imbalance = WithId(findings, "distributed.load_imbalance");
+  ASSERT_EQ(imbalance.size(), 1u);
+  const Finding& f = *imbalance[0];
+  EXPECT_EQ(std::get<std::string>(Find(f, "problem")->value), "compute");
+  EXPECT_EQ(std::get<int64_t>(Find(f, "max_rank")->value), 1);
+  EXPECT_NEAR(std::get<double>(Find(f, "max_seconds")->value), 0.180, 1e-9);
+  EXPECT_NEAR(std::get<double>(Find(f, "min_seconds")->value), 0.100, 1e-9);
+  EXPECT_NEAR(std::get<double>(Find(f, "spread_step_fraction")->value), 0.08 / 0.19, 1e-9);
+  EXPECT_EQ(std::get<int64_t>(Find(f, "steps_over_threshold")->value), 18);
+  EXPECT_EQ(std::get<int64_t>(Find(f, "steps_compared")->value), 18);
+}
+
 TEST(HookRecords, SyncAndHostRecordsReachTheSteps) {
   HookEvents e;
   ParseHookDatagram(
@@ -180,9 +299,9 @@ TEST(HookRecords, SyncAndHostRecordsReachTheSteps) {
       "host 42 1 node-b\n"
       "step 42 1 7 3000000000 250000000 1000000000\n"
       "sync 42 1 7 300000000 450000000\n"
-      "sync 42 1 7 -5 1\n"    // negative: malformed
-      "sync 42 1 7\n"         // too short: malformed
-      "host 42\n",            // too short: malformed
+      "sync 42 1 7 -5 1\n"  // negative: malformed
+      "sync 42 1 7\n"       // too short: malformed
+      "host 42\n",          // too short: malformed
       0, e);
   ASSERT_EQ(e.steps.size(), 1u);
   ASSERT_EQ(e.syncs.size(), 1u);

@@ -29,7 +29,9 @@ class IoBench : public ::testing::Test {
     IoBenchOptions o;
     o.path = dir_;
     o.size_bytes = 16 * kMiB;
-    o.runtime_seconds = 0.1;
+    // Long enough that a first read from a cold cache on a loaded CI
+    // machine (two test processes beside a build) still completes in it.
+    o.runtime_seconds = 0.25;
     o.jobs = 2;
     o.iodepth = 2;
     o.metadata_files = 40;
@@ -45,7 +47,7 @@ void ExpectPlausible(const IoBenchResult& r) {
   EXPECT_GT(r.sequential.ios, 0u);
   EXPECT_EQ(r.sequential.bytes, r.sequential.ios * kSequentialBlockBytes);
   EXPECT_GT(r.sequential.bytes_per_second(), 1e6);
-  EXPECT_NEAR(r.sequential.seconds, 0.1, 0.05);
+  EXPECT_NEAR(r.sequential.seconds, 0.25, 0.05);
   EXPECT_EQ(r.sequential.latency.count(), r.sequential.ios);
   EXPECT_GT(r.random.iops(), 100);
   EXPECT_EQ(r.random.bytes, r.random.ios * kRandomBlockBytes);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -301,6 +302,77 @@ TEST_F(PackTest, HiddenNamesAndOutInsideSrcAreNotPacked) {
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->files, 1u);
   EXPECT_EQ(s->hidden_skipped, 1u);
+}
+
+TEST_F(PackTest, CensusOfTheParallelWalkIsSortedAndComplete) {
+  // 40 class folders of 15 files, deeper folders, and every kind of entry
+  // the census keeps with a reason; listed on several walk threads.
+  std::vector<std::string> expected;
+  for (int c = 0; c < 40; ++c) {
+    for (int i = 0; i < 15; ++i) {
+      std::string rel = fmt::format("c{:02}/f{:03}.bin", c, (i * 7) % 15);
+      Write(rel, std::string(static_cast<size_t>(c + i), 'x'));
+    }
+  }
+  Write("c05/deep/er/g.bin", "deep");
+  Write(".hidden-dir/inside.bin", "never listed");  // not descended: counts once
+  Write("c07/.hidden.bin", "h");
+  fs::create_symlink(src_ + "/c01/f000.bin", src_ + "/c02/link.bin");
+  fs::create_symlink(src_ + "/c03", src_ + "/c04/folder-link");
+  fs::create_symlink(src_ + "/nowhere", src_ + "/c06/dangling.bin");
+  ASSERT_EQ(mkfifo((src_ + "/c08/pipe.bin").c_str(), 0644), 0);
+
+  Result<SourceCensus> census = TakeSourceCensus({src_, std::nullopt});
+  ASSERT_TRUE(census.ok()) << census.status().message();
+  EXPECT_EQ(census->hidden_skipped, 2u);
+  std::vector<std::string> paths;
+  std::map<std::string, const SourceFile*> by_path;
+  for (const SourceSample& sample : census->samples) {
+    for (const SourceFile& f : sample.files) {
+      paths.push_back(f.path);
+      by_path[f.path] = &f;
+    }
+  }
+  EXPECT_EQ(paths.size(), 600u + 5u);
+  EXPECT_EQ(census->files, paths.size());
+  EXPECT_TRUE(
+      std::is_sorted(census->samples.begin(), census->samples.end(),
+                     [](const SourceSample& a, const SourceSample& b) { return a.key < b.key; }));
+  EXPECT_FALSE(by_path.count("c04/folder-link/f000.bin")) << "a link to a folder was followed";
+  ASSERT_TRUE(by_path.count("c05/deep/er/g.bin"));
+  EXPECT_EQ(by_path.at("c05/deep/er/g.bin")->size, 4u);
+  // A link to a file is the file, with the file's size and mtime.
+  ASSERT_TRUE(by_path.count("c02/link.bin"));
+  EXPECT_EQ(by_path.at("c02/link.bin")->problem, "");
+  EXPECT_EQ(by_path.at("c02/link.bin")->size, 1u);
+  struct stat st;
+  ASSERT_EQ(::stat((src_ + "/c01/f000.bin").c_str(), &st), 0);
+  EXPECT_EQ(by_path.at("c02/link.bin")->mtime_ns,
+            int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);
+  EXPECT_EQ(by_path.at("c01/f000.bin")->mtime_ns, by_path.at("c02/link.bin")->mtime_ns);
+  EXPECT_EQ(by_path.at("c04/folder-link")->problem, "symbolic link to a folder (not followed)");
+  EXPECT_EQ(by_path.at("c06/dangling.bin")->problem.rfind("symbolic link to nothing: ", 0), 0u);
+  EXPECT_EQ(by_path.at("c08/pipe.bin")->problem, "a FIFO");
+  // Not class folders (deep files): no labels.
+  EXPECT_TRUE(census->classes.empty());
+
+  // The same census however SRC is spelled: with a trailing slash, and
+  // through a link to the folder.
+  fs::create_symlink(src_, dir_ + "/src-link");
+  for (const std::string& spelled : {src_ + "/", dir_ + "/src-link", dir_ + "/src-link/"}) {
+    Result<SourceCensus> again = TakeSourceCensus({spelled, std::nullopt});
+    ASSERT_TRUE(again.ok()) << spelled << ": " << again.status().message();
+    std::vector<std::string> again_paths;
+    for (const SourceSample& sample : again->samples) {
+      for (const SourceFile& f : sample.files) again_paths.push_back(f.path);
+    }
+    EXPECT_EQ(again_paths, paths) << spelled;
+    EXPECT_EQ(again->hidden_skipped, 2u) << spelled;
+  }
+  // A missing SRC names itself.
+  Result<SourceCensus> missing = TakeSourceCensus({dir_ + "/nope", std::nullopt});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find(dir_ + "/nope"), std::string::npos);
 }
 
 TEST(TarReader, SplitKeyFollowsWebDataset) {
