@@ -105,23 +105,11 @@ CommandRunner SetupBenchAllreduce(CLI::App& app) {
     plan.begin_bytes = *begin;
     plan.end_bytes = *end;
     if (Status s = ValidateAllreducePlan(plan); !s.ok()) return UsageError(name, s.message());
-    if (!DetectLauncher(ProcessEnvLookup())) {
-      std::fputs(NotUnderLauncherMessage(name).c_str(), stderr);
-      return kExitUsage;
-    }
-    std::time_t started = std::time(nullptr);
-    Result<std::unique_ptr<MpiWorld>> world_or = MpiWorld::Init();
-    if (!world_or.ok()) {
-      std::fprintf(stderr, "stallscope %s: %s\n", name, world_or.status().message().c_str());
-      return kExitCouldNotRun;
-    }
-    MpiWorld& world = **world_or;
-    Result<std::vector<std::string>> hosts_or = world.AllGather(HostName());
-    if (!hosts_or.ok()) {
-      std::fprintf(stderr, "stallscope %s: %s\n", name, hosts_or.status().message().c_str());
-      world.Abort(kExitCouldNotRun);
-    }
-    const std::vector<std::string>& rank_hosts = *hosts_or;
+    JoinedWorld joined = JoinWorld(name);
+    if (!joined.world) return joined.exit_code;
+    MpiWorld& world = *joined.world;
+    std::time_t started = joined.started;
+    const std::vector<std::string>& rank_hosts = joined.rank_hosts;
     LocalPlace place = LocalPlaceOf(rank_hosts, world.rank());
 
     std::unique_ptr<AllreduceBackend> backend;

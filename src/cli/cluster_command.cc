@@ -100,6 +100,31 @@ bool AgreeOrReport(MpiWorld& world, std::string_view command, const Status& stat
   return false;
 }
 
+JoinedWorld JoinWorld(std::string_view command) {
+  JoinedWorld joined;
+  std::string name(command);
+  if (!DetectLauncher(ProcessEnvLookup())) {
+    std::fputs(NotUnderLauncherMessage(name).c_str(), stderr);
+    joined.exit_code = kExitUsage;
+    return joined;
+  }
+  joined.started = std::time(nullptr);
+  Result<std::unique_ptr<MpiWorld>> world = MpiWorld::Init();
+  if (!world.ok()) {
+    std::fprintf(stderr, "stallscope %s: %s\n", name.c_str(), world.status().message().c_str());
+    joined.exit_code = kExitCouldNotRun;
+    return joined;
+  }
+  Result<std::vector<std::string>> hosts = (*world)->AllGather(HostName());
+  if (!hosts.ok()) {
+    std::fprintf(stderr, "stallscope %s: %s\n", name.c_str(), hosts.status().message().c_str());
+    (*world)->Abort(kExitCouldNotRun);
+  }
+  joined.world = std::move(*world);
+  joined.rank_hosts = std::move(*hosts);
+  return joined;
+}
+
 namespace {
 
 constexpr int kClockTag = 7001;
@@ -195,23 +220,11 @@ CommandRunner SetupCluster(CLI::App& app) {
     const char* name = "cluster";
     if (!(flags->interval >= 0 && flags->interval <= 60))
       return UsageError(name, fmt::format("--interval {}: between 0 and 60 seconds", flags->interval));
-    if (!DetectLauncher(ProcessEnvLookup())) {
-      std::fputs(NotUnderLauncherMessage(name).c_str(), stderr);
-      return kExitUsage;
-    }
-    std::time_t started = std::time(nullptr);
-    Result<std::unique_ptr<MpiWorld>> world_or = MpiWorld::Init();
-    if (!world_or.ok()) {
-      std::fprintf(stderr, "stallscope %s: %s\n", name, world_or.status().message().c_str());
-      return kExitCouldNotRun;
-    }
-    MpiWorld& world = **world_or;
-    Result<std::vector<std::string>> hosts = world.AllGather(HostName());
-    if (!hosts.ok()) {
-      std::fprintf(stderr, "stallscope %s: %s\n", name, hosts.status().message().c_str());
-      world.Abort(kExitCouldNotRun);
-    }
-    Result<NodeSummary> mine = SummarizeThisNode(world.rank(), flags->interval, *hosts);
+    JoinedWorld joined = JoinWorld(name);
+    if (!joined.world) return joined.exit_code;
+    MpiWorld& world = *joined.world;
+    std::time_t started = joined.started;
+    Result<NodeSummary> mine = SummarizeThisNode(world.rank(), flags->interval, joined.rank_hosts);
     if (!AgreeOrReport(world, name, mine.ok() ? Status::Ok() : mine.status()))
       return kExitCouldNotRun;
     Result<std::vector<ClockOffset>> offsets = MeasureClockOffsets(world);

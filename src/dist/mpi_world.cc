@@ -100,31 +100,25 @@ Status MpiWorld::AllreduceFloatSum(const float* send, float* recv, size_t count)
                "MPI_Allreduce");
 }
 
-Result<double> MpiWorld::AllreduceMax(double value) {
-  double out = 0;
-  if (Status s = Check(api_->allreduce(&value, &out, 1, kStallscopeMpiDouble, kStallscopeMpiMax),
-                       "MPI_Allreduce");
-      !s.ok())
+template <typename T>
+Result<T> MpiWorld::AllreduceValue(T value, int type, int op) {
+  T out = 0;
+  if (Status s = Check(api_->allreduce(&value, &out, 1, type, op), "MPI_Allreduce"); !s.ok()) {
     return s;
+  }
   return out;
+}
+
+Result<double> MpiWorld::AllreduceMax(double value) {
+  return AllreduceValue(value, kStallscopeMpiDouble, kStallscopeMpiMax);
 }
 
 Result<int64_t> MpiWorld::AllreduceSum(int64_t value) {
-  int64_t out = 0;
-  if (Status s = Check(api_->allreduce(&value, &out, 1, kStallscopeMpiInt64, kStallscopeMpiSum),
-                       "MPI_Allreduce");
-      !s.ok())
-    return s;
-  return out;
+  return AllreduceValue(value, kStallscopeMpiInt64, kStallscopeMpiSum);
 }
 
 Result<int64_t> MpiWorld::AllreduceMin(int64_t value) {
-  int64_t out = 0;
-  if (Status s = Check(api_->allreduce(&value, &out, 1, kStallscopeMpiInt64, kStallscopeMpiMin),
-                       "MPI_Allreduce");
-      !s.ok())
-    return s;
-  return out;
+  return AllreduceValue(value, kStallscopeMpiInt64, kStallscopeMpiMin);
 }
 
 Status MpiWorld::Broadcast(void* buffer, size_t bytes, int root) {

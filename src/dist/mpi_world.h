@@ -53,6 +53,10 @@ class MpiWorld {
  private:
   MpiWorld() = default;
   Status Check(int rc, std::string_view call) const;
+  // One value reduced over every rank; type and op are the plugin's
+  // kStallscopeMpi* codes (dist/mpi_plugin_api.h).
+  template <typename T>
+  Result<T> AllreduceValue(T value, int type, int op);
 
   void* handle_ = nullptr;
   const StallscopeMpiApi* api_ = nullptr;

@@ -33,39 +33,48 @@ bool IsZombie(pid_t pid) {
   return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
-}  // namespace
-
-Result<Job> Job::Start(const std::vector<std::string>& argv,
-                       const std::vector<std::pair<std::string, std::string>>& extra_env,
-                       bool stdout_to_stderr) {
-  if (argv.empty()) return Status::InvalidArgument("no command given after --");
-  // The child reports a failed exec through this close-on-exec pipe: an
-  // empty read means exec succeeded.
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+// argv as execvp takes it, built before fork (the pointers borrow argv's
+// strings, which must outlive the exec).
+std::vector<char*> ExecArgs(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  return args;
+}
 
+void WriteErrno(int fd, int err) {
+  ssize_t ignored = write(fd, &err, sizeof err);
+  (void)ignored;
+}
+
+// How a spawn went: `failed` names the step that failed and `err` its errno.
+// After a failed exec the child is left unreaped for the caller.
+struct Spawned {
+  enum class Step { kNone, kPipe, kFork, kExec };
+  pid_t pid = -1;
+  Step failed = Step::kNone;
+  int err = 0;
+};
+
+// Forks a child that runs in_child(report_fd), which must exec (the report
+// pipe is close-on-exec, so the parent's read then sees end of file) or write
+// its errno to report_fd (WriteErrno) and _exit. Returns once the child has
+// exec'd or reported. The one fork-exec-report path of Start, StartRanks and
+// the launcher's ranks.
+template <typename InChild>
+Spawned SpawnConfirmed(InChild&& in_child) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return {-1, Spawned::Step::kPipe, errno};
   pid_t pid = fork();
   if (pid < 0) {
     int err = errno;
     close(report[0]);
     close(report[1]);
-    return Status::FromErrno("fork", err);
+    return {-1, Spawned::Step::kFork, err};
   }
   if (pid == 0) {
     close(report[0]);
-    // Signals stallscope blocks for its signalfd must not stay blocked in CMD.
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (const auto& [name, value] : extra_env) setenv(name.c_str(), value.c_str(), 1);
-    if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
-    execvp(args[0], args.data());
-    int err = errno;
-    ssize_t ignored = write(report[1], &err, sizeof err);
-    (void)ignored;
+    in_child(report[1]);
     _exit(127);
   }
   close(report[1]);
@@ -75,12 +84,49 @@ Result<Job> Job::Start(const std::vector<std::string>& argv,
     n = read(report[0], &child_errno, sizeof child_errno);
   } while (n < 0 && errno == EINTR);
   close(report[0]);
-  if (n == sizeof child_errno) {
-    waitpid(pid, nullptr, 0);
-    if (child_errno == ENOENT) return Status::NotFound(argv[0] + ": command not found");
-    return Status::FromErrno(argv[0], child_errno);
+  if (n == sizeof child_errno) return {pid, Spawned::Step::kExec, child_errno};
+  return {pid, Spawned::Step::kNone, 0};
+}
+
+// Start's and StartRanks' answer: the child's pid once `command` runs, or the
+// error (a command that cannot be executed is reaped and named: NotFound for
+// ENOENT, as a shell's 127).
+Result<pid_t> SpawnedPid(const Spawned& spawned, const std::string& command) {
+  switch (spawned.failed) {
+    case Spawned::Step::kNone:
+      return spawned.pid;
+    case Spawned::Step::kPipe:
+      return Status::FromErrno("pipe", spawned.err);
+    case Spawned::Step::kFork:
+      return Status::FromErrno("fork", spawned.err);
+    case Spawned::Step::kExec:
+      break;
   }
-  return Job(pid, true);
+  waitpid(spawned.pid, nullptr, 0);
+  if (spawned.err == ENOENT) return Status::NotFound(command + ": command not found");
+  return Status::FromErrno(command, spawned.err);
+}
+
+}  // namespace
+
+Result<Job> Job::Start(const std::vector<std::string>& argv,
+                       const std::vector<std::pair<std::string, std::string>>& extra_env,
+                       bool stdout_to_stderr) {
+  if (argv.empty()) return Status::InvalidArgument("no command given after --");
+  std::vector<char*> args = ExecArgs(argv);
+  Spawned spawned = SpawnConfirmed([&](int report_fd) {
+    // Signals stallscope blocks for its signalfd must not stay blocked in CMD.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (const auto& [name, value] : extra_env) setenv(name.c_str(), value.c_str(), 1);
+    if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
+    execvp(args[0], args.data());
+    WriteErrno(report_fd, errno);
+  });
+  Result<pid_t> pid = SpawnedPid(spawned, argv[0]);
+  if (!pid.ok()) return pid.status();
+  return Job(*pid, true);
 }
 
 Result<Job> Job::Attach(pid_t pid) {
@@ -159,11 +205,6 @@ Result<int> FreeTcpPort() {
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
-void WriteErrno(int fd, int err) {
-  ssize_t ignored = write(fd, &err, sizeof err);
-  (void)ignored;
-}
-
 // The launcher's life after fork: never returns.
 [[noreturn]] void RunLauncher(const std::vector<char*>& args,
                               const std::vector<std::pair<std::string, std::string>>& env,
@@ -182,39 +223,24 @@ void WriteErrno(int fd, int err) {
   if (procs > 1) setenv("OMP_NUM_THREADS", "1", 0);
   std::vector<pid_t> ranks;
   for (int i = 0; i < procs; ++i) {
-    int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) != 0) {
-      WriteErrno(report_fd, errno);
-      for (pid_t r : ranks) kill(r, SIGKILL);
-      _exit(126);
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(pipefd[0]);
+    Spawned rank = SpawnConfirmed([&](int rank_report_fd) {
       sigset_t none;
       sigemptyset(&none);
       sigprocmask(SIG_SETMASK, &none, nullptr);
       setenv("RANK", std::to_string(i).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(i).c_str(), 1);
       execvp(args[0], args.data());
-      WriteErrno(pipefd[1], errno);
-      _exit(127);
-    }
-    close(pipefd[1]);
-    int child_errno = 0;
-    ssize_t n;
-    do {
-      n = pid < 0 ? -1 : read(pipefd[0], &child_errno, sizeof child_errno);
-    } while (n < 0 && errno == EINTR && pid > 0);
-    close(pipefd[0]);
-    if (pid < 0 || n == sizeof child_errno) {
-      WriteErrno(report_fd, pid < 0 ? errno : child_errno);
+      WriteErrno(rank_report_fd, errno);
+    });
+    if (rank.failed != Spawned::Step::kNone) {
+      WriteErrno(report_fd, rank.err);
       for (pid_t r : ranks) kill(r, SIGKILL);
+      if (rank.failed == Spawned::Step::kPipe) _exit(126);
       while (wait(nullptr) > 0) {
       }
       _exit(127);
     }
-    ranks.push_back(pid);
+    ranks.push_back(rank.pid);
   }
   close(report_fd);  // every rank runs: the caller's read sees end of file
 
@@ -270,35 +296,13 @@ Result<Job> Job::StartRanks(const std::vector<std::string>& argv,
   }
   Result<int> port = FreeTcpPort();
   if (!port.ok()) return port.status();
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) {
-    int err = errno;
-    close(report[0]);
-    close(report[1]);
-    return Status::FromErrno("fork", err);
-  }
-  if (pid == 0) {
-    close(report[0]);
-    RunLauncher(args, extra_env, procs, *port, stdout_to_stderr, report[1]);
-  }
-  close(report[1]);
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = read(report[0], &child_errno, sizeof child_errno);
-  } while (n < 0 && errno == EINTR);
-  close(report[0]);
-  if (n == sizeof child_errno) {
-    waitpid(pid, nullptr, 0);
-    if (child_errno == ENOENT) return Status::NotFound(argv[0] + ": command not found");
-    return Status::FromErrno(argv[0], child_errno);
-  }
-  return Job(pid, true);
+  std::vector<char*> args = ExecArgs(argv);
+  Spawned spawned = SpawnConfirmed([&](int report_fd) {
+    RunLauncher(args, extra_env, procs, *port, stdout_to_stderr, report_fd);
+  });
+  Result<pid_t> pid = SpawnedPid(spawned, argv[0]);
+  if (!pid.ok()) return pid.status();
+  return Job(*pid, true);
 }
 
 }  // namespace stallscope

@@ -16,15 +16,7 @@ std::string StatusText(const LayerStatus& l, const DoctorTextInput& in) {
     return "not checked";
   }
   if (!l.worst) return "ok";
-  switch (*l.worst) {
-    case Severity::kCritical:
-      return "CRITICAL";
-    case Severity::kWarning:
-      return "warning";
-    case Severity::kInfo:
-      return "ok (notes)";
-  }
-  return "";
+  return std::string(SeverityWord(*l.worst));
 }
 
 }  // namespace

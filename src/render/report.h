@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "analyze/finding.h"
 
@@ -20,6 +21,9 @@ struct ReportHeader {
 std::string RenderReportText(const ReportHeader& header, const Report& report);
 // One evidence value as the text report prints it (numbers to 4 significant digits).
 std::string EvidenceText(const EvidenceValue& value);
+// The word a text layer line prints for the worst severity among that layer's
+// findings: "CRITICAL", "warning" or "ok (notes)" (doctor and report text share it).
+std::string_view SeverityWord(Severity worst);
 nlohmann::ordered_json ReportToJson(const ReportHeader& header, const Report& report);
 
 }  // namespace stallscope

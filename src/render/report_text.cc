@@ -16,12 +16,8 @@ std::string EvidenceText(const EvidenceValue& value) {
   return std::visit(Visitor{}, value);
 }
 
-namespace {
-
-std::string LayerStatusText(const LayerStatus& l) {
-  if (!l.checked) return "not checked yet";
-  if (!l.worst) return "ok";
-  switch (*l.worst) {
+std::string_view SeverityWord(Severity worst) {
+  switch (worst) {
     case Severity::kCritical:
       return "CRITICAL";
     case Severity::kWarning:
@@ -30,6 +26,14 @@ std::string LayerStatusText(const LayerStatus& l) {
       return "ok (notes)";
   }
   return "";
+}
+
+namespace {
+
+std::string LayerStatusText(const LayerStatus& l) {
+  if (!l.checked) return "not checked yet";
+  if (!l.worst) return "ok";
+  return std::string(SeverityWord(*l.worst));
 }
 
 }  // namespace

@@ -569,7 +569,10 @@ class OomKill(unittest.TestCase):
         ev = f["evidence"]
         self.assertEqual(ev["memory_limit_bytes"], self.LIMIT, ev)
         self.assertIs(ev["cgroup_limited"], True, ev)
-        self.assertLessEqual(ev["peak_tree_rss_bytes"], self.LIMIT, ev)
+        # The tree's RSS is a sum over its processes: a page two of them map
+        # (the interpreter, libtorch) counts twice there and once against
+        # the cgroup's limit, so the peak may pass the limit by a little.
+        self.assertLessEqual(ev["peak_tree_rss_bytes"], self.LIMIT * 1.25, ev)
         self.assertGreater(ev["peak_tree_rss_bytes"], 32 * MIB, ev)
         self.assertEqual(scalar(db, "select oom_killed from run"), 1)
         self.assertEqual(scalar(db, "select cgroup_limit_bytes from run"), self.LIMIT)
