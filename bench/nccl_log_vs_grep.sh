@@ -31,6 +31,9 @@ grep, ours = results[0]["mean"], results[1]["mean"]
 print("grep -c NCCL:        %.3f s  %7.0f MB/s" % (grep, size / grep / 1e6))
 print("stallscope nccl-log: %.3f s  %7.0f MB/s" % (ours, size / ours / 1e6))
 print("ratio (stallscope throughput / grep throughput): %.2f  (goal >= 0.5)" % (grep / ours))
+# Wall time swings with the machine's load; the CPU each spent is steadier.
+cpu = [r["user"] + r["system"] for r in results]
+print("CPU (user+sys): grep %.3f s, stallscope %.3f s, ratio %.2f" % (cpu[0], cpu[1], cpu[0] / cpu[1]))
 PY
 for f in "$small" "$big"; do
   rss=$(/usr/bin/time -v "$bin" nccl-log "$f" --json 2>&1 >/dev/null |

@@ -1,9 +1,11 @@
 // libFuzzer target: the streaming NCCL log parser and its rules. The input is
 // fed whole and, a second time, in uneven chunks, which must give the same
-// summary (the chunk boundaries fall mid-line).
+// summary (the chunk boundaries fall mid-line), and the fast line-prefix
+// reader must agree with the general one on every line it accepts.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "analyze/nccl_log.h"
@@ -24,5 +26,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)stallscope::CheckNcclLog(whole, std::nullopt);
   for (const auto& p : whole.processes) (void)p.Name();
   (void)stallscope::ParseNcclInterfaces(text);
+  // Line by line, the fast prefix reader must agree with the general one
+  // wherever it answers.
+  for (std::string_view rest = text; !rest.empty();) {
+    size_t nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    stallscope::NcclLinePrefix fast;
+    if (stallscope::FastNcclLinePrefix(line, &fast) == 0) continue;
+    std::optional<stallscope::NcclLinePrefix> general = stallscope::ParseNcclLinePrefix(line);
+    if (!general || general->host != fast.host || general->pid != fast.pid ||
+        general->tid != fast.tid || general->cuda_dev != fast.cuda_dev ||
+        general->level != fast.level || general->message != fast.message) {
+      abort();
+    }
+  }
   return 0;
 }

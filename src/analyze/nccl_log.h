@@ -160,6 +160,13 @@ struct NcclLinePrefix {
 // The prefix of a line ("" when the line is not one NCCL wrote with a prefix).
 // `from`: where to start looking for "NCCL" (the scanner knows the first one).
 std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t from = 0);
+// The same for the shape nearly every line has, "host:pid:tid [dev] NCCL
+// INFO|WARN msg", in one pass with no search: the offset of the message, or
+// 0 when the line has another shape (then only ParseNcclLinePrefix can
+// tell). Where it accepts a line, both give the same answer. `line` may run
+// on past a newline (the rest of a buffer): the prefix never includes one,
+// and the message is cut by the caller.
+size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out);
 // " [0]eth0:10.0.0.1<0> [1]ib0:192.168.1.1<0>" or " eth0:10.0.0.1<0>" (after "Using").
 std::vector<NcclInterface> ParseNcclInterfaces(std::string_view text);
 // "2.18.3+cuda12.2" from "NCCL version 2.18.3+cuda12.2" (and trailing junk cut).
@@ -176,11 +183,13 @@ class NcclLogParser {
  private:
   void ScanLines(std::string_view complete);
   void Line(std::string_view line, size_t first_nccl = 0);
+  void Prefixed(const NcclLinePrefix& prefix);
   void Info(size_t rank, std::string_view msg);
   void Warn(size_t rank, std::string_view msg);
   void Unprefixed(std::string_view line);
   static constexpr size_t kNoRank = SIZE_MAX;
   size_t RankFor(const NcclLinePrefix& prefix);
+  size_t LookUpRank(const NcclLinePrefix& prefix);
   NcclProcess& ProcessOf(size_t rank) { return summary_.processes[summary_.ranks[rank].process]; }
   void ChannelLine(NcclRank& rank, std::string_view msg);
   void TuningLine(std::string_view msg);
@@ -198,10 +207,9 @@ class NcclLogParser {
   static constexpr size_t kRankSlots = 2 * 8192;  // a power of two >= 2 * kNcclMaxRanks
   static_assert(kRankSlots >= 2 * kNcclMaxRanks && (kRankSlots & (kRankSlots - 1)) == 0);
   std::vector<size_t> rank_slots_;
-  // Consecutive lines often come from one rank: the last one is cached.
-  size_t last_rank_ = kNoRank;
-  int64_t last_pid_ = -1;
-  int last_dev_ = -2;
+  // Recently seen ranks by (pid, dev), checked against the host on a hit.
+  static constexpr size_t kRecentRanks = 256;
+  size_t recent_ranks_[kRecentRanks];
   size_t last_process_ = kNoRank;  // for a bare "NCCL version" line
 };
 

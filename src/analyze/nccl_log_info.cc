@@ -24,6 +24,7 @@
 //   NCCL_ALGO set by environment to Ring
 //   Call to connect returned Connection refused, retrying
 #include <cstddef>
+#include <cstring>
 #include <string>
 
 #include "analyze/nccl_log.h"
@@ -39,12 +40,40 @@ bool StartsWith(std::string_view s, const char (&p)[N]) {
   return s.size() >= N - 1 && __builtin_memcmp(s.data(), p, N - 1) == 0;
 }
 
-size_t Find(std::string_view hay, std::string_view needle) { return hay.find(needle); }
+// Where `needle` (a literal) starts in `hay`, or npos. string_view::find
+// runs memchr on the needle's first byte, and the needles here mostly open
+// with a space, the commonest byte of a log line (one memchr call per
+// word); this anchors on the first byte that is not a space instead, and
+// the literal's length lets the compare compile to a few loads.
+template <size_t N>
+size_t Find(std::string_view hay, const char (&needle)[N]) {
+  constexpr size_t kSize = N - 1;
+  static_assert(kSize > 0);
+  size_t k = 0;
+  while (k < kSize && needle[k] == ' ') ++k;
+  if (k == kSize || kSize > hay.size()) return hay.find(needle);
+  const char* begin = hay.data();
+  const char* p = begin + k;
+  const char* last = begin + (hay.size() - kSize) + k;  // the last place the anchor can be
+  while (p <= last) {
+    p = static_cast<const char*>(memchr(p, needle[k], static_cast<size_t>(last - p) + 1));
+    if (p == nullptr) return std::string_view::npos;
+    if (__builtin_memcmp(p - k, needle, kSize) == 0) return static_cast<size_t>(p - k - begin);
+    ++p;
+  }
+  return std::string_view::npos;
+}
 
-std::optional<int64_t> IntAfter(std::string_view s, std::string_view key) {
-  size_t at = s.find(key);
+template <size_t N>
+bool EndsWith(std::string_view s, const char (&p)[N]) {
+  return s.size() >= N - 1 && __builtin_memcmp(s.data() + s.size() - (N - 1), p, N - 1) == 0;
+}
+
+template <size_t N>
+std::optional<int64_t> IntAfter(std::string_view s, const char (&key)[N]) {
+  size_t at = Find(s, key);
   if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = s.substr(at + key.size());
+  std::string_view rest = s.substr(at + N - 1);
   size_t end = 0;
   while (end < rest.size() && rest[end] >= '0' && rest[end] <= '9') ++end;
   if (end == 0 || end > 18) return std::nullopt;
@@ -53,7 +82,7 @@ std::optional<int64_t> IntAfter(std::string_view s, std::string_view key) {
 
 // The word after "set by environment to ", without a trailing '.'.
 std::string_view EnvValue(std::string_view msg) {
-  size_t at = msg.find(" set by environment to ");
+  size_t at = Find(msg, " set by environment to ");
   if (at == std::string_view::npos) return {};
   std::string_view v = Trim(msg.substr(at + 23));
   while (!v.empty() && (v.back() == '.' || v.back() == ' ')) v.remove_suffix(1);
@@ -71,8 +100,13 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
   NcclRank& rank = summary_.ranks[rank_index];
   NcclProcess& process = summary_.processes[rank.process];
   auto init_line = [&](std::string_view m) {
-    bool complete = Find(m, "Init COMPLETE") != std::string_view::npos;
-    bool start = !complete && Find(m, "Init START") != std::string_view::npos;
+    // The words end the line in every version; the search is for text after them.
+    bool complete = EndsWith(m, "Init COMPLETE");
+    bool start = !complete && EndsWith(m, "Init START");
+    if (!complete && !start) {
+      complete = Find(m, "Init COMPLETE") != std::string_view::npos;
+      start = !complete && Find(m, "Init START") != std::string_view::npos;
+    }
     if (!complete && !start) return;
     (complete ? rank.init_completed : rank.init_started)++;
     auto r = IntAfter(m, " rank ");
@@ -86,7 +120,8 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
   switch (msg[0]) {
     case 'B':
       if (StartsWith(msg, "Bootstrap : Using") || StartsWith(msg, "Bootstrap: Using")) {
-        std::string_view list = msg.substr(msg.find("Using") + 5);
+        if (!process.bootstrap.empty()) return;  // printed by every communicator
+        std::string_view list = msg.substr(Find(msg, "Using") + 5);
         if (SetOnceInterfaces(process.bootstrap, list)) ++summary_.dropped;
       } else if (Find(msg, " Bytes -> Algo ") != std::string_view::npos) {
         TuningLine(msg);
@@ -96,8 +131,9 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
       if (StartsWith(msg, "NET/Socket : Using")) {
         if (SetOnceInterfaces(process.net_socket, msg.substr(18))) ++summary_.dropped;
       } else if (StartsWith(msg, "NET/IB : Using")) {
+        if (!process.ib_devices.empty() && !process.ib_oob.empty()) return;
         std::string_view list = msg.substr(14);
-        size_t oob = list.find("OOB ");
+        size_t oob = Find(list, "OOB ");
         std::string_view devices = list.substr(0, oob);
         if (SetOnceInterfaces(process.ib_devices, devices)) ++summary_.dropped;
         if (oob != std::string_view::npos) {
@@ -135,7 +171,7 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
         ++summary_.connect_retries;
         if (summary_.connect_retry_reason.empty()) {
           std::string_view reason = msg.substr(25);
-          summary_.connect_retry_reason = std::string(reason.substr(0, reason.find(", retrying")));
+          summary_.connect_retry_reason = std::string(reason.substr(0, Find(reason, ", retrying")));
         }
       } else if (StartsWith(msg, "CollNet ")) {
         ++rank.transports.collnet;
@@ -158,7 +194,7 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
       return;
     case 'I':
       if (StartsWith(msg, "Init timings")) {
-        size_t at = msg.find(" total ");
+        size_t at = Find(msg, " total ");
         if (at != std::string_view::npos) {
           std::string_view num = msg.substr(at + 7);
           num = num.substr(0, num.find(' '));
@@ -184,7 +220,7 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
         if (Find(msg, " Bytes -> Algo ") != std::string_view::npos) {
           TuningLine(msg);
         } else if (msg[0] <= '9') {
-          size_t at = msg.find(" nvls channels");
+          size_t at = Find(msg, " nvls channels");
           if (at != std::string_view::npos) {
             size_t begin = msg.rfind(' ', at - 1);
             begin = begin == std::string_view::npos ? 0 : begin + 1;
@@ -213,7 +249,7 @@ std::string_view NcclLogParser::FirstWordOf(std::string_view s) {
 }
 
 void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
-  size_t via = msg.find(" via ");
+  size_t via = Find(msg, " via ");
   if (via != std::string_view::npos) {
     std::string_view t = msg.substr(via + 5);
     NcclTransportCounts& c = rank.transports;
@@ -230,11 +266,20 @@ void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
     } else if (StartsWith(t, "COLLNET")) {
       ++c.collnet;
     }
-    if (t.find("/GDRDMA") != std::string_view::npos) ++c.gdrdma;
+    // Anchored on 'G', not on the '/' every transport is full of.
+    for (std::string_view rest = t;;) {
+      size_t at = Find(rest, "GDRDMA");
+      if (at == std::string_view::npos) break;
+      if (at > 0 && rest[at - 1] == '/') {
+        ++c.gdrdma;
+        break;
+      }
+      rest.remove_prefix(at + 1);
+    }
     return;
   }
   // "Channel 00/02 :    0   1   2   3": a ring as rank 0 prints it.
-  size_t colon = msg.find(" : ");
+  size_t colon = Find(msg, " : ");
   if (colon == std::string_view::npos) colon = msg.find(" :");
   if (colon == std::string_view::npos) return;
   std::string ring(Trim(msg.substr(8, colon - 8)));
@@ -270,15 +315,15 @@ void NcclLogParser::TuningLine(std::string_view msg) {
   // "1048576 Bytes -> Algo 1 proto 2 time 24.000000".
   std::string text;
   size_t colon = msg.find(": ");
-  if (colon != std::string_view::npos && colon < msg.find(" Bytes")) {
+  if (colon != std::string_view::npos && colon < Find(msg, " Bytes")) {
     text = std::string(msg.substr(0, colon));
     text += " ";
   }
-  size_t at = msg.find(" Bytes -> Algo ");
+  size_t at = Find(msg, " Bytes -> Algo ");
   std::string_view rest = msg.substr(at + 15);
   std::string_view algo = rest.substr(0, rest.find(' '));
   std::string_view proto;
-  size_t p = rest.find(" proto ");
+  size_t p = Find(rest, " proto ");
   if (p != std::string_view::npos) {
     proto = rest.substr(p + 7);
     proto = proto.substr(0, proto.find(' '));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/text.h"
 
@@ -82,6 +83,54 @@ TEST(NcclLinePrefix, InfoWarnTraceCallAndLauncherTags) {
   EXPECT_FALSE(ParseNcclLinePrefix("RuntimeError: NCCL error in: x.cpp:1, unhandled system error"));
   EXPECT_FALSE(ParseNcclLinePrefix("epoch 1 NCCL INFO-like text without a prefix"));
   EXPECT_FALSE(ParseNcclLinePrefix(""));
+}
+
+// The fast prefix reader takes the common shape and gives up on the rest;
+// where it answers, the general reader must answer the same.
+TEST(NcclLinePrefix, FastPathAgreesWithTheGeneralOne) {
+  const std::vector<std::string> accepted = {
+      "node007:4115:4175 [3] NCCL INFO cudaDriverVersion 12020",
+      "gpu-a.cluster:1:2 [0] NCCL INFO Using network IB",
+      "a:b:1:2 [1] NCCL INFO x",  // the host keeps all but the last two colons
+      "h:1:2 [-1] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/Socket/0",
+      "h:1:2 [1048575] NCCL WARN Connect to 1.2.3.4<5> failed : Connection refused",
+      "h:1:2 [0] NCCL INFO",  // an empty message
+      "x:1:999999999999999999 [0] NCCL INFO eighteen digits",
+  };
+  for (const std::string& line : accepted) {
+    NcclLinePrefix fast;
+    size_t at = FastNcclLinePrefix(line, &fast);
+    ASSERT_GT(at, 0u) << line;
+    std::optional<NcclLinePrefix> general = ParseNcclLinePrefix(line);
+    ASSERT_TRUE(general) << line;
+    EXPECT_EQ(fast.host, general->host) << line;
+    EXPECT_EQ(fast.pid, general->pid) << line;
+    EXPECT_EQ(fast.tid, general->tid) << line;
+    EXPECT_EQ(fast.cuda_dev, general->cuda_dev) << line;
+    EXPECT_EQ(fast.level, general->level) << line;
+    EXPECT_EQ(fast.message, general->message) << line;
+    EXPECT_EQ(line.substr(at), general->message) << line;
+  }
+  NcclLinePrefix fast;
+  ASSERT_TRUE(FastNcclLinePrefix("a:b:1:2 [1] NCCL INFO x", &fast));
+  EXPECT_EQ(fast.host, "a:b");
+  // The rest of a buffer: the prefix stops at the line's end.
+  EXPECT_EQ(FastNcclLinePrefix("host\nh:1:2 [0] NCCL INFO x", &fast), 0u);
+  EXPECT_EQ(FastNcclLinePrefix("h:1:2\n[0] NCCL INFO x", &fast), 0u);
+  // Other shapes are left to the general reader (some of them it accepts).
+  for (const char* other : {
+           "[default0]:h:1:2 [0] NCCL INFO x",       // a launcher's tag
+           "h:1:2 [0] misc/socket.cc:49 NCCL WARN x",  // WARN's file:line
+           "h:1:2 [0] 12.5 init.cc:1 NCCL TRACE x",    // TRACE
+           "h:1:2 NCCL CALL ncclAllReduce",            // no [dev]
+           "h:1:2 [1048576] NCCL INFO x",              // a device number past the cap
+           "x:1:9999999999999999999 [0] NCCL INFO x",  // 19 digits
+           "x::2 [0] NCCL INFO x", ":1:2 [0] NCCL INFO x", "x:1:2  [0] NCCL INFO x",
+           "x:1:2 [0] NCCL INFOx", "x:1:2 [0] NCCL INFO\r", "epoch 1 NCCL INFO x", ""}) {
+    EXPECT_EQ(FastNcclLinePrefix(other, &fast), 0u) << other;
+  }
+  EXPECT_TRUE(ParseNcclLinePrefix("[default0]:h:1:2 [0] NCCL INFO x"));
+  EXPECT_TRUE(ParseNcclLinePrefix("h:1:2 [0] misc/socket.cc:49 NCCL WARN x"));
 }
 
 TEST(NcclInterfaces, Ipv4Ipv6AliasesAndIbDevices) {

@@ -10,8 +10,10 @@ Usage: net_namespaces.py PATH_TO_STALLSCOPE
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 import uuid
@@ -231,6 +233,71 @@ class NetNamespaces(unittest.TestCase):
             rc, out, err = pair.run(pair.ns_a, ["doctor", "--json", "--interval", "0.2"], env=env)
             self.assertEqual(rc, 0, err)
             self.assertIsNone(e2e_common.finding(json.loads(out), "network.wrong_interface"))
+
+    # Datagrams larger than the peer's MTU: the 9000-byte veth end sends
+    # them and the 1500-byte end drops them, counted as tx_dropped on the
+    # sender's interface (and rx_dropped on the peer's) in /proc/net/dev.
+    # The sender waits half a second first so the run's first counter
+    # reading comes before the drops.
+    SENDER = """
+import socket, sys, time
+count, size = int(sys.argv[1]), int(sys.argv[2])
+time.sleep(0.5)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+i = 0
+while count < 0 or i < count:
+    s.sendto(b"x" * size, (%r, 9))
+    i += 1
+    if count < 0:
+        time.sleep(0.002)
+time.sleep(0.5)
+"""
+
+    def test_port_drops_during_a_run_and_during_doctor(self):
+        with VethPair(9000, 1500) as pair:
+            sender = self.SENDER % pair.addr_b
+            out_dir = tempfile.mkdtemp(prefix="ss-net5-")
+            try:
+                # run: 400 oversized datagrams, every one dropped.
+                rc, out, err = pair.run(pair.ns_a, [
+                    "run", "--json", "--interval", "0.2", "--out", out_dir + "/drops.db", "--",
+                    "/usr/bin/python3", "-c", sender, "400", "8000"])
+                self.assertEqual(rc, 0, err)
+                report = json.loads(out)
+                f = e2e_common.finding(report, "network.port_errors")
+                self.assertIsNotNone(f, report["findings"])
+                self.assertEqual(evidence(f)["interface"], pair.if_a)
+                # The datagrams are the namespace's only traffic of that size.
+                self.assertGreaterEqual(evidence(f)["tx_drops"], 400)
+                self.assertLess(evidence(f)["tx_drops"], 420)
+                self.assertEqual(evidence(f)["rx_errors"] + evidence(f)["tx_errors"], 0)
+                self.assertEqual(f["severity"], "critical")  # all of them lost
+                self.assertIn(pair.if_a, f["next"])
+                # The same run with datagrams that fit: nothing dropped, no finding.
+                rc, out, err = pair.run(pair.ns_a, [
+                    "run", "--json", "--interval", "0.2", "--out", out_dir + "/fits.db", "--",
+                    "/usr/bin/python3", "-c", sender, "400", "1000"])
+                self.assertEqual(rc, 0, err)
+                self.assertIsNone(e2e_common.finding(json.loads(out), "network.port_errors"))
+            finally:
+                shutil.rmtree(out_dir, ignore_errors=True)
+            # doctor: the drops grow while it samples (a sender in the background).
+            background = subprocess.Popen(
+                pair.exec_args(pair.ns_a, ["/usr/bin/python3", "-c", sender, "-1", "8000"]),
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                time.sleep(0.7)
+                rc, out, err = pair.run(pair.ns_a, ["doctor", "--json", "--interval", "0.5"])
+            finally:
+                background.kill()
+                background.wait()
+            self.assertEqual(rc, 0, err)
+            report = json.loads(out)
+            f = e2e_common.finding(report, "network.port_errors")
+            self.assertIsNotNone(f, report["findings"])
+            self.assertEqual(evidence(f)["interface"], pair.if_a)
+            self.assertGreaterEqual(evidence(f)["tx_drops"], 10)
+            self.assertGreater(evidence(f)["window_seconds"], 0.3)
 
     def test_server_survives_garbage_and_vanishing_peers(self):
         with VethPair() as pair:
