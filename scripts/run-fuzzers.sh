@@ -24,6 +24,7 @@ fuzz_one() {
     fuzz_proc_status) seeds=(status io smaps_rollup) ;; fuzz_environ) seeds=(environ) ;;
     fuzz_hook_datagram) seeds=(hook_datagram) ;;
     fuzz_nccl_log) seeds=('v2_*.log') ;;
+    fuzz_nccl_log_host) seeds=('v2_*.log') ;;
     fuzz_dirents) seeds=(getdents64.bin) ;;
     fuzz_net_protocol) seeds=(net_message) ;;
     fuzz_tfrecord) seeds=('*.tfrecord') ;; fuzz_pack_index) seeds=('*.idx' manifest.json '*.tar') ;;

@@ -157,7 +157,8 @@ constexpr Rule kRules[] = {
      "job breaks"},
     {"network.rdma_unused", Layer::kNetwork,
      "InfiniBand/RoCE ports in state ACTIVE (/sys/class/infiniband) against NCCL_IB_DISABLE "
-     "and NCCL_NET in the job's environment (an NCCL log that shows NET/Socket: nccl-log)",
+     "and NCCL_NET in the job's environment (an NCCL log that shows NET/Socket: nccl-log, "
+     "doctor --nccl-log, run with NCCL_DEBUG_FILE or --nccl-log)",
      "warning when at least one port is ACTIVE and NCCL_IB_DISABLE is set to anything but 0, "
      "or NCCL_NET=Socket. nccl-log: when the log's connections between hosts go via "
      "NET/Socket while the log lists RDMA devices (NET/IB : Using) or, for the log's lines of "

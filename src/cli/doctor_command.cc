@@ -33,6 +33,7 @@
 #include "data/census.h"
 #include "gpu/gpu_probe.h"
 #include "net/host_observation.h"
+#include "probe/nccl_log_files.h"
 #include "probe/snapshot.h"
 #include "render/bench_io.h"
 #include "render/doctor_text.h"
@@ -62,6 +63,7 @@ struct Flags {
   std::string save_baseline;
   double drift_percent = kDriftDefaultShare * 100;
   std::vector<std::string> peers;
+  std::vector<std::string> nccl_logs;  // --nccl-log FILE...
 };
 
 std::string RulesText() {
@@ -106,6 +108,7 @@ struct Triage {
 struct Inputs {
   std::optional<HostBaseline> baseline;
   std::optional<RunAnalysis> run;
+  std::vector<NcclLogFile> nccl_logs;
 };
 
 Result<Inputs> CheckInputs(const Flags& f) {
@@ -150,6 +153,11 @@ Result<Inputs> CheckInputs(const Flags& f) {
     Result<RunAnalysis> run = AnalyzeRunFile(f.run);
     if (!run.ok()) return Status::InvalidArgument("--run " + run.status().message());
     in.run = std::move(*run);
+  }
+  for (const std::string& path : f.nccl_logs) {
+    Result<NcclLogFile> log = ReadNcclLogFile(path, "--nccl-log");
+    if (!log.ok()) return Status::InvalidArgument(log.status().message());
+    in.nccl_logs.push_back(std::move(*log));
   }
   return in;
 }
@@ -248,6 +256,17 @@ void CheckIoLayer(const Flags& f, const Snapshot& snapshot, Triage& t) {
   t.bench = speed;
 }
 
+// --nccl-log: the logs' network findings join the network layer, judged
+// against this host's Active RDMA ports.
+void FoldInNcclLogs(const std::vector<NcclLogFile>& logs, Triage& t) {
+  if (logs.empty()) return;
+  std::optional<HostRdmaPorts> host = ReadHostRdma(Root("/"), t.notes);
+  for (const NcclLogFile& log : logs) {
+    t.facts.push_back({Layer::kNetwork, DescribeNcclLogFile(log)});
+    t.Add(NcclHostNetworkFindings(log, host));
+  }
+}
+
 void FoldInRun(RunAnalysis run, Triage& t) {
   for (Finding& f : run.findings) {
     f.evidence.push_back({"from_run", run.path});
@@ -343,6 +362,10 @@ CommandRunner SetupDoctor(CLI::App& app) {
   app.add_option("--data", flags->data,
                  "the dataset: its census (files, sizes, file system, page cache) and a short "
                  "storage bench beside it (256 MiB, 2 s a phase)");
+  app.add_option("--nccl-log", flags->nccl_logs,
+                 "an NCCL_DEBUG=INFO log of a job on this host (repeatable, or several files): "
+                 "its network findings (sockets while RDMA is there, a loopback or container "
+                 "interface) join the network layer");
   app.add_option("--run", flags->run,
                  "a run file of `stallscope run`: its findings join the triage");
   app.add_flag("--quick", flags->quick,
@@ -381,6 +404,7 @@ CommandRunner SetupDoctor(CLI::App& app) {
     CheckIoLayer(f, *snapshot, t);
     t.checked.push_back(Layer::kNetwork);
     t.Add(CheckNetwork(net::ObserveHostNetwork(Root("/"), *snapshot, f.peers, rdma_before)));
+    FoldInNcclLogs(inputs->nccl_logs, t);
     // --- gpu (owner: gpu): NVML findings (memory.gpu_near_full, code.*) ---
     if (snapshot->gpus.available) {
       t.Add(CheckGpuObservation(snapshot->gpus, GpuProcessNames(Root("/"), snapshot->gpus),

@@ -4,7 +4,6 @@
 // ports of the host under --root (this host by default) are compared with the
 // log's lines from the same hostname for network.rdma_unused.
 #include <fcntl.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -17,41 +16,11 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/text.h"
-#include "probe/infiniband.h"
+#include "probe/nccl_log_files.h"
 #include "render/nccl_log.h"
 
 namespace stallscope {
 namespace {
-
-std::string ShortHostname(const Root& root) {
-  std::string name;
-  if (auto h = ReadAttribute(root.Path("/proc/sys/kernel/hostname")); h.ok()) name = *h;
-  if (name.empty() && root.IsLive()) {
-    struct utsname uts {};
-    if (uname(&uts) == 0) name = uts.nodename;
-  }
-  return name.substr(0, name.find('.'));  // NCCL prints the name up to the first '.'
-}
-
-// This host's Active RDMA ports, or a note saying why they are unknown.
-std::optional<HostRdmaPorts> ReadHostRdma(const Root& root, std::vector<std::string>& notes) {
-  Result<std::vector<InfinibandDevice>> devices = ReadInfinibandDevices(root);
-  if (!devices.ok()) {
-    notes.push_back("RDMA ports not read: " + devices.status().message());
-    return std::nullopt;
-  }
-  HostRdmaPorts host;
-  host.hostname = ShortHostname(root);
-  for (const InfinibandDevice& d : *devices) {
-    for (const InfinibandPort& p : d.ports) {
-      if (!p.state || p.state->name != "ACTIVE") continue;
-      host.active_ports.push_back(d.name + ":" + std::to_string(p.port) + " " +
-                                  (p.link_layer.empty() ? "?" : p.link_layer) +
-                                  (p.rate ? " " + p.rate->text : ""));
-    }
-  }
-  return host;
-}
 
 std::string NowUtc() {
   std::time_t now = std::time(nullptr);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -14,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/run_analysis.h"
 #include "probe/mounts.h"
+#include "probe/nccl_log_files.h"
 #include "probe/snapshot.h"
 #include "record/hook_receiver.h"
 #include "record/job.h"
@@ -36,6 +38,7 @@ struct RecordFlags {
   int pid = 0;
   int procs = 0;  // run --procs K: start K ranks; 0: the command as given
   std::vector<std::string> command;
+  std::vector<std::string> nccl_logs;  // run --nccl-log FILE...
 };
 
 void AddRecordFlags(CLI::App& app, RecordFlags& flags) {
@@ -56,8 +59,66 @@ std::string DefaultRunPath() {
   return name;
 }
 
+// The NCCL logs of a run (NCCL_DEBUG_FILE, --nccl-log) read once the job
+// ended: the logs' network findings join the run's, and errors become notes
+// (the job ran; its report must still come out).
+std::vector<NcclLogFile> ReadRunNcclLogs(const RecordFlags& flags, const timespec& started,
+                                         std::vector<std::string>& notes) {
+  std::vector<std::string> paths = flags.nccl_logs;
+  if (const char* pattern = std::getenv("NCCL_DEBUG_FILE"); pattern && *pattern) {
+    std::vector<std::string> found = FindNcclDebugFiles(pattern, ShortHostname(Root("/")), started);
+    if (found.empty()) {
+      notes.push_back(fmt::format(
+          "nccl: NCCL_DEBUG_FILE={} is set but the job wrote no such file on this host (is "
+          "NCCL_DEBUG=INFO set?)",
+          pattern));
+    }
+    for (std::string& p : found) {
+      if (std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(std::move(p));
+    }
+  }
+  std::vector<NcclLogFile> logs;
+  for (const std::string& path : paths) {
+    bool named =
+        std::find(flags.nccl_logs.begin(), flags.nccl_logs.end(), path) != flags.nccl_logs.end();
+    Result<NcclLogFile> log = ReadNcclLogFile(path, named ? "--nccl-log" : "NCCL_DEBUG_FILE");
+    if (!log.ok()) {
+      notes.push_back("nccl: " + log.status().message());
+      std::fprintf(stderr, "stallscope run: %s\n", log.status().message().c_str());
+      continue;
+    }
+    logs.push_back(std::move(*log));
+  }
+  return logs;
+}
+
+void FoldInNcclLogs(const std::vector<NcclLogFile>& logs, std::vector<std::string> notes,
+                    RunAnalysis& run) {
+  if (!logs.empty()) {
+    std::optional<HostRdmaPorts> host = ReadHostRdma(Root("/"), notes);
+    for (const NcclLogFile& log : logs) {
+      notes.push_back(DescribeNcclLogFile(log));
+      for (Finding& f : NcclHostNetworkFindings(log, host)) run.findings.push_back(std::move(f));
+    }
+  }
+  for (std::string& n : notes) run.notes.push_back(std::move(n));
+}
+
+nlohmann::ordered_json NcclLogsJson(const std::vector<NcclLogFile>& logs) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const NcclLogFile& log : logs) {
+    out.push_back({{"file", log.path},
+                   {"nccl_lines", log.summary.nccl_lines},
+                   {"ranks", log.summary.ranks.size()},
+                   {"hosts", NcclJobNodes(log.summary)},
+                   {"first_socket_line", log.first_socket_line}});
+  }
+  return out;
+}
+
 // The findings of a run, as `run`, `watch` and `report` print them.
-int PrintRunReport(const char* command, const RunAnalysis& run, bool json, std::FILE* text_out) {
+int PrintRunReport(const char* command, const RunAnalysis& run, bool json, std::FILE* text_out,
+                   const std::vector<NcclLogFile>& nccl_logs = {}) {
   const Timeline& timeline = run.timeline;
   Report report = MakeRunReport(run);
   ReportHeader header{command, timeline.info.hostname, timeline.info.started_utc,
@@ -69,6 +130,7 @@ int PrintRunReport(const char* command, const RunAnalysis& run, bool json, std::
     j["run"]["samples"] = timeline.samples.size();
     j["epochs"] = EpochsToJson(run.epochs);
     j["ranks"] = RanksToJson(run.ranks);
+    if (!nccl_logs.empty()) j["nccl_logs"] = NcclLogsJson(nccl_logs);
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
   } else {
     std::string out = "\n" + DescribeRunEnd(timeline.info, timeline.samples.size());
@@ -84,13 +146,16 @@ int PrintRunReport(const char* command, const RunAnalysis& run, bool json, std::
   return kExitOk;
 }
 
-int PrintRunReport(const char* command, const std::string& path, bool json, std::FILE* text_out) {
+int PrintRunReport(const char* command, const std::string& path, bool json, std::FILE* text_out,
+                   const std::vector<NcclLogFile>& nccl_logs = {},
+                   std::vector<std::string> nccl_notes = {}) {
   Result<RunAnalysis> run = AnalyzeRunFile(path);
   if (!run.ok()) {
     std::fprintf(stderr, "stallscope: %s\n", run.status().message().c_str());
     return kExitCouldNotRun;
   }
-  return PrintRunReport(command, *run, json, text_out);
+  FoldInNcclLogs(nccl_logs, std::move(nccl_notes), *run);
+  return PrintRunReport(command, *run, json, text_out, nccl_logs);
 }
 
 // Everything run and watch share once the job exists.
@@ -156,8 +221,16 @@ CommandRunner SetupRun(CLI::App& app) {
                  "start CMD as K ranks (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, "
                  "MASTER_ADDR=127.0.0.1, MASTER_PORT set as torchrun sets them)")
       ->check(CLI::Range(1, 4096));
+  app.add_option("--nccl-log", flags->nccl_logs,
+                 "an NCCL_DEBUG=INFO log the job writes (repeatable), read when it ends; the "
+                 "files of NCCL_DEBUG_FILE (%h, %p expanded) are read without it")
+      ->allow_extra_args(false);  // one file a flag: the command's words stay the command's
   app.add_option("command", flags->command, "the command to run, after --")->required();
   return [flags]() {
+    // NCCL_DEBUG_FILE matches only files created from here on.
+    // The coarse clock is the one file systems stamp files with.
+    timespec started{};
+    clock_gettime(CLOCK_REALTIME_COARSE, &started);
     std::string path = flags->out.empty() ? DefaultRunPath() : flags->out;
     std::optional<RunWriter> writer;
     Result<RunInfo> info = Prepare(*flags, path, writer);
@@ -190,7 +263,9 @@ CommandRunner SetupRun(CLI::App& app) {
     if (Status closed = writer->Close(); !closed.ok()) {
       std::fprintf(stderr, "stallscope run: %s\n", closed.message().c_str());
     }
-    PrintRunReport("run", path, flags->json, stderr);
+    std::vector<std::string> nccl_notes;
+    std::vector<NcclLogFile> nccl_logs = ReadRunNcclLogs(*flags, started, nccl_notes);
+    PrintRunReport("run", path, flags->json, stderr, nccl_logs, std::move(nccl_notes));
     // What watching cost, in the job's currency: CPU taken from it.
     struct rusage self;
     getrusage(RUSAGE_SELF, &self);

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
+#include "analyze/nccl_log_host.h"
 #include "core/units.h"
 
 namespace stallscope {
@@ -98,6 +101,19 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
     }
     out += "\n";
   }
+  // The CUDA runtime NCCL was built for (its "+cudaX.Y" suffix) next to the
+  // driver it found: a runtime newer than the driver cannot run.
+  std::map<std::pair<std::string, std::string>, size_t> cuda;
+  for (const NcclProcess& p : log.processes) {
+    std::string runtime = NcclCudaRuntime(p.version);
+    std::string driver = NcclCudaDriverText(p.cuda_driver);
+    if (!runtime.empty() || !driver.empty()) ++cuda[{runtime, driver}];
+  }
+  for (const auto& [versions, count] : cuda) {
+    out += fmt::format("CUDA: runtime {} (NCCL's +cuda suffix), driver {} on {} process(es)\n",
+                       versions.first.empty() ? "-" : versions.first,
+                       versions.second.empty() ? "-" : versions.second, count);
+  }
   if (!log.unattributed_versions.empty()) {
     out += fmt::format("NCCL versions printed without a prefix: {}\n",
                        fmt::join(log.unattributed_versions, ", "));
@@ -160,6 +176,7 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
     processes.push_back({{"host", p.host},
                          {"pid", p.pid},
                          {"version", p.version},
+                         {"cuda_runtime", NcclCudaRuntime(p.version)},
                          {"cuda_driver", p.cuda_driver},
                          {"network", p.network},
                          {"bootstrap", InterfacesJson(p.bootstrap)},

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end: `stallscope nccl-log` on the fixture logs, from a file and from
 stdin, its JSON contract, its text table, the host RDMA ports under --root,
-and its errors (missing file, a directory, no FILE).
+and its errors (missing file, a directory, no FILE); and the same logs
+joined to `doctor --nccl-log` and to `run` (NCCL_DEBUG_FILE, --nccl-log).
 
 usage: nccl_log_cli.py PATH_TO_STALLSCOPE
 """
@@ -157,6 +158,111 @@ class NcclLogCli(unittest.TestCase):
         rc, out, err, _ = e2e.run(["nccl-log"])
         self.assertEqual(rc, 2)
         self.assertIn("FILE", err)
+
+
+# The job `run` starts in the NCCL_DEBUG_FILE test: it writes a log as NCCL
+# would, to NCCL_DEBUG_FILE with %h and %p expanded (host cut at the first
+# '.', its own pid).
+WRITE_NCCL_LOG = """
+import os, shutil, socket, sys
+host = socket.gethostname().split('.')[0]
+path = os.environ['NCCL_DEBUG_FILE'].replace('%h', host).replace('%p', str(os.getpid()))
+shutil.copyfile(sys.argv[1], path)
+print(path)
+"""
+
+
+class NcclLogInDoctorAndRun(unittest.TestCase):
+    """doctor --nccl-log, run with NCCL_DEBUG_FILE / --nccl-log, cuda_runtime."""
+
+    def test_doctor_nccl_log_sockets_while_log_shows_ib(self):
+        # The log's own NET/IB lines show RDMA devices, yet every channel is
+        # "via NET/Socket": network.rdma_unused holds whatever this host has.
+        log = fixture("v2_18_socket_while_ib_found.log")
+        report = e2e.run_json(self, ["doctor", "--quick", "--json", "--nccl-log", log])
+        self.assertEqual(report["command"], "doctor")
+        rdma = e2e.finding(report, "network.rdma_unused")
+        self.assertIsNotNone(rdma, [f["id"] for f in report["findings"]])
+        self.assertEqual(rdma["layer"], "network")
+        ev = rdma["evidence"]
+        self.assertEqual(ev["nccl_log"], log)
+        self.assertEqual(ev["nccl_log_line"], log + ":41 (first 'via NET/Socket')")
+        self.assertEqual(ev["nccl_ib_line"], log + ":17 (first 'NET/IB : Using')")
+        self.assertEqual(ev["rdma_devices_in_log"], "mlx5_0:1/IB, mlx5_1:1/IB")
+        self.assertIn("gpu-b:3878", ev["processes_on_sockets"])
+        with open(log) as f:
+            self.assertIn("via NET/Socket", f.read().splitlines()[40])
+        network = [l for l in report["layers"] if l["layer"] == "network"][0]
+        self.assertNotEqual(network["status"], "ok")
+        facts = [x["fact"] for x in report["facts"] if x["layer"] == "network"]
+        self.assertTrue(any(log in x and "CUDA runtime 12.2" in x for x in facts), facts)
+        # The loopback log: the id nccl-log gives it, in doctor's network layer.
+        lo = fixture("v2_28_multinode_lo_refused.log")
+        rc, out, err, _ = e2e.run(["doctor", "--quick", "--nccl-log", lo, log])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("network.wrong_interface", out)
+        self.assertIn("nccl_log=" + lo, out)
+        self.assertIn("network.rdma_unused", out)
+
+    def test_doctor_missing_nccl_log_is_usage_error(self):
+        missing = os.path.join(tempfile.gettempdir(), "no-such-nccl-%d.log" % os.getpid())
+        rc, out, err, _ = e2e.run(["doctor", "--quick", "--json", "--nccl-log",
+                                   fixture("v2_18_socket_while_ib_found.log"), missing])
+        self.assertEqual(rc, 2)
+        self.assertEqual(out, "")
+        self.assertIn("--nccl-log " + missing, err)
+        self.assertIn("No such file or directory", err)
+
+    def test_run_reads_the_jobs_nccl_debug_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            pattern = os.path.join(tmp, "nccl.%h.%p.log")
+            host = os.uname().nodename.split(".")[0]
+            # An older run's file matches the pattern: it must not be read.
+            stale = os.path.join(tmp, "nccl.%s.1.log" % host)
+            with open(stale, "w") as f, open(fixture("v2_28_multinode_lo_refused.log")) as lo:
+                f.write(lo.read())
+            os.utime(stale, (1, 1))
+            env = dict(os.environ, NCCL_DEBUG_FILE=pattern)
+            command = ["python3", "-c", WRITE_NCCL_LOG, fixture("v2_18_socket_while_ib_found.log")]
+            report = e2e.run_json(self, ["run", "--interval", "0.1", "--json", "--out",
+                                         os.path.join(tmp, "r.db"), "--"] + command, env=env)
+            written = [p for p in os.listdir(tmp) if p.startswith("nccl.") and p != os.path.basename(stale)]
+            self.assertEqual(len(written), 1, os.listdir(tmp))
+            written = os.path.join(tmp, written[0])
+            rdma = e2e.finding(report, "network.rdma_unused")
+            self.assertIsNotNone(rdma, [f["id"] for f in report["findings"]])
+            self.assertEqual(rdma["evidence"]["nccl_log"], written)
+            self.assertEqual(rdma["evidence"]["nccl_log_line"],
+                             written + ":41 (first 'via NET/Socket')")
+            self.assertIsNone(e2e.finding(report, "network.wrong_interface"))  # not the stale one
+            self.assertEqual([l["file"] for l in report["nccl_logs"]], [written])
+            # Without NCCL_DEBUG_FILE nothing is read; --nccl-log names a file instead.
+            env.pop("NCCL_DEBUG_FILE")
+            own = os.path.join(tmp, "own.log")
+            command = ["sh", "-c", "cat %s > %s" % (fixture("v2_28_multinode_lo_refused.log"), own)]
+            plain = e2e.run_json(self, ["run", "--interval", "0.1", "--json", "--out",
+                                        os.path.join(tmp, "r2.db"), "--"] + command, env=env)
+            self.assertNotIn("nccl_logs", plain)
+            self.assertIsNone(e2e.finding(plain, "network.rdma_unused"))
+            self.assertIsNone(e2e.finding(plain, "network.wrong_interface"))
+            named = e2e.run_json(self, ["run", "--interval", "0.1", "--json", "--out",
+                                        os.path.join(tmp, "r3.db"), "--nccl-log", own, "--"]
+                                 + command, env=env)
+            wrong = e2e.finding(named, "network.wrong_interface")
+            self.assertIsNotNone(wrong, [f["id"] for f in named["findings"]])
+            self.assertEqual(wrong["evidence"]["nccl_log"], own)
+            self.assertEqual(wrong["evidence"]["interface"], "lo:127.0.0.1")
+
+    def test_cuda_runtime_beside_the_driver(self):
+        log = fixture("v2_21_version_mismatch_init_hang.log")
+        report = e2e.run_json(self, ["nccl-log", log, "--json"])
+        runtimes = {p["pid"]: (p["cuda_runtime"], p["cuda_driver"])
+                    for p in report["nccl"]["processes"]}
+        self.assertEqual(runtimes[9120], ("12.4", 12040))
+        self.assertEqual(runtimes[5531], ("12.2", 12020))
+        rc, out, err, _ = e2e.run(["nccl-log", log])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("CUDA: runtime 12.4 (NCCL's +cuda suffix), driver 12.4 on 2 process(es)", out)
 
 
 if __name__ == "__main__":

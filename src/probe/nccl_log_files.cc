@@ -1,0 +1,132 @@
+// NCCL log files read for doctor and run (see nccl_log_files.h).
+#include "probe/nccl_log_files.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <memory>
+
+#include "probe/infiniband.h"
+
+namespace stallscope {
+namespace {
+
+constexpr size_t kBlockBytes = 1 << 20;
+
+bool NotBefore(const statx_timestamp& t, const timespec& since) {
+  return t.tv_sec > since.tv_sec || (t.tv_sec == since.tv_sec && t.tv_nsec >= since.tv_nsec);
+}
+
+}  // namespace
+
+std::string ShortHostname(const Root& root) {
+  std::string name;
+  if (auto h = ReadAttribute(root.Path("/proc/sys/kernel/hostname")); h.ok()) name = *h;
+  if (name.empty() && root.IsLive()) {
+    struct utsname uts {};
+    if (uname(&uts) == 0) name = uts.nodename;
+  }
+  return name.substr(0, name.find('.'));  // NCCL prints the name up to the first '.'
+}
+
+std::optional<HostRdmaPorts> ReadHostRdma(const Root& root, std::vector<std::string>& notes) {
+  Result<std::vector<InfinibandDevice>> devices = ReadInfinibandDevices(root);
+  if (!devices.ok()) {
+    notes.push_back("RDMA ports not read: " + devices.status().message());
+    return std::nullopt;
+  }
+  HostRdmaPorts host;
+  host.hostname = ShortHostname(root);
+  for (const InfinibandDevice& d : *devices) {
+    for (const InfinibandPort& p : d.ports) {
+      if (!p.state || p.state->name != "ACTIVE") continue;
+      host.active_ports.push_back(d.name + ":" + std::to_string(p.port) + " " +
+                                  (p.link_layer.empty() ? "?" : p.link_layer) +
+                                  (p.rate ? " " + p.rate->text : ""));
+    }
+  }
+  return host;
+}
+
+Result<NcclLogFile> ReadNcclLogFile(const std::string& path, std::string_view flag) {
+  std::string what = std::string(flag) + (flag.empty() ? "" : " ") + path;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(what + ": cannot open it", errno);
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
+    return Status::InvalidArgument(what + ": is a directory, not an NCCL log");
+  }
+  NcclLogParser parser;
+  NcclLineMarks marks;
+  std::unique_ptr<char[]> block(new char[kBlockBytes]);
+  while (true) {
+    ssize_t n = read(fd, block.get(), kBlockBytes);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status s = Status::FromErrno(what + ": read failed", errno);
+      close(fd);
+      return s;
+    }
+    if (n == 0) break;
+    std::string_view chunk(block.get(), static_cast<size_t>(n));
+    parser.Feed(chunk);
+    marks.Feed(chunk);
+  }
+  close(fd);
+  NcclLogFile log;
+  log.path = path;
+  log.summary = parser.Finish();
+  log.first_socket_line = marks.first_socket_line();
+  log.first_ib_line = marks.first_ib_line();
+  return log;
+}
+
+std::string NcclDebugFileGlob(std::string_view pattern, std::string_view hostname) {
+  auto literal = [](std::string& out, std::string_view text) {
+    for (char c : text) {
+      if (c == '*' || c == '?' || c == '[' || c == '\\') out += '\\';
+      out += c;
+    }
+  };
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'h') {
+      literal(out, hostname);
+      ++i;
+    } else if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
+      out += "[0-9]*";
+      ++i;
+    } else {
+      literal(out, pattern.substr(i, 1));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> FindNcclDebugFiles(std::string_view pattern, std::string_view hostname,
+                                            const timespec& since) {
+  std::vector<std::string> out;
+  std::string g = NcclDebugFileGlob(pattern, hostname);
+  glob_t found{};
+  if (glob(g.c_str(), 0, nullptr, &found) == 0) {
+    for (size_t i = 0; i < found.gl_pathc; ++i) {
+      struct statx sx {};
+      if (statx(AT_FDCWD, found.gl_pathv[i], 0, STATX_TYPE | STATX_BTIME | STATX_MTIME, &sx) != 0)
+        continue;
+      if (!S_ISREG(sx.stx_mode)) continue;
+      const statx_timestamp& t = (sx.stx_mask & STATX_BTIME) ? sx.stx_btime : sx.stx_mtime;
+      if (NotBefore(t, since)) out.push_back(found.gl_pathv[i]);
+    }
+  }
+  globfree(&found);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace stallscope

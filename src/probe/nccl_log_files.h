@@ -1,0 +1,40 @@
+// NCCL log files read for `doctor --nccl-log`, `run --nccl-log` and the
+// files a job run under `stallscope run` wrote to NCCL_DEBUG_FILE; and this
+// host's name and Active RDMA ports as NCCL's log lines name them (shared
+// with `nccl-log`). Touches only the files named and /sys/class/infiniband
+// under the root; thread-compatible.
+#pragma once
+
+#include <ctime>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyze/nccl_log_host.h"
+#include "core/status.h"
+#include "core/text.h"
+
+namespace stallscope {
+
+// The host name cut at the first '.', as NCCL prints it.
+std::string ShortHostname(const Root& root);
+
+// This host's Active RDMA ports, or nullopt with a note saying why unknown.
+std::optional<HostRdmaPorts> ReadHostRdma(const Root& root, std::vector<std::string>& notes);
+
+// One log read in one streaming pass; errors name `flag` and the file
+// ("--nccl-log x.log: cannot open x.log: No such file or directory").
+Result<NcclLogFile> ReadNcclLogFile(const std::string& path, std::string_view flag);
+
+// NCCL_DEBUG_FILE as a glob: %h becomes `hostname` (as NCCL expands it),
+// %p any pid (the job's processes have pids this side does not know), and
+// the rest is matched literally.
+std::string NcclDebugFileGlob(std::string_view pattern, std::string_view hostname);
+
+// The regular files matching NcclDebugFileGlob(pattern, hostname) that were
+// created (birth time, or the last change where the file system keeps none)
+// at or after `since` (CLOCK_REALTIME), sorted by name.
+std::vector<std::string> FindNcclDebugFiles(std::string_view pattern, std::string_view hostname,
+                                            const timespec& since);
+
+}  // namespace stallscope
