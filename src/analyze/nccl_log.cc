@@ -91,28 +91,24 @@ uint64_t Hash(std::string_view host, int64_t pid, int dev) {
   return h;
 }
 
+// The first and the last Word of x and y (n bytes, sizeof(Word) <= n <=
+// 2 * sizeof(Word)) are equal: together they cover all n bytes.
+template <typename Word>
+bool SameEnds(const char* x, const char* y, size_t n) {
+  Word a0, b0, a1, b1;
+  __builtin_memcpy(&a0, x, sizeof(Word));
+  __builtin_memcpy(&b0, y, sizeof(Word));
+  __builtin_memcpy(&a1, x + n - sizeof(Word), sizeof(Word));
+  __builtin_memcpy(&b1, y + n - sizeof(Word), sizeof(Word));
+  return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
 // a == b for the short strings hostnames are, without a memcmp call.
 bool SameText(const std::string& a, std::string_view b) {
   size_t n = a.size();
   if (n != b.size()) return false;
-  const char* x = a.data();
-  const char* y = b.data();
-  if (n >= 8 && n <= 16) {
-    uint64_t a0, b0, a1, b1;
-    __builtin_memcpy(&a0, x, 8);
-    __builtin_memcpy(&b0, y, 8);
-    __builtin_memcpy(&a1, x + n - 8, 8);
-    __builtin_memcpy(&b1, y + n - 8, 8);
-    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-  }
-  if (n >= 4 && n < 8) {
-    uint32_t a0, b0, a1, b1;
-    __builtin_memcpy(&a0, x, 4);
-    __builtin_memcpy(&b0, y, 4);
-    __builtin_memcpy(&a1, x + n - 4, 4);
-    __builtin_memcpy(&b1, y + n - 4, 4);
-    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-  }
+  if (n >= 8 && n <= 16) return SameEnds<uint64_t>(a.data(), b.data(), n);
+  if (n >= 4 && n < 8) return SameEnds<uint32_t>(a.data(), b.data(), n);
   return a == b;
 }
 
@@ -452,9 +448,9 @@ size_t NcclLogParser::RankFor(const NcclLinePrefix& prefix) {
   // Interleaved ranks: a small cache on (pid, dev), checked against the
   // host, spares hashing the host on nearly every line.
   static_assert(kRecentRanks == 256);
-  uint64_t mixed = ((static_cast<uint64_t>(prefix.pid) << 12) ^
-                    static_cast<uint64_t>(prefix.cuda_dev + 1)) *
-                   0x9e3779b97f4a7c15ull;  // Fibonacci hashing: the top 8 bits
+  uint64_t mixed =
+      ((static_cast<uint64_t>(prefix.pid) << 12) ^ static_cast<uint64_t>(prefix.cuda_dev + 1)) *
+      0x9e3779b97f4a7c15ull;  // Fibonacci hashing: the top 8 bits
   size_t& cached = recent_ranks_[mixed >> 56];
   if (cached != kNoRank) {
     const NcclRank& r = summary_.ranks[cached];
