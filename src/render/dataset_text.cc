@@ -77,16 +77,7 @@ std::string RenderDatasetText(const DatasetCensus& c, const Report& report) {
   } else {
     out += "io\n";
   }
-  for (const Finding& f : report.findings) {
-    out += fmt::format("  [{}] {}: {}\n", SeverityName(f.severity), f.id, f.summary);
-    std::string evidence;
-    for (const Evidence& e : f.evidence) {
-      evidence +=
-          fmt::format("{}{}={}", evidence.empty() ? "" : ", ", e.name, EvidenceText(e.value));
-    }
-    if (!evidence.empty()) out += fmt::format("      evidence: {}\n", evidence);
-    out += fmt::format("      next:     {}\n", f.next);
-  }
+  for (const Finding& f : report.findings) out += FindingText(f, /*with_next=*/true);
   for (const std::string& note : report.notes) out += fmt::format("note: {}\n", note);
   return out;
 }

@@ -48,30 +48,11 @@ std::string RenderDoctorText(const DoctorTextInput& in) {
       if (layer == l.layer) out += fmt::format("  . {}\n", fact);
     }
     for (const Finding& f : report.findings) {
-      if (f.layer != l.layer) continue;
-      out += fmt::format("  [{}] {}: {}\n", SeverityName(f.severity), f.id, f.summary);
-      std::string evidence;
-      for (const Evidence& e : f.evidence) {
-        evidence +=
-            fmt::format("{}{}={}", evidence.empty() ? "" : ", ", e.name, EvidenceText(e.value));
-      }
-      if (!evidence.empty()) out += fmt::format("      evidence: {}\n", evidence);
-      if (f.impact) {
-        out += fmt::format("      impact:   {:.1f}% of wall time ({})\n",
-                           f.impact->wall_fraction * 100, f.impact->basis);
-      }
+      if (f.layer == l.layer) out += FindingText(f, /*with_next=*/false);
     }
   }
   out += "\n";
-  if (report.verdict.layer) {
-    out += fmt::format("verdict: {} — {}: {}\n", LayerName(*report.verdict.layer),
-                       report.verdict.finding, report.verdict.summary);
-  } else {
-    size_t warnings = 0;
-    for (const Finding& f : report.findings) warnings += f.severity == Severity::kWarning;
-    out += warnings == 0 ? "verdict: none — no layer checked holds the job back\n"
-                         : fmt::format("verdict: none critical — {} warning(s) above\n", warnings);
-  }
+  out += VerdictText(report, "no layer checked holds the job back");
   // The next checks, in the order to run them: critical first, then
   // warnings, each group in triage order (the findings already are).
   std::vector<const Finding*> order;

@@ -24,6 +24,13 @@ std::string EvidenceText(const EvidenceValue& value);
 // The word a text layer line prints for the worst severity among that layer's
 // findings: "CRITICAL", "warning" or "ok (notes)" (doctor and report text share it).
 std::string_view SeverityWord(Severity worst);
+// One finding as the text outputs print it: "  [severity] id: summary", its
+// evidence, its impact when measured, and its next check when with_next
+// (doctor lists the next checks apart, in order).
+std::string FindingText(const Finding& f, bool with_next);
+// The verdict line: the verdict's finding, or none_reason when nothing is
+// critical and nothing warns ("verdict: none — none_reason").
+std::string VerdictText(const Report& report, std::string_view none_reason);
 nlohmann::ordered_json ReportToJson(const ReportHeader& header, const Report& report);
 
 }  // namespace stallscope

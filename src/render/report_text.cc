@@ -28,6 +28,32 @@ std::string_view SeverityWord(Severity worst) {
   return "";
 }
 
+std::string FindingText(const Finding& f, bool with_next) {
+  std::string out = fmt::format("  [{}] {}: {}\n", SeverityName(f.severity), f.id, f.summary);
+  std::string evidence;
+  for (const Evidence& e : f.evidence) {
+    evidence += fmt::format("{}{}={}", evidence.empty() ? "" : ", ", e.name, EvidenceText(e.value));
+  }
+  if (!evidence.empty()) out += fmt::format("      evidence: {}\n", evidence);
+  if (f.impact) {
+    out += fmt::format("      impact:   {:.1f}% of wall time ({})\n", f.impact->wall_fraction * 100,
+                       f.impact->basis);
+  }
+  if (with_next) out += fmt::format("      next:     {}\n", f.next);
+  return out;
+}
+
+std::string VerdictText(const Report& report, std::string_view none_reason) {
+  if (report.verdict.layer) {
+    return fmt::format("verdict: {} — {}: {}\n", LayerName(*report.verdict.layer),
+                       report.verdict.finding, report.verdict.summary);
+  }
+  size_t warnings = 0;
+  for (const Finding& f : report.findings) warnings += f.severity == Severity::kWarning;
+  return warnings == 0 ? fmt::format("verdict: none — {}\n", none_reason)
+                       : fmt::format("verdict: none critical — {} warning(s) above\n", warnings);
+}
+
 namespace {
 
 std::string LayerStatusText(const LayerStatus& l) {
@@ -44,31 +70,11 @@ std::string RenderReportText(const ReportHeader& header, const Report& report) {
   for (const LayerStatus& l : report.layers) {
     out += fmt::format("{:<12} {}\n", LayerName(l.layer), LayerStatusText(l));
     for (const Finding& f : report.findings) {
-      if (f.layer != l.layer) continue;
-      out += fmt::format("  [{}] {}: {}\n", SeverityName(f.severity), f.id, f.summary);
-      std::string evidence;
-      for (const Evidence& e : f.evidence) {
-        evidence +=
-            fmt::format("{}{}={}", evidence.empty() ? "" : ", ", e.name, EvidenceText(e.value));
-      }
-      if (!evidence.empty()) out += fmt::format("      evidence: {}\n", evidence);
-      if (f.impact) {
-        out += fmt::format("      impact:   {:.1f}% of wall time ({})\n",
-                           f.impact->wall_fraction * 100, f.impact->basis);
-      }
-      out += fmt::format("      next:     {}\n", f.next);
+      if (f.layer == l.layer) out += FindingText(f, /*with_next=*/true);
     }
   }
   out += "\n";
-  if (report.verdict.layer) {
-    out += fmt::format("verdict: {} — {}: {}\n", LayerName(*report.verdict.layer),
-                       report.verdict.finding, report.verdict.summary);
-  } else {
-    size_t warnings = 0;
-    for (const Finding& f : report.findings) warnings += f.severity == Severity::kWarning;
-    out += warnings == 0 ? "verdict: none — no layer checked so far holds the job back\n"
-                         : fmt::format("verdict: none critical — {} warning(s) above\n", warnings);
-  }
+  out += VerdictText(report, "no layer checked so far holds the job back");
   for (const std::string& note : report.notes) out += fmt::format("note: {}\n", note);
   return out;
 }
