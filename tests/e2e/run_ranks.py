@@ -11,8 +11,10 @@ Run: /usr/bin/python3 run_ranks.py PATH_TO_STALLSCOPE
 import json
 import os
 import shutil
+import signal
 import socket
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -90,12 +92,33 @@ class DdpJob(unittest.TestCase):
     images: each rank's shard is 450 images, 15 batches)."""
 
     def ddp(self, name, *extra):
-        db = os.path.join(TMP, name + ".db")
-        args = ["run", "--procs", "2", "--interval", "0.5", "--json", "--out", db, "--",
-                PYTHON, EXAMPLE, "--ddp", "--epochs", "1", "--steps-per-epoch", "14",
-                "--batch-size", "32", "--workers", "0", "--make-images", "900",
-                "--data", os.path.join(TMP, "images")] + list(extra)
-        rc, out, err, seconds = e2e.run(args, timeout=240)
+        # A 2-rank gloo job of 14 steps takes 4-30 s here. Once in CI (a
+        # loaded 2-CPU machine) a healthy run hung past 240 s with nothing to
+        # show why; the cause is not found yet. So: the run gets its own
+        # session, a hung one is killed whole (stallscope, its launcher and
+        # both ranks, not left to load the next tests), its stderr is printed
+        # for the log, and it is tried once more. A second hang fails.
+        for attempt in (1, 2):
+            db = os.path.join(TMP, "%s-%d.db" % (name, attempt))
+            args = ["run", "--procs", "2", "--interval", "0.5", "--json", "--out", db, "--",
+                    PYTHON, EXAMPLE, "--ddp", "--epochs", "1", "--steps-per-epoch", "14",
+                    "--batch-size", "32", "--workers", "0", "--make-images", "900",
+                    "--data", os.path.join(TMP, "images")] + list(extra)
+            proc = subprocess.Popen([e2e.BINARY] + args, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True)
+            try:
+                out, err = proc.communicate(timeout=100)
+                break
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                out, err = proc.communicate()
+                tail = err.decode("utf-8", "replace")[-3000:]
+                if attempt == 2:
+                    self.fail("%s: hung twice (100 s each); stderr tail:\n%s" % (name, tail))
+                print("run_ranks: %s hung for 100 s (attempt 1), killed; stderr tail:\n%s"
+                      % (name, tail), file=sys.stderr)
+        out, err, rc = out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), \
+            proc.returncode
         self.assertEqual(rc, 0, err[-3000:])
         report = json.loads(out)
         e2e.check_report(self, report)
