@@ -43,6 +43,14 @@ _last_send = [0]             # monotonic ns of the last flush; a cell, not rebou
 # from the communication thread's future callbacks and taken at each step end.
 _sync = []
 _ddp_on = [False]
+# Tokens of the bucket callbacks (_BucketDone) not yet freed. PyTorch runs a
+# callback on a ProcessGroupGloo worker thread and frees it there afterwards,
+# taking the GIL again: if the interpreter is finalizing by then (the job ended
+# just after its last backward) that thread exits mid-C++ and the process
+# aborts ("terminate called without an active exception", exit 134). At exit
+# the hook waits, bounded, until every callback is freed.
+_live_callbacks = set()
+_CALLBACK_DRAIN_S = 2.0
 
 
 class _State:
@@ -185,10 +193,21 @@ def _flush():
         pass
 
 
+def _drain_callbacks(limit_s=_CALLBACK_DRAIN_S):
+    """Sleeps (GIL released) until the communication threads have freed every
+    bucket callback, or limit_s passes (a collective that never completes, as
+    when a peer died, must not hold the exit)."""
+    deadline = time.monotonic() + limit_s
+    while _live_callbacks and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
 def _at_exit():
     try:
         if _state is not None and _state.pid == os.getpid():
             _flush()
+        if _ddp_on[0]:
+            _drain_callbacks()
     except Exception:
         pass
 
@@ -422,17 +441,31 @@ def ddp(model):
         if not hasattr(model, "register_comm_hook"):
             return model
         world = dist.get_world_size()
-        mono, spans = _mono, _sync
+        mono, spans, live = _mono, _sync, _live_callbacks
+        tokens = iter(range(1 << 62))
+
+        class _BucketDone:
+            """The all-reduce's completion callback: notes when it finished
+            and averages the bucket. Counted live until freed (see
+            _live_callbacks); set.add/discard are atomic under the GIL."""
+            __slots__ = ("t_launch", "token")
+
+            def __init__(self, t_launch):
+                self.t_launch = t_launch
+                self.token = next(tokens)
+                live.add(self.token)
+
+            def __call__(self, f):
+                spans.append((self.t_launch, mono()))
+                return f.value()[0].div_(world)
+
+            def __del__(self):
+                live.discard(self.token)
 
         def _allreduce_timed(state, bucket):
-            t_launch = mono()
-            tensor = bucket.buffer()
-            fut = dist.all_reduce(tensor, group=state, async_op=True).get_future()
-
-            def _done(f):
-                spans.append((t_launch, mono()))
-                return f.value()[0].div_(world)
-            return fut.then(_done)
+            done = _BucketDone(mono())
+            fut = dist.all_reduce(bucket.buffer(), group=state, async_op=True).get_future()
+            return fut.then(done)
 
         model.register_comm_hook(None, _allreduce_timed)
         _ddp_on[0] = True

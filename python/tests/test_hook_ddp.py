@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 
 import stallscope
@@ -149,6 +150,65 @@ class RealDdp(Receiver):
             self.assertGreater(sync_ns, 0)                  # an all-reduce ran
             self.assertLessEqual(sync_ns, int(steps[step][6]))
             self.assertGreater(cpu_ns, 0)
+
+
+# Two gloo ranks, each timing its all-reduces through stallscope.ddp and
+# ending right after its last backward (STALLSCOPE_MAX_STEPS): the moment a
+# communication thread may still be freeing the last bucket callback.
+TWO_RANK_JOB = textwrap.dedent("""
+    import torch, torch.distributed as dist, stallscope
+    from torch.nn.parallel import DistributedDataParallel
+    dist.init_process_group("gloo")
+    model = stallscope.ddp(DistributedDataParallel(torch.nn.Linear(64, 64)))
+    for x in stallscope.loader([torch.randn(8, 64) for _ in range(100)]):
+        model(x).sum().backward()
+    raise SystemExit(3)   # not reached: the limit ends the process first
+""")
+
+
+@unittest.skipUnless(HAVE_TORCH, "python3-torch is not installed")
+class ExitAfterLastStep(Receiver):
+    def test_ranks_exit_cleanly_right_after_the_last_all_reduce(self):
+        # Before the hook drained its callbacks at exit, about half of these
+        # runs aborted one rank ("terminate called without an active
+        # exception", status 134) as the interpreter finalized.
+        job = os.path.join(self.dir.name, "job.py")
+        with open(job, "w") as f:
+            f.write(TWO_RANK_JOB)
+        for attempt in range(6):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            procs = []
+            for rank in range(2):
+                env = dict(os.environ, STALLSCOPE_SOCKET=self.path, RANK=str(rank),
+                           WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                           STALLSCOPE_MAX_STEPS="3", OMP_NUM_THREADS="1", PYTHONPATH=PYDIR)
+                procs.append(subprocess.Popen([sys.executable, job], env=env,
+                                              stderr=subprocess.PIPE, text=True))
+            for rank, p in enumerate(procs):
+                try:
+                    _, err = p.communicate(timeout=120)
+                except subprocess.TimeoutExpired:
+                    for q in procs:
+                        q.kill()
+                    self.fail("run %d: rank %d still running after 120 s" % (attempt, rank))
+                self.assertEqual(p.returncode, 0, "run %d: rank %d exited %d; stderr: %s"
+                                 % (attempt, rank, p.returncode, err[-2000:]))
+            steps = sorted((r[2], r[3]) for r in self.records(0.1) if r[0] == "step")
+            self.assertEqual(steps, [(str(rank), str(i)) for rank in range(2) for i in range(3)],
+                             "run %d: 3 steps per rank" % attempt)
+
+    def test_drain_is_bounded_when_a_callback_is_never_freed(self):
+        stallscope._live_callbacks.add(-1)       # a collective that never completes
+        try:
+            t = time.monotonic()
+            stallscope._drain_callbacks(0.05)
+            waited = time.monotonic() - t
+        finally:
+            stallscope._live_callbacks.discard(-1)
+        self.assertGreaterEqual(waited, 0.05)
+        self.assertLess(waited, 1.0)
 
 
 if __name__ == "__main__":

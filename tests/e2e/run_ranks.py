@@ -98,6 +98,11 @@ class DdpJob(unittest.TestCase):
         # session, a hung one is killed whole (stallscope, its launcher and
         # both ranks, not left to load the next tests), its stderr is printed
         # for the log, and it is tried once more. A second hang fails.
+        # (A related exit-time race in the hook's all-reduce callbacks, which
+        # aborted ranks with status 134, was found and fixed since: see
+        # _live_callbacks in python/stallscope. Its deadlock form, a
+        # communication thread waiting for the GIL while the main thread
+        # joins it, may have been this hang.)
         for attempt in (1, 2):
             db = os.path.join(TMP, "%s-%d.db" % (name, attempt))
             args = ["run", "--procs", "2", "--interval", "0.5", "--json", "--out", db, "--",
