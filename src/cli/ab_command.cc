@@ -25,6 +25,7 @@
 #include "analyze/ab_rules.h"
 #include "analyze/nccl_log.h"
 #include "cli/commands.h"
+#include "core/host_clock.h"
 #include "core/text.h"
 #include "record/hook_receiver.h"
 #include "record/job.h"
@@ -285,12 +286,7 @@ int RunAb(const AbFlags& flags) {
     }
   }
   Report report = MakeReport(std::move(findings), checked, notes);
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  time_t now = time(nullptr);
-  char utc[32];
-  strftime(utc, sizeof utc, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-  ReportHeader header{"ab", host, utc, fa.wall_seconds + fb.wall_seconds};
+  ReportHeader header{"ab", HostName(), UtcNow(), fa.wall_seconds + fb.wall_seconds};
   if (flags.json) {
     nlohmann::ordered_json j = ReportToJson(header, report);
     j["ab"]["command"] = command;

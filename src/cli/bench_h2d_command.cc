@@ -14,6 +14,7 @@
 #include "cli/bench_command.h"
 #include "cli/progress.h"
 #include "core/byte_size.h"
+#include "core/host_clock.h"
 #include "gpu/cuda_h2d.h"
 #include "gpu/cuda_runtime.h"
 #include "render/bench_h2d.h"
@@ -22,20 +23,6 @@
 namespace stallscope {
 namespace {
 
-std::string HostnameText() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "";
-  return name;
-}
-
-std::string UtcNowText() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 }  // namespace
 
@@ -84,7 +71,7 @@ CommandRunner SetupBenchH2d(CLI::App& app) {
       progress.reset();
       progress = std::make_unique<ProgressLine>(text);
     };
-    std::string time_utc = UtcNowText();
+    std::string time_utc = UtcNow();
     Result<H2dResult> result = RunH2dBench(**cuda, options);
     progress.reset();
     if (!result.ok()) {
@@ -100,7 +87,7 @@ CommandRunner SetupBenchH2d(CLI::App& app) {
         notes.push_back(fmt::format("GPU {}: {}", gpu.index, note));
     }
     Report report = MakeReport({}, {}, notes);
-    ReportHeader header{"bench h2d", HostnameText(), time_utc, result->total_seconds};
+    ReportHeader header{"bench h2d", HostName(), time_utc, result->total_seconds};
     std::string out;
     if (f->json) {
       nlohmann::ordered_json json = ReportToJson(header, report);

@@ -2,8 +2,7 @@
 // joining the world under a launcher, the host name, where a rank sits on its
 // node, and the agreement step that turns one rank's failure into one message
 // from rank 0 and the same exit on every rank (a rank that just returned
-// would leave the others waiting in their next collective). Defined in
-// cli/cluster_command.cc.
+// would leave the others waiting in their next collective).
 #pragma once
 
 #include <ctime>
@@ -20,8 +19,7 @@
 
 namespace stallscope {
 
-// HostName() comes from core/host_clock.h.
-std::string UtcTime(long epoch_seconds);
+// HostName() and UtcTime() come from core/host_clock.h.
 
 struct LocalPlace {
   int local_rank = 0;   // index among the ranks on the same host

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "core/host_clock.h"
 #include "export/exposition.h"
 #include "export/hook_listener.h"
 #include "export/host_metrics.h"
@@ -36,10 +37,10 @@ int64_t MonotonicNowNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// The host label: "unknown" when the kernel will not say.
 std::string Hostname() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
-  return name;
+  std::string name = HostName();
+  return name.empty() ? "unknown" : name;
 }
 
 struct ExporterFlags {

@@ -15,6 +15,7 @@
 #include "analyze/nccl_log.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "core/host_clock.h"
 #include "core/text.h"
 #include "probe/nccl_log_files.h"
 #include "render/nccl_log.h"
@@ -22,14 +23,6 @@
 namespace stallscope {
 namespace {
 
-std::string NowUtc() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 }  // namespace
 
@@ -86,7 +79,7 @@ CommandRunner SetupNcclLog(CLI::App& app) {
     notes.push_back("memory and io layers are not judged from an NCCL log");
     Report report =
         MakeReport(CheckNcclLog(*log, host), {Layer::kNetwork, Layer::kDistributed}, notes);
-    ReportHeader header{"nccl-log", host ? host->hostname : "", NowUtc(), 0};
+    ReportHeader header{"nccl-log", host ? host->hostname : "", UtcNow(), 0};
     std::string out = flags->json ? NcclLogToJson(source, *log, header, report).dump(2) + "\n"
                                   : RenderNcclLogText(source, *log, header, report);
     std::fputs(out.c_str(), stdout);

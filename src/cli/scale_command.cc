@@ -22,6 +22,7 @@
 
 #include "analyze/scaling.h"
 #include "cli/commands.h"
+#include "core/host_clock.h"
 #include "core/text.h"
 #include "record/hook_receiver.h"
 #include "record/job.h"
@@ -185,11 +186,7 @@ CommandRunner SetupScale(CLI::App& app) {
     }
     const std::string command = JoinCommand(flags->command);
     const int64_t began_ns = MonotonicNs();
-    char began_utc[32] = "";
-    time_t now = time(nullptr);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(began_utc, sizeof began_utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    const std::string began_utc = UtcNow();
     std::vector<ScalePoint> points;
     std::vector<std::string> notes;
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -249,12 +246,8 @@ CommandRunner SetupScale(CLI::App& app) {
     ScaleAnalysis analysis = AnalyzeScaling(points);
     Report report = MakeReport(CheckScaling(analysis, command),
                                {Layer::kNetwork, Layer::kDistributed}, notes);
-    ReportHeader header{"scale", "", began_utc,
+    ReportHeader header{"scale", HostName(), began_utc,
                         static_cast<double>(MonotonicNs() - began_ns) / 1e9};
-    if (char host[256]; gethostname(host, sizeof host) == 0) {
-      host[sizeof host - 1] = '\0';
-      header.hostname = host;
-    }
     if (flags->json) {
       nlohmann::ordered_json j = ReportToJson(header, report);
       j["scale"] = ScaleToJson(analysis);

@@ -11,13 +11,14 @@ std::string HostName() {
   return name;
 }
 
-std::string UtcNow() {
-  time_t now = ::time(nullptr);
+std::string UtcTime(std::time_t epoch_seconds) {
   struct tm tm {};
-  ::gmtime_r(&now, &tm);
+  ::gmtime_r(&epoch_seconds, &tm);
   char text[32];
   ::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return text;
 }
+
+std::string UtcNow() { return UtcTime(::time(nullptr)); }
 
 }  // namespace stallscope

@@ -3,6 +3,7 @@
 // place for both, so every command's header reads the same. Stateless.
 #pragma once
 
+#include <ctime>
 #include <string>
 
 namespace stallscope {
@@ -11,7 +12,10 @@ namespace stallscope {
 // print no host rather than a made-up one).
 std::string HostName();
 
-// Now, as "2026-11-29T18:40:00Z".
+// A time in seconds since the epoch, as "2026-11-29T18:40:00Z".
+std::string UtcTime(std::time_t epoch_seconds);
+
+// Now, as UtcTime formats it.
 std::string UtcNow();
 
 }  // namespace stallscope

@@ -4,13 +4,13 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <memory>
 
+#include "core/host_clock.h"
 #include "probe/infiniband.h"
 
 namespace stallscope {
@@ -27,10 +27,7 @@ bool NotBefore(const statx_timestamp& t, const timespec& since) {
 std::string ShortHostname(const Root& root) {
   std::string name;
   if (auto h = ReadAttribute(root.Path("/proc/sys/kernel/hostname")); h.ok()) name = *h;
-  if (name.empty() && root.IsLive()) {
-    struct utsname uts {};
-    if (uname(&uts) == 0) name = uts.nodename;
-  }
+  if (name.empty() && root.IsLive()) name = HostName();
   return name.substr(0, name.find('.'));  // NCCL prints the name up to the first '.'
 }
 

@@ -399,13 +399,9 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
     read_slow = false;
     ++quiet_skips_;
   }
-  if (read_slow) {
-    m.slow_cpu_ticks = cpu_ticks;
-    m.slow_faults = faults;
-    m.slow_rss_pages = rss_pages;
-    m.slow_membership = membership_changes_;
-    m.slow_read_in = samples_;
-  }
+  // What the gate compares against is noted only once the slow files were
+  // read whole, so a failed read is tried again on the next slow sample.
+  bool slow_read_whole = read_slow;
   const int keep_slow = budget_ / 2;
   if (read_slow || m.rss_from_status) {
     int err = ReadKept(m.status, pid, "status", keep_slow);
@@ -450,7 +446,15 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
       s.pss_bytes = rollup->pss_bytes;
     } else {
       s.pss_bytes.reset();
+      slow_read_whole = false;
     }
+  }
+  if (slow_read_whole) {
+    m.slow_cpu_ticks = cpu_ticks;
+    m.slow_faults = faults;
+    m.slow_rss_pages = rss_pages;
+    m.slow_membership = membership_changes_;
+    m.slow_read_in = samples_;
   }
   // cmdline changes with an exec, which also changes comm (a fork()ed child
   // caught before its exec shows its parent's argv until then).

@@ -350,6 +350,29 @@ TEST_F(FixtureTreeCopy, QuietMemberKeepsSlowFieldsUpToItsBound) {
   EXPECT_EQ(eager.quiet_skips(), 0);
 }
 
+TEST_F(FixtureTreeCopy, QuietMemberWhoseSlowReadFailedIsReadAgain) {
+  // A failed smaps_rollup read is not a read: the quiet gate does not carry
+  // its absent PSS over, the next slow sample reads the file again.
+  ProcessSamplerOptions options = Options();
+  options.slow_every = 2;
+  options.quiet_slow_every = 3;
+  const std::string good = Slurp(Proc("100/smaps_rollup"));
+  WriteFile(Proc("100/smaps_rollup"), "Pss: lots kB\n");
+  ProcessTreeSampler sampler(Root(dir_.string()), 100, options);
+  Result<ProcessTree> t0 = sampler.Sample();  // sample 0: the rollup is malformed
+  ASSERT_TRUE(t0.ok()) << t0.status().ToString();
+  ASSERT_NE(Find(*t0, 100), nullptr);
+  EXPECT_FALSE(Find(*t0, 100)->pss_bytes.has_value());
+  WriteFile(Proc("100/smaps_rollup"), good);
+  ASSERT_TRUE(sampler.Sample().ok());         // sample 1: fast
+  Result<ProcessTree> t2 = sampler.Sample();  // sample 2: slow, 100 quiet
+  ASSERT_TRUE(t2.ok());
+  const ProcessSample* root = Find(*t2, 100);
+  ASSERT_NE(root, nullptr);
+  ASSERT_TRUE(root->pss_bytes.has_value());
+  EXPECT_EQ(*root->pss_bytes, 6000000ull * 1024);
+}
+
 TEST_F(FixtureTreeCopy, ReusedPidIsANewProcess) {
   ProcessTreeSampler sampler(Root(dir_.string()), 100, Options());
   Result<ProcessTree> before = sampler.Sample();
