@@ -218,10 +218,9 @@ RunWriter::~RunWriter() { (void)Close(); }
 
 Status RunWriter::Close() {
   if (!db_) return Status::Ok();
-  for (Statement* statement :
-       {&begin_, &commit_, &rollback_, &insert_run_, &insert_baseline_, &insert_sample_,
-        &insert_process_, &insert_step_, &insert_epoch_, &insert_loader_, &insert_port_,
-        &insert_step_sync_, &insert_rank_}) {
+  for (Statement* statement : {&begin_, &commit_, &rollback_, &insert_run_, &insert_baseline_,
+                               &insert_sample_, &insert_process_, &insert_step_, &insert_epoch_,
+                               &insert_loader_, &insert_port_, &insert_step_sync_, &insert_rank_}) {
     statement->reset();
   }
   // The last connection to close checkpoints the WAL into the file and
@@ -281,8 +280,7 @@ Status RunWriter::AppendInterval(const TimelineSample& sample,
                                  std::span<const EpochEvent> epochs,
                                  std::span<const LoaderConfig> loaders,
                                  std::span<const PortCounterPoint> ports,
-                                 std::span<const RankInfo> ranks,
-                                 std::span<const StepSync> syncs) {
+                                 std::span<const RankInfo> ranks, std::span<const StepSync> syncs) {
   if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
   if (Status begun = Step(begin_.get(), "cannot begin an interval"); !begun.ok()) return begun;
   Status status = InsertInterval(sample, processes, steps, epochs, loaders, ports, ranks, syncs);
@@ -302,8 +300,7 @@ Status RunWriter::InsertInterval(const TimelineSample& s, std::span<const Proces
                                  std::span<const EpochEvent> epochs,
                                  std::span<const LoaderConfig> loaders,
                                  std::span<const PortCounterPoint> ports,
-                                 std::span<const RankInfo> ranks,
-                                 std::span<const StepSync> syncs) {
+                                 std::span<const RankInfo> ranks, std::span<const StepSync> syncs) {
   const int64_t interval = next_interval_;
   Binder sample(insert_sample_.get());
   sample.Int(interval)
@@ -327,79 +324,74 @@ Status RunWriter::InsertInterval(const TimelineSample& s, std::span<const Proces
   if (!sample.ok()) return Fail("cannot bind a sample");
   if (Status st = Step(insert_sample_.get(), "cannot write a sample"); !st.ok()) return st;
 
-  for (const ProcessPoint& p : processes) {
-    Binder bind(insert_process_.get());
-    bind.Int(interval)
-        .Real(p.t)
-        .Int(p.pid)
-        .Int(p.ppid)
-        .Text(p.comm)
-        .Bytes(p.rss_bytes)
-        .Real(p.cpu_percent);
-    if (!bind.ok()) return Fail("cannot bind a process point");
-    if (Status st = Step(insert_process_.get(), "cannot write a process point"); !st.ok()) {
-      return st;
+  // Each row of one table: bind it, step, and name the table's row on failure.
+  auto insert_each = [&](sqlite3_stmt* statement, const auto& rows, std::string_view what,
+                         auto bind_row) -> Status {
+    for (const auto& row : rows) {
+      Binder bind(statement);
+      bind_row(bind, row);
+      if (!bind.ok()) return Fail("cannot bind " + std::string(what));
+      if (Status st = Step(statement, "cannot write " + std::string(what)); !st.ok()) return st;
     }
-  }
-  for (const StepEvent& e : steps) {
-    Binder bind(insert_step_.get());
+    return Status::Ok();
+  };
+  Status st = insert_each(insert_process_.get(), processes, "a process point",
+                          [&](Binder& bind, const ProcessPoint& p) {
+                            bind.Int(interval)
+                                .Real(p.t)
+                                .Int(p.pid)
+                                .Int(p.ppid)
+                                .Text(p.comm)
+                                .Bytes(p.rss_bytes)
+                                .Real(p.cpu_percent);
+                          });
+  if (!st.ok()) return st;
+  st = insert_each(insert_step_.get(), steps, "a step", [&](Binder& bind, const StepEvent& e) {
     bind.Int(interval).Int(e.rank).Int(e.step).Real(e.t).Real(e.wait_seconds).Real(e.step_seconds);
-    if (!bind.ok()) return Fail("cannot bind a step");
-    if (Status st = Step(insert_step_.get(), "cannot write a step"); !st.ok()) return st;
-  }
-  for (const StepSync& e : syncs) {
-    Binder sync(insert_step_sync_.get());
-    sync.Int(interval).Int(e.rank).Int(e.step).Real(e.sync_seconds).Real(e.cpu_seconds);
-    if (!sync.ok()) return Fail("cannot bind a step's sync");
-    if (Status st = Step(insert_step_sync_.get(), "cannot write a step's sync"); !st.ok()) {
-      return st;
-    }
-  }
-  for (const RankInfo& r : ranks) {
-    Binder bind(insert_rank_.get());
+  });
+  if (!st.ok()) return st;
+  st = insert_each(
+      insert_step_sync_.get(), syncs, "a step's sync", [&](Binder& bind, const StepSync& e) {
+        bind.Int(interval).Int(e.rank).Int(e.step).Real(e.sync_seconds).Real(e.cpu_seconds);
+      });
+  if (!st.ok()) return st;
+  st = insert_each(insert_rank_.get(), ranks, "a rank", [&](Binder& bind, const RankInfo& r) {
     bind.Int(interval).Int(r.pid).Int(r.rank).Int(r.local_rank).Int(r.world_size).Text(r.hostname);
-    if (!bind.ok()) return Fail("cannot bind a rank");
-    if (Status st = Step(insert_rank_.get(), "cannot write a rank"); !st.ok()) return st;
-  }
-  for (const EpochEvent& e : epochs) {
-    Binder bind(insert_epoch_.get());
+  });
+  if (!st.ok()) return st;
+  st = insert_each(insert_epoch_.get(), epochs, "an epoch", [&](Binder& bind, const EpochEvent& e) {
     bind.Int(interval).Int(e.rank).Int(e.epoch).Real(e.t);
-    if (!bind.ok()) return Fail("cannot bind an epoch");
-    if (Status st = Step(insert_epoch_.get(), "cannot write an epoch"); !st.ok()) return st;
-  }
-  for (const LoaderConfig& l : loaders) {
-    Binder bind(insert_loader_.get());
-    bind.Int(interval)
-        .Int(l.rank)
-        .Int(l.pid)
-        .Int(l.batch_size)
-        .Int(l.num_workers)
-        .Bool(l.pin_memory)
-        .Int(l.prefetch_factor)
-        .Bool(l.persistent_workers)
-        .Int(l.dataset_length)
-        .Bool(l.gpu_available);
-    if (!bind.ok()) return Fail("cannot bind a loader");
-    if (Status st = Step(insert_loader_.get(), "cannot write a loader"); !st.ok()) return st;
-  }
-  for (const PortCounterPoint& p : ports) {
-    Binder bind(insert_port_.get());
-    bind.Int(interval)
-        .Real(p.t)
-        .Text(p.port)
-        .Bool(p.rdma)
-        .Bytes(p.packets)
-        .Bytes(p.rx_errors)
-        .Bytes(p.tx_errors)
-        .Bytes(p.rx_drops)
-        .Bytes(p.tx_drops)
-        .Bytes(p.symbol_errors)
-        .Bytes(p.link_downed)
-        .Bytes(p.rcv_errors);
-    if (!bind.ok()) return Fail("cannot bind port counters");
-    if (Status st = Step(insert_port_.get(), "cannot write port counters"); !st.ok()) return st;
-  }
-  return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  st = insert_each(insert_loader_.get(), loaders, "a loader",
+                   [&](Binder& bind, const LoaderConfig& l) {
+                     bind.Int(interval)
+                         .Int(l.rank)
+                         .Int(l.pid)
+                         .Int(l.batch_size)
+                         .Int(l.num_workers)
+                         .Bool(l.pin_memory)
+                         .Int(l.prefetch_factor)
+                         .Bool(l.persistent_workers)
+                         .Int(l.dataset_length)
+                         .Bool(l.gpu_available);
+                   });
+  if (!st.ok()) return st;
+  return insert_each(insert_port_.get(), ports, "port counters",
+                     [&](Binder& bind, const PortCounterPoint& p) {
+                       bind.Int(interval)
+                           .Real(p.t)
+                           .Text(p.port)
+                           .Bool(p.rdma)
+                           .Bytes(p.packets)
+                           .Bytes(p.rx_errors)
+                           .Bytes(p.tx_errors)
+                           .Bytes(p.rx_drops)
+                           .Bytes(p.tx_drops)
+                           .Bytes(p.symbol_errors)
+                           .Bytes(p.link_downed)
+                           .Bytes(p.rcv_errors);
+                     });
 }
 
 }  // namespace stallscope
