@@ -51,12 +51,6 @@ struct AbRun {
   bool timed_out = false;
 };
 
-double NowSeconds() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
-}
-
 // Starts the job with our stdout and stderr pointed at `capture` (when
 // given) for the time of the fork, so the job writes there and we do not.
 Result<Job> StartJob(const std::vector<std::string>& argv,
@@ -89,7 +83,7 @@ Result<AbRun> RunOnce(const AbFlags& flags, std::vector<std::pair<std::string, s
   env.insert(env.begin(), {{"STALLSCOPE_SOCKET", hook->socket_path()},
                            {"PYTHONPATH", pythonpath},
                            {"STALLSCOPE_MAX_STEPS", std::to_string(flags.steps)}});
-  double start = NowSeconds();
+  double start = MonotonicSeconds();
   auto start_ns = static_cast<int64_t>(start * 1e9);
   Result<Job> job = StartJob(flags.command, env, capture, flags.json);
   if (!job.ok()) return job.status();
@@ -117,13 +111,13 @@ Result<AbRun> RunOnce(const AbFlags& flags, std::vector<std::pair<std::string, s
       // a kill aimed at us alone is passed on.
       if (sig != SIGCHLD && info.si_code == SI_USER) job->Forward(sig);
     }
-    if (!killed && NowSeconds() - start > flags.timeout) {
+    if (!killed && MonotonicSeconds() - start > flags.timeout) {
       run.timed_out = true;
       killed = true;
       job->Forward(SIGKILL);
     }
   }
-  run.wall_seconds = NowSeconds() - start;
+  run.wall_seconds = MonotonicSeconds() - start;
   return run;
 }
 

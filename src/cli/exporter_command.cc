@@ -31,12 +31,6 @@ constexpr double kJobExpirySeconds = 300;
 // Processes tracked at once: far above the ranks one host runs.
 constexpr size_t kMaxJobProcesses = 1024;
 
-int64_t MonotonicNowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 // The host label: "unknown" when the kernel will not say.
 std::string Hostname() {
   std::string name = HostName();
@@ -152,13 +146,13 @@ int RunExporter(const ExporterFlags& flags) {
     if (request.path != "/metrics") {
       return {404, "text/plain; charset=utf-8", "not found: the metrics are at /metrics\n", {}};
     }
-    int64_t start = MonotonicNowNs();
+    int64_t start = MonotonicNs();
     hook->Drain([&](std::string_view d) { jobs.Ingest(d, start); });  // the freshest figures
     Exposition out;
     std::vector<std::string> notes;
     host.Emit(out, notes);
     jobs.Emit(out, hostname, start);
-    EmitSelf(out, server->counts(), jobs, notes.size(), (MonotonicNowNs() - start) / 1e9);
+    EmitSelf(out, server->counts(), jobs, notes.size(), (MonotonicNs() - start) / 1e9);
     for (const std::string& n : notes) {
       if (told.size() < 64 && told.insert(n).second) {
         std::fprintf(stderr, "stallscope exporter: note: %s\n", n.c_str());
@@ -169,7 +163,7 @@ int RunExporter(const ExporterFlags& flags) {
   std::vector<HttpServer::Watch> watches = {
       {hook->fd(),
        [&]() {
-         int64_t now = MonotonicNowNs();
+         int64_t now = MonotonicNs();
          hook->Drain([&](std::string_view d) { jobs.Ingest(d, now); });
          return true;
        }},
@@ -177,7 +171,7 @@ int RunExporter(const ExporterFlags& flags) {
   };
   Status served = server->Serve(handler, watches, flags.interval, [&]() {
     host.Tick();
-    jobs.Expire(MonotonicNowNs());
+    jobs.Expire(MonotonicNs());
   });
   close(sfd);
   if (!served.ok()) return Fail(served.message(), kExitCouldNotRun);

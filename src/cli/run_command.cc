@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/run_analysis.h"
+#include "core/host_clock.h"
 #include "probe/mounts.h"
 #include "probe/nccl_log_files.h"
 #include "probe/snapshot.h"
@@ -195,9 +196,7 @@ Result<RunInfo> Prepare(const RecordFlags& flags, const std::string& path,
   info.cpu_count = static_cast<int>(baseline->after.cpu.per_cpu.size());
   info.mem_total_bytes = baseline->after.memory.total_bytes;
   if (baseline->cgroup) info.cgroup_limit_bytes = baseline->cgroup->limit_bytes;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  info.start_monotonic_seconds = static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+  info.start_monotonic_seconds = MonotonicSeconds();
   return info;
 }
 

@@ -42,12 +42,6 @@ struct ScaleFlags {
   std::vector<std::string> command;
 };
 
-int64_t MonotonicNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 Result<std::vector<int>> ParseProcs(const std::string& text) {
   std::vector<int> out;
   std::vector<std::string_view> parts;

@@ -21,4 +21,16 @@ std::string UtcTime(std::time_t epoch_seconds) {
 
 std::string UtcNow() { return UtcTime(::time(nullptr)); }
 
+int64_t MonotonicNs() {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+double MonotonicSeconds() {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 }  // namespace stallscope

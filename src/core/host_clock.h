@@ -1,8 +1,11 @@
-// The two facts every report header carries about where and when it was made:
-// this host's name and the wall-clock time in UTC (ISO 8601, "...Z"). One
-// place for both, so every command's header reads the same. Stateless.
+// Where and when: this host's name and the wall-clock time in UTC (ISO 8601,
+// "...Z") that every report header carries, and the monotonic clock that
+// intervals, deadlines and rates are measured on. One place for each, so
+// every command's header reads the same and no file keeps its own copy.
+// Stateless.
 #pragma once
 
+#include <cstdint>
 #include <ctime>
 #include <string>
 
@@ -17,5 +20,10 @@ std::string UtcTime(std::time_t epoch_seconds);
 
 // Now, as UtcTime formats it.
 std::string UtcNow();
+
+// CLOCK_MONOTONIC, in nanoseconds and in seconds: only differences mean
+// anything.
+int64_t MonotonicNs();
+double MonotonicSeconds();
 
 }  // namespace stallscope

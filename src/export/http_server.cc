@@ -14,14 +14,10 @@
 #include <cstring>
 #include <ctime>
 
+#include "core/host_clock.h"
+
 namespace stallscope {
 namespace {
-
-int64_t NowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 int64_t Ns(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
 
@@ -152,7 +148,7 @@ void HttpServer::Accept() {
     }
     auto c = std::make_unique<Connection>();
     c->fd = fd;
-    c->deadline_ns = NowNs() + Ns(options_.request_timeout_seconds);
+    c->deadline_ns = MonotonicNs() + Ns(options_.request_timeout_seconds);
     connections_.push_back(std::move(c));
   }
 }
@@ -164,7 +160,7 @@ void HttpServer::Respond(Connection& c, const HttpResponse& response, bool head_
   c.in.clear();
   c.in.shrink_to_fit();
   c.state = Connection::State::kWriting;
-  c.deadline_ns = NowNs() + Ns(options_.write_timeout_seconds);
+  c.deadline_ns = MonotonicNs() + Ns(options_.write_timeout_seconds);
   OnWritable(c);
 }
 
@@ -221,15 +217,15 @@ void HttpServer::OnWritable(Connection& c) {
   std::string().swap(c.out);
   shutdown(c.fd, SHUT_WR);
   c.state = Connection::State::kLingering;
-  c.deadline_ns = NowNs() + Ns(kLingerSeconds);
+  c.deadline_ns = MonotonicNs() + Ns(kLingerSeconds);
 }
 
 Status HttpServer::Serve(const Handler& handler, const std::vector<Watch>& watches,
                          double tick_seconds, const std::function<void()>& tick) {
-  int64_t next_tick = NowNs();
+  int64_t next_tick = MonotonicNs();
   std::vector<struct pollfd> fds;
   for (;;) {
-    int64_t now = NowNs();
+    int64_t now = MonotonicNs();
     if (tick && now >= next_tick) {
       tick();
       next_tick = now + Ns(tick_seconds);

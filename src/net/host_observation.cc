@@ -1,20 +1,10 @@
 #include "net/host_observation.h"
 
-#include <time.h>
-
+#include "core/host_clock.h"
 #include "net/route.h"
 #include "probe/infiniband.h"
 
 namespace stallscope::net {
-namespace {
-
-double MonotonicSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-}  // namespace
 
 RdmaBaseline ReadRdmaBaseline(const Root& root) {
   RdmaBaseline b;

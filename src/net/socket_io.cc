@@ -11,12 +11,6 @@
 
 namespace stallscope::net {
 
-int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 Status WaitFor(int fd, short events, int64_t deadline_ns, const char* what) {
   while (true) {
     int64_t left_ns = deadline_ns - MonotonicNs();

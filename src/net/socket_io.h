@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <span>
 
+#include "core/host_clock.h"  // MonotonicNs
 #include "core/status.h"
 #include "net/protocol.h"
 
 namespace stallscope::net {
 
-int64_t MonotonicNs();
 inline int64_t DeadlineIn(double seconds) {
   return MonotonicNs() + static_cast<int64_t>(seconds * 1e9);
 }

@@ -5,6 +5,7 @@
 
 #include <iterator>
 
+#include "core/host_clock.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
 #include "probe/meminfo.h"
@@ -14,12 +15,6 @@
 
 namespace stallscope {
 namespace {
-
-double MonotonicSeconds() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 // In the same order as HostPressure's fields below.
 constexpr const char* kPressurePaths[] = {"/proc/pressure/cpu", "/proc/pressure/memory",

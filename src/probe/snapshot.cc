@@ -1,4 +1,3 @@
-#include "core/host_clock.h"
 #include "probe/snapshot.h"
 
 #include <fmt/format.h>
@@ -9,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/host_clock.h"
 #include "gpu/gpu_probe.h"
 #include "probe/cgroup.h"
 #include "probe/cpu_stat.h"
@@ -24,12 +24,6 @@
 
 namespace stallscope {
 namespace {
-
-double MonotonicSeconds() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 // On a live root the host's own names; on a fixture root, its files (or empty).
 void ReadIdentity(const Root& root, Snapshot& snapshot) {

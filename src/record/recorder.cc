@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "core/host_clock.h"
 #include "core/units.h"
 #include "gpu/gpu_probe.h"
 #include "probe/cgroup.h"
@@ -28,12 +29,6 @@
 
 namespace stallscope {
 namespace {
-
-int64_t MonotonicNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 // Per-epoch accumulators for the epoch line, kept for the lowest rank seen.
 struct EpochProgress {
