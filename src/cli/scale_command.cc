@@ -168,16 +168,12 @@ CommandRunner SetupScale(CLI::App& app) {
       return kExitUsage;
     }
     BlockRecordSignals();
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGCHLD);
-    int signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (signal_fd < 0) {
-      std::fprintf(stderr, "stallscope scale: signalfd: %s\n", std::strerror(errno));
+    Result<int> opened = OpenRecordSignalFd();
+    if (!opened.ok()) {
+      std::fprintf(stderr, "stallscope scale: %s\n", opened.status().message().c_str());
       return kExitCouldNotRun;
     }
+    const int signal_fd = *opened;
     const std::string command = JoinCommand(flags->command);
     const int64_t began_ns = MonotonicNs();
     const std::string began_utc = UtcNow();

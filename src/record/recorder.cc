@@ -207,26 +207,34 @@ std::string EpochLine(const EpochProgress& e, double end_t) {
       FormatBytes(e.peak_rss_bytes));
 }
 
-}  // namespace
-
-void BlockRecordSignals() {
+sigset_t RecordSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGCHLD);
+  return set;
+}
+
+}  // namespace
+
+void BlockRecordSignals() {
+  sigset_t set = RecordSignals();
   sigprocmask(SIG_BLOCK, &set, nullptr);
+}
+
+Result<int> OpenRecordSignalFd() {
+  sigset_t set = RecordSignals();
+  int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0) return Status::FromErrno("signalfd", errno);
+  return fd;
 }
 
 Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& options,
                                 HookReceiver* hook, RunWriter& writer, std::FILE* status) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGCHLD);
-  int signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (signal_fd < 0) return Status::FromErrno("signalfd", errno);
+  Result<int> opened = OpenRecordSignalFd();
+  if (!opened.ok()) return opened.status();
+  int signal_fd = *opened;
 
   const int64_t start_ns = static_cast<int64_t>(info.start_monotonic_seconds * 1e9);
   const int64_t interval_ns = static_cast<int64_t>(options.interval_seconds * 1e9);

@@ -37,9 +37,12 @@ struct RecordOutcome {
   bool interrupted = false;  // watch stopped by Ctrl-C / SIGTERM
 };
 
-// Blocks SIGINT, SIGTERM and SIGCHLD in the calling thread (before the job
-// starts, so none is lost) and returns the previous mask for the job.
+// Blocks SIGINT, SIGTERM and SIGCHLD in the calling thread, before the job
+// starts, so none is lost (the job's launcher restores its own mask).
 void BlockRecordSignals();
+
+// A non-blocking, close-on-exec signalfd that reads those three signals.
+Result<int> OpenRecordSignalFd();
 
 Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& options,
                                 HookReceiver* hook, RunWriter& writer, std::FILE* status);
