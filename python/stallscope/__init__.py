@@ -214,8 +214,11 @@ def _at_exit():
 
 def _after_fork():
     # A forked child (DataLoader worker) starts with nothing to send; its own
-    # state is made on its own first use (a new pid, a new hello).
+    # state is made on its own first use (a new pid, a new hello). It has no
+    # communication threads, so no callback it inherited is ever freed there:
+    # it must not wait for them at exit.
     del _buf[:]
+    _live_callbacks.clear()
 
 
 atexit.register(_at_exit)

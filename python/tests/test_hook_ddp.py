@@ -199,6 +199,22 @@ class ExitAfterLastStep(Receiver):
             self.assertEqual(steps, [(str(rank), str(i)) for rank in range(2) for i in range(3)],
                              "run %d: 3 steps per rank" % attempt)
 
+    def test_a_forked_worker_does_not_wait_for_inherited_callbacks(self):
+        # A DataLoader worker forked while a bucket callback was live: no
+        # communication thread exists in it to free that callback.
+        stallscope._ddp_on[0] = True
+        stallscope._live_callbacks.add(-2)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                t = time.monotonic()
+                stallscope._at_exit()
+                os._exit(0 if time.monotonic() - t < 0.5 else 1)
+            _, status = os.waitpid(pid, 0)
+        finally:
+            stallscope._live_callbacks.discard(-2)
+        self.assertEqual(status, 0, "the worker waited at exit for its parent's callbacks")
+
     def test_drain_is_bounded_when_a_callback_is_never_freed(self):
         stallscope._live_callbacks.add(-1)       # a collective that never completes
         try:
