@@ -17,7 +17,8 @@ the one that waits least. STALLSCOPE_MAX_STEPS=N ends the process (SystemExit
 steps this way). Outside stallscope `loader(x)` returns `x` itself, `ddp(m)`
 returns `m` untouched and `epoch(n)` does nothing. The hook never raises into
 the job and never blocks: a datagram that cannot be sent is dropped and
-counted.
+counted. (One bounded wait: at exit, a DDP process waits at most 2 s for
+PyTorch to free the hook's all-reduce callbacks; see _live_callbacks.)
 """
 import atexit
 import os
