@@ -13,13 +13,6 @@ namespace {
 
 constexpr std::string_view kBenchPrefix = "io.bench.";
 
-std::optional<Layer> LayerFromName(std::string_view name) {
-  for (Layer layer : kTriageOrder) {
-    if (LayerName(layer) == name) return layer;
-  }
-  return std::nullopt;
-}
-
 bool KeepInterface(const NetInterface& nic) {
   switch (nic.kind) {
     case InterfaceKind::kEthernet:

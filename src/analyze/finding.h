@@ -23,9 +23,11 @@ enum class Layer { kMemory, kIo, kNetwork, kDistributed, kCode };
 inline constexpr Layer kTriageOrder[] = {Layer::kMemory, Layer::kIo, Layer::kNetwork,
                                          Layer::kDistributed, Layer::kCode};
 std::string_view LayerName(Layer layer);
+std::optional<Layer> LayerFromName(std::string_view name);  // nullopt: not a layer
 
 enum class Severity { kInfo, kWarning, kCritical };
 std::string_view SeverityName(Severity severity);
+std::optional<Severity> SeverityFromName(std::string_view name);
 
 using EvidenceValue = std::variant<double, int64_t, std::string, bool>;
 

@@ -32,6 +32,20 @@ std::string_view SeverityName(Severity severity) {
   return "unknown";
 }
 
+std::optional<Layer> LayerFromName(std::string_view name) {
+  for (Layer layer : kTriageOrder) {
+    if (LayerName(layer) == name) return layer;
+  }
+  return std::nullopt;
+}
+
+std::optional<Severity> SeverityFromName(std::string_view name) {
+  for (Severity severity : {Severity::kInfo, Severity::kWarning, Severity::kCritical}) {
+    if (SeverityName(severity) == name) return severity;
+  }
+  return std::nullopt;
+}
+
 Report MakeReport(std::vector<Finding> findings, const std::vector<Layer>& checked_layers,
                   std::vector<std::string> notes) {
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {

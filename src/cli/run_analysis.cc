@@ -38,6 +38,11 @@ Result<RunAnalysis> AnalyzeRunFile(const std::string& path) {
       run.notes.push_back("network: " + network.status().message());
     }
   }
+  // What `run` concluded from outside the timeline (the job's NCCL logs).
+  Result<StoredFindings> stored = ReadStoredFindings(path);
+  if (!stored.ok()) return stored.status();
+  for (Finding& f : stored->findings) run.findings.push_back(std::move(f));
+  for (std::string& n : stored->notes) run.notes.push_back(std::move(n));
   return run;
 }
 

@@ -93,16 +93,20 @@ std::vector<NcclLogFile> ReadRunNcclLogs(const RecordFlags& flags, const timespe
   return logs;
 }
 
-void FoldInNcclLogs(const std::vector<NcclLogFile>& logs, std::vector<std::string> notes,
-                    RunAnalysis& run) {
+// What the job's NCCL logs say about this host's network: the findings, a
+// note per log, and the notes of finding and reading them.
+StoredFindings NcclLogConclusions(const std::vector<NcclLogFile>& logs,
+                                  std::vector<std::string> notes) {
+  StoredFindings out;
   if (!logs.empty()) {
     std::optional<HostRdmaPorts> host = ReadHostRdma(Root("/"), notes);
     for (const NcclLogFile& log : logs) {
       notes.push_back(DescribeNcclLogFile(log));
-      for (Finding& f : NcclHostNetworkFindings(log, host)) run.findings.push_back(std::move(f));
+      for (Finding& f : NcclHostNetworkFindings(log, host)) out.findings.push_back(std::move(f));
     }
   }
-  for (std::string& n : notes) run.notes.push_back(std::move(n));
+  out.notes = std::move(notes);
+  return out;
 }
 
 nlohmann::ordered_json NcclLogsJson(const std::vector<NcclLogFile>& logs) {
@@ -147,15 +151,16 @@ int PrintRunReport(const char* command, const RunAnalysis& run, bool json, std::
   return kExitOk;
 }
 
+// `unsaved`: findings the run file could not keep, printed all the same.
 int PrintRunReport(const char* command, const std::string& path, bool json, std::FILE* text_out,
-                   const std::vector<NcclLogFile>& nccl_logs = {},
-                   std::vector<std::string> nccl_notes = {}) {
+                   const std::vector<NcclLogFile>& nccl_logs = {}, StoredFindings unsaved = {}) {
   Result<RunAnalysis> run = AnalyzeRunFile(path);
   if (!run.ok()) {
     std::fprintf(stderr, "stallscope: %s\n", run.status().message().c_str());
     return kExitCouldNotRun;
   }
-  FoldInNcclLogs(nccl_logs, std::move(nccl_notes), *run);
+  for (Finding& f : unsaved.findings) run->findings.push_back(std::move(f));
+  for (std::string& n : unsaved.notes) run->notes.push_back(std::move(n));
   return PrintRunReport(command, *run, json, text_out, nccl_logs);
 }
 
@@ -259,12 +264,22 @@ CommandRunner SetupRun(CLI::App& app) {
       std::fprintf(stderr, "stallscope run: %s\n", outcome.status().message().c_str());
       return kExitCouldNotRun;
     }
+    // The job's NCCL logs, judged once it ended and kept in the run file, so
+    // `report RUN.db` prints the same findings later.
+    std::vector<std::string> nccl_notes;
+    std::vector<NcclLogFile> nccl_logs = ReadRunNcclLogs(*flags, started, nccl_notes);
+    StoredFindings from_logs = NcclLogConclusions(nccl_logs, std::move(nccl_notes));
+    StoredFindings unsaved;
+    if (Status kept = writer->AppendFindings("nccl-log", from_logs.findings, from_logs.notes);
+        !kept.ok()) {
+      std::fprintf(stderr, "stallscope run: %s (printed below, not kept in the run file)\n",
+                   kept.message().c_str());
+      unsaved = std::move(from_logs);
+    }
     if (Status closed = writer->Close(); !closed.ok()) {
       std::fprintf(stderr, "stallscope run: %s\n", closed.message().c_str());
     }
-    std::vector<std::string> nccl_notes;
-    std::vector<NcclLogFile> nccl_logs = ReadRunNcclLogs(*flags, started, nccl_notes);
-    PrintRunReport("run", path, flags->json, stderr, nccl_logs, std::move(nccl_notes));
+    PrintRunReport("run", path, flags->json, stderr, nccl_logs, std::move(unsaved));
     // What watching cost, in the job's currency: CPU taken from it.
     struct rusage self;
     getrusage(RUSAGE_SELF, &self);

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "analyze/finding.h"
 #include "core/status.h"
 #include "sample/timeline.h"
 
@@ -64,6 +65,12 @@ class RunWriter {
   // own transaction, into gpu_samples (created on first use). No-op before
   // the first interval or without GPUs.
   Status AppendGpuSamples(std::span<const GpuPoint> gpus);
+  // What `source` (e.g. "nccl-log") concluded about the run from outside the
+  // timeline, in one transaction, into the findings and notes tables
+  // (store/stored_findings.h; created on first use). No-op when both are
+  // empty. Called once the job ended, before Close().
+  Status AppendFindings(std::string_view source, std::span<const Finding> findings,
+                        std::span<const std::string> notes);
   // Intervals committed so far; the next one is numbered this.
   int64_t intervals() const { return next_interval_; }
   const std::string& path() const { return path_; }
@@ -111,5 +118,14 @@ Result<Timeline> ReadRun(const std::string& path);
 // The baseline snapshot JSON as WriteBaseline stored it; NotFound when the
 // run has none.
 Result<std::string> ReadBaseline(const std::string& path);
+
+// The findings and notes AppendFindings stored, in the order written; none
+// for a run without them. A row that does not decode is an error naming the
+// file and the row.
+struct StoredFindings {
+  std::vector<Finding> findings;
+  std::vector<std::string> notes;
+};
+Result<StoredFindings> ReadStoredFindings(const std::string& path);
 
 }  // namespace stallscope

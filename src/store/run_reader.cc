@@ -10,6 +10,7 @@
 #include "store/run_file.h"
 #include "store/gpu_samples.h"
 #include "store/run_schema.h"
+#include "store/stored_findings.h"
 
 namespace stallscope {
 namespace {
@@ -34,6 +35,8 @@ class Columns {
   uint64_t Bytes() { return static_cast<uint64_t>(Int()); }  // see Binder::Bytes
   bool Bool() { return Int() != 0; }
   double Real() { return sqlite3_column_double(statement_, index_++); }
+  bool IsNull() const { return sqlite3_column_type(statement_, index_) == SQLITE_NULL; }
+  void Skip() { ++index_; }
   std::string Text() {
     const unsigned char* text = sqlite3_column_text(statement_, index_);
     int size = sqlite3_column_bytes(statement_, index_++);
@@ -365,6 +368,71 @@ Result<std::string> ReadBaseline(const std::string& path) {
     return Status::NotFound(path + ": no baseline snapshot (the run stopped before one was taken)");
   }
   return *std::move(json);
+}
+
+Result<StoredFindings> ReadStoredFindings(const std::string& path) {
+  Result<Database> opened = OpenRunFile(path);
+  if (!opened.ok()) return opened.status();
+  sqlite3* db = opened->get();
+  StoredFindings stored;
+  bool have_tables = false;
+  Status st = ForEachRow(db, path,
+                         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'findings'",
+                         [&](Columns&) { have_tables = true; });
+  if (!st.ok() || !have_tables) return st.ok() ? Result<StoredFindings>(stored) : st;
+  Status bad = Status::Ok();
+  int64_t row = 0;
+  st = ForEachRow(
+      db, path,
+      "SELECT id, layer, severity, summary, evidence_json, next, impact_json FROM findings "
+      "ORDER BY rowid",
+      [&](Columns& c) {
+        ++row;
+        if (!bad.ok()) return;
+        const std::string what = path + ": findings row " + std::to_string(row);
+        Finding f;
+        f.id = c.Text();
+        std::string layer = c.Text(), severity = c.Text();
+        f.summary = c.Text();
+        std::string evidence = c.Text();
+        f.next = c.Text();
+        std::optional<std::string> impact;
+        if (c.IsNull()) {
+          c.Skip();
+        } else {
+          impact = c.Text();
+        }
+        std::optional<Layer> l = LayerFromName(layer);
+        std::optional<Severity> s = SeverityFromName(severity);
+        if (!l || !s) {
+          bad = Status::InvalidArgument(what + ": layer \"" + layer + "\" or severity \"" +
+                                        severity + "\" is not one stallscope knows");
+          return;
+        }
+        f.layer = *l;
+        f.severity = *s;
+        Result<std::vector<Evidence>> ev = store::EvidenceFromJsonText(evidence, what);
+        if (!ev.ok()) {
+          bad = ev.status();
+          return;
+        }
+        f.evidence = std::move(*ev);
+        if (impact) {
+          Result<Impact> im = store::ImpactFromJsonText(*impact, what);
+          if (!im.ok()) {
+            bad = im.status();
+            return;
+          }
+          f.impact = std::move(*im);
+        }
+        stored.findings.push_back(std::move(f));
+      });
+  if (!st.ok()) return st;
+  if (!bad.ok()) return bad;
+  st = ForEachRow(db, path, "SELECT text FROM notes ORDER BY rowid",
+                  [&](Columns& c) { stored.notes.push_back(c.Text()); });
+  if (!st.ok()) return st;
+  return stored;
 }
 
 }  // namespace stallscope

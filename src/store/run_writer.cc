@@ -11,6 +11,7 @@
 
 #include "store/run_file.h"
 #include "store/run_schema.h"
+#include "store/stored_findings.h"
 
 namespace stallscope {
 namespace {
@@ -59,6 +60,11 @@ class Binder {
         return Int(static_cast<int64_t>(*value));
       }
     }
+    if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_null(statement_, index_);
+    ++index_;
+    return *this;
+  }
+  Binder& Null() {
     if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_null(statement_, index_);
     ++index_;
     return *this;
@@ -392,6 +398,58 @@ Status RunWriter::InsertInterval(const TimelineSample& s, std::span<const Proces
                            .Bytes(p.link_downed)
                            .Bytes(p.rcv_errors);
                      });
+}
+
+Status RunWriter::AppendFindings(std::string_view source, std::span<const Finding> findings,
+                                 std::span<const std::string> notes) {
+  if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
+  if (findings.empty() && notes.empty()) return Status::Ok();
+  sqlite3* db = db_.get();
+  if (sqlite3_exec(db, std::string(store::kCreateStoredFindings).c_str(), nullptr, nullptr,
+                   nullptr) != SQLITE_OK) {
+    return Fail("cannot create the findings and notes tables");
+  }
+  // Prepared here rather than kept: called once, after the last interval.
+  auto prepare = [&](const char* sql, Statement& out) {
+    sqlite3_stmt* raw = nullptr;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+    out.reset(raw);
+    return rc == SQLITE_OK;
+  };
+  Statement insert_finding, insert_note;
+  if (!prepare("INSERT INTO findings (source, id, layer, severity, summary, evidence_json, next, "
+               "impact_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+               insert_finding) ||
+      !prepare("INSERT INTO notes (source, text) VALUES (?, ?)", insert_note)) {
+    return Fail("cannot prepare the findings inserts");
+  }
+  if (Status begun = Step(begin_.get(), "cannot begin the findings"); !begun.ok()) return begun;
+  const std::string from(source);
+  Status st = Status::Ok();
+  for (const Finding& f : findings) {
+    const std::string layer(LayerName(f.layer)), severity(SeverityName(f.severity));
+    const std::string evidence = store::EvidenceToJsonText(f.evidence);
+    const std::string impact = f.impact ? store::ImpactToJsonText(*f.impact) : "";
+    Binder bind(insert_finding.get());
+    bind.Text(from).Text(f.id).Text(layer).Text(severity).Text(f.summary).Text(evidence).Text(
+        f.next);
+    if (f.impact) {
+      bind.Text(impact);
+    } else {
+      bind.Null();
+    }
+    st = bind.ok() ? Step(insert_finding.get(), "cannot write a finding")
+                   : Fail("cannot bind a finding");
+    if (!st.ok()) break;
+  }
+  for (size_t i = 0; st.ok() && i < notes.size(); ++i) {
+    Binder bind(insert_note.get());
+    bind.Text(from).Text(notes[i]);
+    st = bind.ok() ? Step(insert_note.get(), "cannot write a note") : Fail("cannot bind a note");
+  }
+  if (st.ok()) st = Step(commit_.get(), "cannot commit the findings");
+  if (!st.ok()) (void)Step(rollback_.get(), "cannot roll back the findings");
+  return st;
 }
 
 }  // namespace stallscope

@@ -236,6 +236,12 @@ class NcclLogInDoctorAndRun(unittest.TestCase):
                              written + ":41 (first 'via NET/Socket')")
             self.assertIsNone(e2e.finding(report, "network.wrong_interface"))  # not the stale one
             self.assertEqual([l["file"] for l in report["nccl_logs"]], [written])
+            # The run file keeps them: `report` later prints the same finding and note.
+            later = e2e.run_json(self, ["report", os.path.join(tmp, "r.db"), "--json"])
+            self.assertEqual(e2e.finding(later, "network.rdma_unused"), rdma)
+            self.assertEqual(later["verdict"], report["verdict"])
+            self.assertIn([n for n in report["notes"] if n.startswith("nccl log ")][0],
+                          later["notes"])
             # Without NCCL_DEBUG_FILE nothing is read; --nccl-log names a file instead.
             env.pop("NCCL_DEBUG_FILE")
             own = os.path.join(tmp, "own.log")
@@ -252,6 +258,12 @@ class NcclLogInDoctorAndRun(unittest.TestCase):
             self.assertIsNotNone(wrong, [f["id"] for f in named["findings"]])
             self.assertEqual(wrong["evidence"]["nccl_log"], own)
             self.assertEqual(wrong["evidence"]["interface"], "lo:127.0.0.1")
+            # The log is gone by the time of the report: the run file remembers.
+            os.unlink(own)
+            later = e2e.run_json(self, ["report", os.path.join(tmp, "r3.db"), "--json"])
+            self.assertEqual(e2e.finding(later, "network.wrong_interface"), wrong)
+            rc, text, err, _ = e2e.run(["doctor", "--quick", "--run", os.path.join(tmp, "r3.db")])
+            self.assertIn("network.wrong_interface", text + err)
 
     def test_cuda_runtime_beside_the_driver(self):
         log = fixture("v2_21_version_mismatch_init_hang.log")

@@ -382,6 +382,86 @@ TEST_F(RunFileTest, BaselineRoundTripsAndIsReplaced) {
             std::vector<std::string>{"gpu-node-17"});
 }
 
+TEST_F(RunFileTest, StoredFindingsRoundTripAndBadRowsAreNamed) {
+  const std::string path = Path("run.db");
+  Finding wrong;
+  wrong.id = "network.wrong_interface";
+  wrong.layer = Layer::kNetwork;
+  wrong.severity = Severity::kCritical;
+  wrong.summary = "NCCL uses lo:127.0.0.1 (loopback) for bootstrap";
+  wrong.evidence = {{"interface", std::string("lo:127.0.0.1")},
+                    {"process_count", int64_t{2}},
+                    {"wall_share", 0.25},
+                    {"loopback", true},
+                    {"big", int64_t{1} << 62}};
+  wrong.next = "set NCCL_SOCKET_IFNAME";
+  Finding costly = wrong;
+  costly.id = "io.input_bound";
+  costly.layer = Layer::kIo;
+  costly.severity = Severity::kWarning;
+  costly.evidence = {};
+  costly.impact = Impact{0.4, 12.5, "data wait share"};
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    ASSERT_TRUE(writer->WriteRunInfo(FinishedRun()).ok());
+    ASSERT_TRUE(writer->AppendFindings("nccl-log", {}, {}).ok());  // nothing: no tables
+    EXPECT_EQ(Query(path, "SELECT count(*) FROM sqlite_master WHERE name = 'findings'"),
+              std::vector<std::string>{"0"});
+    Result<StoredFindings> none = ReadStoredFindings(path);
+    ASSERT_TRUE(none.ok()) << none.status().ToString();
+    EXPECT_TRUE(none->findings.empty());
+    std::vector<Finding> findings = {wrong, costly};
+    std::vector<std::string> notes = {"nccl log a.log: 16 NCCL line(s)", "naïve \"quoted\" ✓"};
+    ASSERT_TRUE(writer->AppendFindings("nccl-log", findings, notes).ok());
+    ASSERT_TRUE(writer->Close().ok());
+  }
+  Result<StoredFindings> read = ReadStoredFindings(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_EQ(read->findings.size(), 2u);
+  const Finding& a = read->findings[0];
+  EXPECT_EQ(a.id, wrong.id);
+  EXPECT_EQ(a.layer, Layer::kNetwork);
+  EXPECT_EQ(a.severity, Severity::kCritical);
+  EXPECT_EQ(a.summary, wrong.summary);
+  EXPECT_EQ(a.next, wrong.next);
+  ASSERT_EQ(a.evidence.size(), wrong.evidence.size());
+  for (size_t i = 0; i < a.evidence.size(); ++i) {
+    EXPECT_EQ(a.evidence[i].name, wrong.evidence[i].name);
+    EXPECT_EQ(a.evidence[i].value, wrong.evidence[i].value) << a.evidence[i].name;  // kind too
+  }
+  EXPECT_FALSE(a.impact.has_value());
+  const Finding& b = read->findings[1];
+  EXPECT_EQ(b.layer, Layer::kIo);
+  EXPECT_EQ(b.severity, Severity::kWarning);
+  ASSERT_TRUE(b.impact.has_value());
+  EXPECT_DOUBLE_EQ(b.impact->wall_fraction, 0.4);
+  EXPECT_EQ(b.impact->seconds_per_epoch, 12.5);
+  EXPECT_EQ(b.impact->basis, "data wait share");
+  EXPECT_EQ(read->notes,
+            (std::vector<std::string>{"nccl log a.log: 16 NCCL line(s)", "naïve \"quoted\" ✓"}));
+  EXPECT_EQ(Query(path, "SELECT source, id, severity FROM findings"),
+            (std::vector<std::string>{"nccl-log|network.wrong_interface|critical",
+                                      "nccl-log|io.input_bound|warning"}));
+
+  // A row edited into nonsense is an error naming the file and the row.
+  auto edit = [&](const char* sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  };
+  edit("UPDATE findings SET evidence_json = '[1]' WHERE id = 'io.input_bound'");
+  Result<StoredFindings> bad = ReadStoredFindings(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(path + ": findings row 2"), std::string::npos)
+      << bad.status().ToString();
+  edit("UPDATE findings SET evidence_json = '{}', severity = 'dire' WHERE rowid = 2");
+  bad = ReadStoredFindings(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("\"dire\""), std::string::npos) << bad.status().ToString();
+}
+
 TEST_F(RunFileTest, ExistingFileIsKeptWithoutForceAndReplacedWithIt) {
   const std::string path = Path("RUN.db");
   WriteText(path, "results of yesterday's run");
