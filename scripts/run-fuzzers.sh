@@ -31,6 +31,7 @@ fuzz_one() {
     fuzz_byte_size) seeds=(byte_size) ;;
     fuzz_plan_h2d_text) seeds=(param_count has_memory pci_bus_id) ;;
     fuzz_baseline) seeds=('baseline-*.json') ;;
+    fuzz_stored_findings) seeds=('evidence-*.json') ;;
     fuzz_node_summary) seeds=('node-*.summary') ;;
     fuzz_http_request) seeds=('*.http' hook_datagram) ;;
     *) seeds=() ;;
