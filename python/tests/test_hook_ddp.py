@@ -207,9 +207,13 @@ class ExitAfterLastStep(Receiver):
         try:
             pid = os.fork()
             if pid == 0:
-                t = time.monotonic()
-                stallscope._at_exit()
-                os._exit(0 if time.monotonic() - t < 0.5 else 1)
+                code = 1
+                try:
+                    t = time.monotonic()
+                    stallscope._at_exit()
+                    code = 0 if time.monotonic() - t < 0.5 else 1
+                finally:
+                    os._exit(code)
             _, status = os.waitpid(pid, 0)
         finally:
             stallscope._live_callbacks.discard(-2)

@@ -21,10 +21,6 @@
 #include "render/report.h"
 
 namespace stallscope {
-namespace {
-
-
-}  // namespace
 
 CommandRunner SetupBenchH2d(CLI::App& app) {
   struct Flags {

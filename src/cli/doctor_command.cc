@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <variant>
 
 #include "analyze/baseline.h"
 #include "analyze/catalog.h"
@@ -267,8 +269,25 @@ void FoldInNcclLogs(const std::vector<NcclLogFile>& logs, Triage& t) {
   }
 }
 
+// The "nccl_log" evidence of a finding from an NCCL log; null for others.
+const std::string* NcclLogOf(const Finding& f) {
+  for (const Evidence& e : f.evidence) {
+    if (e.name == "nccl_log") return std::get_if<std::string>(&e.value);
+  }
+  return nullptr;
+}
+
 void FoldInRun(RunAnalysis run, Triage& t) {
   for (Finding& f : run.findings) {
+    // The run kept what its NCCL logs showed; a log also passed with
+    // --nccl-log was judged just now, and that finding is already here.
+    if (const std::string* log = NcclLogOf(f);
+        log != nullptr && std::any_of(t.findings.begin(), t.findings.end(), [&](const Finding& g) {
+          const std::string* other = NcclLogOf(g);
+          return g.id == f.id && other != nullptr && *other == *log;
+        })) {
+      continue;
+    }
     f.evidence.push_back({"from_run", run.path});
     t.findings.push_back(std::move(f));
   }

@@ -21,10 +21,6 @@
 #include "render/nccl_log.h"
 
 namespace stallscope {
-namespace {
-
-
-}  // namespace
 
 CommandRunner SetupNcclLog(CLI::App& app) {
   struct Flags {

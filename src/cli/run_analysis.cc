@@ -39,10 +39,14 @@ Result<RunAnalysis> AnalyzeRunFile(const std::string& path) {
     }
   }
   // What `run` concluded from outside the timeline (the job's NCCL logs).
-  Result<StoredFindings> stored = ReadStoredFindings(path);
-  if (!stored.ok()) return stored.status();
-  for (Finding& f : stored->findings) run.findings.push_back(std::move(f));
-  for (std::string& n : stored->notes) run.notes.push_back(std::move(n));
+  // A row that does not decode is a note, as a bad baseline is: the timeline
+  // is still worth its report.
+  if (Result<StoredFindings> stored = ReadStoredFindings(path); stored.ok()) {
+    for (Finding& f : stored->findings) run.findings.push_back(std::move(f));
+    for (std::string& n : stored->notes) run.notes.push_back(std::move(n));
+  } else {
+    run.notes.push_back("stored findings: " + stored.status().message());
+  }
   return run;
 }
 

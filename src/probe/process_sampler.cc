@@ -446,7 +446,9 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
       s.pss_bytes = rollup->pss_bytes;
     } else {
       s.pss_bytes.reset();
-      slow_read_whole = false;
+      // Read but not parsed (a torn read): try again. A file refused for
+      // good (a kernel thread's ESRCH, another user's EACCES) keeps the gate.
+      if (err == 0) slow_read_whole = false;
     }
   }
   if (slow_read_whole) {

@@ -38,7 +38,7 @@ struct RecordOutcome {
 };
 
 // Blocks SIGINT, SIGTERM and SIGCHLD in the calling thread, before the job
-// starts, so none is lost (the job's launcher restores its own mask).
+// starts, so none is lost (the job's processes start with an empty mask).
 void BlockRecordSignals();
 
 // A non-blocking, close-on-exec signalfd that reads those three signals.

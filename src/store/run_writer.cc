@@ -405,10 +405,9 @@ Status RunWriter::AppendFindings(std::string_view source, std::span<const Findin
   if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
   if (findings.empty() && notes.empty()) return Status::Ok();
   sqlite3* db = db_.get();
-  if (sqlite3_exec(db, std::string(store::kCreateStoredFindings).c_str(), nullptr, nullptr,
-                   nullptr) != SQLITE_OK) {
-    return Fail("cannot create the findings and notes tables");
-  }
+  // The tables are made in the same transaction as their rows: a failure
+  // leaves neither behind.
+  if (Status begun = Step(begin_.get(), "cannot begin the findings"); !begun.ok()) return begun;
   // Prepared here rather than kept: called once, after the last interval.
   auto prepare = [&](const char* sql, Statement& out) {
     sqlite3_stmt* raw = nullptr;
@@ -417,16 +416,19 @@ Status RunWriter::AppendFindings(std::string_view source, std::span<const Findin
     return rc == SQLITE_OK;
   };
   Statement insert_finding, insert_note;
-  if (!prepare("INSERT INTO findings (source, id, layer, severity, summary, evidence_json, next, "
-               "impact_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-               insert_finding) ||
-      !prepare("INSERT INTO notes (source, text) VALUES (?, ?)", insert_note)) {
-    return Fail("cannot prepare the findings inserts");
-  }
-  if (Status begun = Step(begin_.get(), "cannot begin the findings"); !begun.ok()) return begun;
-  const std::string from(source);
   Status st = Status::Ok();
-  for (const Finding& f : findings) {
+  if (sqlite3_exec(db, std::string(store::kCreateStoredFindings).c_str(), nullptr, nullptr,
+                   nullptr) != SQLITE_OK) {
+    st = Fail("cannot create the findings and notes tables");
+  } else if (!prepare("INSERT INTO findings (source, id, layer, severity, summary, "
+                      "evidence_json, next, impact_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                      insert_finding) ||
+             !prepare("INSERT INTO notes (source, text) VALUES (?, ?)", insert_note)) {
+    st = Fail("cannot prepare the findings inserts");
+  }
+  const std::string from(source);
+  for (size_t i = 0; st.ok() && i < findings.size(); ++i) {
+    const Finding& f = findings[i];
     const std::string layer(LayerName(f.layer)), severity(SeverityName(f.severity));
     const std::string evidence = store::EvidenceToJsonText(f.evidence);
     const std::string impact = f.impact ? store::ImpactToJsonText(*f.impact) : "";
@@ -440,7 +442,6 @@ Status RunWriter::AppendFindings(std::string_view source, std::span<const Findin
     }
     st = bind.ok() ? Step(insert_finding.get(), "cannot write a finding")
                    : Fail("cannot bind a finding");
-    if (!st.ok()) break;
   }
   for (size_t i = 0; st.ok() && i < notes.size(); ++i) {
     Binder bind(insert_note.get());

@@ -11,7 +11,9 @@ std::string EvidenceToJsonText(const std::vector<Evidence>& evidence) {
   for (const Evidence& e : evidence) {
     std::visit([&](const auto& v) { out[e.name] = v; }, e.value);
   }
-  return out.dump();
+  // Evidence quotes files and logs: bytes that are not UTF-8 become U+FFFD
+  // rather than an exception.
+  return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 Result<std::vector<Evidence>> EvidenceFromJsonText(std::string_view text, std::string_view what) {
@@ -42,7 +44,7 @@ std::string ImpactToJsonText(const Impact& impact) {
   j["wall_fraction"] = impact.wall_fraction;
   if (impact.seconds_per_epoch) j["seconds_per_epoch"] = *impact.seconds_per_epoch;
   j["basis"] = impact.basis;
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 Result<Impact> ImpactFromJsonText(std::string_view text, std::string_view what) {

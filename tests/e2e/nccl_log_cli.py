@@ -10,6 +10,7 @@ usage: nccl_log_cli.py PATH_TO_STALLSCOPE
 import json
 import os
 import random
+import sqlite3
 import subprocess
 import tempfile
 import unittest
@@ -258,12 +259,26 @@ class NcclLogInDoctorAndRun(unittest.TestCase):
             self.assertIsNotNone(wrong, [f["id"] for f in named["findings"]])
             self.assertEqual(wrong["evidence"]["nccl_log"], own)
             self.assertEqual(wrong["evidence"]["interface"], "lo:127.0.0.1")
+            r3 = os.path.join(tmp, "r3.db")
+            # doctor with the run and the same log: the finding once, not twice.
+            rc, out, err, _ = e2e.run(["doctor", "--quick", "--json", "--run", r3,
+                                       "--nccl-log", own])
+            both = json.loads(out)
+            self.assertEqual([f["id"] for f in both["findings"]].count("network.wrong_interface"),
+                             1, err)
             # The log is gone by the time of the report: the run file remembers.
             os.unlink(own)
-            later = e2e.run_json(self, ["report", os.path.join(tmp, "r3.db"), "--json"])
+            later = e2e.run_json(self, ["report", r3, "--json"])
             self.assertEqual(e2e.finding(later, "network.wrong_interface"), wrong)
-            rc, text, err, _ = e2e.run(["doctor", "--quick", "--run", os.path.join(tmp, "r3.db")])
+            rc, text, err, _ = e2e.run(["doctor", "--quick", "--run", r3])
             self.assertIn("network.wrong_interface", text + err)
+            # A stored row edited into nonsense costs that row, not the report.
+            with sqlite3.connect(r3) as db:
+                db.execute("UPDATE findings SET severity = 'dire'")
+            broken = e2e.run_json(self, ["report", r3, "--json"])
+            self.assertIsNone(e2e.finding(broken, "network.wrong_interface"))
+            self.assertTrue(any(n.startswith("stored findings: " + r3 + ": findings row 1")
+                                for n in broken["notes"]), broken["notes"])
 
     def test_cuda_runtime_beside_the_driver(self):
         log = fixture("v2_21_version_mismatch_init_hang.log")

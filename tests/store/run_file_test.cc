@@ -444,6 +444,21 @@ TEST_F(RunFileTest, StoredFindingsRoundTripAndBadRowsAreNamed) {
             (std::vector<std::string>{"nccl-log|network.wrong_interface|critical",
                                       "nccl-log|io.input_bound|warning"}));
 
+  // Evidence that is not UTF-8 (a path from a log) is kept with U+FFFD.
+  {
+    Result<RunWriter> writer = RunWriter::Create(Path("utf8.db"), false);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    Finding odd = wrong;
+    odd.evidence = {{"nccl_log", std::string("/tmp/nccl-\xff\xfe.log")}};
+    ASSERT_TRUE(writer->AppendFindings("nccl-log", std::vector<Finding>{odd}, {}).ok());
+    ASSERT_TRUE(writer->Close().ok());
+    Result<StoredFindings> kept = ReadStoredFindings(Path("utf8.db"));
+    ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+    ASSERT_EQ(kept->findings.size(), 1u);
+    EXPECT_EQ(std::get<std::string>(kept->findings[0].evidence.at(0).value),
+              "/tmp/nccl-\xEF\xBF\xBD\xEF\xBF\xBD.log");
+  }
+
   // A row edited into nonsense is an error naming the file and the row.
   auto edit = [&](const char* sql) {
     sqlite3* db = nullptr;
