@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/json_text.h"
 #include "core/units.h"
 
 namespace stallscope {
@@ -102,7 +103,7 @@ std::string BaselineToJson(const HostBaseline& baseline) {
         {{"name", m.name}, {"layer", LayerName(m.layer)}, {"value", m.value}, {"unit", m.unit}});
   }
   j["metrics"] = std::move(metrics);
-  return j.dump(2) + "\n";
+  return JsonText(j) + "\n";
 }
 
 Result<HostBaseline> ParseBaseline(std::string_view text, std::string_view source) {

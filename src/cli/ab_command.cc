@@ -26,6 +26,7 @@
 #include "analyze/nccl_log.h"
 #include "cli/commands.h"
 #include "core/host_clock.h"
+#include "core/json_text.h"
 #include "core/text.h"
 #include "record/hook_receiver.h"
 #include "record/job.h"
@@ -293,7 +294,7 @@ int RunAb(const AbFlags& flags) {
       j["ab"]["degraded_log"] = capture;
       j["ab"]["nccl_lines"] = nccl.nccl_lines;
     }
-    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    std::fputs((JsonText(j) + "\n").c_str(), stdout);
   } else {
     std::string out = "\n" + Table(fa, fb, what) + "\n" + RenderReportText(header, report);
     if (!capture.empty()) out += fmt::format("degraded run's output: {}\n", capture);

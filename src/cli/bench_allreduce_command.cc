@@ -20,6 +20,7 @@
 #include "cli/bench_command.h"
 #include "cli/distributed_common.h"
 #include "core/byte_size.h"
+#include "core/json_text.h"
 #include "net/route.h"
 #include "probe/infiniband.h"
 #include "probe/net_dev.h"
@@ -168,7 +169,7 @@ CommandRunner SetupBenchAllreduce(CLI::App& app) {
     if (flags->json) {
       nlohmann::ordered_json json = ReportToJson(header, report);
       json["bench"] = AllreduceToJson(run);
-      out = json.dump(2) + "\n";
+      out = JsonText(json) + "\n";
     } else {
       out = RenderAllreduceText(run) + "\n" + RenderReportText(header, report);
     }

@@ -15,6 +15,7 @@
 #include "cli/progress.h"
 #include "core/byte_size.h"
 #include "core/host_clock.h"
+#include "core/json_text.h"
 #include "gpu/cuda_h2d.h"
 #include "gpu/cuda_runtime.h"
 #include "render/bench_h2d.h"
@@ -88,7 +89,7 @@ CommandRunner SetupBenchH2d(CLI::App& app) {
     if (f->json) {
       nlohmann::ordered_json json = ReportToJson(header, report);
       json["bench"] = H2dToJson(*result);
-      out = json.dump(2) + "\n";
+      out = JsonText(json) + "\n";
     } else {
       out = RenderH2dText(*result);
     }

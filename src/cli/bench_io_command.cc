@@ -19,6 +19,7 @@
 #include "cli/progress.h"
 #include "core/byte_size.h"
 #include "core/host_clock.h"
+#include "core/json_text.h"
 #include "render/bench_io.h"
 #include "render/report.h"
 
@@ -134,7 +135,7 @@ CommandRunner SetupBenchIo(CLI::App& app) {
     if (flags->json) {
       nlohmann::ordered_json json = ReportToJson(header, report);
       json["bench"] = IoBenchToJson(*result, thresholds);
-      out = json.dump(2) + "\n";
+      out = JsonText(json) + "\n";
     } else {
       out = RenderIoBenchText(*result, thresholds) + "\n" + RenderReportText(header, report);
     }

@@ -16,6 +16,7 @@
 
 #include "analyze/cluster_rules.h"
 #include "cli/distributed_common.h"
+#include "core/json_text.h"
 #include "core/text.h"
 #include "dist/node_summary.h"
 #include "gpu/cuda_runtime.h"
@@ -156,7 +157,7 @@ CommandRunner SetupCluster(CLI::App& app) {
     if (flags->json) {
       nlohmann::ordered_json json = ReportToJson(header, report);
       json["cluster"] = ClusterToJson(comparison, ranks, *offsets);
-      out = json.dump(2) + "\n";
+      out = JsonText(json) + "\n";
     } else {
       out = RenderClusterText(comparison) + "\n" + RenderReportText(header, report);
     }

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/host_clock.h"
+#include "core/json_text.h"
 #include "data/census.h"
 #include "probe/meminfo.h"
 #include "render/dataset.h"
@@ -62,10 +63,7 @@ CommandRunner SetupDataset(CLI::App& app) {
     std::string out;
     if (flags->json) {
       ReportHeader header{"dataset", HostName(), UtcNow(), census->walk_seconds};
-      // File names are bytes, not always UTF-8: replace what is not.
-      out = DatasetToJson(header, *census, report)
-                .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
-            "\n";
+      out = JsonText(DatasetToJson(header, *census, report)) + "\n";
     } else {
       out = RenderDatasetText(*census, report);
     }

@@ -30,6 +30,7 @@
 #include "cli/progress.h"
 #include "cli/run_analysis.h"
 #include "core/atomic_file.h"
+#include "core/json_text.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "data/census.h"
@@ -400,7 +401,7 @@ CommandRunner SetupDoctor(CLI::App& app) {
   return [flags, interval]() {
     const Flags& f = *flags;
     if (f.rules) {
-      std::string out = f.json ? RulesJson().dump(2) + "\n" : RulesText();
+      std::string out = f.json ? JsonText(RulesJson()) + "\n" : RulesText();
       std::fputs(out.c_str(), stdout);
       return kExitOk;
     }
@@ -474,7 +475,7 @@ CommandRunner SetupDoctor(CLI::App& app) {
     }
     std::string out;
     if (f.json) {
-      out = DoctorJson(*snapshot, report, t, f, why).dump(2) + "\n";
+      out = JsonText(DoctorJson(*snapshot, report, t, f, why)) + "\n";
     } else {
       DoctorTextInput in{snapshot->hostname,
                          snapshot->time_utc,

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/host_clock.h"
+#include "core/json_text.h"
 #include "core/text.h"
 #include "probe/nccl_log_files.h"
 #include "render/nccl_log.h"
@@ -76,7 +77,7 @@ CommandRunner SetupNcclLog(CLI::App& app) {
     Report report =
         MakeReport(CheckNcclLog(*log, host), {Layer::kNetwork, Layer::kDistributed}, notes);
     ReportHeader header{"nccl-log", host ? host->hostname : "", UtcNow(), 0};
-    std::string out = flags->json ? NcclLogToJson(source, *log, header, report).dump(2) + "\n"
+    std::string out = flags->json ? JsonText(NcclLogToJson(source, *log, header, report)) + "\n"
                                   : RenderNcclLogText(source, *log, header, report);
     std::fputs(out.c_str(), stdout);
     return kExitOk;

@@ -14,6 +14,7 @@
 #include "analyze/network_rules.h"
 #include "cli/commands.h"
 #include "core/host_clock.h"
+#include "core/json_text.h"
 #include "net/client.h"
 #include "net/protocol.h"
 #include "net/server.h"
@@ -73,7 +74,7 @@ int Probe(const net::ProbeOptions& options, bool json) {
   if (json) {
     nlohmann::ordered_json j = ReportToJson(header, report);
     j["probe"] = NetProbeToJson(*result);
-    out = j.dump(2) + "\n";
+    out = JsonText(j) + "\n";
   } else {
     out = RenderNetProbeText(*result) + "\n" + RenderReportText(header, report);
   }

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/byte_size.h"
+#include "core/json_text.h"
 #include "core/units.h"
 #include "data/packer.h"
 
@@ -163,7 +164,7 @@ CommandRunner SetupPack(CLI::App& app) {
       return summary.status().code() == Status::Code::kInvalidArgument ? kExitUsage
                                                                        : kExitCouldNotRun;
     }
-    std::string out = flags->json ? ToJson(o, *summary).dump(2) + "\n" : ToText(o, *summary);
+    std::string out = flags->json ? JsonText(ToJson(o, *summary)) + "\n" : ToText(o, *summary);
     std::fputs(out.c_str(), stdout);
     return kExitOk;
   };

@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "core/byte_size.h"
+#include "core/json_text.h"
 #include "probe/cgroup.h"
 #include "probe/meminfo.h"
 #include "render/plan.h"
@@ -95,7 +96,7 @@ CommandRunner SetupPlanMemory(CLI::App& app) {
     Result<MemoryPlan> plan = PlanMemory(input);
     if (!plan.ok()) return Usage("memory", plan.status().message());
     std::string out =
-        f->json ? MemoryPlanToJson(*plan).dump(2) + "\n" : RenderMemoryPlanText(*plan, f->top);
+        f->json ? JsonText(MemoryPlanToJson(*plan)) + "\n" : RenderMemoryPlanText(*plan, f->top);
     std::fputs(out.c_str(), stdout);
     return kExitOk;
   };
@@ -178,7 +179,7 @@ CommandRunner SetupPlanLoader(CLI::App& app) {
     }
     Result<LoaderPlan> plan = PlanLoader(input);
     if (!plan.ok()) return Usage("loader", plan.status().message());
-    std::string out = f->json ? LoaderPlanToJson(*plan, input, source).dump(2) + "\n"
+    std::string out = f->json ? JsonText(LoaderPlanToJson(*plan, input, source)) + "\n"
                               : RenderLoaderPlanText(*plan, input, source);
     std::fputs(out.c_str(), stdout);
     return kExitOk;

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/run_analysis.h"
 #include "core/host_clock.h"
+#include "core/json_text.h"
 #include "probe/mounts.h"
 #include "probe/nccl_log_files.h"
 #include "probe/snapshot.h"
@@ -136,7 +137,7 @@ int PrintRunReport(const char* command, const RunAnalysis& run, bool json, std::
     j["epochs"] = EpochsToJson(run.epochs);
     j["ranks"] = RanksToJson(run.ranks);
     if (!nccl_logs.empty()) j["nccl_logs"] = NcclLogsJson(nccl_logs);
-    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    std::fputs((JsonText(j) + "\n").c_str(), stdout);
   } else {
     std::string out = "\n" + DescribeRunEnd(timeline.info, timeline.samples.size());
     std::string table = RenderEpochTable(run.epochs);
@@ -195,7 +196,7 @@ Result<RunInfo> Prepare(const RecordFlags& flags, const std::string& path,
   }
   Result<Snapshot> baseline = TakeSnapshot(Root("/"), SnapshotOptions{0.25});
   if (!baseline.ok()) return baseline.status();
-  if (Status s = writer->WriteBaseline(SnapshotToJson(*baseline).dump()); !s.ok()) return s;
+  if (Status s = writer->WriteBaseline(JsonText(SnapshotToJson(*baseline), -1)); !s.ok()) return s;
   info.hostname = baseline->hostname;
   info.started_utc = baseline->time_utc;
   info.cpu_count = static_cast<int>(baseline->after.cpu.per_cpu.size());

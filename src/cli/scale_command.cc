@@ -23,6 +23,7 @@
 #include "analyze/scaling.h"
 #include "cli/commands.h"
 #include "core/host_clock.h"
+#include "core/json_text.h"
 #include "core/text.h"
 #include "record/hook_receiver.h"
 #include "record/job.h"
@@ -244,7 +245,7 @@ CommandRunner SetupScale(CLI::App& app) {
       j["scale"]["command"] = command;
       j["scale"]["steps"] = flags->steps;
       j["scale"]["launcher"] = flags->launcher;
-      std::fputs((j.dump(2) + "\n").c_str(), stdout);
+      std::fputs((JsonText(j) + "\n").c_str(), stdout);
     } else {
       std::fputs(("\n" + RenderScaleTable(analysis) + "\n" + RenderReportText(header, report))
                      .c_str(),

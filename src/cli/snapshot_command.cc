@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "core/json_text.h"
 #include "probe/snapshot.h"
 #include "render/snapshot.h"
 
@@ -33,7 +34,7 @@ CommandRunner SetupSnapshot(CLI::App& app) {
       return usage ? kExitUsage : kExitCouldNotRun;
     }
     std::string out =
-        flags->json ? SnapshotToJson(*snapshot).dump(2) + "\n" : RenderSnapshotText(*snapshot);
+        flags->json ? JsonText(SnapshotToJson(*snapshot)) + "\n" : RenderSnapshotText(*snapshot);
     std::fputs(out.c_str(), stdout);
     return kExitOk;
   };

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "core/text.h"
 
 namespace stallscope {
@@ -67,7 +68,7 @@ std::string ManifestToJson(const Manifest& m) {
                            {"samples", s.samples},
                            {"records", s.records},
                            {"bytes", s.bytes}});
-  return j.dump(2) + "\n";
+  return JsonText(j) + "\n";
 }
 
 namespace {

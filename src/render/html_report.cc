@@ -8,6 +8,7 @@
 
 #include "analyze/baseline.h"
 #include "analyze/triage_table.h"
+#include "core/json_text.h"
 #include "render/report.h"
 
 namespace stallscope {
@@ -369,7 +370,7 @@ std::string RenderHtmlReport(const HtmlReportInput& in) {
   if (!in.snapshot_json.empty()) {
     std::string pretty = in.snapshot_json;
     nlohmann::json j = nlohmann::json::parse(in.snapshot_json, nullptr, false);
-    if (!j.is_discarded()) pretty = j.dump(1);
+    if (!j.is_discarded()) pretty = JsonText(j, 1);
     out += "<details><summary>the baseline snapshot (stallscope.snapshot/1)</summary><pre>" +
            E(pretty) + "</pre></details>\n";
   }

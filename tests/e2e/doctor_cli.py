@@ -108,6 +108,28 @@ class BadUsage(unittest.TestCase):
         self.assertRegex(out, r"(?m)^\s+snapshot\s")
 
 
+class NotUtf8(unittest.TestCase):
+    """Bytes a host hands over that are not UTF-8 (an environment value, a
+    command line) come out of --json as U+FFFD, not as an abort with no
+    output (nlohmann's strict dump threw, and the command died with 134)."""
+
+    def test_snapshot_and_run_json(self):
+        env = dict(os.environb)
+        env[b"NCCL_SOCKET_IFNAME"] = b"eth\xfe"
+        proc = subprocess.run([e2e.BINARY, "snapshot", "--json"], capture_output=True, env=env,
+                              timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        snap = json.loads(proc.stdout.decode("utf-8"))
+        self.assertIn("eth\ufffd", json.dumps(snap, ensure_ascii=False))
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = subprocess.run([e2e.BINARY.encode(), b"run", b"--interval", b"0.1", b"--json",
+                                   b"--out", os.path.join(tmp, "r.db").encode(), b"--",
+                                   b"/bin/echo", b"\xff"], capture_output=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+            report = json.loads(proc.stdout.decode("utf-8"))
+            self.assertEqual(report["run"]["command"], "/bin/echo \ufffd")
+
+
 class Quick(unittest.TestCase):
     def test_quick_contract_and_why_not_checked(self):
         report = e2e.run_json(self, ["doctor", "--quick", "--json"])
