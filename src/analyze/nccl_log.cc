@@ -69,8 +69,8 @@ std::string_view FirstWord(std::string_view s) {
   return s.substr(0, end);
 }
 
-// Eight bytes of the host at a time: this runs on every NCCL line whose
-// rank differs from the line before (interleaved ranks: most of them).
+// Eight bytes of the host at a time. Behind the recent-ranks cache of
+// RankFor it runs only on a cache miss (a new rank, or an evicted one).
 uint64_t Hash(std::string_view host, int64_t pid, int dev) {
   uint64_t h = 1469598103934665603ull ^ host.size();
   size_t i = 0;
@@ -678,7 +678,8 @@ NcclLogSummary ParseNcclLog(std::string_view text) {
   return parser.Finish();
 }
 
-Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name) {
+Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name,
+                                   const std::function<void(std::string_view)>& also) {
   NcclLogParser parser;
   std::string buffer(1 << 20, '\0');
   for (;;) {
@@ -688,7 +689,9 @@ Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name) {
       return Status::FromErrno(std::string("reading ") + std::string(name), errno);
     }
     if (n == 0) break;
-    parser.Feed(std::string_view(buffer.data(), static_cast<size_t>(n)));
+    std::string_view chunk(buffer.data(), static_cast<size_t>(n));
+    parser.Feed(chunk);
+    if (also) also(chunk);
   }
   return parser.Finish();
 }

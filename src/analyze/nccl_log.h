@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -216,7 +217,9 @@ class NcclLogParser {
 // The whole text at once (tests, fuzzing).
 NcclLogSummary ParseNcclLog(std::string_view text);
 // A file descriptor read to its end in 1 MiB blocks; `name` names it in errors.
-Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name);
+// `also`, when given, sees every block too (NcclLineMarks, in one pass).
+Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name,
+                                   const std::function<void(std::string_view)>& also = {});
 
 // RDMA ports of the host the command runs on, for network.rdma_unused: the
 // log's hosts with this name are checked against them.

@@ -97,7 +97,7 @@ std::optional<SustainedCall> MostSingledOut(const std::map<int64_t, StepRow>& by
     step_sum += step_s;
     if (std::optional<int> rank = pick(row, step_s)) ++count[*rank];
   }
-  if (by_step.empty() || count.empty()) return std::nullopt;
+  if (count.empty()) return std::nullopt;
   auto best = std::max_element(count.begin(), count.end(),
                                [](const auto& a, const auto& b) { return a.second < b.second; });
   SustainedCall call;
@@ -110,15 +110,14 @@ std::optional<SustainedCall> MostSingledOut(const std::map<int64_t, StepRow>& by
 
 // A rank's own work in one step: step - data wait - sync wait, clamped as
 // SummarizeRanks clamps the means.
-double StepCompute(const RankStep& s) {
-  const double step = s.e->step_seconds;
-  const double wait = std::clamp(s.e->wait_seconds, 0.0, step);
-  const double sync = s.sync ? std::clamp(s.sync->sync_seconds, 0.0, step) : 0.0;
-  return std::max(0.0, step - wait - sync);
-}
-
 double StepDataWait(const RankStep& s) {
   return std::clamp(s.e->wait_seconds, 0.0, s.e->step_seconds);
+}
+
+double StepCompute(const RankStep& s) {
+  const double step = s.e->step_seconds;
+  const double sync = s.sync ? std::clamp(s.sync->sync_seconds, 0.0, step) : 0.0;
+  return std::max(0.0, step - StepDataWait(s) - sync);
 }
 
 struct StragglerCall {

@@ -48,7 +48,7 @@ class PackVisitor : public WalkVisitor {
     if (Hidden(name)) return false;
     if (options_.exclude) {
       struct stat st;
-      const std::string path = Join(dir, name);
+      const std::string path = JoinPath(dir, name);
       if (::lstat(path.c_str(), &st) == 0 && options_.exclude->first == st.st_dev &&
           options_.exclude->second == st.st_ino) {
         return false;
@@ -59,7 +59,7 @@ class PackVisitor : public WalkVisitor {
 
   void NotFollowed(std::string_view dir, std::string_view name, int, EntryKind kind) override {
     if (Hidden(name)) return;
-    const std::string path = Join(dir, name);
+    const std::string path = JoinPath(dir, name);
     struct stat st;
     if (kind == EntryKind::kSymlink) {
       // A link to a file is packed as the file (docs/pack-format.md).
@@ -109,12 +109,6 @@ class PackVisitor : public WalkVisitor {
     std::string out;
     out.reserve(rel_dir.size() + 1 + name.size());
     if (!rel_dir.empty()) (out += rel_dir) += '/';
-    out += name;
-    return out;
-  }
-  static std::string Join(std::string_view dir, std::string_view name) {
-    std::string out(dir);
-    if (out.empty() || out.back() != '/') out += '/';
     out += name;
     return out;
   }

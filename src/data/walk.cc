@@ -107,14 +107,6 @@ int OpenDirectory(const std::string& path) {
   return fd;
 }
 
-std::string JoinPath(std::string_view dir, std::string_view name) {
-  std::string out;
-  out.reserve(dir.size() + 1 + name.size());
-  out += dir;
-  if (out.empty() || out.back() != '/') out += '/';
-  out += name;
-  return out;
-}
 
 void ReadOneDirectory(const DirTask& task, WalkVisitor& visitor, std::vector<char>& buffer,
                       std::vector<DirTask>& children) {
@@ -190,6 +182,15 @@ void ReadOneDirectory(const DirTask& task, WalkVisitor& visitor, std::vector<cha
 }
 
 }  // namespace
+
+std::string JoinPath(std::string_view dir, std::string_view name) {
+  std::string out;
+  out.reserve(dir.size() + 1 + name.size());
+  out += dir;
+  if (out.empty() || out.back() != '/') out += '/';
+  out += name;
+  return out;
+}
 
 Status ParseDirentAt(std::span<const char> buffer, size_t offset, DirentRecord* record,
                      size_t* record_length) {

@@ -58,6 +58,9 @@ class WalkVisitor {
 // the root itself cannot be opened as a directory (the error names it).
 Status Walk(const std::string& root, std::span<WalkVisitor* const> visitors);
 
+// dir + "/" + name, with no second '/' when dir already ends in one.
+std::string JoinPath(std::string_view dir, std::string_view name);
+
 // The threads a walk uses by default: enough to keep several directory reads
 // in flight on a network file system, not so many that a warm local walk
 // spends its time on locks.

@@ -59,26 +59,14 @@ Result<NcclLogFile> ReadNcclLogFile(const std::string& path, std::string_view fl
     close(fd);
     return Status::InvalidArgument(what + ": is a directory, not an NCCL log");
   }
-  NcclLogParser parser;
   NcclLineMarks marks;
-  std::unique_ptr<char[]> block(new char[kBlockBytes]);
-  while (true) {
-    ssize_t n = read(fd, block.get(), kBlockBytes);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Status s = Status::FromErrno(what + ": read failed", errno);
-      close(fd);
-      return s;
-    }
-    if (n == 0) break;
-    std::string_view chunk(block.get(), static_cast<size_t>(n));
-    parser.Feed(chunk);
-    marks.Feed(chunk);
-  }
+  Result<NcclLogSummary> summary =
+      ReadNcclLog(fd, what, [&](std::string_view chunk) { marks.Feed(chunk); });
   close(fd);
+  if (!summary.ok()) return summary.status();
   NcclLogFile log;
   log.path = path;
-  log.summary = parser.Finish();
+  log.summary = std::move(*summary);
   log.first_socket_line = marks.first_socket_line();
   log.first_ib_line = marks.first_ib_line();
   return log;

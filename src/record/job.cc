@@ -17,6 +17,14 @@
 namespace stallscope {
 namespace {
 
+// In a child about to exec CMD: the signals stallscope blocks for its
+// signalfd must not stay blocked there.
+void UnblockAllSignals() {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
 // An attached process that has exited but that its parent has not reaped
 // yet is a zombie: kill(pid, 0) still succeeds, but it is over.
 bool IsZombie(pid_t pid) {
@@ -115,10 +123,7 @@ Result<Job> Job::Start(const std::vector<std::string>& argv,
   if (argv.empty()) return Status::InvalidArgument("no command given after --");
   std::vector<char*> args = ExecArgs(argv);
   Spawned spawned = SpawnConfirmed([&](int report_fd) {
-    // Signals stallscope blocks for its signalfd must not stay blocked in CMD.
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
+    UnblockAllSignals();
     for (const auto& [name, value] : extra_env) setenv(name.c_str(), value.c_str(), 1);
     if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
     execvp(args[0], args.data());
@@ -224,9 +229,7 @@ Result<int> FreeTcpPort() {
   std::vector<pid_t> ranks;
   for (int i = 0; i < procs; ++i) {
     Spawned rank = SpawnConfirmed([&](int rank_report_fd) {
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
+      UnblockAllSignals();
       setenv("RANK", std::to_string(i).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(i).c_str(), 1);
       execvp(args[0], args.data());
