@@ -8,15 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <memory>
 
 #include "core/host_clock.h"
 #include "probe/infiniband.h"
 
 namespace stallscope {
 namespace {
-
-constexpr size_t kBlockBytes = 1 << 20;
 
 bool NotBefore(const statx_timestamp& t, const timespec& since) {
   return t.tv_sec > since.tv_sec || (t.tv_sec == since.tv_sec && t.tv_nsec >= since.tv_nsec);
