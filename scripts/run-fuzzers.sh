@@ -33,6 +33,7 @@ fuzz_one() {
     fuzz_baseline) seeds=('baseline-*.json') ;;
     fuzz_stored_findings) seeds=('evidence-*.json') ;;
     fuzz_node_summary) seeds=('node-*.summary') ;;
+    fuzz_kernel_log) seeds=('kmsg*' 'dmesg-*' 'journal-*') ;;
     fuzz_http_request) seeds=('*.http' hook_datagram) ;;
     *) seeds=() ;;
   esac

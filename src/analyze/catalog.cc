@@ -40,7 +40,10 @@ constexpr Rule kRules[] = {
      "allocator noise or harmless"},
     {"memory.oom_killed", Layer::kMemory,
      "a recorded run: whether the kernel's OOM killer ended the job (vmstat / cgroup oom_kill "
-     "counted a kill of the job's tree); the tree's peak RSS and the limit",
+     "counted a kill of the job's tree, or the kernel log's OOM report names it); the peak, "
+     "from the sampled tree RSS or, when the kill came before a sample saw it, from what the "
+     "kernel kept (the OOM report's RSS of the victim, else the memory cgroup's peak), or "
+     "'unknown', never 0; and the limit",
      "critical whenever it happened",
      "seed 1.2: a slow leak ends in an OOM kill, and in distributed training one killed rank "
      "hangs all the others; nothing else the run shows matters more"},

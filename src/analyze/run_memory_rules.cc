@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <span>
 
@@ -21,6 +22,7 @@ constexpr uint64_t kAssumedPageSizeBytes = 4096;
 int64_t AsInt(uint64_t v) { return static_cast<int64_t>(v); }
 
 std::string FormatDuration(double seconds) {
+  if (seconds < 10) return fmt::format("{:.1f} s", seconds);
   if (seconds < 120) return fmt::format("{:.0f} s", seconds);
   if (seconds < 2 * 3600) return fmt::format("{:.0f} min", seconds / 60);
   if (seconds < 2 * 86400) return fmt::format("{:.1f} h", seconds / 3600);
@@ -157,13 +159,43 @@ std::optional<Grower> FastestGrower(const Timeline& timeline, double from, doubl
   return best;
 }
 
-std::optional<Finding> CheckRssGrowth(const Timeline& timeline) {
+// The tree's RSS while the job trains (kLeakTeardownFraction): between the
+// first and the last step the hook reported, if any, without the fall of the
+// exit's teardown at the end.
+Series TrainingRss(const Timeline& timeline) {
+  double from = -std::numeric_limits<double>::infinity();
+  double to = std::numeric_limits<double>::infinity();
+  if (!timeline.steps.empty()) {
+    auto [first, last] = std::minmax_element(
+        timeline.steps.begin(), timeline.steps.end(),
+        [](const StepEvent& a, const StepEvent& b) { return a.t < b.t; });
+    from = first->t;
+    to = last->t;
+  }
   Series rss;
   for (const TimelineSample& s : timeline.samples) {
     if (s.tree_rss_bytes == 0) continue;  // the tree was gone or unreadable
+    if (s.t < from || s.t > to) continue;
     rss.t.push_back(s.t);
     rss.bytes.push_back(static_cast<double>(s.tree_rss_bytes));
   }
+  // The fall is judged against the median of the few samples before each
+  // (not their peak: one wild sample must not cut the run back to itself).
+  size_t keep = rss.bytes.size();
+  while (keep > kLeakTeardownWindow) {
+    std::vector<double> before(rss.bytes.begin() + (keep - 1 - kLeakTeardownWindow),
+                               rss.bytes.begin() + (keep - 1));
+    std::nth_element(before.begin(), before.begin() + before.size() / 2, before.end());
+    if (rss.bytes[keep - 1] >= kLeakTeardownFraction * before[before.size() / 2]) break;
+    --keep;
+  }
+  rss.t.resize(keep);
+  rss.bytes.resize(keep);
+  return rss;
+}
+
+std::optional<Finding> CheckRssGrowth(const Timeline& timeline) {
+  Series rss = TrainingRss(timeline);
   if (rss.t.size() < kLeakMinSamples) return std::nullopt;
   const double t0 = rss.t.front();
   const double t1 = rss.t.back();
@@ -251,18 +283,72 @@ std::optional<Finding> CheckRssGrowth(const Timeline& timeline) {
   return f;
 }
 
+// The job's memory peak for memory.oom_killed, from the best source there
+// is: the samples' tree RSS and the OOM killer's report of a victim are both
+// RSS of the job's processes (the larger wins: a sample may miss the last
+// interval's growth, the report covers one process); the cgroup's peak is a
+// wider figure (every member, page cache) and stands in when neither exists.
+struct OomPeak {
+  uint64_t bytes = 0;  // 0: unknown
+  std::string source;  // "samples", "oom_kill", "cgroup"
+  uint64_t sampled_bytes = 0;
+  const MemoryPeak* victim = nullptr;  // the largest job victim the kernel reported
+  const MemoryPeak* cgroup = nullptr;
+};
+
+OomPeak FindOomPeak(const Timeline& timeline) {
+  OomPeak peak;
+  for (const TimelineSample& s : timeline.samples) {
+    peak.sampled_bytes = std::max(peak.sampled_bytes, s.tree_rss_bytes);
+  }
+  for (const MemoryPeak& p : timeline.memory_peaks) {
+    if (p.source == "oom_kill" && p.bytes > 0 && (!peak.victim || p.bytes > peak.victim->bytes)) {
+      peak.victim = &p;
+    } else if (p.source == "cgroup" && p.bytes > 0) {
+      peak.cgroup = &p;
+    }
+  }
+  if (peak.sampled_bytes > 0 || peak.victim) {
+    const bool kernel = peak.victim && peak.victim->bytes > peak.sampled_bytes;
+    peak.bytes = kernel ? peak.victim->bytes : peak.sampled_bytes;
+    peak.source = kernel ? "oom_kill" : "samples";
+  } else if (peak.cgroup) {
+    peak.bytes = peak.cgroup->bytes;
+    peak.source = "cgroup";
+  }
+  return peak;
+}
+
+std::string DescribePeak(const OomPeak& peak, const Timeline& timeline) {
+  if (peak.source == "samples") return fmt::format("its memory peaked at {}", FormatBytes(peak.bytes));
+  if (peak.source == "oom_kill") {
+    return fmt::format("its memory peaked at {} (the kernel's OOM report of pid {})",
+                       FormatBytes(peak.bytes), peak.victim->pid);
+  }
+  if (peak.source == "cgroup") {
+    return fmt::format("its memory cgroup peaked at {}", FormatBytes(peak.bytes));
+  }
+  // Unknown: say why, never 0.
+  return fmt::format(
+      "its peak is unknown ({}; {})",
+      timeline.samples.empty() || peak.sampled_bytes == 0 ? "killed before the first sample"
+                                                          : "no sample held it",
+      !timeline.memory_peaks_recorded
+          ? "the run file predates the kernel's peaks"
+          : "the kernel log named no process of the job and no cgroup peak rose");
+}
+
 std::optional<Finding> CheckOomKilled(const Timeline& timeline) {
   const RunInfo& info = timeline.info;
   if (!info.oom_killed) return std::nullopt;
-  uint64_t peak = 0;
   uint64_t least_available = 0;
   for (const TimelineSample& s : timeline.samples) {
-    peak = std::max(peak, s.tree_rss_bytes);
     if (s.mem_available_bytes > 0 &&
         (least_available == 0 || s.mem_available_bytes < least_available)) {
       least_available = s.mem_available_bytes;
     }
   }
+  const OomPeak peak = FindOomPeak(timeline);
   const uint64_t limit = MemoryLimit(info);
   std::optional<double> ran = info.duration_seconds;
   if (!ran && !timeline.samples.empty()) ran = timeline.samples.back().t;
@@ -272,14 +358,32 @@ std::optional<Finding> CheckOomKilled(const Timeline& timeline) {
   f.layer = Layer::kMemory;
   f.severity = Severity::kCritical;
   f.summary = fmt::format(
-      "the kernel's OOM killer ended the job{}; its memory peaked at {}{}",
-      ran ? fmt::format(" after {}", FormatDuration(*ran)) : std::string(), FormatBytes(peak),
-      limit > 0 ? fmt::format(" of {}{}", FormatBytes(limit),
-                              info.cgroup_limit_bytes ? " (the cgroup limit)" : "")
-                : std::string());
-  f.evidence = {{"peak_tree_rss_bytes", AsInt(peak)},
-                {"memory_limit_bytes", AsInt(limit)},
-                {"cgroup_limited", info.cgroup_limit_bytes.has_value()}};
+      "the kernel's OOM killer ended the job{}; {}{}",
+      ran ? fmt::format(" after {}", FormatDuration(*ran)) : std::string(),
+      DescribePeak(peak, timeline),
+      limit > 0 && peak.bytes > 0
+          ? fmt::format(" of {}{}", FormatBytes(limit),
+                        info.cgroup_limit_bytes ? " (the cgroup limit)" : "")
+          : std::string());
+  f.evidence = {{"peak_known", peak.bytes > 0}};
+  if (peak.bytes > 0) {
+    f.evidence.push_back({"peak_bytes", AsInt(peak.bytes)});
+    f.evidence.push_back({"peak_source", peak.source});
+  }
+  if (peak.sampled_bytes > 0) {
+    f.evidence.push_back({"peak_tree_rss_bytes", AsInt(peak.sampled_bytes)});
+  }
+  if (peak.victim) {
+    f.evidence.push_back({"oom_victim_pid", int64_t{peak.victim->pid}});
+    f.evidence.push_back({"oom_victim_rss_bytes", AsInt(peak.victim->bytes)});
+    f.evidence.push_back({"oom_report", peak.victim->detail});
+  }
+  if (peak.cgroup) {
+    f.evidence.push_back({"cgroup_peak_bytes", AsInt(peak.cgroup->bytes)});
+    f.evidence.push_back({"cgroup_peak_file", peak.cgroup->detail});
+  }
+  f.evidence.push_back({"memory_limit_bytes", AsInt(limit)});
+  f.evidence.push_back({"cgroup_limited", info.cgroup_limit_bytes.has_value()});
   if (least_available > 0) f.evidence.push_back({"least_available_bytes", AsInt(least_available)});
   if (info.exit_signal) f.evidence.push_back({"exit_signal", int64_t{*info.exit_signal}});
   if (ran) f.evidence.push_back({"ran_s", *ran});

@@ -24,6 +24,14 @@ namespace stallscope {
 // loading the model, filling the page cache, workers starting).
 inline constexpr double kLeakWarmupFraction = 1.0 / 3;
 inline constexpr size_t kLeakMinSamples = 12;  // at least 4 a third
+// Judged while the job trains: from the hook's first step to its last, when
+// it reported steps. At exit a job frees what it held and its workers go, in
+// one or two samples; a fast run has few samples a third, and two such
+// samples at the end were enough to read a leak as a plateau. Without steps,
+// trailing samples below 90% of the median of the 5 before each are that
+// teardown too.
+inline constexpr double kLeakTeardownFraction = 0.9;
+inline constexpr size_t kLeakTeardownWindow = 5;
 // Steady: the last third still grows at least 0.7x as fast as the middle
 // third. A leak keeps its pace (a linear leak gives 1.0, one that grows as
 // sqrt(t) 0.77); a warm-up that settles exponentially passes 0.7 only when

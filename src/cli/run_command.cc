@@ -64,11 +64,13 @@ std::string DefaultRunPath() {
 // The NCCL logs of a run (NCCL_DEBUG_FILE, --nccl-log) read once the job
 // ended: the logs' network findings join the run's, and errors become notes
 // (the job ran; its report must still come out).
-std::vector<NcclLogFile> ReadRunNcclLogs(const RecordFlags& flags, const timespec& started,
+std::vector<NcclLogFile> ReadRunNcclLogs(const RecordFlags& flags,
+                                         const std::vector<DebugFileState>& before,
                                          std::vector<std::string>& notes) {
   std::vector<std::string> paths = flags.nccl_logs;
   if (const char* pattern = std::getenv("NCCL_DEBUG_FILE"); pattern && *pattern) {
-    std::vector<std::string> found = FindNcclDebugFiles(pattern, ShortHostname(Root("/")), started);
+    std::vector<std::string> found =
+        DebugFilesWritten(before, ListNcclDebugFiles(pattern, ShortHostname(Root("/"))));
     if (found.empty()) {
       notes.push_back(fmt::format(
           "nccl: NCCL_DEBUG_FILE={} is set but the job wrote no such file on this host (is "
@@ -232,10 +234,12 @@ CommandRunner SetupRun(CLI::App& app) {
       ->allow_extra_args(false);  // one file a flag: the command's words stay the command's
   app.add_option("command", flags->command, "the command to run, after --")->required();
   return [flags]() {
-    // NCCL_DEBUG_FILE matches only files created from here on.
-    // The coarse clock is the one file systems stamp files with.
-    timespec started{};
-    clock_gettime(CLOCK_REALTIME_COARSE, &started);
+    // NCCL_DEBUG_FILE: the files already there, so that afterwards only
+    // those the job wrote are read as its own.
+    std::vector<DebugFileState> nccl_files_before;
+    if (const char* pattern = std::getenv("NCCL_DEBUG_FILE"); pattern && *pattern) {
+      nccl_files_before = ListNcclDebugFiles(pattern, ShortHostname(Root("/")));
+    }
     std::string path = flags->out.empty() ? DefaultRunPath() : flags->out;
     std::optional<RunWriter> writer;
     Result<RunInfo> info = Prepare(*flags, path, writer);
@@ -268,7 +272,7 @@ CommandRunner SetupRun(CLI::App& app) {
     // The job's NCCL logs, judged once it ended and kept in the run file, so
     // `report RUN.db` prints the same findings later.
     std::vector<std::string> nccl_notes;
-    std::vector<NcclLogFile> nccl_logs = ReadRunNcclLogs(*flags, started, nccl_notes);
+    std::vector<NcclLogFile> nccl_logs = ReadRunNcclLogs(*flags, nccl_files_before, nccl_notes);
     StoredFindings from_logs = NcclLogConclusions(nccl_logs, std::move(nccl_notes));
     StoredFindings unsaved;
     if (Status kept = writer->AppendFindings("nccl-log", from_logs.findings, from_logs.notes);

@@ -8,19 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
 
 #include "core/host_clock.h"
 #include "probe/infiniband.h"
 
 namespace stallscope {
-namespace {
-
-bool NotBefore(const statx_timestamp& t, const timespec& since) {
-  return t.tv_sec > since.tv_sec || (t.tv_sec == since.tv_sec && t.tv_nsec >= since.tv_nsec);
-}
-
-}  // namespace
-
 std::string ShortHostname(const Root& root) {
   std::string name;
   if (auto h = ReadAttribute(root.Path("/proc/sys/kernel/hostname")); h.ok()) name = *h;
@@ -91,22 +84,38 @@ std::string NcclDebugFileGlob(std::string_view pattern, std::string_view hostnam
   return out;
 }
 
-std::vector<std::string> FindNcclDebugFiles(std::string_view pattern, std::string_view hostname,
-                                            const timespec& since) {
-  std::vector<std::string> out;
+std::vector<DebugFileState> ListNcclDebugFiles(std::string_view pattern,
+                                               std::string_view hostname) {
+  std::vector<DebugFileState> out;
   std::string g = NcclDebugFileGlob(pattern, hostname);
   glob_t found{};
   if (glob(g.c_str(), 0, nullptr, &found) == 0) {
     for (size_t i = 0; i < found.gl_pathc; ++i) {
-      struct statx sx {};
-      if (statx(AT_FDCWD, found.gl_pathv[i], 0, STATX_TYPE | STATX_BTIME | STATX_MTIME, &sx) != 0)
-        continue;
-      if (!S_ISREG(sx.stx_mode)) continue;
-      const statx_timestamp& t = (sx.stx_mask & STATX_BTIME) ? sx.stx_btime : sx.stx_mtime;
-      if (NotBefore(t, since)) out.push_back(found.gl_pathv[i]);
+      struct stat st;
+      if (stat(found.gl_pathv[i], &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      out.push_back({found.gl_pathv[i], static_cast<uint64_t>(st.st_ino),
+                     static_cast<uint64_t>(st.st_size),
+                     int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec});
     }
   }
   globfree(&found);
+  std::sort(out.begin(), out.end(),
+            [](const DebugFileState& a, const DebugFileState& b) { return a.path < b.path; });
+  return out;
+}
+
+std::vector<std::string> DebugFilesWritten(const std::vector<DebugFileState>& before,
+                                           const std::vector<DebugFileState>& after) {
+  std::map<std::string_view, const DebugFileState*> old;
+  for (const DebugFileState& f : before) old[f.path] = &f;
+  std::vector<std::string> out;
+  for (const DebugFileState& f : after) {
+    auto was = old.find(f.path);
+    if (was == old.end() || was->second->inode != f.inode || was->second->size != f.size ||
+        was->second->mtime_ns != f.mtime_ns) {
+      out.push_back(f.path);
+    }
+  }
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -5,7 +5,7 @@
 // under the root; thread-compatible.
 #pragma once
 
-#include <ctime>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,10 +31,25 @@ Result<NcclLogFile> ReadNcclLogFile(const std::string& path, std::string_view fl
 // the rest is matched literally.
 std::string NcclDebugFileGlob(std::string_view pattern, std::string_view hostname);
 
-// The regular files matching NcclDebugFileGlob(pattern, hostname) that were
-// created (birth time, or the last change where the file system keeps none)
-// at or after `since` (CLOCK_REALTIME), sorted by name.
-std::vector<std::string> FindNcclDebugFiles(std::string_view pattern, std::string_view hostname,
-                                            const timespec& since);
+// What a file matching NCCL_DEBUG_FILE was before the job started, so that
+// afterwards the job's own files are told from an older run's by what
+// changed, not by clock stamps (a file made in the same clock tick as the
+// run's start has the same time).
+struct DebugFileState {
+  std::string path;
+  uint64_t inode = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+};
+
+// The regular files matching NcclDebugFileGlob(pattern, hostname) now, by name.
+std::vector<DebugFileState> ListNcclDebugFiles(std::string_view pattern,
+                                               std::string_view hostname);
+
+// The files of `after` the job wrote: new since `before`, replaced (another
+// inode at the path), truncated or grown, or modified (another mtime).
+// Pure; by name.
+std::vector<std::string> DebugFilesWritten(const std::vector<DebugFileState>& before,
+                                           const std::vector<DebugFileState>& after);
 
 }  // namespace stallscope

@@ -21,6 +21,7 @@
 #include "probe/diskstats.h"
 #include "probe/host_sampler.h"
 #include "probe/infiniband.h"
+#include "probe/kernel_log.h"
 #include "probe/process_sampler.h"
 #include "probe/snapshot.h"
 #include "probe/vmstat.h"
@@ -216,6 +217,57 @@ sigset_t RecordSignals() {
   return set;
 }
 
+// A job's process tree can fork without end; the pids kept to match OOM
+// victims against stop growing here.
+constexpr size_t kMaxJobPidsKept = 1 << 16;
+
+// What the kernel kept of the job's memory peak once it ended (MemoryPeak in
+// sample/timeline.h): the cgroup's high-water mark when it rose during the
+// run, and, when the kernel counted OOM kills during it, the killer's
+// reports of processes of the job. Why either is missing goes to `notes`.
+std::vector<MemoryPeak> KernelMemoryPeaks(const Root& root, const RunInfo& info,
+                                          std::optional<uint64_t> cgroup_peak_at_start,
+                                          bool oom_kills_counted, const std::set<int>& job_pids,
+                                          std::vector<std::string>& notes) {
+  std::vector<MemoryPeak> peaks;
+  if (info.cgroup_limit_bytes) {
+    Result<CgroupMemory> cg = ReadCgroupMemory(root);
+    if (cg.ok() && cg->peak_bytes && cgroup_peak_at_start && *cg->peak_bytes > *cgroup_peak_at_start) {
+      const char* file =
+          cg->version == CgroupVersion::kV1 ? "memory.max_usage_in_bytes" : "memory.peak";
+      peaks.push_back({"cgroup", 0, *cg->peak_bytes,
+                       fmt::format("{}/{} (every process of the cgroup, page cache included)",
+                                   cg->directory, file)});
+    } else if (cg.ok() && cg->peak_bytes) {
+      notes.push_back(fmt::format(
+          "memory: the memory cgroup's peak ({}) did not rise during the run, so it may be an "
+          "earlier job's and is not taken as this one's",
+          FormatBytes(*cg->peak_bytes)));
+    }
+  }
+  if (!oom_kills_counted) return peaks;
+  // The kernel's clock and CLOCK_MONOTONIC drift apart slowly: a minute and
+  // a thousandth of the uptime of slack keeps this run's kills in.
+  const double since =
+      info.start_monotonic_seconds - 60 - info.start_monotonic_seconds / 1000;
+  Result<std::vector<OomKill>> kills = ReadOomKills(root, since);
+  if (!kills.ok()) {
+    notes.push_back("memory: the OOM killer's report was not read: " + kills.status().message());
+    return peaks;
+  }
+  for (const OomKill& k : *kills) {
+    if (!job_pids.count(k.pid)) continue;
+    peaks.push_back({"oom_kill", k.pid, k.rss_bytes(), k.message});
+  }
+  if (std::none_of(peaks.begin(), peaks.end(),
+                   [](const MemoryPeak& p) { return p.source == "oom_kill"; })) {
+    notes.push_back(
+        "memory: the kernel counted an OOM kill during the run, but its log names no process of "
+        "the job (another process was chosen, or the report left the log's ring buffer)");
+  }
+  return peaks;
+}
+
 }  // namespace
 
 void BlockRecordSignals() {
@@ -240,6 +292,15 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   const int64_t interval_ns = static_cast<int64_t>(options.interval_seconds * 1e9);
   std::optional<uint64_t> oom_kills_at_start;
   if (auto v = ReadVmStat(Root("/")); v.ok()) oom_kills_at_start = v->oom_kill;
+  std::optional<uint64_t> cgroup_peak_at_start;
+  if (info.cgroup_limit_bytes) {
+    if (Result<CgroupMemory> cg = ReadCgroupMemory(Root("/")); cg.ok()) {
+      cgroup_peak_at_start = cg->peak_bytes;
+    }
+  }
+  // Every process of the job seen, to know its OOM victims; the job itself
+  // before the first sample.
+  std::set<int> job_pids = {job.pid()};
 
   std::set<std::string> disks;
   if (auto devices = ReadBlockDevices(Root("/")); devices.ok()) {
@@ -287,6 +348,12 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     points.clear();
     Result<TimelineSample> sample = sampler.Sample(t, events.pids, points);
     if (!sample.ok()) return sample.status();
+    for (const ProcessPoint& p : points) {
+      if (job_pids.size() < kMaxJobPidsKept) job_pids.insert(p.pid);
+    }
+    for (int pid : events.pids) {
+      if (job_pids.size() < kMaxJobPidsKept) job_pids.insert(pid);
+    }
     for (PortCounterPoint& p :
          port_tracker.Update(t, sampler.last_host().net, read_rdma(), /*all=*/ended)) {
       ports.push_back(std::move(p));
@@ -324,10 +391,10 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     ports.clear();
     // GPUs (NVML), the job's first; GPM covers the interval since the last call.
     if (written.ok() && gpu_probe->available()) {
-      std::set<int> job_pids;
-      for (const ProcessPoint& p : points) job_pids.insert(p.pid);
+      std::set<int> sampled_pids;
+      for (const ProcessPoint& p : points) sampled_pids.insert(p.pid);
       std::vector<GpuPoint> gpus;
-      for (GpuState& g : JobGpusFirst(gpu_probe->Sample().gpus, job_pids)) {
+      for (GpuState& g : JobGpusFirst(gpu_probe->Sample().gpus, sampled_pids)) {
         gpus.push_back({t, std::move(g)});
       }
       written = writer.AppendGpuSamples(gpus);
@@ -389,10 +456,27 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   info.exit_code = outcome.exit.exit_code;
   info.exit_signal = outcome.exit.signal;
   // The OOM killer ends a process with SIGKILL and counts it in vmstat.
+  bool oom_kills_counted = true;  // unknown counts as counted: look in the log
   if (auto v = ReadVmStat(Root("/")); v.ok() && v->oom_kill && oom_kills_at_start) {
-    info.oom_killed = outcome.exit.signal == SIGKILL && *v->oom_kill > *oom_kills_at_start;
+    oom_kills_counted = *v->oom_kill > *oom_kills_at_start;
+    info.oom_killed = outcome.exit.signal == SIGKILL && oom_kills_counted;
   }
+  std::vector<std::string> notes;
+  std::vector<MemoryPeak> peaks = KernelMemoryPeaks(Root("/"), info, cgroup_peak_at_start,
+                                                    oom_kills_counted, job_pids, notes);
+  // The kernel's own report settles it where the counters could not.
+  const bool job_killed = std::any_of(peaks.begin(), peaks.end(), [&](const MemoryPeak& p) {
+    return p.source == "oom_kill" && p.pid == job.pid();
+  });
+  if (outcome.exit.signal == SIGKILL && job_killed) info.oom_killed = true;
   if (Status s = writer.WriteRunInfo(info); !s.ok()) return s;
+  if (Status s = writer.AppendMemoryPeaks(peaks); !s.ok()) {
+    std::fprintf(status, "stallscope: %s (the kernel's memory peaks are not kept)\n",
+                 s.message().c_str());
+  }
+  if (Status s = writer.AppendFindings("memory", {}, notes); !s.ok()) {
+    std::fprintf(status, "stallscope: %s\n", s.message().c_str());
+  }
   outcome.info = info;
   return outcome;
 }

@@ -134,6 +134,20 @@ struct GpuPoint {
   GpuState gpu;
 };
 
+// What the kernel kept of the job's memory peak, read once the job ended:
+// where no sample saw it (a job killed in its first interval), this is the
+// peak. source "cgroup": the memory cgroup's own high-water mark
+// (memory.peak on v2, memory.max_usage_in_bytes on v1), kept only when it
+// rose during the run and the job was limited; it counts every process of
+// the cgroup and its page cache. source "oom_kill": the OOM killer's report
+// of a victim of the job's tree (anon + file + shmem RSS when it was killed).
+struct MemoryPeak {
+  std::string source;  // "cgroup" or "oom_kill"
+  int pid = 0;         // oom_kill: the victim; 0 for cgroup
+  uint64_t bytes = 0;
+  std::string detail;  // cgroup: the file read; oom_kill: the kernel's message
+};
+
 struct Timeline {
   RunInfo info;
   std::vector<TimelineSample> samples;
@@ -145,6 +159,8 @@ struct Timeline {
   std::vector<GpuPoint> gpus;                    // by time, then GPU
   std::vector<RankInfo> ranks;                   // hook hellos, in arrival order
   std::vector<StepSync> step_syncs;              // with stallscope.ddp(model)
+  std::vector<MemoryPeak> memory_peaks;          // table memory_peaks, when written
+  bool memory_peaks_recorded = false;            // false: the file predates the table
 };
 
 }  // namespace stallscope

@@ -71,6 +71,10 @@ class RunWriter {
   // empty. Called once the job ended, before Close().
   Status AppendFindings(std::string_view source, std::span<const Finding> findings,
                         std::span<const std::string> notes);
+  // What the kernel kept of the job's memory peak, in one transaction, into
+  // memory_peaks (created here, also with no row: the peaks were looked
+  // for). Called once the job ended, before Close().
+  Status AppendMemoryPeaks(std::span<const MemoryPeak> peaks);
   // Intervals committed so far; the next one is numbered this.
   int64_t intervals() const { return next_interval_; }
   const std::string& path() const { return path_; }

@@ -353,6 +353,22 @@ Result<Timeline> ReadRun(const std::string& path) {
     if (!st.ok()) return st;
   }
   if (Status gpus = store::ReadGpuSamples(db, path, timeline); !gpus.ok()) return gpus;
+  // Files written before memory_peaks existed lack the table.
+  st = ForEachRow(db, path,
+                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_peaks'",
+                  [&](Columns&) { timeline.memory_peaks_recorded = true; });
+  if (!st.ok()) return st;
+  if (timeline.memory_peaks_recorded) {
+    st = ForEachRow(db, path, "SELECT source, pid, bytes, detail FROM memory_peaks ORDER BY rowid",
+                    [&](Columns& c) {
+                      MemoryPeak& p = timeline.memory_peaks.emplace_back();
+                      p.source = c.Text();
+                      p.pid = c.Int32();
+                      p.bytes = c.Bytes();
+                      p.detail = c.Text();
+                    });
+    if (!st.ok()) return st;
+  }
   sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
   return timeline;
 }

@@ -127,6 +127,19 @@ CREATE TABLE port_counters (
 );
 )sql";
 
+// What the kernel kept of the job's memory peak (sample/timeline.h
+// MemoryPeak), written when the job ended; created then, so files of older
+// versions lack it. Made even when there is no row: its presence says the
+// peaks were looked for.
+inline constexpr std::string_view kCreateMemoryPeaks = R"sql(
+CREATE TABLE IF NOT EXISTS memory_peaks (
+  source TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  detail TEXT NOT NULL
+);
+)sql";
+
 // "<path>: <what>: <SQLite's message>". The errno of the refused system call,
 // when SQLite reports one, decides the code as Status::FromErrno does (so a
 // missing directory is NotFound); SQLITE_NOTADB is a ParseError of the file;

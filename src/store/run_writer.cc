@@ -453,4 +453,33 @@ Status RunWriter::AppendFindings(std::string_view source, std::span<const Findin
   return st;
 }
 
+Status RunWriter::AppendMemoryPeaks(std::span<const MemoryPeak> peaks) {
+  if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
+  sqlite3* db = db_.get();
+  if (Status begun = Step(begin_.get(), "cannot begin the memory peaks"); !begun.ok()) {
+    return begun;
+  }
+  Status st = Status::Ok();
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_exec(db, std::string(store::kCreateMemoryPeaks).c_str(), nullptr, nullptr,
+                   nullptr) != SQLITE_OK) {
+    st = Fail("cannot create memory_peaks");
+  } else if (sqlite3_prepare_v2(db,
+                                "INSERT INTO memory_peaks (source, pid, bytes, detail) "
+                                "VALUES (?, ?, ?, ?)",
+                                -1, &raw, nullptr) != SQLITE_OK) {
+    st = Fail("cannot prepare the memory peak insert");
+  }
+  Statement insert(raw);
+  for (size_t i = 0; st.ok() && i < peaks.size(); ++i) {
+    Binder bind(insert.get());
+    bind.Text(peaks[i].source).Int(peaks[i].pid).Bytes(peaks[i].bytes).Text(peaks[i].detail);
+    st = bind.ok() ? Step(insert.get(), "cannot write a memory peak")
+                   : Fail("cannot bind a memory peak");
+  }
+  if (st.ok()) st = Step(commit_.get(), "cannot commit the memory peaks");
+  if (!st.ok()) (void)Step(rollback_.get(), "cannot roll back the memory peaks");
+  return st;
+}
+
 }  // namespace stallscope

@@ -154,28 +154,59 @@ TEST(NcclDebugFile, GlobExpandsHostAndPidLikeNccl) {
   EXPECT_EQ(NcclDebugFileGlob("plain.log", "h"), "plain.log");
 }
 
-TEST(NcclDebugFile, FindsOnlyFilesCreatedSinceTheStart) {
+TEST(NcclDebugFile, WrittenMeansNewReplacedTruncatedGrownOrModified) {
+  const std::vector<DebugFileState> before = {{"/l/untouched", 10, 100, 5},
+                                              {"/l/replaced", 11, 100, 5},
+                                              {"/l/truncated", 12, 100, 5},
+                                              {"/l/grown", 13, 100, 5},
+                                              {"/l/same-size-rewritten", 14, 100, 5},
+                                              {"/l/deleted", 15, 100, 5}};
+  const std::vector<DebugFileState> after = {{"/l/grown", 13, 4000, 9},
+                                             {"/l/new", 20, 10, 9},
+                                             {"/l/replaced", 21, 100, 5},
+                                             {"/l/same-size-rewritten", 14, 100, 6},
+                                             {"/l/truncated", 12, 40, 5},
+                                             {"/l/untouched", 10, 100, 5}};
+  EXPECT_EQ(DebugFilesWritten(before, after),
+            (std::vector<std::string>{"/l/grown", "/l/new", "/l/replaced",
+                                      "/l/same-size-rewritten", "/l/truncated"}));
+  EXPECT_EQ(DebugFilesWritten({}, {{"/l/a", 1, 0, 0}}), std::vector<std::string>{"/l/a"});
+  EXPECT_TRUE(DebugFilesWritten(before, {}).empty());
+}
+
+// The three cases a run meets, on real files and with no clock involved: a
+// stale file left alone, a stale file the job overwrites at the same path (a
+// pattern without %p), and a new one; and a file of another host.
+TEST(NcclDebugFile, TellsTheJobsFilesFromStaleOnesWithoutClocks) {
   char dir_template[] = "/tmp/stallscope-nccl-files-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   std::string dir = dir_template;
-  auto write = [](const std::string& path) {
+  auto write = [](const std::string& path, const char* text) {
     FILE* f = fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr);
-    fputs("x\n", f);
+    fputs(text, f);
     fclose(f);
   };
-  write(dir + "/nccl.hostA.100.log");  // an older run's file
-  usleep(30000);                       // past a coarse clock tick
-  timespec since{};
-  clock_gettime(CLOCK_REALTIME_COARSE, &since);
-  write(dir + "/nccl.hostA.4242.log");
-  write(dir + "/nccl.hostB.4243.log");  // another host's file
-  write(dir + "/nccl.hostA.x.log");     // no pid there
-  std::vector<std::string> found = FindNcclDebugFiles(dir + "/nccl.%h.%p.log", "hostA", since);
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0], dir + "/nccl.hostA.4242.log");
-  for (const char* name :
-       {"nccl.hostA.100.log", "nccl.hostA.4242.log", "nccl.hostB.4243.log", "nccl.hostA.x.log"}) {
+  write(dir + "/nccl.hostA.100.log", "an older run's log\n");
+  write(dir + "/fixed.hostA.log", "an older run's log, at a path without %p\n");
+  std::vector<DebugFileState> with_pid = ListNcclDebugFiles(dir + "/nccl.%h.%p.log", "hostA");
+  std::vector<DebugFileState> fixed = ListNcclDebugFiles(dir + "/fixed.%h.log", "hostA");
+  ASSERT_EQ(with_pid.size(), 1u);
+  ASSERT_EQ(fixed.size(), 1u);
+  // The job: a new file for its pid, another host's, and the fixed path overwritten.
+  write(dir + "/nccl.hostA.4242.log", "NCCL INFO\n");
+  write(dir + "/nccl.hostB.4243.log", "NCCL INFO\n");
+  write(dir + "/nccl.hostA.x.log", "NCCL INFO\n");  // no pid there
+  write(dir + "/fixed.hostA.log", "NCCL INFO\n");
+  EXPECT_EQ(DebugFilesWritten(with_pid, ListNcclDebugFiles(dir + "/nccl.%h.%p.log", "hostA")),
+            std::vector<std::string>{dir + "/nccl.hostA.4242.log"});
+  EXPECT_EQ(DebugFilesWritten(fixed, ListNcclDebugFiles(dir + "/fixed.%h.log", "hostA")),
+            std::vector<std::string>{dir + "/fixed.hostA.log"});
+  // Nothing written: nothing is the job's.
+  std::vector<DebugFileState> now = ListNcclDebugFiles(dir + "/nccl.%h.%p.log", "hostA");
+  EXPECT_TRUE(DebugFilesWritten(now, ListNcclDebugFiles(dir + "/nccl.%h.%p.log", "hostA")).empty());
+  for (const char* name : {"nccl.hostA.100.log", "nccl.hostA.4242.log", "nccl.hostB.4243.log",
+                           "nccl.hostA.x.log", "fixed.hostA.log"}) {
     unlink((dir + "/" + name).c_str());
   }
   rmdir(dir.c_str());

@@ -329,6 +329,57 @@ TEST(RssGrowth, ShortLivedWorkerIsNotNamedAsTheGrower) {
   EXPECT_EQ(EvidenceOf<std::string>(*f, "top_process"), "python3 (pid 100)");
 }
 
+// The shape of a real short run of examples/train_cpu.py --mode leak on two
+// CPUs, sampled every 0.5 s: the interpreter and torch load (0-3 s), the
+// two DataLoader workers start (a jump), 6 s of training that keeps 4 MiB a
+// step, then the exit: the workers go and the job frees what it held, in
+// three samples. With few samples a third, those three made the last third
+// look flat and the leak was missed.
+Timeline ShortLeakingRun(bool with_steps) {
+  Timeline tl;
+  tl.info.interval_seconds = 0.5;
+  tl.info.root_pid = kRootPid;
+  tl.info.mem_total_bytes = 24 * kGiB;
+  tl.info.exit_code = 0;
+  auto sample = [&](double t, double mib) {
+    TimelineSample s;
+    s.t = t;
+    s.processes = t < 3.5 ? 1 : 3;
+    s.tree_rss_bytes = static_cast<uint64_t>(mib * kMiB);
+    s.mem_available_bytes = static_cast<uint64_t>(20.0 * kGiB - mib * kMiB);
+    tl.samples.push_back(s);
+    tl.processes.push_back({t, kRootPid, 1, "python3", static_cast<uint64_t>(mib * kMiB / 2), 90});
+  };
+  const double startup[] = {31, 105, 169, 206, 233, 233};
+  for (int i = 0; i < 6; ++i) sample(0.5 * (i + 1), startup[i]);
+  double mib = 580;
+  for (double t = 3.5; t <= 9.5 + 1e-9; t += 0.5, mib += 48 + (static_cast<int>(t * 2) % 3 - 1) * 4) {
+    sample(t, mib);
+  }
+  sample(10.0, 0.85 * mib);  // the workers are gone
+  sample(10.5, 0.45 * mib);  // the job frees its batches
+  sample(11.0, 0.15 * mib);
+  tl.info.duration_seconds = 11.2;
+  if (with_steps) {
+    for (int step = 0; step < 96; ++step) {
+      tl.steps.push_back({0, step, 3.2 + step * 0.066, 0.002, 0.066});
+    }
+  }
+  return tl;
+}
+
+TEST(RssGrowth, AShortRunsLeakIsFoundThroughItsTeardown) {
+  for (bool with_steps : {true, false}) {
+    Timeline tl = ShortLeakingRun(with_steps);
+    std::vector<Finding> findings = CheckRun(tl);
+    const Finding* f = Find(findings, "memory.rss_growth");
+    ASSERT_NE(f, nullptr) << "with_steps=" << with_steps << ": " << Ids(findings);
+    EXPECT_NEAR(EvidenceOf<double>(*f, "slope_bytes_per_s"), 96.0 * kMiB, 12.0 * kMiB)
+        << "with_steps=" << with_steps;
+    EXPECT_GT(EvidenceOf<int64_t>(*f, "rss_end_bytes"), int64_t(1000 * kMiB));
+  }
+}
+
 // ---- memory.oom_killed, available_low, swap_active --------------------------------
 
 TEST(OomKilled, KilledRunIsCriticalWithPeakAndLimit) {
@@ -344,10 +395,94 @@ TEST(OomKilled, KilledRunIsCriticalWithPeakAndLimit) {
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kCritical);
   EXPECT_GT(EvidenceOf<int64_t>(*f, "peak_tree_rss_bytes"), int64_t(60 * kGiB));
+  EXPECT_EQ(EvidenceOf<int64_t>(*f, "peak_bytes"), EvidenceOf<int64_t>(*f, "peak_tree_rss_bytes"));
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "peak_source"), "samples");
   EXPECT_EQ(EvidenceOf<int64_t>(*f, "memory_limit_bytes"), int64_t(60 * kGiB));
   EXPECT_EQ(EvidenceOf<int64_t>(*f, "exit_signal"), 9);
   EXPECT_NE(f->summary.find("cgroup limit"), std::string::npos) << f->summary;
   EXPECT_NE(f->next.find("dmesg"), std::string::npos);
+}
+
+// Killed before the first sample: the samples saw nothing, so the peak is
+// what the kernel kept, and never 0.
+Timeline KilledBeforeTheFirstSample() {
+  Timeline tl;
+  tl.info.interval_seconds = 5;
+  tl.info.mem_total_bytes = 24 * kGiB;
+  tl.info.cgroup_limit_bytes = 300 * kMiB;
+  tl.info.oom_killed = true;
+  tl.info.exit_signal = 9;
+  tl.info.duration_seconds = 0.33;
+  tl.memory_peaks_recorded = true;
+  tl.samples.push_back({});  // the one at the exit: the tree already gone
+  tl.samples.back().t = 0.33;
+  return tl;
+}
+
+TEST(OomKilled, BeforeTheFirstSampleThePeakIsTheKernelsOomReport) {
+  Timeline tl = KilledBeforeTheFirstSample();
+  tl.memory_peaks.push_back({"cgroup", 0, 300 * kMiB, "/sys/fs/cgroup/memory/x/memory.max_usage_in_bytes"});
+  tl.memory_peaks.push_back({"oom_kill", 4242, 296 * kMiB,
+                             "Memory cgroup out of memory: Killed process 4242 (python3) ..."});
+  const Finding* f = nullptr;
+  std::vector<Finding> findings = CheckRun(tl);
+  f = Find(findings, "memory.oom_killed");
+  ASSERT_NE(f, nullptr) << Ids(findings);
+  EXPECT_EQ(EvidenceOf<bool>(*f, "peak_known"), true);
+  EXPECT_EQ(EvidenceOf<int64_t>(*f, "peak_bytes"), int64_t(296 * kMiB));
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "peak_source"), "oom_kill");
+  EXPECT_EQ(EvidenceOf<int64_t>(*f, "oom_victim_pid"), 4242);
+  EXPECT_EQ(EvidenceOf<int64_t>(*f, "cgroup_peak_bytes"), int64_t(300 * kMiB));
+  EXPECT_EQ(EvidenceValueOf(*f, "peak_tree_rss_bytes"), nullptr);  // no sample saw it: not 0
+  EXPECT_NE(f->summary.find("peaked at 296.0 MiB (the kernel's OOM report of pid 4242) of 300.0 MiB"), std::string::npos) << f->summary;
+  EXPECT_NE(f->summary.find("of 300.0 MiB (the cgroup limit)"), std::string::npos) << f->summary;
+}
+
+TEST(OomKilled, WithoutAnOomReportTheCgroupPeakStandsIn) {
+  Timeline tl = KilledBeforeTheFirstSample();
+  tl.memory_peaks.push_back({"cgroup", 0, 299 * kMiB, "memory.max_usage_in_bytes"});
+  std::vector<Finding> findings = CheckRun(tl);
+  const Finding* f = Find(findings, "memory.oom_killed");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(EvidenceOf<int64_t>(*f, "peak_bytes"), int64_t(299 * kMiB));
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "peak_source"), "cgroup");
+  EXPECT_NE(f->summary.find("memory cgroup peaked at 299.0 MiB"), std::string::npos) << f->summary;
+}
+
+TEST(OomKilled, NothingKeptMeansThePeakIsUnknownNeverZero) {
+  Timeline tl = KilledBeforeTheFirstSample();
+  std::vector<Finding> findings = CheckRun(tl);
+  const Finding* f = Find(findings, "memory.oom_killed");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(EvidenceOf<bool>(*f, "peak_known"), false);
+  EXPECT_EQ(EvidenceValueOf(*f, "peak_bytes"), nullptr);
+  EXPECT_EQ(EvidenceValueOf(*f, "peak_tree_rss_bytes"), nullptr);
+  EXPECT_NE(f->summary.find("its peak is unknown (killed before the first sample"),
+            std::string::npos)
+      << f->summary;
+  EXPECT_EQ(f->summary.find("0 B"), std::string::npos) << f->summary;
+  // A run file from before memory_peaks says so.
+  tl.memory_peaks_recorded = false;
+  findings = CheckRun(tl);
+  f = Find(findings, "memory.oom_killed");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->summary.find("predates"), std::string::npos) << f->summary;
+}
+
+TEST(OomKilled, SampledPeakWinsOverASmallerVictim) {
+  RunShape shape;
+  shape.rss = [](double t) { return 8.0 * kGiB + 15.0 * kMiB * t; };
+  Timeline tl = MakeRun(shape);
+  tl.info.oom_killed = true;
+  tl.info.exit_signal = 9;
+  tl.memory_peaks_recorded = true;
+  tl.memory_peaks.push_back({"oom_kill", 100, 1 * kGiB, "Killed process 100 (python3)"});
+  std::vector<Finding> findings = CheckRun(tl);
+  const Finding* f = Find(findings, "memory.oom_killed");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "peak_source"), "samples");
+  EXPECT_EQ(EvidenceOf<int64_t>(*f, "peak_bytes"), EvidenceOf<int64_t>(*f, "peak_tree_rss_bytes"));
+  EXPECT_EQ(EvidenceOf<int64_t>(*f, "oom_victim_rss_bytes"), int64_t(1 * kGiB));
 }
 
 TEST(OomKilled, SigkillWithoutTheOomFlagIsNotAnOom) {

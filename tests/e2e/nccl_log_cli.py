@@ -218,11 +218,12 @@ class NcclLogInDoctorAndRun(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             pattern = os.path.join(tmp, "nccl.%h.%p.log")
             host = os.uname().nodename.split(".")[0]
-            # An older run's file matches the pattern: it must not be read.
+            # An older run's file matches the pattern, written just now (the
+            # same clock tick as the run's start, as like as not): it must not
+            # be read, because the job leaves it as it was.
             stale = os.path.join(tmp, "nccl.%s.1.log" % host)
             with open(stale, "w") as f, open(fixture("v2_28_multinode_lo_refused.log")) as lo:
                 f.write(lo.read())
-            os.utime(stale, (1, 1))
             env = dict(os.environ, NCCL_DEBUG_FILE=pattern)
             command = ["python3", "-c", WRITE_NCCL_LOG, fixture("v2_18_socket_while_ib_found.log")]
             report = e2e.run_json(self, ["run", "--interval", "0.1", "--json", "--out",
@@ -243,6 +244,30 @@ class NcclLogInDoctorAndRun(unittest.TestCase):
             self.assertEqual(later["verdict"], report["verdict"])
             self.assertIn([n for n in report["notes"] if n.startswith("nccl log ")][0],
                           later["notes"])
+            # A pattern without %p: the job overwrites an older run's file at
+            # the same path (same inode, other content): it is the job's.
+            fixed = os.path.join(tmp, "fixed.%h.log")
+            fixed_file = fixed.replace("%h", host)
+            with open(fixed_file, "w") as f, open(fixture("v2_28_multinode_lo_refused.log")) as lo:
+                f.write(lo.read())
+            inode = os.stat(fixed_file).st_ino
+            over = e2e.run_json(self, ["run", "--interval", "0.1", "--json", "--out",
+                                       os.path.join(tmp, "r-fixed.db"), "--"] + command,
+                                env=dict(env, NCCL_DEBUG_FILE=fixed))
+            self.assertEqual(os.stat(fixed_file).st_ino, inode, "the job wrote another file")
+            self.assertEqual([l["file"] for l in over["nccl_logs"]], [fixed_file])
+            self.assertIsNotNone(e2e.finding(over, "network.rdma_unused"))
+            self.assertIsNone(e2e.finding(over, "network.wrong_interface"))  # the old content
+            # The same stale file, left alone by a job that writes no log: not read.
+            with open(fixed_file, "w") as f, open(fixture("v2_28_multinode_lo_refused.log")) as lo:
+                f.write(lo.read())
+            quiet = e2e.run_json(self, ["run", "--interval", "0.1", "--json", "--out",
+                                        os.path.join(tmp, "r-quiet.db"), "--", "true"],
+                                 env=dict(env, NCCL_DEBUG_FILE=fixed))
+            self.assertNotIn("nccl_logs", quiet)
+            self.assertIsNone(e2e.finding(quiet, "network.wrong_interface"))
+            self.assertTrue(any("NCCL_DEBUG_FILE=" + fixed in n and "wrote no such file" in n
+                                for n in quiet["notes"]), quiet["notes"])
             # Without NCCL_DEBUG_FILE nothing is read; --nccl-log names a file instead.
             env.pop("NCCL_DEBUG_FILE")
             own = os.path.join(tmp, "own.log")

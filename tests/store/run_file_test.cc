@@ -359,6 +359,53 @@ TEST_F(RunFileTest, TablesAreQueryableByTheirDocumentedColumns) {
             (std::vector<std::string>{"1|4|1.0|0.625", "0|4|0.5|0.25"}));
 }
 
+TEST_F(RunFileTest, MemoryPeaksRoundTripAndOlderFilesSayTheyLackThem) {
+  const std::string path = Path("peaks.db");
+  const std::vector<MemoryPeak> peaks = {
+      {"cgroup", 0, 314572800, "/sys/fs/cgroup/memory/job/memory.max_usage_in_bytes"},
+      {"oom_kill", 4242, 319172608, "Memory cgroup out of memory: Killed process 4242 (python3)"}};
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+    ASSERT_TRUE(writer->AppendMemoryPeaks(peaks).ok());
+  }
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE(read->memory_peaks_recorded);
+  ASSERT_EQ(read->memory_peaks.size(), 2u);
+  for (size_t i = 0; i < peaks.size(); ++i) {
+    EXPECT_EQ(read->memory_peaks[i].source, peaks[i].source);
+    EXPECT_EQ(read->memory_peaks[i].pid, peaks[i].pid);
+    EXPECT_EQ(read->memory_peaks[i].bytes, peaks[i].bytes);
+    EXPECT_EQ(read->memory_peaks[i].detail, peaks[i].detail);
+  }
+  EXPECT_EQ(Query(path, "SELECT source, pid, bytes FROM memory_peaks ORDER BY rowid"),
+            (std::vector<std::string>{"cgroup|0|314572800", "oom_kill|4242|319172608"}));
+  // Looked for and none found: the table is there, empty.
+  const std::string none = Path("none.db");
+  {
+    Result<RunWriter> writer = RunWriter::Create(none, false);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+    ASSERT_TRUE(writer->AppendMemoryPeaks({}).ok());
+  }
+  read = ReadRun(none);
+  ASSERT_TRUE(read.ok());
+  EXPECT_TRUE(read->memory_peaks_recorded);
+  EXPECT_TRUE(read->memory_peaks.empty());
+  // A file of an older version has no table: it reads, saying so.
+  const std::string old = Path("old.db");
+  {
+    Result<RunWriter> writer = RunWriter::Create(old, false);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+  }
+  read = ReadRun(old);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_FALSE(read->memory_peaks_recorded);
+}
+
 TEST_F(RunFileTest, BaselineRoundTripsAndIsReplaced) {
   const std::string path = Path("run.db");
   const std::string json =
