@@ -128,6 +128,30 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& raw) {
   plan.usable_bytes = static_cast<double>(raw.gpu_memory_bytes) * (1 - kGpuMemoryReserveFraction);
   StateBytes per_param = BytesPerParameter(raw.dtype, raw.optimizer);
 
+  // The first component at which the running total passes the budget.
+  auto judge = [&](GpuMemory& m) {
+    m.fits = m.Total() <= plan.usable_bytes;
+    m.over_budget.clear();
+    if (m.fits) return;
+    const std::pair<const char*, double> parts[] = {{"weights", m.weights},
+                                                    {"gradients", m.gradients},
+                                                    {"optimizer", m.optimizer},
+                                                    {"activations", m.activations}};
+    double sum = 0;
+    for (const auto& [name, bytes] : parts) {
+      sum += bytes;
+      if (sum > plan.usable_bytes) {
+        m.over_budget = name;
+        return;
+      }
+    }
+  };
+  plan.model_states_bytes =
+      shape.params * (per_param.weights + per_param.gradients + per_param.optimizer);
+  plan.data_parallel = ModelStates(shape.params, per_param, 1, 1, raw.gpus, 0);
+  plan.data_parallel.activations = ActivationBytesPerGpu(shape, 1, raw.recompute);
+  judge(plan.data_parallel);
+
   for (int tp = 1; tp <= raw.gpus; ++tp) {
     if (raw.gpus % tp != 0 || (raw.tp && tp != *raw.tp)) continue;
     if (!raw.tp && (tp > raw.gpus_per_node || shape.heads % tp != 0)) continue;
@@ -144,7 +168,7 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& raw) {
         if (!raw.zero && dp == 1 && zero > 0) break;
         GpuMemory m = ModelStates(shape.params, per_param, tp, pp, dp, zero);
         m.activations = activations;
-        m.fits = m.Total() <= plan.usable_bytes;
+        judge(m);
         chosen = m;
         if (m.fits) break;  // the lowest stage that fits
       }

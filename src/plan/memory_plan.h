@@ -73,6 +73,11 @@ struct GpuMemory {
   double weights = 0, gradients = 0, optimizer = 0, activations = 0;
   double Total() const { return weights + gradients + optimizer + activations; }
   bool fits = false;
+  // Where it does not fit: the first component at which the running total
+  // (weights, + gradients, + optimizer, + activations) passes the usable
+  // memory: "weights", "gradients", "optimizer" or "activations"; empty
+  // when it fits.
+  std::string over_budget;
 };
 
 // Model-state bytes on one GPU: params/(tp*pp) per GPU, then ZeRO over dp.
@@ -91,6 +96,10 @@ ModelShape CompleteShape(ModelShape shape);
 struct MemoryPlan {
   MemoryPlanInput input;           // with the shape completed
   double usable_bytes = 0;         // gpu memory minus the reserve
+  double model_states_bytes = 0;   // bytes per parameter x parameters, before any sharding
+  // Plain data parallelism (tp = pp = 1, ZeRO 0, every GPU a replica): the
+  // layout the others are measured against, listed whether it fits or not.
+  GpuMemory data_parallel;
   std::vector<GpuMemory> layouts;  // every layout tried, best first; fits first
   std::vector<std::string> assumptions;
 };

@@ -17,6 +17,35 @@ std::string ParamsText(double params) {
   return fmt::format("{:g}", params);
 }
 
+// "the weights alone (130.4 GiB) pass the 72.0 GiB usable", "with the
+// optimizer, weights to optimizer come to 90.0 GiB of the 72.0 GiB usable".
+std::string WhyNot(const GpuMemory& m, const MemoryPlan& plan) {
+  if (m.over_budget == "weights") {
+    return fmt::format("the weights alone ({}) pass the {} usable", Bytes(m.weights),
+                       Bytes(plan.usable_bytes));
+  }
+  double sum = m.weights + m.gradients;
+  if (m.over_budget == "optimizer") sum += m.optimizer;
+  if (m.over_budget == "activations") sum = m.Total();
+  return fmt::format("with the {}, the running total comes to {} of the {} usable", m.over_budget,
+                     Bytes(sum), Bytes(plan.usable_bytes));
+}
+
+nlohmann::ordered_json LayoutJson(const GpuMemory& m) {
+  return {{"tp", m.tp},
+          {"pp", m.pp},
+          {"dp", m.dp},
+          {"zero", m.zero},
+          {"weights_bytes", m.weights},
+          {"gradients_bytes", m.gradients},
+          {"optimizer_bytes", m.optimizer},
+          {"activations_bytes", m.activations},
+          {"total_bytes", m.Total()},
+          {"fits", m.fits},
+          {"over_budget", m.fits ? nlohmann::ordered_json(nullptr)
+                                 : nlohmann::ordered_json(m.over_budget)}};
+}
+
 }  // namespace
 
 std::string RenderMemoryPlanText(const MemoryPlan& plan, size_t rows) {
@@ -26,6 +55,17 @@ std::string RenderMemoryPlanText(const MemoryPlan& plan, size_t rows) {
       ParamsText(in.model.params), in.gpus, FormatBytes(in.gpu_memory_bytes),
       Bytes(plan.usable_bytes), DtypeName(in.dtype), OptimizerName(in.optimizer),
       RecomputeName(in.recompute));
+  const StateBytes per_param = BytesPerParameter(in.dtype, in.optimizer);
+  out += fmt::format(
+      "model states: {} parameters x {:g} bytes = {} in all, before any sharding (weights {}, "
+      "gradients {}, optimizer {})\n",
+      ParamsText(in.model.params), per_param.weights + per_param.gradients + per_param.optimizer,
+      Bytes(plan.model_states_bytes), Bytes(in.model.params * per_param.weights),
+      Bytes(in.model.params * per_param.gradients), Bytes(in.model.params * per_param.optimizer));
+  const GpuMemory& dp = plan.data_parallel;
+  out += fmt::format("plain data parallel (tp 1, pp 1, dp {}, ZeRO 0): {} per GPU, {}\n\n", dp.dp,
+                     Bytes(dp.Total()),
+                     dp.fits ? "fits" : fmt::format("does not fit: {}", WhyNot(dp, plan)));
   size_t fitting = 0;
   for (const GpuMemory& m : plan.layouts) fitting += m.fits ? 1 : 0;
   if (fitting == 0) {
@@ -35,17 +75,18 @@ std::string RenderMemoryPlanText(const MemoryPlan& plan, size_t rows) {
   } else {
     out += fmt::format("{} of {} layouts fit, best first:\n", fitting, plan.layouts.size());
   }
-  out += fmt::format("  {:>3} {:>3} {:>4} {:>4} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", "tp",
-                     "pp", "dp", "zero", "weights", "gradients", "optimizer", "activations",
-                     "total", "fits");
+  out += fmt::format("  {:>3} {:>3} {:>4} {:>4} {:>11} {:>11} {:>11} {:>11} {:>11}  {:<11}  {}\n",
+                     "tp", "pp", "dp", "zero", "weights", "gradients", "optimizer", "activations",
+                     "total", "over at", "fits");
   size_t shown = 0;
   for (const GpuMemory& m : plan.layouts) {
     if (shown == rows) break;
     if (fitting > 0 && !m.fits) break;  // when some fit, list only those
     ++shown;
-    out += fmt::format("  {:>3} {:>3} {:>4} {:>4} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", m.tp,
-                       m.pp, m.dp, m.zero, Bytes(m.weights), Bytes(m.gradients), Bytes(m.optimizer),
-                       Bytes(m.activations), Bytes(m.Total()), m.fits ? "yes" : "no");
+    out += fmt::format("  {:>3} {:>3} {:>4} {:>4} {:>11} {:>11} {:>11} {:>11} {:>11}  {:<11}  {}\n",
+                       m.tp, m.pp, m.dp, m.zero, Bytes(m.weights), Bytes(m.gradients),
+                       Bytes(m.optimizer), Bytes(m.activations), Bytes(m.Total()),
+                       m.fits ? "-" : m.over_budget, m.fits ? "yes" : "no");
   }
   size_t listable = fitting > 0 ? fitting : plan.layouts.size();
   if (listable > shown)
@@ -74,19 +115,10 @@ nlohmann::ordered_json MemoryPlanToJson(const MemoryPlan& plan) {
                   {"recompute", RecomputeName(in.recompute)},
                   {"gpus_per_node", in.gpus_per_node}};
   out["usable_bytes_per_gpu"] = plan.usable_bytes;
+  out["model_states_bytes"] = plan.model_states_bytes;
+  out["data_parallel"] = LayoutJson(plan.data_parallel);
   json layouts = json::array();
-  for (const GpuMemory& m : plan.layouts) {
-    layouts.push_back({{"tp", m.tp},
-                       {"pp", m.pp},
-                       {"dp", m.dp},
-                       {"zero", m.zero},
-                       {"weights_bytes", m.weights},
-                       {"gradients_bytes", m.gradients},
-                       {"optimizer_bytes", m.optimizer},
-                       {"activations_bytes", m.activations},
-                       {"total_bytes", m.Total()},
-                       {"fits", m.fits}});
-  }
+  for (const GpuMemory& m : plan.layouts) layouts.push_back(LayoutJson(m));
   out["layouts"] = layouts;
   out["assumptions"] = plan.assumptions;
   return out;

@@ -64,6 +64,25 @@ class PlanMemory(unittest.TestCase):
         tp, pp, dp = (int(x) for x in rows[0][:3])
         self.assertEqual(tp * pp * dp, 64)
 
+    def test_plain_data_parallel_and_model_states_are_shown(self):
+        # The guide's 70B example: the layout it rules out is listed with why.
+        plan = e2e.run_json(self, ["plan", "memory", "--params", "70B", "--gpus", "64",
+                                   "--gpu-mem", "80GiB", "--json"])
+        self.assertEqual(plan["model_states_bytes"], 70e9 * 16)
+        dp = plan["data_parallel"]
+        self.assertEqual((dp["tp"], dp["pp"], dp["dp"], dp["zero"]), (1, 1, 64, 0))
+        self.assertIs(dp["fits"], False)
+        self.assertEqual(dp["over_budget"], "weights")
+        self.assertGreater(dp["total_bytes"], 80 * 2**30)
+        for layout in plan["layouts"]:
+            self.assertEqual(layout["over_budget"] is None, layout["fits"], layout)
+        rc, out, err, _ = e2e.run(["plan", "memory", "--params", "70B", "--gpus", "64",
+                                   "--gpu-mem", "80GiB"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("model states: 70B parameters x 16 bytes = 1.0 TiB in all", out)
+        self.assertIn("plain data parallel (tp 1, pp 1, dp 64, ZeRO 0): ", out)
+        self.assertIn("does not fit: the weights alone (130.4 GiB) pass the 72.0 GiB usable", out)
+
     def test_nothing_fits_is_said(self):
         plan = e2e.run_json(self, ["plan", "memory", "--params", "70B", "--gpus", "8",
                                    "--gpu-mem", "24GiB", "--json"])

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace stallscope {
 namespace {
 
@@ -136,6 +138,44 @@ TEST(MemoryPlan, SeventyBillionOn64GpusFindsFittingLayoutsBestFirst) {
     }
   }
   EXPECT_FALSE(plan->assumptions.empty());
+}
+
+// The guide's 70B example rules plain data parallelism out: the plan shows
+// it anyway, with why, and the model states' total; the 7.5B model of the
+// ZeRO paper's figure 1 gives its 120 GB per GPU there.
+TEST(MemoryPlan, PlainDataParallelIsAlwaysShownWithWhyItDoesNotFit) {
+  Result<MemoryPlan> plan = PlanMemory(Llama70b(64, 80ull << 30));
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const GpuMemory& dp = plan->data_parallel;
+  EXPECT_EQ(std::make_tuple(dp.tp, dp.pp, dp.dp, dp.zero), std::make_tuple(1, 1, 64, 0));
+  EXPECT_FALSE(dp.fits);
+  EXPECT_EQ(dp.over_budget, "weights");  // 140 GB of bf16 weights alone pass 72 GiB
+  EXPECT_NEAR(dp.weights / kGB, 140.0, 1e-6);
+  EXPECT_NEAR(plan->model_states_bytes / kGB, 70.0 * 16, 1e-6);
+  for (const GpuMemory& m : plan->layouts) {
+    EXPECT_EQ(m.fits, m.over_budget.empty()) << m.tp << "/" << m.pp << "/" << m.zero;
+  }
+
+  MemoryPlanInput zero_paper;
+  zero_paper.model.params = 7.5e9;
+  zero_paper.model.layers = 32;
+  zero_paper.model.hidden = 4096;
+  zero_paper.gpus = 64;
+  zero_paper.gpu_memory_bytes = 80ull << 30;
+  zero_paper.dtype = TrainDtype::kFp16;
+  Result<MemoryPlan> small = PlanMemory(zero_paper);
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  const GpuMemory& base = small->data_parallel;
+  EXPECT_NEAR((base.weights + base.gradients + base.optimizer) / kGB, 120.0, 0.05);
+  EXPECT_NEAR(small->model_states_bytes / kGB, 120.0, 0.05);  // one replica holds it all
+  EXPECT_FALSE(base.fits);
+  EXPECT_EQ(base.over_budget, "optimizer");  // 30 GB of weights and gradients fit; +90 do not
+  // Given room, it fits and says nothing is over.
+  zero_paper.gpu_memory_bytes = 400ull << 30;
+  Result<MemoryPlan> roomy = PlanMemory(zero_paper);
+  ASSERT_TRUE(roomy.ok());
+  EXPECT_TRUE(roomy->data_parallel.fits);
+  EXPECT_EQ(roomy->data_parallel.over_budget, "");
 }
 
 TEST(MemoryPlan, NothingFitsListsNearestMissFirst) {
