@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "analyze/baseline.h"
@@ -99,6 +100,69 @@ ChartSeries SampleSeries(const Timeline& t, std::string name,
   return s;
 }
 
+// The limit line is drawn on the tree's chart when it is at most this many
+// times the chart's highest value.
+constexpr double kLimitOnTreeChart = 2.0;
+// Processes drawn one by one on the per-process CPU chart; the rest are one
+// "other processes" line.
+constexpr size_t kMaxProcessSeries = 8;
+
+// CPU per process, the ranks against the loader workers: ranks are the
+// processes that reported as ranks through the hook (else the job's root),
+// workers everything else. Ranks first, then the busiest workers.
+Chart ProcessCpuChart(const Timeline& t) {
+  Chart chart{"chart-process-cpu",
+              "CPU per process: ranks and loader workers (100% = one CPU)",
+              ChartUnit::kPercent,
+              {},
+              {},
+              std::nullopt,
+              std::nullopt};
+  std::set<int> ranks;
+  std::map<int, int> rank_of;
+  for (const RankInfo& r : t.ranks) {
+    ranks.insert(r.pid);
+    rank_of[r.pid] = r.rank;
+  }
+  if (ranks.empty() && t.info.root_pid > 0) ranks.insert(t.info.root_pid);
+  std::map<int, ChartSeries> by_pid;
+  std::map<int, double> total;
+  for (const ProcessPoint& p : t.processes) {
+    ChartSeries& s = by_pid[p.pid];
+    if (s.name.empty()) {
+      bool rank = ranks.count(p.pid) > 0;
+      auto r = rank_of.find(p.pid);
+      s.name = rank ? (r != rank_of.end() ? fmt::format("rank {} (pid {})", r->second, p.pid)
+                                          : fmt::format("{} (pid {})", p.comm, p.pid))
+                    : fmt::format("worker {} (pid {})", p.comm, p.pid);
+    }
+    s.points.emplace_back(p.t, p.cpu_percent);
+    total[p.pid] += p.cpu_percent;
+  }
+  std::vector<int> order;
+  for (const auto& [pid, series] : by_pid) order.push_back(pid);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    bool ra = ranks.count(a) > 0, rb = ranks.count(b) > 0;
+    if (ra != rb) return ra;
+    return total[a] > total[b];
+  });
+  std::map<double, double> other;
+  for (size_t i = 0; i < order.size(); ++i) {
+    ChartSeries& s = by_pid[order[i]];
+    if (i < kMaxProcessSeries) {
+      chart.series.push_back(std::move(s));
+    } else {
+      for (const auto& [x, y] : s.points) other[x] += y;
+    }
+  }
+  if (!other.empty()) {
+    ChartSeries rest{"other processes", {}, false};
+    for (const auto& [x, y] : other) rest.points.emplace_back(x, y);
+    chart.series.push_back(std::move(rest));
+  }
+  return chart;
+}
+
 void RenderFinding(const Finding& f, std::string& out) {
   std::string sev(SeverityName(f.severity));
   out += fmt::format(
@@ -133,8 +197,10 @@ std::vector<Chart> TimelineCharts(const Timeline& t, const std::vector<Finding>&
     charts.push_back(std::move(c));
   };
   if (!t.samples.empty()) {
+    // The job's tree on its own axis: on the host's (24 GiB here) a 0.5 GiB
+    // job is a flat line at zero.
     Chart memory{"chart-memory",
-                 "Memory: the job's tree RSS and the host's available memory",
+                 "Memory: the job's process tree (RSS summed over its processes)",
                  ChartUnit::kBytes,
                  {},
                  {},
@@ -143,14 +209,11 @@ std::vector<Chart> TimelineCharts(const Timeline& t, const std::vector<Finding>&
     memory.series.push_back(SampleSeries(t, "tree RSS", [](const TimelineSample& s) {
       return static_cast<double>(s.tree_rss_bytes);
     }));
-    memory.series.push_back(SampleSeries(t, "host available", [](const TimelineSample& s) {
-      return static_cast<double>(s.mem_available_bytes);
-    }));
-    uint64_t limit = t.info.cgroup_limit_bytes.value_or(t.info.mem_total_bytes);
-    if (limit > 0) {
-      memory.limit = {static_cast<double>(limit),
-                      t.info.cgroup_limit_bytes ? "cgroup limit" : "MemTotal"};
+    double tree_peak = 0;
+    for (const TimelineSample& s : t.samples) {
+      tree_peak = std::max(tree_peak, static_cast<double>(s.tree_rss_bytes));
     }
+    uint64_t limit = t.info.cgroup_limit_bytes.value_or(t.info.mem_total_bytes);
     // The leak projection: the fitted slope carried on from the last sample
     // to the projected OOM (or as long again as the run, if sooner).
     if (const Finding* leak = FindFinding(findings, "memory.rss_growth")) {
@@ -167,9 +230,32 @@ std::vector<Chart> TimelineCharts(const Timeline& t, const std::vector<Finding>&
             ChartSeries{"leak projection",
                         {{last.t, start}, {last.t + horizon, start + *slope * horizon}},
                         true});
+        tree_peak = std::max(tree_peak, start + *slope * horizon);
       }
     }
+    // The limit joins the tree's chart only where it is near enough to read
+    // against it (a job close to its cgroup limit, a leak heading there).
+    if (limit > 0 && static_cast<double>(limit) <= kLimitOnTreeChart * tree_peak) {
+      memory.limit = {static_cast<double>(limit),
+                      t.info.cgroup_limit_bytes ? "cgroup limit" : "MemTotal"};
+    }
     add(std::move(memory));
+
+    Chart host{"chart-host-memory",
+               "Memory: the host's available memory (the cgroup's, when limited)",
+               ChartUnit::kBytes,
+               {},
+               {},
+               std::nullopt,
+               std::nullopt};
+    host.series.push_back(SampleSeries(t, "host available", [](const TimelineSample& s) {
+      return static_cast<double>(s.mem_available_bytes);
+    }));
+    if (limit > 0) {
+      host.limit = {static_cast<double>(limit),
+                    t.info.cgroup_limit_bytes ? "cgroup limit" : "MemTotal"};
+    }
+    add(std::move(host));
 
     Chart swap{"chart-swap", "Swap: used", ChartUnit::kBytes, {}, {}, std::nullopt, std::nullopt};
     swap.series.push_back(SampleSeries(t, "swap used", [](const TimelineSample& s) {
@@ -218,6 +304,7 @@ std::vector<Chart> TimelineCharts(const Timeline& t, const std::vector<Finding>&
     cpu.series.push_back(
         SampleSeries(t, "iowait", [](const TimelineSample& s) { return s.cpu_iowait_percent; }));
     add(std::move(cpu));
+    add(ProcessCpuChart(t));
   }
   // GPUs, when the run sampled any (NVML): utilization, and SM activity
   // where GPM measured it (utilization alone can mislead: code.util_misleading).

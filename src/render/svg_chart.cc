@@ -12,6 +12,9 @@ namespace {
 
 constexpr double kWidth = 760, kHeight = 240;
 constexpr double kLeft = 78, kRight = 16, kTop = 28, kBottom = 44;
+// Marker labels are 11 px text: no glyph of the page's fonts is wider than
+// 7 px at that size, so a label takes at most this much per character.
+constexpr double kLabelCharWidth = 7, kLabelGap = 6;
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                    "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 
@@ -148,12 +151,25 @@ std::string RenderSvgChart(const Chart& chart) {
       "<line class=\"frame\" x1=\"{0}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\"/>\n",
       kLeft, kTop, kTop + plot_h, kLeft + plot_w);
   out += "</g>\n";
-  // Epoch markers and the limit.
+  // Epoch markers, every one a line; labelled only where the label clears
+  // the one before it (a 40-epoch run would print an unreadable band), and
+  // kept inside the plot. The markers come in time order.
+  double label_free_from = -INFINITY;
   for (const ChartMarker& m : chart.markers) {
+    const double x = px(m.x);
+    const double width = kLabelCharWidth * static_cast<double>(m.label.size());
+    double text_x = x + 3;
+    if (text_x + width > kLeft + plot_w) text_x = x - 3 - width;  // the last ones: left of the line
+    std::string text;
+    if (text_x >= label_free_from && text_x >= kLeft) {
+      text = fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}</text>", text_x, kTop + 10,
+                         HtmlEscape(m.label));
+      label_free_from = text_x + width + kLabelGap;
+    }
     out += fmt::format(
-        "<g class=\"marker\"><line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>"
-        "<text x=\"{3:.1f}\" y=\"{4}\">{5}</text></g>\n",
-        px(m.x), kTop, kTop + plot_h, px(m.x) + 3, kTop + 10, HtmlEscape(m.label));
+        "<g class=\"marker\"><title>{3}</title><line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" "
+        "y2=\"{2}\"/>{4}</g>\n",
+        x, kTop, kTop + plot_h, HtmlEscape(m.label), text);
   }
   if (chart.limit) {
     out += fmt::format(

@@ -194,5 +194,126 @@ class HtmlReport(unittest.TestCase):
         self.assertEqual(len(re.findall(r'<svg[^>]*data-drawn="1"', dom)), charts)
 
 
+# Checks run in Chromium's layout, appended to a copy of the report: in every
+# chart no two epoch labels' boxes intersect, every chart draws a non-empty
+# line, and the job's tree RSS spans its chart (its own axis, not a flat
+# line at zero on the host's memory).
+LAYOUT_CHECKS = r"""
+<script>
+window.addEventListener('load', function () {
+  var overlaps = 0, labels = 0, empty = [];
+  document.querySelectorAll('svg.chart').forEach(function (svg) {
+    var boxes = [];
+    svg.querySelectorAll('g.marker text').forEach(function (t) { boxes.push(t.getBBox()); });
+    labels += boxes.length;
+    for (var i = 0; i < boxes.length; i++) {
+      for (var j = i + 1; j < boxes.length; j++) {
+        var a = boxes[i], b = boxes[j];
+        if (a.x < b.x + b.width && b.x < a.x + a.width &&
+            a.y < b.y + b.height && b.y < a.y + a.height) overlaps++;
+      }
+    }
+    var drawn = false;
+    svg.querySelectorAll('polyline').forEach(function (l) {
+      var box = l.getBBox();
+      if (box.width > 0 && l.getAttribute('points').trim().length > 0) drawn = true;
+    });
+    if (!drawn) empty.push(svg.id);
+  });
+  var tree = document.querySelector('#chart-memory g.series[data-series="tree RSS"] polyline');
+  var body = document.body;
+  body.setAttribute('data-epoch-labels', String(labels));
+  body.setAttribute('data-label-overlaps', String(overlaps));
+  body.setAttribute('data-empty-charts', empty.join(' ') || 'none');
+  body.setAttribute('data-tree-height', tree ? String(Math.round(tree.getBBox().height)) : '-1');
+});
+</script>
+"""
+
+
+def chromium_dom(test, page, tmp):
+    """The DOM of `page` after its scripts ran in headless Chromium, with no network."""
+    profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp)
+    proc = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--user-data-dir=" + profile, "--host-resolver-rules=MAP * ~NOTFOUND",
+         "--virtual-time-budget=3000", "--dump-dom", "file://" + page],
+        capture_output=True, timeout=60)
+    test.assertEqual(proc.returncode, 0, proc.stderr.decode(errors="replace")[-2000:])
+    return proc.stdout.decode("utf-8", "replace")
+
+
+class ManyEpochs(unittest.TestCase):
+    """A 40-epoch run's page: the epoch labels readable, the tree on its axis,
+    the per-process CPU chart."""
+
+    EPOCHS = 40
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.isfile(EXAMPLE):
+            raise unittest.SkipTest("%s is missing" % EXAMPLE)
+        if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
+            raise unittest.SkipTest("%s cannot import torch (apt install python3-torch)" % PYTHON)
+        cls.tmp = tempfile.mkdtemp(prefix="stallscope-html40-", dir=os.path.dirname(e2e.BINARY))
+        cls.db = os.path.join(cls.tmp, "run.db")
+        rc, out, err, seconds = e2e.run(
+            ["run", "--interval", "0.25", "--out", cls.db, "--",
+             PYTHON, EXAMPLE, "--data", os.path.join(cls.tmp, "images"), "--make-images", "128",
+             "--epochs", str(cls.EPOCHS), "--steps-per-epoch", "2", "--batch-size", "16",
+             "--workers", "1"], timeout=180)
+        if rc != 0:
+            raise AssertionError("the training run exited %d: %s" % (rc, err[-3000:]))
+        cls.page = os.path.join(cls.tmp, "report.html")
+        rc, out, err, _ = e2e.run(["report", cls.db, "--html", cls.page])
+        if rc != 0:
+            raise AssertionError("report --html exited %d: %s" % (rc, err[-3000:]))
+        with open(cls.page, encoding="utf-8") as f:
+            cls.text = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_structure(self):
+        page = parse(self.text)
+        ids = [i for i, _ in page.svgs]
+        for chart in ("chart-memory", "chart-host-memory", "chart-process-cpu"):
+            self.assertIn(chart, ids)
+        for i in ids:
+            self.assertEqual(page.markers[i], self.EPOCHS, "chart %s marks %d epochs" %
+                             (i, page.markers[i]))
+        # The tree's chart holds the tree only; the host's memory has its own.
+        memory = self.text[self.text.index('id="chart-memory"'):]
+        memory = memory[:memory.index("</svg>")]
+        self.assertIn('data-series="tree RSS"', memory)
+        self.assertNotIn('data-series="host available"', memory)
+        # The ranks against the worker: the training process and its loader.
+        cpu = self.text[self.text.index('id="chart-process-cpu"'):]
+        cpu = cpu[:cpu.index("</svg>")]
+        self.assertRegex(cpu, r'data-series="rank 0 \(pid \d+\)"')  # the hook's hello
+        self.assertRegex(cpu, r'data-series="worker [^"]+ \(pid \d+\)"')
+
+    def test_chromium_layout(self):
+        if not CHROMIUM:
+            self.skipTest("chromium is not installed (apt install chromium): the layout is not "
+                          "checked, only the page's structure")
+        checked = os.path.join(self.tmp, "checked.html")
+        with open(checked, "w", encoding="utf-8") as f:
+            f.write(self.text.replace("</body>", LAYOUT_CHECKS + "</body>"))
+        dom = chromium_dom(self, checked, self.tmp)
+        body = re.search(r"<body[^>]*>", dom)
+        self.assertIsNotNone(body, "no <body> in the DOM chromium dumped: %r" % dom[:500])
+        attrs = dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', body.group(0)))
+        self.assertIn("data-label-overlaps", attrs, "the checks did not run: %s" % body.group(0))
+        self.assertEqual(attrs["data-label-overlaps"], "0", body.group(0))
+        self.assertGreater(int(attrs["data-epoch-labels"]), 0, body.group(0))
+        self.assertEqual(attrs["data-empty-charts"], "none", body.group(0))
+        # The plot is 168 px high: a tree that grows from the interpreter's
+        # first megabytes to torch's hundreds spans most of it.
+        self.assertGreater(int(attrs["data-tree-height"]), 60, body.group(0))
+        self.assertEqual(attrs.get("data-drawn"), attrs.get("data-charts"), body.group(0))
+
+
 if __name__ == "__main__":
     e2e.main()

@@ -120,29 +120,102 @@ TEST(HtmlReport, ChartsOfARunWithProjectionRanksAndEpochs) {
   std::vector<Chart> charts = TimelineCharts(t, findings);
   std::vector<std::string> ids;
   for (const Chart& c : charts) ids.push_back(c.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"chart-memory", "chart-swap", "chart-swap-traffic",
-                                           "chart-disk-util", "chart-disk-await", "chart-cpu",
-                                           "chart-step-time", "chart-data-wait"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"chart-memory", "chart-host-memory", "chart-swap",
+                                           "chart-swap-traffic", "chart-disk-util",
+                                           "chart-disk-await", "chart-cpu", "chart-step-time",
+                                           "chart-data-wait"}));
+  // The tree on its own axis: only the tree's series (and its projection).
   const Chart& memory = charts[0];
-  ASSERT_EQ(memory.series.size(), 3u);
-  EXPECT_EQ(memory.series[2].name, "leak projection");
-  EXPECT_TRUE(memory.series[2].dashed);
+  ASSERT_EQ(memory.series.size(), 2u);
+  EXPECT_EQ(memory.series[0].name, "tree RSS");
+  EXPECT_EQ(memory.series[1].name, "leak projection");
+  EXPECT_TRUE(memory.series[1].dashed);
   // From the last sample to the projected OOM 120 s on, at 8 MiB/s.
-  ASSERT_EQ(memory.series[2].points.size(), 2u);
-  EXPECT_DOUBLE_EQ(memory.series[2].points[1].first, 60 + 120);
-  EXPECT_DOUBLE_EQ(memory.series[2].points[1].second - memory.series[2].points[0].second,
+  ASSERT_EQ(memory.series[1].points.size(), 2u);
+  EXPECT_DOUBLE_EQ(memory.series[1].points[1].first, 60 + 120);
+  EXPECT_DOUBLE_EQ(memory.series[1].points[1].second - memory.series[1].points[0].second,
                    120.0 * 8 * (1 << 20));
   // An OOM far away is drawn only up to four times the run's length.
   findings[0].evidence[1].value = 90000.0;
-  EXPECT_DOUBLE_EQ(TimelineCharts(t, findings)[0].series[2].points[1].first, 60 + 4 * 59);
-  ASSERT_TRUE(memory.limit);
-  EXPECT_DOUBLE_EQ(memory.limit->first, 16.0 * (1ull << 30));
+  EXPECT_DOUBLE_EQ(TimelineCharts(t, findings)[0].series[1].points[1].first, 60 + 4 * 59);
+  // 16 GiB of MemTotal is far above a tree of 1-2.4 GiB: on the host's chart only.
+  EXPECT_FALSE(memory.limit);
+  const Chart& host = charts[1];
+  ASSERT_EQ(host.series.size(), 1u);
+  EXPECT_EQ(host.series[0].name, "host available");
+  ASSERT_TRUE(host.limit);
+  EXPECT_DOUBLE_EQ(host.limit->first, 16.0 * (1ull << 30));
   // Epochs marked at each epoch's earliest start over the ranks.
   ASSERT_EQ(memory.markers.size(), 2u);
   EXPECT_DOUBLE_EQ(memory.markers[1].x, 30.1);
   // Per rank.
-  EXPECT_EQ(charts[6].series.size(), 2u);
-  EXPECT_EQ(charts[6].series[1].name, "rank 1 step");
+  EXPECT_EQ(charts[7].series.size(), 2u);
+  EXPECT_EQ(charts[7].series[1].name, "rank 1 step");
+}
+
+TEST(HtmlReport, TheLimitJoinsTheTreeChartWhenNear) {
+  Timeline t = LeakyRun();
+  t.info.cgroup_limit_bytes = 2ull << 30;  // the tree reaches 1.47 GiB of 2 GiB
+  std::vector<Chart> charts = TimelineCharts(t, {});
+  ASSERT_TRUE(charts[0].limit);
+  EXPECT_EQ(charts[0].limit->second, "cgroup limit");
+  EXPECT_DOUBLE_EQ(charts[0].limit->first, 2.0 * (1ull << 30));
+}
+
+TEST(HtmlReport, ProcessCpuChartPutsRanksFirstThenTheBusiestWorkers) {
+  Timeline t = LeakyRun();
+  t.info.root_pid = 100;
+  t.ranks.push_back({200, 1, 1, 2, "n1"});
+  t.ranks.push_back({100, 0, 0, 2, "n1"});
+  for (int i = 1; i <= 10; ++i) {
+    double at = i;
+    t.processes.push_back({at, 100, 1, "python3", 1 << 30, 95});
+    t.processes.push_back({at, 200, 1, "python3", 1 << 30, 90});
+    for (int w = 0; w < 10; ++w) {  // ten workers: six are drawn
+      t.processes.push_back({at, 300 + w, 100, "pt_data_worker", 1 << 28, 10.0 + w});  // 4 folded
+    }
+  }
+  std::vector<Chart> charts = TimelineCharts(t, {});
+  auto cpu = std::find_if(charts.begin(), charts.end(),
+                          [](const Chart& c) { return c.id == "chart-process-cpu"; });
+  ASSERT_NE(cpu, charts.end());
+  ASSERT_EQ(cpu->series.size(), 9u);  // 8 processes and "other processes"
+  EXPECT_EQ(cpu->series[0].name, "rank 0 (pid 100)");
+  EXPECT_EQ(cpu->series[1].name, "rank 1 (pid 200)");
+  EXPECT_EQ(cpu->series[2].name, "worker pt_data_worker (pid 309)");  // the busiest worker
+  EXPECT_EQ(cpu->series[8].name, "other processes");
+  ASSERT_EQ(cpu->series[8].points.size(), 10u);
+  EXPECT_DOUBLE_EQ(cpu->series[8].points[0].second, 10.0 + 11 + 12 + 13);  // workers 300-303
+  EXPECT_EQ(cpu->markers.size(), 2u);
+}
+
+// 40 epochs on a 760 px chart: every epoch has its line, and the labels that
+// are drawn never overlap (by the width bound the renderer uses) and stay in
+// the plot; the end-to-end test checks the same in Chromium's layout.
+TEST(SvgChart, EpochLabelsAreThinnedSoNoneOverlap) {
+  Chart c{"chart-e", "epochs", ChartUnit::kPlain, {}, {}, std::nullopt, std::nullopt};
+  c.series.push_back({"s", {{0, 1}, {400, 2}}, false});
+  for (int e = 0; e < 40; ++e) c.markers.push_back({e * 10.0, "epoch " + std::to_string(e)});
+  std::string svg = RenderSvgChart(c);
+  EXPECT_EQ(Count(svg, "<g class=\"marker\">"), 40u);
+  std::regex label("<text x=\"([0-9.]+)\" y=\"38\">(epoch [0-9]+)</text>");
+  double free_from = -1;
+  size_t labels = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator();
+       ++it) {
+    double x = std::stod((*it)[1]);
+    double width = 7.0 * (*it)[2].length();
+    EXPECT_GE(x, free_from) << (*it)[2];
+    EXPECT_LE(x + width, 760 - 16 + 0.1) << (*it)[2];
+    free_from = x + width;
+    ++labels;
+  }
+  EXPECT_GE(labels, 5u);   // some are labelled
+  EXPECT_LT(labels, 40u);  // not all: they would overlap
+  EXPECT_NE(svg.find("<title>epoch 17</title>"), std::string::npos);  // unlabelled, still named
+  // Few epochs: every one labelled.
+  c.markers = {{0, "epoch 0"}, {150, "epoch 1"}, {300, "epoch 2"}};
+  EXPECT_EQ(Count(RenderSvgChart(c), "\">epoch "), 3u);
 }
 
 TEST(HtmlReport, GpuChartWhenTheRunSampledGpus) {
@@ -191,7 +264,7 @@ TEST(HtmlReport, PageIsSelfContainedAndEscapesEvidence) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   // One SVG per chart, each with its polylines.
   EXPECT_EQ(Count(html, "<svg"), TimelineCharts(t, report.findings).size());
-  EXPECT_EQ(Count(html, "<svg"), 8u);
+  EXPECT_EQ(Count(html, "<svg"), 9u);
   EXPECT_GE(Count(html, "<polyline"), 8u);
   // Exactly one script: ours; every outside text escaped.
   EXPECT_EQ(Count(html, "<script"), 1u);
