@@ -17,7 +17,8 @@ the one that waits least. STALLSCOPE_MAX_STEPS=N ends the process (SystemExit
 steps this way). Outside stallscope `loader(x)` returns `x` itself, `ddp(m)`
 returns `m` untouched and `epoch(n)` does nothing. The hook never raises into
 the job and never blocks: a datagram that cannot be sent is dropped and
-counted. (One bounded wait: at exit, a DDP process waits at most 2 s for
+counted. When the process's RSS keeps rising it traces allocations for a few
+seconds and reports the lines and containers that hold on (_leak.py). (One bounded wait: at exit, a DDP process waits at most 2 s for
 PyTorch to free the hook's all-reduce callbacks; see _live_callbacks.)
 """
 import atexit
@@ -25,6 +26,8 @@ import os
 import socket
 import sys
 import time
+
+from . import _leak
 
 __all__ = ["loader", "epoch", "enabled", "ddp"]
 
@@ -70,6 +73,7 @@ class _State:
         self.dropped = 0         # datagrams not sent, all told
         self.reported = 0        # of those, how many `dropped` records told
         self.loaders = set()     # (id, record) of the loaders reported
+        self.leak = _leak.LeakWatch(self.pid, self.rank)   # placing a leak (_leak.py)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.setblocking(False)
 
@@ -188,8 +192,11 @@ def _flush():
         n = len(_buf)
         records = _buf[:n]
         del _buf[:n]
-        if records or st.dropped != st.reported:
-            _send(st, _lines(st, records))
+        lines = _lines(st, records) if records else []
+        if st.leak is not None:
+            lines.extend(st.leak.tick(_last_send[0]))   # never raises
+        if lines or st.dropped != st.reported:
+            _send(st, lines)
     except Exception:
         pass
 

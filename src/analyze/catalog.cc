@@ -26,9 +26,11 @@ constexpr Rule kRules[] = {
      "our threshold, the seed gives none"},
     {"memory.rss_growth", Layer::kMemory,
      "a recorded run: the Theil-Sen slope (median of pairwise slopes, robust to ~29% outliers) "
-     "of the process tree's RSS after the first third of the run; the middle and last thirds "
-     "fitted apart; each process's own slope to name the one that grows; the memory still "
-     "available at the end",
+     "of the process tree's RSS after the first third of the training (the hook's first to "
+     "last step, without the exit's teardown: trailing samples below 90% of the median of the "
+     "5 before); the middle and last thirds fitted apart; each process's own slope to name the "
+     "one that grows; the memory still available at the end; and where the hook's own "
+     "allocation tracing placed it (the line, the container holding the tensors)",
      "fires when the last two thirds grow, the last third at >= 0.7x the middle third's pace, "
      "the growth exceeds 3 sigma of the noise, and either exceeds 10% of the RSS it started "
      "from and 64 MiB or the memory left runs out within 24 h at this slope; critical when it "

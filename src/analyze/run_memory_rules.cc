@@ -194,6 +194,44 @@ Series TrainingRss(const Timeline& timeline) {
   return rss;
 }
 
+// Where the hook placed the growth (AllocationReport): the holder of the
+// most tensor storage in the last tracing of the rank that reported one, and
+// the growth sites of that tracing, the job's own lines first.
+struct LeakPlace {
+  const AllocationReport* holder = nullptr;
+  std::vector<const AllocationReport*> sites;
+  std::string line;  // the holder's growing line, else the top site
+};
+
+std::optional<LeakPlace> PlaceLeak(const Timeline& timeline) {
+  LeakPlace place;
+  for (const AllocationReport& a : timeline.allocations) {
+    if (a.kind == "holder" && (!place.holder || a.t > place.holder->t ||
+                               (a.t == place.holder->t && a.bytes > place.holder->bytes))) {
+      place.holder = &a;
+    }
+  }
+  for (const AllocationReport& a : timeline.allocations) {
+    if (a.kind != "site") continue;
+    if (place.holder && (a.rank != place.holder->rank || a.t != place.holder->t)) continue;
+    if (place.sites.size() < kLeakSitesShown) place.sites.push_back(&a);
+  }
+  if (!place.holder && place.sites.empty()) return std::nullopt;
+  place.line = place.holder && !place.holder->where.empty() ? place.holder->where
+               : !place.sites.empty()                       ? place.sites.front()->where
+                                                            : std::string();
+  return place;
+}
+
+std::string HolderText(const AllocationReport& h) {
+  return fmt::format("{} holds {} tensors, {}{}", h.text, h.count,
+                     FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, h.bytes))),
+                     h.grew_bytes > 0
+                         ? fmt::format(" (+{} while traced)",
+                                       FormatBytes(static_cast<uint64_t>(h.grew_bytes)))
+                         : std::string());
+}
+
 std::optional<Finding> CheckRssGrowth(const Timeline& timeline) {
   Series rss = TrainingRss(timeline);
   if (rss.t.size() < kLeakMinSamples) return std::nullopt;
@@ -272,11 +310,39 @@ std::optional<Finding> CheckRssGrowth(const Timeline& timeline) {
   if (headroom) f.evidence.push_back({"headroom_bytes", static_cast<int64_t>(*headroom)});
   if (to_oom) f.evidence.push_back({"projected_oom_s", *to_oom});
 
+  std::optional<LeakPlace> place = PlaceLeak(timeline);
+  if (place) {
+    if (!place->line.empty()) {
+      f.summary += fmt::format("; it grows at {}", place->line);
+      f.evidence.push_back({"leak_line", place->line});
+    }
+    if (place->holder) {
+      f.summary += fmt::format(", where {}", HolderText(*place->holder));
+      f.evidence.push_back({"leak_holder", HolderText(*place->holder)});
+    }
+    std::string sites;
+    for (const AllocationReport* a : place->sites) {
+      sites += fmt::format("{}{} +{} in {} blocks", sites.empty() ? "" : "; ", a->where,
+                           FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, a->bytes))),
+                           a->count);
+    }
+    if (!sites.empty()) f.evidence.push_back({"alloc_growth_sites", sites});
+  }
   std::string pid = grower ? std::to_string(grower->pid) : std::string("PID");
+  if (place && !place->line.empty()) {
+    f.next = fmt::format(
+        "look at {}{}: what it keeps lives across steps; keep `loss.item()` or "
+        "`t.detach().cpu()` of what you need, bound the cache, or clear it each epoch; then "
+        "rerun under `stallscope run` and check memory.rss_growth is gone",
+        place->line,
+        place->holder ? fmt::format(" ({})", place->holder->text) : std::string());
+    return f;
+  }
   f.next = fmt::format(
       "confirm who grows: `watch -n 30 ps -o pid,rss,cmd -p {}`; find the line: "
       "`tracemalloc.start()` early, then every few thousand steps print "
-      "`tracemalloc.take_snapshot().compare_to(previous, 'lineno')[:10]`; the usual "
+      "`tracemalloc.take_snapshot().compare_to(previous, 'lineno')[:10]` (the hook does it by "
+      "itself under `stallscope run --trace-alloc`); the usual "
       "causes: tensors kept across steps (`losses.append(loss)`: append `loss.item()`), a "
       "cache without a bound, too many batches in flight (num_workers * prefetch_factor)",
       pid);
@@ -395,6 +461,16 @@ std::optional<Finding> CheckOomKilled(const Timeline& timeline) {
 }
 
 }  // namespace
+
+std::vector<std::string> AllocationTraceNotes(const Timeline& timeline) {
+  std::vector<std::string> notes;
+  for (const AllocationReport& a : timeline.allocations) {
+    if (a.kind == "note") {
+      notes.push_back(fmt::format("allocation tracing, rank {} (pid {}): {}", a.rank, a.pid, a.text));
+    }
+  }
+  return notes;
+}
 
 std::vector<Finding> CheckRunMemory(const Timeline& timeline) {
   std::vector<Finding> findings;

@@ -45,6 +45,8 @@ inline constexpr double kLeakMinGrowthFraction = 0.10;
 inline constexpr uint64_t kLeakMinGrowthBytes = 64ull << 20;
 inline constexpr double kLeakOomHorizonSeconds = 24 * 3600.0;
 inline constexpr double kLeakCriticalOomSeconds = 3600.0;  // critical: OOM within the hour
+// The hook's growth sites shown in memory.rss_growth's evidence.
+inline constexpr size_t kLeakSitesShown = 3;
 // A process is named as the grower only if it lived through half the judged part.
 inline constexpr double kLeakProcessMinCoverage = 0.5;
 
@@ -107,6 +109,9 @@ std::vector<EpochSummary> SummarizeEpochs(const Timeline& timeline);
 // memory.available_low, memory.swap_active (via CheckMemory), memory.rss_growth,
 // memory.oom_killed.
 std::vector<Finding> CheckRunMemory(const Timeline& timeline);
+// What the hook's allocation tracing said it did (started, stopped, failed),
+// one line per note: "allocation tracing, rank 0: tracing started: ...".
+std::vector<std::string> AllocationTraceNotes(const Timeline& timeline);
 
 // io.device_saturated, io.cpu_bound_loader, io.loader_config, io.input_bound,
 // in that order: at equal severity the cause comes before the symptom, so the

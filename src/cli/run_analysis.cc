@@ -25,6 +25,7 @@ Result<RunAnalysis> AnalyzeRunFile(const std::string& path) {
   }
   run.findings = CheckRun(run.timeline);
   for (std::string& n : GpuRunNotes(run.timeline)) run.notes.push_back("gpu: " + n);
+  for (std::string& n : AllocationTraceNotes(run.timeline)) run.notes.push_back(std::move(n));
   run.checked = {Layer::kMemory, Layer::kIo, Layer::kNetwork};
   run.ranks = SummarizeRanks(run.timeline, run.timeline.info.hostname);
   if (run.ranks.size() >= 2) run.checked.push_back(Layer::kDistributed);

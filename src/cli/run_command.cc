@@ -41,6 +41,7 @@ struct RecordFlags {
   int procs = 0;  // run --procs K: start K ranks; 0: the command as given
   std::vector<std::string> command;
   std::vector<std::string> nccl_logs;  // run --nccl-log FILE...
+  bool trace_alloc = false;            // run --trace-alloc: STALLSCOPE_TRACE_ALLOC=on
 };
 
 void AddRecordFlags(CLI::App& app, RecordFlags& flags) {
@@ -232,6 +233,9 @@ CommandRunner SetupRun(CLI::App& app) {
                  "an NCCL_DEBUG=INFO log the job writes (repeatable), read when it ends; the "
                  "files of NCCL_DEBUG_FILE (%h, %p expanded) are read without it")
       ->allow_extra_args(false);  // one file a flag: the command's words stay the command's
+  app.add_flag("--trace-alloc", flags->trace_alloc,
+               "trace the job's allocations from its first steps (STALLSCOPE_TRACE_ALLOC=on); "
+               "without it the hook traces by itself when its RSS keeps rising");
   app.add_option("command", flags->command, "the command to run, after --")->required();
   return [flags]() {
     // NCCL_DEBUG_FILE: the files already there, so that afterwards only
@@ -252,8 +256,9 @@ CommandRunner SetupRun(CLI::App& app) {
     if (const char* old = std::getenv("PYTHONPATH"); old && *old)
       pythonpath += ":" + std::string(old);
     BlockRecordSignals();
-    const std::vector<std::pair<std::string, std::string>> env = {
+    std::vector<std::pair<std::string, std::string>> env = {
         {"STALLSCOPE_SOCKET", hook->socket_path()}, {"PYTHONPATH", pythonpath}};
+    if (flags->trace_alloc) env.emplace_back("STALLSCOPE_TRACE_ALLOC", "on");
     Result<Job> job = flags->procs > 0
                           ? Job::StartRanks(flags->command, env, flags->procs, flags->json)
                           : Job::Start(flags->command, env, /*stdout_to_stderr=*/flags->json);

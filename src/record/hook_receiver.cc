@@ -19,6 +19,9 @@ double Seconds(int64_t ns, int64_t start_ns) {
   return (static_cast<double>(ns) - static_cast<double>(start_ns)) / 1e9;
 }
 
+// The hook sends a few per tracing; a garbled job must not grow this.
+constexpr size_t kMaxAllocationReports = 256;
+
 bool ToInts(const std::vector<std::string_view>& fields, size_t count, int64_t* out) {
   if (fields.size() != count + 1) return false;
   for (size_t i = 0; i < count; ++i) {
@@ -103,6 +106,50 @@ void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& 
         into.ranks.push_back({static_cast<int>(*pid), static_cast<int>(*rank), 0, 1,
                               std::string(f[3])});
       }
+    } else if (type == "alloc_site" || type == "alloc_holder" || type == "alloc_note") {
+      // alloc_site pid rank t_ns bytes count file:line
+      // alloc_holder pid rank t_ns tensors bytes grew_bytes file:line|- description...
+      // alloc_note pid rank t_ns text...
+      const size_t ints = type == "alloc_site" ? 5 : type == "alloc_holder" ? 6 : 3;
+      const size_t words = ints + 1 + (type == "alloc_note" ? 0 : 1);
+      bool ok = f.size() >= words + (type == "alloc_site" ? 0 : 1);
+      for (size_t i = 0; ok && i < ints; ++i) {
+        std::optional<int64_t> n = ParseInt(f[i + 1]);
+        ok = n.has_value();
+        if (ok) v[i] = *n;
+      }
+      if (!ok) {
+        ++into.malformed;
+        continue;
+      }
+      AllocationReport a;
+      a.pid = static_cast<int>(v[0]);
+      a.rank = static_cast<int>(v[1]);
+      a.t = Seconds(v[2], start_ns);
+      // What follows the fixed fields is the rest of the line, spaces kept.
+      auto rest_from = [&](size_t field) {
+        size_t at = static_cast<size_t>(f[field].data() - line.data());
+        return std::string(Trim(line.substr(at)));
+      };
+      if (type == "alloc_site") {
+        a.kind = "site";
+        a.bytes = v[3];
+        a.count = v[4];
+        a.where = rest_from(6);
+      } else if (type == "alloc_holder") {
+        a.kind = "holder";
+        a.count = v[3];
+        a.bytes = v[4];
+        a.grew_bytes = v[5];
+        std::string made(f[7]);
+        for (size_t at; (at = made.find("%20")) != std::string::npos;) made.replace(at, 3, " ");
+        if (made != "-") a.where = std::move(made);
+        a.text = rest_from(8);
+      } else {
+        a.kind = "note";
+        a.text = rest_from(4);
+      }
+      if (into.allocations.size() < kMaxAllocationReports) into.allocations.push_back(std::move(a));
     } else if (type == "dropped") {
       if (!ToInts(f, 3, v)) {
         ++into.malformed;

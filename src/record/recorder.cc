@@ -389,6 +389,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
                                            events.loaders, ports, events.ranks,
                                            events.syncs);
     ports.clear();
+    if (written.ok()) written = writer.AppendAllocations(events.allocations);
     // GPUs (NVML), the job's first; GPM covers the interval since the last call.
     if (written.ok() && gpu_probe->available()) {
       std::set<int> sampled_pids;

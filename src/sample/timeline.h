@@ -134,6 +134,22 @@ struct GpuPoint {
   GpuState gpu;
 };
 
+// From the hook's allocation tracing (python/stallscope/_leak.py), which a
+// rank starts by itself when its RSS keeps rising: a line whose live Python
+// allocations grew between tracemalloc snapshots ("site"), a container of
+// the job holding tensors ("holder"), or what the tracing did ("note").
+struct AllocationReport {
+  int rank = 0;
+  int pid = 0;
+  double t = 0;
+  std::string kind;        // "site", "holder" or "note"
+  int64_t bytes = 0;       // site: growth; holder: tensor storage held
+  int64_t count = 0;       // site: blocks grown; holder: tensors held
+  int64_t grew_bytes = 0;  // holder: growth while traced
+  std::string where;       // site: "file:line"; holder: the line it grows at, or ""
+  std::string text;        // holder: "the module-level list 'feats' in train.py"; note: its text
+};
+
 // What the kernel kept of the job's memory peak, read once the job ended:
 // where no sample saw it (a job killed in its first interval), this is the
 // peak. source "cgroup": the memory cgroup's own high-water mark
@@ -159,6 +175,7 @@ struct Timeline {
   std::vector<GpuPoint> gpus;                    // by time, then GPU
   std::vector<RankInfo> ranks;                   // hook hellos, in arrival order
   std::vector<StepSync> step_syncs;              // with stallscope.ddp(model)
+  std::vector<AllocationReport> allocations;     // the hook's allocation tracing
   std::vector<MemoryPeak> memory_peaks;          // table memory_peaks, when written
   bool memory_peaks_recorded = false;            // false: the file predates the table
 };

@@ -71,6 +71,10 @@ class RunWriter {
   // empty. Called once the job ended, before Close().
   Status AppendFindings(std::string_view source, std::span<const Finding> findings,
                         std::span<const std::string> notes);
+  // The hook's allocation reports that arrived in the interval just
+  // appended, in their own transaction, into allocations (created on first
+  // use). No-op before the first interval or without reports.
+  Status AppendAllocations(std::span<const AllocationReport> reports);
   // What the kernel kept of the job's memory peak, in one transaction, into
   // memory_peaks (created here, also with no row: the peaks were looked
   // for). Called once the job ended, before Close().

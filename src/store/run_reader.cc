@@ -353,6 +353,30 @@ Result<Timeline> ReadRun(const std::string& path) {
     if (!st.ok()) return st;
   }
   if (Status gpus = store::ReadGpuSamples(db, path, timeline); !gpus.ok()) return gpus;
+  // Only runs whose hook traced allocations have this table.
+  bool has_allocations = false;
+  st = ForEachRow(db, path,
+                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'allocations'",
+                  [&](Columns&) { has_allocations = true; });
+  if (!st.ok()) return st;
+  if (has_allocations) {
+    st = ForEachRow(db, path,
+                    "SELECT t_seconds, rank, pid, kind, bytes, count, grew_bytes, location, text "
+                    "FROM allocations ORDER BY rowid",
+                    [&](Columns& c) {
+                      AllocationReport& a = timeline.allocations.emplace_back();
+                      a.t = c.Real();
+                      a.rank = c.Int32();
+                      a.pid = c.Int32();
+                      a.kind = c.Text();
+                      a.bytes = c.Int();
+                      a.count = c.Int();
+                      a.grew_bytes = c.Int();
+                      a.where = c.Text();
+                      a.text = c.Text();
+                    });
+    if (!st.ok()) return st;
+  }
   // Files written before memory_peaks existed lack the table.
   st = ForEachRow(db, path,
                   "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_peaks'",

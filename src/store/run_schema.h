@@ -140,6 +140,23 @@ CREATE TABLE IF NOT EXISTS memory_peaks (
 );
 )sql";
 
+// The hook's allocation tracing (sample/timeline.h AllocationReport),
+// created with its first rows; files of runs that never traced lack it.
+inline constexpr std::string_view kCreateAllocations = R"sql(
+CREATE TABLE IF NOT EXISTS allocations (
+  interval INTEGER NOT NULL REFERENCES samples(interval),
+  t_seconds REAL NOT NULL,
+  rank INTEGER NOT NULL,
+  pid INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('site', 'holder', 'note')),
+  bytes INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  grew_bytes INTEGER NOT NULL,
+  location TEXT NOT NULL,
+  text TEXT NOT NULL
+);
+)sql";
+
 // "<path>: <what>: <SQLite's message>". The errno of the refused system call,
 // when SQLite reports one, decides the code as Status::FromErrno does (so a
 // missing directory is NotFound); SQLITE_NOTADB is a ParseError of the file;

@@ -482,4 +482,46 @@ Status RunWriter::AppendMemoryPeaks(std::span<const MemoryPeak> peaks) {
   return st;
 }
 
+Status RunWriter::AppendAllocations(std::span<const AllocationReport> reports) {
+  if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
+  if (reports.empty() || next_interval_ == 0) return Status::Ok();
+  sqlite3* db = db_.get();
+  if (Status begun = Step(begin_.get(), "cannot begin the allocation reports"); !begun.ok()) {
+    return begun;
+  }
+  Status st = Status::Ok();
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_exec(db, std::string(store::kCreateAllocations).c_str(), nullptr, nullptr,
+                   nullptr) != SQLITE_OK) {
+    st = Fail("cannot create allocations");
+  } else if (sqlite3_prepare_v2(db,
+                                "INSERT INTO allocations (interval, t_seconds, rank, pid, kind, "
+                                "bytes, count, grew_bytes, location, text) "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                -1, &raw, nullptr) != SQLITE_OK) {
+    st = Fail("cannot prepare the allocation insert");
+  }
+  Statement insert(raw);
+  const int64_t interval = next_interval_ - 1;  // the interval just appended
+  for (size_t i = 0; st.ok() && i < reports.size(); ++i) {
+    const AllocationReport& a = reports[i];
+    Binder bind(insert.get());
+    bind.Int(interval)
+        .Real(a.t)
+        .Int(a.rank)
+        .Int(a.pid)
+        .Text(a.kind)
+        .Int(a.bytes)
+        .Int(a.count)
+        .Int(a.grew_bytes)
+        .Text(a.where)
+        .Text(a.text);
+    st = bind.ok() ? Step(insert.get(), "cannot write an allocation report")
+                   : Fail("cannot bind an allocation report");
+  }
+  if (st.ok()) st = Step(commit_.get(), "cannot commit the allocation reports");
+  if (!st.ok()) (void)Step(rollback_.get(), "cannot roll back the allocation reports");
+  return st;
+}
+
 }  // namespace stallscope

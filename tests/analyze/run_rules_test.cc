@@ -380,6 +380,51 @@ TEST(RssGrowth, AShortRunsLeakIsFoundThroughItsTeardown) {
   }
 }
 
+// The hook placed the growth: the finding says where and what holds it,
+// and its next check points at the line, not at tracemalloc.
+TEST(RssGrowth, TheHooksTracingPlacesTheLeak) {
+  Timeline tl = ShortLeakingRun(true);
+  tl.allocations.push_back({0, kRootPid, 6.0, "note", 0, 0, 0, "", "tracing started: RSS rose"});
+  tl.allocations.push_back({0, kRootPid, 9.0, "site", 99328, 2131, 0, "train.py:201", ""});
+  tl.allocations.push_back({0, kRootPid, 9.0, "site", 2640, 31, 0, "train.py:210", ""});
+  tl.allocations.push_back({0, kRootPid, 9.0, "holder", int64_t{300} << 20, 73,
+                            int64_t{150} << 20, "train.py:210",
+                            "the module-level list 'KEPT' in train.py"});
+  tl.allocations.push_back({0, kRootPid, 9.0, "note", 0, 0, 0, "", "tracing stopped"});
+  std::vector<Finding> findings = CheckRun(tl);
+  const Finding* f = Find(findings, "memory.rss_growth");
+  ASSERT_NE(f, nullptr) << Ids(findings);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "leak_line"), "train.py:210");
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "leak_holder"),
+            "the module-level list 'KEPT' in train.py holds 73 tensors, 300.0 MiB (+150.0 MiB "
+            "while traced)");
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "alloc_growth_sites"),
+            "train.py:201 +97.0 KiB in 2131 blocks; train.py:210 +2.6 KiB in 31 blocks");
+  EXPECT_NE(f->summary.find("; it grows at train.py:210, where the module-level list 'KEPT'"),
+            std::string::npos)
+      << f->summary;
+  EXPECT_EQ(f->next.rfind("look at train.py:210 (the module-level list 'KEPT' in train.py)", 0),
+            0u)
+      << f->next;
+  EXPECT_EQ(AllocationTraceNotes(tl),
+            (std::vector<std::string>{"allocation tracing, rank 0 (pid 100): tracing started: RSS rose",
+                                      "allocation tracing, rank 0 (pid 100): tracing stopped"}));
+  // Sites alone (no tensors held): the top site is the line.
+  tl.allocations.erase(tl.allocations.begin() + 3);
+  findings = CheckRun(tl);
+  f = Find(findings, "memory.rss_growth");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "leak_line"), "train.py:201");
+  EXPECT_EQ(EvidenceValueOf(*f, "leak_holder"), nullptr);
+  // Without tracing the next check still teaches tracemalloc.
+  tl.allocations.clear();
+  findings = CheckRun(tl);
+  f = Find(findings, "memory.rss_growth");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(EvidenceValueOf(*f, "leak_line"), nullptr);
+  EXPECT_NE(f->next.find("--trace-alloc"), std::string::npos) << f->next;
+}
+
 // ---- memory.oom_killed, available_low, swap_active --------------------------------
 
 TEST(OomKilled, KilledRunIsCriticalWithPeakAndLimit) {

@@ -253,6 +253,10 @@ class TrainingJob(unittest.TestCase):
         self.assertEqual(critical, [], "critical findings on the healthy job (load %s):\n%s" %
                          (load(), summary(report)))
         self.assertEqual(report["verdict"], {"layer": "none"}, summary(report))
+        # A job that does not grow never starts the hook's allocation tracing.
+        self.assertEqual(query(db, "select name from sqlite_master where name = 'allocations'"),
+                         [], "the healthy job was traced")
+        self.assertFalse(any(n.startswith("allocation tracing") for n in report["notes"]))
 
         # Epochs: as many as the job ran, each with the steps the job itself
         # counted (its stdout goes to stderr under --json).
@@ -323,10 +327,11 @@ class TrainingJob(unittest.TestCase):
         check_same_report(self, report, db)
 
     def test_leak(self):
-        # Every batch keeps 4 MiB: ~1.2 GiB over 10 epochs of 32 steps, in
-        # 15-40 s on two shared cores. Sampled every 0.25 s, a machine twice
-        # as fast still gives the rule more than its 12 samples of training.
-        report, err, seconds, db = self.run_job("leak", "leak", "--epochs", "10", timeout=150,
+        # Every batch keeps 4 MiB: ~2 GiB over 16 epochs of 32 steps, in
+        # 25-100 s on two shared cores. Sampled every 0.25 s, a machine twice
+        # as fast still gives the rule more than its 12 samples of training,
+        # and the hook the 10 s it needs to see the growth and trace it.
+        report, err, seconds, db = self.run_job("leak", "leak", "--epochs", "16", timeout=300,
                                                 interval=0.25)
         f = e2e.finding(report, "memory.rss_growth")
         self.assertIsNotNone(f, "no memory.rss_growth for the leaking job:\n%s" % summary(report))
@@ -341,6 +346,25 @@ class TrainingJob(unittest.TestCase):
         self.assertIn("pid %d" % root_pid, f["summary"])
         self.assertGreater(ev["top_process_slope_bytes_per_s"], 1 * MIB, ev)
         self.assertGreater(ev["projected_oom_s"], 0, ev)
+        # Placed by the hook's own tracing: the line that keeps the batches,
+        # and the list that holds them.
+        with open(EXAMPLE) as src:
+            keep = [i for i, l in enumerate(src, 1) if "KEPT.append(" in l]
+        self.assertEqual(len(keep), 1, keep)
+        # The hook names a file relative to the job's folder when it is inside it.
+        shown = os.path.relpath(EXAMPLE)
+        shown = EXAMPLE if shown.startswith("..") else shown
+        self.assertEqual(ev.get("leak_line"), "%s:%d" % (shown, keep[0]), ev)
+        self.assertRegex(ev.get("leak_holder", ""),
+                         r"^the module-level list 'KEPT' in train_cpu\.py holds \d+ tensors, ", ev)
+        self.assertIn("it grows at %s:%d" % (shown, keep[0]), f["summary"])
+        self.assertTrue(f["next"].startswith("look at "), f["next"])
+        kinds = [r[0] for r in query(db, "select kind from allocations order by rowid")]
+        self.assertEqual(kinds[0], "note")
+        self.assertEqual(kinds[-1], "note", "tracing must say it stopped")
+        self.assertIn("holder", kinds)
+        self.assertTrue(any(n.startswith("allocation tracing, rank 0") and "stopped" in n
+                            for n in report["notes"]), report["notes"])
         if f["severity"] == "critical":
             self.assertEqual(report["verdict"]["layer"], "memory", summary(report))
             self.assertEqual(report["verdict"]["finding"], "memory.rss_growth", summary(report))

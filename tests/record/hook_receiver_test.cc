@@ -57,6 +57,44 @@ TEST(HookDatagram, CountsMalformedAndSkipsUnknown) {
   EXPECT_EQ(e.epochs[0].epoch, 2);
 }
 
+// The allocation tracing's records (python/stallscope/_leak.py): the text
+// after the fixed fields is kept whole, spaces and all.
+TEST(HookDatagram, AllocationRecordsKeepTheirTexts) {
+  HookEvents e;
+  ParseHookDatagram(
+      "alloc_note 42 1 2000000000 tracing started: RSS rose at each of 5 readings, 219 MiB\n"
+      "alloc_site 42 1 3000000000 99328 2131 my dir/train.py:201\n"
+      "alloc_holder 42 1 3000000000 73 299892736 156237824 my%20dir/train.py:210 the "
+      "module-level list 'KEPT' in train.py\n"
+      "alloc_holder 42 1 3000000000 5 6 7 - the local dict 'cache' of step() in t.py\n"
+      "alloc_site 42 1 x 1 2 a.py:1\n"      // not a number
+      "alloc_holder 42 1 3000000000 1 2 3 -\n"  // no description
+      "alloc_note 42 1 3000000000\n",       // no text
+      kStart, e);
+  EXPECT_EQ(e.malformed, 3);
+  ASSERT_EQ(e.allocations.size(), 4u);
+  const AllocationReport& note = e.allocations[0];
+  EXPECT_EQ(note.kind, "note");
+  EXPECT_EQ(note.rank, 1);
+  EXPECT_EQ(note.pid, 42);
+  EXPECT_DOUBLE_EQ(note.t, 1.0);
+  EXPECT_EQ(note.text, "tracing started: RSS rose at each of 5 readings, 219 MiB");
+  const AllocationReport& site = e.allocations[1];
+  EXPECT_EQ(site.kind, "site");
+  EXPECT_EQ(site.bytes, 99328);
+  EXPECT_EQ(site.count, 2131);
+  EXPECT_EQ(site.where, "my dir/train.py:201");
+  const AllocationReport& holder = e.allocations[2];
+  EXPECT_EQ(holder.kind, "holder");
+  EXPECT_EQ(holder.count, 73);
+  EXPECT_EQ(holder.bytes, 299892736);
+  EXPECT_EQ(holder.grew_bytes, 156237824);
+  EXPECT_EQ(holder.where, "my dir/train.py:210");
+  EXPECT_EQ(holder.text, "the module-level list 'KEPT' in train.py");
+  EXPECT_EQ(e.allocations[3].where, "");  // "-": no line found
+  EXPECT_EQ(e.allocations[3].text, "the local dict 'cache' of step() in t.py");
+}
+
 TEST(HookReceiver, ReceivesRealDatagramsAndCleansUp) {
   std::string path, dir;
   {

@@ -406,6 +406,52 @@ TEST_F(RunFileTest, MemoryPeaksRoundTripAndOlderFilesSayTheyLackThem) {
   EXPECT_FALSE(read->memory_peaks_recorded);
 }
 
+TEST_F(RunFileTest, AllocationReportsRoundTripWithTheirInterval) {
+  const std::string path = Path("alloc.db");
+  const std::vector<AllocationReport> reports = {
+      {1, 42, 9.5, "site", 99328, 2131, 0, "my dir/train.py:201", ""},
+      {1, 42, 9.5, "holder", 299892736, 73, 156237824, "train.py:210",
+       "the module-level list 'KEPT' in train.py"},
+      {1, 42, 9.5, "note", 0, 0, 0, "", "tracing stopped after 4 snapshots"}};
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+    EXPECT_TRUE(writer->AppendAllocations(reports).ok());  // before any interval: not kept
+    TimelineSample sample;
+    sample.t = 9.5;
+    ASSERT_TRUE(writer->AppendInterval(sample, {}, {}, {}, {}).ok());
+    ASSERT_TRUE(writer->AppendAllocations(reports).ok());
+  }
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_EQ(read->allocations.size(), 3u);
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const AllocationReport& a = read->allocations[i];
+    EXPECT_EQ(a.kind, reports[i].kind);
+    EXPECT_EQ(a.rank, 1);
+    EXPECT_EQ(a.pid, 42);
+    EXPECT_DOUBLE_EQ(a.t, 9.5);
+    EXPECT_EQ(a.bytes, reports[i].bytes);
+    EXPECT_EQ(a.count, reports[i].count);
+    EXPECT_EQ(a.grew_bytes, reports[i].grew_bytes);
+    EXPECT_EQ(a.where, reports[i].where);
+    EXPECT_EQ(a.text, reports[i].text);
+  }
+  EXPECT_EQ(Query(path, "SELECT interval, kind, location FROM allocations WHERE kind = 'holder'"),
+            std::vector<std::string>{"0|holder|train.py:210"});
+  // A run that never traced has no table and reads as none.
+  const std::string none = Path("none-alloc.db");
+  {
+    Result<RunWriter> writer = RunWriter::Create(none, false);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+  }
+  read = ReadRun(none);
+  ASSERT_TRUE(read.ok());
+  EXPECT_TRUE(read->allocations.empty());
+}
+
 TEST_F(RunFileTest, BaselineRoundTripsAndIsReplaced) {
   const std::string path = Path("run.db");
   const std::string json =
