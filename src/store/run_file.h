@@ -12,6 +12,7 @@
 // writer in another process is appending.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -101,6 +102,12 @@ class RunWriter {
   Status Prepare();
   Status Fail(std::string_view what) const;
   Status Step(sqlite3_stmt* statement, std::string_view what);
+  // Creates a table on first use (`create`, IF NOT EXISTS) and inserts
+  // `rows` rows with `insert`, `bind(statement, i)` binding row i (false: it
+  // could not), all in one transaction: a failure leaves neither. `what`
+  // names the rows in errors ("memory peaks").
+  Status AppendRows(std::string_view what, std::string_view create, const char* insert,
+                    size_t rows, const std::function<bool(sqlite3_stmt*, size_t)>& bind);
   Status InsertInterval(const TimelineSample& sample, std::span<const ProcessPoint> processes,
                         std::span<const StepEvent> steps, std::span<const EpochEvent> epochs,
                         std::span<const LoaderConfig> loaders,

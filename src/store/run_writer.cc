@@ -453,75 +453,63 @@ Status RunWriter::AppendFindings(std::string_view source, std::span<const Findin
   return st;
 }
 
-Status RunWriter::AppendMemoryPeaks(std::span<const MemoryPeak> peaks) {
+Status RunWriter::AppendRows(std::string_view what, std::string_view create, const char* insert,
+                             size_t rows,
+                             const std::function<bool(sqlite3_stmt*, size_t)>& bind) {
   if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
   sqlite3* db = db_.get();
-  if (Status begun = Step(begin_.get(), "cannot begin the memory peaks"); !begun.ok()) {
-    return begun;
-  }
+  const std::string name(what);
+  if (Status begun = Step(begin_.get(), "cannot begin the " + name); !begun.ok()) return begun;
   Status st = Status::Ok();
   sqlite3_stmt* raw = nullptr;
-  if (sqlite3_exec(db, std::string(store::kCreateMemoryPeaks).c_str(), nullptr, nullptr,
-                   nullptr) != SQLITE_OK) {
-    st = Fail("cannot create memory_peaks");
-  } else if (sqlite3_prepare_v2(db,
-                                "INSERT INTO memory_peaks (source, pid, bytes, detail) "
-                                "VALUES (?, ?, ?, ?)",
-                                -1, &raw, nullptr) != SQLITE_OK) {
-    st = Fail("cannot prepare the memory peak insert");
+  if (sqlite3_exec(db, std::string(create).c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+    st = Fail("cannot create the table of the " + name);
+  } else if (sqlite3_prepare_v2(db, insert, -1, &raw, nullptr) != SQLITE_OK) {
+    st = Fail("cannot prepare the insert of the " + name);
   }
-  Statement insert(raw);
-  for (size_t i = 0; st.ok() && i < peaks.size(); ++i) {
-    Binder bind(insert.get());
-    bind.Text(peaks[i].source).Int(peaks[i].pid).Bytes(peaks[i].bytes).Text(peaks[i].detail);
-    st = bind.ok() ? Step(insert.get(), "cannot write a memory peak")
-                   : Fail("cannot bind a memory peak");
+  Statement statement(raw);
+  for (size_t i = 0; st.ok() && i < rows; ++i) {
+    st = bind(statement.get(), i) ? Step(statement.get(), "cannot write the " + name)
+                                  : Fail("cannot bind the " + name);
   }
-  if (st.ok()) st = Step(commit_.get(), "cannot commit the memory peaks");
-  if (!st.ok()) (void)Step(rollback_.get(), "cannot roll back the memory peaks");
+  if (st.ok()) st = Step(commit_.get(), "cannot commit the " + name);
+  if (!st.ok()) (void)Step(rollback_.get(), "cannot roll back the " + name);
   return st;
 }
 
+Status RunWriter::AppendMemoryPeaks(std::span<const MemoryPeak> peaks) {
+  return AppendRows("memory peaks", store::kCreateMemoryPeaks,
+                    "INSERT INTO memory_peaks (source, pid, bytes, detail) VALUES (?, ?, ?, ?)",
+                    peaks.size(), [&](sqlite3_stmt* statement, size_t i) {
+                      Binder bind(statement);
+                      const MemoryPeak& p = peaks[i];
+                      return bind.Text(p.source).Int(p.pid).Bytes(p.bytes).Text(p.detail).ok();
+                    });
+}
+
 Status RunWriter::AppendAllocations(std::span<const AllocationReport> reports) {
-  if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
-  if (reports.empty() || next_interval_ == 0) return Status::Ok();
-  sqlite3* db = db_.get();
-  if (Status begun = Step(begin_.get(), "cannot begin the allocation reports"); !begun.ok()) {
-    return begun;
+  if (reports.empty() || next_interval_ == 0) {
+    return db_ ? Status::Ok() : Status::InvalidArgument(path_ + ": the run file is closed");
   }
-  Status st = Status::Ok();
-  sqlite3_stmt* raw = nullptr;
-  if (sqlite3_exec(db, std::string(store::kCreateAllocations).c_str(), nullptr, nullptr,
-                   nullptr) != SQLITE_OK) {
-    st = Fail("cannot create allocations");
-  } else if (sqlite3_prepare_v2(db,
-                                "INSERT INTO allocations (interval, t_seconds, rank, pid, kind, "
-                                "bytes, count, grew_bytes, location, text) "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                -1, &raw, nullptr) != SQLITE_OK) {
-    st = Fail("cannot prepare the allocation insert");
-  }
-  Statement insert(raw);
   const int64_t interval = next_interval_ - 1;  // the interval just appended
-  for (size_t i = 0; st.ok() && i < reports.size(); ++i) {
-    const AllocationReport& a = reports[i];
-    Binder bind(insert.get());
-    bind.Int(interval)
-        .Real(a.t)
-        .Int(a.rank)
-        .Int(a.pid)
-        .Text(a.kind)
-        .Int(a.bytes)
-        .Int(a.count)
-        .Int(a.grew_bytes)
-        .Text(a.where)
-        .Text(a.text);
-    st = bind.ok() ? Step(insert.get(), "cannot write an allocation report")
-                   : Fail("cannot bind an allocation report");
-  }
-  if (st.ok()) st = Step(commit_.get(), "cannot commit the allocation reports");
-  if (!st.ok()) (void)Step(rollback_.get(), "cannot roll back the allocation reports");
-  return st;
+  return AppendRows("allocation reports", store::kCreateAllocations,
+                    "INSERT INTO allocations (interval, t_seconds, rank, pid, kind, bytes, count, "
+                    "grew_bytes, location, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    reports.size(), [&](sqlite3_stmt* statement, size_t i) {
+                      const AllocationReport& a = reports[i];
+                      Binder bind(statement);
+                      return bind.Int(interval)
+                          .Real(a.t)
+                          .Int(a.rank)
+                          .Int(a.pid)
+                          .Text(a.kind)
+                          .Int(a.bytes)
+                          .Int(a.count)
+                          .Int(a.grew_bytes)
+                          .Text(a.where)
+                          .Text(a.text)
+                          .ok();
+                    });
 }
 
 }  // namespace stallscope

@@ -72,13 +72,18 @@ def parse(text):
     return p
 
 
+def need_the_example():
+    """Skips the class unless the example job and Debian's torch are here."""
+    if not os.path.isfile(EXAMPLE):
+        raise unittest.SkipTest("%s is missing" % EXAMPLE)
+    if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
+        raise unittest.SkipTest("%s cannot import torch (apt install python3-torch)" % PYTHON)
+
+
 class HtmlReport(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.path.isfile(EXAMPLE):
-            raise unittest.SkipTest("%s is missing" % EXAMPLE)
-        if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
-            raise unittest.SkipTest("%s cannot import torch (apt install python3-torch)" % PYTHON)
+        need_the_example()
         cls.tmp = tempfile.mkdtemp(prefix="stallscope-html-", dir=os.path.dirname(e2e.BINARY))
         cls.db = os.path.join(cls.tmp, "run.db")
         # A short healthy run: three epochs of a few steps, sampled every 0.2 s.
@@ -251,10 +256,7 @@ class ManyEpochs(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        if not os.path.isfile(EXAMPLE):
-            raise unittest.SkipTest("%s is missing" % EXAMPLE)
-        if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
-            raise unittest.SkipTest("%s cannot import torch (apt install python3-torch)" % PYTHON)
+        need_the_example()
         cls.tmp = tempfile.mkdtemp(prefix="stallscope-html40-", dir=os.path.dirname(e2e.BINARY))
         cls.db = os.path.join(cls.tmp, "run.db")
         rc, out, err, seconds = e2e.run(
