@@ -227,6 +227,11 @@ def _after_fork():
     # it must not wait for them at exit.
     del _buf[:]
     _live_callbacks.clear()
+    # A worker forked while the parent traced allocations inherits the
+    # tracing; it stops it at once (it never flushes, so nothing else would).
+    st = _state
+    if st is not None and st.leak is not None:
+        st.leak.forget_in_child()
 
 
 atexit.register(_at_exit)

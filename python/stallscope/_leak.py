@@ -5,32 +5,41 @@ the object that holds on are only visible from inside. The hook decides by
 itself (no channel from stallscope to the job): at most once a second, when
 it sends a datagram anyway, it reads its process's RSS from /proc/self/statm.
 When RSS rose at every one of the last WINDOW readings, by MIN_RISE in all
-(or at once with STALLSCOPE_TRACE_ALLOC=on, which `stallscope run
---trace-alloc` sets; `off` disables it), it starts tracemalloc with one frame,
-takes SNAPSHOTS further snapshots SPACING readings apart, and reports:
+(or when the readings kept every 30 s rose at each of the last 5, by
+MIN_RISE in all: a slow leak; or at once with STALLSCOPE_TRACE_ALLOC=on,
+which `stallscope run --trace-alloc` sets; `off` disables it), it starts
+tracemalloc with FRAMES frames, takes a baseline snapshot and SNAPSHOTS more,
+SPACING readings apart, and reports:
 
 - `alloc_site` records: the lines whose live Python allocations grew most
-  between the first and the last snapshot (`compare_to(..., 'lineno')`);
-- `alloc_holder` records: the Python containers holding the most tensor
-  storage, with how much they grew while traced. Tensor storage is allocated
+  between the baseline and the last snapshot (`compare_to(..., 'traceback')`,
+  each allocation counted for the innermost frame of the job's own code);
+- `alloc_holder` records: the Python containers whose tensor storage grew
+  most while traced (then the largest), with how much they hold. Tensor storage is allocated
   by torch, not by Python, so tracemalloc does not see it; the census walks
   the lists, tuples, dicts, sets and deques bound in the job's own modules
   (not the standard library's or site-packages') and in the main thread's
-  frames, and sums the distinct storages of the tensors in them; with each,
-  the line of the job where it grows (see _Census.made_at).
+  frames of the job's own code, and sums the distinct storages of the CPU
+  tensors in them (RSS is what grew); with each, the line of the job where
+  it grows (see _Census.made_at). Before Python 3.13 reading a running
+  frame's f_locals leaves a snapshot dict on the frame that holds its locals;
+  the census empties it again so that no batch is kept alive.
 
-Then it stops tracemalloc: tracing costs while it runs (bench/trace_alloc_cost.sh
-measures it) and never after. Every failure inside is caught and sent as an
+Then it stops tracemalloc: tracing costs while it runs (bench/trace_alloc_cost.py
+measures it) and never after; a DataLoader worker forked while it runs stops
+its inherited copy at once. It traces once per process. Every failure inside is caught and sent as an
 `alloc_note` record; nothing here raises into the job. Never imports torch.
 """
+import itertools
 import os
 import sys
 import threading
-import time
 
 _PERIOD_NS = 1_000_000_000   # RSS read at most this often
 _WINDOW = 6                  # readings; RSS rising at each of the last 5 steps...
 _MIN_RISE = 32 << 20         # ...by this much in all starts tracing
+_SLOW_PERIOD_NS = 30 * _PERIOD_NS   # the same over readings this far apart: a slow leak
+_WARMUP_READINGS = 3         # the first readings (model and loader start-up) are not judged
 _SNAPSHOTS = 3               # snapshots compared with the baseline one
 _SPACING = 1                 # readings between snapshots
 _FRAMES = 8                  # frames kept per allocation: enough to reach the job's line
@@ -111,7 +120,7 @@ class _Census:
         libs = _library_dirs()
         if tm is not None and tm.is_tracing():
             votes = {}
-            for x in list(obj.values() if isinstance(obj, dict) else obj)[-_NEWEST:]:
+            for x in _newest(obj):
                 tb = tm.get_object_traceback(x) if isinstance(x, self.tensor) else None
                 for frame in reversed(list(tb or ())):     # innermost first
                     if not os.path.realpath(frame.filename).startswith(libs):
@@ -151,9 +160,14 @@ class _Census:
                 items = o
             else:
                 continue
-            for x in list(items)[:_MAX_ITEMS - looked]:
+            for x in itertools.islice(items, _MAX_ITEMS - looked):
                 looked += 1
                 if isinstance(x, self.tensor):
+                    try:
+                        if x.device.type != "cpu":   # GPU memory is not the RSS that grew
+                            continue
+                    except Exception:
+                        pass
                     count += 1
                     try:
                         ptr, n = self._storage(x)
@@ -187,20 +201,45 @@ class _Census:
                             var, getattr(m, "__file__", None))
             except Exception:
                 continue
+        libs = _library_dirs()
         frame = sys._current_frames().get(threading.main_thread().ident)
         while frame is not None:
             code = frame.f_code
-            try:
-                if code.co_name != "<module>":   # a module's locals are its globals
-                    for var, v in list(frame.f_locals.items()):
+            own = not os.path.realpath(code.co_filename).startswith(libs)
+            # A module's locals are its globals; the hook's and libraries'
+            # frames hold the job's batch in passing, not a leak.
+            if own and code.co_name != "<module>":
+                snapshot = None
+                try:
+                    snapshot = frame.f_locals
+                    for var, v in list(snapshot.items()):
                         if _is_container(v):
                             add("the local %s '%s' of %s() in %s" % (
                                 type(v).__name__, var, code.co_name,
                                 os.path.basename(code.co_filename)), v, var, code.co_filename)
-            except Exception:
-                pass
+                except Exception:
+                    pass
+                finally:
+                    if snapshot is not None and sys.version_info < (3, 13):
+                        try:
+                            snapshot.clear()   # release what the snapshot holds
+                        except Exception:
+                            pass
             frame = frame.f_back
         return out
+
+
+def _newest(obj):
+    """The last _NEWEST items (values of a dict), without copying the rest."""
+    if isinstance(obj, dict):
+        return list(itertools.islice(reversed(obj.values()), _NEWEST))
+    if isinstance(obj, (set, frozenset)):
+        return list(itertools.islice(obj, _NEWEST))
+    try:
+        return list(obj[-_NEWEST:]) if not _is_deque(obj) else \
+            list(itertools.islice(reversed(obj), _NEWEST))
+    except Exception:
+        return []
 
 
 def _is_deque(o):
@@ -220,6 +259,9 @@ class LeakWatch:
         self.state = "off" if self.mode == "off" else "watch"
         self.last_ns = 0
         self.readings = []
+        self.slow = []             # readings _SLOW_PERIOD_NS apart
+        self.last_slow_ns = 0
+        self.seen = 0
         self.since_snapshot = 0
         self.first = None          # the first snapshot
         self.snapshots = 0
@@ -240,14 +282,25 @@ class LeakWatch:
 
     def _watch(self, now_ns):
         if self.mode == "auto":
-            self.readings.append(_rss_bytes())
-            del self.readings[:-_WINDOW]
-            r = self.readings
-            rising = len(r) == _WINDOW and all(b > a for a, b in zip(r, r[1:]))
-            if not (rising and r[-1] - r[0] >= _MIN_RISE):
+            rss = _rss_bytes()
+            self.seen += 1
+            if self.seen <= _WARMUP_READINGS:
                 return []
-            why = "RSS rose at each of %d readings 1 s or more apart, %d MiB in all" % (
-                _WINDOW - 1, (r[-1] - r[0]) >> 20)
+            self.readings.append(rss)
+            del self.readings[:-_WINDOW]
+            if now_ns - self.last_slow_ns >= _SLOW_PERIOD_NS:
+                self.last_slow_ns = now_ns
+                self.slow.append(rss)
+                del self.slow[:-_WINDOW]
+            why = None
+            for r, apart in ((self.readings, "1 s"), (self.slow, "30 s")):
+                rising = len(r) == _WINDOW and all(b > a for a, b in zip(r, r[1:]))
+                if rising and r[-1] - r[0] >= _MIN_RISE:
+                    why = "RSS rose at each of %d readings %s or more apart, %d MiB in all" % (
+                        _WINDOW - 1, apart, (r[-1] - r[0]) >> 20)
+                    break
+            if why is None:
+                return []
         else:
             why = "STALLSCOPE_TRACE_ALLOC=on"
         import tracemalloc
@@ -320,11 +373,14 @@ class LeakWatch:
             out.append("alloc_site %d %d %d %d %d %s" % (
                 self.pid, self.rank, now_ns, size, count, where))
         census = self._census()
-        holders = sorted(census.items(), key=lambda kv: kv[1][1], reverse=True)
+        grown = {w: v[1] - self.census0.get(w, (0, 0))[1] for w, v in census.items()}
+        # What grew while traced first (a preloaded dataset is large, not growing).
+        holders = sorted(census.items(), key=lambda kv: (grown[kv[0]] > 0, grown[kv[0]], kv[1][1]),
+                         reverse=True)
         for where, (n, b, obj, name, path) in holders[:_TOP_HOLDERS]:
             if b < _MIN_HOLDER_BYTES:
                 continue
-            grew = b - self.census0.get(where, (0, 0))[1]
+            grew = grown[where]
             made = _Census(sys.modules["torch"].Tensor).made_at(
                 obj, name, path, [w for _, _, w in sites]) or "-"
             out.append("alloc_holder %d %d %d %d %d %d %s %s" % (
@@ -334,6 +390,15 @@ class LeakWatch:
         out.append("alloc_note %d %d %d tracing stopped after %d snapshots" % (
             self.pid, self.rank, now_ns, self.snapshots))
         return out
+
+    def forget_in_child(self):
+        """In a process forked while tracing: stop the inherited tracing."""
+        try:
+            if self.state == "trace":
+                self._stop()
+            self.state = "done"
+        except Exception:
+            self.state = "done"
 
     def _stop(self):
         self.state = "done"

@@ -64,23 +64,36 @@ class LeakWatchTest(unittest.TestCase):
         self.assertFalse(tracemalloc.is_tracing())
 
     def test_slow_rise_below_the_threshold_never_starts(self):
-        _leak._rss_bytes = Readings([500 * MIB + i * MIB for i in range(100)])  # 1 MiB/s
+        _leak._rss_bytes = Readings([500 * MIB + i * MIB // 4 for i in range(1000)])  # 256 KiB/s
         watch = _leak.LeakWatch(10, 0)
         self.assertEqual(self.ticks(watch, 30), [])
+
+    def test_a_slow_leak_is_caught_on_the_30_s_scale(self):
+        # 1 MiB/s: 5 MiB over six readings a second apart (too little), 30
+        # MiB a reading 30 s apart: the slow window has 150 MiB in it.
+        _leak._rss_bytes = Readings([500 * MIB + i * MIB for i in range(1000)])
+        watch = _leak.LeakWatch(10, 0)
+        out = self.ticks(watch, 200)
+        self.assertTrue(out and "readings 30 s or more apart" in out[0], out[:1])
+
+    def test_warm_up_growth_is_not_judged(self):
+        # Start-up grows fast for three readings, then the job is flat.
+        _leak._rss_bytes = Readings([100 * MIB, 400 * MIB, 700 * MIB] + [800 * MIB] * 100)
+        self.assertEqual(self.ticks(_leak.LeakWatch(10, 0), 60), [])
 
     def test_steady_rise_starts_then_stops_tracing(self):
         _leak._rss_bytes = Readings([500 * MIB + i * 40 * MIB for i in range(100)])
         watch = _leak.LeakWatch(10, 3)
-        out = self.ticks(watch, 5)
-        self.assertEqual(out, [], "five readings are not yet a window of six")
-        out = watch.tick(6 * SECOND)
+        out = self.ticks(watch, 8)
+        self.assertEqual(out, [], "three warm-up readings, then five are not yet a window of six")
+        out = watch.tick(9 * SECOND)
         self.assertEqual(len(out), 1)
-        self.assertTrue(out[0].startswith("alloc_note 10 3 %d tracing started: RSS rose" % (6 * SECOND)),
-                        out)
+        self.assertTrue(out[0].startswith("alloc_note 10 3 %d tracing started: RSS rose at each of "
+                                          "5 readings 1 s" % (9 * SECOND)), out)
         self.assertTrue(tracemalloc.is_tracing())
         # Readings closer than a second apart are not readings.
-        self.assertEqual(watch.tick(6 * SECOND + 1), [])
-        out = self.ticks(watch, 20, start=7)
+        self.assertEqual(watch.tick(9 * SECOND + 1), [])
+        out = self.ticks(watch, 20, start=10)
         self.assertEqual(watch.state, "done")
         self.assertFalse(tracemalloc.is_tracing(), "tracing must stop after its snapshots")
         self.assertTrue(out[-1].startswith("alloc_note 10 3 "), out)
@@ -106,6 +119,25 @@ class LeakWatchTest(unittest.TestCase):
         self.ticks(watch, 20)
         self.assertEqual(watch.state, "done")
         self.assertTrue(tracemalloc.is_tracing(), "the job's own tracemalloc was stopped")
+
+    def test_a_worker_forked_while_tracing_stops_its_copy(self):
+        os.environ["STALLSCOPE_TRACE_ALLOC"] = "on"
+        watch = _leak.LeakWatch(1, 0)
+        self.assertEqual(len(watch.tick(SECOND)), 1)
+        self.assertTrue(tracemalloc.is_tracing())
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            try:
+                watch.forget_in_child()
+                os.write(write, b"1" if tracemalloc.is_tracing() else b"0")
+            finally:
+                os._exit(0)
+        os.close(write)
+        self.assertEqual(os.read(read, 1), b"0", "the forked worker kept tracing")
+        os.close(read)
+        os.waitpid(pid, 0)
+        self.assertTrue(tracemalloc.is_tracing(), "the parent's tracing goes on")
 
     def test_a_failure_is_a_note_never_an_exception(self):
         def broken():

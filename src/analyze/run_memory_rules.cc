@@ -205,9 +205,12 @@ struct LeakPlace {
 
 std::optional<LeakPlace> PlaceLeak(const Timeline& timeline) {
   LeakPlace place;
+  // The latest tracing's holder that grew most (the hook sends them so
+  // ordered; a large preloaded one that did not grow comes after).
   for (const AllocationReport& a : timeline.allocations) {
-    if (a.kind == "holder" && (!place.holder || a.t > place.holder->t ||
-                               (a.t == place.holder->t && a.bytes > place.holder->bytes))) {
+    if (a.kind != "holder") continue;
+    if (!place.holder || a.t > place.holder->t ||
+        (a.t == place.holder->t && a.grew_bytes > place.holder->grew_bytes)) {
       place.holder = &a;
     }
   }

@@ -27,9 +27,9 @@ inline constexpr size_t kLeakMinSamples = 12;  // at least 4 a third
 // Judged while the job trains: from the hook's first step to its last, when
 // it reported steps. At exit a job frees what it held and its workers go, in
 // one or two samples; a fast run has few samples a third, and two such
-// samples at the end were enough to read a leak as a plateau. Without steps,
-// trailing samples below 90% of the median of the 5 before each are that
-// teardown too.
+// samples at the end were enough to read a leak as a plateau. So, with or
+// without steps, trailing samples below 90% of the median of the 5 before
+// each are that teardown and are not judged.
 inline constexpr double kLeakTeardownFraction = 0.9;
 inline constexpr size_t kLeakTeardownWindow = 5;
 // Steady: the last third still grows at least 0.7x as fast as the middle

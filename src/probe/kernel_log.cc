@@ -148,9 +148,14 @@ Result<std::vector<OomKill>> ReadOomKills(const Root& root, std::optional<double
   };
   char buffer[16384];
   Status failure;
-  for (;;) {
+  // A ring buffer is a few MiB at most; something that never ends (a
+  // device bound over /dev/kmsg) is read no further than this.
+  constexpr uint64_t kMaxBytes = 64ull << 20;
+  uint64_t total = 0;
+  for (; total < kMaxBytes;) {
     ssize_t n = read(fd, buffer, sizeof buffer);
     if (n > 0) {
+      total += static_cast<uint64_t>(n);
       pending.append(buffer, static_cast<size_t>(n));
       size_t last = pending.rfind('\n');
       if (last != std::string::npos) {

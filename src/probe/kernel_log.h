@@ -11,8 +11,8 @@
 // shmem-rss:NkB, UID:U pgtables:NkB oom_score_adj:N]" (mm/oom_kill.c); the
 // oom_reaper's later "reaped process ... now anon-rss:0kB" is not a kill.
 // ReadOomKills reads /dev/kmsg under a Root without blocking and without
-// consuming it (every reader of /dev/kmsg has its own position). Stateless;
-// thread-safe.
+// consuming it (every reader of /dev/kmsg has its own position), 64 MiB at
+// most. Stateless; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,9 @@ struct OomKill {
   int pid = 0;
   std::string comm;
   std::optional<double> monotonic_seconds;  // the record's time since boot, when the form has it
-  bool cgroup = false;                      // "Memory cgroup out of memory": a memory limit hit
+  // "Memory cgroup out of memory" on the kill's own line (5.x+); 4.x kernels
+  // print that on the "Kill process" line before it, so this is false there.
+  bool cgroup = false;
   uint64_t total_vm_bytes = 0;
   uint64_t anon_rss_bytes = 0;
   uint64_t file_rss_bytes = 0;

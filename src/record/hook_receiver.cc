@@ -19,7 +19,8 @@ double Seconds(int64_t ns, int64_t start_ns) {
   return (static_cast<double>(ns) - static_cast<double>(start_ns)) / 1e9;
 }
 
-// The hook sends a few per tracing; a garbled job must not grow this.
+// The hook sends a few per tracing; a garbled job must not grow this (per
+// datagram batch; the recorder caps a run's).
 constexpr size_t kMaxAllocationReports = 256;
 
 bool ToInts(const std::vector<std::string_view>& fields, size_t count, int64_t* out) {
@@ -149,7 +150,11 @@ void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& 
         a.kind = "note";
         a.text = rest_from(4);
       }
-      if (into.allocations.size() < kMaxAllocationReports) into.allocations.push_back(std::move(a));
+      if (into.allocations.size() < kMaxAllocationReports) {
+        into.allocations.push_back(std::move(a));
+      } else {
+        ++into.malformed;  // more than a tracing sends: a garbled job
+      }
     } else if (type == "dropped") {
       if (!ToInts(f, 3, v)) {
         ++into.malformed;

@@ -220,6 +220,18 @@ sigset_t RecordSignals() {
 // A job's process tree can fork without end; the pids kept to match OOM
 // victims against stop growing here.
 constexpr size_t kMaxJobPidsKept = 1 << 16;
+// How often, and how far apart, a counted OOM kill's report is looked for.
+constexpr int kOomReportRetries = 5;
+constexpr useconds_t kOomReportRetryMicroseconds = 50'000;
+// Allocation reports kept from one run: the hook sends a few per tracing.
+constexpr size_t kMaxAllocationReportsKept = 4096;
+
+// The name the kernel gives a process exec'ed from `path`: its file name,
+// cut to TASK_COMM_LEN - 1 bytes.
+std::string CommOf(const std::string& path) {
+  std::string name = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  return name.substr(0, 15);
+}
 
 // What the kernel kept of the job's memory peak once it ended (MemoryPeak in
 // sample/timeline.h): the cgroup's high-water mark when it rose during the
@@ -227,7 +239,8 @@ constexpr size_t kMaxJobPidsKept = 1 << 16;
 // reports of processes of the job. Why either is missing goes to `notes`.
 std::vector<MemoryPeak> KernelMemoryPeaks(const Root& root, const RunInfo& info,
                                           std::optional<uint64_t> cgroup_peak_at_start,
-                                          bool oom_kills_counted, const std::set<int>& job_pids,
+                                          std::optional<bool> oom_kills_counted,
+                                          const std::map<int, std::string>& job_pids,
                                           std::vector<std::string>& notes) {
   std::vector<MemoryPeak> peaks;
   if (info.cgroup_limit_bytes) {
@@ -238,34 +251,52 @@ std::vector<MemoryPeak> KernelMemoryPeaks(const Root& root, const RunInfo& info,
       peaks.push_back({"cgroup", 0, *cg->peak_bytes,
                        fmt::format("{}/{} (every process of the cgroup, page cache included)",
                                    cg->directory, file)});
-    } else if (cg.ok() && cg->peak_bytes) {
+    } else if (cg.ok() && cg->peak_bytes && cgroup_peak_at_start) {
       notes.push_back(fmt::format(
           "memory: the memory cgroup's peak ({}) did not rise during the run, so it may be an "
           "earlier job's and is not taken as this one's",
           FormatBytes(*cg->peak_bytes)));
+    } else if (cg.ok() && cg->peak_bytes) {
+      notes.push_back(
+          "memory: the memory cgroup's peak was not readable when the run started, so the one "
+          "it has now is not taken as this run's");
     }
   }
-  if (!oom_kills_counted) return peaks;
+  if (oom_kills_counted == false) return peaks;
   // The kernel's clock and CLOCK_MONOTONIC drift apart slowly: a minute and
   // a thousandth of the uptime of slack keeps this run's kills in.
   const double since =
       info.start_monotonic_seconds - 60 - info.start_monotonic_seconds / 1000;
-  Result<std::vector<OomKill>> kills = ReadOomKills(root, since);
-  if (!kills.ok()) {
-    notes.push_back("memory: the OOM killer's report was not read: " + kills.status().message());
-    return peaks;
+  // The killer sends SIGKILL before it prints its report: a job reaped at
+  // once can be here first. A kill counted and not yet found is looked for
+  // again, briefly.
+  for (int attempt = 0;; ++attempt) {
+    Result<std::vector<OomKill>> kills = ReadOomKills(root, since);
+    if (!kills.ok()) {
+      notes.push_back("memory: the OOM killer's report was not read: " +
+                      kills.status().message());
+      return peaks;
+    }
+    for (const OomKill& k : *kills) {
+      // The pid and the name both: a kernel in another pid namespace (a
+      // container) prints pids that are not ours.
+      auto seen = job_pids.find(k.pid);
+      if (seen == job_pids.end() || (!seen->second.empty() && seen->second != k.comm)) continue;
+      peaks.push_back({"oom_kill", k.pid, k.rss_bytes(), k.message});
+    }
+    const bool found = std::any_of(peaks.begin(), peaks.end(),
+                                   [](const MemoryPeak& p) { return p.source == "oom_kill"; });
+    if (found || oom_kills_counted != true || attempt >= kOomReportRetries) {
+      if (!found && oom_kills_counted == true) {
+        notes.push_back(
+            "memory: the kernel counted an OOM kill during the run, but its log names no "
+            "process of the job (another process was chosen, the report left the log's ring "
+            "buffer, or this is another pid namespace than the kernel's)");
+      }
+      return peaks;
+    }
+    usleep(kOomReportRetryMicroseconds);
   }
-  for (const OomKill& k : *kills) {
-    if (!job_pids.count(k.pid)) continue;
-    peaks.push_back({"oom_kill", k.pid, k.rss_bytes(), k.message});
-  }
-  if (std::none_of(peaks.begin(), peaks.end(),
-                   [](const MemoryPeak& p) { return p.source == "oom_kill"; })) {
-    notes.push_back(
-        "memory: the kernel counted an OOM kill during the run, but its log names no process of "
-        "the job (another process was chosen, or the report left the log's ring buffer)");
-  }
-  return peaks;
 }
 
 }  // namespace
@@ -298,9 +329,9 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
       cgroup_peak_at_start = cg->peak_bytes;
     }
   }
-  // Every process of the job seen, to know its OOM victims; the job itself
-  // before the first sample.
-  std::set<int> job_pids = {job.pid()};
+  // Every process of the job seen, with its name, to know its OOM victims.
+  std::map<int, std::string> job_pids;
+  size_t allocation_reports = 0;
 
   std::set<std::string> disks;
   if (auto devices = ReadBlockDevices(Root("/")); devices.ok()) {
@@ -315,6 +346,14 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   if (Result<TimelineSample> first = sampler.Sample(0, events.pids, points); !first.ok()) {
     close(signal_fd);
     return first.status();
+  }
+  for (const ProcessPoint& p : points) job_pids[p.pid] = p.comm;
+  // A job `run` started may not have exec'ed yet: its name is the one exec
+  // will give it, should it die before the next sample.
+  if (options.forward_signals && !info.command.empty()) {
+    job_pids[job.pid()] = CommOf(info.command.substr(0, info.command.find(' ')));
+  } else {
+    job_pids.emplace(job.pid(), std::string());
   }
   points.clear();
   // GPUs: a missing library or driver leaves the probe unavailable (no rows).
@@ -349,10 +388,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     Result<TimelineSample> sample = sampler.Sample(t, events.pids, points);
     if (!sample.ok()) return sample.status();
     for (const ProcessPoint& p : points) {
-      if (job_pids.size() < kMaxJobPidsKept) job_pids.insert(p.pid);
-    }
-    for (int pid : events.pids) {
-      if (job_pids.size() < kMaxJobPidsKept) job_pids.insert(pid);
+      if (job_pids.size() < kMaxJobPidsKept || job_pids.count(p.pid)) job_pids[p.pid] = p.comm;
     }
     for (PortCounterPoint& p :
          port_tracker.Update(t, sampler.last_host().net, read_rdma(), /*all=*/ended)) {
@@ -389,7 +425,10 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
                                            events.loaders, ports, events.ranks,
                                            events.syncs);
     ports.clear();
-    if (written.ok()) written = writer.AppendAllocations(events.allocations);
+    if (written.ok() && allocation_reports < kMaxAllocationReportsKept) {
+      allocation_reports += events.allocations.size();
+      written = writer.AppendAllocations(events.allocations);
+    }
     // GPUs (NVML), the job's first; GPM covers the interval since the last call.
     if (written.ok() && gpu_probe->available()) {
       std::set<int> sampled_pids;
@@ -457,10 +496,10 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   info.exit_code = outcome.exit.exit_code;
   info.exit_signal = outcome.exit.signal;
   // The OOM killer ends a process with SIGKILL and counts it in vmstat.
-  bool oom_kills_counted = true;  // unknown counts as counted: look in the log
+  std::optional<bool> oom_kills_counted;  // unknown: look in the log all the same
   if (auto v = ReadVmStat(Root("/")); v.ok() && v->oom_kill && oom_kills_at_start) {
     oom_kills_counted = *v->oom_kill > *oom_kills_at_start;
-    info.oom_killed = outcome.exit.signal == SIGKILL && oom_kills_counted;
+    info.oom_killed = outcome.exit.signal == SIGKILL && *oom_kills_counted;
   }
   std::vector<std::string> notes;
   std::vector<MemoryPeak> peaks = KernelMemoryPeaks(Root("/"), info, cgroup_peak_at_start,

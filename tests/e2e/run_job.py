@@ -327,11 +327,11 @@ class TrainingJob(unittest.TestCase):
         check_same_report(self, report, db)
 
     def test_leak(self):
-        # Every batch keeps 4 MiB: ~2 GiB over 16 epochs of 32 steps, in
-        # 25-100 s on two shared cores. Sampled every 0.25 s, a machine twice
+        # Every batch keeps 4 MiB: ~3 GiB over 24 epochs of 32 steps, in
+        # 35-150 s on two shared cores. Sampled every 0.25 s, a machine twice
         # as fast still gives the rule more than its 12 samples of training,
-        # and the hook the 10 s it needs to see the growth and trace it.
-        report, err, seconds, db = self.run_job("leak", "leak", "--epochs", "16", timeout=300,
+        # and the hook the 15 s it needs to see the growth and trace it.
+        report, err, seconds, db = self.run_job("leak", "leak", "--epochs", "24", timeout=300,
                                                 interval=0.25)
         f = e2e.finding(report, "memory.rss_growth")
         self.assertIsNotNone(f, "no memory.rss_growth for the leaking job:\n%s" % summary(report))
@@ -550,7 +550,14 @@ raise SystemExit(3)
 
 
 def kernel_log_readable():
+    """The kernel's OOM report can be matched here: /dev/kmsg opens, and this
+    is the kernel's own pid namespace (in a container's, the kernel prints
+    pids that are not ours)."""
     try:
+        with open("/proc/self/status") as f:
+            nspid = [l.split()[1:] for l in f if l.startswith("NSpid:")]
+        if nspid and len(nspid[0]) > 1:
+            return False
         os.close(os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK))
         return True
     except OSError:
@@ -620,10 +627,15 @@ class OomKill(unittest.TestCase):
         root_pid = scalar(db, "select root_pid from run")
         peaks = query(db, "select source, pid, bytes, detail from memory_peaks")
         cgroup = [p for p in peaks if p[0] == "cgroup"]
-        self.assertEqual(len(cgroup), 1, peaks)
-        self.assertGreater(cgroup[0][2], self.LIMIT * 0.9, peaks)
-        self.assertLessEqual(cgroup[0][2], self.LIMIT, peaks)
-        self.assertEqual(ev["cgroup_peak_bytes"], cgroup[0][2], ev)
+        peak_file = "memory.max_usage_in_bytes" if self.cgroup.version == 1 else "memory.peak"
+        if os.path.exists(self.cgroup.file(peak_file)):  # v2 has it from 5.19 on
+            self.assertEqual(len(cgroup), 1, peaks)
+            self.assertGreater(cgroup[0][2], self.LIMIT * 0.9, peaks)
+            # A dying task's last charge may pass the limit by a few pages.
+            self.assertLessEqual(cgroup[0][2], self.LIMIT + 8 * MIB, peaks)
+            self.assertEqual(ev["cgroup_peak_bytes"], cgroup[0][2], ev)
+        else:
+            self.assertEqual(cgroup, [], peaks)
         if kernel_log_readable():
             victims = [p for p in peaks if p[0] == "oom_kill"]
             self.assertEqual([p[1] for p in victims], [root_pid], peaks)
@@ -631,7 +643,8 @@ class OomKill(unittest.TestCase):
             self.assertEqual(ev["oom_victim_pid"], root_pid, ev)
             self.assertGreater(ev["oom_victim_rss_bytes"], 128 * MIB, ev)
         else:
-            sys.stderr.write("\n  /dev/kmsg unreadable here: the OOM report is not checked\n")
+            sys.stderr.write("\n  /dev/kmsg unreadable or another pid namespace's here: the OOM "
+                             "report is not checked\n")
         self.assertEqual(scalar(db, "select oom_killed from run"), 1)
         self.assertEqual(scalar(db, "select cgroup_limit_bytes from run"), self.LIMIT)
         again = check_same_report(self, report, db)
