@@ -18,8 +18,9 @@ steps this way). Outside stallscope `loader(x)` returns `x` itself, `ddp(m)`
 returns `m` untouched and `epoch(n)` does nothing. The hook never raises into
 the job and never blocks: a datagram that cannot be sent is dropped and
 counted. When the process's RSS keeps rising it traces allocations for a few
-seconds and reports the lines and containers that hold on (_leak.py). (One bounded wait: at exit, a DDP process waits at most 2 s for
-PyTorch to free the hook's all-reduce callbacks; see _live_callbacks.)
+seconds and reports the lines and containers that hold on (_leak.py). (One
+bounded wait: at exit, a DDP process waits at most 2 s for PyTorch to free
+the hook's all-reduce callbacks; see _live_callbacks.)
 """
 import atexit
 import os

@@ -30,6 +30,7 @@ measures it) and never after; a DataLoader worker forked while it runs stops
 its inherited copy at once. It traces once per process. Every failure inside is caught and sent as an
 `alloc_note` record; nothing here raises into the job. Never imports torch.
 """
+import functools
 import itertools
 import os
 import sys
@@ -65,7 +66,10 @@ def _mode():
     return "auto"
 
 
+@functools.lru_cache(maxsize=1)
 def _library_dirs():
+    """The interpreter's library, site-packages and the hook's own folder
+    (computed once: the tracing asks for every frame)."""
     dirs = set()
     for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):
         if p:
@@ -77,14 +81,19 @@ def _library_dirs():
     return tuple(d + os.sep for d in dirs)
 
 
+@functools.lru_cache(maxsize=4096)
+def _is_library(filename):
+    """Whether a file belongs to the interpreter, site-packages or the hook."""
+    return os.path.realpath(filename).startswith(_library_dirs())
+
+
 def _own_modules():
     """(name, module) of the job's own modules: __main__ and those whose file
     is outside the interpreter's library and site-packages."""
-    libs = _library_dirs()
     out = []
     for name, m in list(sys.modules.items()):
         f = getattr(m, "__file__", None)
-        if name == "__main__" or (f and not os.path.realpath(f).startswith(libs)):
+        if name == "__main__" or (f and not _is_library(f)):
             out.append((name, m))
     return out
 
@@ -117,13 +126,12 @@ class _Census:
         `path` that adds to `name` (NAME.append(, .extend(, .insert(, .add(,
         NAME[...] =, NAME +=), one of the growth `sites` where several do."""
         tm = sys.modules.get("tracemalloc")
-        libs = _library_dirs()
         if tm is not None and tm.is_tracing():
             votes = {}
             for x in _newest(obj):
                 tb = tm.get_object_traceback(x) if isinstance(x, self.tensor) else None
                 for frame in reversed(list(tb or ())):     # innermost first
-                    if not os.path.realpath(frame.filename).startswith(libs):
+                    if not _is_library(frame.filename):
                         key = "%s:%d" % (_short(frame.filename), frame.lineno)
                         votes[key] = votes.get(key, 0) + 1
                         break
@@ -201,11 +209,10 @@ class _Census:
                             var, getattr(m, "__file__", None))
             except Exception:
                 continue
-        libs = _library_dirs()
         frame = sys._current_frames().get(threading.main_thread().ident)
         while frame is not None:
             code = frame.f_code
-            own = not os.path.realpath(code.co_filename).startswith(libs)
+            own = not _is_library(code.co_filename)
             # A module's locals are its globals; the hook's and libraries'
             # frames hold the job's batch in passing, not a leak.
             if own and code.co_name != "<module>":
@@ -263,7 +270,7 @@ class LeakWatch:
         self.last_slow_ns = 0
         self.seen = 0
         self.since_snapshot = 0
-        self.first = None          # the first snapshot
+        self.first = None          # the baseline snapshot
         self.snapshots = 0
         self.census0 = {}
         self.tracemalloc = None
@@ -330,7 +337,6 @@ class LeakWatch:
         growth goes to the innermost frame of the job's own code (a tensor
         made inside torch is the line of the job that asked for it), else its
         innermost frame; the job's lines first, then by growth."""
-        libs = _library_dirs()
         by_line = {}
         for diff in last.compare_to(self.first, "traceback"):
             if diff.size_diff <= 0:
@@ -339,7 +345,7 @@ class LeakWatch:
             chosen = frames[-1]
             own = False
             for frame in reversed(frames):
-                if not os.path.realpath(frame.filename).startswith(libs):
+                if not _is_library(frame.filename):
                     chosen, own = frame, True
                     break
             key = (own, _short(chosen.filename), chosen.lineno)
@@ -372,20 +378,21 @@ class LeakWatch:
         for size, count, where in sites:
             out.append("alloc_site %d %d %d %d %d %s" % (
                 self.pid, self.rank, now_ns, size, count, where))
-        census = self._census()
-        grown = {w: v[1] - self.census0.get(w, (0, 0))[1] for w, v in census.items()}
+        torch = sys.modules.get("torch")
+        census = _Census(torch.Tensor) if torch is not None else None
+        found = census.take() if census is not None else {}
+        grown = {w: v[1] - self.census0.get(w, (0, 0))[1] for w, v in found.items()}
         # What grew while traced first (a preloaded dataset is large, not growing).
-        holders = sorted(census.items(), key=lambda kv: (grown[kv[0]] > 0, grown[kv[0]], kv[1][1]),
+        holders = sorted(found.items(), key=lambda kv: (grown[kv[0]] > 0, grown[kv[0]], kv[1][1]),
                          reverse=True)
         for where, (n, b, obj, name, path) in holders[:_TOP_HOLDERS]:
             if b < _MIN_HOLDER_BYTES:
                 continue
             grew = grown[where]
-            made = _Census(sys.modules["torch"].Tensor).made_at(
-                obj, name, path, [w for _, _, w in sites]) or "-"
+            made = census.made_at(obj, name, path, [w for _, _, w in sites]) or "-"
             out.append("alloc_holder %d %d %d %d %d %d %s %s" % (
                 self.pid, self.rank, now_ns, n, b, grew, made.replace(" ", "%20"), where))
-        del census, holders
+        del found, holders
         self._stop()
         out.append("alloc_note %d %d %d tracing stopped after %d snapshots" % (
             self.pid, self.rank, now_ns, self.snapshots))

@@ -194,9 +194,9 @@ Series TrainingRss(const Timeline& timeline) {
   return rss;
 }
 
-// Where the hook placed the growth (AllocationReport): the holder of the
-// most tensor storage in the last tracing of the rank that reported one, and
-// the growth sites of that tracing, the job's own lines first.
+// Where the hook placed the growth (AllocationReport): the holder whose
+// tensor storage grew most in the last tracing of the rank that reported
+// one, and the growth sites of that tracing, the job's own lines first.
 struct LeakPlace {
   const AllocationReport* holder = nullptr;
   std::vector<const AllocationReport*> sites;
@@ -226,13 +226,16 @@ std::optional<LeakPlace> PlaceLeak(const Timeline& timeline) {
   return place;
 }
 
+// The hook's byte counts are signed (a growth can be negative): none below 0.
+std::string SignedBytes(int64_t bytes) {
+  return FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, bytes)));
+}
+
 std::string HolderText(const AllocationReport& h) {
-  return fmt::format("{} holds {} tensors, {}{}", h.text, h.count,
-                     FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, h.bytes))),
-                     h.grew_bytes > 0
-                         ? fmt::format(" (+{} while traced)",
-                                       FormatBytes(static_cast<uint64_t>(h.grew_bytes)))
-                         : std::string());
+  return fmt::format(
+      "{} holds {} tensors, {}{}", h.text, h.count, SignedBytes(h.bytes),
+      h.grew_bytes > 0 ? fmt::format(" (+{} while traced)", SignedBytes(h.grew_bytes))
+                       : std::string());
 }
 
 std::optional<Finding> CheckRssGrowth(const Timeline& timeline) {
@@ -320,14 +323,14 @@ std::optional<Finding> CheckRssGrowth(const Timeline& timeline) {
       f.evidence.push_back({"leak_line", place->line});
     }
     if (place->holder) {
-      f.summary += fmt::format(", where {}", HolderText(*place->holder));
-      f.evidence.push_back({"leak_holder", HolderText(*place->holder)});
+      std::string holder = HolderText(*place->holder);
+      f.summary += fmt::format(", where {}", holder);
+      f.evidence.push_back({"leak_holder", std::move(holder)});
     }
     std::string sites;
     for (const AllocationReport* a : place->sites) {
       sites += fmt::format("{}{} +{} in {} blocks", sites.empty() ? "" : "; ", a->where,
-                           FormatBytes(static_cast<uint64_t>(std::max<int64_t>(0, a->bytes))),
-                           a->count);
+                           SignedBytes(a->bytes), a->count);
     }
     if (!sites.empty()) f.evidence.push_back({"alloc_growth_sites", sites});
   }
@@ -397,11 +400,9 @@ std::string DescribePeak(const OomPeak& peak, const Timeline& timeline) {
   if (peak.source == "cgroup") {
     return fmt::format("its memory cgroup peaked at {}", FormatBytes(peak.bytes));
   }
-  // Unknown: say why, never 0.
+  // Unknown (no sample saw the tree, or there would be a peak): say why, never 0.
   return fmt::format(
-      "its peak is unknown ({}; {})",
-      timeline.samples.empty() || peak.sampled_bytes == 0 ? "killed before the first sample"
-                                                          : "no sample held it",
+      "its peak is unknown (killed before the first sample; {})",
       !timeline.memory_peaks_recorded
           ? "the run file predates the kernel's peaks"
           : "the kernel log named no process of the job and no cgroup peak rose");

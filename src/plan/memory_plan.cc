@@ -132,24 +132,17 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& raw) {
   auto judge = [&](GpuMemory& m) {
     m.fits = m.Total() <= plan.usable_bytes;
     m.over_budget.clear();
-    if (m.fits) return;
-    const std::pair<const char*, double> parts[] = {{"weights", m.weights},
-                                                    {"gradients", m.gradients},
-                                                    {"optimizer", m.optimizer},
-                                                    {"activations", m.activations}};
-    double sum = 0;
-    for (const auto& [name, bytes] : parts) {
-      sum += bytes;
-      if (sum > plan.usable_bytes) {
-        m.over_budget = name;
-        return;
+    for (const char* part : kParts) {
+      if (!m.fits && TotalThrough(m, part) > plan.usable_bytes) {
+        m.over_budget = part;
+        break;
       }
     }
   };
-  plan.model_states_bytes =
-      shape.params * (per_param.weights + per_param.gradients + per_param.optimizer);
+  // Unsharded, one replica per GPU: its states are the model's states.
   plan.data_parallel = ModelStates(shape.params, per_param, 1, 1, raw.gpus, 0);
   plan.data_parallel.activations = ActivationBytesPerGpu(shape, 1, raw.recompute);
+  plan.model_states_bytes = TotalThrough(plan.data_parallel, "optimizer");
   judge(plan.data_parallel);
 
   for (int tp = 1; tp <= raw.gpus; ++tp) {
@@ -218,6 +211,16 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& raw) {
       "best first: fewest GPUs per model replica (tp x pp), then the lowest ZeRO stage, then "
       "tensor before pipeline parallelism (Narayanan et al. 2021)");
   return plan;
+}
+
+double TotalThrough(const GpuMemory& m, std::string_view part) {
+  const double parts[] = {m.weights, m.gradients, m.optimizer, m.activations};
+  double sum = 0;
+  for (size_t i = 0; i < std::size(parts); ++i) {
+    sum += parts[i];
+    if (part == kParts[i]) return sum;
+  }
+  return sum;
 }
 
 std::optional<double> ParseParamCount(std::string_view text) {

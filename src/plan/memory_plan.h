@@ -80,6 +80,13 @@ struct GpuMemory {
   std::string over_budget;
 };
 
+// A layout's parts in the order they are added up.
+inline constexpr const char* kParts[] = {"weights", "gradients", "optimizer", "activations"};
+
+// The running total of m's parts in order (weights, gradients, optimizer,
+// activations) up to and including `part`; the whole for an unknown part.
+double TotalThrough(const GpuMemory& m, std::string_view part);
+
 // Model-state bytes on one GPU: params/(tp*pp) per GPU, then ZeRO over dp.
 GpuMemory ModelStates(double params, const StateBytes& per_param, int tp, int pp, int dp, int zero);
 
@@ -96,7 +103,7 @@ ModelShape CompleteShape(ModelShape shape);
 struct MemoryPlan {
   MemoryPlanInput input;           // with the shape completed
   double usable_bytes = 0;         // gpu memory minus the reserve
-  double model_states_bytes = 0;   // bytes per parameter x parameters, before any sharding
+  double model_states_bytes = 0;   // bytes per parameter x parameters: data_parallel's states
   // Plain data parallelism (tp = pp = 1, ZeRO 0, every GPU a replica): the
   // layout the others are measured against, listed whether it fits or not.
   GpuMemory data_parallel;

@@ -4,8 +4,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 namespace stallscope {
 namespace {
@@ -144,7 +144,7 @@ Result<std::vector<OomKill>> ReadOomKills(const Root& root, std::optional<double
       k.line += lines_before;
       kills.push_back(std::move(k));
     }
-    for (char c : complete) lines_before += c == '\n';
+    lines_before += static_cast<size_t>(std::count(complete.begin(), complete.end(), '\n'));
   };
   char buffer[16384];
   Status failure;

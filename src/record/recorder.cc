@@ -388,7 +388,11 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     Result<TimelineSample> sample = sampler.Sample(t, events.pids, points);
     if (!sample.ok()) return sample.status();
     for (const ProcessPoint& p : points) {
-      if (job_pids.size() < kMaxJobPidsKept || job_pids.count(p.pid)) job_pids[p.pid] = p.comm;
+      if (auto known = job_pids.find(p.pid); known != job_pids.end()) {
+        known->second = p.comm;  // it may have exec'ed since
+      } else if (job_pids.size() < kMaxJobPidsKept) {
+        job_pids.emplace(p.pid, p.comm);
+      }
     }
     for (PortCounterPoint& p :
          port_tracker.Update(t, sampler.last_host().net, read_rdma(), /*all=*/ended)) {

@@ -18,17 +18,14 @@ std::string ParamsText(double params) {
 }
 
 // "the weights alone (130.4 GiB) pass the 72.0 GiB usable", "with the
-// optimizer, weights to optimizer come to 90.0 GiB of the 72.0 GiB usable".
+// optimizer, the running total comes to 111.8 GiB of the 72.0 GiB usable".
 std::string WhyNot(const GpuMemory& m, const MemoryPlan& plan) {
   if (m.over_budget == "weights") {
     return fmt::format("the weights alone ({}) pass the {} usable", Bytes(m.weights),
                        Bytes(plan.usable_bytes));
   }
-  double sum = m.weights + m.gradients;
-  if (m.over_budget == "optimizer") sum += m.optimizer;
-  if (m.over_budget == "activations") sum = m.Total();
   return fmt::format("with the {}, the running total comes to {} of the {} usable", m.over_budget,
-                     Bytes(sum), Bytes(plan.usable_bytes));
+                     Bytes(TotalThrough(m, m.over_budget)), Bytes(plan.usable_bytes));
 }
 
 nlohmann::ordered_json LayoutJson(const GpuMemory& m) {
@@ -55,14 +52,14 @@ std::string RenderMemoryPlanText(const MemoryPlan& plan, size_t rows) {
       ParamsText(in.model.params), in.gpus, FormatBytes(in.gpu_memory_bytes),
       Bytes(plan.usable_bytes), DtypeName(in.dtype), OptimizerName(in.optimizer),
       RecomputeName(in.recompute));
-  const StateBytes per_param = BytesPerParameter(in.dtype, in.optimizer);
+  // Plain data parallelism shards nothing: its states are the model's.
+  const GpuMemory& dp = plan.data_parallel;
   out += fmt::format(
       "model states: {} parameters x {:g} bytes = {} in all, before any sharding (weights {}, "
       "gradients {}, optimizer {})\n",
-      ParamsText(in.model.params), per_param.weights + per_param.gradients + per_param.optimizer,
-      Bytes(plan.model_states_bytes), Bytes(in.model.params * per_param.weights),
-      Bytes(in.model.params * per_param.gradients), Bytes(in.model.params * per_param.optimizer));
-  const GpuMemory& dp = plan.data_parallel;
+      ParamsText(in.model.params), plan.model_states_bytes / in.model.params,
+      Bytes(plan.model_states_bytes), Bytes(dp.weights), Bytes(dp.gradients),
+      Bytes(dp.optimizer));
   out += fmt::format("plain data parallel (tp 1, pp 1, dp {}, ZeRO 0): {} per GPU, {}\n\n", dp.dp,
                      Bytes(dp.Total()),
                      dp.fits ? "fits" : fmt::format("does not fit: {}", WhyNot(dp, plan)));
