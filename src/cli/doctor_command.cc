@@ -67,6 +67,7 @@ struct Flags {
   double drift_percent = kDriftDefaultShare * 100;
   std::vector<std::string> peers;
   std::vector<std::string> nccl_logs;  // --nccl-log FILE...
+  std::string root = "/";             // --root DIR: a fixture or copied tree
 };
 
 std::string RulesText() {
@@ -261,9 +262,9 @@ void CheckIoLayer(const Flags& f, const Snapshot& snapshot, Triage& t) {
 
 // --nccl-log: the logs' network findings join the network layer, judged
 // against this host's Active RDMA ports.
-void FoldInNcclLogs(const std::vector<NcclLogFile>& logs, Triage& t) {
+void FoldInNcclLogs(const Root& root, const std::vector<NcclLogFile>& logs, Triage& t) {
   if (logs.empty()) return;
-  std::optional<HostRdmaPorts> host = ReadHostRdma(Root("/"), t.notes);
+  std::optional<HostRdmaPorts> host = ReadHostRdma(root, t.notes);
   for (const NcclLogFile& log : logs) {
     t.facts.push_back({Layer::kNetwork, DescribeNcclLogFile(log)});
     t.Add(NcclHostNetworkFindings(log, host));
@@ -396,6 +397,10 @@ CommandRunner SetupDoctor(CLI::App& app) {
                  "a baseline saved by --save-baseline: flag figures that fell below it");
   app.add_option("--save-baseline", flags->save_baseline,
                  "write this host's figures (memory, swap, disks, NICs, bench) as a baseline");
+  app.add_option("--root", flags->root,
+                 "read /proc, /sys and /dev under DIR instead of / (a copied host tree, a "
+                 "test fixture)")
+      ->capture_default_str();
   app.add_option("--drift", flags->drift_percent, "percent below the baseline that counts as drift")
       ->capture_default_str();
   return [flags, interval]() {
@@ -409,10 +414,11 @@ CommandRunner SetupDoctor(CLI::App& app) {
     if (!inputs.ok()) return Fail(inputs.status(), true);
     double window = f.quick && interval->count() == 0 ? kQuickIntervalSeconds : f.interval;
 
-    const net::RdmaBaseline rdma_before = net::ReadRdmaBaseline(Root("/"));
+    const Root root(f.root);
+    const net::RdmaBaseline rdma_before = net::ReadRdmaBaseline(root);
     Result<Snapshot> snapshot = [&] {
       ProgressLine progress(fmt::format("sampling the host for {:.1f} s...", window));
-      return TakeSnapshot(Root("/"), SnapshotOptions{window});
+      return TakeSnapshot(root, SnapshotOptions{window});
     }();
     if (!snapshot.ok()) {
       return Fail(snapshot.status(), snapshot.status().code() == Status::Code::kInvalidArgument);
@@ -423,11 +429,11 @@ CommandRunner SetupDoctor(CLI::App& app) {
     CheckMemoryLayer(*snapshot, t);
     CheckIoLayer(f, *snapshot, t);
     t.checked.push_back(Layer::kNetwork);
-    t.Add(CheckNetwork(net::ObserveHostNetwork(Root("/"), *snapshot, f.peers, rdma_before)));
-    FoldInNcclLogs(inputs->nccl_logs, t);
+    t.Add(CheckNetwork(net::ObserveHostNetwork(root, *snapshot, f.peers, rdma_before)));
+    FoldInNcclLogs(root, inputs->nccl_logs, t);
     // --- gpu (owner: gpu): NVML findings (memory.gpu_near_full, code.*) ---
     if (snapshot->gpus.available) {
-      t.Add(CheckGpuObservation(snapshot->gpus, GpuProcessNames(Root("/"), snapshot->gpus),
+      t.Add(CheckGpuObservation(snapshot->gpus, GpuProcessNames(root, snapshot->gpus),
                                 &t.notes));
     } else {
       t.notes.push_back("gpu: " + snapshot->gpus.absent_reason);

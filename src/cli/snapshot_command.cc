@@ -17,16 +17,21 @@ CommandRunner SetupSnapshot(CLI::App& app) {
   struct Flags {
     double interval = 1.0;
     bool json = false;
+    std::string root = "/";
   };
   auto flags = std::make_shared<Flags>();
   app.add_option("--interval", flags->interval,
                  "seconds between the two samples that rates (iostat -x, swap) come from")
       ->capture_default_str();
   app.add_flag("--json", flags->json, "machine output (schema stallscope.snapshot/1)");
+  app.add_option("--root", flags->root,
+                 "read /proc, /sys and /dev under DIR instead of / (a copied host tree, a "
+                 "test fixture)")
+      ->capture_default_str();
   return [flags]() {
     Result<Snapshot> snapshot = [&] {
       ProgressLine progress(fmt::format("sampling the host for {:.1f} s...", flags->interval));
-      return TakeSnapshot(Root("/"), SnapshotOptions{flags->interval});
+      return TakeSnapshot(Root(flags->root), SnapshotOptions{flags->interval});
     }();
     if (!snapshot.ok()) {
       bool usage = snapshot.status().code() == Status::Code::kInvalidArgument;
