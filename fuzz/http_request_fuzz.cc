@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "export/exposition.h"
+#include "render/exposition.h"
 #include "export/http_request.h"
 #include "export/job_metrics.h"
 

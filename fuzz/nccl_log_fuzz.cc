@@ -8,7 +8,8 @@
 #include <optional>
 #include <string_view>
 
-#include "analyze/nccl_log.h"
+#include "analyze/nccl_log_rules.h"
+#include "probe/nccl_log.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "analyze/nccl_log_host.h"
+#include "probe/nccl_log.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "gpu/cuda_h2d.h"
+#include "bench/cuda_h2d.h"
 #include "plan/memory_plan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -42,6 +42,7 @@ VOLATILE = [
     (re.compile(rb'"(window_seconds|interval_seconds|seconds|(stat|open)_p\d+_us)": [0-9.e+-]+'),
      rb'"\1": <measured>'),
     (re.compile(rb"window_seconds=[0-9.]+"), b"window_seconds=<measured>"),
+    (re.compile(rb"(<code>window_seconds</code></td><td>)[0-9.]+"), rb"\1<measured>"),
     (re.compile(rb"sampling the host for [0-9.]+ s\.\.\.[^\n]*"), b"<progress>"),
 ]
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 #include "sample/timeline.h"
 
 namespace stallscope {

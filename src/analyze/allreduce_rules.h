@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 #include "sample/network.h"
 
 namespace stallscope {

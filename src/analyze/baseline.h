@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 #include "analyze/storage_rules.h"
 #include "core/status.h"
 #include "sample/snapshot.h"

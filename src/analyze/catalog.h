@@ -8,7 +8,7 @@
 #include <span>
 #include <string_view>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 
 namespace stallscope {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "analyze/finding.h"
-#include "dist/node_summary.h"
+#include "sample/finding.h"
+#include "sample/node_summary.h"
 
 namespace stallscope {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "analyze/finding.h"
-#include "data/census.h"
+#include "sample/dataset.h"
+#include "sample/finding.h"
 
 namespace stallscope {
 

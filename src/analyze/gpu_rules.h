@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 #include "sample/gpu.h"
 #include "sample/timeline.h"
 

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 #include "sample/disk.h"
 
 namespace stallscope {

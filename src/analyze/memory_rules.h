@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 #include "sample/snapshot.h"
 
 namespace stallscope {

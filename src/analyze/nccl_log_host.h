@@ -7,10 +7,8 @@
 // concern the network of the hosts in the log: network.rdma_unused,
 // network.wrong_interface and network.connect_failed, each with evidence
 // naming the log file and, for sockets, the line where NCCL first set up a
-// connection "via NET/Socket". The line is found by NcclLineMarks, a scanner
-// fed the same chunks as the parser that stops looking once it has its lines
-// (so a long log costs one extra newline count over its head, not a second
-// pass). Pure: chunks and summaries in, findings out.
+// connection "via NET/Socket" (found by probe/nccl_log.h's NcclLineMarks while
+// the file is read). Pure: summaries in, findings out.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "analyze/finding.h"
-#include "analyze/nccl_log.h"
+#include "sample/finding.h"
+#include "sample/nccl_log.h"
 
 namespace stallscope {
 
@@ -31,31 +29,6 @@ std::string NcclCudaRuntime(std::string_view version);
 // 12020 -> "12.2" (cudaDriverVersion as CUDA encodes it: major*1000 +
 // minor*10); "" for 0.
 std::string NcclCudaDriverText(int64_t driver);
-
-// The 1-based numbers of the first lines of interest, found while a log is
-// fed in chunks (a chunk may end mid-line). 0: not seen.
-class NcclLineMarks {
- public:
-  void Feed(std::string_view chunk);
-  uint64_t first_socket_line() const { return socket_line_; }  // "via NET/Socket"
-  // "NET/IB : Using", when on or before the first socket line (or no socket
-  // line was seen): the scanner stops at the socket line.
-  uint64_t first_ib_line() const { return ib_line_; }
-
- private:
-  uint64_t line_ = 1;  // the line the next byte belongs to
-  uint64_t socket_line_ = 0;
-  uint64_t ib_line_ = 0;
-  std::string carry_;  // the end of the last chunk, for a needle cut in two
-};
-
-// One log as doctor and run read it.
-struct NcclLogFile {
-  std::string path;
-  NcclLogSummary summary;
-  uint64_t first_socket_line = 0;
-  uint64_t first_ib_line = 0;
-};
 
 // The network findings of one log (see the header paragraph), each with
 // evidence "nccl_log" = the file and, where it applies, "nccl_log_line" =

@@ -8,7 +8,9 @@
 #include <set>
 #include <string>
 
-#include "analyze/nccl_log.h"
+#include "analyze/nccl_log_rules.h"
+#include "sample/nccl_log.h"
+
 
 namespace stallscope {
 namespace {

@@ -28,8 +28,8 @@
 #include <string_view>
 #include <vector>
 
-#include "analyze/finding.h"
-#include "probe/environment.h"
+#include "sample/environment.h"
+#include "sample/finding.h"
 #include "sample/container.h"
 #include "sample/network.h"
 #include "sample/snapshot.h"
@@ -72,30 +72,6 @@ bool EntryMatches(const InterfaceList& list, const InterfaceList::Entry& entry,
 // Whether NCCL would use `name`/`port` under this list (exclusion applied).
 bool ListSelects(const InterfaceList& list, std::string_view name, std::optional<int> port);
 
-// Where the kernel routes packets for one peer: the source address a
-// connected UDP socket got, and the interface that holds that address.
-struct PeerRoute {
-  std::string peer;           // as given: "MASTER_ADDR=node1", "--peer 10.0.0.2"
-  std::string address;        // resolved: "10.0.0.2"
-  std::string local_address;  // the kernel's pick of source address
-  std::string interface;      // its interface; empty when none holds it
-  std::string error;          // why it could not be routed; empty on success
-};
-
-// Counter growth of one port over a window.
-using PortErrorDelta = PortErrors;
-
-struct NetworkObservation {
-  std::vector<NetInterface> interfaces;
-  std::vector<InfinibandDevice> infiniband;
-  TrainingEnvironment environment;
-  ContainerInfo container;
-  std::vector<PeerRoute> routes;  // MASTER_ADDR and any given peers
-  // The counters' growth over window_seconds; nullopt window: not sampled.
-  std::optional<double> window_seconds;
-  std::vector<PortErrorDelta> port_deltas;
-};
-
 // NIC deltas from NetRates (which already count errors per interval) and
 // RDMA deltas from two readings of the ports. Loopback is left out; a port
 // whose counters went backwards (reset) counts nothing.
@@ -114,17 +90,6 @@ bool MultiNodeHint(const NetworkObservation& observation, std::string* why);
 NetworkObservation ObserveNetwork(const Snapshot& snapshot);
 
 std::vector<Finding> CheckNetwork(const NetworkObservation& observation);
-
-// What `net probe` found out about MTUs on the path to a peer.
-struct MtuObservation {
-  std::string peer;                    // "10.0.0.2"
-  std::string local_interface;         // the one the route uses
-  std::optional<uint64_t> local_mtu;   // its MTU
-  std::optional<uint64_t> path_mtu;    // largest packet that arrived, IP header included
-  std::optional<uint64_t> kernel_mtu;  // IP_MTU of the connected socket afterwards
-  std::string peer_interface;          // the server's interface
-  std::optional<uint64_t> peer_mtu;    // its MTU, as the server tells it
-};
 
 // network.mtu_mismatch: warning when the three differ; critical when packets
 // the local MTU allows are silently lost on the way (the kernel still

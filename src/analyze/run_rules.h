@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 #include "analyze/network_rules.h"
 #include "core/status.h"
 #include "sample/timeline.h"

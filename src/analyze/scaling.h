@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 #include "sample/timeline.h"
 
 namespace stallscope {

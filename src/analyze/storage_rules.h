@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 
 namespace stallscope {
 

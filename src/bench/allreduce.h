@@ -18,18 +18,11 @@
 #include <vector>
 
 #include "core/status.h"
+#include "sample/allreduce.h"
 
 namespace stallscope {
 
 class MpiWorld;
-
-struct AllreducePlan {
-  uint64_t begin_bytes = 8;
-  uint64_t end_bytes = 128ull << 20;
-  uint64_t factor = 2;
-  int iterations = 20;
-  int warmup = 5;
-};
 
 // Checks the flags: begin <= end, factor >= 2, iterations >= 1, warmup >= 0.
 Status ValidateAllreducePlan(const AllreducePlan& plan);
@@ -48,15 +41,6 @@ std::vector<float> AllreduceExpectedTable(int ranks);
 void FillAllreduceInput(int rank, int ranks, std::span<float> values);
 // Elements of `result` that differ from the expected sum.
 uint64_t CountWrongElements(std::span<const float> result, const std::vector<float>& expected);
-
-struct AllreduceRow {
-  uint64_t size_bytes = 0;
-  uint64_t count = 0;  // floats
-  double time_us = 0;  // slowest rank's mean per iteration
-  double algbw_gbps = 0;  // GB/s (1e9 bytes)
-  double busbw_gbps = 0;
-  int64_t wrong = 0;  // summed over ranks
-};
 
 // One all-reduce implementation: out of place, float, sum.
 class AllreduceBackend {

@@ -25,6 +25,7 @@
 #include "bench/metadata_phase.h"
 #include "bench/read_phase.h"
 #include "core/status.h"
+#include "sample/io_bench.h"
 
 namespace stallscope {
 
@@ -43,34 +44,6 @@ struct IoBenchOptions {
   std::optional<ReadEngine> engine;  // nullopt: io_uring, pread where io_uring is refused
   const std::atomic<bool>* stop = nullptr;
   std::function<void(std::string_view)> progress;  // "writing the test file...", per phase
-};
-
-struct IoBenchResult {
-  std::string path;         // resolved
-  std::string file;         // the test file
-  std::string fs_type;      // "ext4", "nfs4", "ramfs"; "" when unknown
-  std::string device;       // "vda", "nvme0n1p2"; "" for file systems without one
-  bool remote = false;      // a network or cluster file system
-  uint64_t free_bytes = 0;  // before the test file was written
-  TestFilePlan plan;
-  uint64_t requested_bytes = 0;
-  bool file_kept = false;
-  double write_seconds = 0;  // making the file (0 when reused)
-  bool direct = true;        // O_DIRECT reads
-  std::string read_mode;     // "O_DIRECT", or why buffered
-  // Buffered only: the share of the file still in the page cache after the
-  // drop before each phase (mincore); 1.0 on ramfs, where nothing can drop.
-  std::optional<double> cached_after_drop_sequential;
-  std::optional<double> cached_after_drop_random;
-  ReadEngine engine = ReadEngine::kIoUring;
-  unsigned jobs = 0;
-  unsigned iodepth = 0;
-  double runtime_seconds = 0;
-  ReadPhaseResult sequential;
-  ReadPhaseResult random;
-  std::optional<MetadataResult> metadata;
-  double total_seconds = 0;
-  std::vector<std::string> notes;
 };
 
 // Checks the options (InvalidArgument naming the flag), PATH (NotFound /

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "sample/io_bench.h"
 
 namespace stallscope {
 
@@ -27,13 +28,6 @@ inline constexpr uint64_t kDefaultTestFileBytes = 20 * kGiB;
 inline constexpr unsigned kDefaultJobs = 4;
 inline constexpr unsigned kDefaultIodepth = 1;
 inline constexpr double kDefaultRuntimeSeconds = 30;
-
-struct TestFilePlan {
-  uint64_t bytes = 0;       // the size the bench reads over (MiB multiple)
-  uint64_t write_from = 0;  // keep bytes below this, write [write_from, bytes)
-  bool reuse = false;       // an existing file covers `bytes`: nothing to write
-  bool capped = false;      // smaller than asked because of the free space
-};
 
 // requested: --size; free_bytes: statfs f_bavail x f_frsize of the file
 // system; existing_bytes: the size of a test file already there (0: none);

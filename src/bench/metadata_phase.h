@@ -14,33 +14,18 @@
 #include <string>
 #include <vector>
 
-#include "bench/latency_histogram.h"
 #include "core/status.h"
+#include "sample/io_bench.h"
 
 namespace stallscope {
 
 inline constexpr uint64_t kDefaultMetadataFiles = 4096;
-inline constexpr uint32_t kMetadataFileBytes = 4096;
 
 struct MetadataSpec {
   std::string dir;  // created by the phase; must not exist, or hold only our files
   uint64_t files = kDefaultMetadataFiles;
   unsigned jobs = 1;
   const std::atomic<bool>* stop = nullptr;
-};
-
-struct MetadataOp {
-  std::string op;            // "create", "open", "stat", "readdir", "unlink"
-  uint64_t ops = 0;          // files (for readdir: entries listed)
-  double seconds = 0;        // wall time of the operation's pass
-  LatencyHistogram latency;  // per call; for readdir per listing of the whole directory
-  double per_second() const { return seconds > 0 ? ops / seconds : 0; }
-};
-
-struct MetadataResult {
-  uint64_t files = 0;
-  uint32_t file_bytes = kMetadataFileBytes;
-  std::vector<MetadataOp> ops;
 };
 
 Result<MetadataResult> RunMetadataPhase(const MetadataSpec& spec);

@@ -186,10 +186,6 @@ void RunPsyncJob(const ReadPhaseSpec& spec, int fd, OffsetStream offsets, std::l
 
 }  // namespace
 
-std::string_view ReadEngineName(ReadEngine engine) {
-  return engine == ReadEngine::kIoUring ? "io_uring" : "psync";
-}
-
 Status ProbeIoUring() {
   io_uring ring;
   int rc = io_uring_queue_init(1, &ring, 0);

@@ -19,13 +19,12 @@
 #include <cstdint>
 #include <string>
 
-#include "bench/latency_histogram.h"
 #include "core/status.h"
+#include "sample/io_bench.h"
 
 namespace stallscope {
 
 enum class ReadPattern { kSequential, kRandom };
-enum class ReadEngine { kIoUring, kPsync };
 
 struct ReadPhaseSpec {
   std::string file;
@@ -39,23 +38,10 @@ struct ReadPhaseSpec {
   const std::atomic<bool>* stop = nullptr;  // set from a signal handler: end early
 };
 
-struct ReadPhaseResult {
-  uint32_t block_bytes = 0;
-  uint64_t ios = 0;  // completed within the runtime
-  uint64_t bytes = 0;
-  double seconds = 0;        // the longest job's measured time, as fio's group_reporting
-  LatencyHistogram latency;  // submit to completion, nanoseconds
-
-  double bytes_per_second() const { return seconds > 0 ? bytes / seconds : 0; }
-  double iops() const { return seconds > 0 ? ios / seconds : 0; }
-};
-
 Result<ReadPhaseResult> RunReadPhase(const ReadPhaseSpec& spec);
 
 // Whether this process may use io_uring: Ok, or the error of setting up a
 // ring (e.g. "io_uring_queue_init: Operation not permitted").
 Status ProbeIoUring();
-
-std::string_view ReadEngineName(ReadEngine engine);  // "io_uring", "psync"
 
 }  // namespace stallscope

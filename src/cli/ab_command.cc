@@ -23,7 +23,9 @@
 #include <tuple>
 
 #include "analyze/ab_rules.h"
-#include "analyze/nccl_log.h"
+#include "analyze/nccl_log_rules.h"
+#include "analyze/report.h"
+#include "probe/nccl_log.h"
 #include "cli/commands.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"

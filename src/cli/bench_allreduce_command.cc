@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "analyze/allreduce_rules.h"
+#include "analyze/report.h"
 #include "bench/allreduce.h"
 #include "bench/nccl_backend.h"
 #include "cli/bench_command.h"

@@ -11,13 +11,14 @@
 #include <ctime>
 #include <memory>
 
+#include "analyze/report.h"
 #include "cli/bench_command.h"
 #include "cli/progress.h"
 #include "core/byte_size.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
-#include "gpu/cuda_h2d.h"
-#include "gpu/cuda_runtime.h"
+#include "bench/cuda_h2d.h"
+#include "bench/cuda_runtime.h"
 #include "render/bench_h2d.h"
 #include "render/report.h"
 

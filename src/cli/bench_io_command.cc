@@ -13,6 +13,7 @@
 #include <ctime>
 #include <memory>
 
+#include "analyze/report.h"
 #include "analyze/storage_rules.h"
 #include "bench/io_bench.h"
 #include "cli/bench_command.h"

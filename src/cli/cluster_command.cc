@@ -15,12 +15,13 @@
 #include <memory>
 
 #include "analyze/cluster_rules.h"
+#include "analyze/report.h"
 #include "cli/distributed_common.h"
 #include "core/json_text.h"
 #include "core/text.h"
 #include "dist/node_summary.h"
-#include "gpu/cuda_runtime.h"
-#include "gpu/gpu_probe.h"
+#include "bench/cuda_runtime.h"
+#include "probe/gpu_probe.h"
 #include "net/route.h"
 #include "probe/snapshot.h"
 #include "render/cluster.h"

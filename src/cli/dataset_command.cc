@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "analyze/dataset_rules.h"
+#include "analyze/report.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/host_clock.h"

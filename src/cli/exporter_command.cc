@@ -16,12 +16,12 @@
 
 #include "cli/commands.h"
 #include "core/host_clock.h"
-#include "export/exposition.h"
+#include "render/exposition.h"
 #include "export/hook_listener.h"
 #include "export/host_metrics.h"
 #include "export/http_server.h"
 #include "export/job_metrics.h"
-#include "gpu/gpu_probe.h"
+#include "probe/gpu_probe.h"
 
 namespace stallscope {
 namespace {

@@ -12,7 +12,9 @@
 #include <ctime>
 #include <memory>
 
-#include "analyze/nccl_log.h"
+#include "analyze/nccl_log_rules.h"
+#include "analyze/report.h"
+#include "probe/nccl_log.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/host_clock.h"

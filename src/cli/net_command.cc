@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "analyze/network_rules.h"
+#include "analyze/report.h"
 #include "cli/commands.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"

@@ -1,3 +1,4 @@
+#include "analyze/report.h"
 #include "cli/run_analysis.h"
 
 #include <fmt/format.h>

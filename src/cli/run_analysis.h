@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 #include "analyze/rank_rules.h"
 #include "analyze/run_rules.h"
 #include "core/status.h"

@@ -12,6 +12,8 @@
 #include <ctime>
 #include <memory>
 
+#include "analyze/nccl_log_host.h"
+#include "analyze/nccl_log_rules.h"
 #include "cli/commands.h"
 #include "cli/run_analysis.h"
 #include "core/host_clock.h"

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "analyze/report.h"
 #include "analyze/scaling.h"
 #include "cli/commands.h"
 #include "core/host_clock.h"

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "gpu/gpu_probe.h"
+#include "probe/gpu_probe.h"
 #include "probe/cgroup.h"
 #include "probe/infiniband.h"
 #include "probe/net_dev.h"

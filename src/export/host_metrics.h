@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/text.h"
-#include "export/exposition.h"
+#include "render/exposition.h"
 #include "probe/host_sampler.h"
 #include "sample/gpu.h"
 #include "sample/snapshot.h"

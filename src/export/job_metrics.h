@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "export/exposition.h"
+#include "render/exposition.h"
 
 namespace stallscope {
 

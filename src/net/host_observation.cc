@@ -1,3 +1,4 @@
+#include "analyze/network_rules.h"
 #include "net/host_observation.h"
 
 #include "core/host_clock.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/network_rules.h"
+#include "sample/network.h"
 #include "core/text.h"
 #include "sample/snapshot.h"
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/network_rules.h"
+#include "sample/network.h"
 #include "core/status.h"
 
 namespace stallscope::net {

@@ -1,4 +1,5 @@
 // NCCL log files read for doctor and run (see nccl_log_files.h).
+#include "probe/nccl_log.h"
 #include "probe/nccl_log_files.h"
 
 #include <fcntl.h>

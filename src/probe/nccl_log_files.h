@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/nccl_log_host.h"
+#include "sample/nccl_log.h"
 #include "core/status.h"
 #include "core/text.h"
 

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "core/host_clock.h"
-#include "gpu/gpu_probe.h"
+#include "probe/gpu_probe.h"
 #include "probe/cgroup.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"

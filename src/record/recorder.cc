@@ -15,7 +15,7 @@
 
 #include "core/host_clock.h"
 #include "core/units.h"
-#include "gpu/gpu_probe.h"
+#include "probe/gpu_probe.h"
 #include "probe/cgroup.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
@@ -47,9 +47,10 @@ class IntervalSampler {
   // Without a data disk, the busiest of `candidate_disks` (whole, physical
   // disks: partitions repeat their disk, loop/ram/zram are never the data)
   // stands for it, interval by interval.
-  IntervalSampler(pid_t root_pid, std::string data_disk, std::set<std::string> candidate_disks,
-                  bool read_cgroup)
-      : root_pid_(root_pid),
+  IntervalSampler(Root root, pid_t root_pid, std::string data_disk,
+                  std::set<std::string> candidate_disks, bool read_cgroup)
+      : root_(std::move(root)),
+        root_pid_(root_pid),
         data_disk_(std::move(data_disk)),
         candidate_disks_(std::move(candidate_disks)),
         read_cgroup_(read_cgroup),
@@ -145,7 +146,7 @@ class IntervalSampler {
   const HostSample& last_host() const { return previous_; }
 
  private:
-  Root root_{"/"};
+  Root root_;
   pid_t root_pid_;
   std::string data_disk_;
   std::set<std::string> candidate_disks_;
@@ -318,14 +319,15 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   Result<int> opened = OpenRecordSignalFd();
   if (!opened.ok()) return opened.status();
   int signal_fd = *opened;
+  const Root root(options.root);
 
   const int64_t start_ns = static_cast<int64_t>(info.start_monotonic_seconds * 1e9);
   const int64_t interval_ns = static_cast<int64_t>(options.interval_seconds * 1e9);
   std::optional<uint64_t> oom_kills_at_start;
-  if (auto v = ReadVmStat(Root("/")); v.ok()) oom_kills_at_start = v->oom_kill;
+  if (auto v = ReadVmStat(root); v.ok()) oom_kills_at_start = v->oom_kill;
   std::optional<uint64_t> cgroup_peak_at_start;
   if (info.cgroup_limit_bytes) {
-    if (Result<CgroupMemory> cg = ReadCgroupMemory(Root("/")); cg.ok()) {
+    if (Result<CgroupMemory> cg = ReadCgroupMemory(root); cg.ok()) {
       cgroup_peak_at_start = cg->peak_bytes;
     }
   }
@@ -334,12 +336,12 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   size_t allocation_reports = 0;
 
   std::set<std::string> disks;
-  if (auto devices = ReadBlockDevices(Root("/")); devices.ok()) {
+  if (auto devices = ReadBlockDevices(root); devices.ok()) {
     for (const BlockDevice& d : *devices) {
       if (!d.is_partition && !d.is_virtual) disks.insert(d.name);
     }
   }
-  IntervalSampler sampler(job.pid(), info.data_device, std::move(disks),
+  IntervalSampler sampler(root, job.pid(), info.data_device, std::move(disks),
                           info.cgroup_limit_bytes.has_value());
   std::vector<ProcessPoint> points;
   HookEvents events;
@@ -357,19 +359,19 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   }
   points.clear();
   // GPUs: a missing library or driver leaves the probe unavailable (no rows).
-  std::unique_ptr<GpuProbe> gpu_probe = GpuProbe::Open(Root("/"));
+  std::unique_ptr<GpuProbe> gpu_probe = GpuProbe::Open(root);
   if (gpu_probe->available()) (void)gpu_probe->Sample();  // GPM's first sample
   // Network port error counters: stored when they move (record/port_counters.h).
   // RDMA ports are read each interval only on a host that has them.
   PortCounterTracker port_tracker;
-  const bool has_rdma = [] {
-    Result<std::vector<InfinibandDevice>> devices = ReadInfinibandDevices(Root("/"));
+  const bool has_rdma = [&root] {
+    Result<std::vector<InfinibandDevice>> devices = ReadInfinibandDevices(root);
     return devices.ok() && !devices->empty();
   }();
-  auto read_rdma = [has_rdma] {
+  auto read_rdma = [has_rdma, &root] {
     std::vector<InfinibandDevice> devices;
     if (!has_rdma) return devices;
-    if (auto read = ReadInfinibandDevices(Root("/")); read.ok()) devices = std::move(*read);
+    if (auto read = ReadInfinibandDevices(root); read.ok()) devices = std::move(*read);
     return devices;
   };
   std::vector<PortCounterPoint> ports = port_tracker.Update(0, sampler.last_host().net, read_rdma());
@@ -501,12 +503,12 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   info.exit_signal = outcome.exit.signal;
   // The OOM killer ends a process with SIGKILL and counts it in vmstat.
   std::optional<bool> oom_kills_counted;  // unknown: look in the log all the same
-  if (auto v = ReadVmStat(Root("/")); v.ok() && v->oom_kill && oom_kills_at_start) {
+  if (auto v = ReadVmStat(root); v.ok() && v->oom_kill && oom_kills_at_start) {
     oom_kills_counted = *v->oom_kill > *oom_kills_at_start;
     info.oom_killed = outcome.exit.signal == SIGKILL && *oom_kills_counted;
   }
   std::vector<std::string> notes;
-  std::vector<MemoryPeak> peaks = KernelMemoryPeaks(Root("/"), info, cgroup_peak_at_start,
+  std::vector<MemoryPeak> peaks = KernelMemoryPeaks(root, info, cgroup_peak_at_start,
                                                     oom_kills_counted, job_pids, notes);
   // The kernel's own report settles it where the counters could not.
   const bool job_killed = std::any_of(peaks.begin(), peaks.end(), [&](const MemoryPeak& p) {

@@ -29,6 +29,7 @@ struct RecordOptions {
   double interval_seconds = 1.0;
   std::optional<std::string> data_path;  // the dataset: its disk is "the data device"
   bool forward_signals = true;           // run: yes; watch: no
+  std::string root = "/";                // where /proc, /sys and /dev are read (tests: a fixture)
 };
 
 struct RecordOutcome {

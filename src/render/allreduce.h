@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "analyze/allreduce_rules.h"
-#include "bench/allreduce.h"
+#include "sample/allreduce.h"
 
 namespace stallscope {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "gpu/cuda_h2d.h"
+#include "sample/h2d.h"
 
 namespace stallscope {
 

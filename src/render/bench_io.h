@@ -8,7 +8,7 @@
 #include <string>
 
 #include "analyze/storage_rules.h"
-#include "bench/io_bench.h"
+#include "sample/io_bench.h"
 
 namespace stallscope {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "analyze/cluster_rules.h"
-#include "dist/node_summary.h"
+#include "sample/node_summary.h"
 
 namespace stallscope {
 

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analyze/finding.h"
-#include "data/census.h"
+#include "sample/dataset.h"
+#include "sample/finding.h"
 #include "render/report.h"
 
 namespace stallscope {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 
 namespace stallscope {
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 #include "render/svg_chart.h"
 #include "sample/timeline.h"
 

@@ -1,3 +1,4 @@
+#include "analyze/nccl_log_rules.h"
 #include "render/nccl_log.h"
 
 #include <fmt/format.h>

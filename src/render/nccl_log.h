@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analyze/nccl_log.h"
 #include "render/report.h"
+#include "sample/nccl_log.h"
 
 namespace stallscope {
 

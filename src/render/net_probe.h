@@ -1,4 +1,4 @@
-// Rendering what `net probe` measured (net/client.h): a block of text in
+// Rendering what `net probe` measured (sample/net_probe.h): a block of text in
 // the words of ping/iperf3 users, and the "probe" object of its JSON
 // (documented in docs/net-protocol.md, "Output"). The findings themselves
 // are rendered by render/report.h. Pure; thread-safe.
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "analyze/network_rules.h"
-#include "net/client.h"
+#include "sample/net_probe.h"
 
 namespace stallscope {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 
 namespace stallscope {
 

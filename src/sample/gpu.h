@@ -11,6 +11,18 @@
 
 namespace stallscope {
 
+// NVML's clock-throttle ("clocks event") reason bits, as a sample keeps them
+// (probe/gpu_probe.cc checks they are NVML's values).
+inline constexpr uint64_t kThrottleGpuIdle = 0x1;
+inline constexpr uint64_t kThrottleApplicationsClocksSetting = 0x2;
+inline constexpr uint64_t kThrottleSwPowerCap = 0x4;
+inline constexpr uint64_t kThrottleHwSlowdown = 0x8;
+inline constexpr uint64_t kThrottleSyncBoost = 0x10;
+inline constexpr uint64_t kThrottleSwThermalSlowdown = 0x20;
+inline constexpr uint64_t kThrottleHwThermalSlowdown = 0x40;
+inline constexpr uint64_t kThrottleHwPowerBrakeSlowdown = 0x80;
+inline constexpr uint64_t kThrottleDisplayClockSetting = 0x100;
+
 // GPM (GPU Performance Monitoring, Hopper and newer): activity over the
 // interval between two GPM samples, not the instantaneous "a kernel ran".
 struct GpmMetrics {

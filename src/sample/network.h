@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "sample/container.h"
+#include "sample/environment.h"
+
 namespace stallscope {
 
 // One line of /proc/net/dev: cumulative counters since the interface was
@@ -192,6 +195,41 @@ struct PortErrors {
   uint64_t symbol_errors = 0;  // RDMA ports
   uint64_t link_downed = 0;
   uint64_t rcv_errors = 0;
+};
+
+// Where the kernel routes packets for one peer: the source address a
+// connected UDP socket got, and the interface that holds that address.
+struct PeerRoute {
+  std::string peer;           // as given: "MASTER_ADDR=node1", "--peer 10.0.0.2"
+  std::string address;        // resolved: "10.0.0.2"
+  std::string local_address;  // the kernel's pick of source address
+  std::string interface;      // its interface; empty when none holds it
+  std::string error;          // why it could not be routed; empty on success
+};
+
+// Counter growth of one port over a window.
+using PortErrorDelta = PortErrors;
+
+struct NetworkObservation {
+  std::vector<NetInterface> interfaces;
+  std::vector<InfinibandDevice> infiniband;
+  TrainingEnvironment environment;
+  ContainerInfo container;
+  std::vector<PeerRoute> routes;  // MASTER_ADDR and any given peers
+  // The counters' growth over window_seconds; nullopt window: not sampled.
+  std::optional<double> window_seconds;
+  std::vector<PortErrorDelta> port_deltas;
+};
+
+// What `net probe` found out about MTUs on the path to a peer.
+struct MtuObservation {
+  std::string peer;                    // "10.0.0.2"
+  std::string local_interface;         // the one the route uses
+  std::optional<uint64_t> local_mtu;   // its MTU
+  std::optional<uint64_t> path_mtu;    // largest packet that arrived, IP header included
+  std::optional<uint64_t> kernel_mtu;  // IP_MTU of the connected socket afterwards
+  std::string peer_interface;          // the server's interface
+  std::optional<uint64_t> peer_mtu;    // its MTU, as the server tells it
 };
 
 }  // namespace stallscope

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "probe/environment.h"
 #include "sample/container.h"
 #include "sample/cpu.h"
 #include "sample/disk.h"
+#include "sample/environment.h"
 #include "sample/gpu.h"
 #include "sample/memory.h"
 #include "sample/network.h"

@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 #include "core/status.h"
 #include "sample/timeline.h"
 

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analyze/finding.h"
+#include "sample/finding.h"
 #include "core/status.h"
 
 namespace stallscope::store {

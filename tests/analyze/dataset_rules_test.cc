@@ -8,6 +8,7 @@
 #include <string>
 
 #include "analyze/catalog.h"
+#include "analyze/report.h"
 #include "render/dataset.h"
 
 namespace stallscope {

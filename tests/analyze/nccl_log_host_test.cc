@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "analyze/nccl_log_rules.h"
 #include "core/text.h"
+#include "probe/nccl_log.h"
 #include "probe/nccl_log_files.h"
 
 namespace stallscope {

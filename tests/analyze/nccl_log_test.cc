@@ -1,6 +1,7 @@
 // The NCCL log parser and its findings, on fixture logs written from NCCL's
 // own message formats (tests/fixtures/nccl_logs/, one per NCCL generation).
-#include "analyze/nccl_log.h"
+#include "analyze/nccl_log_rules.h"
+#include "probe/nccl_log.h"
 
 #include <gtest/gtest.h>
 

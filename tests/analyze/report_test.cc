@@ -3,7 +3,8 @@
 #include <set>
 
 #include "analyze/catalog.h"
-#include "analyze/finding.h"
+#include "analyze/report.h"
+#include "sample/finding.h"
 
 namespace stallscope {
 namespace {

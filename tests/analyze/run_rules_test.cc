@@ -1,3 +1,4 @@
+#include "analyze/report.h"
 #include "analyze/run_rules.h"
 
 #include <gtest/gtest.h>

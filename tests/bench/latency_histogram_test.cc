@@ -1,4 +1,4 @@
-#include "bench/latency_histogram.h"
+#include "sample/latency_histogram.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 /* A fake CUDA runtime for the tests of `bench h2d`: the C ABI of the subset
- * src/gpu/cuda_runtime.h declares, on the host. "Device" memory is malloc'd;
+ * src/bench/cuda_runtime.h declares, on the host. "Device" memory is malloc'd;
  * a copy is a memcpy, and a copy from or to pageable memory (not from
  * cudaHostAlloc) goes through a staging buffer first, as the real driver's
  * does. Time is virtual, so results do not depend on the load of the test

@@ -1,4 +1,4 @@
-/* A fake NVML: a shared library with the C ABI of src/gpu/nvml_api.h whose
+/* A fake NVML: a shared library with the C ABI of src/probe/nvml_api.h whose
  * GPUs and values come from a script file named by FAKE_NVML_SCRIPT. The
  * tests load it through the same dlopen path as the real libnvidia-ml.so.1
  * (STALLSCOPE_NVML_LIBRARY=<this library>).
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/nvml_api.h"
+#include "probe/nvml_api.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_GPUS 8

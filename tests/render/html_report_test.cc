@@ -1,3 +1,4 @@
+#include "analyze/report.h"
 #include "render/html_report.h"
 
 #include <gtest/gtest.h>

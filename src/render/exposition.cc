@@ -1,4 +1,4 @@
-#include "export/exposition.h"
+#include "render/exposition.h"
 
 #include <fmt/format.h>
 

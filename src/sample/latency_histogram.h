@@ -8,7 +8,9 @@
 // nearest-rank sample, clamped to the exact min and max, so small samples and
 // the extremes are exact. Record() is a few instructions, cheap enough for
 // every completed IO. One histogram per thread; Merge() joins them after the
-// threads end. Not thread-safe.
+// threads end. Not thread-safe. The read and metadata phases of `bench io`
+// (bench/read_phase.h, bench/metadata_phase.h) fill it; render/bench_io.h
+// reads its percentiles.
 #pragma once
 
 #include <cstddef>

@@ -73,9 +73,4 @@ struct Report {
   std::vector<std::string> notes;  // what could not be read: degradations, not errors
 };
 
-// Sorts findings into triage order and picks the verdict: the first critical
-// finding in layer order, or "none".
-Report MakeReport(std::vector<Finding> findings, const std::vector<Layer>& checked_layers,
-                  std::vector<std::string> notes);
-
 }  // namespace stallscope

@@ -15,8 +15,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "gpu/cuda_h2d.h"
-#include "gpu/cuda_runtime.h"
+#include "bench/cuda_h2d.h"
+#include "bench/cuda_runtime.h"
 
 namespace stallscope {
 namespace {

@@ -1,5 +1,5 @@
 // The streaming NCCL log parser. Findings are in nccl_log_rules.cc.
-#include "analyze/nccl_log.h"
+#include "probe/nccl_log.h"
 
 #include <unistd.h>
 
@@ -123,6 +123,17 @@ bool IsIpv4(std::string_view s) {
     }
   }
   return dots == 3;
+}
+
+// NcclLineMarks' needles.
+constexpr std::string_view kSocketNeedle = "via NET/Socket";
+constexpr std::string_view kIbNeedle = "NET/IB : Using";
+// Longest needle minus one: what a chunk boundary can cut.
+constexpr size_t kCarry = 13;
+static_assert(kCarry + 1 >= kSocketNeedle.size() && kCarry + 1 >= kIbNeedle.size());
+
+uint64_t Newlines(std::string_view s) {
+  return static_cast<uint64_t>(std::count(s.begin(), s.end(), '\n'));
 }
 
 }  // namespace
@@ -694,6 +705,39 @@ Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name,
     if (also) also(chunk);
   }
   return parser.Finish();
+}
+
+void NcclLineMarks::Feed(std::string_view chunk) {
+  if (socket_line_ != 0) return;  // all that is wanted is known
+  uint64_t socket = 0;
+  // A needle cut by the chunk boundary starts in the carry (which holds no
+  // newline), so it is on the current line.
+  if (!carry_.empty()) {
+    std::string seam = carry_;
+    seam.append(chunk.substr(0, std::min(chunk.size(), kCarry)));
+    if (Find(seam, kSocketNeedle) < carry_.size()) socket = line_;
+    if (ib_line_ == 0 && Find(seam, kIbNeedle) < carry_.size()) ib_line_ = line_;
+  }
+  if (ib_line_ == 0) {
+    if (size_t at = Find(chunk, kIbNeedle); at != std::string_view::npos) {
+      ib_line_ = line_ + Newlines(chunk.substr(0, at));
+    }
+  }
+  if (socket == 0) {
+    if (size_t at = Find(chunk, kSocketNeedle); at != std::string_view::npos) {
+      socket = line_ + Newlines(chunk.substr(0, at));
+    }
+  }
+  if (socket != 0) {
+    socket_line_ = socket;
+    if (ib_line_ > socket_line_) ib_line_ = 0;  // only NET/IB lines up to the socket one
+    return;
+  }
+  line_ += Newlines(chunk);
+  // Chunks shorter than a needle add up: the carry is the tail of them all.
+  carry_.append(chunk.substr(chunk.size() - std::min(chunk.size(), kCarry)));
+  if (carry_.size() > kCarry) carry_.erase(0, carry_.size() - kCarry);
+  if (size_t nl = carry_.rfind('\n'); nl != std::string::npos) carry_.erase(0, nl + 1);
 }
 
 }  // namespace stallscope

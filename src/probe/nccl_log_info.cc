@@ -27,7 +27,7 @@
 #include <cstring>
 #include <string>
 
-#include "analyze/nccl_log.h"
+#include "probe/nccl_log.h"
 #include "core/text.h"
 
 namespace stallscope {

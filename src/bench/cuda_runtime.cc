@@ -1,5 +1,5 @@
 // Loading libcudart with dlopen; see cuda_runtime.h.
-#include "gpu/cuda_runtime.h"
+#include "bench/cuda_runtime.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

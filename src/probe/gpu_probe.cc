@@ -1,4 +1,4 @@
-#include "gpu/gpu_probe.h"
+#include "probe/gpu_probe.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cctype>
 #include <cstring>
 
-#include "gpu/nvml_loader.h"
+#include "probe/nvml_loader.h"
 
 namespace stallscope {
 
@@ -22,31 +22,16 @@ struct GpuProbe::Device {
   bool gpm_have_previous = false;
 };
 
-std::vector<std::string> ThrottleReasonNames(uint64_t reasons) {
-  static constexpr std::pair<uint64_t, const char*> kNames[] = {
-      {nvmlClocksThrottleReasonGpuIdle, "gpu_idle"},
-      {nvmlClocksThrottleReasonApplicationsClocksSetting, "applications_clocks_setting"},
-      {nvmlClocksThrottleReasonSwPowerCap, "sw_power_cap"},
-      {nvmlClocksThrottleReasonHwSlowdown, "hw_slowdown"},
-      {nvmlClocksThrottleReasonSyncBoost, "sync_boost"},
-      {nvmlClocksThrottleReasonSwThermalSlowdown, "sw_thermal_slowdown"},
-      {nvmlClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
-      {nvmlClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
-      {nvmlClocksThrottleReasonDisplayClockSetting, "display_clock_setting"},
-  };
-  std::vector<std::string> names;
-  for (const auto& [bit, name] : kNames) {
-    if (reasons & bit) names.emplace_back(name);
-  }
-  return names;
-}
-
-uint64_t SlowdownReasons(uint64_t reasons) {
-  return reasons & (nvmlClocksThrottleReasonSwPowerCap | nvmlClocksThrottleReasonHwSlowdown |
-                    nvmlClocksThrottleReasonSwThermalSlowdown |
-                    nvmlClocksThrottleReasonHwThermalSlowdown |
-                    nvmlClocksThrottleReasonHwPowerBrakeSlowdown);
-}
+// The reason bits sample/gpu.h names are NVML's own.
+static_assert(kThrottleGpuIdle == nvmlClocksThrottleReasonGpuIdle);
+static_assert(kThrottleApplicationsClocksSetting == nvmlClocksThrottleReasonApplicationsClocksSetting);
+static_assert(kThrottleSwPowerCap == nvmlClocksThrottleReasonSwPowerCap);
+static_assert(kThrottleHwSlowdown == nvmlClocksThrottleReasonHwSlowdown);
+static_assert(kThrottleSyncBoost == nvmlClocksThrottleReasonSyncBoost);
+static_assert(kThrottleSwThermalSlowdown == nvmlClocksThrottleReasonSwThermalSlowdown);
+static_assert(kThrottleHwThermalSlowdown == nvmlClocksThrottleReasonHwThermalSlowdown);
+static_assert(kThrottleHwPowerBrakeSlowdown == nvmlClocksThrottleReasonHwPowerBrakeSlowdown);
+static_assert(kThrottleDisplayClockSetting == nvmlClocksThrottleReasonDisplayClockSetting);
 
 std::string SysfsPciAddress(const std::string& nvml_bus_id) {
   std::string id;

@@ -1,6 +1,6 @@
 // The pure parts of `bench h2d`: sizes, arithmetic, NUMA choice, verdict and
 // the sysfs text it reads. See cuda_h2d.h.
-#include "gpu/cuda_h2d.h"
+#include "bench/cuda_h2d.h"
 
 #include <fmt/format.h>
 
@@ -9,14 +9,6 @@
 #include <set>
 
 namespace stallscope {
-
-std::string_view HostMemoryName(HostMemory memory) {
-  return memory == HostMemory::kPinned ? "pinned" : "pageable";
-}
-
-std::string_view CopyDirectionName(CopyDirection direction) {
-  return direction == CopyDirection::kHostToDevice ? "h2d" : "d2h";
-}
 
 Result<std::vector<uint64_t>> H2dSizes(uint64_t min_bytes, uint64_t max_bytes) {
   if (min_bytes == 0) return Status::InvalidArgument("--min-size: must be > 0");

@@ -1,4 +1,4 @@
-#include "gpu/nvml_loader.h"
+#include "probe/nvml_loader.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 // The exposition writer and the HTTP request parser of the exporter: pure,
 // so every rule of the formats is checked on strings.
-#include "export/exposition.h"
+#include "render/exposition.h"
 
 #include <gtest/gtest.h>
 

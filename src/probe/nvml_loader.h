@@ -16,7 +16,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "gpu/nvml_api.h"
+#include "probe/nvml_api.h"
 
 namespace stallscope {
 

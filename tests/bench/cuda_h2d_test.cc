@@ -1,7 +1,7 @@
 // bench h2d: the pure parts (sizes, arithmetic, NUMA choice, verdict, sysfs
 // parsing) and the whole measuring path over the fake CUDA runtime
 // (tests/fake_cudart), loaded through the same dlopen path as libcudart.
-#include "gpu/cuda_h2d.h"
+#include "bench/cuda_h2d.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gpu/cuda_runtime.h"
+#include "bench/cuda_runtime.h"
 
 namespace stallscope {
 namespace {

@@ -1,7 +1,7 @@
 // GpuProbe against the fake NVML (tests/fake_nvml/fake_nvml.c), loaded
 // through the same dlopen path as libnvidia-ml.so.1: values, GPM, the
 // fallback without GPM, a GPU lost mid-run, and no library at all.
-#include "gpu/gpu_probe.h"
+#include "probe/gpu_probe.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gpu/nvml_loader.h"
+#include "probe/nvml_loader.h"
 
 namespace stallscope {
 namespace {

@@ -1,0 +1,130 @@
+// NCCL debug logs (NCCL_DEBUG=INFO, WARN or TRACE): a one-pass streaming
+// parser, its reader, and the scanner of the lines doctor and run cite.
+//
+// The parser is pure (bytes in, an NcclLogSummary out); it lives in probe/
+// with ReadNcclLog, which feeds it a file descriptor, as every parser of a
+// file the machine wrote lives beside its reader. The summary's types are in
+// sample/nccl_log.h, the findings read from it in analyze/nccl_log_rules.h. It scans for "NCCL" with memmem,
+// so lines without it (the training script's own output) cost one search and
+// are never tokenized; a matching line is split with string_view, no regex.
+// Ranks of several processes and hosts may be interleaved in any order: NCCL
+// prefixes its lines "[time] host:pid:tid [cudaDev] NCCL INFO ..." (WARN adds
+// "file:line [(func)]", TRACE a time and "func:line"), and launchers may put
+// their own tag in front ("[default0]:", "0: "), which is skipped.
+//
+// Memory is bounded whatever the file's size: facts are aggregated per
+// process (host:pid) and per rank (host:pid plus the [cudaDev] of the line),
+// and every list of distinct things (processes, ranks, interfaces, peers,
+// warnings, rings, algorithm choices) is capped; what does not fit is counted
+// in `dropped`. Message formats were read from NCCL's sources (2.5 to 2.29:
+// init.cc, bootstrap.cc, transport/net_socket.cc, net_ib.cc, p2p.cc, shm.cc,
+// net.cc, graph/rings.cc, misc/socket.cc, debug.cc) and real logs posted in
+// NCCL's issues. A parser is single-threaded; summaries are plain values.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "sample/nccl_log.h"
+
+namespace stallscope {
+
+// The "host:pid:tid [dev]" prefix of one NCCL line.
+struct NcclLinePrefix {
+  std::string_view host;
+  int64_t pid = 0;
+  int64_t tid = 0;
+  int cuda_dev = -1;  // -1 for NCCL CALL lines, which have none
+  enum class Level { kInfo, kWarn, kTrace, kCall } level = Level::kInfo;
+  std::string_view message;  // after "NCCL INFO " etc.
+};
+
+// Pure pieces, exposed for tests and the fuzz target.
+// The prefix of a line ("" when the line is not one NCCL wrote with a prefix).
+// `from`: where to start looking for "NCCL" (the scanner knows the first one).
+std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t from = 0);
+// The same for the shape nearly every line has, "host:pid:tid [dev] NCCL
+// INFO|WARN msg", in one pass with no search: the offset of the message, or
+// 0 when the line has another shape (then only ParseNcclLinePrefix can
+// tell). Where it accepts a line, both give the same answer. `line` may run
+// on past a newline (the rest of a buffer): the prefix never includes one,
+// and the message is cut by the caller.
+size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out);
+// " [0]eth0:10.0.0.1<0> [1]ib0:192.168.1.1<0>" or " eth0:10.0.0.1<0>" (after "Using").
+std::vector<NcclInterface> ParseNcclInterfaces(std::string_view text);
+// "2.18.3+cuda12.2" from "NCCL version 2.18.3+cuda12.2" (and trailing junk cut).
+std::string_view ParseNcclVersion(std::string_view after_version_word);
+
+// The streaming parser: Feed whole lines (a chunk may end mid-line; the
+// parser keeps the tail until the next Feed), then Finish.
+class NcclLogParser {
+ public:
+  NcclLogParser();
+  void Feed(std::string_view chunk);
+  NcclLogSummary Finish();
+
+ private:
+  void ScanLines(std::string_view complete);
+  void Line(std::string_view line, size_t first_nccl = 0);
+  void Prefixed(const NcclLinePrefix& prefix);
+  void Info(size_t rank, std::string_view msg);
+  void Warn(size_t rank, std::string_view msg);
+  void Unprefixed(std::string_view line);
+  static constexpr size_t kNoRank = SIZE_MAX;
+  size_t RankFor(const NcclLinePrefix& prefix);
+  size_t LookUpRank(const NcclLinePrefix& prefix);
+  NcclProcess& ProcessOf(size_t rank) { return summary_.processes[summary_.ranks[rank].process]; }
+  void ChannelLine(NcclRank& rank, std::string_view msg);
+  void TuningLine(std::string_view msg);
+  bool SetOnceInterfaces(std::vector<NcclInterface>& into, std::string_view list);
+  static std::string_view FirstWordOf(std::string_view s);
+  void PeerFailure(std::string_view peer, std::string_view reason, size_t rank);
+  void Algorithm(std::string_view text);
+
+  NcclLogSummary summary_;
+  std::string tail_;      // an incomplete last line between Feeds
+  bool cutting_ = false;  // inside a line longer than kNcclMaxLineBytes
+  // (host, pid) to the process by hash (collisions compared in full); ranks
+  // in an open-addressing table of indexes, so no string key is ever built.
+  std::unordered_multimap<uint64_t, size_t> process_index_;
+  static constexpr size_t kRankSlots = 2 * 8192;  // a power of two >= 2 * kNcclMaxRanks
+  static_assert(kRankSlots >= 2 * kNcclMaxRanks && (kRankSlots & (kRankSlots - 1)) == 0);
+  std::vector<size_t> rank_slots_;
+  // Recently seen ranks by (pid, dev), checked against the host on a hit.
+  static constexpr size_t kRecentRanks = 256;
+  size_t recent_ranks_[kRecentRanks];
+  size_t last_process_ = kNoRank;  // for a bare "NCCL version" line
+};
+
+// The whole text at once (tests, fuzzing).
+NcclLogSummary ParseNcclLog(std::string_view text);
+// A file descriptor read to its end in 1 MiB blocks; `name` names it in errors.
+// `also`, when given, sees every block too (NcclLineMarks, in one pass).
+Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name,
+                                   const std::function<void(std::string_view)>& also = {});
+
+// The 1-based numbers of the first lines of interest, found while a log is
+// fed in chunks (a chunk may end mid-line). 0: not seen.
+class NcclLineMarks {
+ public:
+  void Feed(std::string_view chunk);
+  uint64_t first_socket_line() const { return socket_line_; }  // "via NET/Socket"
+  // "NET/IB : Using", when on or before the first socket line (or no socket
+  // line was seen): the scanner stops at the socket line.
+  uint64_t first_ib_line() const { return ib_line_; }
+
+ private:
+  uint64_t line_ = 1;  // the line the next byte belongs to
+  uint64_t socket_line_ = 0;
+  uint64_t ib_line_ = 0;
+  std::string carry_;  // the end of the last chunk, for a needle cut in two
+};
+
+}  // namespace stallscope
