@@ -9,6 +9,7 @@
 #include <string>
 
 #include "analyze/nccl_log_rules.h"
+#include "core/text.h"
 #include "sample/nccl_log.h"
 
 
@@ -21,8 +22,6 @@ namespace {
 constexpr int kRdmaRequiredNodes = 8;
 // Names listed in one evidence string before "and N more".
 constexpr size_t kMaxNamesListed = 8;
-
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 std::string JoinCapped(const std::vector<std::string>& names, size_t cap = kMaxNamesListed) {
   std::string out;

@@ -14,10 +14,6 @@ namespace {
 
 int64_t AsInt(uint64_t v) { return static_cast<int64_t>(v); }
 
-bool StartsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
 // Every piece between separators, empty ones included.
 std::vector<std::string_view> Split(std::string_view text, char separator) {
   std::vector<std::string_view> parts;

@@ -8,15 +8,10 @@
 #include <cmath>
 #include <map>
 
+#include "core/stats.h"
+
 namespace stallscope {
 namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // A step with its sync record (stallscope.ddp), when there is one.
 struct RankStep {

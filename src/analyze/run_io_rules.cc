@@ -12,6 +12,7 @@
 #include <set>
 
 #include "analyze/run_rules.h"
+#include "core/stats.h"
 #include "core/units.h"
 
 namespace stallscope {
@@ -47,13 +48,6 @@ struct Context {
 
 Severity Lower(Severity s) {
   return s == Severity::kCritical ? Severity::kWarning : Severity::kInfo;
-}
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
 double IntervalOf(const Timeline& timeline, size_t i) {

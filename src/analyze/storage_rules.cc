@@ -56,4 +56,19 @@ std::vector<Finding> CheckStorageSpeed(const StorageSpeed& s, const StorageThres
   return {f};
 }
 
+StorageSpeed SpeedOf(const IoBenchResult& r) {
+  StorageSpeed s;
+  s.path = r.path;
+  s.fs_type = r.fs_type;
+  s.remote = r.remote;
+  s.direct = r.direct;
+  s.jobs = r.jobs;
+  s.iodepth = r.iodepth;
+  s.sequential_bytes_per_second = r.sequential.bytes_per_second();
+  s.sequential_p99_ms = static_cast<double>(r.sequential.latency.Percentile(0.99)) / 1e6;
+  s.random_iops = r.random.iops();
+  s.random_p99_ms = static_cast<double>(r.random.latency.Percentile(0.99)) / 1e6;
+  return s;
+}
+
 }  // namespace stallscope

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sample/finding.h"
+#include "sample/io_bench.h"
 
 namespace stallscope {
 
@@ -39,5 +40,8 @@ struct StorageSpeed {
 
 std::vector<Finding> CheckStorageSpeed(const StorageSpeed& speed,
                                        const StorageThresholds& thresholds);
+
+// The figures the verdict rule judges, from a `bench io` result.
+StorageSpeed SpeedOf(const IoBenchResult& result);
 
 }  // namespace stallscope

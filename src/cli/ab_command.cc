@@ -81,10 +81,8 @@ Result<AbRun> RunOnce(const AbFlags& flags, std::vector<std::pair<std::string, s
                       const std::string& capture) {
   Result<HookReceiver> hook = HookReceiver::Create();
   if (!hook.ok()) return hook.status();
-  std::string pythonpath = STALLSCOPE_PYTHON_DIR;
-  if (const char* old = std::getenv("PYTHONPATH"); old && *old) pythonpath += ":" + std::string(old);
   env.insert(env.begin(), {{"STALLSCOPE_SOCKET", hook->socket_path()},
-                           {"PYTHONPATH", pythonpath},
+                           {"PYTHONPATH", HookPythonPath()},
                            {"STALLSCOPE_MAX_STEPS", std::to_string(flags.steps)}});
   double start = MonotonicSeconds();
   auto start_ns = static_cast<int64_t>(start * 1e9);
@@ -131,12 +129,6 @@ std::string Describe(const AbFlags& flags) {
   return out;
 }
 
-std::string JoinArgs(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + a;
-  return out;
-}
-
 std::string Table(const AbRunFigures& a, const AbRunFigures& b, const std::string& change) {
   auto workers = [](const AbRunFigures& r) {
     return r.loader_workers ? std::to_string(*r.loader_workers) : std::string("-");
@@ -176,21 +168,17 @@ nlohmann::ordered_json FiguresJson(const AbRunFigures& r) {
   return j;
 }
 
-int Fail(const std::string& message, int code) {
-  std::fprintf(stderr, "stallscope ab: %s\n", message.c_str());
-  return code;
-}
-
 int RunAb(const AbFlags& flags) {
   if (flags.steps < 2 || flags.steps > 1000000) {
-    return Fail(fmt::format("--steps {}: must be between 2 and 1000000", flags.steps), kExitUsage);
-  }
-  if (flags.loader_workers < -1 || flags.loader_workers > 1024) {
-    return Fail(fmt::format("--loader-workers {}: must be between 0 and 1024",
-                            flags.loader_workers),
+    return Fail("ab", fmt::format("--steps {}: must be between 2 and 1000000", flags.steps),
                 kExitUsage);
   }
-  if (!(flags.timeout > 0)) return Fail("--timeout must be positive", kExitUsage);
+  if (flags.loader_workers < -1 || flags.loader_workers > 1024) {
+    return Fail(
+        "ab", fmt::format("--loader-workers {}: must be between 0 and 1024", flags.loader_workers),
+        kExitUsage);
+  }
+  if (!(flags.timeout > 0)) return Fail("ab", "--timeout must be positive", kExitUsage);
   AbChange change;
   change.cpu_count = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   std::vector<std::pair<std::string, std::string>> degraded_env;
@@ -202,11 +190,12 @@ int RunAb(const AbFlags& flags) {
   for (const std::string& e : flags.env) {
     size_t eq = e.find('=');
     if (eq == std::string::npos || eq == 0 || e.find_first_of(" \t") < eq) {
-      return Fail("--env " + e + ": expected NAME=VALUE", kExitUsage);
+      return Fail("ab", "--env " + e + ": expected NAME=VALUE", kExitUsage);
     }
     std::string key = e.substr(0, eq);
     if (key.starts_with("STALLSCOPE_")) {
-      return Fail("--env " + e + ": STALLSCOPE_* variables are ab's own (use --loader-workers)",
+      return Fail("ab",
+                  "--env " + e + ": STALLSCOPE_* variables are ab's own (use --loader-workers)",
                   kExitUsage);
     }
     change.env.push_back({key, e.substr(eq + 1)});
@@ -214,7 +203,8 @@ int RunAb(const AbFlags& flags) {
     if (key == "NCCL_DEBUG") nccl_debug = true;
   }
   if (degraded_env.empty()) {
-    return Fail("nothing to change: give --loader-workers N and/or --env NAME=VALUE", kExitUsage);
+    return Fail("ab", "nothing to change: give --loader-workers N and/or --env NAME=VALUE",
+                kExitUsage);
   }
   std::string capture;
   if (nccl_debug) {
@@ -222,20 +212,21 @@ int RunAb(const AbFlags& flags) {
     std::string pattern = std::string(base && *base ? base : "/tmp") + "/stallscope-ab-XXXXXX";
     std::vector<char> dir(pattern.begin(), pattern.end());
     dir.push_back('\0');
-    if (mkdtemp(dir.data()) == nullptr) return Fail(pattern + ": " + std::strerror(errno), 1);
+    if (mkdtemp(dir.data()) == nullptr) return Fail("ab", pattern + ": " + std::strerror(errno), 1);
     capture = std::string(dir.data()) + "/degraded.log";
   }
-  std::string command = JoinArgs(flags.command);
+  std::string command = JoinCommand(flags.command);
   std::string what = Describe(flags);
   BlockRecordSignals();
   std::fprintf(stderr, "stallscope ab: run A (as is), %lld steps: %s\n",
                static_cast<long long>(flags.steps), command.c_str());
   Result<AbRun> a = RunOnce(flags, {}, "");
-  if (!a.ok()) return Fail(a.status().message(), a.status().IsNotFound() ? 127 : kExitCouldNotRun);
+  if (!a.ok())
+    return Fail("ab", a.status().message(), a.status().IsNotFound() ? 127 : kExitCouldNotRun);
   std::fprintf(stderr, "stallscope ab: run B (degraded: %s)%s\n", what.c_str(),
                capture.empty() ? "" : fmt::format(", output to {}", capture).c_str());
   Result<AbRun> b = RunOnce(flags, degraded_env, capture);
-  if (!b.ok()) return Fail(b.status().message(), kExitCouldNotRun);
+  if (!b.ok()) return Fail("ab", b.status().message(), kExitCouldNotRun);
 
   AbRunFigures fa = SummarizeAbRun(a->events.steps, a->events.loaders, a->wall_seconds,
                                    a->exit.ShellStatus());
@@ -244,7 +235,8 @@ int RunAb(const AbFlags& flags) {
   std::vector<std::string> notes;
   for (const auto& [name, run, fig] : {std::tuple{"A", &*a, &fa}, std::tuple{"B", &*b, &fb}}) {
     if (fig->steps == 0) {
-      return Fail(fmt::format("run {} reported no steps through the hook (exit status {}): the "
+      return Fail("ab",
+                  fmt::format("run {} reported no steps through the hook (exit status {}): the "
                               "job must import stallscope and iterate stallscope.loader(loader)",
                               name, fig->exit_status),
                   kExitCouldNotRun);

@@ -102,11 +102,12 @@ CommandRunner SetupBenchAllreduce(CLI::App& app) {
     plan.warmup = flags->warmup;
     std::optional<uint64_t> begin = ParseByteSize(flags->begin);
     std::optional<uint64_t> end = ParseByteSize(flags->end);
-    if (!begin) return UsageError(name, fmt::format("-b {}: not a size (8, 1K, 1M)", flags->begin));
-    if (!end) return UsageError(name, fmt::format("-e {}: not a size (1M, 1G)", flags->end));
+    if (!begin)
+      return Fail(name, fmt::format("-b {}: not a size (8, 1K, 1M)", flags->begin), kExitUsage);
+    if (!end) return Fail(name, fmt::format("-e {}: not a size (1M, 1G)", flags->end), kExitUsage);
     plan.begin_bytes = *begin;
     plan.end_bytes = *end;
-    if (Status s = ValidateAllreducePlan(plan); !s.ok()) return UsageError(name, s.message());
+    if (Status s = ValidateAllreducePlan(plan); !s.ok()) return Fail(name, s.message(), kExitUsage);
     JoinedWorld joined = JoinWorld(name);
     if (!joined.world) return joined.exit_code;
     MpiWorld& world = *joined.world;

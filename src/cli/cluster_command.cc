@@ -123,7 +123,8 @@ CommandRunner SetupCluster(CLI::App& app) {
   return [flags]() {
     const char* name = "cluster";
     if (!(flags->interval >= 0 && flags->interval <= 60))
-      return UsageError(name, fmt::format("--interval {}: between 0 and 60 seconds", flags->interval));
+      return Fail(name, fmt::format("--interval {}: between 0 and 60 seconds", flags->interval),
+                  kExitUsage);
     JoinedWorld joined = JoinWorld(name);
     if (!joined.world) return joined.exit_code;
     MpiWorld& world = *joined.world;

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -78,6 +79,23 @@ int RunCli(int argc, char** argv) {
   }
   std::fputs(Usage().c_str(), stderr);
   return kExitUsage;
+}
+
+int Fail(std::string_view command, std::string_view message, int code) {
+  std::fprintf(stderr, "stallscope %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
+               static_cast<int>(message.size()), message.data());
+  return code;
+}
+
+int Fail(std::string_view command, const Status& s, bool usage) {
+  return Fail(command, s.message(), usage ? kExitUsage : kExitCouldNotRun);
+}
+
+std::string HookPythonPath() {
+  std::string pythonpath = STALLSCOPE_PYTHON_DIR;
+  if (const char* old = std::getenv("PYTHONPATH"); old && *old)
+    pythonpath += ":" + std::string(old);
+  return pythonpath;
 }
 
 }  // namespace stallscope

@@ -4,12 +4,16 @@
 // CLI11 subcommand and returns the function that runs it. Help is printed
 // from the table. The CLI parses and wires; the logic lives in probe/,
 // analyze/ and render/. Exit codes (DESIGN.md): 0 the check ran, whatever it
-// found; 1 it could not run; 2 bad usage.
+// found; 1 it could not run; 2 bad usage. Also the helpers the commands
+// share: the error line they print, the PYTHONPATH of a hooked job.
 #pragma once
 
 #include <functional>
 #include <span>
+#include <string>
 #include <string_view>
+
+#include "core/status.h"
 
 namespace CLI {
 class App;
@@ -49,5 +53,14 @@ CommandRunner SetupAb(CLI::App& app);
 CommandRunner SetupCluster(CLI::App& app);  // cli/cluster_command.cc
 
 int RunCli(int argc, char** argv);
+
+// "stallscope COMMAND: MESSAGE" on stderr; returns `code`.
+int Fail(std::string_view command, std::string_view message, int code);
+// The same with s.message(); kExitUsage when `usage`, else kExitCouldNotRun.
+int Fail(std::string_view command, const Status& s, bool usage);
+
+// PYTHONPATH for a job the hook watches: the hook's directory
+// (STALLSCOPE_PYTHON_DIR), then the PYTHONPATH inherited, when set.
+std::string HookPythonPath();
 
 }  // namespace stallscope

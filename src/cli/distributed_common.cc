@@ -29,12 +29,6 @@ std::vector<std::string> DistinctInOrder(const std::vector<std::string>& items) 
   return out;
 }
 
-int UsageError(std::string_view command, const std::string& message) {
-  std::fprintf(stderr, "stallscope %.*s: %s\n", static_cast<int>(command.size()), command.data(),
-               message.c_str());
-  return kExitUsage;
-}
-
 bool AgreeOrReport(MpiWorld& world, std::string_view command, const Status& status) {
   Result<int64_t> all_ok = world.AllreduceMin(status.ok() ? 1 : 0);
   if (!all_ok.ok()) {

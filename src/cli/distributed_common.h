@@ -28,9 +28,6 @@ struct LocalPlace {
 LocalPlace LocalPlaceOf(const std::vector<std::string>& rank_hosts, int rank);
 std::vector<std::string> DistinctInOrder(const std::vector<std::string>& items);
 
-// "stallscope CMD: MESSAGE" on stderr; kExitUsage.
-int UsageError(std::string_view command, const std::string& message);
-
 // How a distributed command starts: world is null when it must exit now with
 // exit_code (its message already on stderr).
 struct JoinedWorld {

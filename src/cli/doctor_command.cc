@@ -19,6 +19,7 @@
 #include "analyze/baseline.h"
 #include "analyze/catalog.h"
 #include "analyze/dataset_rules.h"
+#include "analyze/doctor_triage.h"
 #include "analyze/gpu_rules.h"
 #include "analyze/host_io_rules.h"
 #include "analyze/memory_rules.h"
@@ -41,6 +42,7 @@
 #include "probe/nccl_log_files.h"
 #include "probe/snapshot.h"
 #include "render/bench_io.h"
+#include "render/doctor_json.h"
 #include "render/doctor_text.h"
 #include "render/html_report.h"
 #include "render/report.h"
@@ -70,44 +72,6 @@ struct Flags {
   std::vector<std::string> peers;
   std::vector<std::string> nccl_logs;  // --nccl-log FILE...
   std::string root = "/";             // --root DIR: a fixture or copied tree
-};
-
-std::string RulesText() {
-  std::string out;
-  for (const Rule& r : RuleCatalog()) {
-    out += fmt::format("{}  [{}]\n  checks:    {}\n  fires:     {}\n  because:   {}\n\n", r.id,
-                       LayerName(r.layer), r.checks, r.threshold, r.source);
-  }
-  return out;
-}
-
-nlohmann::ordered_json RulesJson() {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const Rule& r : RuleCatalog()) {
-    out.push_back({{"id", r.id},
-                   {"layer", LayerName(r.layer)},
-                   {"checks", r.checks},
-                   {"threshold", r.threshold},
-                   {"source", r.source}});
-  }
-  return out;
-}
-
-// What doctor found, layer by layer, before it is ordered into a Report.
-struct Triage {
-  std::vector<Finding> findings;
-  std::vector<Layer> checked;
-  std::vector<std::pair<Layer, std::string>> why_not;
-  std::vector<std::pair<Layer, std::string>> facts;
-  std::vector<std::string> notes;
-  std::optional<StorageSpeed> bench;
-  std::optional<DatasetCensus> census;
-  std::optional<RunAnalysis> run;
-  std::vector<std::string> not_compared;
-
-  void Add(std::vector<Finding> more) {
-    for (Finding& f : more) findings.push_back(std::move(f));
-  }
 };
 
 // The inputs the user named, checked before any sampling.
@@ -168,31 +132,8 @@ Result<Inputs> CheckInputs(const Flags& f) {
   return in;
 }
 
-void CheckMemoryLayer(const Snapshot& snapshot, Triage& t) {
-  MemoryObservation m = ObserveMemory(snapshot);
-  t.checked.push_back(Layer::kMemory);
-  t.facts.push_back({Layer::kMemory,
-                     fmt::format("available {} of {}{}; swap used {} of {}",
-                                 FormatBytes(m.cgroup_available_bytes.value_or(m.available_bytes)),
-                                 FormatBytes(m.cgroup_limit_bytes.value_or(m.total_bytes)),
-                                 m.cgroup_limit_bytes ? " (cgroup limit)" : "",
-                                 FormatBytes(m.swap_used_bytes), FormatBytes(m.swap_total_bytes))});
-  t.Add(CheckMemory(m));
-}
-
-void CheckIoLayer(const Flags& f, const Snapshot& snapshot, Triage& t) {
-  t.checked.push_back(Layer::kIo);
-  for (const DiskRates& r : snapshot.disk_rates) {
-    for (const BlockDevice& d : snapshot.block_devices) {
-      if (d.name != r.name || d.is_partition || d.is_virtual) continue;
-      t.facts.push_back(
-          {Layer::kIo, fmt::format("disk {}: {:.0f}% util, {:.1f} ms await, {:.0f} "
-                                   "r/s, {:.0f} w/s (iostat -x over {:.1f} s)",
-                                   r.name, r.util_percent, r.await_ms, r.reads_per_second,
-                                   r.writes_per_second, snapshot.interval_seconds)});
-    }
-  }
-  t.Add(CheckHostDisks(snapshot.disk_rates, snapshot.block_devices, snapshot.interval_seconds));
+// --data: the census and, without --quick, the storage bench beside the data.
+void CheckDataset(const Flags& f, const Snapshot& snapshot, Triage& t) {
   if (f.data.empty()) {
     t.notes.push_back("io: the dataset and its storage were not checked; pass --data PATH");
     return;
@@ -205,19 +146,7 @@ void CheckIoLayer(const Flags& f, const Snapshot& snapshot, Triage& t) {
     ProgressLine progress(fmt::format("walking {}...", f.data));
     return TakeCensus(f.data, options);
   }();
-  if (!census.ok()) {
-    t.notes.push_back("io: dataset census of " + f.data + ": " + census.status().message());
-  } else {
-    DatasetContext context;
-    context.memory_total_bytes = snapshot.after.memory.total_bytes;
-    t.facts.push_back({Layer::kIo, fmt::format("dataset {}: {} files, {} on {}{}", f.data,
-                                               census->files, FormatBytes(census->bytes),
-                                               census->fs_type.empty() ? "?" : census->fs_type,
-                                               census->remote ? " (remote)" : "")});
-    for (const std::string& n : census->notes) t.notes.push_back("io: " + n);
-    t.Add(CheckDataset(*census, context));
-    t.census = std::move(*census);
-  }
+  TriageCensus(f.data, census, snapshot.after.memory.total_bytes, t);
   if (f.quick) {
     t.notes.push_back("io: --quick: no storage bench; run without it or `stallscope bench io " +
                       ShellQuote(f.data) + "`");
@@ -250,124 +179,10 @@ void CheckIoLayer(const Flags& f, const Snapshot& snapshot, Triage& t) {
     t.notes.push_back("io: storage bench of " + dir + ": " + result.status().message());
     return;
   }
-  StorageSpeed speed = SpeedOf(*result);
-  t.facts.push_back(
-      {Layer::kIo,
-       fmt::format("bench {} ({}, {} MiB, {:.0f} s a phase): "
-                   "sequential {}, random 4 KiB {:.0f} IOPS",
-                   result->path, result->read_mode, kDoctorBenchBytes >> 20, kDoctorBenchSeconds,
-                   FormatRate(speed.sequential_bytes_per_second), speed.random_iops)});
-  for (const std::string& n : result->notes) t.notes.push_back("io: bench: " + n);
-  t.Add(CheckStorageSpeed(speed, StorageThresholds{}));
-  t.bench = speed;
+  TriageStorageBench(*result, kDoctorBenchBytes, kDoctorBenchSeconds, t);
 }
 
-// --nccl-log: the logs' network findings join the network layer, judged
-// against this host's Active RDMA ports.
-void FoldInNcclLogs(const Root& root, const std::vector<NcclLogFile>& logs, Triage& t) {
-  if (logs.empty()) return;
-  std::optional<HostRdmaPorts> host = ReadHostRdma(root, t.notes);
-  for (const NcclLogFile& log : logs) {
-    t.facts.push_back({Layer::kNetwork, DescribeNcclLogFile(log)});
-    t.Add(NcclHostNetworkFindings(log, host));
-  }
-}
-
-// The "nccl_log" evidence of a finding from an NCCL log; null for others.
-const std::string* NcclLogOf(const Finding& f) {
-  for (const Evidence& e : f.evidence) {
-    if (e.name == "nccl_log") return std::get_if<std::string>(&e.value);
-  }
-  return nullptr;
-}
-
-void FoldInRun(RunAnalysis run, Triage& t) {
-  for (Finding& f : run.findings) {
-    // The run kept what its NCCL logs showed; a log also passed with
-    // --nccl-log was judged just now, and that finding is already here.
-    if (const std::string* log = NcclLogOf(f);
-        log != nullptr && std::any_of(t.findings.begin(), t.findings.end(), [&](const Finding& g) {
-          const std::string* other = NcclLogOf(g);
-          return g.id == f.id && other != nullptr && *other == *log;
-        })) {
-      continue;
-    }
-    f.evidence.push_back({"from_run", run.path});
-    t.findings.push_back(std::move(f));
-  }
-  for (Layer l : run.checked) t.checked.push_back(l);
-  for (const std::string& n : run.notes) t.notes.push_back("run " + run.path + ": " + n);
-  t.run = std::move(run);
-}
-
-void ExplainUnchecked(const Triage& t, const Flags& f,
-                      std::vector<std::pair<Layer, std::string>>& why) {
-  if (f.run.empty()) {
-    why.push_back({Layer::kDistributed,
-                   "needs a recorded run (--run RUN.db) or `stallscope scale` / `stallscope "
-                   "cluster` across ranks"});
-    why.push_back({Layer::kCode,
-                   "judged last, on a recorded run (--run RUN.db) whose GPU still waits with "
-                   "no infrastructure cause"});
-  } else {
-    int ranks = 0;
-    for (const StepEvent& s : t.run->timeline.steps) ranks = std::max(ranks, s.rank + 1);
-    why.push_back(
-        {Layer::kDistributed,
-         fmt::format("the run has {} rank(s) with steps; no rule of this layer fired", ranks)});
-    why.push_back({Layer::kCode, "no rule of this layer fired on the run"});
-  }
-}
-
-nlohmann::ordered_json DoctorJson(const Snapshot& snapshot, const Report& report, const Triage& t,
-                                  const Flags& f,
-                                  const std::vector<std::pair<Layer, std::string>>& why) {
-  ReportHeader header{"doctor", snapshot.hostname, snapshot.time_utc, snapshot.interval_seconds};
-  nlohmann::ordered_json j = ReportToJson(header, report);
-  for (auto& layer : j["layers"]) {
-    if (layer["status"] != "not_checked") continue;
-    for (const auto& [l, text] : why) {
-      if (LayerName(l) == layer["layer"].get<std::string>()) layer["why"] = text;
-    }
-  }
-  nlohmann::ordered_json facts = nlohmann::ordered_json::array();
-  for (const auto& [l, text] : t.facts) facts.push_back({{"layer", LayerName(l)}, {"fact", text}});
-  j["facts"] = facts;
-  if (t.census) {
-    j["data"] = {{"path", t.census->path},
-                 {"files", t.census->files},
-                 {"bytes", t.census->bytes},
-                 {"fs_type", t.census->fs_type},
-                 {"remote", t.census->remote}};
-  }
-  if (t.bench) {
-    j["bench"] = {{"path", t.bench->path},
-                  {"sequential_bytes_per_s", t.bench->sequential_bytes_per_second},
-                  {"random_iops", t.bench->random_iops},
-                  {"direct", t.bench->direct}};
-  }
-  if (!f.baseline.empty()) {
-    j["baseline"] = {
-        {"file", f.baseline}, {"drift_percent", f.drift_percent}, {"not_compared", t.not_compared}};
-  }
-  if (!f.save_baseline.empty()) j["saved_baseline"] = f.save_baseline;
-  if (t.run) j["run_file"] = t.run->path;
-  nlohmann::ordered_json triage = nlohmann::ordered_json::array();
-  for (const Suspect& s : TriageTable()) {
-    triage.push_back({{"layer", LayerName(s.layer)},
-                      {"suspect", s.suspect},
-                      {"quick_check", s.quick_check},
-                      {"stallscope", s.stallscope},
-                      {"findings", s.findings}});
-  }
-  j["triage"] = triage;
-  return j;
-}
-
-int Fail(const Status& s, bool usage) {
-  std::fprintf(stderr, "stallscope doctor: %s\n", s.message().c_str());
-  return usage ? kExitUsage : kExitCouldNotRun;
-}
+int Fail(const Status& s, bool usage) { return stallscope::Fail("doctor", s, usage); }
 
 }  // namespace
 
@@ -428,11 +243,14 @@ CommandRunner SetupDoctor(CLI::App& app) {
     Triage t;
     t.notes = snapshot->notes;
     // The seed's order: memory, io, network, then distributed and code.
-    CheckMemoryLayer(*snapshot, t);
-    CheckIoLayer(f, *snapshot, t);
+    TriageMemory(*snapshot, t);
+    TriageHostDisks(*snapshot, t);
+    CheckDataset(f, *snapshot, t);
     t.checked.push_back(Layer::kNetwork);
     t.Add(CheckNetwork(net::ObserveHostNetwork(root, *snapshot, f.peers, rdma_before)));
-    FoldInNcclLogs(root, inputs->nccl_logs, t);
+    if (!inputs->nccl_logs.empty()) {
+      TriageNcclLogs(inputs->nccl_logs, ReadHostRdma(root, t.notes), t);
+    }
     // --- gpu (owner: gpu): NVML findings (memory.gpu_near_full, code.*) ---
     if (snapshot->gpus.available) {
       t.Add(CheckGpuObservation(snapshot->gpus, GpuProcessNames(root, snapshot->gpus),
@@ -441,20 +259,11 @@ CommandRunner SetupDoctor(CLI::App& app) {
       t.notes.push_back("gpu: " + snapshot->gpus.absent_reason);
     }
     // --- end gpu ---
-    if (inputs->run) FoldInRun(std::move(*inputs->run), t);
+    if (inputs->run) TriageRun(std::move(*inputs->run), t);
 
     HostBaseline now = BaselineFromSnapshot(*snapshot, t.bench ? &*t.bench : nullptr);
-    if (inputs->baseline) {
-      t.Add(CompareBaseline(*inputs->baseline, now, f.drift_percent / 100, &t.not_compared));
-      if (!t.not_compared.empty()) {
-        t.notes.push_back(fmt::format(
-            "baseline: {} bench figure(s) not compared: the bench did not run (pass --data PATH "
-            "without --quick)",
-            t.not_compared.size()));
-      }
-    }
-    std::vector<std::pair<Layer, std::string>> why;
-    ExplainUnchecked(t, f, why);
+    if (inputs->baseline) TriageBaseline(*inputs->baseline, now, f.drift_percent / 100, t);
+    std::vector<std::pair<Layer, std::string>> why = WhyNotChecked(t);
     Report report = MakeReport(std::move(t.findings), t.checked, t.notes);
 
     if (!f.save_baseline.empty()) {
@@ -483,7 +292,9 @@ CommandRunner SetupDoctor(CLI::App& app) {
     }
     std::string out;
     if (f.json) {
-      out = JsonText(DoctorJson(*snapshot, report, t, f, why)) + "\n";
+      out = JsonText(DoctorJson({&*snapshot, &report, &t, &why, f.baseline, f.drift_percent,
+                                 f.save_baseline})) +
+            "\n";
     } else {
       DoctorTextInput in{snapshot->hostname,
                          snapshot->time_utc,

@@ -93,23 +93,21 @@ void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& j
   }
 }
 
-int Fail(const std::string& message, int code) {
-  std::fprintf(stderr, "stallscope exporter: %s\n", message.c_str());
-  return code;
-}
-
 int RunExporter(const ExporterFlags& flags) {
   Result<ListenAddress> address = ParseListenAddress(flags.listen);
-  if (!address.ok()) return Fail("--listen " + address.status().message(), kExitUsage);
+  if (!address.ok()) return Fail("exporter", "--listen " + address.status().message(), kExitUsage);
   if (!(flags.interval >= 0.1 && flags.interval <= 3600)) {
-    return Fail(fmt::format("--interval {}: must be between 0.1 and 3600 seconds", flags.interval),
+    return Fail("exporter",
+                fmt::format("--interval {}: must be between 0.1 and 3600 seconds", flags.interval),
                 kExitUsage);
   }
   std::string socket_path = flags.hook_socket.empty() ? DefaultHookSocketPath() : flags.hook_socket;
   Result<HookListener> hook = HookListener::Bind(socket_path);
-  if (!hook.ok()) return Fail("--hook-socket " + hook.status().message(), kExitCouldNotRun);
+  if (!hook.ok())
+    return Fail("exporter", "--hook-socket " + hook.status().message(), kExitCouldNotRun);
   Result<HttpServer> server = HttpServer::Listen(*address, HttpServerOptions{});
-  if (!server.ok()) return Fail("--listen " + server.status().message(), kExitCouldNotRun);
+  if (!server.ok())
+    return Fail("exporter", "--listen " + server.status().message(), kExitCouldNotRun);
 
   sigset_t mask;
   sigemptyset(&mask);
@@ -117,7 +115,7 @@ int RunExporter(const ExporterFlags& flags) {
   sigaddset(&mask, SIGTERM);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (sfd < 0) return Fail("signalfd failed", kExitCouldNotRun);
+  if (sfd < 0) return Fail("exporter", "signalfd failed", kExitCouldNotRun);
   signal(SIGPIPE, SIG_IGN);
 
   HostMetrics host(Root("/"), GpuProbe::Open(Root("/")));
@@ -174,7 +172,7 @@ int RunExporter(const ExporterFlags& flags) {
     jobs.Expire(MonotonicNs());
   });
   close(sfd);
-  if (!served.ok()) return Fail(served.message(), kExitCouldNotRun);
+  if (!served.ok()) return Fail("exporter", served.message(), kExitCouldNotRun);
   std::fprintf(stderr, "stallscope exporter: stopped\n");
   return kExitOk;
 }

@@ -24,9 +24,9 @@
 namespace stallscope {
 namespace {
 
+// "stallscope plan COMMAND: MESSAGE" on stderr; kExitUsage.
 int Usage(const char* command, const std::string& message) {
-  std::fprintf(stderr, "stallscope plan %s: %s\n", command, message.c_str());
-  return kExitUsage;
+  return Fail(fmt::format("plan {}", command), message, kExitUsage);
 }
 
 CommandRunner SetupPlanMemory(CLI::App& app) {

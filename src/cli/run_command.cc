@@ -16,8 +16,10 @@
 #include "analyze/nccl_log_rules.h"
 #include "cli/commands.h"
 #include "cli/run_analysis.h"
+#include "core/atomic_file.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
+#include "core/text.h"
 #include "probe/mounts.h"
 #include "probe/nccl_log_files.h"
 #include "probe/snapshot.h"
@@ -212,14 +214,7 @@ Result<RunInfo> Prepare(const RecordFlags& flags, const std::string& path,
 }
 
 int FailedToStart(const char* command, const Status& status) {
-  std::fprintf(stderr, "stallscope %s: %s\n", command, status.message().c_str());
-  return status.code() == Status::Code::kInvalidArgument ? kExitUsage : kExitCouldNotRun;
-}
-
-std::string JoinCommand(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + a;
-  return out;
+  return Fail(command, status, status.code() == Status::Code::kInvalidArgument);
 }
 
 }  // namespace
@@ -254,12 +249,9 @@ CommandRunner SetupRun(CLI::App& app) {
 
     Result<HookReceiver> hook = HookReceiver::Create();
     if (!hook.ok()) return FailedToStart("run", hook.status());
-    std::string pythonpath = STALLSCOPE_PYTHON_DIR;
-    if (const char* old = std::getenv("PYTHONPATH"); old && *old)
-      pythonpath += ":" + std::string(old);
     BlockRecordSignals();
     std::vector<std::pair<std::string, std::string>> env = {
-        {"STALLSCOPE_SOCKET", hook->socket_path()}, {"PYTHONPATH", pythonpath}};
+        {"STALLSCOPE_SOCKET", hook->socket_path()}, {"PYTHONPATH", HookPythonPath()}};
     if (flags->trace_alloc) env.emplace_back("STALLSCOPE_TRACE_ALLOC", "on");
     Result<Job> job = flags->procs > 0
                           ? Job::StartRanks(flags->command, env, flags->procs, flags->json)

@@ -69,12 +69,6 @@ Result<std::vector<int>> ParseProcs(const std::string& text) {
   return out;
 }
 
-std::string JoinCommand(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + a;
-  return out;
-}
-
 struct SizeRun {
   HookEvents events;
   JobExit exit;
@@ -86,11 +80,9 @@ struct SizeRun {
 Result<SizeRun> RunSize(const ScaleFlags& flags, int procs, int signal_fd) {
   Result<HookReceiver> hook = HookReceiver::Create();
   if (!hook.ok()) return hook.status();
-  std::string pythonpath = STALLSCOPE_PYTHON_DIR;
-  if (const char* old = std::getenv("PYTHONPATH"); old && *old) pythonpath += ":" + std::string(old);
   std::vector<std::pair<std::string, std::string>> env = {
       {"STALLSCOPE_SOCKET", hook->socket_path()},
-      {"PYTHONPATH", pythonpath},
+      {"PYTHONPATH", HookPythonPath()},
       {"STALLSCOPE_MAX_STEPS", std::to_string(flags.steps)}};
   Result<Job> job = Status::Ok();
   if (flags.launcher == "torchrun") {

@@ -1,5 +1,7 @@
 #include "core/atomic_file.h"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,6 +49,25 @@ Status WriteFileAtomically(const std::string& path, std::string_view content) {
     int err = errno;
     ::unlink(temp.c_str());
     return Status::FromErrno(path + ": rename into place", err);
+  }
+  return Status::Ok();
+}
+
+Status CheckOutputPath(const std::string& path, bool force, std::string_view flag) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      return Status::InvalidArgument(fmt::format("{} {}: is a directory", flag, path));
+    }
+    if (!force) {
+      return Status::InvalidArgument(
+          fmt::format("{} {}: the file exists; pass --force to overwrite it", flag, path));
+    }
+  }
+  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  if (dir.empty()) dir = "/";
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status::NotFound(fmt::format("{} {}: no directory {}", flag, path, dir));
   }
   return Status::Ok();
 }

@@ -18,4 +18,9 @@ Status WriteFileAtomically(const std::string& path, std::string_view content);
 // Whether something (a file, a directory, a dangling link) is at `path`.
 bool PathExists(const std::string& path);
 
+// Where an output file may be written: InvalidArgument "F exists; pass
+// --force to overwrite it" when something is there and not `force`, or when
+// F is a directory; NotFound when its directory does not exist.
+Status CheckOutputPath(const std::string& path, bool force, std::string_view flag);
+
 }  // namespace stallscope

@@ -169,4 +169,10 @@ std::string_view Trim(std::string_view text) {
   return text;
 }
 
+std::string JoinCommand(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
 }  // namespace stallscope

@@ -1,4 +1,5 @@
-// Reading and tokenizing the text files of /proc and /sys.
+// Reading and tokenizing the text files of /proc and /sys, and the small
+// string helpers every layer shares (StartsWith, JoinCommand).
 //
 // Every probe reads its files through here so that (a) a probe takes a root
 // directory and tests point it at a fixture tree, (b) reads are bounded, and
@@ -64,5 +65,15 @@ std::optional<uint64_t> ParseUint(std::string_view text);
 std::optional<int64_t> ParseInt(std::string_view text);
 std::optional<double> ParseDouble(std::string_view text);
 std::string_view Trim(std::string_view text);
+
+// Whether `text` begins with `prefix`. Inline: parsers call it on every line
+// they read. (The NCCL log parser keeps its own overload for literals.)
+inline bool StartsWith(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// A command's words joined by single spaces, as it is shown and recorded:
+// {"python", "train.py"} -> "python train.py". No quoting.
+std::string JoinCommand(const std::vector<std::string>& argv);
 
 }  // namespace stallscope

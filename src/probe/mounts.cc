@@ -34,10 +34,6 @@ std::vector<std::string_view> SplitOnSpace(std::string_view line) {
 
 bool IsOctal(char c) { return c >= '0' && c <= '7'; }
 
-bool StartsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
 // "/a//b/./c/../d/" -> "/a/b/d". Only for absolute paths.
 std::string NormalizePath(std::string_view path) {
   std::vector<std::string_view> parts;

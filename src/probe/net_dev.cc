@@ -24,10 +24,6 @@ constexpr uint32_t kArpLoopback = 772;
 // /proc/net/dev has 8 receive and 8 transmit columns per interface.
 constexpr size_t kNetDevColumns = 16;
 
-bool StartsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
 bool IsHex(std::string_view text) {
   if (text.empty()) return false;
   for (char c : text) {

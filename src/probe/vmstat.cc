@@ -6,10 +6,6 @@
 namespace stallscope {
 namespace {
 
-bool StartsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
 // Adds without wrapping: a fuzzed file with huge per-zone counters must not
 // turn a large sum into a small one.
 void SaturatingAdd(uint64_t& sum, uint64_t value) {

@@ -12,9 +12,6 @@
 
 namespace stallscope {
 
-// The figures the verdict rule judges.
-StorageSpeed SpeedOf(const IoBenchResult& result);
-
 std::string RenderIoBenchText(const IoBenchResult& result, const StorageThresholds& thresholds);
 nlohmann::ordered_json IoBenchToJson(const IoBenchResult& result,
                                      const StorageThresholds& thresholds);

@@ -1,3 +1,5 @@
+#include "analyze/report.h"
+#include "render/html_report.h"
 #include "render/run_report.h"
 
 #include <fmt/format.h>
@@ -70,6 +72,27 @@ nlohmann::ordered_json RunInfoToJson(const RunInfo& info) {
           {"exit_signal", opt(info.exit_signal)},
           {"oom_killed", info.oom_killed},
           {"data_device", info.data_device}};
+}
+
+
+std::string RenderRunHtml(const RunAnalysis& run) {
+  Report report = MakeRunReport(run);
+  const RunInfo& info = run.timeline.info;
+  HtmlReportInput in;
+  in.command = "report";
+  in.host = info.hostname;
+  in.time_utc = info.started_utc;
+  in.report = &report;
+  in.timeline = &run.timeline;
+  in.run_file = run.path;
+  in.snapshot_json = run.baseline_json;
+  in.not_checked_why = {{Layer::kDistributed, "fewer than two ranks reported steps"},
+                        {Layer::kCode, "no rule of the code layer fired on this run's data"}};
+  in.facts = {{"command", info.command},
+              {"ended", DescribeRunEnd(info, run.timeline.samples.size())},
+              {"interval", fmt::format("{:.2f} s", info.interval_seconds)}};
+  if (!info.data_device.empty()) in.facts.push_back({"data disk", info.data_device});
+  return RenderHtmlReport(in);
 }
 
 }  // namespace stallscope

@@ -1,12 +1,13 @@
 // Rendering what `run`, `watch` and `report` say about a recorded run: the
-// per-epoch table and the run's header line, next to the Report rendering of
-// render/report.h. Pure; thread-safe.
+// per-epoch table, the run's header line and its HTML page, next to the
+// Report rendering of render/report.h. Pure; thread-safe.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "analyze/run_analysis.h"
 #include "analyze/run_rules.h"
 #include "sample/timeline.h"
 
@@ -18,5 +19,8 @@ std::string DescribeRunEnd(const RunInfo& info, size_t samples);
 std::string RenderEpochTable(const std::vector<EpochSummary>& epochs);
 nlohmann::ordered_json EpochsToJson(const std::vector<EpochSummary>& epochs);
 nlohmann::ordered_json RunInfoToJson(const RunInfo& info);
+
+// `report RUN.db --html F`: the page of the run (render/html_report.h).
+std::string RenderRunHtml(const RunAnalysis& run);
 
 }  // namespace stallscope

@@ -73,4 +73,12 @@ struct Report {
   std::vector<std::string> notes;  // what could not be read: degradations, not errors
 };
 
+// Findings with the notes that go with them (what could not be judged, and
+// why): what a set of rules concludes, and what a run file keeps beside its
+// timeline (store/run_file.h).
+struct FindingsWithNotes {
+  std::vector<Finding> findings;
+  std::vector<std::string> notes;
+};
+
 }  // namespace stallscope

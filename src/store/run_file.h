@@ -137,10 +137,7 @@ Result<std::string> ReadBaseline(const std::string& path);
 // The findings and notes AppendFindings stored, in the order written; none
 // for a run without them. A row that does not decode is an error naming the
 // file and the row.
-struct StoredFindings {
-  std::vector<Finding> findings;
-  std::vector<std::string> notes;
-};
+using StoredFindings = FindingsWithNotes;
 Result<StoredFindings> ReadStoredFindings(const std::string& path);
 
 }  // namespace stallscope

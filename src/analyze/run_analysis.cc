@@ -1,0 +1,53 @@
+#include "analyze/run_analysis.h"
+
+#include "analyze/gpu_rules.h"
+#include "analyze/network_rules.h"
+#include "analyze/report.h"
+
+namespace stallscope {
+
+RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
+                       std::optional<std::string> baseline_json,
+                       const Result<FindingsWithNotes>& stored) {
+  RunAnalysis run;
+  run.path = std::move(path);
+  run.timeline = std::move(timeline);
+  if (run.timeline.steps.empty()) {
+    run.notes.push_back(
+        "no steps from the Python hook: wrap the loader with `for batch in "
+        "stallscope.loader(loader)` for data-wait and epoch figures");
+  }
+  run.findings = CheckRun(run.timeline);
+  for (std::string& n : GpuRunNotes(run.timeline)) run.notes.push_back("gpu: " + n);
+  for (std::string& n : AllocationTraceNotes(run.timeline)) run.notes.push_back(std::move(n));
+  run.checked = {Layer::kMemory, Layer::kIo, Layer::kNetwork};
+  run.ranks = SummarizeRanks(run.timeline, run.timeline.info.hostname);
+  if (run.ranks.size() >= 2) run.checked.push_back(Layer::kDistributed);
+  run.epochs = SummarizeEpochs(run.timeline);
+  // The network host rules judge the baseline the run file keeps.
+  if (baseline_json) {
+    run.baseline_json = std::move(*baseline_json);
+    if (Result<NetworkObservation> network = NetworkFromBaseline(run.baseline_json);
+        network.ok()) {
+      for (Finding& f : CheckNetwork(*network)) run.findings.push_back(std::move(f));
+    } else {
+      run.notes.push_back("network: " + network.status().message());
+    }
+  }
+  // What `run` concluded from outside the timeline (the job's NCCL logs).
+  // A row that does not decode is a note, as a bad baseline is: the timeline
+  // is still worth its report.
+  if (stored.ok()) {
+    for (const Finding& f : stored->findings) run.findings.push_back(f);
+    for (const std::string& n : stored->notes) run.notes.push_back(n);
+  } else {
+    run.notes.push_back("stored findings: " + stored.status().message());
+  }
+  return run;
+}
+
+Report MakeRunReport(const RunAnalysis& run) {
+  return MakeReport(run.findings, run.checked, run.notes);
+}
+
+}  // namespace stallscope

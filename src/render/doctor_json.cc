@@ -1,0 +1,79 @@
+#include "render/doctor_json.h"
+
+#include <fmt/format.h>
+
+#include "analyze/catalog.h"
+#include "analyze/triage_table.h"
+#include "render/report.h"
+
+namespace stallscope {
+
+std::string RulesText() {
+  std::string out;
+  for (const Rule& r : RuleCatalog()) {
+    out += fmt::format("{}  [{}]\n  checks:    {}\n  fires:     {}\n  because:   {}\n\n", r.id,
+                       LayerName(r.layer), r.checks, r.threshold, r.source);
+  }
+  return out;
+}
+
+nlohmann::ordered_json RulesJson() {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const Rule& r : RuleCatalog()) {
+    out.push_back({{"id", r.id},
+                   {"layer", LayerName(r.layer)},
+                   {"checks", r.checks},
+                   {"threshold", r.threshold},
+                   {"source", r.source}});
+  }
+  return out;
+}
+
+nlohmann::ordered_json DoctorJson(const DoctorJsonInput& in) {
+  const Snapshot& snapshot = *in.snapshot;
+  const Report& report = *in.report;
+  const Triage& t = *in.triage;
+  const std::vector<std::pair<Layer, std::string>>& why = *in.why;
+  ReportHeader header{"doctor", snapshot.hostname, snapshot.time_utc, snapshot.interval_seconds};
+  nlohmann::ordered_json j = ReportToJson(header, report);
+  for (auto& layer : j["layers"]) {
+    if (layer["status"] != "not_checked") continue;
+    for (const auto& [l, text] : why) {
+      if (LayerName(l) == layer["layer"].get<std::string>()) layer["why"] = text;
+    }
+  }
+  nlohmann::ordered_json facts = nlohmann::ordered_json::array();
+  for (const auto& [l, text] : t.facts) facts.push_back({{"layer", LayerName(l)}, {"fact", text}});
+  j["facts"] = facts;
+  if (t.census) {
+    j["data"] = {{"path", t.census->path},
+                 {"files", t.census->files},
+                 {"bytes", t.census->bytes},
+                 {"fs_type", t.census->fs_type},
+                 {"remote", t.census->remote}};
+  }
+  if (t.bench) {
+    j["bench"] = {{"path", t.bench->path},
+                  {"sequential_bytes_per_s", t.bench->sequential_bytes_per_second},
+                  {"random_iops", t.bench->random_iops},
+                  {"direct", t.bench->direct}};
+  }
+  if (!in.baseline_file.empty()) {
+    j["baseline"] = {
+        {"file", in.baseline_file}, {"drift_percent", in.drift_percent}, {"not_compared", t.not_compared}};
+  }
+  if (!in.saved_baseline.empty()) j["saved_baseline"] = in.saved_baseline;
+  if (t.run) j["run_file"] = t.run->path;
+  nlohmann::ordered_json triage = nlohmann::ordered_json::array();
+  for (const Suspect& s : TriageTable()) {
+    triage.push_back({{"layer", LayerName(s.layer)},
+                      {"suspect", s.suspect},
+                      {"quick_check", s.quick_check},
+                      {"stallscope", s.stallscope},
+                      {"findings", s.findings}});
+  }
+  j["triage"] = triage;
+  return j;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,33 @@
+// The doctor's JSON (schema stallscope.report/1 plus facts, data, bench,
+// baseline, run_file, triage and a why on each layer not checked), and the
+// rule catalog as `doctor --rules` prints it (text and JSON). Pure.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyze/doctor_triage.h"
+#include "sample/finding.h"
+#include "sample/snapshot.h"
+
+namespace stallscope {
+
+struct DoctorJsonInput {
+  const Snapshot* snapshot = nullptr;
+  const Report* report = nullptr;
+  const Triage* triage = nullptr;
+  const std::vector<std::pair<Layer, std::string>>* why = nullptr;
+  std::string baseline_file;  // --baseline; "" when none
+  double drift_percent = 0;
+  std::string saved_baseline;  // --save-baseline; "" when none
+};
+
+nlohmann::ordered_json DoctorJson(const DoctorJsonInput& in);
+
+// `doctor --rules`: id, layer, what it checks, threshold, source.
+std::string RulesText();
+nlohmann::ordered_json RulesJson();
+
+}  // namespace stallscope
