@@ -4,12 +4,13 @@ JOBS ?= 2
 BUILD ?= build
 CMAKE_FLAGS ?= -DSTALLSCOPE_WERROR=ON
 
-.PHONY: doctor test deps build unit e2e san-build asan fuzz bench format clean
+.PHONY: doctor test deps build unit e2e san-build asan fuzz bench format format-check clean
 
 doctor: build
 	./$(BUILD)/stallscope doctor
 
 test: build
+	@$(MAKE) --no-print-directory format-check
 	@echo "== unit and end-to-end tests =="
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@$(MAKE) --no-print-directory asan
@@ -58,6 +59,16 @@ bench: build
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
+
+# Every C++ file as clang-format (.clang-format) writes it; a failing check
+# names each file and line, and `make format` mends them.
+format-check:
+	@echo "== clang-format =="
+	@files=$$(git ls-files '*.cc' '*.h' | xargs clang-format --dry-run 2>&1 | \
+	  sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: warning:.*/\1/p' | sort -u); \
+	if [ -n "$$files" ]; then \
+	  echo "not clang-format clean (run make format):"; echo "$$files" | sed 's/^/  /'; exit 1; \
+	fi
 
 clean:
 	rm -rf build $(SAN_BUILD) build-asan build-fuzz

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "render/exposition.h"
 #include "export/http_request.h"
 #include "export/job_metrics.h"
+#include "render/exposition.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

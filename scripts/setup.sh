@@ -26,8 +26,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev python3
 )
 test_packages=(
-  # the sanitizer build and the fuzzers
-  clang libclang-rt-14-dev
+  # the sanitizer build and the fuzzers; clang-format for the format check
+  clang libclang-rt-14-dev clang-format
   # a real PyTorch job (CPU) for the run/report end-to-end tests
   python3-torch
   # classic tools the tests compare against

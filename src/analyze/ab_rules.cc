@@ -12,8 +12,7 @@ namespace {
 // Variables that act on the collective/network layer.
 bool IsNetworkVariable(const std::string& key) {
   return key.starts_with("NCCL_") || key.starts_with("UCX_") || key.starts_with("GLOO_") ||
-         key.starts_with("OMPI_MCA_btl") || key.starts_with("TP_SOCKET") ||
-         key.starts_with("FI_");
+         key.starts_with("OMPI_MCA_btl") || key.starts_with("TP_SOCKET") || key.starts_with("FI_");
 }
 
 std::string EnvText(const AbChange& change) {
@@ -125,16 +124,19 @@ std::vector<Finding> CompareAbRuns(const AbRunFigures& a, const AbRunFigures& b,
   f.id = network ? "network.env_change" : "code.env_change";
   f.layer = network ? Layer::kNetwork : Layer::kCode;
   f.severity = faster ? Severity::kWarning : Severity::kInfo;
-  f.summary = faster ? fmt::format("{:.2f}x faster with {}: the layer it touches was the "
-                                   "bottleneck of the run as is",
-                                   ratio, EnvText(change))
-                     : fmt::format("{:.2f}x slower with {}: the setting the run as is uses is "
-                                   "the better one, or the change added overhead (NCCL_DEBUG=INFO "
-                                   "logging costs little once initialised)",
-                                   1 / ratio, EnvText(change));
-  f.next = faster ? fmt::format("make {} the default of the job and confirm with a longer run: "
-                                "stallscope run -- {}",
-                                EnvText(change), command)
+  f.summary = faster ? fmt::format(
+                           "{:.2f}x faster with {}: the layer it touches was the "
+                           "bottleneck of the run as is",
+                           ratio, EnvText(change))
+                     : fmt::format(
+                           "{:.2f}x slower with {}: the setting the run as is uses is "
+                           "the better one, or the change added overhead (NCCL_DEBUG=INFO "
+                           "logging costs little once initialised)",
+                           1 / ratio, EnvText(change));
+  f.next = faster ? fmt::format(
+                        "make {} the default of the job and confirm with a longer run: "
+                        "stallscope run -- {}",
+                        EnvText(change), command)
                   : "keep the run as is; read the degraded run's findings above for what the "
                     "change revealed";
   f.evidence.push_back({"change", EnvText(change)});

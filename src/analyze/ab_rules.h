@@ -28,12 +28,12 @@ inline constexpr double kAbWarmupShare = 0.10;
 
 // What one run measured, from the hook's step records of its lowest rank.
 struct AbRunFigures {
-  int64_t steps = 0;              // steps reported
-  int64_t steady_steps = 0;       // after the warm-up
-  double steady_steps_per_s = 0;  // steady_steps / their summed step time
-  double data_wait_fraction = 0;  // over the steady steps
-  double startup_seconds = 0;     // from the start of the process to the end of step 1
-  double wall_seconds = 0;        // start to exit
+  int64_t steps = 0;                  // steps reported
+  int64_t steady_steps = 0;           // after the warm-up
+  double steady_steps_per_s = 0;      // steady_steps / their summed step time
+  double data_wait_fraction = 0;      // over the steady steps
+  double startup_seconds = 0;         // from the start of the process to the end of step 1
+  double wall_seconds = 0;            // start to exit
   std::optional<int> loader_workers;  // as the hook reported the loader
   int exit_status = 0;
 };
@@ -44,9 +44,9 @@ AbRunFigures SummarizeAbRun(const std::vector<StepEvent>& steps,
                             int exit_status);
 
 struct AbChange {
-  std::optional<int> loader_workers;                         // --loader-workers
-  std::vector<std::pair<std::string, std::string>> env;      // --env K=V
-  int cpu_count = 0;                                         // of this host
+  std::optional<int> loader_workers;                     // --loader-workers
+  std::vector<std::pair<std::string, std::string>> env;  // --env K=V
+  int cpu_count = 0;                                     // of this host
 };
 
 // The findings of the comparison: io.loader_overhead / io.loader_needed for a

@@ -30,10 +30,10 @@ std::optional<AllreduceLink> ChooseAllreduceLink(const AllreduceLinkInput& in) {
       for (const InfinibandPort& p : d.ports) {
         if (!p.state || p.state->name != "ACTIVE") continue;
         if (hca && !ListSelects(*hca, d.name, static_cast<int>(p.port))) continue;
-        AllreduceLink link{fmt::format("{}:{}", d.name, p.port), "rdma port",
-                           hca ? "NCCL_IB_HCA=" + *in.nccl_ib_hca
-                               : std::string("NCCL's first ACTIVE RDMA port"),
-                           std::nullopt};
+        AllreduceLink link{
+            fmt::format("{}:{}", d.name, p.port), "rdma port",
+            hca ? "NCCL_IB_HCA=" + *in.nccl_ib_hca : std::string("NCCL's first ACTIVE RDMA port"),
+            std::nullopt};
         if (p.rate && p.rate->gbps > 0) link.line_rate_gbps = p.rate->gbps;
         return link;
       }
@@ -41,7 +41,8 @@ std::optional<AllreduceLink> ChooseAllreduceLink(const AllreduceLinkInput& in) {
   }
   const std::optional<std::string>& pinned =
       in.backend == "nccl" ? in.nccl_socket_ifname : in.ompi_tcp_if_include;
-  const char* variable = in.backend == "nccl" ? "NCCL_SOCKET_IFNAME" : "OMPI_MCA_btl_tcp_if_include";
+  const char* variable =
+      in.backend == "nccl" ? "NCCL_SOCKET_IFNAME" : "OMPI_MCA_btl_tcp_if_include";
   if (pinned && !pinned->empty()) {
     InterfaceList list = ParseInterfaceList(*pinned);
     for (const NetInterface& i : in.interfaces) {

@@ -30,9 +30,9 @@ inline constexpr uint64_t kAllreduceJudgeMinBytes = 64ull << 20;
 
 // The link the ranks' traffic leaves this node through.
 struct AllreduceLink {
-  std::string name;          // "eth0", "mlx5_0:1"
-  std::string kind;          // "interface" or "rdma port"
-  std::string chosen_by;     // "NCCL_SOCKET_IFNAME=eth", "the route to node2", ...
+  std::string name;                      // "eth0", "mlx5_0:1"
+  std::string kind;                      // "interface" or "rdma port"
+  std::string chosen_by;                 // "NCCL_SOCKET_IFNAME=eth", "the route to node2", ...
   std::optional<double> line_rate_gbps;  // gigabits/s; nullopt: not reported
 };
 
@@ -44,8 +44,8 @@ struct AllreduceLinkInput {
   std::optional<std::string> nccl_ib_hca;
   std::optional<std::string> nccl_ib_disable;
   std::optional<std::string> ompi_tcp_if_include;  // OMPI_MCA_btl_tcp_if_include
-  std::string route_interface;  // the interface the route to a peer node uses
-  std::string route_peer;       // that peer's host name
+  std::string route_interface;                     // the interface the route to a peer node uses
+  std::string route_peer;                          // that peer's host name
 };
 
 // NCCL with an ACTIVE RDMA port (and NCCL_IB_DISABLE not set): that port

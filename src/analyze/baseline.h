@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include "sample/finding.h"
 #include "analyze/storage_rules.h"
 #include "core/status.h"
+#include "sample/finding.h"
 #include "sample/snapshot.h"
 
 namespace stallscope {

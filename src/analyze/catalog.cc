@@ -294,8 +294,7 @@ constexpr Rule kRules[] = {
      "seed 5.3: degraded comparison runs; 'much faster with num_workers=0' means worker "
      "start-up / IPC overhead or more workers than cores. 10% is ours: short CPU runs of the "
      "example job repeat within a few percent"},
-    {"io.loader_needed", Layer::kIo,
-     "stallscope ab --loader-workers N: the same step rates",
+    {"io.loader_needed", Layer::kIo, "stallscope ab --loader-workers N: the same step rates",
      "info when the degraded run is >= 10% slower; its next step depends on the data wait "
      "share of the run as is (>= 10%: still input-bound)",
      "seed 5.3: slower without workers means the loader does real work and the data path "

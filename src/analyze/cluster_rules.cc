@@ -14,7 +14,7 @@ namespace stallscope {
 namespace {
 
 enum Column { kGpus, kDriver, kCuda, kCpu, kKernel, kNics, kInUse, kEnv, kClock, kColumnCount };
-constexpr const char* kColumnNames[] = {"gpus",   "driver", "cuda",          "cpu",  "kernel",
+constexpr const char* kColumnNames[] = {"gpus",    "driver", "cuda",          "cpu",  "kernel",
                                         "nic mtu", "in use", "nccl/gloo env", "clock"};
 
 // NICs that carry traffic between nodes; bridges, veths and tunnels are
@@ -81,14 +81,16 @@ void CheckNamedInterfaces(const NodeSummary& n, const std::vector<NodeSummary>& 
                           std::string_view variable, bool rdma, std::vector<Finding>* out) {
   std::optional<std::string> value = EnvValue(n, variable);
   if (!value || value->empty()) return;
-  InterfaceList list = variable == "GLOO_SOCKET_IFNAME" ? InterfaceList{} : ParseInterfaceList(*value);
+  InterfaceList list =
+      variable == "GLOO_SOCKET_IFNAME" ? InterfaceList{} : ParseInterfaceList(*value);
   if (variable == "GLOO_SOCKET_IFNAME") {
     // Gloo takes exact names, comma-separated in recent versions.
     list.exact = true;
     size_t start = 0;
     while (start <= value->size()) {
       size_t comma = value->find(',', start);
-      std::string name = value->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      std::string name =
+          value->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       if (!name.empty()) list.entries.push_back({name, std::nullopt});
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -222,7 +224,8 @@ ClusterComparison CompareNodes(const std::vector<NodeSummary>& ranks,
     const ClockOffset* worst = nullptr;
     for (int rank : r.ranks) {
       auto it = offset_of.find(rank);
-      if (it != offset_of.end() && (!worst || std::fabs(it->second->offset_ms) > std::fabs(worst->offset_ms)))
+      if (it != offset_of.end() &&
+          (!worst || std::fabs(it->second->offset_ms) > std::fabs(worst->offset_ms)))
         worst = it->second;
     }
     r.values[kClock] = worst ? fmt::format("{:+.3f} ms", worst->offset_ms) : "-";
@@ -240,7 +243,8 @@ ClusterComparison CompareNodes(const std::vector<NodeSummary>& ranks,
       if (n > votes[majority]) majority = value;
     for (ClusterRow& r : c.rows) r.differs[k] = r.values[k] != majority;
   }
-  if (std::any_of(c.rows.begin(), c.rows.end(), [](const ClusterRow& r) { return r.differs[kClock]; }))
+  if (std::any_of(c.rows.begin(), c.rows.end(),
+                  [](const ClusterRow& r) { return r.differs[kClock]; }))
     c.differing_columns.push_back(kColumnNames[kClock]);
 
   // distributed.heterogeneous_gpus: models over all ranks' nodes (a node
@@ -258,7 +262,8 @@ ClusterComparison CompareNodes(const std::vector<NodeSummary>& ranks,
     for (const auto& [model, hs] : model_hosts)
       parts.push_back(fmt::format("{} on {}", model, Join({hs.begin(), hs.end()}, ",")));
     std::vector<std::string> per_host;
-    for (const auto& [host, count] : count_of_host) per_host.push_back(fmt::format("{}:{}", host, count));
+    for (const auto& [host, count] : count_of_host)
+      per_host.push_back(fmt::format("{}:{}", host, count));
     Finding f;
     f.id = "distributed.heterogeneous_gpus";
     f.layer = Layer::kDistributed;
@@ -281,25 +286,29 @@ ClusterComparison CompareNodes(const std::vector<NodeSummary>& ranks,
     if (!seen_hosts.insert(n.hostname).second) continue;
     std::string name = InterfaceInUse(n);
     const NodeInterface* i = name.empty() ? nullptr : FindInterface(n, name);
-    if (i && i->kind != "loopback") in_use_mtus[i->mtu_bytes].push_back(fmt::format("{}:{}", n.hostname, name));
+    if (i && i->kind != "loopback")
+      in_use_mtus[i->mtu_bytes].push_back(fmt::format("{}:{}", n.hostname, name));
   }
   std::map<std::string, std::map<uint64_t, std::vector<std::string>>> named_mtus;
   seen_hosts.clear();
   for (const NodeSummary& n : ranks) {
     if (!seen_hosts.insert(n.hostname).second) continue;
     for (const NodeInterface& i : n.interfaces)
-      if (IsFabricNic(i) && i.operstate != "down") named_mtus[i.name][i.mtu_bytes].push_back(n.hostname);
+      if (IsFabricNic(i) && i.operstate != "down")
+        named_mtus[i.name][i.mtu_bytes].push_back(n.hostname);
   }
   std::vector<std::string> mismatches;
   if (in_use_mtus.size() > 1) {
     std::vector<std::string> parts;
-    for (const auto& [mtu, where] : in_use_mtus) parts.push_back(fmt::format("{} on {}", mtu, Join(where, ",")));
+    for (const auto& [mtu, where] : in_use_mtus)
+      parts.push_back(fmt::format("{} on {}", mtu, Join(where, ",")));
     mismatches.push_back("interfaces in use: " + Join(parts, "; "));
   }
   for (const auto& [name, by_mtu] : named_mtus) {
     if (by_mtu.size() < 2) continue;
     std::vector<std::string> parts;
-    for (const auto& [mtu, where] : by_mtu) parts.push_back(fmt::format("{} on {}", mtu, Join(where, ",")));
+    for (const auto& [mtu, where] : by_mtu)
+      parts.push_back(fmt::format("{} on {}", mtu, Join(where, ",")));
     mismatches.push_back(fmt::format("{}: {}", name, Join(parts, "; ")));
   }
   if (!mismatches.empty()) {
@@ -339,7 +348,8 @@ ClusterComparison CompareNodes(const std::vector<NodeSummary>& ranks,
                   {"host", host},
                   {"offset_ms", o.offset_ms},
                   {"round_trip_ms", o.round_trip_ms}};
-    f.next = fmt::format("chronyc tracking (or timedatectl) on {}: enable NTP/chrony on every node", host);
+    f.next = fmt::format("chronyc tracking (or timedatectl) on {}: enable NTP/chrony on every node",
+                         host);
     c.findings.push_back(std::move(f));
   }
   return c;

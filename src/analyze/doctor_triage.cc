@@ -72,16 +72,14 @@ void TriageStorageBench(const IoBenchResult& result, uint64_t bench_bytes, doubl
                         Triage& t) {
   StorageSpeed speed = SpeedOf(result);
   t.facts.push_back(
-      {Layer::kIo,
-       fmt::format("bench {} ({}, {} MiB, {:.0f} s a phase): "
-                   "sequential {}, random 4 KiB {:.0f} IOPS",
-                   result.path, result.read_mode, bench_bytes >> 20, phase_seconds,
-                   FormatRate(speed.sequential_bytes_per_second), speed.random_iops)});
+      {Layer::kIo, fmt::format("bench {} ({}, {} MiB, {:.0f} s a phase): "
+                               "sequential {}, random 4 KiB {:.0f} IOPS",
+                               result.path, result.read_mode, bench_bytes >> 20, phase_seconds,
+                               FormatRate(speed.sequential_bytes_per_second), speed.random_iops)});
   for (const std::string& n : result.notes) t.notes.push_back("io: bench: " + n);
   t.Add(CheckStorageSpeed(speed, StorageThresholds{}));
   t.bench = speed;
 }
-
 
 void TriageNcclLogs(const std::vector<NcclLogFile>& logs, const std::optional<HostRdmaPorts>& host,
                     Triage& t) {

@@ -39,8 +39,8 @@ Finding UtilMisleading(const GpuJudged& j) {
   Finding f;
   f.id = "code.util_misleading";
   f.layer = Layer::kCode;
-  f.severity = sm < kUtilMisleadingCriticalSmActivePercent ? Severity::kCritical
-                                                           : Severity::kWarning;
+  f.severity =
+      sm < kUtilMisleadingCriticalSmActivePercent ? Severity::kCritical : Severity::kWarning;
   f.summary = fmt::format(
       "{}: utilization {:.0f}% but the SMs were active only {:.0f}% of the time (GPM): a kernel "
       "was running, mostly on few SMs or waiting",
@@ -115,17 +115,19 @@ Finding Throttled(const GpuJudged& j) {
   f.id = "code.gpu_throttled";
   f.layer = Layer::kCode;
   f.severity = hardware || clock_fraction < kThrottledCriticalClockFraction ? Severity::kCritical
-                                                                              : Severity::kWarning;
+                                                                            : Severity::kWarning;
   std::string reasons = JoinNames(ThrottleReasonNames(j.throttle_reasons));
-  f.summary = fmt::format("{}: clocks held back by {} in {:.0f}% of busy samples; SM clock {:.0f} "
-                          "of {:.0f} MHz",
-                          GpuLabel(g), reasons, 100.0 * share, clock, max_mhz);
+  f.summary = fmt::format(
+      "{}: clocks held back by {} in {:.0f}% of busy samples; SM clock {:.0f} "
+      "of {:.0f} MHz",
+      GpuLabel(g), reasons, 100.0 * share, clock, max_mhz);
   f.evidence = {{"gpu_index", static_cast<int64_t>(g.index)},
                 {"throttle_reasons", reasons},
                 {"throttled_sample_fraction", share},
                 {"sm_clock_mhz", clock},
                 {"sm_clock_max_mhz", max_mhz}};
-  if (g.temperature_c) f.evidence.push_back({"temperature_c", static_cast<int64_t>(*g.temperature_c)});
+  if (g.temperature_c)
+    f.evidence.push_back({"temperature_c", static_cast<int64_t>(*g.temperature_c)});
   if (g.power_w) f.evidence.push_back({"power_w", *g.power_w});
   if (g.power_limit_w) f.evidence.push_back({"power_limit_w", *g.power_limit_w});
   f.next =
@@ -177,16 +179,20 @@ std::vector<GpuJudged> SummarizeRunGpus(const std::vector<GpuPoint>& points) {
       j.gpu.processes = g.processes;
     }
     if (g.sm_clock_max_mhz) j.gpu.sm_clock_max_mhz = g.sm_clock_max_mhz;
-    if (g.temperature_c) j.gpu.temperature_c = std::max(j.gpu.temperature_c.value_or(0), *g.temperature_c);
+    if (g.temperature_c)
+      j.gpu.temperature_c = std::max(j.gpu.temperature_c.value_or(0), *g.temperature_c);
     if (g.power_w) j.gpu.power_w = std::max(j.gpu.power_w.value_or(0), *g.power_w);
     if (g.power_limit_w) j.gpu.power_limit_w = g.power_limit_w;
     AddThrottleSample(j, g);
     if (g.gpm && g.gpm->sm_active_percent) {
       ++j.gpm_samples;
       sm_sum[g.index] += *g.gpm->sm_active_percent;
-      if (g.gpm->sm_occupancy_percent) occ_sum[g.index] += *g.gpm->sm_occupancy_percent, ++gpm_occ_n[g.index];
-      if (g.gpm->tensor_active_percent) tensor_sum[g.index] += *g.gpm->tensor_active_percent, ++gpm_tensor_n[g.index];
-      if (g.gpm->dram_bw_percent) dram_sum[g.index] += *g.gpm->dram_bw_percent, ++gpm_dram_n[g.index];
+      if (g.gpm->sm_occupancy_percent)
+        occ_sum[g.index] += *g.gpm->sm_occupancy_percent, ++gpm_occ_n[g.index];
+      if (g.gpm->tensor_active_percent)
+        tensor_sum[g.index] += *g.gpm->tensor_active_percent, ++gpm_tensor_n[g.index];
+      if (g.gpm->dram_bw_percent)
+        dram_sum[g.index] += *g.gpm->dram_bw_percent, ++gpm_dram_n[g.index];
     } else if (!g.gpm_note.empty()) {
       j.gpu.gpm_note = g.gpm_note;
     }
@@ -215,9 +221,10 @@ std::vector<Finding> CheckGpus(const std::vector<GpuJudged>& gpus,
     const GpuState& g = j.gpu;
     if (g.lost) {
       if (notes) {
-        notes->push_back(fmt::format("{} was lost ({}): it stopped answering NVML; check dmesg "
-                                     "for Xid errors and nvidia-smi -q -i {}",
-                                     GpuLabel(g), g.lost_reason, g.index));
+        notes->push_back(
+            fmt::format("{} was lost ({}): it stopped answering NVML; check dmesg "
+                        "for Xid errors and nvidia-smi -q -i {}",
+                        GpuLabel(g), g.lost_reason, g.index));
       }
       if (j.samples == 0) continue;
     }

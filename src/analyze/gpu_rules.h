@@ -40,10 +40,10 @@ inline constexpr double kThrottledCriticalClockFraction = 0.70;
 struct GpuJudged {
   GpuState gpu;  // a run: mean utilization, mean GPM figures, peak memory
   int samples = 1;
-  int gpm_samples = 0;           // samples with GPM SM activity
-  int busy_samples = 0;          // samples without the GpuIdle reason
-  int throttled_samples = 0;     // busy samples with a slowdown reason
-  uint64_t throttle_reasons = 0;  // union of slowdown reasons over those
+  int gpm_samples = 0;             // samples with GPM SM activity
+  int busy_samples = 0;            // samples without the GpuIdle reason
+  int throttled_samples = 0;       // busy samples with a slowdown reason
+  uint64_t throttle_reasons = 0;   // union of slowdown reasons over those
   double throttled_clock_mhz = 0;  // mean SM clock while throttled
 };
 

@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "sample/finding.h"
 #include "sample/disk.h"
+#include "sample/finding.h"
 
 namespace stallscope {
 

@@ -1,12 +1,13 @@
 // NCCL logs joined to a host's triage (see nccl_log_host.h).
 #include "analyze/nccl_log_host.h"
-#include "analyze/nccl_log_rules.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
 #include <set>
+
+#include "analyze/nccl_log_rules.h"
 
 namespace stallscope {
 namespace {

@@ -1,6 +1,8 @@
 // Findings from an NCCL log summary (see nccl_log.h). Pure: a summary and,
 // optionally, this host's RDMA ports in; findings out. Thresholds and their
 // reasons are in the catalog (analyze/catalog.cc) under the same ids.
+#include "analyze/nccl_log_rules.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,10 +10,8 @@
 #include <set>
 #include <string>
 
-#include "analyze/nccl_log_rules.h"
 #include "core/text.h"
 #include "sample/nccl_log.h"
-
 
 namespace stallscope {
 namespace {

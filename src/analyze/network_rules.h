@@ -28,9 +28,9 @@
 #include <string_view>
 #include <vector>
 
+#include "sample/container.h"
 #include "sample/environment.h"
 #include "sample/finding.h"
-#include "sample/container.h"
 #include "sample/network.h"
 #include "sample/snapshot.h"
 

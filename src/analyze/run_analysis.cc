@@ -27,8 +27,7 @@ RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
   // The network host rules judge the baseline the run file keeps.
   if (baseline_json) {
     run.baseline_json = std::move(*baseline_json);
-    if (Result<NetworkObservation> network = NetworkFromBaseline(run.baseline_json);
-        network.ok()) {
+    if (Result<NetworkObservation> network = NetworkFromBaseline(run.baseline_json); network.ok()) {
       for (Finding& f : CheckNetwork(*network)) run.findings.push_back(std::move(f));
     } else {
       run.notes.push_back("network: " + network.status().message());

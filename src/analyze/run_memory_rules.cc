@@ -166,9 +166,9 @@ Series TrainingRss(const Timeline& timeline) {
   double from = -std::numeric_limits<double>::infinity();
   double to = std::numeric_limits<double>::infinity();
   if (!timeline.steps.empty()) {
-    auto [first, last] = std::minmax_element(
-        timeline.steps.begin(), timeline.steps.end(),
-        [](const StepEvent& a, const StepEvent& b) { return a.t < b.t; });
+    auto [first, last] =
+        std::minmax_element(timeline.steps.begin(), timeline.steps.end(),
+                            [](const StepEvent& a, const StepEvent& b) { return a.t < b.t; });
     from = first->t;
     to = last->t;
   }
@@ -232,10 +232,10 @@ std::string SignedBytes(int64_t bytes) {
 }
 
 std::string HolderText(const AllocationReport& h) {
-  return fmt::format(
-      "{} holds {} tensors, {}{}", h.text, h.count, SignedBytes(h.bytes),
-      h.grew_bytes > 0 ? fmt::format(" (+{} while traced)", SignedBytes(h.grew_bytes))
-                       : std::string());
+  return fmt::format("{} holds {} tensors, {}{}", h.text, h.count, SignedBytes(h.bytes),
+                     h.grew_bytes > 0
+                         ? fmt::format(" (+{} while traced)", SignedBytes(h.grew_bytes))
+                         : std::string());
 }
 
 std::optional<Finding> CheckRssGrowth(const Timeline& timeline) {
@@ -340,8 +340,7 @@ std::optional<Finding> CheckRssGrowth(const Timeline& timeline) {
         "look at {}{}: what it keeps lives across steps; keep `loss.item()` or "
         "`t.detach().cpu()` of what you need, bound the cache, or clear it each epoch; then "
         "rerun under `stallscope run` and check memory.rss_growth is gone",
-        place->line,
-        place->holder ? fmt::format(" ({})", place->holder->text) : std::string());
+        place->line, place->holder ? fmt::format(" ({})", place->holder->text) : std::string());
     return f;
   }
   f.next = fmt::format(
@@ -392,7 +391,8 @@ OomPeak FindOomPeak(const Timeline& timeline) {
 }
 
 std::string DescribePeak(const OomPeak& peak, const Timeline& timeline) {
-  if (peak.source == "samples") return fmt::format("its memory peaked at {}", FormatBytes(peak.bytes));
+  if (peak.source == "samples")
+    return fmt::format("its memory peaked at {}", FormatBytes(peak.bytes));
   if (peak.source == "oom_kill") {
     return fmt::format("its memory peaked at {} (the kernel's OOM report of pid {})",
                        FormatBytes(peak.bytes), peak.victim->pid);
@@ -401,11 +401,10 @@ std::string DescribePeak(const OomPeak& peak, const Timeline& timeline) {
     return fmt::format("its memory cgroup peaked at {}", FormatBytes(peak.bytes));
   }
   // Unknown (no sample saw the tree, or there would be a peak): say why, never 0.
-  return fmt::format(
-      "its peak is unknown (killed before the first sample; {})",
-      !timeline.memory_peaks_recorded
-          ? "the run file predates the kernel's peaks"
-          : "the kernel log named no process of the job and no cgroup peak rose");
+  return fmt::format("its peak is unknown (killed before the first sample; {})",
+                     !timeline.memory_peaks_recorded
+                         ? "the run file predates the kernel's peaks"
+                         : "the kernel log named no process of the job and no cgroup peak rose");
 }
 
 std::optional<Finding> CheckOomKilled(const Timeline& timeline) {
@@ -427,14 +426,13 @@ std::optional<Finding> CheckOomKilled(const Timeline& timeline) {
   f.id = "memory.oom_killed";
   f.layer = Layer::kMemory;
   f.severity = Severity::kCritical;
-  f.summary = fmt::format(
-      "the kernel's OOM killer ended the job{}; {}{}",
-      ran ? fmt::format(" after {}", FormatDuration(*ran)) : std::string(),
-      DescribePeak(peak, timeline),
-      limit > 0 && peak.bytes > 0
-          ? fmt::format(" of {}{}", FormatBytes(limit),
-                        info.cgroup_limit_bytes ? " (the cgroup limit)" : "")
-          : std::string());
+  f.summary = fmt::format("the kernel's OOM killer ended the job{}; {}{}",
+                          ran ? fmt::format(" after {}", FormatDuration(*ran)) : std::string(),
+                          DescribePeak(peak, timeline),
+                          limit > 0 && peak.bytes > 0
+                              ? fmt::format(" of {}{}", FormatBytes(limit),
+                                            info.cgroup_limit_bytes ? " (the cgroup limit)" : "")
+                              : std::string());
   f.evidence = {{"peak_known", peak.bytes > 0}};
   if (peak.bytes > 0) {
     f.evidence.push_back({"peak_bytes", AsInt(peak.bytes)});
@@ -470,7 +468,8 @@ std::vector<std::string> AllocationTraceNotes(const Timeline& timeline) {
   std::vector<std::string> notes;
   for (const AllocationReport& a : timeline.allocations) {
     if (a.kind == "note") {
-      notes.push_back(fmt::format("allocation tracing, rank {} (pid {}): {}", a.rank, a.pid, a.text));
+      notes.push_back(
+          fmt::format("allocation tracing, rank {} (pid {}): {}", a.rank, a.pid, a.text));
     }
   }
   return notes;

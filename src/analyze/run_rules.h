@@ -13,9 +13,9 @@
 #include <optional>
 #include <vector>
 
-#include "sample/finding.h"
 #include "analyze/network_rules.h"
 #include "core/status.h"
+#include "sample/finding.h"
 #include "sample/timeline.h"
 
 namespace stallscope {

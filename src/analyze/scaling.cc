@@ -96,7 +96,8 @@ ScaleAnalysis AnalyzeScaling(std::vector<ScalePoint> points) {
   const double comm = std::max(0.0, last.point.step_s - base.step_s);
   for (int k : kAccumulationSteps) {
     double total = k * compute + comm;
-    out.accumulation.push_back({k, total > 0 ? comm / total : 0, total > 0 ? k * compute / total : 1});
+    out.accumulation.push_back(
+        {k, total > 0 ? comm / total : 0, total > 0 ? k * compute / total : 1});
   }
   return out;
 }
@@ -128,14 +129,14 @@ std::vector<Finding> CheckScaling(const ScaleAnalysis& a, const std::string& com
     f.layer = Layer::kDistributed;
     f.severity =
         last.efficiency < kScalingCriticalEfficiency ? Severity::kCritical : Severity::kWarning;
-    f.summary = fmt::format("{} ranks give {:.2f}x the throughput of {} ({:.0f}% efficiency)", n,
-                            last.speedup, a.base_procs == 1 ? "one" : fmt::format("{}", a.base_procs),
-                            100 * last.efficiency);
+    f.summary = fmt::format(
+        "{} ranks give {:.2f}x the throughput of {} ({:.0f}% efficiency)", n, last.speedup,
+        a.base_procs == 1 ? "one" : fmt::format("{}", a.base_procs), 100 * last.efficiency);
     if (weak_doubling) {
-      f.summary += fmt::format("; {} against {} ranks gains only {:.2f}x: stop adding ranks",
-                               weak_doubling->second->point.procs, weak_doubling->first->point.procs,
-                               weak_doubling->second->point.samples_per_s /
-                                   weak_doubling->first->point.samples_per_s);
+      f.summary += fmt::format(
+          "; {} against {} ranks gains only {:.2f}x: stop adding ranks",
+          weak_doubling->second->point.procs, weak_doubling->first->point.procs,
+          weak_doubling->second->point.samples_per_s / weak_doubling->first->point.samples_per_s);
     }
     f.evidence = {{"procs", int64_t{n}},
                   {"base_procs", int64_t{a.base_procs}},
@@ -150,8 +151,9 @@ std::vector<Finding> CheckScaling(const ScaleAnalysis& a, const std::string& com
                                                  weak_doubling->first->point.samples_per_s});
     }
     f.next = "find where the time goes before adding ranks, " + triage;
-    f.impact = Impact{std::clamp(1 - last.efficiency, 0.0, 1.0), std::nullopt,
-                      "1 - scaling efficiency: the share of the ranks' time that adds no throughput"};
+    f.impact =
+        Impact{std::clamp(1 - last.efficiency, 0.0, 1.0), std::nullopt,
+               "1 - scaling efficiency: the share of the ranks' time that adds no throughput"};
     findings.push_back(std::move(f));
   }
 

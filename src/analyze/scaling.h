@@ -39,9 +39,9 @@ inline constexpr int kAccumulationSteps[] = {2, 4, 8};
 struct ScalePoint {
   int procs = 0;
   int ranks_reported = 0;
-  int64_t steps = 0;          // counted steps over all ranks
-  double samples_per_s = 0;   // the whole job; steps/s x batch per rank
-  double step_s = 0;          // mean step time over the ranks
+  int64_t steps = 0;             // counted steps over all ranks
+  double samples_per_s = 0;      // the whole job; steps/s x batch per rank
+  double step_s = 0;             // mean step time over the ranks
   std::optional<double> sync_s;  // measured sync wait per step (stallscope.ddp)
 };
 

@@ -111,8 +111,8 @@ Status MpiAllreduceBackend::Allocate(uint64_t max_count) {
   } catch (const std::bad_alloc&) {
     send_ = {};
     recv_ = {};
-    return Status::Unavailable(fmt::format("cannot allocate 2 x {} bytes of buffers",
-                                           max_count * sizeof(float)));
+    return Status::Unavailable(
+        fmt::format("cannot allocate 2 x {} bytes of buffers", max_count * sizeof(float)));
   }
   return Status::Ok();
 }
@@ -176,7 +176,8 @@ Result<std::vector<AllreduceRow>> RunAllreduce(MpiWorld& world, AllreduceBackend
       if (Status s = backend.Launch(count); !s.ok()) return s;
     }
     if (Status s = backend.Wait(); !s.ok()) return s;
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     Result<double> slowest = world.AllreduceMax(seconds / plan.iterations);
     if (!slowest.ok()) return slowest.status();
 

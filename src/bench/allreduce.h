@@ -50,10 +50,10 @@ class AllreduceBackend {
   virtual std::string Description() const = 0;  // "Open MPI v4.1.4", "NCCL 2.21.5 on GPU 0"
   virtual Status Allocate(uint64_t max_count) = 0;
   virtual Status Upload(std::span<const float> input) = 0;  // into the send buffer
-  virtual Status ClearOutput(uint64_t count) = 0;          // sentinel into the receive buffer
-  virtual Status Launch(uint64_t count) = 0;               // one all-reduce, may be async
-  virtual Status Wait() = 0;                               // all launched ones complete
-  virtual Status Download(std::span<float> output) = 0;    // from the receive buffer
+  virtual Status ClearOutput(uint64_t count) = 0;           // sentinel into the receive buffer
+  virtual Status Launch(uint64_t count) = 0;                // one all-reduce, may be async
+  virtual Status Wait() = 0;                                // all launched ones complete
+  virtual Status Download(std::span<float> output) = 0;     // from the receive buffer
 };
 
 class MpiAllreduceBackend : public AllreduceBackend {

@@ -26,8 +26,11 @@ struct NcclUniqueId {
 // The runtime's soname changes with each CUDA major version; the toolkit's
 // directory is tried when the dynamic loader's path does not have it.
 constexpr const char* kCudartNames[] = {
-    "libcudart.so",         "libcudart.so.13",         "libcudart.so.12",
-    "libcudart.so.11.0",    "/usr/local/cuda/lib64/libcudart.so",
+    "libcudart.so",
+    "libcudart.so.13",
+    "libcudart.so.12",
+    "libcudart.so.11.0",
+    "/usr/local/cuda/lib64/libcudart.so",
 };
 constexpr const char* kNcclNames[] = {"libnccl.so.2", "libnccl.so",
                                       "/usr/local/cuda/lib64/libnccl.so.2",
@@ -114,15 +117,14 @@ Result<std::unique_ptr<NcclAllreduceBackend>> NcclAllreduceBackend::Open(int loc
   int count = 0;
   int rc = a.cudaGetDeviceCount(&count);
   if (rc != kCudaSuccess || count == 0) {
-    std::string why = rc != kCudaSuccess
-                          ? fmt::format("cudaGetDeviceCount: {} (error {})",
-                                        a.cudaGetErrorString(rc), rc)
-                          : std::string("cudaGetDeviceCount found 0 devices");
-    return Status::Unavailable(fmt::format(
-        "--backend nccl: no GPU found ({}); it needs one GPU per rank on the node. "
-        "Use --backend mpi to measure the CPU path, or run on GPU nodes "
-        "(check: nvidia-smi -L)",
-        why));
+    std::string why = rc != kCudaSuccess ? fmt::format("cudaGetDeviceCount: {} (error {})",
+                                                       a.cudaGetErrorString(rc), rc)
+                                         : std::string("cudaGetDeviceCount found 0 devices");
+    return Status::Unavailable(
+        fmt::format("--backend nccl: no GPU found ({}); it needs one GPU per rank on the node. "
+                    "Use --backend mpi to measure the CPU path, or run on GPU nodes "
+                    "(check: nvidia-smi -L)",
+                    why));
   }
   if (local_ranks > count) {
     return Status::Unavailable(fmt::format(

@@ -7,15 +7,14 @@
 // the degraded run's output is captured to a file and read by the nccl-log
 // analysis. Wires record/ (job, hook socket) to analyze/ and render/.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
 #include <CLI/CLI.hpp>
-#include <cstdio>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -25,11 +24,11 @@
 #include "analyze/ab_rules.h"
 #include "analyze/nccl_log_rules.h"
 #include "analyze/report.h"
-#include "probe/nccl_log.h"
 #include "cli/commands.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
 #include "core/text.h"
+#include "probe/nccl_log.h"
 #include "record/hook_receiver.h"
 #include "record/job.h"
 #include "record/recorder.h"
@@ -133,8 +132,8 @@ std::string Table(const AbRunFigures& a, const AbRunFigures& b, const std::strin
   auto workers = [](const AbRunFigures& r) {
     return r.loader_workers ? std::to_string(*r.loader_workers) : std::string("-");
   };
-  std::string out = fmt::format("{:<22} {:>12} {:>12}   degraded: {}\n", "", "as is", "degraded",
-                                change);
+  std::string out =
+      fmt::format("{:<22} {:>12} {:>12}   degraded: {}\n", "", "as is", "degraded", change);
   out += fmt::format("{:<22} {:>12} {:>12}\n", "steps", a.steps, b.steps);
   out += fmt::format("{:<22} {:>12.2f} {:>12.2f}\n", "steps/s (steady)", a.steady_steps_per_s,
                      b.steady_steps_per_s);
@@ -228,10 +227,10 @@ int RunAb(const AbFlags& flags) {
   Result<AbRun> b = RunOnce(flags, degraded_env, capture);
   if (!b.ok()) return Fail("ab", b.status().message(), kExitCouldNotRun);
 
-  AbRunFigures fa = SummarizeAbRun(a->events.steps, a->events.loaders, a->wall_seconds,
-                                   a->exit.ShellStatus());
-  AbRunFigures fb = SummarizeAbRun(b->events.steps, b->events.loaders, b->wall_seconds,
-                                   b->exit.ShellStatus());
+  AbRunFigures fa =
+      SummarizeAbRun(a->events.steps, a->events.loaders, a->wall_seconds, a->exit.ShellStatus());
+  AbRunFigures fb =
+      SummarizeAbRun(b->events.steps, b->events.loaders, b->wall_seconds, b->exit.ShellStatus());
   std::vector<std::string> notes;
   for (const auto& [name, run, fig] : {std::tuple{"A", &*a, &fa}, std::tuple{"B", &*b, &fb}}) {
     if (fig->steps == 0) {
@@ -241,18 +240,21 @@ int RunAb(const AbFlags& flags) {
                               name, fig->exit_status),
                   kExitCouldNotRun);
     }
-    if (run->timed_out) notes.push_back(fmt::format("run {} was killed after --timeout {} s", name, flags.timeout));
+    if (run->timed_out)
+      notes.push_back(fmt::format("run {} was killed after --timeout {} s", name, flags.timeout));
     if (fig->steps < flags.steps && !run->timed_out) {
-      notes.push_back(fmt::format("run {} ended after {} of {} steps (exit status {}): its data "
-                                  "ran out or it failed",
-                                  name, fig->steps, flags.steps, fig->exit_status));
+      notes.push_back(
+          fmt::format("run {} ended after {} of {} steps (exit status {}): its data "
+                      "ran out or it failed",
+                      name, fig->steps, flags.steps, fig->exit_status));
     }
   }
   if (change.loader_workers && fb.loader_workers != change.loader_workers) {
     notes.push_back(fmt::format(
         "the degraded run's loader reported num_workers={}, not {}: the hook could not rebuild it "
         "(not a torch DataLoader?)",
-        fb.loader_workers ? std::to_string(*fb.loader_workers) : "unknown", *change.loader_workers));
+        fb.loader_workers ? std::to_string(*fb.loader_workers) : "unknown",
+        *change.loader_workers));
   }
   std::vector<Finding> findings = CompareAbRuns(fa, fb, change, command);
   std::vector<Layer> checked = {change.loader_workers ? Layer::kIo : Layer::kCode};
@@ -283,7 +285,8 @@ int RunAb(const AbFlags& flags) {
     j["ab"]["change"] = what;
     j["ab"]["as_is"] = FiguresJson(fa);
     j["ab"]["degraded"] = FiguresJson(fb);
-    j["ab"]["speedup"] = fa.steady_steps_per_s > 0 ? fb.steady_steps_per_s / fa.steady_steps_per_s : 0.0;
+    j["ab"]["speedup"] =
+        fa.steady_steps_per_s > 0 ? fb.steady_steps_per_s / fa.steady_steps_per_s : 0.0;
     if (!capture.empty()) {
       j["ab"]["degraded_log"] = capture;
       j["ab"]["nccl_lines"] = nccl.nccl_lines;
@@ -306,7 +309,8 @@ CommandRunner SetupAb(CLI::App& app) {
   app.add_option("--loader-workers", flags->loader_workers,
                  "degraded run: the hook rebuilds the DataLoader with num_workers=N");
   // One value per --env, so `--env A=1 -- CMD` never takes CMD as a value.
-  app.add_option("--env", flags->env, "degraded run: set NAME=VALUE (repeatable), e.g. NCCL_DEBUG=INFO")
+  app.add_option("--env", flags->env,
+                 "degraded run: set NAME=VALUE (repeatable), e.g. NCCL_DEBUG=INFO")
       ->allow_extra_args(false)
       ->take_all();
   app.add_option("--timeout", flags->timeout, "seconds per run before the job is killed")

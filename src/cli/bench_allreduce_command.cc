@@ -34,7 +34,8 @@ namespace {
 // What the probes say about the link, read on rank 0 only.
 std::optional<AllreduceLink> LinkInUse(const std::string& backend,
                                        const std::vector<std::string>& hosts,
-                                       const std::string& my_host, std::vector<std::string>* notes) {
+                                       const std::string& my_host,
+                                       std::vector<std::string>* notes) {
   AllreduceLinkInput in;
   in.backend = backend;
   Root root("/");
@@ -164,7 +165,8 @@ CommandRunner SetupBenchAllreduce(CLI::App& app) {
     }
     judge.link = run.link;
     run.judgement = JudgeAllreduce(judge);
-    Report report = MakeReport(run.judgement.findings, {Layer::kNetwork, Layer::kDistributed}, notes);
+    Report report =
+        MakeReport(run.judgement.findings, {Layer::kNetwork, Layer::kDistributed}, notes);
     ReportHeader header{"bench allreduce", rank_hosts[0], UtcTime(started),
                         static_cast<double>(std::time(nullptr) - started)};
     std::string out;

@@ -12,13 +12,13 @@
 #include <memory>
 
 #include "analyze/report.h"
+#include "bench/cuda_h2d.h"
+#include "bench/cuda_runtime.h"
 #include "cli/bench_command.h"
 #include "cli/progress.h"
 #include "core/byte_size.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
-#include "bench/cuda_h2d.h"
-#include "bench/cuda_runtime.h"
 #include "render/bench_h2d.h"
 #include "render/report.h"
 

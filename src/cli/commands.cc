@@ -32,12 +32,16 @@ constexpr Command kCommands[] = {
      SetupSnapshot},
     {"plan", "plan memory (per-GPU memory under tp/pp/dp/ZeRO) / plan loader (DataLoader settings)",
      SetupPlan},
-    {"exporter", "Prometheus /metrics: host memory, swap, disks, NICs, RDMA, GPUs, hook jobs per rank",
+    {"exporter",
+     "Prometheus /metrics: host memory, swap, disks, NICs, RDMA, GPUs, hook jobs per rank",
      SetupExporter},
-    {"ab", "runs CMD twice, as is and degraded (num_workers=0, --env K=V): steps/s and what it means",
+    {"ab",
+     "runs CMD twice, as is and degraded (num_workers=0, --env K=V): steps/s and what it means",
      SetupAb},
-    {"cluster", "under mpirun/srun: every node's GPUs, driver, CPU, kernel, MTUs, NCCL env, clock; "
-     "what differs", SetupCluster},
+    {"cluster",
+     "under mpirun/srun: every node's GPUs, driver, CPU, kernel, MTUs, NCCL env, clock; "
+     "what differs",
+     SetupCluster},
 };
 
 std::string Usage() {

@@ -32,8 +32,8 @@ std::vector<std::string> DistinctInOrder(const std::vector<std::string>& items) 
 bool AgreeOrReport(MpiWorld& world, std::string_view command, const Status& status) {
   Result<int64_t> all_ok = world.AllreduceMin(status.ok() ? 1 : 0);
   if (!all_ok.ok()) {
-    std::fprintf(stderr, "stallscope %.*s: %s\n", static_cast<int>(command.size()),
-                 command.data(), all_ok.status().message().c_str());
+    std::fprintf(stderr, "stallscope %.*s: %s\n", static_cast<int>(command.size()), command.data(),
+                 all_ok.status().message().c_str());
     world.Abort(kExitCouldNotRun);
   }
   if (*all_ok == 1) return true;

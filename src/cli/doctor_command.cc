@@ -37,8 +37,8 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "data/census.h"
-#include "probe/gpu_probe.h"
 #include "net/host_observation.h"
+#include "probe/gpu_probe.h"
 #include "probe/nccl_log_files.h"
 #include "probe/snapshot.h"
 #include "render/bench_io.h"
@@ -71,7 +71,7 @@ struct Flags {
   double drift_percent = kDriftDefaultShare * 100;
   std::vector<std::string> peers;
   std::vector<std::string> nccl_logs;  // --nccl-log FILE...
-  std::string root = "/";             // --root DIR: a fixture or copied tree
+  std::string root = "/";              // --root DIR: a fixture or copied tree
 };
 
 // The inputs the user named, checked before any sampling.
@@ -253,8 +253,7 @@ CommandRunner SetupDoctor(CLI::App& app) {
     }
     // --- gpu (owner: gpu): NVML findings (memory.gpu_near_full, code.*) ---
     if (snapshot->gpus.available) {
-      t.Add(CheckGpuObservation(snapshot->gpus, GpuProcessNames(root, snapshot->gpus),
-                                &t.notes));
+      t.Add(CheckGpuObservation(snapshot->gpus, GpuProcessNames(root, snapshot->gpus), &t.notes));
     } else {
       t.notes.push_back("gpu: " + snapshot->gpus.absent_reason);
     }
@@ -292,8 +291,8 @@ CommandRunner SetupDoctor(CLI::App& app) {
     }
     std::string out;
     if (f.json) {
-      out = JsonText(DoctorJson({&*snapshot, &report, &t, &why, f.baseline, f.drift_percent,
-                                 f.save_baseline})) +
+      out = JsonText(DoctorJson(
+                {&*snapshot, &report, &t, &why, f.baseline, f.drift_percent, f.save_baseline})) +
             "\n";
     } else {
       DoctorTextInput in{snapshot->hostname,

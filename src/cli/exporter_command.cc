@@ -2,11 +2,10 @@
 // Prometheus /metrics for this host and for every job reporting through the
 // hook. Wires export/ (the HTTP server, the exposition writer, the host and
 // job series) to the command line; the logic lives there.
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -16,12 +15,12 @@
 
 #include "cli/commands.h"
 #include "core/host_clock.h"
-#include "render/exposition.h"
 #include "export/hook_listener.h"
 #include "export/host_metrics.h"
 #include "export/http_server.h"
 #include "export/job_metrics.h"
 #include "probe/gpu_probe.h"
+#include "render/exposition.h"
 
 namespace stallscope {
 namespace {
@@ -43,8 +42,8 @@ struct ExporterFlags {
   std::string hook_socket;
 };
 
-void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& jobs,
-              size_t notes, double scrape_seconds) {
+void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& jobs, size_t notes,
+              double scrape_seconds) {
   out.Family("stallscope_exporter_build_info", MetricType::kGauge,
              "The exporter's version; always 1.");
   out.Add("stallscope_exporter_build_info", {{"version", "0.1.0"}}, 1);
@@ -62,8 +61,7 @@ void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& j
        "Connections cut for a request head or an answer that took too long.",
        static_cast<double>(http.timeouts)},
       {"stallscope_exporter_http_refused_connections_total",
-       "Connections answered 503 because too many were open.",
-       static_cast<double>(http.refused)},
+       "Connections answered 503 because too many were open.", static_cast<double>(http.refused)},
       {"stallscope_exporter_hook_malformed_lines_total", "Hook records that could not be read.",
        static_cast<double>(jobs.malformed_lines())},
       {"stallscope_exporter_hook_refused_records_total",
@@ -187,9 +185,9 @@ CommandRunner SetupExporter(CLI::App& app) {
   app.add_option("--interval", flags->interval,
                  "seconds between disk samples (iostat %util and await are over this interval)")
       ->capture_default_str();
-  app.add_option("--hook-socket", flags->hook_socket,
-                 "where jobs send hook records (STALLSCOPE_SOCKET); default " +
-                     DefaultHookSocketPath());
+  app.add_option(
+      "--hook-socket", flags->hook_socket,
+      "where jobs send hook records (STALLSCOPE_SOCKET); default " + DefaultHookSocketPath());
   return [flags]() { return RunExporter(*flags); };
 }
 

@@ -14,12 +14,12 @@
 
 #include "analyze/nccl_log_rules.h"
 #include "analyze/report.h"
-#include "probe/nccl_log.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
 #include "core/text.h"
+#include "probe/nccl_log.h"
 #include "probe/nccl_log_files.h"
 #include "render/nccl_log.h"
 

@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <memory>
 
 #include "analyze/report.h"
@@ -189,7 +189,8 @@ CommandRunner SetupScale(CLI::App& app) {
         close(signal_fd);
         return kExitCouldNotRun;
       }
-      ScalePoint point = MeasureScalePoint(procs, run->events.steps, run->events.syncs, run->events.loaders);
+      ScalePoint point =
+          MeasureScalePoint(procs, run->events.steps, run->events.syncs, run->events.loaders);
       std::string why;
       if (run->timed_out) {
         why = fmt::format("it ran past --timeout {} s and was ended", flags->timeout);
@@ -209,14 +210,14 @@ CommandRunner SetupScale(CLI::App& app) {
         return kExitCouldNotRun;
       }
       if (point.ranks_reported < procs) {
-        notes.push_back(fmt::format("at {} procs only {} ranks reported steps", procs,
-                                    point.ranks_reported));
+        notes.push_back(
+            fmt::format("at {} procs only {} ranks reported steps", procs, point.ranks_reported));
       }
       bool batch_known = false;
       for (const LoaderConfig& l : run->events.loaders) batch_known |= l.batch_size > 0;
       if (!batch_known) {
-        notes.push_back(fmt::format(
-            "at {} procs the hook saw no batch size: samples/s counts steps", procs));
+        notes.push_back(
+            fmt::format("at {} procs the hook saw no batch size: samples/s counts steps", procs));
       }
       points.push_back(point);
     }
@@ -228,8 +229,8 @@ CommandRunner SetupScale(CLI::App& app) {
           sizes->back(), cpus));
     }
     ScaleAnalysis analysis = AnalyzeScaling(points);
-    Report report = MakeReport(CheckScaling(analysis, command),
-                               {Layer::kNetwork, Layer::kDistributed}, notes);
+    Report report =
+        MakeReport(CheckScaling(analysis, command), {Layer::kNetwork, Layer::kDistributed}, notes);
     ReportHeader header{"scale", HostName(), began_utc,
                         static_cast<double>(MonotonicNs() - began_ns) / 1e9};
     if (flags->json) {
@@ -240,9 +241,9 @@ CommandRunner SetupScale(CLI::App& app) {
       j["scale"]["launcher"] = flags->launcher;
       std::fputs((JsonText(j) + "\n").c_str(), stdout);
     } else {
-      std::fputs(("\n" + RenderScaleTable(analysis) + "\n" + RenderReportText(header, report))
-                     .c_str(),
-                 stdout);
+      std::fputs(
+          ("\n" + RenderScaleTable(analysis) + "\n" + RenderReportText(header, report)).c_str(),
+          stdout);
     }
     return kExitOk;
   };

@@ -228,7 +228,6 @@ void DescribeFileSystem(DatasetCensus& c) {
 
 }  // namespace
 
-
 Result<DatasetCensus> TakeCensus(const std::string& path, const CensusOptions& options) {
   if (path.empty()) return Status::InvalidArgument("empty dataset path");
   DatasetCensus c;

@@ -107,7 +107,6 @@ int OpenDirectory(const std::string& path) {
   return fd;
 }
 
-
 void ReadOneDirectory(const DirTask& task, WalkVisitor& visitor, std::vector<char>& buffer,
                       std::vector<DirTask>& children) {
   const int fd = OpenDirectory(task.path);

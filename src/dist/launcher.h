@@ -18,8 +18,8 @@ using EnvLookup = std::function<std::optional<std::string>(std::string_view name
 EnvLookup ProcessEnvLookup();
 
 struct LauncherInfo {
-  std::string name;       // "mpirun (Open MPI)", "srun (Slurm)", "PMIx", "PMI"
-  std::string evidence;   // the variables that decided it: "OMPI_COMM_WORLD_SIZE=4"
+  std::string name;      // "mpirun (Open MPI)", "srun (Slurm)", "PMIx", "PMI"
+  std::string evidence;  // the variables that decided it: "OMPI_COMM_WORLD_SIZE=4"
   std::optional<int> rank;
   std::optional<int> size;
 };

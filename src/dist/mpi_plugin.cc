@@ -106,8 +106,8 @@ int Gatherv(const void* bytes, size_t length, void* out, const int64_t* lengths,
       offset += lengths[i];
     }
   }
-  return MPI_Gatherv(bytes, static_cast<int>(length), MPI_BYTE, out, counts.data(),
-                     displs.data(), MPI_BYTE, root, MPI_COMM_WORLD);
+  return MPI_Gatherv(bytes, static_cast<int>(length), MPI_BYTE, out, counts.data(), displs.data(),
+                     MPI_BYTE, root, MPI_COMM_WORLD);
 }
 
 int Send(const void* bytes, size_t length, int dest, int tag) {
@@ -149,7 +149,6 @@ StallscopeMpiApi g_api = {STALLSCOPE_MPI_API_VERSION,
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const StallscopeMpiApi* stallscope_mpi_api(
-    void) {
+extern "C" __attribute__((visibility("default"))) const StallscopeMpiApi* stallscope_mpi_api(void) {
   return &g_api;
 }

@@ -20,11 +20,15 @@ extern "C" {
 
 #define STALLSCOPE_MPI_API_VERSION 1
 
-enum StallscopeMpiType { kStallscopeMpiFloat = 0, kStallscopeMpiDouble = 1, kStallscopeMpiInt64 = 2 };
+enum StallscopeMpiType {
+  kStallscopeMpiFloat = 0,
+  kStallscopeMpiDouble = 1,
+  kStallscopeMpiInt64 = 2
+};
 enum StallscopeMpiOp { kStallscopeMpiSum = 0, kStallscopeMpiMax = 1, kStallscopeMpiMin = 2 };
 
 struct StallscopeMpiApi {
-  int version;                 // STALLSCOPE_MPI_API_VERSION
+  int version;                  // STALLSCOPE_MPI_API_VERSION
   const char* library_version;  // MPI_Get_library_version's first line
   int (*init)(void);
   int (*finalize)(void);

@@ -44,10 +44,10 @@ Result<std::unique_ptr<MpiWorld>> MpiWorld::Init() {
     world->handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (world->handle_ == nullptr) {
       // Present but its MPI library is not: say which library is missing.
-      return Status::Unavailable(fmt::format(
-          "cannot load the MPI plugin {}: {} (install the MPI it was built against: "
-          "apt-get install openmpi-bin libopenmpi3)",
-          path, ::dlerror()));
+      return Status::Unavailable(
+          fmt::format("cannot load the MPI plugin {}: {} (install the MPI it was built against: "
+                      "apt-get install openmpi-bin libopenmpi3)",
+                      path, ::dlerror()));
     }
     world->plugin_path_ = path;
     break;
@@ -61,21 +61,18 @@ Result<std::unique_ptr<MpiWorld>> MpiWorld::Init() {
   using ApiFunction = const StallscopeMpiApi* (*)();
   auto entry = reinterpret_cast<ApiFunction>(::dlsym(world->handle_, "stallscope_mpi_api"));
   if (entry == nullptr) {
-    return Status::Unavailable(
-        fmt::format("{}: no stallscope_mpi_api symbol; not a stallscope MPI plugin", world->plugin_path_));
+    return Status::Unavailable(fmt::format(
+        "{}: no stallscope_mpi_api symbol; not a stallscope MPI plugin", world->plugin_path_));
   }
   world->api_ = entry();
   if (world->api_ == nullptr || world->api_->version != STALLSCOPE_MPI_API_VERSION) {
-    return Status::Unavailable(fmt::format("{}: plugin table version {} (this stallscope needs {})",
-                                           world->plugin_path_,
-                                           world->api_ ? world->api_->version : -1,
-                                           STALLSCOPE_MPI_API_VERSION));
+    return Status::Unavailable(
+        fmt::format("{}: plugin table version {} (this stallscope needs {})", world->plugin_path_,
+                    world->api_ ? world->api_->version : -1, STALLSCOPE_MPI_API_VERSION));
   }
   if (Status s = world->Check(world->api_->init(), "MPI_Init"); !s.ok()) return s;
-  if (Status s = world->Check(world->api_->rank(&world->rank_), "MPI_Comm_rank"); !s.ok())
-    return s;
-  if (Status s = world->Check(world->api_->size(&world->size_), "MPI_Comm_size"); !s.ok())
-    return s;
+  if (Status s = world->Check(world->api_->rank(&world->rank_), "MPI_Comm_rank"); !s.ok()) return s;
+  if (Status s = world->Check(world->api_->size(&world->size_), "MPI_Comm_size"); !s.ok()) return s;
   world->library_version_ = world->api_->library_version ? world->api_->library_version : "";
   return world;
 }

@@ -68,7 +68,6 @@ void Line(std::string& out, std::initializer_list<std::string_view> fields) {
 
 }  // namespace
 
-
 bool IsClusterVariable(std::string_view name) {
   return name.starts_with("NCCL_") || name.starts_with("GLOO_");
 }
@@ -80,8 +79,8 @@ NodeSummary SummarizeSnapshot(const Snapshot& snapshot, int rank) {
   n.kernel = snapshot.kernel;
   n.cpu_count = snapshot.after.cpu.per_cpu.size();
   for (const NetInterface& i : snapshot.interfaces) {
-    n.interfaces.push_back({i.name, i.mtu_bytes.value_or(0), InterfaceKindName(i.kind),
-                            i.operstate, i.speed_mbps.value_or(0)});
+    n.interfaces.push_back({i.name, i.mtu_bytes.value_or(0), InterfaceKindName(i.kind), i.operstate,
+                            i.speed_mbps.value_or(0)});
   }
   for (const InfinibandDevice& d : snapshot.infiniband) {
     for (const InfinibandPort& p : d.ports) {
@@ -101,7 +100,8 @@ std::string ParseCpuModel(std::string_view cpuinfo) {
   for (std::string_view line : SplitLines(cpuinfo)) {
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
-    if (Trim(line.substr(0, colon)) == "model name") return std::string(Trim(line.substr(colon + 1)));
+    if (Trim(line.substr(0, colon)) == "model name")
+      return std::string(Trim(line.substr(colon + 1)));
   }
   return "";
 }
@@ -144,9 +144,8 @@ std::string SerializeNodeSummary(const NodeSummary& n) {
 Result<NodeSummary> ParseNodeSummary(std::string_view text, std::string_view source) {
   std::vector<std::string_view> lines = SplitLines(text);
   if (lines.empty() || lines[0] != kNodeSummaryHeader) {
-    return Status::ParseError(source, 1,
-                              fmt::format("not a node summary (expected the header {})",
-                                          kNodeSummaryHeader));
+    return Status::ParseError(
+        source, 1, fmt::format("not a node summary (expected the header {})", kNodeSummaryHeader));
   }
   NodeSummary n;
   bool have_rank = false, have_host = false;
@@ -159,11 +158,14 @@ Result<NodeSummary> ParseNodeSummary(std::string_view text, std::string_view sou
     auto want = [&](size_t count) -> Status {
       if (f.size() == count) return Status::Ok();
       return Status::ParseError(
-          source, line_no, fmt::format("'{}' takes {} field(s), got {}", key, count - 1, f.size() - 1));
+          source, line_no,
+          fmt::format("'{}' takes {} field(s), got {}", key, count - 1, f.size() - 1));
     };
     auto number = [&](const std::string& field, uint64_t* out) -> Status {
       std::optional<uint64_t> v = ParseUint(field);
-      if (!v) return Status::ParseError(source, line_no, fmt::format("'{}': not a number: {}", key, field));
+      if (!v)
+        return Status::ParseError(source, line_no,
+                                  fmt::format("'{}': not a number: {}", key, field));
       *out = *v;
       return Status::Ok();
     };

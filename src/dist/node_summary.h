@@ -30,7 +30,6 @@ namespace stallscope {
 
 inline constexpr std::string_view kNodeSummaryHeader = "stallscope.node/1";
 
-
 // Whether `name` is one of the variables the summary carries.
 bool IsClusterVariable(std::string_view name);
 

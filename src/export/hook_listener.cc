@@ -1,11 +1,10 @@
 #include "export/hook_listener.h"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -49,8 +48,8 @@ Result<HookListener> HookListener::Bind(const std::string& path) {
     }
     // A live receiver accepts a connect(); a stale file refuses it.
     int probe = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    bool live = probe >= 0 &&
-                connect(probe, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) == 0;
+    bool live =
+        probe >= 0 && connect(probe, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) == 0;
     if (probe >= 0) close(probe);
     if (live) {
       return Status::Unavailable(path + ": another receiver (an exporter?) is bound to it");

@@ -1,11 +1,10 @@
 #include "export/host_metrics.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
-#include "probe/gpu_probe.h"
 #include "probe/cgroup.h"
+#include "probe/gpu_probe.h"
 #include "probe/infiniband.h"
 #include "probe/net_dev.h"
 #include "sample/disk_rates.h"
@@ -315,7 +314,8 @@ void HostMetrics::Tick() {
   if (!now.ok()) return;
   if (previous_) {
     rates_interval_ = now->monotonic_seconds - previous_->monotonic_seconds;
-    if (rates_interval_ > 0) rates_ = ComputeAllDiskRates(previous_->disks, now->disks, rates_interval_);
+    if (rates_interval_ > 0)
+      rates_ = ComputeAllDiskRates(previous_->disks, now->disks, rates_interval_);
   }
   previous_ = std::move(*now);
 }

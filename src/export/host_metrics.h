@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/text.h"
-#include "render/exposition.h"
 #include "probe/host_sampler.h"
+#include "render/exposition.h"
 #include "sample/gpu.h"
 #include "sample/snapshot.h"
 
@@ -50,8 +50,7 @@ class HostMetrics {
 // Pure pieces, one per layer of the host.
 void EmitMemory(const MemInfo& memory, const VmStat& vmstat, const CgroupMemory* cgroup,
                 uint64_t page_size_bytes, Exposition& out);
-void EmitDisks(const DiskstatsSample& disks, const std::vector<DiskRates>& rates,
-               Exposition& out);
+void EmitDisks(const DiskstatsSample& disks, const std::vector<DiskRates>& rates, Exposition& out);
 void EmitNetwork(const std::vector<NetDevCounters>& counters,
                  const std::vector<NetInterface>& interfaces, Exposition& out);
 void EmitInfiniband(const std::vector<InfinibandDevice>& devices, Exposition& out);

@@ -13,8 +13,21 @@ namespace {
 bool IsTokenChar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
       return true;
     default:
       return false;
@@ -125,7 +138,8 @@ HttpParseResult ParseHttpRequestHead(std::string_view buffer, size_t max_head_by
       }
       return r;  // incomplete
     }
-    if (pos > max_head_bytes) return Error(431, "the request head is larger than the server accepts");
+    if (pos > max_head_bytes)
+      return Error(431, "the request head is larger than the server accepts");
     if (line.empty()) break;
     if (line[0] == ' ' || line[0] == '\t') return Error(400, "obsolete header line folding");
     size_t colon = line.find(':');
@@ -157,12 +171,14 @@ Result<ListenAddress> ParseListenAddress(std::string_view text) {
   } else {
     size_t colon = text.rfind(':');
     if (colon == std::string_view::npos) {
-      return Status::InvalidArgument(std::string(text) + ": expected HOST:PORT, e.g. 127.0.0.1:9400");
+      return Status::InvalidArgument(std::string(text) +
+                                     ": expected HOST:PORT, e.g. 127.0.0.1:9400");
     }
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
     if (host.find(':') != std::string_view::npos) {
-      return Status::InvalidArgument(std::string(text) + ": put an IPv6 address in brackets: [::1]:9400");
+      return Status::InvalidArgument(std::string(text) +
+                                     ": put an IPv6 address in brackets: [::1]:9400");
     }
   }
   std::optional<uint64_t> p = ParseUint(port);

@@ -2,12 +2,11 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -27,17 +26,28 @@ constexpr double kLingerSeconds = 1.0;
 
 std::string_view Reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Unknown";
   }
 }
 
@@ -57,9 +67,9 @@ struct HttpServer::Connection {
 };
 
 std::string SerializeHttpResponse(const HttpResponse& response, bool head_only) {
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
-                                response.status, Reason(response.status), response.content_type,
-                                response.body.size());
+  std::string out =
+      fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n", response.status,
+                  Reason(response.status), response.content_type, response.body.size());
   for (const auto& [name, value] : response.headers) out += fmt::format("{}: {}\r\n", name, value);
   out += "Connection: close\r\n\r\n";
   if (!head_only) out += response.body;
@@ -139,9 +149,8 @@ void HttpServer::Accept() {
     if (fd < 0) return;  // EAGAIN, or EMFILE and friends: try again next round
     if (static_cast<int>(connections_.size()) >= options_.max_connections) {
       ++counts_.refused;
-      std::string busy = SerializeHttpResponse({503, "text/plain; charset=utf-8",
-                                                "too many connections\n", {}},
-                                               false);
+      std::string busy = SerializeHttpResponse(
+          {503, "text/plain; charset=utf-8", "too many connections\n", {}}, false);
       (void)!send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       close(fd);
       continue;
@@ -196,8 +205,11 @@ void HttpServer::OnReadable(Connection& c, const Handler& handler) {
   }
   bool head_only = r.head.method == "HEAD";
   if (r.head.method != "GET" && !head_only) {
-    Respond(c, {405, "text/plain; charset=utf-8", "only GET and HEAD are served\n",
-                {{"Allow", "GET, HEAD"}}},
+    Respond(c,
+            {405,
+             "text/plain; charset=utf-8",
+             "only GET and HEAD are served\n",
+             {{"Allow", "GET, HEAD"}}},
             false);
     return;
   }
@@ -250,7 +262,8 @@ Status HttpServer::Serve(const Handler& handler, const std::vector<Watch>& watch
       fds.push_back({c->fd, events, 0});
       wake = std::min(wake, c->deadline_ns);
     }
-    int timeout_ms = static_cast<int>(std::clamp<int64_t>((wake - now + 999999) / 1000000, 0, 60000));
+    int timeout_ms =
+        static_cast<int>(std::clamp<int64_t>((wake - now + 999999) / 1000000, 0, 60000));
     int n = poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0) {
       if (errno == EINTR) continue;

@@ -69,10 +69,10 @@ class HttpServer {
 
   // Counters for the exporter's own metrics.
   struct Counts {
-    uint64_t requests = 0;        // answered with any status
-    uint64_t bad_requests = 0;    // 4xx/5xx from the parser
-    uint64_t timeouts = 0;        // connections cut for a slow head or a slow read
-    uint64_t refused = 0;         // over max_connections: 503
+    uint64_t requests = 0;      // answered with any status
+    uint64_t bad_requests = 0;  // 4xx/5xx from the parser
+    uint64_t timeouts = 0;      // connections cut for a slow head or a slow read
+    uint64_t refused = 0;       // over max_connections: 503
     int open = 0;
   };
   const Counts& counts() const { return counts_; }

@@ -126,8 +126,7 @@ void JobTable::Emit(Exposition& out, const std::string& host, int64_t now_ns) co
              "Epoch the rank marked last with stallscope.epoch(n).");
   out.Family("stallscope_job_loader_workers", MetricType::kGauge,
              "num_workers of the rank's last reported DataLoader.");
-  out.Family("stallscope_job_world_size", MetricType::kGauge,
-             "WORLD_SIZE the rank reported.");
+  out.Family("stallscope_job_world_size", MetricType::kGauge, "WORLD_SIZE the rank reported.");
   out.Family("stallscope_job_report_age_seconds", MetricType::kGauge,
              "Seconds since the rank last reported (it expires when silent too long).");
   out.Family("stallscope_job_hook_dropped_datagrams_total", MetricType::kCounter,
@@ -140,8 +139,8 @@ void JobTable::Emit(Exposition& out, const std::string& host, int64_t now_ns) co
     std::vector<uint64_t> cumulative;
     uint64_t running = 0;
     for (uint64_t c : p.bucket_counts) cumulative.push_back(running += c);
-    out.AddHistogram("stallscope_job_step_seconds", labels, bounds, cumulative,
-                     p.step_seconds_sum, p.steps);
+    out.AddHistogram("stallscope_job_step_seconds", labels, bounds, cumulative, p.step_seconds_sum,
+                     p.steps);
     out.Add("stallscope_job_data_wait_seconds_total", labels, p.wait_seconds_sum);
     if (p.steps) {
       out.Add("stallscope_job_last_step_seconds", labels, p.last_step_seconds);

@@ -40,7 +40,7 @@ struct JobProcess {
   uint64_t bucket_counts[std::size(kStepBucketsSeconds)] = {};  // not cumulative
   double last_step_seconds = 0;
   double last_wait_seconds = 0;
-  int epoch = -1;          // -1: no epoch marked yet
+  int epoch = -1;           // -1: no epoch marked yet
   int loader_workers = -1;  // -1: no loader reported
   uint64_t dropped_datagrams = 0;
   int64_t last_seen_ns = 0;

@@ -1,6 +1,6 @@
-#include "analyze/network_rules.h"
 #include "net/host_observation.h"
 
+#include "analyze/network_rules.h"
 #include "core/host_clock.h"
 #include "net/route.h"
 #include "probe/infiniband.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "sample/network.h"
 #include "core/text.h"
+#include "sample/network.h"
 #include "sample/snapshot.h"
 
 namespace stallscope::net {

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "sample/network.h"
 #include "core/status.h"
+#include "sample/network.h"
 
 namespace stallscope::net {
 

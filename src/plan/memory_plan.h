@@ -101,9 +101,9 @@ double ActivationBytesPerGpu(const ModelShape& shape, int tp, Recompute recomput
 ModelShape CompleteShape(ModelShape shape);
 
 struct MemoryPlan {
-  MemoryPlanInput input;           // with the shape completed
-  double usable_bytes = 0;         // gpu memory minus the reserve
-  double model_states_bytes = 0;   // bytes per parameter x parameters: data_parallel's states
+  MemoryPlanInput input;          // with the shape completed
+  double usable_bytes = 0;        // gpu memory minus the reserve
+  double model_states_bytes = 0;  // bytes per parameter x parameters: data_parallel's states
   // Plain data parallelism (tp = pp = 1, ZeRO 0, every GPU a replica): the
   // layout the others are measured against, listed whether it fits or not.
   GpuMemory data_parallel;

@@ -24,7 +24,8 @@ struct GpuProbe::Device {
 
 // The reason bits sample/gpu.h names are NVML's own.
 static_assert(kThrottleGpuIdle == nvmlClocksThrottleReasonGpuIdle);
-static_assert(kThrottleApplicationsClocksSetting == nvmlClocksThrottleReasonApplicationsClocksSetting);
+static_assert(kThrottleApplicationsClocksSetting ==
+              nvmlClocksThrottleReasonApplicationsClocksSetting);
 static_assert(kThrottleSwPowerCap == nvmlClocksThrottleReasonSwPowerCap);
 static_assert(kThrottleHwSlowdown == nvmlClocksThrottleReasonHwSlowdown);
 static_assert(kThrottleSyncBoost == nvmlClocksThrottleReasonSyncBoost);
@@ -147,7 +148,8 @@ void GpuProbe::ReadIdentity(Device& d) {
     std::string path =
         root_.Path("/sys/bus/pci/devices/" + SysfsPciAddress(g.pci_bus_id) + "/numa_node");
     if (Result<std::string> text = ReadAttribute(path); text.ok()) {
-      if (std::optional<int64_t> n = ParseInt(*text); n && *n >= 0) g.numa_node = static_cast<int>(*n);
+      if (std::optional<int64_t> n = ParseInt(*text); n && *n >= 0)
+        g.numa_node = static_cast<int>(*n);
     }
   }
   if (!nvml.HasGpm()) {
@@ -185,10 +187,14 @@ void GpuProbe::ReadGpm(Device& d, GpuState& s) {
     s.gpm_note = "GPM needs two samples; this was the first";
   } else {
     static constexpr unsigned kIds[STALLSCOPE_GPM_METRICS] = {
-        NVML_GPM_METRIC_SM_UTIL,          NVML_GPM_METRIC_SM_OCCUPANCY,
-        NVML_GPM_METRIC_ANY_TENSOR_UTIL,  NVML_GPM_METRIC_DRAM_BW_UTIL,
-        NVML_GPM_METRIC_PCIE_TX_PER_SEC,  NVML_GPM_METRIC_PCIE_RX_PER_SEC,
-        NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC};
+        NVML_GPM_METRIC_SM_UTIL,
+        NVML_GPM_METRIC_SM_OCCUPANCY,
+        NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+        NVML_GPM_METRIC_DRAM_BW_UTIL,
+        NVML_GPM_METRIC_PCIE_TX_PER_SEC,
+        NVML_GPM_METRIC_PCIE_RX_PER_SEC,
+        NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,
+        NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC};
     nvmlGpmMetricsGet_t get = {};
     get.version = NVML_GPM_METRICS_GET_VERSION;
     get.numMetrics = STALLSCOPE_GPM_METRICS;
@@ -201,8 +207,8 @@ void GpuProbe::ReadGpm(Device& d, GpuState& s) {
     } else {
       GpmMetrics m;
       std::optional<double>* into[STALLSCOPE_GPM_METRICS] = {
-          &m.sm_active_percent,  &m.sm_occupancy_percent, &m.tensor_active_percent,
-          &m.dram_bw_percent,    &m.pcie_tx_mib_per_s,    &m.pcie_rx_mib_per_s,
+          &m.sm_active_percent,   &m.sm_occupancy_percent, &m.tensor_active_percent,
+          &m.dram_bw_percent,     &m.pcie_tx_mib_per_s,    &m.pcie_rx_mib_per_s,
           &m.nvlink_tx_mib_per_s, &m.nvlink_rx_mib_per_s};
       for (unsigned i = 0; i < STALLSCOPE_GPM_METRICS; ++i) {
         if (get.metrics[i].nvmlReturn == NVML_SUCCESS) *into[i] = get.metrics[i].value;
@@ -229,9 +235,8 @@ GpuObservation GpuProbe::Sample() {
         s.memory_total_bytes = mem.total;
       }
       nvmlUtilization_t util = {};
-      if (!d.lost &&
-          Check(nvml.DeviceGetUtilizationRates(d.handle, &util), d,
-                "nvmlDeviceGetUtilizationRates")) {
+      if (!d.lost && Check(nvml.DeviceGetUtilizationRates(d.handle, &util), d,
+                           "nvmlDeviceGetUtilizationRates")) {
         s.utilization_gpu_percent = util.gpu;
         s.utilization_memory_percent = util.memory;
       }
@@ -316,8 +321,7 @@ GpuObservation GpuProbe::Sample() {
             if (rc == NVML_ERROR_INSUFFICIENT_SIZE) continue;  // a process started meanwhile
             if (rc == NVML_SUCCESS) {
               for (unsigned i = 0; i < n && i < infos.size(); ++i)
-                s.processes.push_back({static_cast<int32_t>(infos[i].pid),
-                                       infos[i].usedGpuMemory});
+                s.processes.push_back({static_cast<int32_t>(infos[i].pid), infos[i].usedGpuMemory});
             }
           } else if (nvml.DeviceGetComputeProcessesV1) {
             rc = nvml.DeviceGetComputeProcessesV1(d.handle, &n, nullptr);
@@ -328,8 +332,7 @@ GpuObservation GpuProbe::Sample() {
             if (rc == NVML_ERROR_INSUFFICIENT_SIZE) continue;
             if (rc == NVML_SUCCESS) {
               for (unsigned i = 0; i < n && i < infos.size(); ++i)
-                s.processes.push_back({static_cast<int32_t>(infos[i].pid),
-                                       infos[i].usedGpuMemory});
+                s.processes.push_back({static_cast<int32_t>(infos[i].pid), infos[i].usedGpuMemory});
             }
           }
           Check(rc, d, "nvmlDeviceGetComputeRunningProcesses");

@@ -78,8 +78,8 @@ std::optional<OomKill> ParseKill(std::string_view message) {
   std::string_view rest = message.substr(at + kKilled.size());
   size_t digits = 0;
   while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
-  std::optional<int64_t> pid = digits > 0 && digits <= 9 ? ParseInt(rest.substr(0, digits))
-                                                         : std::nullopt;
+  std::optional<int64_t> pid =
+      digits > 0 && digits <= 9 ? ParseInt(rest.substr(0, digits)) : std::nullopt;
   if (!pid || *pid <= 0) return std::nullopt;
   OomKill kill;
   kill.pid = static_cast<int>(*pid);

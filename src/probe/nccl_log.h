@@ -4,13 +4,12 @@
 // The parser is pure (bytes in, an NcclLogSummary out); it lives in probe/
 // with ReadNcclLog, which feeds it a file descriptor, as every parser of a
 // file the machine wrote lives beside its reader. The summary's types are in
-// sample/nccl_log.h, the findings read from it in analyze/nccl_log_rules.h. It scans for "NCCL" with memmem,
-// so lines without it (the training script's own output) cost one search and
-// are never tokenized; a matching line is split with string_view, no regex.
-// Ranks of several processes and hosts may be interleaved in any order: NCCL
-// prefixes its lines "[time] host:pid:tid [cudaDev] NCCL INFO ..." (WARN adds
-// "file:line [(func)]", TRACE a time and "func:line"), and launchers may put
-// their own tag in front ("[default0]:", "0: "), which is skipped.
+// sample/nccl_log.h, the findings read from it in analyze/nccl_log_rules.h. It scans for "NCCL"
+// with memmem, so lines without it (the training script's own output) cost one search and are never
+// tokenized; a matching line is split with string_view, no regex. Ranks of several processes and
+// hosts may be interleaved in any order: NCCL prefixes its lines "[time] host:pid:tid [cudaDev]
+// NCCL INFO ..." (WARN adds "file:line [(func)]", TRACE a time and "func:line"), and launchers may
+// put their own tag in front ("[default0]:", "0: "), which is skipped.
 //
 // Memory is bounded whatever the file's size: facts are aggregated per
 // process (host:pid) and per rank (host:pid plus the [cudaDev] of the line),

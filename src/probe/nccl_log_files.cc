@@ -1,5 +1,4 @@
 // NCCL log files read for doctor and run (see nccl_log_files.h).
-#include "probe/nccl_log.h"
 #include "probe/nccl_log_files.h"
 
 #include <fcntl.h>
@@ -13,6 +12,7 @@
 
 #include "core/host_clock.h"
 #include "probe/infiniband.h"
+#include "probe/nccl_log.h"
 
 namespace stallscope {
 std::string ShortHostname(const Root& root) {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "sample/nccl_log.h"
 #include "core/status.h"
 #include "core/text.h"
+#include "sample/nccl_log.h"
 
 namespace stallscope {
 
@@ -43,8 +43,7 @@ struct DebugFileState {
 };
 
 // The regular files matching NcclDebugFileGlob(pattern, hostname) now, by name.
-std::vector<DebugFileState> ListNcclDebugFiles(std::string_view pattern,
-                                               std::string_view hostname);
+std::vector<DebugFileState> ListNcclDebugFiles(std::string_view pattern, std::string_view hostname);
 
 // The files of `after` the job wrote: new since `before`, replaced (another
 // inode at the path), truncated or grown, or modified (another mtime).

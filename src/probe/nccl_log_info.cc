@@ -27,8 +27,8 @@
 #include <cstring>
 #include <string>
 
-#include "probe/nccl_log.h"
 #include "core/text.h"
+#include "probe/nccl_log.h"
 
 namespace stallscope {
 namespace {

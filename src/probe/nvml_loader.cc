@@ -18,17 +18,28 @@ void Resolve(void* handle, const char* name, Fn& into) {
 
 const char* NvmlReturnName(nvmlReturn_t code) {
   switch (code) {
-    case NVML_SUCCESS: return "NVML_SUCCESS";
-    case NVML_ERROR_UNINITIALIZED: return "NVML_ERROR_UNINITIALIZED";
-    case NVML_ERROR_INVALID_ARGUMENT: return "NVML_ERROR_INVALID_ARGUMENT";
-    case NVML_ERROR_NOT_SUPPORTED: return "NVML_ERROR_NOT_SUPPORTED";
-    case NVML_ERROR_NO_PERMISSION: return "NVML_ERROR_NO_PERMISSION";
-    case NVML_ERROR_NOT_FOUND: return "NVML_ERROR_NOT_FOUND";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "NVML_ERROR_INSUFFICIENT_SIZE";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "NVML_ERROR_DRIVER_NOT_LOADED";
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return "NVML_ERROR_FUNCTION_NOT_FOUND";
-    case NVML_ERROR_GPU_IS_LOST: return "NVML_ERROR_GPU_IS_LOST";
-    default: return "NVML_ERROR";
+    case NVML_SUCCESS:
+      return "NVML_SUCCESS";
+    case NVML_ERROR_UNINITIALIZED:
+      return "NVML_ERROR_UNINITIALIZED";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "NVML_ERROR_INVALID_ARGUMENT";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "NVML_ERROR_NOT_SUPPORTED";
+    case NVML_ERROR_NO_PERMISSION:
+      return "NVML_ERROR_NO_PERMISSION";
+    case NVML_ERROR_NOT_FOUND:
+      return "NVML_ERROR_NOT_FOUND";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "NVML_ERROR_INSUFFICIENT_SIZE";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "NVML_ERROR_DRIVER_NOT_LOADED";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return "NVML_ERROR_FUNCTION_NOT_FOUND";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "NVML_ERROR_GPU_IS_LOST";
+    default:
+      return "NVML_ERROR";
   }
 }
 
@@ -60,14 +71,14 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   Resolve(h, "nvmlDeviceGetName", lib->DeviceGetName);
   Resolve(h, "nvmlDeviceGetMemoryInfo", lib->DeviceGetMemoryInfo);
   Resolve(h, "nvmlDeviceGetUtilizationRates", lib->DeviceGetUtilizationRates);
-  const char* missing = !init                              ? "nvmlInit_v2"
-                        : !lib->shutdown_                  ? "nvmlShutdown"
-                        : !lib->DeviceGetCount             ? "nvmlDeviceGetCount_v2"
-                        : !lib->DeviceGetHandleByIndex     ? "nvmlDeviceGetHandleByIndex_v2"
-                        : !lib->DeviceGetName              ? "nvmlDeviceGetName"
-                        : !lib->DeviceGetMemoryInfo        ? "nvmlDeviceGetMemoryInfo"
-                        : !lib->DeviceGetUtilizationRates  ? "nvmlDeviceGetUtilizationRates"
-                                                           : nullptr;
+  const char* missing = !init                             ? "nvmlInit_v2"
+                        : !lib->shutdown_                 ? "nvmlShutdown"
+                        : !lib->DeviceGetCount            ? "nvmlDeviceGetCount_v2"
+                        : !lib->DeviceGetHandleByIndex    ? "nvmlDeviceGetHandleByIndex_v2"
+                        : !lib->DeviceGetName             ? "nvmlDeviceGetName"
+                        : !lib->DeviceGetMemoryInfo       ? "nvmlDeviceGetMemoryInfo"
+                        : !lib->DeviceGetUtilizationRates ? "nvmlDeviceGetUtilizationRates"
+                                                          : nullptr;
   if (missing) {
     return Status::Unavailable(fmt::format("NVML library {}: no symbol {}", name, missing));
   }

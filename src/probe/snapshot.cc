@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "core/host_clock.h"
-#include "probe/gpu_probe.h"
 #include "probe/cgroup.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
 #include "probe/environment.h"
+#include "probe/gpu_probe.h"
 #include "probe/host_sampler.h"
 #include "probe/infiniband.h"
 #include "probe/net_dev.h"

@@ -89,8 +89,8 @@ void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& 
         continue;
       }
       into.pids.insert(static_cast<int>(v[0]));
-      into.ranks.push_back({static_cast<int>(v[0]), static_cast<int>(v[1]),
-                            static_cast<int>(v[2]), static_cast<int>(v[3]), ""});
+      into.ranks.push_back({static_cast<int>(v[0]), static_cast<int>(v[1]), static_cast<int>(v[2]),
+                            static_cast<int>(v[3]), ""});
     } else if (type == "host") {
       // pid rank hostname: follows its hello
       std::optional<int64_t> pid = f.size() == 4 ? ParseInt(f[1]) : std::nullopt;
@@ -104,8 +104,8 @@ void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& 
       if (it != into.ranks.rend()) {
         it->hostname = std::string(f[3]);
       } else {
-        into.ranks.push_back({static_cast<int>(*pid), static_cast<int>(*rank), 0, 1,
-                              std::string(f[3])});
+        into.ranks.push_back(
+            {static_cast<int>(*pid), static_cast<int>(*rank), 0, 1, std::string(f[3])});
       }
     } else if (type == "alloc_site" || type == "alloc_holder" || type == "alloc_note") {
       // alloc_site pid rank t_ns bytes count file:line

@@ -23,12 +23,12 @@ struct HookEvents {
   std::vector<StepEvent> steps;
   std::vector<EpochEvent> epochs;
   std::vector<LoaderConfig> loaders;
-  std::set<int> pids;     // processes that said hello (the ranks)
-  std::vector<RankInfo> ranks;  // their hello records, as they came
-  std::vector<StepSync> syncs;  // stallscope.ddp(model): per step
+  std::set<int> pids;                         // processes that said hello (the ranks)
+  std::vector<RankInfo> ranks;                // their hello records, as they came
+  std::vector<StepSync> syncs;                // stallscope.ddp(model): per step
   std::vector<AllocationReport> allocations;  // alloc_site / alloc_holder / alloc_note
-  int64_t dropped = 0;    // datagrams the hook reported it could not send
-  int64_t malformed = 0;  // lines we could not read
+  int64_t dropped = 0;                        // datagrams the hook reported it could not send
+  int64_t malformed = 0;                      // lines we could not read
 };
 
 // Parses one datagram into `into`. start_ns is the run's start on the

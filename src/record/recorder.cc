@@ -15,10 +15,10 @@
 
 #include "core/host_clock.h"
 #include "core/units.h"
-#include "probe/gpu_probe.h"
 #include "probe/cgroup.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
+#include "probe/gpu_probe.h"
 #include "probe/host_sampler.h"
 #include "probe/infiniband.h"
 #include "probe/kernel_log.h"
@@ -246,7 +246,8 @@ std::vector<MemoryPeak> KernelMemoryPeaks(const Root& root, const RunInfo& info,
   std::vector<MemoryPeak> peaks;
   if (info.cgroup_limit_bytes) {
     Result<CgroupMemory> cg = ReadCgroupMemory(root);
-    if (cg.ok() && cg->peak_bytes && cgroup_peak_at_start && *cg->peak_bytes > *cgroup_peak_at_start) {
+    if (cg.ok() && cg->peak_bytes && cgroup_peak_at_start &&
+        *cg->peak_bytes > *cgroup_peak_at_start) {
       const char* file =
           cg->version == CgroupVersion::kV1 ? "memory.max_usage_in_bytes" : "memory.peak";
       peaks.push_back({"cgroup", 0, *cg->peak_bytes,
@@ -266,16 +267,14 @@ std::vector<MemoryPeak> KernelMemoryPeaks(const Root& root, const RunInfo& info,
   if (oom_kills_counted == false) return peaks;
   // The kernel's clock and CLOCK_MONOTONIC drift apart slowly: a minute and
   // a thousandth of the uptime of slack keeps this run's kills in.
-  const double since =
-      info.start_monotonic_seconds - 60 - info.start_monotonic_seconds / 1000;
+  const double since = info.start_monotonic_seconds - 60 - info.start_monotonic_seconds / 1000;
   // The killer sends SIGKILL before it prints its report: a job reaped at
   // once can be here first. A kill counted and not yet found is looked for
   // again, briefly.
   for (int attempt = 0;; ++attempt) {
     Result<std::vector<OomKill>> kills = ReadOomKills(root, since);
     if (!kills.ok()) {
-      notes.push_back("memory: the OOM killer's report was not read: " +
-                      kills.status().message());
+      notes.push_back("memory: the OOM killer's report was not read: " + kills.status().message());
       return peaks;
     }
     for (const OomKill& k : *kills) {
@@ -374,7 +373,8 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     if (auto read = ReadInfinibandDevices(root); read.ok()) devices = std::move(*read);
     return devices;
   };
-  std::vector<PortCounterPoint> ports = port_tracker.Update(0, sampler.last_host().net, read_rdma());
+  std::vector<PortCounterPoint> ports =
+      port_tracker.Update(0, sampler.last_host().net, read_rdma());
 
   RecordOutcome outcome;
   EpochProgress epoch;
@@ -428,8 +428,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     count_steps_before(std::numeric_limits<double>::infinity());
     epoch.peak_rss_bytes = std::max(epoch.peak_rss_bytes, sample->tree_rss_bytes);
     Status written = writer.AppendInterval(*sample, points, events.steps, events.epochs,
-                                           events.loaders, ports, events.ranks,
-                                           events.syncs);
+                                           events.loaders, ports, events.ranks, events.syncs);
     ports.clear();
     if (written.ok() && allocation_reports < kMaxAllocationReportsKept) {
       allocation_reports += events.allocations.size();
@@ -508,8 +507,8 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     info.oom_killed = outcome.exit.signal == SIGKILL && *oom_kills_counted;
   }
   std::vector<std::string> notes;
-  std::vector<MemoryPeak> peaks = KernelMemoryPeaks(root, info, cgroup_peak_at_start,
-                                                    oom_kills_counted, job_pids, notes);
+  std::vector<MemoryPeak> peaks =
+      KernelMemoryPeaks(root, info, cgroup_peak_at_start, oom_kills_counted, job_pids, notes);
   // The kernel's own report settles it where the counters could not.
   const bool job_killed = std::any_of(peaks.begin(), peaks.end(), [&](const MemoryPeak& p) {
     return p.source == "oom_kill" && p.pid == job.pid();

@@ -22,12 +22,12 @@ std::string RenderAllreduceText(const AllreduceRun& run) {
       "# {:>12} {:>12} {:>6} {:>6} {:>12} {:>11} {:>11} {:>8}\n"
       "# {:>12} {:>12} {:>6} {:>6} {:>12} {:>11} {:>11} {:>8}\n",
       run.ranks, run.hosts.size(), hosts, run.backend, run.description, run.plan.iterations,
-      run.plan.warmup, "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong",
-      "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+      run.plan.warmup, "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong", "(B)",
+      "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
   for (const AllreduceRow& r : run.rows) {
     out += fmt::format("  {:>12} {:>12} {:>6} {:>6} {:>12.2f} {:>11.2f} {:>11.2f} {:>8}\n",
-                       r.size_bytes, r.count, "float", "sum", r.time_us, r.algbw_gbps,
-                       r.busbw_gbps, r.wrong);
+                       r.size_bytes, r.count, "float", "sum", r.time_us, r.algbw_gbps, r.busbw_gbps,
+                       r.wrong);
   }
   int64_t wrong = 0;
   for (const AllreduceRow& r : run.rows) wrong += r.wrong;

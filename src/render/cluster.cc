@@ -8,14 +8,16 @@
 namespace stallscope {
 
 std::string RenderClusterText(const ClusterComparison& c) {
-  std::string out = fmt::format("stallscope cluster: {} rank(s) on {} node(s)\n\n", c.ranks, c.nodes);
+  std::string out =
+      fmt::format("stallscope cluster: {} rank(s) on {} node(s)\n\n", c.ranks, c.nodes);
   // Column widths from the cells, a marked cell one wider for its '*'.
   std::vector<std::string> head = {"node", "ranks"};
   head.insert(head.end(), c.columns.begin(), c.columns.end());
   std::vector<std::vector<std::string>> cells;
   for (const ClusterRow& r : c.rows) {
     std::vector<std::string> line = {r.host, RankRanges(r.ranks)};
-    for (size_t k = 0; k < r.values.size(); ++k) line.push_back(r.values[k] + (r.differs[k] ? "*" : ""));
+    for (size_t k = 0; k < r.values.size(); ++k)
+      line.push_back(r.values[k] + (r.differs[k] ? "*" : ""));
     cells.push_back(std::move(line));
   }
   std::vector<size_t> width(head.size());
@@ -39,8 +41,9 @@ std::string RenderClusterText(const ClusterComparison& c) {
   } else {
     std::string cols;
     for (const std::string& s : c.differing_columns) cols += (cols.empty() ? "" : ", ") + s;
-    out += "* differs from the most common value (other nodes, or other ranks of one node): " +
-           cols + "\n";
+    out +=
+        "* differs from the most common value (other nodes, or other ranks of one node): " + cols +
+        "\n";
   }
   return out;
 }
@@ -61,19 +64,24 @@ nlohmann::ordered_json ClusterToJson(const ClusterComparison& c,
       values[c.columns[k]] = r.values[k];
       if (r.differs[k]) differs.push_back(c.columns[k]);
     }
-    rows.push_back({{"host", r.host}, {"ranks", r.ranks}, {"values", values}, {"differs", differs}});
+    rows.push_back(
+        {{"host", r.host}, {"ranks", r.ranks}, {"values", values}, {"differs", differs}});
   }
   j["rows"] = rows;
   nlohmann::ordered_json per_rank = nlohmann::ordered_json::array();
   for (const NodeSummary& n : ranks) {
     nlohmann::ordered_json ifs = nlohmann::ordered_json::array();
     for (const NodeInterface& i : n.interfaces)
-      ifs.push_back({{"name", i.name}, {"mtu", i.mtu_bytes}, {"kind", i.kind}, {"operstate", i.operstate},
+      ifs.push_back({{"name", i.name},
+                     {"mtu", i.mtu_bytes},
+                     {"kind", i.kind},
+                     {"operstate", i.operstate},
                      {"speed_mbps", i.speed_mbps}});
     nlohmann::ordered_json env = nlohmann::ordered_json::object();
     for (const EnvironmentVariable& v : n.environment) env[v.name] = v.value;
     nlohmann::ordered_json rdma = nlohmann::ordered_json::array();
-    for (const NodeRdmaPort& p : n.rdma_ports) rdma.push_back({{"port", p.name}, {"state", p.state}});
+    for (const NodeRdmaPort& p : n.rdma_ports)
+      rdma.push_back({{"port", p.name}, {"state", p.state}});
     nlohmann::ordered_json entry = {{"rank", n.rank},
                                     {"host", n.hostname},
                                     {"kernel", n.kernel},

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "render/report.h"
 #include "sample/dataset.h"
 #include "sample/finding.h"
-#include "render/report.h"
 
 namespace stallscope {
 

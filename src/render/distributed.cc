@@ -46,16 +46,15 @@ nlohmann::ordered_json RanksToJson(const std::vector<RankSummary>& ranks) {
 }
 
 std::string RenderScaleTable(const ScaleAnalysis& a) {
-  std::string out = fmt::format("{:>5} {:>6} {:>11} {:>8} {:>11} {:>9} {:>11} {:>10}\n", "procs",
-                                "ranks", "samples/s", "speedup", "efficiency", "step ms",
-                                "comm ratio", "sync wait");
+  std::string out =
+      fmt::format("{:>5} {:>6} {:>11} {:>8} {:>11} {:>9} {:>11} {:>10}\n", "procs", "ranks",
+                  "samples/s", "speedup", "efficiency", "step ms", "comm ratio", "sync wait");
   for (const ScaleRow& r : a.rows) {
-    out += fmt::format("{:>5} {:>6} {:>11.1f} {:>7.2f}x {:>10.0f}% {:>9.1f} {:>10.0f}% {:>10}\n",
-                       r.point.procs, r.point.ranks_reported, r.point.samples_per_s, r.speedup,
-                       100 * r.efficiency, 1000 * r.point.step_s, 100 * r.comm_ratio,
-                       r.point.sync_s ? fmt::format("{:.0f}%", 100 * *r.point.sync_s /
-                                                                   r.point.step_s)
-                                      : "-");
+    out += fmt::format(
+        "{:>5} {:>6} {:>11.1f} {:>7.2f}x {:>10.0f}% {:>9.1f} {:>10.0f}% {:>10}\n", r.point.procs,
+        r.point.ranks_reported, r.point.samples_per_s, r.speedup, 100 * r.efficiency,
+        1000 * r.point.step_s, 100 * r.comm_ratio,
+        r.point.sync_s ? fmt::format("{:.0f}%", 100 * *r.point.sync_s / r.point.step_s) : "-");
   }
   out += fmt::format(
       "speedup and efficiency against {} proc{}; comm ratio = (t_N - t_{}) / t_N; sync wait = "

@@ -59,8 +59,9 @@ nlohmann::ordered_json DoctorJson(const DoctorJsonInput& in) {
                   {"direct", t.bench->direct}};
   }
   if (!in.baseline_file.empty()) {
-    j["baseline"] = {
-        {"file", in.baseline_file}, {"drift_percent", in.drift_percent}, {"not_compared", t.not_compared}};
+    j["baseline"] = {{"file", in.baseline_file},
+                     {"drift_percent", in.drift_percent},
+                     {"not_compared", t.not_compared}};
   }
   if (!in.saved_baseline.empty()) j["saved_baseline"] = in.saved_baseline;
   if (t.run) j["run_file"] = t.run->path;

@@ -76,6 +76,7 @@ class Exposition {
 
 std::string RenderExposition(const std::vector<MetricFamily>& families);
 
-inline constexpr std::string_view kExpositionContentType = "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr std::string_view kExpositionContentType =
+    "text/plain; version=0.0.4; charset=utf-8";
 
 }  // namespace stallscope

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "sample/finding.h"
 #include "render/svg_chart.h"
+#include "sample/finding.h"
 #include "sample/timeline.h"
 
 namespace stallscope {

@@ -1,4 +1,3 @@
-#include "analyze/nccl_log_rules.h"
 #include "render/nccl_log.h"
 
 #include <fmt/format.h>
@@ -6,6 +5,7 @@
 #include <map>
 
 #include "analyze/nccl_log_host.h"
+#include "analyze/nccl_log_rules.h"
 #include "core/units.h"
 
 namespace stallscope {

@@ -39,8 +39,8 @@ nlohmann::ordered_json LayoutJson(const GpuMemory& m) {
           {"activations_bytes", m.activations},
           {"total_bytes", m.Total()},
           {"fits", m.fits},
-          {"over_budget", m.fits ? nlohmann::ordered_json(nullptr)
-                                 : nlohmann::ordered_json(m.over_budget)}};
+          {"over_budget",
+           m.fits ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(m.over_budget)}};
 }
 
 }  // namespace
@@ -58,8 +58,7 @@ std::string RenderMemoryPlanText(const MemoryPlan& plan, size_t rows) {
       "model states: {} parameters x {:g} bytes = {} in all, before any sharding (weights {}, "
       "gradients {}, optimizer {})\n",
       ParamsText(in.model.params), plan.model_states_bytes / in.model.params,
-      Bytes(plan.model_states_bytes), Bytes(dp.weights), Bytes(dp.gradients),
-      Bytes(dp.optimizer));
+      Bytes(plan.model_states_bytes), Bytes(dp.weights), Bytes(dp.gradients), Bytes(dp.optimizer));
   out += fmt::format("plain data parallel (tp 1, pp 1, dp {}, ZeRO 0): {} per GPU, {}\n\n", dp.dp,
                      Bytes(dp.Total()),
                      dp.fits ? "fits" : fmt::format("does not fit: {}", WhyNot(dp, plan)));

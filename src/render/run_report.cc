@@ -1,12 +1,12 @@
-#include "analyze/report.h"
-#include "render/html_report.h"
 #include "render/run_report.h"
 
 #include <fmt/format.h>
 
 #include <cstring>
 
+#include "analyze/report.h"
 #include "core/units.h"
+#include "render/html_report.h"
 
 namespace stallscope {
 
@@ -73,7 +73,6 @@ nlohmann::ordered_json RunInfoToJson(const RunInfo& info) {
           {"oom_killed", info.oom_killed},
           {"data_device", info.data_device}};
 }
-
 
 std::string RenderRunHtml(const RunAnalysis& run) {
   Report report = MakeRunReport(run);

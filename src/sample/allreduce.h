@@ -18,8 +18,8 @@ struct AllreducePlan {
 
 struct AllreduceRow {
   uint64_t size_bytes = 0;
-  uint64_t count = 0;  // floats
-  double time_us = 0;  // slowest rank's mean per iteration
+  uint64_t count = 0;     // floats
+  double time_us = 0;     // slowest rank's mean per iteration
   double algbw_gbps = 0;  // GB/s (1e9 bytes)
   double busbw_gbps = 0;
   int64_t wrong = 0;  // summed over ranks

@@ -2,13 +2,13 @@
 // kept, and the parse of NUL-separated NAME=VALUE entries.
 #include "sample/environment.h"
 
-#include "core/text.h"
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
 #include <span>
+
+#include "core/text.h"
 
 extern char** environ;  // POSIX; not declared by <unistd.h> without _GNU_SOURCE
 

@@ -1,7 +1,7 @@
 // The names of layers and severities, as reports and run files spell them.
-#include <algorithm>
-
 #include "sample/finding.h"
+
+#include <algorithm>
 
 namespace stallscope {
 

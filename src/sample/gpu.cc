@@ -25,10 +25,8 @@ std::vector<std::string> ThrottleReasonNames(uint64_t reasons) {
 }
 
 uint64_t SlowdownReasons(uint64_t reasons) {
-  return reasons & (kThrottleSwPowerCap | kThrottleHwSlowdown |
-                    kThrottleSwThermalSlowdown |
-                    kThrottleHwThermalSlowdown |
-                    kThrottleHwPowerBrakeSlowdown);
+  return reasons & (kThrottleSwPowerCap | kThrottleHwSlowdown | kThrottleSwThermalSlowdown |
+                    kThrottleHwThermalSlowdown | kThrottleHwPowerBrakeSlowdown);
 }
 
 }  // namespace stallscope

@@ -26,8 +26,8 @@ inline constexpr uint64_t kThrottleDisplayClockSetting = 0x100;
 // GPM (GPU Performance Monitoring, Hopper and newer): activity over the
 // interval between two GPM samples, not the instantaneous "a kernel ran".
 struct GpmMetrics {
-  std::optional<double> sm_active_percent;     // NVML_GPM_METRIC_SM_UTIL
-  std::optional<double> sm_occupancy_percent;  // NVML_GPM_METRIC_SM_OCCUPANCY
+  std::optional<double> sm_active_percent;      // NVML_GPM_METRIC_SM_UTIL
+  std::optional<double> sm_occupancy_percent;   // NVML_GPM_METRIC_SM_OCCUPANCY
   std::optional<double> tensor_active_percent;  // NVML_GPM_METRIC_ANY_TENSOR_UTIL
   std::optional<double> dram_bw_percent;        // NVML_GPM_METRIC_DRAM_BW_UTIL
   std::optional<double> pcie_tx_mib_per_s;
@@ -45,9 +45,9 @@ struct GpuState {
   unsigned index = 0;
   std::string name;
   std::string uuid;
-  std::string pci_bus_id;          // as NVML gives it: "00000000:3B:00.0"
-  std::optional<int> numa_node;    // NVML or /sys/bus/pci/devices/<id>/numa_node
-  bool lost = false;               // NVML_ERROR_GPU_IS_LOST: fell off the bus
+  std::string pci_bus_id;        // as NVML gives it: "00000000:3B:00.0"
+  std::optional<int> numa_node;  // NVML or /sys/bus/pci/devices/<id>/numa_node
+  bool lost = false;             // NVML_ERROR_GPU_IS_LOST: fell off the bus
   std::string lost_reason;
   uint64_t memory_used_bytes = 0;
   uint64_t memory_total_bytes = 0;
@@ -71,15 +71,15 @@ struct GpuState {
   std::string gpm_note;           // why not, in words, when gpm is absent
 
   double memory_used_fraction() const {
-    return memory_total_bytes ? static_cast<double>(memory_used_bytes) /
-                                    static_cast<double>(memory_total_bytes)
-                              : 0.0;
+    return memory_total_bytes
+               ? static_cast<double>(memory_used_bytes) / static_cast<double>(memory_total_bytes)
+               : 0.0;
   }
 };
 
 // Every GPU of the host at one moment, or why there is none.
 struct GpuObservation {
-  bool available = false;  // an NVML library loaded and found at least one GPU
+  bool available = false;     // an NVML library loaded and found at least one GPU
   std::string absent_reason;  // when not available: "no NVIDIA GPU found (...)"
   std::vector<GpuState> gpus;
 };

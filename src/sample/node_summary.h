@@ -15,8 +15,8 @@ namespace stallscope {
 struct NodeInterface {
   std::string name;
   uint64_t mtu_bytes = 0;
-  std::string kind;       // InterfaceKindName
-  std::string operstate;  // "up", "down", ...
+  std::string kind;         // InterfaceKindName
+  std::string operstate;    // "up", "down", ...
   uint64_t speed_mbps = 0;  // 0: not reported
   bool operator==(const NodeInterface&) const = default;
 };
@@ -40,7 +40,7 @@ struct NodeSummary {
   std::vector<NodeInterface> interfaces;
   std::vector<NodeRdmaPort> rdma_ports;
   std::vector<EnvironmentVariable> environment;  // NCCL_* and GLOO_* only, sorted
-  std::string route_interface;  // the interface the route to route_peer uses
+  std::string route_interface;                   // the interface the route to route_peer uses
   std::string route_peer;
 };
 

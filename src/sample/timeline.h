@@ -42,8 +42,8 @@ struct TimelineSample {
   // The job's process tree.
   int processes = 0;
   uint64_t tree_rss_bytes = 0;
-  uint64_t tree_pss_bytes = 0;  // 0 when PSS unreadable
-  double tree_cpu_percent = 0;  // percent of one CPU, summed over the tree (200 = 2 CPUs)
+  uint64_t tree_pss_bytes = 0;    // 0 when PSS unreadable
+  double tree_cpu_percent = 0;    // percent of one CPU, summed over the tree (200 = 2 CPUs)
   double loader_cpu_percent = 0;  // the same for the tree minus the root rank processes
   // The host.
   uint64_t mem_available_bytes = 0;  // container-aware: min(MemAvailable, limit - working set)
@@ -114,8 +114,8 @@ struct LoaderConfig {
   bool pin_memory = false;
   int prefetch_factor = 0;  // 0 when unknown (num_workers=0 has none)
   bool persistent_workers = false;
-  int64_t dataset_length = -1;    // -1 when the dataset has no len()
-  bool gpu_available = false;     // torch.cuda.is_available() in the job
+  int64_t dataset_length = -1;  // -1 when the dataset has no len()
+  bool gpu_available = false;   // torch.cuda.is_available() in the job
 };
 
 // The error counters of one network port at one sample, cumulative as the
@@ -172,12 +172,12 @@ struct Timeline {
   std::vector<EpochEvent> epochs;
   std::vector<LoaderConfig> loaders;
   std::vector<PortCounterPoint> port_counters;  // by time, then port
-  std::vector<GpuPoint> gpus;                    // by time, then GPU
-  std::vector<RankInfo> ranks;                   // hook hellos, in arrival order
-  std::vector<StepSync> step_syncs;              // with stallscope.ddp(model)
-  std::vector<AllocationReport> allocations;     // the hook's allocation tracing
-  std::vector<MemoryPeak> memory_peaks;          // table memory_peaks, when written
-  bool memory_peaks_recorded = false;            // false: the file predates the table
+  std::vector<GpuPoint> gpus;                   // by time, then GPU
+  std::vector<RankInfo> ranks;                  // hook hellos, in arrival order
+  std::vector<StepSync> step_syncs;             // with stallscope.ddp(model)
+  std::vector<AllocationReport> allocations;    // the hook's allocation tracing
+  std::vector<MemoryPeak> memory_peaks;         // table memory_peaks, when written
+  bool memory_peaks_recorded = false;           // false: the file predates the table
 };
 
 }  // namespace stallscope

@@ -199,8 +199,10 @@ Status RunWriter::AppendGpuSamples(std::span<const GpuPoint> gpus) {
     if (rc == SQLITE_OK) rc = sqlite3_bind_int(s, 7, g.lost ? 1 : 0);
     if (rc == SQLITE_OK) rc = sqlite3_bind_double(s, 8, g.utilization_gpu_percent);
     if (rc == SQLITE_OK) rc = sqlite3_bind_double(s, 9, g.utilization_memory_percent);
-    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 10, static_cast<sqlite3_int64>(g.memory_used_bytes));
-    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 11, static_cast<sqlite3_int64>(g.memory_total_bytes));
+    if (rc == SQLITE_OK)
+      rc = sqlite3_bind_int64(s, 10, static_cast<sqlite3_int64>(g.memory_used_bytes));
+    if (rc == SQLITE_OK)
+      rc = sqlite3_bind_int64(s, 11, static_cast<sqlite3_int64>(g.memory_total_bytes));
     if (rc == SQLITE_OK) rc = store::BindOptional(s, 12, g.sm_clock_mhz);
     if (rc == SQLITE_OK) rc = store::BindOptional(s, 13, g.sm_clock_max_mhz);
     if (rc == SQLITE_OK) rc = store::BindOptional(s, 14, g.throttle_reasons);
@@ -209,10 +211,14 @@ Status RunWriter::AppendGpuSamples(std::span<const GpuPoint> gpus) {
     if (rc == SQLITE_OK) rc = store::BindOptional(s, 17, g.power_limit_w);
     if (rc == SQLITE_OK) rc = store::BindOptional(s, 18, g.pcie_tx_kib_per_s);
     if (rc == SQLITE_OK) rc = store::BindOptional(s, 19, g.pcie_rx_kib_per_s);
-    if (rc == SQLITE_OK) rc = store::BindOptional(s, 20, store::GpmField(g, &GpmMetrics::sm_active_percent));
-    if (rc == SQLITE_OK) rc = store::BindOptional(s, 21, store::GpmField(g, &GpmMetrics::sm_occupancy_percent));
-    if (rc == SQLITE_OK) rc = store::BindOptional(s, 22, store::GpmField(g, &GpmMetrics::tensor_active_percent));
-    if (rc == SQLITE_OK) rc = store::BindOptional(s, 23, store::GpmField(g, &GpmMetrics::dram_bw_percent));
+    if (rc == SQLITE_OK)
+      rc = store::BindOptional(s, 20, store::GpmField(g, &GpmMetrics::sm_active_percent));
+    if (rc == SQLITE_OK)
+      rc = store::BindOptional(s, 21, store::GpmField(g, &GpmMetrics::sm_occupancy_percent));
+    if (rc == SQLITE_OK)
+      rc = store::BindOptional(s, 22, store::GpmField(g, &GpmMetrics::tensor_active_percent));
+    if (rc == SQLITE_OK)
+      rc = store::BindOptional(s, 23, store::GpmField(g, &GpmMetrics::dram_bw_percent));
     if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 24, processes.c_str(), -1, SQLITE_TRANSIENT);
     if (rc == SQLITE_OK) rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     if (rc != SQLITE_OK) {

@@ -18,8 +18,8 @@
 #include <string>
 #include <string_view>
 
-#include "sample/finding.h"
 #include "core/status.h"
+#include "sample/finding.h"
 #include "sample/timeline.h"
 
 struct sqlite3;
@@ -60,8 +60,7 @@ class RunWriter {
                         std::span<const StepEvent> steps, std::span<const EpochEvent> epochs,
                         std::span<const LoaderConfig> loaders,
                         std::span<const PortCounterPoint> ports = {},
-                        std::span<const RankInfo> ranks = {},
-                        std::span<const StepSync> syncs = {});
+                        std::span<const RankInfo> ranks = {}, std::span<const StepSync> syncs = {});
   // The GPUs of the interval just appended (store/gpu_samples.cc), in their
   // own transaction, into gpu_samples (created on first use). No-op before
   // the first interval or without GPUs.
@@ -106,8 +105,8 @@ class RunWriter {
   // `rows` rows with `insert`, `bind(statement, i)` binding row i (false: it
   // could not), all in one transaction: a failure leaves neither. `what`
   // names the rows in errors ("memory peaks").
-  Status AppendRows(std::string_view what, std::string_view create, const char* insert,
-                    size_t rows, const std::function<bool(sqlite3_stmt*, size_t)>& bind);
+  Status AppendRows(std::string_view what, std::string_view create, const char* insert, size_t rows,
+                    const std::function<bool(sqlite3_stmt*, size_t)>& bind);
   Status InsertInterval(const TimelineSample& sample, std::span<const ProcessPoint> processes,
                         std::span<const StepEvent> steps, std::span<const EpochEvent> epochs,
                         std::span<const LoaderConfig> loaders,

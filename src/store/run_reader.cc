@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "store/run_file.h"
 #include "store/gpu_samples.h"
+#include "store/run_file.h"
 #include "store/run_schema.h"
 #include "store/stored_findings.h"
 
@@ -416,9 +416,9 @@ Result<StoredFindings> ReadStoredFindings(const std::string& path) {
   sqlite3* db = opened->get();
   StoredFindings stored;
   bool have_tables = false;
-  Status st = ForEachRow(db, path,
-                         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'findings'",
-                         [&](Columns&) { have_tables = true; });
+  Status st =
+      ForEachRow(db, path, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'findings'",
+                 [&](Columns&) { have_tables = true; });
   if (!st.ok() || !have_tables) return st.ok() ? Result<StoredFindings>(stored) : st;
   Status bad = Status::Ok();
   int64_t row = 0;

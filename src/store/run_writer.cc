@@ -454,8 +454,7 @@ Status RunWriter::AppendFindings(std::string_view source, std::span<const Findin
 }
 
 Status RunWriter::AppendRows(std::string_view what, std::string_view create, const char* insert,
-                             size_t rows,
-                             const std::function<bool(sqlite3_stmt*, size_t)>& bind) {
+                             size_t rows, const std::function<bool(sqlite3_stmt*, size_t)>& bind) {
   if (!db_) return Status::InvalidArgument(path_ + ": the run file is closed");
   sqlite3* db = db_.get();
   const std::string name(what);

@@ -17,7 +17,8 @@ std::string EvidenceToJsonText(const std::vector<Evidence>& evidence) {
 }
 
 Result<std::vector<Evidence>> EvidenceFromJsonText(std::string_view text, std::string_view what) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::ordered_json j =
+      nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) {
     return Status::InvalidArgument(std::string(what) + ": evidence_json is not a JSON object");
   }
@@ -58,7 +59,8 @@ Result<Impact> ImpactFromJsonText(std::string_view text, std::string_view what) 
   }
   Impact impact;
   impact.wall_fraction = j["wall_fraction"].get<double>();
-  if (j.contains("seconds_per_epoch")) impact.seconds_per_epoch = j["seconds_per_epoch"].get<double>();
+  if (j.contains("seconds_per_epoch"))
+    impact.seconds_per_epoch = j["seconds_per_epoch"].get<double>();
   impact.basis = j["basis"].get<std::string>();
   return impact;
 }

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sample/finding.h"
 #include "core/status.h"
+#include "sample/finding.h"
 
 namespace stallscope::store {
 

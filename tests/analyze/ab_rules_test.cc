@@ -32,7 +32,7 @@ std::vector<LoaderConfig> Workers(int n) {
 
 TEST(AbRules, SummaryLeavesTheWarmupOutAndUsesTheLowestRank) {
   std::vector<StepEvent> s = Steps(20, 0.1, 0.05, 3.0);
-  s[0].step_seconds = 3.0;  // the first step pays for worker start-up
+  s[0].step_seconds = 3.0;             // the first step pays for worker start-up
   s.push_back(Step(1, 0, 1, 0, 100));  // another rank: ignored
   AbRunFigures f = SummarizeAbRun(s, Workers(2), 6.0, 0);
   EXPECT_EQ(f.steps, 20);
@@ -56,7 +56,8 @@ TEST(AbRules, FasterWithoutWorkersIsLoaderOverhead) {
   EXPECT_EQ(f[0].id, "io.loader_overhead");
   EXPECT_EQ(f[0].severity, Severity::kWarning);
   EXPECT_NE(f[0].summary.find("2.00x faster with num_workers=0 than with num_workers=4"),
-            std::string::npos) << f[0].summary;
+            std::string::npos)
+      << f[0].summary;
   ASSERT_TRUE(f[0].impact);
   EXPECT_NEAR(f[0].impact->wall_fraction, 0.5, 1e-9);
   EXPECT_NE(f[0].next.find("persistent_workers"), std::string::npos);

@@ -79,7 +79,8 @@ TEST(ClusterRules, MixedGpusMarkedAndFound) {
   EXPECT_EQ(FindingOf(c, "network.mtu_mismatch"), nullptr);
   std::string text = RenderClusterText(c);
   EXPECT_NE(text.find("4x NVIDIA V100-SXM2-32GB*"), std::string::npos) << text;
-  EXPECT_NE(text.find("(other nodes, or other ranks of one node): gpus"), std::string::npos) << text;
+  EXPECT_NE(text.find("(other nodes, or other ranks of one node): gpus"), std::string::npos)
+      << text;
 }
 
 TEST(ClusterRules, GpuCountOnlyIsInfo) {

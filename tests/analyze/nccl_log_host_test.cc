@@ -157,21 +157,17 @@ TEST(NcclDebugFile, GlobExpandsHostAndPidLikeNccl) {
 }
 
 TEST(NcclDebugFile, WrittenMeansNewReplacedTruncatedGrownOrModified) {
-  const std::vector<DebugFileState> before = {{"/l/untouched", 10, 100, 5},
-                                              {"/l/replaced", 11, 100, 5},
-                                              {"/l/truncated", 12, 100, 5},
-                                              {"/l/grown", 13, 100, 5},
-                                              {"/l/same-size-rewritten", 14, 100, 5},
-                                              {"/l/deleted", 15, 100, 5}};
-  const std::vector<DebugFileState> after = {{"/l/grown", 13, 4000, 9},
-                                             {"/l/new", 20, 10, 9},
-                                             {"/l/replaced", 21, 100, 5},
-                                             {"/l/same-size-rewritten", 14, 100, 6},
-                                             {"/l/truncated", 12, 40, 5},
-                                             {"/l/untouched", 10, 100, 5}};
+  const std::vector<DebugFileState> before = {
+      {"/l/untouched", 10, 100, 5},           {"/l/replaced", 11, 100, 5},
+      {"/l/truncated", 12, 100, 5},           {"/l/grown", 13, 100, 5},
+      {"/l/same-size-rewritten", 14, 100, 5}, {"/l/deleted", 15, 100, 5}};
+  const std::vector<DebugFileState> after = {
+      {"/l/grown", 13, 4000, 9},   {"/l/new", 20, 10, 9},
+      {"/l/replaced", 21, 100, 5}, {"/l/same-size-rewritten", 14, 100, 6},
+      {"/l/truncated", 12, 40, 5}, {"/l/untouched", 10, 100, 5}};
   EXPECT_EQ(DebugFilesWritten(before, after),
-            (std::vector<std::string>{"/l/grown", "/l/new", "/l/replaced",
-                                      "/l/same-size-rewritten", "/l/truncated"}));
+            (std::vector<std::string>{"/l/grown", "/l/new", "/l/replaced", "/l/same-size-rewritten",
+                                      "/l/truncated"}));
   EXPECT_EQ(DebugFilesWritten({}, {{"/l/a", 1, 0, 0}}), std::vector<std::string>{"/l/a"});
   EXPECT_TRUE(DebugFilesWritten(before, {}).empty());
 }

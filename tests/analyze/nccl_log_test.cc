@@ -1,6 +1,5 @@
 // The NCCL log parser and its findings, on fixture logs written from NCCL's
 // own message formats (tests/fixtures/nccl_logs/, one per NCCL generation).
-#include "analyze/nccl_log_rules.h"
 #include "probe/nccl_log.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/nccl_log_rules.h"
 #include "core/text.h"
 
 namespace stallscope {
@@ -119,15 +119,15 @@ TEST(NcclLinePrefix, FastPathAgreesWithTheGeneralOne) {
   EXPECT_EQ(FastNcclLinePrefix("host\nh:1:2 [0] NCCL INFO x", &fast), 0u);
   EXPECT_EQ(FastNcclLinePrefix("h:1:2\n[0] NCCL INFO x", &fast), 0u);
   // Other shapes are left to the general reader (some of them it accepts).
-  for (const char* other : {
-           "[default0]:h:1:2 [0] NCCL INFO x",       // a launcher's tag
-           "h:1:2 [0] misc/socket.cc:49 NCCL WARN x",  // WARN's file:line
-           "h:1:2 [0] 12.5 init.cc:1 NCCL TRACE x",    // TRACE
-           "h:1:2 NCCL CALL ncclAllReduce",            // no [dev]
-           "h:1:2 [1048576] NCCL INFO x",              // a device number past the cap
-           "x:1:9999999999999999999 [0] NCCL INFO x",  // 19 digits
-           "x::2 [0] NCCL INFO x", ":1:2 [0] NCCL INFO x", "x:1:2  [0] NCCL INFO x",
-           "x:1:2 [0] NCCL INFOx", "x:1:2 [0] NCCL INFO\r", "epoch 1 NCCL INFO x", ""}) {
+  for (const char* other :
+       {"[default0]:h:1:2 [0] NCCL INFO x",         // a launcher's tag
+        "h:1:2 [0] misc/socket.cc:49 NCCL WARN x",  // WARN's file:line
+        "h:1:2 [0] 12.5 init.cc:1 NCCL TRACE x",    // TRACE
+        "h:1:2 NCCL CALL ncclAllReduce",            // no [dev]
+        "h:1:2 [1048576] NCCL INFO x",              // a device number past the cap
+        "x:1:9999999999999999999 [0] NCCL INFO x",  // 19 digits
+        "x::2 [0] NCCL INFO x", ":1:2 [0] NCCL INFO x", "x:1:2  [0] NCCL INFO x",
+        "x:1:2 [0] NCCL INFOx", "x:1:2 [0] NCCL INFO\r", "epoch 1 NCCL INFO x", ""}) {
     EXPECT_EQ(FastNcclLinePrefix(other, &fast), 0u) << other;
   }
   EXPECT_TRUE(ParseNcclLinePrefix("[default0]:h:1:2 [0] NCCL INFO x"));

@@ -1,9 +1,10 @@
+#include "analyze/report.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "analyze/catalog.h"
-#include "analyze/report.h"
 #include "sample/finding.h"
 
 namespace stallscope {

@@ -1,4 +1,3 @@
-#include "analyze/report.h"
 #include "analyze/run_rules.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +8,7 @@
 #include <random>
 
 #include "analyze/catalog.h"
+#include "analyze/report.h"
 
 namespace stallscope {
 namespace {
@@ -354,7 +354,8 @@ Timeline ShortLeakingRun(bool with_steps) {
   const double startup[] = {31, 105, 169, 206, 233, 233};
   for (int i = 0; i < 6; ++i) sample(0.5 * (i + 1), startup[i]);
   double mib = 580;
-  for (double t = 3.5; t <= 9.5 + 1e-9; t += 0.5, mib += 48 + (static_cast<int>(t * 2) % 3 - 1) * 4) {
+  for (double t = 3.5; t <= 9.5 + 1e-9;
+       t += 0.5, mib += 48 + (static_cast<int>(t * 2) % 3 - 1) * 4) {
     sample(t, mib);
   }
   sample(10.0, 0.85 * mib);  // the workers are gone
@@ -388,9 +389,8 @@ TEST(RssGrowth, TheHooksTracingPlacesTheLeak) {
   tl.allocations.push_back({0, kRootPid, 6.0, "note", 0, 0, 0, "", "tracing started: RSS rose"});
   tl.allocations.push_back({0, kRootPid, 9.0, "site", 99328, 2131, 0, "train.py:201", ""});
   tl.allocations.push_back({0, kRootPid, 9.0, "site", 2640, 31, 0, "train.py:210", ""});
-  tl.allocations.push_back({0, kRootPid, 9.0, "holder", int64_t{300} << 20, 73,
-                            int64_t{150} << 20, "train.py:210",
-                            "the module-level list 'KEPT' in train.py"});
+  tl.allocations.push_back({0, kRootPid, 9.0, "holder", int64_t{300} << 20, 73, int64_t{150} << 20,
+                            "train.py:210", "the module-level list 'KEPT' in train.py"});
   tl.allocations.push_back({0, kRootPid, 9.0, "note", 0, 0, 0, "", "tracing stopped"});
   std::vector<Finding> findings = CheckRun(tl);
   const Finding* f = Find(findings, "memory.rss_growth");
@@ -404,12 +404,12 @@ TEST(RssGrowth, TheHooksTracingPlacesTheLeak) {
   EXPECT_NE(f->summary.find("; it grows at train.py:210, where the module-level list 'KEPT'"),
             std::string::npos)
       << f->summary;
-  EXPECT_EQ(f->next.rfind("look at train.py:210 (the module-level list 'KEPT' in train.py)", 0),
-            0u)
+  EXPECT_EQ(f->next.rfind("look at train.py:210 (the module-level list 'KEPT' in train.py)", 0), 0u)
       << f->next;
-  EXPECT_EQ(AllocationTraceNotes(tl),
-            (std::vector<std::string>{"allocation tracing, rank 0 (pid 100): tracing started: RSS rose",
-                                      "allocation tracing, rank 0 (pid 100): tracing stopped"}));
+  EXPECT_EQ(
+      AllocationTraceNotes(tl),
+      (std::vector<std::string>{"allocation tracing, rank 0 (pid 100): tracing started: RSS rose",
+                                "allocation tracing, rank 0 (pid 100): tracing stopped"}));
   // Sites alone (no tensors held): the top site is the line.
   tl.allocations.erase(tl.allocations.begin() + 3);
   findings = CheckRun(tl);
@@ -467,7 +467,8 @@ Timeline KilledBeforeTheFirstSample() {
 
 TEST(OomKilled, BeforeTheFirstSampleThePeakIsTheKernelsOomReport) {
   Timeline tl = KilledBeforeTheFirstSample();
-  tl.memory_peaks.push_back({"cgroup", 0, 300 * kMiB, "/sys/fs/cgroup/memory/x/memory.max_usage_in_bytes"});
+  tl.memory_peaks.push_back(
+      {"cgroup", 0, 300 * kMiB, "/sys/fs/cgroup/memory/x/memory.max_usage_in_bytes"});
   tl.memory_peaks.push_back({"oom_kill", 4242, 296 * kMiB,
                              "Memory cgroup out of memory: Killed process 4242 (python3) ..."});
   const Finding* f = nullptr;
@@ -480,7 +481,10 @@ TEST(OomKilled, BeforeTheFirstSampleThePeakIsTheKernelsOomReport) {
   EXPECT_EQ(EvidenceOf<int64_t>(*f, "oom_victim_pid"), 4242);
   EXPECT_EQ(EvidenceOf<int64_t>(*f, "cgroup_peak_bytes"), int64_t(300 * kMiB));
   EXPECT_EQ(EvidenceValueOf(*f, "peak_tree_rss_bytes"), nullptr);  // no sample saw it: not 0
-  EXPECT_NE(f->summary.find("peaked at 296.0 MiB (the kernel's OOM report of pid 4242) of 300.0 MiB"), std::string::npos) << f->summary;
+  EXPECT_NE(
+      f->summary.find("peaked at 296.0 MiB (the kernel's OOM report of pid 4242) of 300.0 MiB"),
+      std::string::npos)
+      << f->summary;
   EXPECT_NE(f->summary.find("of 300.0 MiB (the cgroup limit)"), std::string::npos) << f->summary;
 }
 

@@ -25,8 +25,7 @@ const Finding* Find(const std::vector<Finding>& findings, const std::string& id)
 
 TEST(Amdahl, RecoversAKnownSerialFraction) {
   // s = 0.1: S(n) = 1 / (0.1 + 0.9 / n): S(2) = 1/0.55, S(4) = 1/0.325, S(8) = 1/0.2125.
-  std::optional<double> s =
-      FitAmdahl({{1, 1.0}, {2, 1 / 0.55}, {4, 1 / 0.325}, {8, 1 / 0.2125}});
+  std::optional<double> s = FitAmdahl({{1, 1.0}, {2, 1 / 0.55}, {4, 1 / 0.325}, {8, 1 / 0.2125}});
   ASSERT_TRUE(s);
   EXPECT_NEAR(*s, 0.1, 1e-12);
   // Perfect scaling: s = 0.
@@ -44,8 +43,7 @@ TEST(Amdahl, LeastSquaresOverNoisySizes) {
 TEST(Scaling, SpeedupEfficiencyCommRatioAndAccumulation) {
   // 1 rank: 100 samples/s, 0.64 s a step (batch 64). 2 ranks: 160 samples/s,
   // 0.80 s a step. 4 ranks: 256 samples/s, 1.0 s a step.
-  ScaleAnalysis a =
-      AnalyzeScaling({Point(4, 256, 1.0), Point(1, 100, 0.64), Point(2, 160, 0.80)});
+  ScaleAnalysis a = AnalyzeScaling({Point(4, 256, 1.0), Point(1, 100, 0.64), Point(2, 160, 0.80)});
   ASSERT_EQ(a.rows.size(), 3u);
   EXPECT_EQ(a.base_procs, 1);
   EXPECT_EQ(a.rows[0].point.procs, 1);  // sorted
@@ -104,8 +102,7 @@ TEST(ScalingRules, PoorEfficiencyAndHighCommRatio) {
 
 TEST(ScalingRules, EightAgainstFourUnderOnePointFive) {
   // 4 ranks at 0.9 efficiency, 8 at 5.0x (0.625, also poor), and 8 vs 4 = 5.0/3.6 = 1.39x.
-  ScaleAnalysis a = AnalyzeScaling(
-      {Point(1, 100, 1.0), Point(4, 360, 1.05), Point(8, 500, 1.1)});
+  ScaleAnalysis a = AnalyzeScaling({Point(1, 100, 1.0), Point(4, 360, 1.05), Point(8, 500, 1.1)});
   std::vector<Finding> fa = CheckScaling(a, "x");
   const Finding* poor = Find(fa, "distributed.scaling_poor");
   ASSERT_NE(poor, nullptr);

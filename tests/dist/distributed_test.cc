@@ -145,7 +145,8 @@ NodeSummary SampleNode() {
   n.gpus = {"NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB"};
   n.driver_version = "535.104.05";
   n.cuda_version = "12.2";
-  n.interfaces = {{"eth0", 9000, "ethernet", "up", 100000}, {"lo", 65536, "loopback", "unknown", 0}};
+  n.interfaces = {{"eth0", 9000, "ethernet", "up", 100000},
+                  {"lo", 65536, "loopback", "unknown", 0}};
   n.rdma_ports = {{"mlx5_0:1", "ACTIVE"}};
   n.environment = {{"NCCL_SOCKET_IFNAME", "eth0"}, {"NCCL_WEIRD", "a\tb\\c\nd"}};
   n.route_interface = "eth0";
@@ -164,11 +165,14 @@ TEST(NodeSummaryWire, RoundTrip) {
 
 TEST(NodeSummaryWire, ErrorsNameTheLine) {
   EXPECT_FALSE(ParseNodeSummary("", "rank 2 summary").ok());
-  Result<NodeSummary> bad = ParseNodeSummary("stallscope.node/1\nrank\t1\nhost\th\nif\teth0\tx\tethernet\tup\t0\n", "rank 1 summary");
+  Result<NodeSummary> bad = ParseNodeSummary(
+      "stallscope.node/1\nrank\t1\nhost\th\nif\teth0\tx\tethernet\tup\t0\n", "rank 1 summary");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("rank 1 summary:4"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("rank 1 summary:4"), std::string::npos)
+      << bad.status().message();
   EXPECT_NE(bad.status().message().find("not a number"), std::string::npos);
-  Result<NodeSummary> fields = ParseNodeSummary("stallscope.node/1\nrank\t1\nhost\th\textra\n", "s");
+  Result<NodeSummary> fields =
+      ParseNodeSummary("stallscope.node/1\nrank\t1\nhost\th\textra\n", "s");
   ASSERT_FALSE(fields.ok());
   EXPECT_NE(fields.status().message().find("s:3"), std::string::npos);
   EXPECT_FALSE(ParseNodeSummary("stallscope.node/1\nhost\th\n", "s").ok());  // no rank

@@ -17,10 +17,11 @@ std::string Render(const JobTable& t, int64_t now) {
 
 TEST(JobTable, StepsBecomeCountersAndAHistogramPerRank) {
   JobTable t(16, 300);
-  t.Ingest("hello 100 0 0 2\njob 100 0 train-7\nloader 100 0 64 2 0 2 1 1000 0\n"
-           "epoch 100 0 3 5\n"
-           "step 100 0 0 10 20000000 50000000\nstep 100 0 1 20 0 2000000000\n",
-           kSecond);
+  t.Ingest(
+      "hello 100 0 0 2\njob 100 0 train-7\nloader 100 0 64 2 0 2 1 1000 0\n"
+      "epoch 100 0 3 5\n"
+      "step 100 0 0 10 20000000 50000000\nstep 100 0 1 20 0 2000000000\n",
+      kSecond);
   t.Ingest("hello 200 1 1 2\nstep 200 1 0 10 1000000 40000000\n", kSecond);
   ASSERT_EQ(t.processes().size(), 2u);
   const JobProcess& p = t.processes().at(100);
@@ -34,10 +35,12 @@ TEST(JobTable, StepsBecomeCountersAndAHistogramPerRank) {
   std::string out = Render(t, 3 * kSecond);
   const std::string l0 = "{job_name=\"train-7\",rank=\"0\",host=\"node1\"";
   EXPECT_NE(out.find("stallscope_job_steps_total" + l0 + "} 2\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("stallscope_job_data_wait_seconds_total" + l0 + "} 0.02\n"), std::string::npos);
+  EXPECT_NE(out.find("stallscope_job_data_wait_seconds_total" + l0 + "} 0.02\n"),
+            std::string::npos);
   // 0.05 s falls in le=0.05; 2 s in le=2.5; cumulative.
   EXPECT_NE(out.find("stallscope_job_step_seconds_bucket" + l0 + ",le=\"0.025\"} 0\n"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("stallscope_job_step_seconds_bucket" + l0 + ",le=\"0.05\"} 1\n"),
             std::string::npos);
   EXPECT_NE(out.find("stallscope_job_step_seconds_bucket" + l0 + ",le=\"2.5\"} 2\n"),
@@ -45,8 +48,9 @@ TEST(JobTable, StepsBecomeCountersAndAHistogramPerRank) {
   EXPECT_NE(out.find("stallscope_job_step_seconds_count" + l0 + "} 2\n"), std::string::npos);
   EXPECT_NE(out.find("stallscope_job_report_age_seconds" + l0 + "} 2\n"), std::string::npos);
   // The second process never named its job: its pid names it.
-  EXPECT_NE(out.find("stallscope_job_steps_total{job_name=\"pid-200\",rank=\"1\",host=\"node1\"} 1"),
-            std::string::npos);
+  EXPECT_NE(
+      out.find("stallscope_job_steps_total{job_name=\"pid-200\",rank=\"1\",host=\"node1\"} 1"),
+      std::string::npos);
 }
 
 TEST(JobTable, SilentProcessesExpire) {
@@ -79,14 +83,16 @@ TEST(JobTable, ARestartedRankReplacesTheOldOneSoSeriesNeverRepeat) {
   EXPECT_EQ(t.processes().begin()->first, 300);
   std::string out = Render(t, 2 * kSecond);
   EXPECT_NE(out.find("stallscope_job_steps_total{job_name=\"j\",rank=\"0\",host=\"node1\"} 0"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
 }
 
 TEST(JobTable, GarbageIsCountedNotTrusted) {
   JobTable t(16, 300);
-  t.Ingest("step\nstep x 0 0 1 1 1\nstep 5 0 0 1 -1 1\njob 5 0\njob 5 0 has space\n"
-           "job 5 0 \x01\x02\nstep -3 0 0 1 1 1\nfuture 5 0 a b c\n\n",
-           kSecond);
+  t.Ingest(
+      "step\nstep x 0 0 1 1 1\nstep 5 0 0 1 -1 1\njob 5 0\njob 5 0 has space\n"
+      "job 5 0 \x01\x02\nstep -3 0 0 1 1 1\nfuture 5 0 a b c\n\n",
+      kSecond);
   EXPECT_TRUE(t.processes().empty());
   EXPECT_EQ(t.malformed_lines(), 7u);
   EXPECT_EQ(CleanJobName(std::string(129, 'a')), "");

@@ -31,7 +31,9 @@ class GpuProbeTest : public ::testing::Test {
     std::ofstream(path) << text;
     setenv("FAKE_NVML_SCRIPT", path.c_str(), 1);
   }
-  std::unique_ptr<GpuProbe> Open() { return GpuProbe::Open(Root(dir_.string()), STALLSCOPE_FAKE_NVML); }
+  std::unique_ptr<GpuProbe> Open() {
+    return GpuProbe::Open(Root(dir_.string()), STALLSCOPE_FAKE_NVML);
+  }
   std::filesystem::path dir_;
 };
 

@@ -67,9 +67,9 @@ TEST(HookDatagram, AllocationRecordsKeepTheirTexts) {
       "alloc_holder 42 1 3000000000 73 299892736 156237824 my%20dir/train.py:210 the "
       "module-level list 'KEPT' in train.py\n"
       "alloc_holder 42 1 3000000000 5 6 7 - the local dict 'cache' of step() in t.py\n"
-      "alloc_site 42 1 x 1 2 a.py:1\n"      // not a number
+      "alloc_site 42 1 x 1 2 a.py:1\n"          // not a number
       "alloc_holder 42 1 3000000000 1 2 3 -\n"  // no description
-      "alloc_note 42 1 3000000000\n",       // no text
+      "alloc_note 42 1 3000000000\n",           // no text
       kStart, e);
   EXPECT_EQ(e.malformed, 3);
   ASSERT_EQ(e.allocations.size(), 4u);

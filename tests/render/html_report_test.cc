@@ -1,4 +1,3 @@
-#include "analyze/report.h"
 #include "render/html_report.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +9,7 @@
 #include <tuple>
 
 #include "analyze/baseline.h"
+#include "analyze/report.h"
 #include "core/atomic_file.h"
 #include "core/text.h"
 #include "render/svg_chart.h"
@@ -121,10 +121,10 @@ TEST(HtmlReport, ChartsOfARunWithProjectionRanksAndEpochs) {
   std::vector<Chart> charts = TimelineCharts(t, findings);
   std::vector<std::string> ids;
   for (const Chart& c : charts) ids.push_back(c.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"chart-memory", "chart-host-memory", "chart-swap",
-                                           "chart-swap-traffic", "chart-disk-util",
-                                           "chart-disk-await", "chart-cpu", "chart-step-time",
-                                           "chart-data-wait"}));
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{"chart-memory", "chart-host-memory", "chart-swap",
+                                      "chart-swap-traffic", "chart-disk-util", "chart-disk-await",
+                                      "chart-cpu", "chart-step-time", "chart-data-wait"}));
   // The tree on its own axis: only the tree's series (and its projection).
   const Chart& memory = charts[0];
   ASSERT_EQ(memory.series.size(), 2u);
@@ -211,8 +211,8 @@ TEST(SvgChart, EpochLabelsAreThinnedSoNoneOverlap) {
     free_from = x + width;
     ++labels;
   }
-  EXPECT_GE(labels, 5u);   // some are labelled
-  EXPECT_LT(labels, 40u);  // not all: they would overlap
+  EXPECT_GE(labels, 5u);                                              // some are labelled
+  EXPECT_LT(labels, 40u);                                             // not all: they would overlap
   EXPECT_NE(svg.find("<title>epoch 17</title>"), std::string::npos);  // unlabelled, still named
   // Few epochs: every one labelled.
   c.markers = {{0, "epoch 0"}, {150, "epoch 1"}, {300, "epoch 2"}};
