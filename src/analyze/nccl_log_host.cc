@@ -71,4 +71,18 @@ std::string DescribeNcclLogFile(const NcclLogFile& log) {
   return text;
 }
 
+FindingsWithNotes NcclLogConclusions(const std::vector<NcclLogFile>& logs,
+                                     const std::optional<HostRdmaPorts>& host,
+                                     std::vector<std::string> notes) {
+  FindingsWithNotes out;
+  if (!logs.empty()) {
+    for (const NcclLogFile& log : logs) {
+      notes.push_back(DescribeNcclLogFile(log));
+      for (Finding& f : NcclHostNetworkFindings(log, host)) out.findings.push_back(std::move(f));
+    }
+  }
+  out.notes = std::move(notes);
+  return out;
+}
+
 }  // namespace stallscope

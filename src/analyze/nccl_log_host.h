@@ -40,4 +40,11 @@ std::vector<Finding> NcclHostNetworkFindings(const NcclLogFile& log,
 // "nccl log F: 67 NCCL lines, 4 rank(s) on 2 host(s), NCCL 2.18.3 (CUDA runtime 12.2)".
 std::string DescribeNcclLogFile(const NcclLogFile& log);
 
+// What a run's NCCL logs say about this host's network: the findings of
+// every log, a note per log (DescribeNcclLogFile) after `notes` (those of
+// finding and reading the logs). `host` as for NcclHostNetworkFindings.
+FindingsWithNotes NcclLogConclusions(const std::vector<NcclLogFile>& logs,
+                                     const std::optional<HostRdmaPorts>& host,
+                                     std::vector<std::string> notes);
+
 }  // namespace stallscope

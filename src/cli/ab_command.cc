@@ -32,6 +32,7 @@
 #include "record/hook_receiver.h"
 #include "record/job.h"
 #include "record/recorder.h"
+#include "record/supervise.h"
 #include "render/report.h"
 
 namespace stallscope {
@@ -77,7 +78,7 @@ Result<Job> StartJob(const std::vector<std::string>& argv,
 }
 
 Result<AbRun> RunOnce(const AbFlags& flags, std::vector<std::pair<std::string, std::string>> env,
-                      const std::string& capture) {
+                      const std::string& capture, int signal_fd) {
   Result<HookReceiver> hook = HookReceiver::Create();
   if (!hook.ok()) return hook.status();
   env.insert(env.begin(), {{"STALLSCOPE_SOCKET", hook->socket_path()},
@@ -88,35 +89,15 @@ Result<AbRun> RunOnce(const AbFlags& flags, std::vector<std::pair<std::string, s
   Result<Job> job = StartJob(flags.command, env, capture, flags.json);
   if (!job.ok()) return job.status();
   AbRun run;
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGCHLD);
-  struct timespec zero {};
-  bool killed = false;
-  for (;;) {
-    struct pollfd p = {hook->fd(), POLLIN, 0};
-    poll(&p, 1, 50);
-    hook->Drain(start_ns, run.events);
-    if (std::optional<JobExit> exit = job->Poll()) {
-      hook->Drain(start_ns, run.events);
-      run.exit = *exit;
-      break;
-    }
-    siginfo_t info;
-    int sig;
-    while ((sig = sigtimedwait(&signals, &info, &zero)) > 0) {
-      // Ctrl-C from the terminal reached the job too (same process group);
-      // a kill aimed at us alone is passed on.
-      if (sig != SIGCHLD && info.si_code == SI_USER) job->Forward(sig);
-    }
-    if (!killed && MonotonicSeconds() - start > flags.timeout) {
-      run.timed_out = true;
-      killed = true;
-      job->Forward(SIGKILL);
-    }
-  }
+  SuperviseOptions options;
+  options.signal_fd = signal_fd;
+  options.start_ns = start_ns;
+  options.deadline_ns = start_ns + static_cast<int64_t>(flags.timeout * 1e9);
+  options.timeout_signal = SIGKILL;
+  options.poll_ms = 50;
+  SupervisedRun supervised = SuperviseJob(*job, *hook, options, run.events);
+  run.exit = supervised.exit;
+  run.timed_out = supervised.timed_out;
   run.wall_seconds = MonotonicSeconds() - start;
   return run;
 }
@@ -217,14 +198,16 @@ int RunAb(const AbFlags& flags) {
   std::string command = JoinCommand(flags.command);
   std::string what = Describe(flags);
   BlockRecordSignals();
+  Result<int> signal_fd = OpenRecordSignalFd();
+  if (!signal_fd.ok()) return Fail("ab", signal_fd.status(), false);
   std::fprintf(stderr, "stallscope ab: run A (as is), %lld steps: %s\n",
                static_cast<long long>(flags.steps), command.c_str());
-  Result<AbRun> a = RunOnce(flags, {}, "");
+  Result<AbRun> a = RunOnce(flags, {}, "", *signal_fd);
   if (!a.ok())
     return Fail("ab", a.status().message(), a.status().IsNotFound() ? 127 : kExitCouldNotRun);
   std::fprintf(stderr, "stallscope ab: run B (degraded: %s)%s\n", what.c_str(),
                capture.empty() ? "" : fmt::format(", output to {}", capture).c_str());
-  Result<AbRun> b = RunOnce(flags, degraded_env, capture);
+  Result<AbRun> b = RunOnce(flags, degraded_env, capture, *signal_fd);
   if (!b.ok()) return Fail("ab", b.status().message(), kExitCouldNotRun);
 
   AbRunFigures fa =

@@ -271,21 +271,8 @@ CommandRunner SetupDoctor(CLI::App& app) {
       }
     }
     if (!f.html.empty()) {
-      HtmlReportInput in;
-      in.command = "doctor";
-      in.host = snapshot->hostname;
-      in.time_utc = snapshot->time_utc;
-      in.report = &report;
-      in.not_checked_why = why;
-      if (t.run) {
-        in.timeline = &t.run->timeline;
-        in.run_file = t.run->path;
-      }
-      for (const auto& [layer, fact] : t.facts) {
-        in.facts.push_back({std::string(LayerName(layer)), fact});
-      }
-      in.host_baseline = &now;
-      if (Status s = WriteFileAtomically(f.html, RenderHtmlReport(in)); !s.ok()) {
+      std::string page = RenderDoctorHtml(*snapshot, report, t, why, now);
+      if (Status s = WriteFileAtomically(f.html, page); !s.ok()) {
         return Fail(s, false);
       }
     }

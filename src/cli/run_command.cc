@@ -101,60 +101,13 @@ std::vector<NcclLogFile> ReadRunNcclLogs(const RecordFlags& flags,
   return logs;
 }
 
-// What the job's NCCL logs say about this host's network: the findings, a
-// note per log, and the notes of finding and reading them.
-StoredFindings NcclLogConclusions(const std::vector<NcclLogFile>& logs,
-                                  std::vector<std::string> notes) {
-  StoredFindings out;
-  if (!logs.empty()) {
-    std::optional<HostRdmaPorts> host = ReadHostRdma(Root("/"), notes);
-    for (const NcclLogFile& log : logs) {
-      notes.push_back(DescribeNcclLogFile(log));
-      for (Finding& f : NcclHostNetworkFindings(log, host)) out.findings.push_back(std::move(f));
-    }
-  }
-  out.notes = std::move(notes);
-  return out;
-}
-
-nlohmann::ordered_json NcclLogsJson(const std::vector<NcclLogFile>& logs) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const NcclLogFile& log : logs) {
-    out.push_back({{"file", log.path},
-                   {"nccl_lines", log.summary.nccl_lines},
-                   {"ranks", log.summary.ranks.size()},
-                   {"hosts", NcclJobNodes(log.summary)},
-                   {"first_socket_line", log.first_socket_line}});
-  }
-  return out;
-}
-
 // The findings of a run, as `run`, `watch` and `report` print them.
 int PrintRunReport(const char* command, const RunAnalysis& run, bool json, std::FILE* text_out,
                    const std::vector<NcclLogFile>& nccl_logs = {}) {
-  const Timeline& timeline = run.timeline;
-  Report report = MakeRunReport(run);
-  ReportHeader header{command, timeline.info.hostname, timeline.info.started_utc,
-                      timeline.info.duration_seconds.value_or(0)};
   if (json) {
-    nlohmann::ordered_json j = ReportToJson(header, report);
-    j["run"] = RunInfoToJson(timeline.info);
-    j["run"]["file"] = run.path;
-    j["run"]["samples"] = timeline.samples.size();
-    j["epochs"] = EpochsToJson(run.epochs);
-    j["ranks"] = RanksToJson(run.ranks);
-    if (!nccl_logs.empty()) j["nccl_logs"] = NcclLogsJson(nccl_logs);
-    std::fputs((JsonText(j) + "\n").c_str(), stdout);
+    std::fputs((JsonText(RunReportJson(command, run, nccl_logs)) + "\n").c_str(), stdout);
   } else {
-    std::string out = "\n" + DescribeRunEnd(timeline.info, timeline.samples.size());
-    std::string table = RenderEpochTable(run.epochs);
-    if (!table.empty()) out += "\n" + table;
-    if (std::string rank_table = RenderRankTable(run.ranks); !rank_table.empty()) {
-      out += "\n" + rank_table;
-    }
-    out += "\n" + RenderReportText(header, report);
-    out += fmt::format("run file: {} (sqlite3 {} 'select * from samples')\n", run.path, run.path);
-    std::fputs(out.c_str(), text_out);
+    std::fputs(RenderRunReportText(command, run).c_str(), text_out);
   }
   return kExitOk;
 }
@@ -272,7 +225,9 @@ CommandRunner SetupRun(CLI::App& app) {
     // `report RUN.db` prints the same findings later.
     std::vector<std::string> nccl_notes;
     std::vector<NcclLogFile> nccl_logs = ReadRunNcclLogs(*flags, nccl_files_before, nccl_notes);
-    StoredFindings from_logs = NcclLogConclusions(nccl_logs, std::move(nccl_notes));
+    std::optional<HostRdmaPorts> host;
+    if (!nccl_logs.empty()) host = ReadHostRdma(Root("/"), nccl_notes);
+    StoredFindings from_logs = NcclLogConclusions(nccl_logs, host, std::move(nccl_notes));
     StoredFindings unsaved;
     if (Status kept = writer->AppendFindings("nccl-log", from_logs.findings, from_logs.notes);
         !kept.ok()) {

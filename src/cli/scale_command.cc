@@ -29,6 +29,7 @@
 #include "record/hook_receiver.h"
 #include "record/job.h"
 #include "record/recorder.h"
+#include "record/supervise.h"
 #include "render/distributed.h"
 #include "render/report.h"
 
@@ -94,34 +95,17 @@ Result<SizeRun> RunSize(const ScaleFlags& flags, int procs, int signal_fd) {
     job = Job::StartRanks(flags.command, env, procs, /*stdout_to_stderr=*/true);
   }
   if (!job.ok()) return job.status();
-  const int64_t start_ns = MonotonicNs();
-  const int64_t deadline = start_ns + static_cast<int64_t>(flags.timeout * 1e9);
+  SuperviseOptions options;
+  options.signal_fd = signal_fd;
+  options.start_ns = MonotonicNs();
+  options.deadline_ns = options.start_ns + static_cast<int64_t>(flags.timeout * 1e9);
+  options.timeout_signal = SIGTERM;
   SizeRun run;
-  for (;;) {
-    struct pollfd fds[2] = {{signal_fd, POLLIN, 0}, {hook->fd(), POLLIN, 0}};
-    poll(fds, 2, 200);
-    if (fds[0].revents & POLLIN) {
-      struct signalfd_siginfo si;
-      while (read(signal_fd, &si, sizeof si) == sizeof si) {
-        if (si.ssi_signo == SIGCHLD) continue;
-        run.interrupted = true;
-        // From the terminal the ranks already got it (same process group).
-        if (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE) {
-          job->Forward(static_cast<int>(si.ssi_signo));
-        }
-      }
-    }
-    hook->Drain(start_ns, run.events);
-    if (std::optional<JobExit> exit = job->Poll()) {
-      hook->Drain(start_ns, run.events);
-      run.exit = *exit;
-      return run;
-    }
-    if (!run.timed_out && MonotonicNs() > deadline) {
-      run.timed_out = true;
-      job->Forward(SIGTERM);
-    }
-  }
+  SupervisedRun supervised = SuperviseJob(*job, *hook, options, run.events);
+  run.exit = supervised.exit;
+  run.timed_out = supervised.timed_out;
+  run.interrupted = supervised.interrupted;
+  return run;
 }
 
 }  // namespace

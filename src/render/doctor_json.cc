@@ -4,6 +4,7 @@
 
 #include "analyze/catalog.h"
 #include "analyze/triage_table.h"
+#include "render/html_report.h"
 #include "render/report.h"
 
 namespace stallscope {
@@ -75,6 +76,26 @@ nlohmann::ordered_json DoctorJson(const DoctorJsonInput& in) {
   }
   j["triage"] = triage;
   return j;
+}
+
+std::string RenderDoctorHtml(const Snapshot& snapshot, const Report& report, const Triage& t,
+                             const std::vector<std::pair<Layer, std::string>>& why,
+                             const HostBaseline& now) {
+  HtmlReportInput in;
+  in.command = "doctor";
+  in.host = snapshot.hostname;
+  in.time_utc = snapshot.time_utc;
+  in.report = &report;
+  in.not_checked_why = why;
+  if (t.run) {
+    in.timeline = &t.run->timeline;
+    in.run_file = t.run->path;
+  }
+  for (const auto& [layer, fact] : t.facts) {
+    in.facts.push_back({std::string(LayerName(layer)), fact});
+  }
+  in.host_baseline = &now;
+  return RenderHtmlReport(in);
 }
 
 }  // namespace stallscope

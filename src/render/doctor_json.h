@@ -1,6 +1,7 @@
 // The doctor's JSON (schema stallscope.report/1 plus facts, data, bench,
-// baseline, run_file, triage and a why on each layer not checked), and the
-// rule catalog as `doctor --rules` prints it (text and JSON). Pure.
+// baseline, run_file, triage and a why on each layer not checked), its HTML
+// page, and the rule catalog as `doctor --rules` prints it (text and JSON).
+// Pure.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,12 @@ struct DoctorJsonInput {
 };
 
 nlohmann::ordered_json DoctorJson(const DoctorJsonInput& in);
+
+// The doctor's HTML page (render/html_report.h): the report, the facts, the
+// host's figures and, with --run, the run's charts.
+std::string RenderDoctorHtml(const Snapshot& snapshot, const Report& report, const Triage& t,
+                             const std::vector<std::pair<Layer, std::string>>& why,
+                             const HostBaseline& now);
 
 // `doctor --rules`: id, layer, what it checks, threshold, source.
 std::string RulesText();

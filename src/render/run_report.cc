@@ -4,9 +4,12 @@
 
 #include <cstring>
 
+#include "analyze/nccl_log_rules.h"
 #include "analyze/report.h"
 #include "core/units.h"
+#include "render/distributed.h"
 #include "render/html_report.h"
+#include "render/report.h"
 
 namespace stallscope {
 
@@ -92,6 +95,50 @@ std::string RenderRunHtml(const RunAnalysis& run) {
               {"interval", fmt::format("{:.2f} s", info.interval_seconds)}};
   if (!info.data_device.empty()) in.facts.push_back({"data disk", info.data_device});
   return RenderHtmlReport(in);
+}
+
+nlohmann::ordered_json NcclLogsJson(const std::vector<NcclLogFile>& logs) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const NcclLogFile& log : logs) {
+    out.push_back({{"file", log.path},
+                   {"nccl_lines", log.summary.nccl_lines},
+                   {"ranks", log.summary.ranks.size()},
+                   {"hosts", NcclJobNodes(log.summary)},
+                   {"first_socket_line", log.first_socket_line}});
+  }
+  return out;
+}
+
+nlohmann::ordered_json RunReportJson(std::string_view command, const RunAnalysis& run,
+                                     const std::vector<NcclLogFile>& nccl_logs) {
+  const Timeline& timeline = run.timeline;
+  Report report = MakeRunReport(run);
+  ReportHeader header{std::string(command), timeline.info.hostname, timeline.info.started_utc,
+                      timeline.info.duration_seconds.value_or(0)};
+  nlohmann::ordered_json j = ReportToJson(header, report);
+  j["run"] = RunInfoToJson(timeline.info);
+  j["run"]["file"] = run.path;
+  j["run"]["samples"] = timeline.samples.size();
+  j["epochs"] = EpochsToJson(run.epochs);
+  j["ranks"] = RanksToJson(run.ranks);
+  if (!nccl_logs.empty()) j["nccl_logs"] = NcclLogsJson(nccl_logs);
+  return j;
+}
+
+std::string RenderRunReportText(std::string_view command, const RunAnalysis& run) {
+  const Timeline& timeline = run.timeline;
+  Report report = MakeRunReport(run);
+  ReportHeader header{std::string(command), timeline.info.hostname, timeline.info.started_utc,
+                      timeline.info.duration_seconds.value_or(0)};
+  std::string out = "\n" + DescribeRunEnd(timeline.info, timeline.samples.size());
+  std::string table = RenderEpochTable(run.epochs);
+  if (!table.empty()) out += "\n" + table;
+  if (std::string rank_table = RenderRankTable(run.ranks); !rank_table.empty()) {
+    out += "\n" + rank_table;
+  }
+  out += "\n" + RenderReportText(header, report);
+  out += fmt::format("run file: {} (sqlite3 {} 'select * from samples')\n", run.path, run.path);
+  return out;
 }
 
 }  // namespace stallscope
