@@ -261,12 +261,6 @@ std::vector<Finding> CheckGpuObservation(const GpuObservation& observation,
   return CheckGpus(judged, process_names, notes);
 }
 
-std::vector<std::string> GpuRunNotes(const Timeline& timeline) {
-  std::vector<std::string> notes;
-  (void)CheckRunGpus(timeline, &notes);
-  return notes;
-}
-
 std::vector<Finding> CheckRunGpus(const Timeline& timeline, std::vector<std::string>* notes) {
   std::map<int, std::string> names;
   for (const ProcessPoint& p : timeline.processes) names[p.pid] = p.comm;

@@ -66,8 +66,5 @@ std::vector<Finding> CheckGpuObservation(const GpuObservation& observation,
 // The run's GPU findings (pure): SummarizeRunGpus then CheckGpus, with the
 // names from the run's process points.
 std::vector<Finding> CheckRunGpus(const Timeline& timeline, std::vector<std::string>* notes);
-// Only the notes of CheckRunGpus (a lost GPU, util not judged without GPM),
-// for callers that take the findings from CheckRun.
-std::vector<std::string> GpuRunNotes(const Timeline& timeline);
 
 }  // namespace stallscope

@@ -17,9 +17,9 @@ RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
         "no steps from the Python hook: wrap the loader with `for batch in "
         "stallscope.loader(loader)` for data-wait and epoch figures");
   }
-  run.findings = CheckRun(run.timeline);
-  for (std::string& n : GpuRunNotes(run.timeline)) run.notes.push_back("gpu: " + n);
-  for (std::string& n : AllocationTraceNotes(run.timeline)) run.notes.push_back(std::move(n));
+  FindingsWithNotes judged = CheckRun(run.timeline);
+  run.findings = std::move(judged.findings);
+  for (std::string& n : judged.notes) run.notes.push_back(std::move(n));
   run.checked = {Layer::kMemory, Layer::kIo, Layer::kNetwork};
   run.ranks = SummarizeRanks(run.timeline, run.timeline.info.hostname);
   if (run.ranks.size() >= 2) run.checked.push_back(Layer::kDistributed);

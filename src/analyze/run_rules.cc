@@ -124,17 +124,22 @@ std::vector<EpochSummary> SummarizeEpochs(const Timeline& timeline) {
   return epochs;
 }
 
-std::vector<Finding> CheckRun(const Timeline& timeline) {
-  std::vector<Finding> findings = CheckRunMemory(timeline);
+FindingsWithNotes CheckRun(const Timeline& timeline) {
+  FindingsWithNotes out;
+  std::vector<Finding>& findings = out.findings;
+  findings = CheckRunMemory(timeline);
   std::vector<Finding> io = CheckRunIo(timeline);
   findings.insert(findings.end(), std::make_move_iterator(io.begin()),
                   std::make_move_iterator(io.end()));
   std::vector<Finding> network = CheckRunNetwork(timeline);
   findings.insert(findings.end(), std::make_move_iterator(network.begin()),
                   std::make_move_iterator(network.end()));
-  for (Finding& f : CheckRunGpus(timeline, nullptr)) findings.push_back(std::move(f));
+  std::vector<std::string> gpu_notes;
+  for (Finding& f : CheckRunGpus(timeline, &gpu_notes)) findings.push_back(std::move(f));
   for (Finding& f : CheckRanks(timeline)) findings.push_back(std::move(f));  // rank_rules.h
-  return findings;
+  for (std::string& n : gpu_notes) out.notes.push_back("gpu: " + n);
+  for (std::string& n : AllocationTraceNotes(timeline)) out.notes.push_back(std::move(n));
+  return out;
 }
 
 }  // namespace stallscope

@@ -127,8 +127,10 @@ std::vector<Finding> CheckRunNetwork(const Timeline& timeline);
 // mistyped fields are unknown. ParseError when it is not a JSON object.
 Result<NetworkObservation> NetworkFromBaseline(std::string_view snapshot_json);
 
-// All of the above and the per-rank rules (analyze/rank_rules.h, CheckRanks);
-// MakeReport orders them and picks the verdict.
-std::vector<Finding> CheckRun(const Timeline& timeline);
+// All of the above, the GPU rules (analyze/gpu_rules.h, run once) and the
+// per-rank rules (analyze/rank_rules.h, CheckRanks); the notes: the GPU
+// rules' ("gpu: ...") and the allocation trace's (AllocationTraceNotes).
+// MakeReport orders the findings and picks the verdict.
+FindingsWithNotes CheckRun(const Timeline& timeline);
 
 }  // namespace stallscope

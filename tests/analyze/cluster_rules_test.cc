@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "finding_matchers.h"
 #include "render/cluster.h"
 
 namespace stallscope {
@@ -30,9 +31,7 @@ NodeSummary Node(int rank, std::string host, std::string gpu = "NVIDIA A100-SXM4
 }
 
 const Finding* FindingOf(const ClusterComparison& c, std::string_view id) {
-  for (const Finding& f : c.findings)
-    if (f.id == id) return &f;
-  return nullptr;
+  return Find(c.findings, id);
 }
 
 size_t Column(const ClusterComparison& c, std::string_view name) {

@@ -9,6 +9,7 @@
 
 #include "analyze/catalog.h"
 #include "analyze/report.h"
+#include "finding_matchers.h"
 #include "render/dataset.h"
 
 namespace stallscope {
@@ -32,49 +33,34 @@ DatasetCensus Census(uint64_t small, uint64_t large) {
   return c;
 }
 
-// A copy: the findings are often a temporary.
-std::optional<Finding> Find(const std::vector<Finding>& findings, const std::string& id) {
-  for (const Finding& f : findings) {
-    if (f.id == id) return f;
-  }
-  return std::nullopt;
-}
-
-const EvidenceValue* EvidenceOf(const Finding& f, const std::string& name) {
-  for (const Evidence& e : f.evidence) {
-    if (e.name == name) return &e.value;
-  }
-  return nullptr;
-}
-
 TEST(SmallFiles, FiresAtTenThousandWithThePackCommand) {
   std::vector<Finding> findings = CheckDataset(Census(12000, 0), {});
-  const std::optional<Finding> f = Find(findings, "io.small_files");
+  const std::optional<Finding> f = FindCopy(findings, "io.small_files");
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->layer, Layer::kIo);
   EXPECT_EQ(f->severity, Severity::kWarning);
-  EXPECT_EQ(std::get<int64_t>(*EvidenceOf(*f, "small_files")), 12000);
-  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceOf(*f, "small_files_share")), 1.0);
-  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceOf(*f, "seconds_per_epoch_at_5000_iops")), 2.4);
+  EXPECT_EQ(std::get<int64_t>(*EvidenceValueOf(*f, "small_files")), 12000);
+  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceValueOf(*f, "small_files_share")), 1.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceValueOf(*f, "seconds_per_epoch_at_5000_iops")), 2.4);
   EXPECT_NE(f->next.find("stallscope pack /data/imgs /data/imgs-wds --format wds"),
             std::string::npos)
       << f->next;
   EXPECT_NE(f->summary.find("12000 of 12000"), std::string::npos) << f->summary;
-  EXPECT_FALSE(Find(findings, "io.remote_fs"));
-  EXPECT_FALSE(Find(findings, "io.cold_cache"));  // all cached
+  EXPECT_FALSE(FindCopy(findings, "io.remote_fs"));
+  EXPECT_FALSE(FindCopy(findings, "io.cold_cache"));  // all cached
 }
 
 TEST(SmallFiles, Thresholds) {
-  EXPECT_FALSE(Find(CheckDataset(Census(9999, 0), {}), "io.small_files"));
+  EXPECT_FALSE(FindCopy(CheckDataset(Census(9999, 0), {}), "io.small_files"));
   // Small files that are a minority of the files (a few thousand large ones
   // alongside) still fire only when they are half the files.
-  EXPECT_FALSE(Find(CheckDataset(Census(10000, 10001), {}), "io.small_files"));
-  EXPECT_TRUE(Find(CheckDataset(Census(10000, 10000), {}), "io.small_files"));
+  EXPECT_FALSE(FindCopy(CheckDataset(Census(10000, 10001), {}), "io.small_files"));
+  EXPECT_TRUE(FindCopy(CheckDataset(Census(10000, 10000), {}), "io.small_files"));
   const std::optional<Finding> critical =
-      Find(CheckDataset(Census(150000, 0), {}), "io.small_files");
+      FindCopy(CheckDataset(Census(150000, 0), {}), "io.small_files");
   ASSERT_TRUE(critical.has_value());
   EXPECT_EQ(critical->severity, Severity::kCritical);
-  EXPECT_FALSE(Find(CheckDataset(Census(0, 4), {}), "io.small_files"));
+  EXPECT_FALSE(FindCopy(CheckDataset(Census(0, 4), {}), "io.small_files"));
 }
 
 TEST(RemoteFs, SeverityFollowsWhatIsOnIt) {
@@ -84,30 +70,30 @@ TEST(RemoteFs, SeverityFollowsWhatIsOnIt) {
   nfs.remote = true;
   nfs.latency = MetadataLatency{1000, 300, 900, 1200, 8000};
   std::vector<Finding> findings = CheckDataset(nfs, {});
-  const std::optional<Finding> remote = Find(findings, "io.remote_fs");
+  const std::optional<Finding> remote = FindCopy(findings, "io.remote_fs");
   ASSERT_TRUE(remote.has_value());
   EXPECT_EQ(remote->severity, Severity::kCritical);
-  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceOf(*remote, "open_p50_ms")), 1.2);
-  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceOf(*remote, "open_p99_ms")), 8.0);
-  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceOf(*remote, "open_seconds_per_epoch")), 24.0);
-  EXPECT_EQ(std::get<std::string>(*EvidenceOf(*remote, "fs_type")), "nfs4");
+  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceValueOf(*remote, "open_p50_ms")), 1.2);
+  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceValueOf(*remote, "open_p99_ms")), 8.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceValueOf(*remote, "open_seconds_per_epoch")), 24.0);
+  EXPECT_EQ(std::get<std::string>(*EvidenceValueOf(*remote, "fs_type")), "nfs4");
   EXPECT_NE(remote->summary.find("nfs4"), std::string::npos);
   EXPECT_NE(remote->summary.find("p99 8.00 ms"), std::string::npos) << remote->summary;
   // Small files on a share are critical whatever their count.
-  ASSERT_TRUE(Find(findings, "io.small_files"));
-  EXPECT_EQ(Find(findings, "io.small_files")->severity, Severity::kCritical);
+  ASSERT_TRUE(FindCopy(findings, "io.small_files"));
+  EXPECT_EQ(FindCopy(findings, "io.small_files")->severity, Severity::kCritical);
 
   DatasetCensus big = Census(0, 4);
   big.remote = true;
   big.fs_type = "lustre";
-  const std::optional<Finding> info = Find(CheckDataset(big, {}), "io.remote_fs");
+  const std::optional<Finding> info = FindCopy(CheckDataset(big, {}), "io.remote_fs");
   ASSERT_TRUE(info.has_value());
   EXPECT_EQ(info->severity, Severity::kInfo);
-  EXPECT_EQ(EvidenceOf(*info, "open_p50_ms"), nullptr);  // none measured
+  EXPECT_EQ(EvidenceValueOf(*info, "open_p50_ms"), nullptr);  // none measured
 
   DatasetCensus medium = Census(0, 5000);
   medium.remote = true;
-  EXPECT_EQ(Find(CheckDataset(medium, {}), "io.remote_fs")->severity, Severity::kWarning);
+  EXPECT_EQ(FindCopy(CheckDataset(medium, {}), "io.remote_fs")->severity, Severity::kWarning);
 }
 
 TEST(ColdCache, LowResidencyFitsOrNot) {
@@ -116,32 +102,32 @@ TEST(ColdCache, LowResidencyFitsOrNot) {
   c.residency.resident_fraction = 0.05;
   c.residency.sampled = true;
   DatasetContext big_memory{64ull << 30};
-  const std::optional<Finding> warm_next = Find(CheckDataset(c, big_memory), "io.cold_cache");
+  const std::optional<Finding> warm_next = FindCopy(CheckDataset(c, big_memory), "io.cold_cache");
   ASSERT_TRUE(warm_next.has_value());
   EXPECT_EQ(warm_next->severity, Severity::kWarning);
-  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceOf(*warm_next, "resident_fraction")), 0.05);
-  EXPECT_TRUE(std::get<bool>(*EvidenceOf(*warm_next, "sampled")));
-  EXPECT_NEAR(std::get<double>(*EvidenceOf(*warm_next, "cold_read_seconds_at_seed_floor")),
+  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceValueOf(*warm_next, "resident_fraction")), 0.05);
+  EXPECT_TRUE(std::get<bool>(*EvidenceValueOf(*warm_next, "sampled")));
+  EXPECT_NEAR(std::get<double>(*EvidenceValueOf(*warm_next, "cold_read_seconds_at_seed_floor")),
               0.95 * (1.2e9 / 500e6 + 12000 / 5000.0), 1e-9);
   EXPECT_NE(warm_next->next.find("xargs -0"), std::string::npos);
 
   DatasetContext small_memory{2ull << 30};  // 1.2 GB > half of 2 GiB
-  const std::optional<Finding> never = Find(CheckDataset(c, small_memory), "io.cold_cache");
+  const std::optional<Finding> never = FindCopy(CheckDataset(c, small_memory), "io.cold_cache");
   ASSERT_TRUE(never.has_value());
   EXPECT_EQ(never->severity, Severity::kInfo);
   EXPECT_NE(never->next.find("stallscope bench io /data/imgs"), std::string::npos);
 
   c.residency.resident_fraction = 0.5;
-  EXPECT_FALSE(Find(CheckDataset(c, big_memory), "io.cold_cache"));
+  EXPECT_FALSE(FindCopy(CheckDataset(c, big_memory), "io.cold_cache"));
 
   // A cold dataset that reads in well under a second is not worth a finding.
   DatasetCensus tiny = Census(10, 0);
   tiny.residency.resident_fraction = 0;
-  EXPECT_FALSE(Find(CheckDataset(tiny, big_memory), "io.cold_cache"));
+  EXPECT_FALSE(FindCopy(CheckDataset(tiny, big_memory), "io.cold_cache"));
   // Nothing looked at: no verdict on the cache.
   DatasetCensus unknown = Census(12000, 0);
   unknown.residency = ResidencyCensus{};
-  EXPECT_FALSE(Find(CheckDataset(unknown, big_memory), "io.cold_cache"));
+  EXPECT_FALSE(FindCopy(CheckDataset(unknown, big_memory), "io.cold_cache"));
 }
 
 TEST(DatasetRules, EveryIdIsInTheCatalog) {
@@ -166,7 +152,7 @@ TEST(DatasetRules, ShellQuote) {
   EXPECT_EQ(ShellQuote(""), "''");
   DatasetCensus c = Census(20000, 0);
   c.path = "/data/my imgs/";
-  const std::optional<Finding> f = Find(CheckDataset(c, {}), "io.small_files");
+  const std::optional<Finding> f = FindCopy(CheckDataset(c, {}), "io.small_files");
   ASSERT_TRUE(f.has_value());
   EXPECT_NE(f->next.find("stallscope pack '/data/my imgs/' '/data/my imgs-wds' --format wds"),
             std::string::npos)

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "analyze/catalog.h"
+#include "finding_matchers.h"
 
 namespace stallscope {
 namespace {
@@ -30,21 +31,6 @@ GpuState Busy(double util, std::optional<double> sm_active) {
     g.gpm_note = "GPM not supported on this GPU (Hopper or newer has it)";
   }
   return g;
-}
-
-const Finding* Find(const std::vector<Finding>& findings, const std::string& id) {
-  for (const Finding& f : findings) {
-    if (f.id == id) return &f;
-  }
-  return nullptr;
-}
-
-double EvidenceDouble(const Finding& f, const std::string& name) {
-  for (const Evidence& e : f.evidence) {
-    if (e.name == name) return std::get<double>(e.value);
-  }
-  ADD_FAILURE() << "no evidence " << name;
-  return -1;
 }
 
 std::vector<Finding> Check(const GpuState& g, std::vector<std::string>* notes = nullptr) {
@@ -173,7 +159,8 @@ TEST(GpuRules, RunLostGpuIsANoteNamingIt) {
   lost.lost = true;
   lost.lost_reason = "nvmlDeviceGetMemoryInfo: NVML_ERROR_GPU_IS_LOST (GPU is lost)";
   t.gpus.push_back({3, lost});
-  std::vector<std::string> notes = GpuRunNotes(t);
+  std::vector<std::string> notes;
+  (void)CheckRunGpus(t, &notes);
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("GPU 0 (NVIDIA H100 80GB HBM3, GPU-1) was lost"), std::string::npos)
       << notes[0];

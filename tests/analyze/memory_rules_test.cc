@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "finding_matchers.h"
+
 namespace stallscope {
 namespace {
 
@@ -15,21 +17,6 @@ MemoryObservation Healthy() {
   m.available_bytes = 40 * kGiB;
   m.window_seconds = 1.0;
   return m;
-}
-
-const Finding* Find(const std::vector<Finding>& findings, std::string_view id) {
-  auto it =
-      std::find_if(findings.begin(), findings.end(), [&](const Finding& f) { return f.id == id; });
-  return it == findings.end() ? nullptr : &*it;
-}
-
-template <typename T>
-T EvidenceOf(const Finding& f, std::string_view name) {
-  for (const Evidence& e : f.evidence) {
-    if (e.name == name) return std::get<T>(e.value);
-  }
-  ADD_FAILURE() << "no evidence " << name << " in " << f.id;
-  return T{};
 }
 
 TEST(MemoryRules, HealthyHostHasNoFindings) { EXPECT_TRUE(CheckMemory(Healthy()).empty()); }

@@ -9,6 +9,7 @@
 
 #include "analyze/nccl_log_rules.h"
 #include "core/text.h"
+#include "finding_matchers.h"
 
 namespace stallscope {
 namespace {
@@ -17,13 +18,6 @@ std::string Fixture(const std::string& name) {
   Result<std::string> text = ReadFile(std::string(STALLSCOPE_FIXTURES) + "/nccl_logs/" + name);
   EXPECT_TRUE(text.ok()) << text.status().message();
   return text.ok() ? *text : "";
-}
-
-const Finding* FindingById(const std::vector<Finding>& findings, std::string_view id) {
-  for (const Finding& f : findings) {
-    if (f.id == id) return &f;
-  }
-  return nullptr;
 }
 
 std::string EvidenceString(const Finding& f, std::string_view name) {
@@ -200,30 +194,30 @@ TEST(NcclLog, V214DockerBridgeTimeouts) {
   EXPECT_EQ(log.peer_failures[1].peer, "172.17.0.3<39211>");
 
   auto findings = CheckNcclLog(log, HostRdmaPorts{"trainer-0", {"mlx5_0:1 InfiniBand"}});
-  const Finding* wrong = FindingById(findings, "network.wrong_interface");
+  const Finding* wrong = Find(findings, "network.wrong_interface");
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->severity, Severity::kCritical);
   EXPECT_EQ(EvidenceString(*wrong, "kind"), "Docker default bridge address");
   EXPECT_NE(EvidenceString(*wrong, "processes").find("trainer-0:61"), std::string::npos);
-  const Finding* connect = FindingById(findings, "network.connect_failed");
+  const Finding* connect = Find(findings, "network.connect_failed");
   ASSERT_TRUE(connect);
   EXPECT_EQ(connect->severity, Severity::kCritical);
   EXPECT_NE(EvidenceString(*connect, "peers").find("172.17.0.2<41527> (Connection timed out, 2x)"),
             std::string::npos);
   EXPECT_EQ(EvidenceString(*connect, "docker_bridge_peers"), "2");
   EXPECT_NE(connect->next.find("--network host"), std::string::npos);
-  const Finding* init = FindingById(findings, "distributed.init_incomplete");
+  const Finding* init = Find(findings, "distributed.init_incomplete");
   ASSERT_TRUE(init);
   EXPECT_EQ(EvidenceString(*init, "incomplete_ranks"), "4");
   EXPECT_EQ(init->severity, Severity::kCritical);  // WARNs explain it: not a cut log
   // This host (trainer-0) has Active RDMA ports, NCCL found none: the
   // container does not see them.
-  const Finding* rdma = FindingById(findings, "network.rdma_unused");
+  const Finding* rdma = Find(findings, "network.rdma_unused");
   ASSERT_TRUE(rdma);
   EXPECT_NE(EvidenceString(*rdma, "why").find("/dev/infiniband"), std::string::npos);
   EXPECT_EQ(EvidenceString(*rdma, "processes_on_sockets"), "trainer-0:61, trainer-0:62");
   // Without the host's ports the log alone does not show RDMA.
-  EXPECT_FALSE(FindingById(CheckNcclLog(log, std::nullopt), "network.rdma_unused"));
+  EXPECT_FALSE(Find(CheckNcclLog(log, std::nullopt), "network.rdma_unused"));
 }
 
 TEST(NcclLog, V218MultiNodeIbHealthy) {
@@ -281,19 +275,19 @@ TEST(NcclLog, V221VersionMismatchAndInitHang) {
   EXPECT_EQ(log.algorithms[2].text, "Ring/LL");
 
   auto findings = CheckNcclLog(log, std::nullopt);
-  const Finding* version = FindingById(findings, "distributed.nccl_version_mismatch");
+  const Finding* version = Find(findings, "distributed.nccl_version_mismatch");
   ASSERT_TRUE(version);
   EXPECT_EQ(version->severity, Severity::kCritical);
   EXPECT_EQ(EvidenceString(*version, "distinct_versions"), "2");
   EXPECT_NE(EvidenceString(*version, "versions").find("2.19.3+cuda12.2 on gpu-d:5530, gpu-d:5531"),
             std::string::npos);
-  const Finding* init = FindingById(findings, "distributed.init_incomplete");
+  const Finding* init = Find(findings, "distributed.init_incomplete");
   ASSERT_TRUE(init);
   EXPECT_EQ(init->severity, Severity::kCritical);  // the other ranks finished and wait
   EXPECT_EQ(EvidenceString(*init, "ranks"), "gpu-d:5530 [0] rank 2, gpu-d:5531 [1] rank 3");
   EXPECT_EQ(EvidenceString(*init, "completed_ranks"), "2");
   // INFO retries alone are not a failed connection.
-  EXPECT_FALSE(FindingById(findings, "network.connect_failed"));
+  EXPECT_FALSE(Find(findings, "network.connect_failed"));
 }
 
 TEST(NcclLog, V223SingleNodeLoopbackNvlsTimings) {
@@ -324,15 +318,15 @@ TEST(NcclLog, V228MultiNodeLoopbackRefused) {
   EXPECT_EQ(NcclJobNodes(log), 2);
   EXPECT_EQ(log.remote_errors, 2u);  // NCCL's WARN and PyTorch's error line
   auto findings = CheckNcclLog(log, std::nullopt);
-  const Finding* wrong = FindingById(findings, "network.wrong_interface");
+  const Finding* wrong = Find(findings, "network.wrong_interface");
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->severity, Severity::kCritical);
   EXPECT_EQ(EvidenceString(*wrong, "kind"), "loopback");
-  const Finding* connect = FindingById(findings, "network.connect_failed");
+  const Finding* connect = Find(findings, "network.connect_failed");
   ASSERT_TRUE(connect);
   EXPECT_EQ(EvidenceString(*connect, "peers"), "127.0.0.1<39321> (Connection refused)");
   EXPECT_EQ(EvidenceString(*connect, "first_seen_by"), "node-y:8101");
-  const Finding* init = FindingById(findings, "distributed.init_incomplete");
+  const Finding* init = Find(findings, "distributed.init_incomplete");
   ASSERT_TRUE(init);
   EXPECT_EQ(EvidenceString(*init, "incomplete_ranks"), "2");
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "finding_matchers.h"
 #include "probe/cgroup.h"
 #include "probe/infiniband.h"
 #include "probe/net_dev.h"
@@ -48,30 +49,6 @@ InterfaceAddresses IbHostAddresses() {
   return a;
 }
 
-// Copies: the findings are often a temporary CheckNetwork(...) result.
-std::vector<Finding> All(const std::vector<Finding>& findings, std::string_view id) {
-  std::vector<Finding> out;
-  for (const Finding& f : findings) {
-    if (f.id == id) out.push_back(f);
-  }
-  return out;
-}
-
-std::optional<Finding> Find(const std::vector<Finding>& findings, std::string_view id) {
-  auto all = All(findings, id);
-  if (all.empty()) return std::nullopt;
-  return all[0];
-}
-
-template <typename T>
-T EvidenceOf(const Finding& f, std::string_view name) {
-  for (const Evidence& e : f.evidence) {
-    if (e.name == name) return std::get<T>(e.value);
-  }
-  ADD_FAILURE() << "no evidence " << name << " in " << f.id;
-  return T{};
-}
-
 bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -114,17 +91,17 @@ TEST(InterfaceList, NcclSyntax) {
 
 TEST(WrongInterface, DockerHostDefaultsRaiseNothing) {
   NetworkObservation o = Host("docker_host", DockerHostAddresses(), {"WORLD_SIZE=8"});
-  EXPECT_FALSE(Find(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
   o = Host("docker_host", DockerHostAddresses(), {"NCCL_SOCKET_IFNAME=eth0"});
-  EXPECT_FALSE(Find(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
   o = Host("docker_host", DockerHostAddresses(), {"NCCL_SOCKET_IFNAME=^docker,lo"});
-  EXPECT_FALSE(Find(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
 }
 
 TEST(WrongInterface, NamedDockerBridgeIsCritical) {
   NetworkObservation o = Host("docker_host", DockerHostAddresses(), {"NCCL_SOCKET_IFNAME=docker0"});
   auto findings = CheckNetwork(o);
-  std::optional<Finding> f = Find(findings, "network.wrong_interface");
+  std::optional<Finding> f = FindCopy(findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kCritical);
   EXPECT_EQ(f->layer, Layer::kNetwork);
@@ -155,7 +132,7 @@ TEST(WrongInterface, MissingDownAndAddresslessNames) {
   for (const Case& c : cases) {
     NetworkObservation o = Host("docker_host", c.addresses, {"NCCL_SOCKET_IFNAME=" + c.value});
     auto findings = CheckNetwork(o);
-    std::optional<Finding> f = Find(findings, "network.wrong_interface");
+    std::optional<Finding> f = FindCopy(findings, "network.wrong_interface");
     ASSERT_TRUE(f) << c.value;
     EXPECT_EQ(f->severity, Severity::kCritical) << c.value;
     EXPECT_TRUE(Has(f->summary, c.problem)) << c.value << ": " << f->summary;
@@ -166,7 +143,7 @@ TEST(WrongInterface, OneBadNameBesideAGoodOneWarns) {
   NetworkObservation o =
       Host("docker_host", DockerHostAddresses(), {"NCCL_SOCKET_IFNAME==eth0,eth9"});
   auto findings = CheckNetwork(o);
-  std::optional<Finding> f = Find(findings, "network.wrong_interface");
+  std::optional<Finding> f = FindCopy(findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kWarning);
   EXPECT_EQ(EvidenceOf<std::string>(*f, "usable"), "eth0");
@@ -179,45 +156,45 @@ TEST(WrongInterface, DownInterfaceOnIbHost) {
   a["ens1f1"].push_back({IpAddress::Family::kIpv4, "10.0.0.9", 24});
   NetworkObservation o = Host("ib_host", a, {"GLOO_SOCKET_IFNAME=ens1f1"});
   auto findings = CheckNetwork(o);
-  std::optional<Finding> f = Find(findings, "network.wrong_interface");
+  std::optional<Finding> f = FindCopy(findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_EQ(EvidenceOf<std::string>(*f, "variable"), "GLOO_SOCKET_IFNAME");
   EXPECT_TRUE(Has(f->summary, "ens1f1 is down")) << f->summary;
   // Gloo takes exact names: "ib" is not ib0.
   o = Host("ib_host", IbHostAddresses(), {"GLOO_SOCKET_IFNAME=ib"});
-  f = Find(CheckNetwork(o), "network.wrong_interface");
+  f = FindCopy(CheckNetwork(o), "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_TRUE(Has(EvidenceOf<std::string>(*f, "problems"), "no interface named 'ib'"));
   o = Host("ib_host", IbHostAddresses(), {"GLOO_SOCKET_IFNAME=ib0", "NCCL_SOCKET_IFNAME=ib"});
-  EXPECT_FALSE(Find(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
 }
 
 TEST(WrongInterface, IbHcaNamesADownPortOrNothing) {
   // mlx5_1 (RoCE) is DOWN on ib_host; mlx5_0:1 is ACTIVE.
   NetworkObservation o = Host("ib_host", IbHostAddresses(), {"NCCL_IB_HCA=mlx5_1"});
   auto findings = CheckNetwork(o);
-  std::optional<Finding> f = Find(findings, "network.wrong_interface");
+  std::optional<Finding> f = FindCopy(findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kCritical);
   EXPECT_TRUE(Has(f->summary, "mlx5_1:1 is DOWN")) << f->summary;
   EXPECT_TRUE(Has(f->summary, "falls back to TCP"));
 
   o = Host("ib_host", IbHostAddresses(), {"NCCL_IB_HCA=mlx5_0:2"});
-  f = Find(CheckNetwork(o), "network.wrong_interface");
+  f = FindCopy(CheckNetwork(o), "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_TRUE(Has(f->summary, "no RDMA device starting with 'mlx5_0' with port 2")) << f->summary;
 
   for (const char* fine : {"mlx5_0:1", "mlx5", "=mlx5_0", "^mlx5_1"}) {
     o = Host("ib_host", IbHostAddresses(), {std::string("NCCL_IB_HCA=") + fine});
-    EXPECT_FALSE(Find(CheckNetwork(o), "network.wrong_interface")) << fine;
+    EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface")) << fine;
   }
   o = Host("ib_host", IbHostAddresses(), {"NCCL_IB_HCA=^mlx5_0"});
-  f = Find(CheckNetwork(o), "network.wrong_interface");
+  f = FindCopy(CheckNetwork(o), "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_TRUE(Has(f->summary, "excludes every active RDMA port"));
   // IB disabled: NCCL never reads NCCL_IB_HCA.
   o = Host("ib_host", IbHostAddresses(), {"NCCL_IB_HCA=mlx5_1", "NCCL_IB_DISABLE=1"});
-  EXPECT_FALSE(Find(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
 }
 
 TEST(WrongInterface, RouteToMasterLeavesThroughAnotherInterface) {
@@ -225,7 +202,7 @@ TEST(WrongInterface, RouteToMasterLeavesThroughAnotherInterface) {
   NetworkObservation o = Host("docker_host", a, {"NCCL_SOCKET_IFNAME=eth0", "WORLD_SIZE=16"});
   o.routes.push_back({"MASTER_ADDR=node0", "172.17.0.9", "172.17.0.1", "docker0", ""});
   auto findings = CheckNetwork(o);
-  std::optional<Finding> f = Find(findings, "network.wrong_interface");
+  std::optional<Finding> f = FindCopy(findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kWarning);  // eth0 itself is usable
   EXPECT_TRUE(
@@ -235,13 +212,13 @@ TEST(WrongInterface, RouteToMasterLeavesThroughAnotherInterface) {
 
   // The same route through the interface NCCL was told to use: fine.
   o.routes[0] = {"MASTER_ADDR=node0", "10.1.2.1", "10.1.2.3", "eth0", ""};
-  EXPECT_FALSE(Find(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
   // The master is this host: its route goes through lo and says nothing.
   o.routes[0] = {"MASTER_ADDR=localhost", "127.0.0.1", "127.0.0.1", "lo", ""};
-  EXPECT_FALSE(Find(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
   // A route that could not be found is not held against the variable.
   o.routes[0] = {"MASTER_ADDR=nowhere", "", "", "", "cannot resolve"};
-  EXPECT_FALSE(Find(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
 }
 
 TEST(ContainerBridge, BridgedContainerSeverityFollowsTheJobsSize) {
@@ -250,7 +227,7 @@ TEST(ContainerBridge, BridgedContainerSeverityFollowsTheJobsSize) {
   a["eth0"].push_back({IpAddress::Family::kIpv4, "172.17.0.5", 16});
   NetworkObservation single = Host("bridge_container", a, {});
   auto findings = CheckNetwork(single);
-  std::optional<Finding> f = Find(findings, "network.container_bridge");
+  std::optional<Finding> f = FindCopy(findings, "network.container_bridge");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kInfo);
   EXPECT_EQ(EvidenceOf<std::string>(*f, "interface"), "eth0");
@@ -264,11 +241,12 @@ TEST(ContainerBridge, BridgedContainerSeverityFollowsTheJobsSize) {
   EXPECT_TRUE(Has(f->next, "--network host"));
 
   NetworkObservation local = Host("bridge_container", a, {"WORLD_SIZE=4"});
-  EXPECT_EQ(Find(CheckNetwork(local), "network.container_bridge")->severity, Severity::kWarning);
+  EXPECT_EQ(FindCopy(CheckNetwork(local), "network.container_bridge")->severity,
+            Severity::kWarning);
 
   NetworkObservation multi =
       Host("bridge_container", a, {"WORLD_SIZE=16", "LOCAL_WORLD_SIZE=8", "NODE_RANK=1"});
-  f = Find(CheckNetwork(multi), "network.container_bridge");
+  f = FindCopy(CheckNetwork(multi), "network.container_bridge");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kCritical);
   EXPECT_EQ(EvidenceOf<std::string>(*f, "multi_node_hint"), "WORLD_SIZE=16 > LOCAL_WORLD_SIZE=8");
@@ -276,32 +254,33 @@ TEST(ContainerBridge, BridgedContainerSeverityFollowsTheJobsSize) {
   // Multi-node told by the route: MASTER_ADDR is reached off this host.
   NetworkObservation routed = Host("bridge_container", a, {"WORLD_SIZE=2"});
   routed.routes.push_back({"MASTER_ADDR=10.0.0.1", "10.0.0.1", "172.17.0.5", "eth0", ""});
-  EXPECT_EQ(Find(CheckNetwork(routed), "network.container_bridge")->severity, Severity::kCritical);
+  EXPECT_EQ(FindCopy(CheckNetwork(routed), "network.container_bridge")->severity,
+            Severity::kCritical);
 }
 
 TEST(ContainerBridge, HostNetworkOrNoContainerIsQuiet) {
   // docker_host is the host side: it has eth0 (a NIC) and docker0.
   NetworkObservation host = Host("docker_host", DockerHostAddresses(), {"WORLD_SIZE=16"});
   host.container.in_container = true;  // --network host: the host's interfaces are visible
-  EXPECT_FALSE(Find(CheckNetwork(host), "network.container_bridge"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(host), "network.container_bridge"));
   // A veth outside Docker's range and no container clue: a namespace, not Docker.
   InterfaceAddresses a;
   a["eth0"].push_back({IpAddress::Family::kIpv4, "10.200.0.2", 24});
   NetworkObservation ns = Host("bridge_container", a, {});
   ns.container = ContainerInfo{};
-  EXPECT_FALSE(Find(CheckNetwork(ns), "network.container_bridge"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(ns), "network.container_bridge"));
   // A Kubernetes pod: its CNI address is routable between nodes.
   ns.container.in_container = true;
   ns.container.runtime = "kubernetes";
-  EXPECT_FALSE(Find(CheckNetwork(ns), "network.container_bridge"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(ns), "network.container_bridge"));
   ns.container.runtime = "docker";
-  EXPECT_TRUE(Find(CheckNetwork(ns), "network.container_bridge"));
+  EXPECT_TRUE(FindCopy(CheckNetwork(ns), "network.container_bridge"));
 }
 
 TEST(RdmaUnused, ActivePortWithIbDisabled) {
   NetworkObservation o = Host("ib_host", IbHostAddresses(), {"NCCL_IB_DISABLE=1"});
   auto findings = CheckNetwork(o);
-  std::optional<Finding> f = Find(findings, "network.rdma_unused");
+  std::optional<Finding> f = FindCopy(findings, "network.rdma_unused");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kWarning);
   EXPECT_EQ(EvidenceOf<int64_t>(*f, "active_port_count"), 1);  // mlx5_1 is DOWN
@@ -309,14 +288,14 @@ TEST(RdmaUnused, ActivePortWithIbDisabled) {
   EXPECT_EQ(EvidenceOf<std::string>(*f, "setting"), "NCCL_IB_DISABLE=1");
 
   o = Host("ib_host", IbHostAddresses(), {"NCCL_NET=Socket"});
-  ASSERT_TRUE(Find(CheckNetwork(o), "network.rdma_unused"));
+  ASSERT_TRUE(FindCopy(CheckNetwork(o), "network.rdma_unused"));
   for (const char* quiet : {"NCCL_IB_DISABLE=0", "NCCL_NET=IB", "WORLD_SIZE=2"}) {
     o = Host("ib_host", IbHostAddresses(), {quiet});
-    EXPECT_FALSE(Find(CheckNetwork(o), "network.rdma_unused")) << quiet;
+    EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.rdma_unused")) << quiet;
   }
   // No RDMA at all: nothing to leave unused.
   o = Host("docker_host", DockerHostAddresses(), {"NCCL_IB_DISABLE=1"});
-  EXPECT_FALSE(Find(CheckNetwork(o), "network.rdma_unused"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.rdma_unused"));
 }
 
 TEST(PortErrors, NicErrorsAndDropsOverAWindow) {
@@ -343,7 +322,7 @@ TEST(PortErrors, NicErrorsAndDropsOverAWindow) {
   o.port_deltas = NicErrorDeltas({quiet, erring, dropping, loopback, reset});
   ASSERT_EQ(o.port_deltas.size(), 3u);  // lo and the reset interface are left out
   EXPECT_EQ(o.port_deltas[0].packets, 200000u);
-  auto findings = All(CheckNetwork(o), "network.port_errors");
+  auto findings = FindAllCopies(CheckNetwork(o), "network.port_errors");
   ASSERT_EQ(findings.size(), 2u);
   EXPECT_EQ(EvidenceOf<std::string>(findings[0], "interface"), "eth1");
   EXPECT_EQ(findings[0].severity, Severity::kWarning);
@@ -353,7 +332,7 @@ TEST(PortErrors, NicErrorsAndDropsOverAWindow) {
   EXPECT_NEAR(EvidenceOf<double>(findings[1], "drop_fraction"), 0.02, 1e-9);
   // Without a window (nothing sampled) there is no verdict on counters.
   o.window_seconds.reset();
-  EXPECT_TRUE(All(CheckNetwork(o), "network.port_errors").empty());
+  EXPECT_TRUE(FindAllCopies(CheckNetwork(o), "network.port_errors").empty());
 }
 
 TEST(PortErrors, RdmaSymbolErrorsAndLinkDowned) {
@@ -364,11 +343,11 @@ TEST(PortErrors, RdmaSymbolErrorsAndLinkDowned) {
   NetworkObservation o;
   o.window_seconds = 1.0;
   o.port_deltas = RdmaErrorDeltas(*before, after);
-  EXPECT_TRUE(All(CheckNetwork(o), "network.port_errors").empty()) << "nothing grew";
+  EXPECT_TRUE(FindAllCopies(CheckNetwork(o), "network.port_errors").empty()) << "nothing grew";
 
   *after[0].ports[0].symbol_errors += 12;
   o.port_deltas = RdmaErrorDeltas(*before, after);
-  auto findings = All(CheckNetwork(o), "network.port_errors");
+  auto findings = FindAllCopies(CheckNetwork(o), "network.port_errors");
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(EvidenceOf<std::string>(findings[0], "port"), "mlx5_0:1");
   EXPECT_EQ(EvidenceOf<int64_t>(findings[0], "symbol_errors"), 12);
@@ -376,7 +355,7 @@ TEST(PortErrors, RdmaSymbolErrorsAndLinkDowned) {
 
   *after[0].ports[0].link_downed += 1;
   o.port_deltas = RdmaErrorDeltas(*before, after);
-  findings = All(CheckNetwork(o), "network.port_errors");
+  findings = FindAllCopies(CheckNetwork(o), "network.port_errors");
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].severity, Severity::kCritical);
   EXPECT_EQ(EvidenceOf<int64_t>(findings[0], "link_downed"), 1);

@@ -9,18 +9,12 @@
 #include <filesystem>
 #include <string>
 
+#include "finding_matchers.h"
 #include "record/hook_receiver.h"
 #include "store/run_file.h"
 
 namespace stallscope {
 namespace {
-
-const Evidence* Find(const Finding& f, const std::string& name) {
-  for (const Evidence& e : f.evidence) {
-    if (e.name == name) return &e;
-  }
-  return nullptr;
-}
 
 std::vector<const Finding*> WithId(const std::vector<Finding>& findings, const std::string& id) {
   std::vector<const Finding*> out;

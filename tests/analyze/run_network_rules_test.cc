@@ -112,7 +112,7 @@ TEST_F(RunNetworkTest, PortErrorsOverARunThroughTheRunFile) {
   EXPECT_EQ(flap.severity, Severity::kCritical);
 
   // The same run's findings go through CheckRun with the others.
-  std::vector<Finding> all = CheckRun(*timeline);
+  std::vector<Finding> all = CheckRun(*timeline).findings;
   EXPECT_EQ(std::count_if(all.begin(), all.end(),
                           [](const Finding& f) { return f.id == "network.port_errors"; }),
             2);

@@ -9,6 +9,7 @@
 
 #include "analyze/catalog.h"
 #include "analyze/report.h"
+#include "finding_matchers.h"
 
 namespace stallscope {
 namespace {
@@ -114,36 +115,6 @@ Timeline MakeRun(const RunShape& shape) {
 
 // ---- lookups -------------------------------------------------------------------
 
-std::vector<const Finding*> FindAll(const std::vector<Finding>& findings, std::string_view id) {
-  std::vector<const Finding*> out;
-  for (const Finding& f : findings) {
-    if (f.id == id) out.push_back(&f);
-  }
-  return out;
-}
-
-const Finding* Find(const std::vector<Finding>& findings, std::string_view id) {
-  auto all = FindAll(findings, id);
-  return all.empty() ? nullptr : all.front();
-}
-
-const EvidenceValue* EvidenceValueOf(const Finding& f, std::string_view name) {
-  for (const Evidence& e : f.evidence) {
-    if (e.name == name) return &e.value;
-  }
-  return nullptr;
-}
-
-template <typename T>
-T EvidenceOf(const Finding& f, std::string_view name) {
-  const EvidenceValue* v = EvidenceValueOf(f, name);
-  if (!v) {
-    ADD_FAILURE() << "no evidence " << name << " in " << f.id;
-    return T{};
-  }
-  return std::get<T>(*v);
-}
-
 const Finding* LoaderProblem(const std::vector<Finding>& findings, std::string_view problem) {
   for (const Finding* f : FindAll(findings, "io.loader_config")) {
     if (EvidenceOf<std::string>(*f, "problem") == problem) return f;
@@ -151,23 +122,16 @@ const Finding* LoaderProblem(const std::vector<Finding>& findings, std::string_v
   return nullptr;
 }
 
-std::string Ids(const std::vector<Finding>& findings) {
-  std::string out;
-  for (const Finding& f : findings)
-    out += f.id + "(" + std::string(SeverityName(f.severity)) + ") ";
-  return out;
-}
-
 // ---- healthy and empty -------------------------------------------------------
 
 TEST(RunRules, HealthyRunHasNoFindings) {
-  std::vector<Finding> findings = CheckRun(MakeRun({}));
+  std::vector<Finding> findings = CheckRun(MakeRun({})).findings;
   EXPECT_TRUE(findings.empty()) << Ids(findings);
 }
 
 TEST(RunRules, EmptyTimelineHasNoFindings) {
   Timeline tl;
-  EXPECT_TRUE(CheckRun(tl).empty());
+  EXPECT_TRUE(CheckRun(tl).findings.empty());
   EXPECT_TRUE(SummarizeEpochs(tl).empty());
   EXPECT_FALSE(MeasureDataWait(tl).has_value());
 }
@@ -184,7 +148,7 @@ TEST(RunRules, EveryFindingIdIsInTheCatalog) {
     s.disk_await_ms = 50;
     s.cpu_busy_percent = 99;
   }
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   ASSERT_GE(findings.size(), 5u) << Ids(findings);
   for (const Finding& f : findings) {
     const Rule* rule = FindRule(f.id);
@@ -208,7 +172,7 @@ TEST(RssGrowth, SteadyLeakWithNoiseAndOutliersIsFound) {
   for (size_t i : {80u, 220u, 310u}) tl.samples[i].tree_rss_bytes /= 3;
   tl.samples[150].tree_rss_bytes = 0;  // unread
 
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "memory.rss_growth");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->layer, Layer::kMemory);
@@ -235,7 +199,7 @@ TEST(RssGrowth, LeakAfterAWarmupIsFound) {
   shape.rss = [](double t) {
     return 4.0 * kGiB + 6.0 * kGiB * (1 - std::exp(-t / 120)) + 0.5 * kMiB * t;
   };
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   const Finding* f = Find(findings, "memory.rss_growth");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_NEAR(EvidenceOf<double>(*f, "slope_bytes_per_s"), 0.5 * kMiB, 0.05 * kMiB);
@@ -244,7 +208,7 @@ TEST(RssGrowth, LeakAfterAWarmupIsFound) {
 TEST(RssGrowth, WarmupThatPlateausIsNotALeak) {
   RunShape shape;
   shape.rss = [](double t) { return 4.0 * kGiB + 6.0 * kGiB * (1 - std::exp(-t / 300)); };
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   EXPECT_EQ(Find(findings, "memory.rss_growth"), nullptr) << Ids(findings);
 }
 
@@ -253,7 +217,7 @@ TEST(RssGrowth, SlowWarmupThatIsStillSettlingIsNotALeak) {
   // but the last third much slower than the middle one.
   RunShape shape;
   shape.rss = [](double t) { return 4.0 * kGiB + 6.0 * kGiB * (1 - std::exp(-t / 900)); };
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   EXPECT_EQ(Find(findings, "memory.rss_growth"), nullptr) << Ids(findings);
 }
 
@@ -261,7 +225,7 @@ TEST(RssGrowth, WarmupSettlingOverHalfTheRunIsNotALeak) {
   // Still rising at the end, but at half the pace of the middle third.
   RunShape shape;
   shape.rss = [](double t) { return 4.0 * kGiB + 6.0 * kGiB * (1 - std::exp(-t / 1800)); };
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   EXPECT_EQ(Find(findings, "memory.rss_growth"), nullptr) << Ids(findings);
 }
 
@@ -269,7 +233,7 @@ TEST(RssGrowth, LeakThatSlowsLikeSqrtIsStillALeak) {
   // A cache keyed by ever-new items: growth slows but never stops.
   RunShape shape;
   shape.rss = [](double t) { return 4.0 * kGiB + 60.0 * kMiB * std::sqrt(t); };
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   EXPECT_NE(Find(findings, "memory.rss_growth"), nullptr) << Ids(findings);
 }
 
@@ -277,14 +241,14 @@ TEST(RssGrowth, SmallDriftFarFromTheLimitIsNotALeak) {
   RunShape shape;
   shape.rss = [](double t) { return 8.0 * kGiB + 4.0 * 1024 * t; };  // 14 MiB an hour
   shape.rss_noise_bytes = 1.0 * kMiB;
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   EXPECT_EQ(Find(findings, "memory.rss_growth"), nullptr) << Ids(findings);
 }
 
 TEST(RssGrowth, NoiseAloneIsNotALeak) {
   RunShape shape;
   shape.rss_noise_bytes = 500.0 * kMiB;
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   EXPECT_EQ(Find(findings, "memory.rss_growth"), nullptr) << Ids(findings);
 }
 
@@ -298,7 +262,7 @@ TEST(RssGrowth, SmallLeakNearTheLimitIsCritical) {
   for (TimelineSample& s : tl.samples) {
     s.mem_available_bytes = *tl.info.cgroup_limit_bytes - s.tree_rss_bytes;
   }
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "memory.rss_growth");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -310,7 +274,7 @@ TEST(RssGrowth, TooFewSamplesAreNotJudged) {
   RunShape shape;
   shape.seconds = 100;  // 10 samples
   shape.rss = [](double t) { return 8.0 * kGiB + 100.0 * kMiB * t; };
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   EXPECT_EQ(Find(findings, "memory.rss_growth"), nullptr) << Ids(findings);
 }
 
@@ -324,7 +288,7 @@ TEST(RssGrowth, ShortLivedWorkerIsNotNamedAsTheGrower) {
     tl.processes.push_back({t, 999, kRootPid, "pt_data_worker",
                             static_cast<uint64_t>(100 * kMiB + 20 * kMiB * (t - 3000)), 50});
   }
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "memory.rss_growth");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(EvidenceOf<std::string>(*f, "top_process"), "python3 (pid 100)");
@@ -373,7 +337,7 @@ Timeline ShortLeakingRun(bool with_steps) {
 TEST(RssGrowth, AShortRunsLeakIsFoundThroughItsTeardown) {
   for (bool with_steps : {true, false}) {
     Timeline tl = ShortLeakingRun(with_steps);
-    std::vector<Finding> findings = CheckRun(tl);
+    std::vector<Finding> findings = CheckRun(tl).findings;
     const Finding* f = Find(findings, "memory.rss_growth");
     ASSERT_NE(f, nullptr) << "with_steps=" << with_steps << ": " << Ids(findings);
     EXPECT_NEAR(EvidenceOf<double>(*f, "slope_bytes_per_s"), 96.0 * kMiB, 12.0 * kMiB)
@@ -392,7 +356,7 @@ TEST(RssGrowth, TheHooksTracingPlacesTheLeak) {
   tl.allocations.push_back({0, kRootPid, 9.0, "holder", int64_t{300} << 20, 73, int64_t{150} << 20,
                             "train.py:210", "the module-level list 'KEPT' in train.py"});
   tl.allocations.push_back({0, kRootPid, 9.0, "note", 0, 0, 0, "", "tracing stopped"});
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "memory.rss_growth");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(EvidenceOf<std::string>(*f, "leak_line"), "train.py:210");
@@ -412,14 +376,14 @@ TEST(RssGrowth, TheHooksTracingPlacesTheLeak) {
                                 "allocation tracing, rank 0 (pid 100): tracing stopped"}));
   // Sites alone (no tensors held): the top site is the line.
   tl.allocations.erase(tl.allocations.begin() + 3);
-  findings = CheckRun(tl);
+  findings = CheckRun(tl).findings;
   f = Find(findings, "memory.rss_growth");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(EvidenceOf<std::string>(*f, "leak_line"), "train.py:201");
   EXPECT_EQ(EvidenceValueOf(*f, "leak_holder"), nullptr);
   // Without tracing the next check still teaches tracemalloc.
   tl.allocations.clear();
-  findings = CheckRun(tl);
+  findings = CheckRun(tl).findings;
   f = Find(findings, "memory.rss_growth");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(EvidenceValueOf(*f, "leak_line"), nullptr);
@@ -436,7 +400,7 @@ TEST(OomKilled, KilledRunIsCriticalWithPeakAndLimit) {
   tl.info.exit_signal = 9;
   tl.info.exit_code.reset();
   tl.info.cgroup_limit_bytes = 60 * kGiB;
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "memory.oom_killed");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -472,7 +436,7 @@ TEST(OomKilled, BeforeTheFirstSampleThePeakIsTheKernelsOomReport) {
   tl.memory_peaks.push_back({"oom_kill", 4242, 296 * kMiB,
                              "Memory cgroup out of memory: Killed process 4242 (python3) ..."});
   const Finding* f = nullptr;
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   f = Find(findings, "memory.oom_killed");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(EvidenceOf<bool>(*f, "peak_known"), true);
@@ -491,7 +455,7 @@ TEST(OomKilled, BeforeTheFirstSampleThePeakIsTheKernelsOomReport) {
 TEST(OomKilled, WithoutAnOomReportTheCgroupPeakStandsIn) {
   Timeline tl = KilledBeforeTheFirstSample();
   tl.memory_peaks.push_back({"cgroup", 0, 299 * kMiB, "memory.max_usage_in_bytes"});
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "memory.oom_killed");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(EvidenceOf<int64_t>(*f, "peak_bytes"), int64_t(299 * kMiB));
@@ -501,7 +465,7 @@ TEST(OomKilled, WithoutAnOomReportTheCgroupPeakStandsIn) {
 
 TEST(OomKilled, NothingKeptMeansThePeakIsUnknownNeverZero) {
   Timeline tl = KilledBeforeTheFirstSample();
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "memory.oom_killed");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(EvidenceOf<bool>(*f, "peak_known"), false);
@@ -513,7 +477,7 @@ TEST(OomKilled, NothingKeptMeansThePeakIsUnknownNeverZero) {
   EXPECT_EQ(f->summary.find("0 B"), std::string::npos) << f->summary;
   // A run file from before memory_peaks says so.
   tl.memory_peaks_recorded = false;
-  findings = CheckRun(tl);
+  findings = CheckRun(tl).findings;
   f = Find(findings, "memory.oom_killed");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->summary.find("predates"), std::string::npos) << f->summary;
@@ -527,7 +491,7 @@ TEST(OomKilled, SampledPeakWinsOverASmallerVictim) {
   tl.info.exit_signal = 9;
   tl.memory_peaks_recorded = true;
   tl.memory_peaks.push_back({"oom_kill", 100, 1 * kGiB, "Killed process 100 (python3)"});
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "memory.oom_killed");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(EvidenceOf<std::string>(*f, "peak_source"), "samples");
@@ -538,13 +502,13 @@ TEST(OomKilled, SampledPeakWinsOverASmallerVictim) {
 TEST(OomKilled, SigkillWithoutTheOomFlagIsNotAnOom) {
   Timeline tl = MakeRun({});
   tl.info.exit_signal = 9;  // e.g. the scheduler's kill
-  EXPECT_EQ(Find(CheckRun(tl), "memory.oom_killed"), nullptr);
+  EXPECT_EQ(Find(CheckRun(tl).findings, "memory.oom_killed"), nullptr);
 }
 
 TEST(RunMemory, LowestAvailableIntervalIsJudgedByCheckMemory) {
   Timeline tl = MakeRun({});
   tl.samples[100].mem_available_bytes = 5 * kGiB;  // 7.8% of 64 GiB
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "memory.available_low");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -555,7 +519,7 @@ TEST(RunMemory, LowestAvailableIntervalIsJudgedByCheckMemory) {
 TEST(RunMemory, UnreadAvailableIsNotALowOne) {
   Timeline tl = MakeRun({});
   tl.samples[3].mem_available_bytes = 0;
-  EXPECT_EQ(Find(CheckRun(tl), "memory.available_low"), nullptr);
+  EXPECT_EQ(Find(CheckRun(tl).findings, "memory.available_low"), nullptr);
 }
 
 TEST(RunMemory, SwapTrafficIsAveragedOverTheRun) {
@@ -567,7 +531,7 @@ TEST(RunMemory, SwapTrafficIsAveragedOverTheRun) {
       s.swap_used_bytes = 2 * kGiB;
     }
   }
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "memory.swap_active");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kWarning);
@@ -581,7 +545,7 @@ TEST(RunMemory, SwapTrafficIsAveragedOverTheRun) {
 TEST(InputBound, HalfTheStepWaitingIsCritical) {
   RunShape shape;
   shape.wait = [](int, double) { return 0.2; };  // 0.2 of 0.4 s
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   const Finding* f = Find(findings, "io.input_bound");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -599,7 +563,7 @@ TEST(InputBound, FirstStepStartupIsLeftOut) {
   shape.seconds = 120;
   shape.epoch_s = 0;
   shape.first_wait_s = 60;  // would be half the run
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   EXPECT_EQ(Find(findings, "io.input_bound"), nullptr) << Ids(findings);
   std::optional<DataWait> w = MeasureDataWait(MakeRun(shape));
   ASSERT_TRUE(w.has_value());
@@ -610,7 +574,7 @@ TEST(InputBound, FifteenPercentWarns) {
   RunShape shape;
   shape.step_s = 0.17;
   shape.wait = [](int, double) { return 0.03; };
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   const Finding* f = Find(findings, "io.input_bound");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
@@ -620,7 +584,7 @@ TEST(InputBound, NineAndAHalfPercentIsQuiet) {
   RunShape shape;
   shape.step_s = 0.181;
   shape.wait = [](int, double) { return 0.019; };
-  EXPECT_EQ(Find(CheckRun(MakeRun(shape)), "io.input_bound"), nullptr);
+  EXPECT_EQ(Find(CheckRun(MakeRun(shape)).findings, "io.input_bound"), nullptr);
 }
 
 TEST(InputBound, TheWorstRankDecides) {
@@ -628,7 +592,7 @@ TEST(InputBound, TheWorstRankDecides) {
   shape.ranks = 4;
   shape.workers = 2;
   shape.wait = [](int rank, double) { return rank == 3 ? 0.2 : 0.005; };
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   const Finding* f = Find(findings, "io.input_bound");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -644,7 +608,7 @@ TEST(InputBound, NoWorkersSuggestsHalfTheCpusPerRank) {
   shape.workers = 0;
   shape.ranks = 2;
   shape.wait = [](int, double) { return 0.15; };
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   const Finding* f = Find(findings, "io.input_bound");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_NE(f->next.find("num_workers=4"), std::string::npos) << f->next;  // 16 / 2 / 2
@@ -654,7 +618,7 @@ TEST(InputBound, NoWorkersSuggestsHalfTheCpusPerRank) {
 TEST(InputBound, NoStepsNoFinding) {
   RunShape shape;
   shape.with_steps = false;
-  EXPECT_TRUE(CheckRun(MakeRun(shape)).empty());
+  EXPECT_TRUE(CheckRun(MakeRun(shape)).findings.empty());
 }
 
 // ---- io.device_saturated ---------------------------------------------------------
@@ -673,7 +637,7 @@ TEST(DeviceSaturated, HalfTheRunSaturatedIsCritical) {
   shape.wait = [](int, double) { return 0.1; };
   Timeline tl = MakeRun(shape);
   Saturate(tl, [](size_t i) { return i % 2 == 0; });
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "io.device_saturated");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -701,7 +665,7 @@ TEST(DeviceSaturated, ThreeIntervalsInARowWarn) {
   shape.with_steps = false;
   Timeline tl = MakeRun(shape);
   Saturate(tl, [](size_t i) { return i >= 40 && i < 43; });
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "io.device_saturated");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
@@ -711,7 +675,7 @@ TEST(DeviceSaturated, ThreeIntervalsInARowWarn) {
 TEST(DeviceSaturated, ScatteredBlipsAreQuiet) {
   Timeline tl = MakeRun({});
   Saturate(tl, [](size_t i) { return i % 7 < 2; });  // pairs, 28% of the run
-  EXPECT_EQ(Find(CheckRun(tl), "io.device_saturated"), nullptr);
+  EXPECT_EQ(Find(CheckRun(tl).findings, "io.device_saturated"), nullptr);
 }
 
 TEST(DeviceSaturated, BusyButFastDiskIsQuiet) {
@@ -721,13 +685,13 @@ TEST(DeviceSaturated, BusyButFastDiskIsQuiet) {
     s.disk_util_percent = 100;
     s.disk_await_ms = 0.8;
   }
-  EXPECT_EQ(Find(CheckRun(tl), "io.device_saturated"), nullptr);
+  EXPECT_EQ(Find(CheckRun(tl).findings, "io.device_saturated"), nullptr);
 }
 
 TEST(DeviceSaturated, StepsThatDoNotWaitLowerItToAWarning) {
   Timeline tl = MakeRun({});  // 5% wait
   Saturate(tl, [](size_t) { return true; });
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "io.device_saturated");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
@@ -740,7 +704,7 @@ TEST(LoaderConfig, NoWorkersWhileInputBoundIsCritical) {
   RunShape shape;
   shape.workers = 0;
   shape.wait = [](int, double) { return 0.3; };
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   const Finding* f = LoaderProblem(findings, "num_workers_zero");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -753,7 +717,7 @@ TEST(LoaderConfig, NoWorkersWithoutStepTimingWarns) {
   RunShape shape;
   shape.workers = 0;
   shape.with_steps = false;
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   const Finding* f = LoaderProblem(findings, "num_workers_zero");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
@@ -762,7 +726,7 @@ TEST(LoaderConfig, NoWorkersWithoutStepTimingWarns) {
 TEST(LoaderConfig, NoWorkersThatKeepUpIsOnlyInfo) {
   RunShape shape;
   shape.workers = 0;  // an in-memory dataset: 5% wait
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   const Finding* f = LoaderProblem(findings, "num_workers_zero");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kInfo);
@@ -774,7 +738,7 @@ TEST(LoaderConfig, PinMemoryOffOnAGpuJobWarnsOnceForAllRanks) {
   shape.workers = 4;
   Timeline tl = MakeRun(shape);
   for (LoaderConfig& l : tl.loaders) l.pin_memory = false;
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   auto all = FindAll(findings, "io.loader_config");
   ASSERT_EQ(all.size(), 1u) << Ids(findings);
   EXPECT_EQ(EvidenceOf<std::string>(*all[0], "problem"), "pin_memory_off");
@@ -788,14 +752,14 @@ TEST(LoaderConfig, PinMemoryOffWithoutAGpuIsFine) {
     l.pin_memory = false;
     l.gpu_available = false;
   }
-  EXPECT_TRUE(CheckRun(tl).empty());
+  EXPECT_TRUE(CheckRun(tl).findings.empty());
 }
 
 TEST(LoaderConfig, DeepPrefetchQueueWarns) {
   Timeline tl = MakeRun({});
   tl.loaders[0].num_workers = 16;
   tl.loaders[0].prefetch_factor = 8;
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = LoaderProblem(findings, "prefetch_queue_large");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(EvidenceOf<int64_t>(*f, "prefetch_batches"), 128);
@@ -806,14 +770,14 @@ TEST(LoaderConfig, QueueOfSixtyFourIsFine) {
   Timeline tl = MakeRun({});
   tl.loaders[0].num_workers = 16;
   tl.loaders[0].prefetch_factor = 4;  // 64, and 16 workers on 16 CPUs
-  EXPECT_TRUE(CheckRun(tl).empty()) << Ids(CheckRun(tl));
+  EXPECT_TRUE(CheckRun(tl).findings.empty()) << Ids(CheckRun(tl).findings);
 }
 
 TEST(LoaderConfig, MoreWorkersThanCpusWarns) {
   RunShape shape;
   shape.ranks = 4;
   shape.workers = 8;  // 32 workers on 16 CPUs
-  std::vector<Finding> findings = CheckRun(MakeRun(shape));
+  std::vector<Finding> findings = CheckRun(MakeRun(shape)).findings;
   const Finding* f = LoaderProblem(findings, "workers_exceed_cpus");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(EvidenceOf<int64_t>(*f, "total_workers"), 32);
@@ -826,7 +790,7 @@ TEST(LoaderConfig, ShortEpochsWithoutPersistentWorkersWarn) {
   shape.epoch_s = 20;
   Timeline tl = MakeRun(shape);
   tl.loaders[0].persistent_workers = false;
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = LoaderProblem(findings, "workers_not_persistent");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_NEAR(EvidenceOf<double>(*f, "mean_epoch_s"), 20, 1);
@@ -836,7 +800,7 @@ TEST(LoaderConfig, ShortEpochsWithoutPersistentWorkersWarn) {
 TEST(LoaderConfig, LongEpochsWithCheapRestartsAreFine) {
   Timeline tl = MakeRun({});  // 600 s epochs, no extra wait at epoch starts
   tl.loaders[0].persistent_workers = false;
-  EXPECT_TRUE(CheckRun(tl).empty()) << Ids(CheckRun(tl));
+  EXPECT_TRUE(CheckRun(tl).findings.empty()) << Ids(CheckRun(tl).findings);
 }
 
 TEST(LoaderConfig, MeasuredRestartCostWarnsWithImpact) {
@@ -854,7 +818,7 @@ TEST(LoaderConfig, MeasuredRestartCostWarnsWithImpact) {
       it->step_seconds = 45.2;
     }
   }
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = LoaderProblem(findings, "workers_not_persistent");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_NEAR(EvidenceOf<double>(*f, "restart_wait_s"), 45, 0.5);
@@ -878,7 +842,7 @@ TEST(CpuBoundLoader, SaturatedWorkersWhileInputBoundIsCritical) {
   Timeline tl = MakeRun(shape);
   SaturateLoaderCpu(tl);
   tl.processes.push_back({5, 105, kRootPid, "pt_data_worker", 300 * kMiB, 5000});
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "io.cpu_bound_loader");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -893,7 +857,7 @@ TEST(CpuBoundLoader, SaturatedWorkersWithoutStepTimingWarn) {
   shape.with_steps = false;
   Timeline tl = MakeRun(shape);
   SaturateLoaderCpu(tl);
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "io.cpu_bound_loader");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
@@ -902,7 +866,7 @@ TEST(CpuBoundLoader, SaturatedWorkersWithoutStepTimingWarn) {
 TEST(CpuBoundLoader, SaturatedWorkersThatKeepUpAreInfo) {
   Timeline tl = MakeRun({});
   SaturateLoaderCpu(tl);
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "io.cpu_bound_loader");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kInfo);
@@ -911,13 +875,13 @@ TEST(CpuBoundLoader, SaturatedWorkersThatKeepUpAreInfo) {
 TEST(CpuBoundLoader, BusyHostMattersOnlyWhenStepsWait) {
   Timeline quiet = MakeRun({});
   for (TimelineSample& s : quiet.samples) s.cpu_busy_percent = 99;  // another job
-  EXPECT_EQ(Find(CheckRun(quiet), "io.cpu_bound_loader"), nullptr);
+  EXPECT_EQ(Find(CheckRun(quiet).findings, "io.cpu_bound_loader"), nullptr);
 
   RunShape shape;
   shape.wait = [](int, double) { return 0.1; };
   Timeline waiting = MakeRun(shape);
   for (TimelineSample& s : waiting.samples) s.cpu_busy_percent = 99;
-  std::vector<Finding> findings = CheckRun(waiting);
+  std::vector<Finding> findings = CheckRun(waiting).findings;
   const Finding* f = Find(findings, "io.cpu_bound_loader");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -931,7 +895,7 @@ TEST(CpuBoundLoader, NeverMoreSevereThanTheWaitItCauses) {
   shape.wait = [](int, double) { return 0.03; };  // 0.03 of 0.2 s steps
   Timeline tl = MakeRun(shape);
   for (TimelineSample& s : tl.samples) s.cpu_busy_percent = 99;
-  std::vector<Finding> findings = CheckRun(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "io.cpu_bound_loader");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kWarning);
@@ -948,7 +912,7 @@ TEST(CpuBoundLoader, SaturatedForAThirdOfTheRunIsQuiet) {
     tl.samples[i].loader_cpu_percent = 1480;
     tl.samples[i].tree_cpu_percent = 1580;
   }
-  EXPECT_EQ(Find(CheckRun(tl), "io.cpu_bound_loader"), nullptr);
+  EXPECT_EQ(Find(CheckRun(tl).findings, "io.cpu_bound_loader"), nullptr);
 }
 
 // ---- SummarizeEpochs -----------------------------------------------------------------

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "finding_matchers.h"
+
 namespace stallscope {
 namespace {
 
@@ -14,13 +16,6 @@ ScalePoint Point(int procs, double samples_per_s, double step_s) {
   p.samples_per_s = samples_per_s;
   p.step_s = step_s;
   return p;
-}
-
-const Finding* Find(const std::vector<Finding>& findings, const std::string& id) {
-  for (const Finding& f : findings) {
-    if (f.id == id) return &f;
-  }
-  return nullptr;
 }
 
 TEST(Amdahl, RecoversAKnownSerialFraction) {

@@ -7,18 +7,13 @@
 #include <algorithm>
 
 #include "analyze/memory_rules.h"
+#include "finding_matchers.h"
 
 namespace stallscope {
 namespace {
 
 const std::string kFixtures = STALLSCOPE_FIXTURES;
 constexpr uint64_t kGiB = 1ull << 30;
-
-const Finding* Find(const std::vector<Finding>& findings, std::string_view id) {
-  auto it =
-      std::find_if(findings.begin(), findings.end(), [&](const Finding& f) { return f.id == id; });
-  return it == findings.end() ? nullptr : &*it;
-}
 
 Snapshot FixtureSnapshot(const std::string& host) {
   Result<Snapshot> s = TakeSnapshot(Root(kFixtures + "/" + host), SnapshotOptions{0.01});
