@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/file.h"
 #include "probe/cpu_stat.h"
 #include "probe/host_sampler.h"
 #include "probe/process_sampler.h"

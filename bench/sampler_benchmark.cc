@@ -13,6 +13,7 @@
 
 #include <vector>
 
+#include "core/file.h"
 #include "probe/host_sampler.h"
 #include "probe/process_sampler.h"
 #include "probe/process_tree.h"

@@ -17,7 +17,8 @@ and decoded per sample. --mode picks what the run suffers from:
 --ddp trains with DistributedDataParallel (gloo backend, a DistributedSampler)
 under the variables torchrun sets (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
 MASTER_PORT); --slow-rank R --slow-ms M makes rank R sleep M ms per step
-before its backward pass, a straggler on purpose:
+before its backward pass, a straggler on purpose (--step-ms M makes every rank
+sleep M ms per step: a device's step time, during which the CPU is free):
 
     stallscope run --procs 2 -- /usr/bin/python3 examples/train_cpu.py --ddp \
         --slow-rank 1 --slow-ms 200
@@ -158,6 +159,9 @@ def main():
     p.add_argument("--slow-rank", type=int, default=-1, metavar="R",
                    help="with --ddp: this rank sleeps --slow-ms per step before backward")
     p.add_argument("--slow-ms", type=float, default=0.0, metavar="M")
+    p.add_argument("--step-ms", type=float, default=0.0, metavar="M",
+                   help="every rank sleeps M ms per step before backward (a device's step "
+                        "time, the CPU free meanwhile)")
     args = p.parse_args()
     slow = args.mode == "input-bound"
     epochs = args.epochs or (2 if slow else 6)
@@ -189,6 +193,7 @@ def main():
     if args.ddp:
         model = stallscope.ddp(DistributedDataParallel(model))
     straggle_s = args.slow_ms / 1000.0 if args.ddp and rank == args.slow_rank else 0.0
+    straggle_s += args.step_ms / 1000.0
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
 

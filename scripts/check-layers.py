@@ -9,7 +9,9 @@ one line per layer: "name: dep dep ...". A layer is the folder of src/ with
 its name; a file in src/A/ may include "A/..." and "B/..." for every B that A
 depends on, directly or through other layers. Every folder of src/ must be a
 layer (a new folder is placed in the graph, not left out of it). The
-only file outside a folder is src/main.cc (ALLOWED_OUTSIDE).
+only file outside a folder is src/main.cc (ALLOWED_OUTSIDE). A layer marked
+"(pure)" (stallscope_layer's PURE) may not include core's file reading or
+writing (NOT_IN_PURE): its functions take data, never a path.
 Each offending include is printed as FILE:LINE: the include, and the layers
 that file may include; the exit status is 1 when there is any.
 """
@@ -18,7 +20,14 @@ import re
 import sys
 
 ALLOWED_OUTSIDE = {"main.cc"}
+# What a pure layer (marked "(pure)" in LAYERS.txt) may not include: reading
+# and writing files is for the layers that touch the machine.
+NOT_IN_PURE = {"core/file.h", "core/atomic_file.h"}
+INCLUDE_PATH = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_0-9]+)/[^"]+"')
+
+
+PURE = set()
 
 
 def read_graph(path):
@@ -31,7 +40,10 @@ def read_graph(path):
             name, _, deps = line.partition(":")
             if not name or name in graph:
                 sys.exit(f"{path}:{n}: a layer without a name, or named twice: {line!r}")
-            graph[name.strip()] = deps.split()
+            words = deps.split()
+            if "(pure)" in words:
+                PURE.add(name.strip())
+            graph[name.strip()] = [w for w in words if w != "(pure)"]
     for name, deps in graph.items():
         for d in deps:
             if d not in graph:
@@ -79,6 +91,10 @@ def main():
                         if m and m.group(1) in graph and m.group(1) not in allowed_here:
                             bad.append(f"{file}:{n}: {line.strip()}: layer {entry} may include "
                                        f"{', '.join(sorted(allowed_here))}")
+                        p = INCLUDE_PATH.match(line)
+                        if p and entry in PURE and p.group(1) in NOT_IN_PURE:
+                            bad.append(f"{file}:{n}: {line.strip()}: layer {entry} is pure: "
+                                       f"it reads and writes no files")
     for b in bad:
         print(b, file=sys.stderr)
     if bad:

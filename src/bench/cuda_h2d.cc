@@ -8,6 +8,9 @@
 #include <cctype>
 #include <set>
 
+#include "core/file.h"
+#include "core/text.h"
+
 namespace stallscope {
 
 Result<std::vector<uint64_t>> H2dSizes(uint64_t min_bytes, uint64_t max_bytes) {

@@ -17,6 +17,7 @@
 
 #include "bench/cuda_h2d.h"
 #include "bench/cuda_runtime.h"
+#include "core/file.h"
 
 namespace stallscope {
 namespace {

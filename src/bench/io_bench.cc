@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/file.h"
 #include "core/units.h"
 #include "probe/mounts.h"
 

@@ -25,6 +25,7 @@
 #include "analyze/nccl_log_rules.h"
 #include "analyze/report.h"
 #include "cli/commands.h"
+#include "core/file.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
 #include "core/text.h"

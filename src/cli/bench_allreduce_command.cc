@@ -21,6 +21,7 @@
 #include "cli/bench_command.h"
 #include "cli/distributed_common.h"
 #include "core/byte_size.h"
+#include "core/file.h"
 #include "core/json_text.h"
 #include "net/route.h"
 #include "probe/infiniband.h"

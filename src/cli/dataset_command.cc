@@ -13,6 +13,7 @@
 #include "analyze/report.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "core/file.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
 #include "data/census.h"

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "core/file.h"
 #include "core/host_clock.h"
 #include "export/hook_listener.h"
 #include "export/host_metrics.h"

@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "core/byte_size.h"
+#include "core/file.h"
 #include "core/json_text.h"
 #include "probe/cgroup.h"
 #include "probe/meminfo.h"

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/run_analysis.h"
 #include "core/atomic_file.h"
+#include "core/file.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
 #include "core/text.h"

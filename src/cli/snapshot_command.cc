@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "core/file.h"
 #include "core/json_text.h"
 #include "probe/snapshot.h"
 #include "render/snapshot.h"

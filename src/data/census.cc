@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "core/file.h"
 #include "data/fs_magic.h"
 #include "data/residency.h"
 #include "data/walk.h"

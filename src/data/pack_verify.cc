@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
-#include "core/text.h"
+#include "core/file.h"
 #include "data/crc32c.h"
 #include "data/example_proto.h"
 #include "data/packer.h"

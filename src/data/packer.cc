@@ -15,7 +15,7 @@
 #include <optional>
 #include <thread>
 
-#include "core/text.h"
+#include "core/file.h"
 #include "data/crc32c.h"
 #include "data/pack_census.h"
 #include "data/sample_writer.h"

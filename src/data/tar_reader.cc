@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/file.h"
 #include "core/text.h"
 
 namespace stallscope {

@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-#include "core/text.h"
+#include "core/file.h"
 #include "data/crc32c.h"
 
 namespace stallscope {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "probe/cgroup.h"
 #include "probe/gpu_probe.h"
 #include "probe/infiniband.h"

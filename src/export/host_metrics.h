@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/text.h"
+#include "core/file.h"
 #include "probe/host_sampler.h"
 #include "render/exposition.h"
 #include "sample/gpu.h"

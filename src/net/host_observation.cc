@@ -1,6 +1,7 @@
 #include "net/host_observation.h"
 
 #include "analyze/network_rules.h"
+#include "core/file.h"
 #include "core/host_clock.h"
 #include "net/route.h"
 #include "probe/infiniband.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/text.h"
+#include "core/file.h"
 #include "sample/network.h"
 #include "sample/snapshot.h"
 

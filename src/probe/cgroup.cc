@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "core/file.h"
+#include "core/text.h"
+
 namespace stallscope {
 namespace {
 

@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/file.h"
 #include "core/status.h"
-#include "core/text.h"
 #include "sample/container.h"
 #include "sample/memory.h"
 

@@ -10,6 +10,9 @@
 #include <set>
 #include <string>
 
+#include "core/file.h"
+#include "core/text.h"
+
 namespace stallscope {
 namespace {
 

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "core/file.h"
+
 namespace stallscope {
 
 Result<TrainingEnvironment> ReadCurrentEnvironment() {

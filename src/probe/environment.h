@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
+#include "core/file.h"
 #include "core/status.h"
-#include "core/text.h"
 #include "sample/environment.h"
 
 namespace stallscope {

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cstring>
 
+#include "core/file.h"
+#include "core/text.h"
 #include "probe/nvml_loader.h"
 
 namespace stallscope {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "core/text.h"
+#include "core/file.h"
 #include "sample/gpu.h"
 
 namespace stallscope {

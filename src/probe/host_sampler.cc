@@ -5,6 +5,7 @@
 
 #include <iterator>
 
+#include "core/file.h"
 #include "core/host_clock.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"

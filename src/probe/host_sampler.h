@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/file.h"
 #include "core/status.h"
-#include "core/text.h"
 #include "probe/proc_file.h"
 #include "sample/snapshot.h"
 

@@ -6,6 +6,9 @@
 #include <optional>
 #include <string>
 
+#include "core/file.h"
+#include "core/text.h"
+
 namespace stallscope {
 namespace {
 

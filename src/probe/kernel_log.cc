@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "core/file.h"
+#include "core/text.h"
+
 namespace stallscope {
 namespace {
 

@@ -11,6 +11,8 @@
 #include <iterator>
 #include <map>
 
+#include "core/file.h"
+#include "core/text.h"
 #include "probe/diskstats.h"
 
 namespace stallscope {

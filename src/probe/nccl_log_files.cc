@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <map>
 
+#include "core/file.h"
 #include "core/host_clock.h"
 #include "probe/infiniband.h"
 #include "probe/nccl_log.h"

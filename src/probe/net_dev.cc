@@ -13,6 +13,9 @@
 #include <bit>
 #include <cctype>
 
+#include "core/file.h"
+#include "core/text.h"
+
 namespace stallscope {
 namespace {
 

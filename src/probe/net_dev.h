@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/file.h"
 #include "core/status.h"
-#include "core/text.h"
 #include "sample/network.h"
 
 namespace stallscope {

@@ -5,6 +5,9 @@
 #include <iterator>
 #include <span>
 
+#include "core/file.h"
+#include "core/text.h"
+
 namespace stallscope {
 namespace {
 

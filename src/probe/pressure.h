@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/file.h"
 #include "core/status.h"
-#include "core/text.h"
 #include "sample/pressure.h"
 
 namespace stallscope {

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/file.h"
+#include "core/text.h"
 #include "probe/cpu_stat.h"
 #include "probe/process_tree.h"
 

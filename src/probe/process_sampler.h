@@ -61,8 +61,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/file.h"
 #include "core/status.h"
-#include "core/text.h"
 #include "probe/proc_file.h"
 #include "probe/process_tree.h"
 #include "sample/process.h"

@@ -11,6 +11,8 @@
 #include <limits>
 #include <utility>
 
+#include "core/file.h"
+#include "core/text.h"
 #include "probe/cpu_stat.h"
 
 namespace stallscope {

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/file.h"
 #include "core/status.h"
-#include "core/text.h"
 #include "sample/process.h"
 
 namespace stallscope {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/file.h"
 #include "core/host_clock.h"
 #include "probe/cgroup.h"
 #include "probe/cpu_stat.h"

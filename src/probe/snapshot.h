@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/file.h"
 #include "core/status.h"
-#include "core/text.h"
 #include "sample/snapshot.h"
 
 namespace stallscope {

@@ -10,6 +10,9 @@
 #include <optional>
 #include <string>
 
+#include "core/file.h"
+#include "core/text.h"
+
 namespace stallscope {
 namespace {
 

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/file.h"
 #include "core/status.h"
-#include "core/text.h"
 #include "sample/topology.h"
 
 namespace stallscope {

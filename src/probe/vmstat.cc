@@ -3,6 +3,9 @@
 #include <cstdint>
 #include <string>
 
+#include "core/file.h"
+#include "core/text.h"
+
 namespace stallscope {
 namespace {
 

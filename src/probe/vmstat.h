@@ -6,8 +6,8 @@
 
 #include <string_view>
 
+#include "core/file.h"
 #include "core/status.h"
-#include "core/text.h"
 #include "sample/memory.h"
 
 namespace stallscope {

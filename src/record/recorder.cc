@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "core/file.h"
 #include "core/host_clock.h"
 #include "core/units.h"
 #include "probe/cgroup.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "analyze/nccl_log_rules.h"
-#include "core/text.h"
+#include "core/file.h"
 #include "probe/nccl_log.h"
 #include "probe/nccl_log_files.h"
 

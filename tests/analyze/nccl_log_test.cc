@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "analyze/nccl_log_rules.h"
-#include "core/text.h"
+#include "core/file.h"
 #include "finding_matchers.h"
 
 namespace stallscope {

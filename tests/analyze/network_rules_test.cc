@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/file.h"
 #include "finding_matchers.h"
 #include "probe/cgroup.h"
 #include "probe/infiniband.h"

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "analyze/run_rules.h"
+#include "core/file.h"
 #include "probe/cgroup.h"
 #include "probe/environment.h"
 #include "probe/infiniband.h"

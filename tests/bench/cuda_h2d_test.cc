@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "bench/cuda_runtime.h"
+#include "core/file.h"
 
 namespace stallscope {
 namespace {

@@ -5,6 +5,8 @@
 
 #include <fstream>
 
+#include "core/file.h"
+
 namespace stallscope {
 namespace {
 

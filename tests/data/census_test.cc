@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file.h"
 #include "data/fs_magic.h"
 #include "data/residency.h"
 #include "probe/mounts.h"

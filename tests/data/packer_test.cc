@@ -17,7 +17,7 @@
 #include <random>
 #include <string>
 
-#include "core/text.h"
+#include "core/file.h"
 #include "data/example_proto.h"
 #include "data/pack_census.h"
 #include "data/sample_writer.h"

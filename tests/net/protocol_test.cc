@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/text.h"
+#include "core/file.h"
 
 namespace stallscope::net {
 namespace {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/file.h"
 #include "probe/meminfo.h"
 
 namespace stallscope {

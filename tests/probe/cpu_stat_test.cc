@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "core/file.h"
+
 namespace stallscope {
 namespace {
 

@@ -7,6 +7,8 @@
 #include <map>
 #include <string>
 
+#include "core/file.h"
+
 namespace stallscope {
 namespace {
 

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "core/file.h"
+
 namespace stallscope {
 namespace {
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/file.h"
 #include "probe/nvml_loader.h"
 
 namespace stallscope {

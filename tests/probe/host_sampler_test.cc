@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/file.h"
+#include "core/text.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
 #include "probe/meminfo.h"

@@ -7,6 +7,9 @@
 #include <fstream>
 #include <string>
 
+#include "core/file.h"
+#include "core/text.h"
+
 namespace stallscope {
 namespace {
 

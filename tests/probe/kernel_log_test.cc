@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "core/file.h"
+
 namespace stallscope {
 namespace {
 

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "core/file.h"
+
 namespace stallscope {
 namespace {
 

@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 
+#include "core/file.h"
+
 namespace stallscope {
 namespace {
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/file.h"
+
 namespace stallscope {
 namespace {
 

@@ -16,6 +16,7 @@
 #include <set>
 #include <type_traits>
 
+#include "core/file.h"
 #include "probe/process_tree.h"
 
 namespace stallscope {

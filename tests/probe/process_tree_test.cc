@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/file.h"
 #include "probe/cpu_stat.h"
 
 namespace stallscope {

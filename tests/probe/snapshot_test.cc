@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "analyze/memory_rules.h"
+#include "core/file.h"
 #include "finding_matchers.h"
 
 namespace stallscope {

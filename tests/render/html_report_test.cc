@@ -11,7 +11,7 @@
 #include "analyze/baseline.h"
 #include "analyze/report.h"
 #include "core/atomic_file.h"
-#include "core/text.h"
+#include "core/file.h"
 #include "render/svg_chart.h"
 
 namespace stallscope {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/file.h"
 #include "core/text.h"
 #include "probe/diskstats.h"
 
