@@ -1,10 +1,12 @@
-// The io rules of a recorded run (declared in run_rules.h).
+// The io rules of a recorded run (run_io_rules.h).
 //
 // One principle ties their severities together: the hook measures what the
 // data path costs (the share of step time spent waiting for the next batch),
 // so a cause whose effect was measured absent is lowered one level (a
 // saturated disk the steps never wait for does not slow this job now), and
 // a cause the steps measurably wait on is raised to critical.
+#include "analyze/run_io_rules.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,4 +1,6 @@
-// The memory rules of a recorded run (declared in run_rules.h).
+// The memory rules of a recorded run (run_memory_rules.h).
+#include "analyze/run_memory_rules.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The network rules of a recorded run (declared in run_rules.h).
+// The network rules of a recorded run (run_network_rules.h).
 //
 // network.port_errors judges the growth of each port's error counters from
 // the run's first stored reading to its last (the timeline's
@@ -8,6 +8,8 @@
 // into a NetworkObservation, accepting missing or mistyped fields (the
 // file may come from anywhere) as unknown. The route to MASTER_ADDR is the
 // live kernel's and is not in a run file: doctor checks it.
+#include "analyze/run_network_rules.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -9,7 +9,7 @@
 // loader should run on the GPU's node.
 //
 // The pure parts (sizes, bandwidth, node choice, verdict, the sysfs text
-// parsers) are here and unit tested; RunH2dBench (cuda_h2d_run.cc) drives a
+// parsers) are here and unit tested; RunH2dBench (cuda_h2d_run.h) drives a
 // CudaRuntime. Not thread-safe: RunH2dBench changes the calling thread's CPU
 // affinity and memory policy for its duration (and restores them).
 #pragma once
@@ -68,9 +68,5 @@ std::optional<int> ReadPciNumaNode(const Root& root, std::string_view bus_id);
 // Nodes that have memory: <root>/sys/devices/system/node/has_memory, else
 // "online"; empty when neither reads.
 std::vector<int> ReadMemoryNodes(const Root& root);
-
-// Unavailable (the message says why: no device, no driver) when CUDA finds
-// no GPU; per-GPU failures become notes on that GPU.
-Result<H2dResult> RunH2dBench(const CudaRuntime& cuda, const H2dOptions& options);
 
 }  // namespace stallscope

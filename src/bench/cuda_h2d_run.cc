@@ -1,4 +1,4 @@
-// RunH2dBench: the measuring half of `bench h2d` (see cuda_h2d.h).
+// RunH2dBench: the measuring half of `bench h2d` (cuda_h2d_run.h).
 //
 // Per GPU: one device buffer of the largest size; for each host NUMA node
 // (the GPU's, then another) a pinned buffer (cudaHostAlloc under a
@@ -6,6 +6,8 @@
 // (mmap + mbind + touch). The thread runs on the GPU's node's CPUs, so only
 // the memory's place changes between the two. Each point: warm-up copies,
 // then N copies between two CUDA events on one stream.
+#include "bench/cuda_h2d_run.h"
+
 #include <fmt/format.h>
 #include <sched.h>
 #include <sys/mman.h>

@@ -13,6 +13,7 @@
 
 #include "analyze/report.h"
 #include "bench/cuda_h2d.h"
+#include "bench/cuda_h2d_run.h"
 #include "bench/cuda_runtime.h"
 #include "cli/bench_command.h"
 #include "cli/progress.h"

@@ -2,7 +2,7 @@
 
 #include "core/atomic_file.h"
 #include "render/run_report.h"
-#include "store/run_file.h"
+#include "store/run_reader.h"
 
 namespace stallscope {
 

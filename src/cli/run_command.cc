@@ -31,7 +31,8 @@
 #include "render/report.h"
 #include "render/run_report.h"
 #include "render/snapshot.h"
-#include "store/run_file.h"
+#include "store/run_reader.h"
+#include "store/run_writer.h"
 
 namespace stallscope {
 namespace {

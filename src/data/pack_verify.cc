@@ -1,4 +1,6 @@
 // VerifyPack: a packed folder read back against its manifest and indexes.
+#include "data/pack_verify.h"
+
 #include <fmt/format.h>
 #include <sys/stat.h>
 

@@ -18,6 +18,7 @@
 #include "core/file.h"
 #include "data/crc32c.h"
 #include "data/pack_census.h"
+#include "data/pack_verify.h"
 #include "data/sample_writer.h"
 #include "data/tar_reader.h"
 

@@ -21,7 +21,7 @@
 #include "record/hook_receiver.h"
 #include "record/job.h"
 #include "sample/timeline.h"
-#include "store/run_file.h"
+#include "store/run_writer.h"
 
 namespace stallscope {
 

@@ -3,8 +3,8 @@
 #include <sqlite3.h>
 
 #include "core/text.h"
-#include "store/run_file.h"
 #include "store/run_schema.h"
+#include "store/run_writer.h"
 
 namespace stallscope {
 namespace store {

@@ -1,3 +1,5 @@
+#include "store/run_reader.h"
+
 #include <sqlite3.h>
 #include <sys/stat.h>
 

@@ -1,3 +1,5 @@
+#include "store/run_writer.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>

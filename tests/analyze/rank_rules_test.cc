@@ -11,7 +11,8 @@
 
 #include "finding_matchers.h"
 #include "record/hook_receiver.h"
-#include "store/run_file.h"
+#include "store/run_reader.h"
+#include "store/run_writer.h"
 
 namespace stallscope {
 namespace {

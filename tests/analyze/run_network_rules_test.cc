@@ -17,7 +17,8 @@
 #include "probe/net_dev.h"
 #include "record/port_counters.h"
 #include "render/snapshot.h"
-#include "store/run_file.h"
+#include "store/run_reader.h"
+#include "store/run_writer.h"
 
 namespace stallscope {
 namespace {

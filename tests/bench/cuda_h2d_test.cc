@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "bench/cuda_h2d_run.h"
 #include "bench/cuda_runtime.h"
 #include "core/file.h"
 

@@ -20,6 +20,7 @@
 #include "core/file.h"
 #include "data/example_proto.h"
 #include "data/pack_census.h"
+#include "data/pack_verify.h"
 #include "data/sample_writer.h"
 #include "data/tar_reader.h"
 #include "data/tfrecord.h"

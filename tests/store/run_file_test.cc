@@ -1,5 +1,3 @@
-#include "store/run_file.h"
-
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -18,6 +16,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "store/run_reader.h"
+#include "store/run_writer.h"
 
 // GCC says __SANITIZE_ADDRESS__; clang says __has_feature(address_sanitizer).
 #if defined(__has_feature)
