@@ -34,6 +34,7 @@
 #include "record/job.h"
 #include "record/recorder.h"
 #include "record/supervise.h"
+#include "render/ab.h"
 #include "render/report.h"
 
 namespace stallscope {
@@ -108,45 +109,6 @@ std::string Describe(const AbFlags& flags) {
   if (flags.loader_workers >= 0) out = fmt::format("num_workers={}", flags.loader_workers);
   for (const std::string& e : flags.env) out += (out.empty() ? "" : " ") + e;
   return out;
-}
-
-std::string Table(const AbRunFigures& a, const AbRunFigures& b, const std::string& change) {
-  auto workers = [](const AbRunFigures& r) {
-    return r.loader_workers ? std::to_string(*r.loader_workers) : std::string("-");
-  };
-  std::string out =
-      fmt::format("{:<22} {:>12} {:>12}   degraded: {}\n", "", "as is", "degraded", change);
-  out += fmt::format("{:<22} {:>12} {:>12}\n", "steps", a.steps, b.steps);
-  out += fmt::format("{:<22} {:>12.2f} {:>12.2f}\n", "steps/s (steady)", a.steady_steps_per_s,
-                     b.steady_steps_per_s);
-  out += fmt::format("{:<22} {:>11.0f}% {:>11.0f}%\n", "data wait", 100 * a.data_wait_fraction,
-                     100 * b.data_wait_fraction);
-  out += fmt::format("{:<22} {:>10.2f} s {:>10.2f} s\n", "start-up (to step 1)", a.startup_seconds,
-                     b.startup_seconds);
-  out += fmt::format("{:<22} {:>10.2f} s {:>10.2f} s\n", "wall", a.wall_seconds, b.wall_seconds);
-  out += fmt::format("{:<22} {:>12} {:>12}\n", "loader workers", workers(a), workers(b));
-  out += fmt::format("{:<22} {:>12} {:>12}\n", "exit status", a.exit_status, b.exit_status);
-  if (a.steady_steps_per_s > 0 && b.steady_steps_per_s > 0) {
-    double r = b.steady_steps_per_s / a.steady_steps_per_s;
-    out += fmt::format("degraded / as is: {:.2f}x ({})\n", r,
-                       r >= 1 + kAbMeaningfulChange   ? "faster with the change"
-                       : r <= 1 - kAbMeaningfulChange ? "slower with the change"
-                                                      : "within run-to-run noise");
-  }
-  return out;
-}
-
-nlohmann::ordered_json FiguresJson(const AbRunFigures& r) {
-  nlohmann::ordered_json j;
-  j["steps"] = r.steps;
-  j["steady_steps"] = r.steady_steps;
-  j["steady_steps_per_s"] = r.steady_steps_per_s;
-  j["data_wait_fraction"] = r.data_wait_fraction;
-  j["startup_seconds"] = r.startup_seconds;
-  j["wall_seconds"] = r.wall_seconds;
-  j["loader_workers"] = r.loader_workers ? nlohmann::ordered_json(*r.loader_workers) : nullptr;
-  j["exit_status"] = r.exit_status;
-  return j;
 }
 
 int RunAb(const AbFlags& flags) {
@@ -267,8 +229,8 @@ int RunAb(const AbFlags& flags) {
     j["ab"]["command"] = command;
     j["ab"]["steps"] = flags.steps;
     j["ab"]["change"] = what;
-    j["ab"]["as_is"] = FiguresJson(fa);
-    j["ab"]["degraded"] = FiguresJson(fb);
+    j["ab"]["as_is"] = AbFiguresToJson(fa);
+    j["ab"]["degraded"] = AbFiguresToJson(fb);
     j["ab"]["speedup"] =
         fa.steady_steps_per_s > 0 ? fb.steady_steps_per_s / fa.steady_steps_per_s : 0.0;
     if (!capture.empty()) {
@@ -277,7 +239,7 @@ int RunAb(const AbFlags& flags) {
     }
     std::fputs((JsonText(j) + "\n").c_str(), stdout);
   } else {
-    std::string out = "\n" + Table(fa, fb, what) + "\n" + RenderReportText(header, report);
+    std::string out = "\n" + RenderAbTable(fa, fb, what) + "\n" + RenderReportText(header, report);
     if (!capture.empty()) out += fmt::format("degraded run's output: {}\n", capture);
     std::fputs(out.c_str(), stdout);
   }

@@ -103,30 +103,6 @@ std::vector<NcclLogFile> ReadRunNcclLogs(const RecordFlags& flags,
   return logs;
 }
 
-// The findings of a run, as `run`, `watch` and `report` print them.
-int PrintRunReport(const char* command, const RunAnalysis& run, bool json, std::FILE* text_out,
-                   const std::vector<NcclLogFile>& nccl_logs = {}) {
-  if (json) {
-    std::fputs((JsonText(RunReportJson(command, run, nccl_logs)) + "\n").c_str(), stdout);
-  } else {
-    std::fputs(RenderRunReportText(command, run).c_str(), text_out);
-  }
-  return kExitOk;
-}
-
-// `unsaved`: findings the run file could not keep, printed all the same.
-int PrintRunReport(const char* command, const std::string& path, bool json, std::FILE* text_out,
-                   const std::vector<NcclLogFile>& nccl_logs = {}, StoredFindings unsaved = {}) {
-  Result<RunAnalysis> run = AnalyzeRunFile(path);
-  if (!run.ok()) {
-    std::fprintf(stderr, "stallscope: %s\n", run.status().message().c_str());
-    return kExitCouldNotRun;
-  }
-  for (Finding& f : unsaved.findings) run->findings.push_back(std::move(f));
-  for (std::string& n : unsaved.notes) run->notes.push_back(std::move(n));
-  return PrintRunReport(command, *run, json, text_out, nccl_logs);
-}
-
 // Everything run and watch share once the job exists.
 Result<RecordOutcome> Record(Job& job, const RecordFlags& flags, RunWriter& writer,
                              HookReceiver* hook, RunInfo info) {
@@ -274,37 +250,6 @@ CommandRunner SetupWatch(CLI::App& app) {
     }
     (void)writer->Close();
     return PrintRunReport("watch", path, flags->json, stdout);
-  };
-}
-
-CommandRunner SetupReport(CLI::App& app) {
-  struct Flags {
-    std::string path;
-    bool json = false;
-    std::string html;
-    bool force = false;
-  };
-  auto flags = std::make_shared<Flags>();
-  app.add_option("run_file", flags->path, "a run file written by run or watch")->required();
-  app.add_flag("--json", flags->json, "machine output (schema stallscope.report/1)");
-  app.add_option("--html", flags->html,
-                 "also write one self-contained HTML page: charts of the timeline, findings");
-  app.add_flag("--force", flags->force, "let --html overwrite an existing file");
-  return [flags]() {
-    if (flags->html.empty()) return PrintRunReport("report", flags->path, flags->json, stdout);
-    if (Status s = CheckOutputPath(flags->html, flags->force, "--html"); !s.ok()) {
-      std::fprintf(stderr, "stallscope report: %s\n", s.message().c_str());
-      return kExitUsage;
-    }
-    // One analysis for the page and the text.
-    Result<RunAnalysis> run = AnalyzeRunFile(flags->path);
-    Status written = run.ok() ? WriteRunHtml(*run, flags->html) : run.status();
-    if (!written.ok()) {
-      std::fprintf(stderr, "stallscope report: %s\n", written.message().c_str());
-      return kExitCouldNotRun;
-    }
-    std::fprintf(stderr, "stallscope report: wrote %s\n", flags->html.c_str());
-    return PrintRunReport("report", *run, flags->json, stdout);
   };
 }
 

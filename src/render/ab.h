@@ -1,0 +1,17 @@
+// Rendering `ab`: the side-by-side table of the two runs (as is, degraded)
+// and one run's figures in the JSON. Pure; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "analyze/ab_rules.h"
+
+namespace stallscope {
+
+// `change`: what the degraded run changed ("num_workers=0 NCCL_P2P_DISABLE=1").
+std::string RenderAbTable(const AbRunFigures& as_is, const AbRunFigures& degraded,
+                          const std::string& change);
+nlohmann::ordered_json AbFiguresToJson(const AbRunFigures& run);
+
+}  // namespace stallscope
