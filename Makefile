@@ -64,10 +64,13 @@ format:
 # names each file and line, and `make format` mends them.
 format-check:
 	@echo "== clang-format =="
-	@files=$$(git ls-files '*.cc' '*.h' | xargs clang-format --dry-run 2>&1 | \
-	  sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: warning:.*/\1/p' | sort -u); \
-	if [ -n "$$files" ]; then \
-	  echo "not clang-format clean (run make format):"; echo "$$files" | sed 's/^/  /'; exit 1; \
+	@command -v clang-format >/dev/null || { echo "clang-format is not installed (scripts/setup.sh test)"; exit 1; }
+	@out=$$(git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror 2>&1); rc=$$?; \
+	if [ $$rc -ne 0 ]; then \
+	  files=$$(echo "$$out" | sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: error:.*/\1/p' | sort -u); \
+	  echo "not clang-format clean (run make format):"; \
+	  if [ -n "$$files" ]; then echo "$$files" | sed 's/^/  /'; else echo "$$out" | tail -5; fi; \
+	  exit 1; \
 	fi
 
 clean:

@@ -163,6 +163,12 @@ int RunAb(const AbFlags& flags) {
   BlockRecordSignals();
   Result<int> signal_fd = OpenRecordSignalFd();
   if (!signal_fd.ok()) return Fail("ab", signal_fd.status(), false);
+  // Closed on every return; the job forwards what SuperviseJob reads from it
+  // (as scale's does: signals from a terminal, kill and sigqueue alike).
+  struct CloseFd {
+    int fd;
+    ~CloseFd() { close(fd); }
+  } close_signal_fd{*signal_fd};
   std::fprintf(stderr, "stallscope ab: run A (as is), %lld steps: %s\n",
                static_cast<long long>(flags.steps), command.c_str());
   Result<AbRun> a = RunOnce(flags, {}, "", *signal_fd);

@@ -185,12 +185,16 @@ std::string RenderSvgChart(const Chart& chart) {
     const char* color = kColors[index % std::size(kColors)];
     std::vector<std::pair<double, double>> points = Reduce(s.points);
     std::string coords;
+    size_t drawn_points = 0;
     for (const auto& [x, y] : points) {
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
       coords += fmt::format("{}{:.1f},{:.1f}", coords.empty() ? "" : " ", px(x), py(y));
+      ++drawn_points;
     }
     out += fmt::format("<g class=\"series\" data-series=\"{}\">\n", HtmlEscape(s.name));
-    if (!coords.empty()) {
+    // A line needs two points: a series seen once (a DataLoader worker that
+    // lived one interval) is its dot below, not a polyline of no length.
+    if (drawn_points >= 2) {
       out += fmt::format(
           "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\"{} points=\"{}\"/>\n", color,
           s.dashed ? " stroke-dasharray=\"6 4\"" : "", coords);
