@@ -8,7 +8,8 @@ doctor --quick through --root, text, JSON and HTML), the rule catalog, every
 NCCL log fixture (alone and together, with and without an RDMA host), the
 recorded run files of a folder (report text, JSON, HTML; doctor --run),
 plan memory and plan loader, dataset and pack on small trees, and a set of
-bad invocations (their message and exit status). Each case compares exit
+bad invocations (their message and exit status), and GPUs through the fake
+NVML when it is built beside AFTER. Each case compares exit
 status, stdout, stderr and every file the command wrote, byte for byte,
 after one normalization: wall-clock times (ISO 8601 stamps) and what the
 clock measured (sampling windows, the walk's stat/open latencies) become
@@ -115,9 +116,38 @@ def cases(runs):
     return out
 
 
-def run_case(binary, argv, files, workdir):
+# GPUs through the fake NVML beside the AFTER binary (tests/fake_nvml), the
+# values of tests/e2e/gpu_fake.py's script: the GPU rules' findings and notes.
+FAKE_NVML_SCRIPT = """gpus 2
+gpu.0.name NVIDIA H100 80GB HBM3
+gpu.0.uuid GPU-11111111-2222-3333-4444-555555555555
+gpu.0.bus 00000000:3B:00.0
+gpu.0.numa 1
+gpu.0.mem_total 85899345920
+gpu.0.mem_used 82463372083
+gpu.0.util 97
+gpu.0.sm_clock 1500
+gpu.0.sm_clock_max 1980
+gpu.0.throttle 4
+gpu.0.power_mw 698000
+gpu.0.power_limit_mw 700000
+gpu.0.procs 1:81604378624
+gpu.0.gpm 1
+gpu.0.gpm.sm_util 30
+gpu.1.name NVIDIA A100-SXM4-40GB
+gpu.1.uuid GPU-66666666-7777-8888-9999-000000000000
+gpu.1.bus 00000000:86:00.0
+gpu.1.mem_total 42949672960
+gpu.1.mem_used 2147483648
+gpu.1.util 95
+gpu.1.gpm 0
+gpu.1.lost_after 3
+"""
+
+
+def run_case(binary, argv, files, workdir, extra_env=None):
     os.makedirs(workdir)
-    env = dict(os.environ, COLUMNS="100", LC_ALL="C.UTF-8", TZ="UTC")
+    env = dict(os.environ, COLUMNS="100", LC_ALL="C.UTF-8", TZ="UTC", **(extra_env or {}))
     p = subprocess.run(["stallscope"] + argv, executable=binary, cwd=workdir, env=env,
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
     got = {"rc": str(p.returncode).encode(), "stdout": p.stdout, "stderr": p.stderr}
@@ -138,13 +168,25 @@ def main():
     if a.keep and os.path.exists(keep):
         shutil.rmtree(keep)
     differ = []
-    all_cases = cases(a.runs)
+    all_cases = [(n, argv, files, None) for n, argv, files in cases(a.runs)]
+    fake = os.path.join(os.path.dirname(os.path.abspath(a.after)), "libstallscope_fake_nvml.so")
+    if os.path.exists(fake):
+        script = os.path.join(keep, "fake_nvml_script")
+        os.makedirs(keep, exist_ok=True)
+        with open(script, "w") as f:
+            f.write(FAKE_NVML_SCRIPT)
+        gpu_env = {"STALLSCOPE_NVML_LIBRARY": fake, "FAKE_NVML_SCRIPT": script}
+        live = os.path.join(FIX, "live_debian12")
+        for argv in (["doctor", "--quick", "--root", live], ["doctor", "--quick", "--root", live,
+                     "--json"], ["snapshot", "--root", live, "--interval", "0.05", "--json"]):
+            all_cases.append(("fake GPUs: " + " ".join(argv[:2] + argv[-1:]), argv, [], gpu_env))
     if not glob.glob(os.path.join(a.runs, "*.db")):
         sys.exit(f"same_outputs: no run files (*.db) in {a.runs}")
-    for i, (name, argv, files) in enumerate(all_cases):
+    for i, (name, argv, files, extra_env) in enumerate(all_cases):
         sides = []
         for side, binary in (("BEFORE", a.before), ("AFTER", a.after)):
-            sides.append(run_case(os.path.abspath(binary), argv, files, os.path.join(keep, side, f"{i:03d}")))
+            sides.append(run_case(os.path.abspath(binary), argv, files,
+                                  os.path.join(keep, side, f"{i:03d}"), extra_env))
         for key in sides[0]:
             if sides[0][key] != sides[1][key]:
                 differ.append(f"{name}: {key}")

@@ -39,6 +39,11 @@ struct Triage {
   void Add(std::vector<Finding> more) {
     for (Finding& f : more) findings.push_back(std::move(f));
   }
+  // The findings, and the notes after those already here.
+  void Add(FindingsWithNotes more) {
+    Add(std::move(more.findings));
+    for (std::string& n : more.notes) notes.push_back(std::move(n));
+  }
 };
 
 // memory: MemAvailable against the limit, swap, pinned memory.

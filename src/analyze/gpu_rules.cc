@@ -213,10 +213,11 @@ std::vector<GpuJudged> SummarizeRunGpus(const std::vector<GpuPoint>& points) {
   return out;
 }
 
-std::vector<Finding> CheckGpus(const std::vector<GpuJudged>& gpus,
-                               const std::map<int, std::string>& process_names,
-                               std::vector<std::string>* notes) {
-  std::vector<Finding> findings;
+FindingsWithNotes CheckGpus(const std::vector<GpuJudged>& gpus,
+                            const std::map<int, std::string>& process_names) {
+  FindingsWithNotes out;
+  std::vector<Finding>& findings = out.findings;
+  std::vector<std::string>* notes = &out.notes;
   for (const GpuJudged& j : gpus) {
     const GpuState& g = j.gpu;
     if (g.lost) {
@@ -250,21 +251,20 @@ std::vector<Finding> CheckGpus(const std::vector<GpuJudged>& gpus,
       findings.push_back(Throttled(j));
     }
   }
-  return findings;
+  return out;
 }
 
-std::vector<Finding> CheckGpuObservation(const GpuObservation& observation,
-                                         const std::map<int, std::string>& process_names,
-                                         std::vector<std::string>* notes) {
+FindingsWithNotes CheckGpuObservation(const GpuObservation& observation,
+                                      const std::map<int, std::string>& process_names) {
   std::vector<GpuJudged> judged;
   for (const GpuState& g : observation.gpus) judged.push_back(JudgeMoment(g));
-  return CheckGpus(judged, process_names, notes);
+  return CheckGpus(judged, process_names);
 }
 
-std::vector<Finding> CheckRunGpus(const Timeline& timeline, std::vector<std::string>* notes) {
+FindingsWithNotes CheckRunGpus(const Timeline& timeline) {
   std::map<int, std::string> names;
   for (const ProcessPoint& p : timeline.processes) names[p.pid] = p.comm;
-  return CheckGpus(SummarizeRunGpus(timeline.gpus), names, notes);
+  return CheckGpus(SummarizeRunGpus(timeline.gpus), names);
 }
 
 }  // namespace stallscope

@@ -53,18 +53,16 @@ GpuJudged JudgeMoment(const GpuState& gpu);
 std::vector<GpuJudged> SummarizeRunGpus(const std::vector<GpuPoint>& points);
 
 // process_names: pid -> command name, to name the holders of GPU memory.
-// notes: where a rule could not judge (no GPM) or a GPU was lost.
-std::vector<Finding> CheckGpus(const std::vector<GpuJudged>& gpus,
-                               const std::map<int, std::string>& process_names,
-                               std::vector<std::string>* notes);
+// The notes: where a rule could not judge (no GPM) or a GPU was lost.
+FindingsWithNotes CheckGpus(const std::vector<GpuJudged>& gpus,
+                            const std::map<int, std::string>& process_names);
 
 // A moment of every GPU (doctor): JudgeMoment then CheckGpus.
-std::vector<Finding> CheckGpuObservation(const GpuObservation& observation,
-                                         const std::map<int, std::string>& process_names,
-                                         std::vector<std::string>* notes);
+FindingsWithNotes CheckGpuObservation(const GpuObservation& observation,
+                                      const std::map<int, std::string>& process_names);
 
 // The run's GPU findings (pure): SummarizeRunGpus then CheckGpus, with the
 // names from the run's process points.
-std::vector<Finding> CheckRunGpus(const Timeline& timeline, std::vector<std::string>* notes);
+FindingsWithNotes CheckRunGpus(const Timeline& timeline);
 
 }  // namespace stallscope

@@ -134,10 +134,10 @@ FindingsWithNotes CheckRun(const Timeline& timeline) {
   std::vector<Finding> network = CheckRunNetwork(timeline);
   findings.insert(findings.end(), std::make_move_iterator(network.begin()),
                   std::make_move_iterator(network.end()));
-  std::vector<std::string> gpu_notes;
-  for (Finding& f : CheckRunGpus(timeline, &gpu_notes)) findings.push_back(std::move(f));
+  FindingsWithNotes gpu = CheckRunGpus(timeline);
+  for (Finding& f : gpu.findings) findings.push_back(std::move(f));
   for (Finding& f : CheckRanks(timeline)) findings.push_back(std::move(f));  // rank_rules.h
-  for (std::string& n : gpu_notes) out.notes.push_back("gpu: " + n);
+  for (std::string& n : gpu.notes) out.notes.push_back("gpu: " + n);
   for (std::string& n : AllocationTraceNotes(timeline)) out.notes.push_back(std::move(n));
   return out;
 }

@@ -253,7 +253,7 @@ CommandRunner SetupDoctor(CLI::App& app) {
     }
     // --- gpu (owner: gpu): NVML findings (memory.gpu_near_full, code.*) ---
     if (snapshot->gpus.available) {
-      t.Add(CheckGpuObservation(snapshot->gpus, GpuProcessNames(root, snapshot->gpus), &t.notes));
+      t.Add(CheckGpuObservation(snapshot->gpus, GpuProcessNames(root, snapshot->gpus)));
     } else {
       t.notes.push_back("gpu: " + snapshot->gpus.absent_reason);
     }

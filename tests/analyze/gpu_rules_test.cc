@@ -34,7 +34,9 @@ GpuState Busy(double util, std::optional<double> sm_active) {
 }
 
 std::vector<Finding> Check(const GpuState& g, std::vector<std::string>* notes = nullptr) {
-  return CheckGpus({JudgeMoment(g)}, {}, notes);
+  FindingsWithNotes judged = CheckGpus({JudgeMoment(g)}, {});
+  if (notes) notes->insert(notes->end(), judged.notes.begin(), judged.notes.end());
+  return judged.findings;
 }
 
 TEST(GpuRules, UtilMisleadingFiresWhenUtilizationHighAndSmActivityLow) {
@@ -75,7 +77,7 @@ TEST(GpuRules, GpuNearFullNamesTheHolders) {
   GpuState g = Busy(50, 90);
   g.memory_used_bytes = static_cast<uint64_t>(0.96 * static_cast<double>(g.memory_total_bytes));
   g.processes = {{111, 10ull << 30}, {222, 60ull << 30}};
-  std::vector<Finding> f = CheckGpus({JudgeMoment(g)}, {{222, "python3"}}, nullptr);
+  std::vector<Finding> f = CheckGpus({JudgeMoment(g)}, {{222, "python3"}}).findings;
   const Finding* n = Find(f, "memory.gpu_near_full");
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(n->layer, Layer::kMemory);
@@ -131,9 +133,9 @@ Timeline RunWith(int samples, int throttled, double util, std::optional<double> 
 
 TEST(GpuRules, RunThrottledOnlyWhenItIsTheCondition) {
   Timeline brief = RunWith(10, 1, 90, 80);  // 10%: a burst
-  EXPECT_EQ(Find(CheckRunGpus(brief, nullptr), "code.gpu_throttled"), nullptr);
+  EXPECT_EQ(Find(CheckRunGpus(brief).findings, "code.gpu_throttled"), nullptr);
   Timeline sustained = RunWith(10, 3, 90, 80);
-  const std::vector<Finding> findings = CheckRunGpus(sustained, nullptr);
+  const std::vector<Finding> findings = CheckRunGpus(sustained).findings;
   const Finding* t = Find(findings, "code.gpu_throttled");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->severity, Severity::kCritical);
@@ -143,7 +145,7 @@ TEST(GpuRules, RunThrottledOnlyWhenItIsTheCondition) {
 
 TEST(GpuRules, RunUtilMisleadingOnTheMeans) {
   Timeline t = RunWith(6, 0, 96, 30);
-  const std::vector<Finding> findings = CheckRunGpus(t, nullptr);
+  const std::vector<Finding> findings = CheckRunGpus(t).findings;
   const Finding* u = Find(findings, "code.util_misleading");
   ASSERT_NE(u, nullptr);
   EXPECT_DOUBLE_EQ(EvidenceDouble(*u, "gpm_sm_active_percent"), 30);
@@ -159,8 +161,7 @@ TEST(GpuRules, RunLostGpuIsANoteNamingIt) {
   lost.lost = true;
   lost.lost_reason = "nvmlDeviceGetMemoryInfo: NVML_ERROR_GPU_IS_LOST (GPU is lost)";
   t.gpus.push_back({3, lost});
-  std::vector<std::string> notes;
-  (void)CheckRunGpus(t, &notes);
+  std::vector<std::string> notes = CheckRunGpus(t).notes;
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("GPU 0 (NVIDIA H100 80GB HBM3, GPU-1) was lost"), std::string::npos)
       << notes[0];
