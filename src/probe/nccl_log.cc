@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/text.h"
+#include "probe/nccl_log_line.h"
 
 namespace stallscope {
 namespace {
@@ -192,6 +193,11 @@ size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out) {
   }
   if (k == c2 || k < 2 || s[k - 1] != ':') return 0;
   const size_t c1 = k - 1;
+  // Only a plain host name: anything glued in front of it (a launcher's
+  // tag, a timestamp, a border) is the general path's to strip.
+  for (size_t h = 0; h < c1; ++h) {
+    if (!IsHostChar(s[h])) return 0;
+  }
   // " [dev] NCCL " then the level word.
   size_t j = i + 1;
   if (j + 1 >= n || s[j] != '[') return 0;
@@ -273,43 +279,49 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
     from = n + 5;
   }
   out.message = line.substr(level_end);
-  // The first token before the marker of the form host:pid:tid.
+  // The nearest token before the marker of the form host:pid:tid, at most
+  // five tokens back (TRACE puts a time and "func:line" between, WARN
+  // "file:line"): a timestamp such as "05:06:07" further out is never taken
+  // for one. The host part may have a launcher's tag or a timestamp glued
+  // in front ("[1,0]<stdout>:nodeB", "...+00:00nodeD"): NcclHostOf drops it.
   std::string_view before = line.substr(0, marker);
-  size_t pos = 0;
+  size_t stop = before.size();
   bool found = false;
-  while (pos < before.size()) {
-    size_t end = before.find(' ', pos);
-    if (end == std::string_view::npos) end = before.size();
-    std::string_view token = before.substr(pos, end - pos);
+  size_t token_end = 0;
+  for (int t = 0; t < 5 && stop > 0 && !found; ++t) {
+    while (stop > 0 && before[stop - 1] == ' ') --stop;
+    if (stop == 0) break;
+    size_t begin = before.rfind(' ', stop - 1);
+    begin = begin == std::string_view::npos ? 0 : begin + 1;
+    std::string_view token = before.substr(begin, stop - begin);
     size_t c2 = token.rfind(':');
     size_t c1 =
         c2 == std::string_view::npos || c2 == 0 ? std::string_view::npos : token.rfind(':', c2 - 1);
-    if (c1 != std::string_view::npos && c1 > 0) {
+    if (c1 != std::string_view::npos) {
       auto pid = Digits(token.substr(c1 + 1, c2 - c1 - 1));
       auto tid = Digits(token.substr(c2 + 1));
       if (pid && tid) {
-        std::string_view host = token.substr(0, c1);
-        // A launcher's tag glued in front: "[default0]:host".
-        if (!host.empty() && host[0] == '[') {
-          size_t close = host.find("]:");
-          if (close != std::string_view::npos) host = host.substr(close + 2);
-        }
-        if (!host.empty()) {
+        std::string_view glued = token.substr(0, c1);
+        std::string_view host = NcclHostOf(glued);
+        // A host name ends the glued part; with none ("[1,5]<stdout>:2001:2002")
+        // the line is still NCCL's when its [dev] follows.
+        bool dev_follows =
+            stop + 1 < before.size() && before[stop] == ' ' && before[stop + 1] == '[';
+        if (!host.empty() || dev_follows) {
           out.host = host;
+          out.host_at = host.empty() ? begin + c1 : static_cast<size_t>(host.data() - line.data());
           out.pid = static_cast<int64_t>(*pid);
           out.tid = static_cast<int64_t>(*tid);
           found = true;
-          pos = end;
-          break;
+          token_end = stop;
         }
       }
     }
-    pos = end + 1;
+    stop = begin;
   }
   if (!found) return std::nullopt;
   // " [dev]" follows, except on NCCL CALL lines.
-  std::string_view rest = before.substr(std::min(pos, before.size()));
-  rest = Trim(rest);
+  std::string_view rest = Trim(before.substr(token_end));
   if (!rest.empty() && rest[0] == '[') {
     size_t close = rest.find(']');
     if (close != std::string_view::npos) {
@@ -317,6 +329,19 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
       auto dev = inside == "-1" ? std::optional<int64_t>(-1) : Digits(inside);
       if (dev && *dev >= -1 && *dev < 1 << 20) out.cuda_dev = static_cast<int>(*dev);
     }
+  }
+  // A log console's export that repeats the message after " | ": the
+  // repeat begins with the same host:pid:tid.
+  std::string_view self = line.substr(out.host_at, token_end - out.host_at);
+  for (size_t from = 0;;) {
+    size_t bar = Find(out.message.substr(from), " | ");
+    if (bar == std::string_view::npos) break;
+    bar += from;
+    if (!self.empty() && Contains(out.message.substr(bar + 3), self)) {
+      out.message = out.message.substr(0, bar);
+      break;
+    }
+    from = bar + 3;
   }
   return out;
 }
@@ -388,8 +413,9 @@ void NcclLogParser::Feed(std::string_view chunk) {
       tail_.append(chunk.data(), std::min(take, room));
     }
     if (!nl) return;
-    if (FindNccl(tail_.data(), tail_.data() + tail_.size())) Line(tail_);
+    std::string line = std::move(tail_);
     tail_.clear();
+    AnyLine(line);
     cutting_ = false;
     chunk.remove_prefix(take + 1);
   }
@@ -409,49 +435,95 @@ void NcclLogParser::ScanLines(std::string_view text) {
   const char* p = text.data();
   const char* end = p + text.size();
   while (p < end) {
-    // Most lines of a dense log are NCCL's own: its prefix is tried right
-    // at the line's start, before any search.
-    NcclLinePrefix fast;
-    if (size_t head = FastNcclLinePrefix(std::string_view(p, end - p), &fast)) {
-      const char* stop = static_cast<const char*>(memchr(p + head, '\n', end - p - head));
-      if (!stop) stop = end;
-      if (stop - p <= static_cast<std::ptrdiff_t>(kNcclMaxLineBytes)) {
-        ++summary_.nccl_lines;
-        const char* message_end = stop > p + head && stop[-1] == '\r' ? stop - 1 : stop;
-        fast.message = std::string_view(p + head, message_end - p - head);
-        Prefixed(fast);
-        p = stop + 1;
-        continue;
-      }
-      // A line past the cap: the general path below cuts it.
-    }
-    const char* hit = FindNccl(p, end);
-    if (!hit) return;
-    // The line's start: usually a few bytes back (a host:pid:tid prefix).
-    const char* start = hit;
-    while (start > p && start[-1] != '\n' && hit - start < 64) --start;
-    if (start > p && start[-1] != '\n') {
-      const char* nl = static_cast<const char*>(memrchr(p, '\n', start - p));
-      start = nl ? nl + 1 : p;
-    }
-    const char* stop = static_cast<const char*>(memchr(hit, '\n', end - hit));
-    if (!stop) stop = end;
-    std::string_view line(start, stop - start);
+    const char* nl = static_cast<const char*>(memchr(p, '\n', end - p));
+    const char* stop = nl ? nl : end;
+    std::string_view line(p, stop - p);
     p = stop + 1;
     if (line.size() > kNcclMaxLineBytes) {
-      // Cut, as a line split across Feeds is: "NCCL" must be in what is kept.
-      ++summary_.dropped;
-      if (hit - start + 4 > static_cast<std::ptrdiff_t>(kNcclMaxLineBytes)) continue;
+      ++summary_.dropped;  // cut, as a line split across Feeds is
       line = line.substr(0, kNcclMaxLineBytes);
     }
-    Line(line, static_cast<size_t>(hit - start));
+    AnyLine(line);
   }
 }
 
+namespace {
+
+// The widths terminals and log viewers wrap lines at.
+bool IsTerminalWidth(size_t n) {
+  return n == 80 || n == 100 || n == 120 || n == 132 || n == 160 || n == 200;
+}
+
+}  // namespace
+
+void NcclLogParser::AnyLine(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (!wrapped_.empty()) {
+    // A terminal's wrap leaves the rest of the line on the next with no
+    // prefix, no decoration and no NCCL marker of its own.
+    std::string held = std::move(wrapped_);
+    wrapped_.clear();
+    bool rest_of_it =
+        !line.empty() && line[0] != ' ' && line[0] != '\t' && line.size() <= held.size() &&
+        !FindNccl(line.data(), line.data() + line.size()) && ReadLineHead(line).content == 0;
+    if (rest_of_it) {
+      held.append(line);
+      ++summary_.joined_lines;
+      Dispatch(held);
+      longest_line_ = std::max(longest_line_, line.size());
+      return;
+    }
+    Dispatch(held);
+  }
+  // Held only when no line so far was longer: a log that has one is not
+  // wrapped at that width.
+  bool may_be_wrapped = IsTerminalWidth(line.size()) && line.size() >= longest_line_;
+  longest_line_ = std::max(longest_line_, line.size());
+  if (may_be_wrapped && FindNccl(line.data(), line.data() + line.size())) {
+    wrapped_.assign(line.data(), line.size());
+    return;
+  }
+  Dispatch(line);
+}
+
+void NcclLogParser::Dispatch(std::string_view line) {
+  // Most lines of a dense log are NCCL's own: its prefix is tried right at
+  // the line's start, before any search.
+  NcclLinePrefix fast;
+  if (size_t head = FastNcclLinePrefix(line, &fast)) {
+    ++summary_.nccl_lines;
+    fast.message = line.substr(head);
+    Prefixed(fast);
+    return;
+  }
+  const char* hit = FindNccl(line.data(), line.data() + line.size());
+  if (!hit) {
+    Other(line);
+    return;
+  }
+  Line(line, static_cast<size_t>(hit - line.data()));
+}
+
 NcclLogSummary NcclLogParser::Finish() {
-  if (FindNccl(tail_.data(), tail_.data() + tail_.size())) Line(tail_);
-  tail_.clear();
+  if (!tail_.empty()) {
+    std::string line = std::move(tail_);
+    tail_.clear();
+    AnyLine(line);
+  }
+  if (!wrapped_.empty()) {
+    std::string held = std::move(wrapped_);
+    wrapped_.clear();
+    Dispatch(held);
+  }
   cutting_ = false;
+  // Versions printed under a tag whose process never printed a prefixed line.
+  for (auto& [key, version] : pending_versions_) {
+    bool known = false;
+    for (const std::string& v : summary_.unattributed_versions) known = known || v == version;
+    if (!known) summary_.unattributed_versions.push_back(std::move(version));
+  }
+  pending_versions_.clear();
+  SanitizeNcclSummary(summary_);
   return std::move(summary_);
 }
 
@@ -525,7 +597,11 @@ size_t NcclLogParser::LookUpRank(const NcclLinePrefix& prefix) {
 
 void NcclLogParser::Line(std::string_view line, size_t first_nccl) {
   ++summary_.nccl_lines;
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (memchr(line.data(), '\x1b', line.size())) {
+    scratch_ = WithoutEscapes(line);
+    line = scratch_;
+    first_nccl = 0;
+  }
   NcclLinePrefix fast;
   if (FastNcclLinePrefix(line, &fast)) {
     Prefixed(fast);
@@ -536,46 +612,94 @@ void NcclLogParser::Line(std::string_view line, size_t first_nccl) {
     Unprefixed(line);
     return;
   }
-  Prefixed(*prefix);
+  size_t rank = Prefixed(*prefix);
+  if (prefix->host_at > 0 && rank != kNoRank) RememberTag(line.substr(0, prefix->host_at), rank);
 }
 
-void NcclLogParser::Prefixed(const NcclLinePrefix& prefix) {
+size_t NcclLogParser::Prefixed(const NcclLinePrefix& prefix) {
   size_t rank = RankFor(prefix);
   if (rank != kNoRank) {
     ++summary_.ranks[rank].lines;
+    ++summary_.attributed_lines;
     last_process_ = summary_.ranks[rank].process;
+  }
+  std::string_view message = prefix.message;
+  if (!message.empty()) {
+    char last = message.back();
+    if (last == ']' || last == 'm' || last == ' ' || last == '\r' ||
+        static_cast<unsigned char>(last) >= 0x80) {
+      message = StripLineTail(message, &summary_.folded_repeats);
+    }
   }
   switch (prefix.level) {
     case NcclLinePrefix::Level::kInfo:
       ++summary_.info_lines;
-      if (rank != kNoRank) Info(rank, prefix.message);
+      if (rank != kNoRank) Info(rank, message);
       break;
     case NcclLinePrefix::Level::kWarn:
       ++summary_.warn_lines;
-      Warn(rank, prefix.message);
+      Warn(rank, message);
       break;
     case NcclLinePrefix::Level::kTrace:
     case NcclLinePrefix::Level::kCall:
       ++summary_.trace_lines;
       break;
   }
+  return rank;
+}
+
+void NcclLogParser::RememberTag(std::string_view head_text, size_t rank) {
+  LineHead head = ReadLineHead(head_text);
+  if (head.tag_key == 0) return;
+  size_t process = summary_.ranks[rank].process;
+  if (head.tag_key == last_tag_key_ && process == last_tag_process_) return;
+  last_tag_key_ = head.tag_key;
+  last_tag_process_ = process;
+  auto it = tag_process_.find(head.tag_key);
+  if (it != tag_process_.end()) {
+    it->second = process;
+  } else if (tag_process_.size() < 2 * kNcclMaxProcesses) {
+    tag_process_.emplace(head.tag_key, process);
+  }
+  for (size_t i = 0; i < pending_versions_.size();) {
+    if (pending_versions_[i].first != head.tag_key) {
+      ++i;
+      continue;
+    }
+    NcclProcess& p = summary_.processes[process];
+    if (p.version.empty()) p.version = std::move(pending_versions_[i].second);
+    pending_versions_.erase(pending_versions_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+size_t NcclLogParser::ProcessOfTag(uint64_t tag_key) const {
+  if (tag_key == 0) return kNoRank;
+  auto it = tag_process_.find(tag_key);
+  return it == tag_process_.end() ? kNoRank : it->second;
 }
 
 void NcclLogParser::Unprefixed(std::string_view line) {
-  std::string_view s = Trim(line);
-  // A launcher's tag: "[default0]:", "[1,0]<stdout>:", "3: ".
-  if (!s.empty() && s[0] == '[') {
-    size_t close = s.find("]:");
-    if (close != std::string_view::npos && close < 40) s = Trim(s.substr(close + 2));
-    size_t angle = s.find(">:");
-    if (angle != std::string_view::npos && angle < 40) s = Trim(s.substr(angle + 2));
-  } else if (!s.empty() && IsDigit(s[0])) {
-    size_t colon = s.find(": ");
-    if (colon != std::string_view::npos && colon < 8) s = Trim(s.substr(colon + 2));
-  }
+  LineHead head = ReadLineHead(line);
+  std::string_view s =
+      StripLineTail(line.substr(std::min(head.content, line.size())), &summary_.folded_repeats);
   if (StartsWith(s, "NCCL version ")) {
     std::string_view version = ParseNcclVersion(s.substr(13));
     if (version.empty()) return;
+    if (head.tag_key != 0) {
+      // The launcher says whose line it is; the process may print its
+      // first prefixed line only later.
+      size_t process = ProcessOfTag(head.tag_key);
+      if (process != kNoRank) {
+        if (summary_.processes[process].version.empty()) {
+          summary_.processes[process].version = std::string(version);
+        }
+      } else if (pending_versions_.size() < kNcclMaxProcesses) {
+        pending_versions_.emplace_back(head.tag_key, std::string(version));
+      } else {
+        ++summary_.dropped;
+      }
+      return;
+    }
     if (last_process_ != kNoRank && summary_.processes[last_process_].version.empty()) {
       summary_.processes[last_process_].version = std::string(version);
       return;
@@ -590,6 +714,7 @@ void NcclLogParser::Unprefixed(std::string_view line) {
     }
     return;
   }
+  TorchLine(s, head);
   if (Contains(s, "unhandled system error")) ++summary_.system_errors;
   if (Contains(s, "remote process exited")) ++summary_.remote_errors;
   if (Contains(s, "collective operation timeout") || Contains(s, "Timeout waiting")) {
@@ -662,6 +787,7 @@ void NcclLogParser::Warn(size_t rank, std::string_view msg) {
     PeerFailure("", msg, rank);
   }
   if (StartsWith(msg, "Mismatched NCCL version")) ++summary_.version_mismatch_warnings;
+  if (Contains(msg, " output empty list")) LibfabricLine(msg);
   if (Contains(msg, "unhandled system error")) ++summary_.system_errors;
   if (Contains(msg, "remote process exited")) ++summary_.remote_errors;
   if (Contains(msg, "Timeout waiting") || Contains(msg, "timed out waiting")) ++summary_.timeouts;
@@ -693,6 +819,7 @@ Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name,
                                    const std::function<void(std::string_view)>& also) {
   NcclLogParser parser;
   std::string buffer(1 << 20, '\0');
+  uint64_t offset = 0;
   for (;;) {
     ssize_t n = read(fd, buffer.data(), buffer.size());
     if (n < 0) {
@@ -701,6 +828,18 @@ Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name,
     }
     if (n == 0) break;
     std::string_view chunk(buffer.data(), static_cast<size_t>(n));
+    // A binary file (a core dump, a checkpoint, a compressed log) given by
+    // mistake: refused before a summary of nonsense is printed.
+    if (offset < kNcclTextCheckBytes) {
+      size_t check = std::min<uint64_t>(chunk.size(), kNcclTextCheckBytes - offset);
+      if (const void* nul = memchr(chunk.data(), '\0', check)) {
+        uint64_t at = offset + static_cast<uint64_t>(static_cast<const char*>(nul) - chunk.data());
+        return Status::InvalidArgument(
+            std::string(name) + ": not a text log: a NUL byte at offset " + std::to_string(at) +
+            " (is it compressed or binary? an NCCL log is text)");
+      }
+    }
+    offset += chunk.size();
     parser.Feed(chunk);
     if (also) also(chunk);
   }

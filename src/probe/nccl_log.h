@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "probe/nccl_log_line.h"
 #include "sample/nccl_log.h"
 
 namespace stallscope {
@@ -43,6 +44,7 @@ struct NcclLinePrefix {
   int cuda_dev = -1;  // -1 for NCCL CALL lines, which have none
   enum class Level { kInfo, kWarn, kTrace, kCall } level = Level::kInfo;
   std::string_view message;  // after "NCCL INFO " etc.
+  size_t host_at = 0;        // where the host starts in the line (after a glued tag)
 };
 
 // Pure pieces, exposed for tests and the fuzz target.
@@ -72,10 +74,22 @@ class NcclLogParser {
  private:
   void ScanLines(std::string_view complete);
   void Line(std::string_view line, size_t first_nccl = 0);
-  void Prefixed(const NcclLinePrefix& prefix);
+  size_t Prefixed(const NcclLinePrefix& prefix);  // the rank, or kNoRank
   void Info(size_t rank, std::string_view msg);
   void Warn(size_t rank, std::string_view msg);
   void Unprefixed(std::string_view line);
+  // A line without an NCCL marker: other programs' output, and what it says
+  // that NCCL did not (nccl_log_other.cc).
+  void Other(std::string_view line);
+  void TestsTableLine(std::string_view text);
+  void LibfabricLine(std::string_view text);
+  void TorchLine(std::string_view text, const LineHead& head);
+  // A line of either kind, once a wrapped one is joined back.
+  void AnyLine(std::string_view line);
+  void Dispatch(std::string_view line);
+  // The launcher's tag on a line NCCL prefixed, remembered for its process.
+  void RememberTag(std::string_view head_text, size_t rank);
+  size_t ProcessOfTag(uint64_t tag_key) const;
   static constexpr size_t kNoRank = SIZE_MAX;
   size_t RankFor(const NcclLinePrefix& prefix);
   size_t LookUpRank(const NcclLinePrefix& prefix);
@@ -100,7 +114,21 @@ class NcclLogParser {
   static constexpr size_t kRecentRanks = 256;
   size_t recent_ranks_[kRecentRanks];
   size_t last_process_ = kNoRank;  // for a bare "NCCL version" line
+  // Launcher tags (LineHead::tag_key) to processes, and bare versions seen
+  // under a tag before its process printed a prefixed line.
+  std::unordered_map<uint64_t, size_t> tag_process_;
+  std::vector<std::pair<uint64_t, std::string>> pending_versions_;
+  uint64_t last_tag_key_ = 0;
+  size_t last_tag_process_ = kNoRank;
+  // An NCCL line as long as a terminal is wide, held until the next line
+  // tells whether the terminal wrapped it.
+  std::string wrapped_;
+  std::string scratch_;  // a line without its escape codes
+  size_t longest_line_ = 0;
 };
+
+// Every string of `summary` as valid UTF-8 (stray bytes become U+FFFD).
+void SanitizeNcclSummary(NcclLogSummary& summary);
 
 // The whole text at once (tests, fuzzing).
 NcclLogSummary ParseNcclLog(std::string_view text);

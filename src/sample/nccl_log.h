@@ -21,7 +21,8 @@ inline constexpr size_t kNcclMaxPeers = 64;
 inline constexpr size_t kNcclMaxWarnings = 64;
 inline constexpr size_t kNcclMaxRings = 64;
 inline constexpr size_t kNcclMaxAlgorithms = 64;
-inline constexpr size_t kNcclMaxLineBytes = 16 << 10;  // longer lines are cut there
+inline constexpr size_t kNcclMaxLineBytes = 16 << 10;    // longer lines are cut there
+inline constexpr size_t kNcclTextCheckBytes = 64 << 10;  // a NUL in these: not a text log
 
 // "eth0:10.0.0.1<0>" as NCCL prints a chosen interface.
 struct NcclInterface {
@@ -100,9 +101,37 @@ struct NcclAlgorithmChoice {
   uint64_t count = 0;
 };
 
+// A rank nccl-tests listed in the table its header prints:
+// "#  Rank  2 Group  0 Pid   4321 on      nodeB device  0 [0x41] NVIDIA H100".
+// It names hosts and ranks that may print no NCCL line of their own.
+struct NcclTestsRank {
+  int rank = -1;
+  int group = 0;
+  int64_t pid = 0;
+  std::string host;
+  int device = -1;
+  std::string bus_id;  // "0x41"
+  std::string gpu;     // "NVIDIA H100 80GB HBM3"
+};
+
+// What PyTorch's ProcessGroupNCCL printed about one process group
+// ("... NCCL version: 2.18.1, size: 8, global rank: 3, ..."), given to the
+// process whose launcher tag the line carries.
+struct NcclTorchGroup {
+  std::string process;  // "host:pid" when the launcher tag tells; empty if not
+  std::string tag;      // the launcher's tag on the line ("[1,3]<stdout>:"), if any
+  int global_rank = -1;
+  int size = 0;
+  std::string nccl_version;
+};
+
 struct NcclLogSummary {
   uint64_t bytes = 0;
-  uint64_t nccl_lines = 0;  // lines holding "NCCL"
+  uint64_t nccl_lines = 0;        // lines holding "NCCL" (or an NCCL prefix before 2.3's)
+  uint64_t attributed_lines = 0;  // of them, lines given to a host:pid
+  uint64_t other_lines = 0;       // other programs' lines (a launcher's prefix alone is none)
+  uint64_t folded_repeats = 0;    // lines Ray folded into " [repeated Nx across cluster]"
+  uint64_t joined_lines = 0;      // NCCL lines a terminal had wrapped, joined back
   uint64_t info_lines = 0;
   uint64_t warn_lines = 0;
   uint64_t trace_lines = 0;
@@ -123,6 +152,10 @@ struct NcclLogSummary {
   uint64_t timeouts = 0;       // "Timeout waiting", watchdog "collective operation timeout"
   uint64_t version_mismatch_warnings = 0;  // NCCL's "Mismatched NCCL version detected"
   uint64_t dropped = 0;                    // items past a cap, and lines cut at kNcclMaxLineBytes
+  std::vector<NcclTestsRank> tests_ranks;  // nccl-tests' table, in its order
+  std::vector<NcclTorchGroup> torch_groups;
+  uint64_t libfabric_lines = 0;                        // "libfabric:pid:time:prov:..." lines
+  std::vector<std::string> libfabric_empty_providers;  // "provider efa output empty list"
 };
 
 // RDMA ports of the host the command runs on, for network.rdma_unused: the

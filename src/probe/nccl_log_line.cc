@@ -1,0 +1,376 @@
+// The decorations around an NCCL log line: timestamps, launcher tags, colour
+// codes and borders (see nccl_log_line.h for the forms).
+#include "probe/nccl_log_line.h"
+
+#include <cstring>
+
+namespace stallscope {
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// n decimal digits at s[i..i+n).
+bool DigitsAt(std::string_view s, size_t i, size_t n) {
+  if (i + n > s.size()) return false;
+  for (size_t k = i; k < i + n; ++k) {
+    if (!IsDigit(s[k])) return false;
+  }
+  return true;
+}
+
+// "HH:MM[:SS][.frac]" at s[i]; the offset after it, or 0.
+size_t TimeAt(std::string_view s, size_t i) {
+  if (!DigitsAt(s, i, 2) || i + 5 > s.size() || s[i + 2] != ':' || !DigitsAt(s, i + 3, 2)) {
+    return 0;
+  }
+  size_t j = i + 5;
+  if (j < s.size() && s[j] == ':' && DigitsAt(s, j + 1, 2)) j += 3;
+  if (j + 1 < s.size() && (s[j] == '.' || s[j] == ',') && IsDigit(s[j + 1])) {
+    ++j;
+    while (j < s.size() && IsDigit(s[j])) ++j;
+  }
+  return j;
+}
+
+// A zone after a time at s[i]: "Z", "+00:00", "-0500", " UTC".
+size_t ZoneAt(std::string_view s, size_t i) {
+  if (i < s.size() && s[i] == 'Z') return i + 1;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-') && DigitsAt(s, i + 1, 2)) {
+    size_t j = i + 3;
+    if (j < s.size() && s[j] == ':' && DigitsAt(s, j + 1, 2)) return j + 3;
+    if (DigitsAt(s, j, 2)) return j + 2;
+    return j;
+  }
+  std::string_view rest = s.substr(std::min(i, s.size()));
+  if (rest.substr(0, 4) == " UTC" || rest.substr(0, 4) == " GMT") return i + 4;
+  return i;
+}
+
+bool IsOneOf(std::string_view word, const char* const* list, size_t count) {
+  for (size_t k = 0; k < count; ++k) {
+    if (word == list[k]) return true;
+  }
+  return false;
+}
+
+constexpr const char* kWeekdays[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+size_t UnbracketedTimestamp(std::string_view s) {
+  // ISO 8601 and its relatives: "2024-03-04T05:06:07.123+00:00", "2024/03/04 05:06:07".
+  if (DigitsAt(s, 0, 4) && s.size() >= 10 && (s[4] == '-' || s[4] == '/') && DigitsAt(s, 5, 2) &&
+      s[7] == s[4] && DigitsAt(s, 8, 2)) {
+    size_t i = 10;
+    if (i < s.size() && (s[i] == 'T' || s[i] == ' ' || s[i] == '_')) {
+      if (size_t end = TimeAt(s, i + 1)) return ZoneAt(s, end);
+    }
+    return i;
+  }
+  // ctime "Mon Jan  1 01:02:03 2024" and syslog "Jan  1 01:02:03".
+  size_t i = 0;
+  if (s.size() >= 4 && IsOneOf(s.substr(0, 3), kWeekdays, 7)) {
+    i = 3;
+    if (i < s.size() && s[i] == ',') ++i;
+    if (i >= s.size() || s[i] != ' ') return 0;
+    ++i;
+  }
+  if (s.size() >= i + 4 && IsOneOf(s.substr(i, 3), kMonths, 12) && s[i + 3] == ' ') {
+    size_t j = i + 4;
+    while (j < s.size() && s[j] == ' ') ++j;
+    size_t day = j;
+    while (j < s.size() && IsDigit(s[j]) && j - day < 2) ++j;
+    if (j == day || j >= s.size() || s[j] != ' ') return 0;
+    size_t end = TimeAt(s, j + 1);
+    if (end == 0) return 0;
+    if (end + 5 <= s.size() && s[end] == ' ' && DigitsAt(s, end + 1, 4)) end += 5;
+    return end;
+  }
+  if (i > 0) return 0;
+  // A bare time: "05:06:07", "05:06:07.123".
+  if (size_t end = TimeAt(s, 0)) return ZoneAt(s, end);
+  return 0;
+}
+
+// An escape sequence at s[0] == ESC: CSI "ESC [ params final", OSC "ESC ] ... BEL".
+size_t EscapeLength(std::string_view s) {
+  if (s.size() < 2) return s.size();
+  if (s[1] == '[') {
+    size_t i = 2;
+    while (i < s.size() && static_cast<unsigned char>(s[i]) >= 0x20 &&
+           static_cast<unsigned char>(s[i]) < 0x40) {
+      ++i;
+    }
+    return i < s.size() ? i + 1 : i;
+  }
+  if (s[1] == ']') {
+    size_t i = 2;
+    while (i < s.size() && s[i] != '\x07' && s[i] != '\x1b') ++i;
+    if (i < s.size() && s[i] == '\x1b') ++i;
+    return i < s.size() ? i + 1 : i;
+  }
+  return 2;
+}
+
+// Colour residue "[0m", "[1;31m" (an escape whose ESC byte was lost).
+size_t ResidueLength(std::string_view s) {
+  if (s.size() < 3 || s[0] != '[' || !IsDigit(s[1])) return 0;
+  for (size_t i = 2; i < s.size() && i < 12; ++i) {
+    if (s[i] == 'm') return i + 1;
+    if (!IsDigit(s[i]) && s[i] != ';') return 0;
+  }
+  return 0;
+}
+
+bool IsBox(std::string_view s, size_t i) {
+  return i + 3 <= s.size() && static_cast<unsigned char>(s[i]) == 0xE2 &&
+         (static_cast<unsigned char>(s[i + 1]) == 0x94 ||
+          static_cast<unsigned char>(s[i + 1]) == 0x95);
+}
+
+uint64_t Mix(uint64_t key, std::string_view text) {
+  uint64_t h = key ^ 0xcbf29ce484222325ull;
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return h | 1;  // never 0, which means "no tag"
+}
+
+// Words a "word: " at a line's start is when it is not pdsh's host.
+bool IsNotAHost(std::string_view word) {
+  bool upper = true;
+  for (char c : word) upper = upper && ((c >= 'A' && c <= 'Z') || c == '_');
+  if (upper) return true;  // INFO:, WARNING:, NCCL_DEBUG:
+  auto ends = [&](std::string_view end) {
+    return word.size() >= end.size() && word.substr(word.size() - end.size()) == end;
+  };
+  static constexpr const char* kWords[] = {"Traceback", "File",   "Note", "Warning", "Error",
+                                           "Exception", "torch",  "self", "raise",   "Info",
+                                           "Debug",     "Caused", "note", "warning", "error"};
+  return ends("Error") || ends("Exception") || ends("Warning") ||
+         IsOneOf(word, kWords, std::size(kWords));
+}
+
+// A launcher's tag at s[0]: its length with the space after it, or 0.
+size_t TagLength(std::string_view s, LineHead* head, uint64_t* key) {
+  size_t len = 0;
+  std::string_view host;
+  int64_t pid = 0;
+  if (s[0] == '[') {
+    size_t close = s.find(']');
+    if (close == std::string_view::npos || close > 40 || close < 2) return 0;
+    std::string_view inside = s.substr(1, close - 1);
+    size_t after = close + 1;
+    bool mpi = false;
+    if (size_t comma = inside.find(','); comma != std::string_view::npos) {
+      mpi = DigitsAt(inside, 0, comma) && comma > 0 && comma + 1 < inside.size() &&
+            DigitsAt(inside, comma + 1, inside.size() - comma - 1);
+    }
+    if (mpi && after < s.size() && s[after] == '<') {  // "[1,5]<stdout>:"
+      size_t gt = s.find('>', after);
+      if (gt == std::string_view::npos || gt - after > 10) return 0;
+      after = gt + 1;
+    }
+    if (after < s.size() && s[after] == ':') {
+      for (char c : inside) {
+        if (c == ' ') return 0;
+      }
+      len = after + 1;
+    } else if (after < s.size() && s[after] == ' ' && DigitsAt(inside, 0, inside.size())) {
+      len = after;  // "[3] ": a global rank
+    } else {
+      return 0;
+    }
+  } else if (s[0] == '(') {
+    size_t close = s.find(')');
+    if (close == std::string_view::npos || close > 96) return 0;
+    std::string_view inside = s.substr(1, close - 1);
+    size_t at = inside.find("pid=");
+    if (at == std::string_view::npos || (at > 0 && inside[at - 1] != ' ')) return 0;
+    size_t end = at + 4;
+    while (end < inside.size() && IsDigit(inside[end])) {
+      pid = pid * 10 + (inside[end] - '0');
+      if (pid > (int64_t{1} << 40)) return 0;
+      ++end;
+    }
+    if (end == at + 4) return 0;
+    if (size_t ip = inside.find("ip="); ip != std::string_view::npos) {
+      size_t e = ip + 3;
+      while (e < inside.size() && IsHostChar(inside[e])) ++e;
+      host = inside.substr(ip + 3, e - ip - 3);
+    }
+    len = close + 1;
+  } else if (IsHostChar(s[0])) {
+    size_t i = 0;
+    while (i < s.size() && IsDigit(s[i]) && i < 7) ++i;
+    if (i > 0 && i < s.size() && s[i] == ':' && (i + 1 == s.size() || s[i + 1] == ' ')) {
+      len = i + 1;  // SLURM --label "3: "
+    } else {        // pdsh "nodeA: ", "10.1.2.3: "
+      size_t j = 0;
+      while (j < s.size() && IsHostChar(s[j]) && j < 64) ++j;
+      if (j + 1 >= s.size() || s[j] != ':' || s[j + 1] != ' ') return 0;
+      if (IsNotAHost(s.substr(0, j))) return 0;
+      host = s.substr(0, j);
+      len = j + 1;
+    }
+  } else {
+    return 0;
+  }
+  std::string_view tag = s.substr(0, len);
+  if (head->tag.empty()) head->tag = tag;
+  if (head->host.empty()) head->host = host;
+  if (head->pid == 0) head->pid = pid;
+  *key = Mix(*key, tag);
+  if (len < s.size() && s[len] == ' ') ++len;
+  return len;
+}
+
+}  // namespace
+
+size_t TimestampLength(std::string_view s) {
+  if (s.empty()) return 0;
+  if (s[0] == '[') {
+    size_t close = s.find(']');
+    if (close == std::string_view::npos || close > 48) return 0;
+    std::string_view inside = s.substr(1, close - 1);
+    while (!inside.empty() && inside[0] == ' ') inside.remove_prefix(1);
+    if (inside.empty()) return 0;
+    size_t t = UnbracketedTimestamp(inside);
+    if (t > 0 && t == inside.size()) return close + 1;
+    // dmesg's "[  123.456789]" and epoch seconds "[1700000000.123]".
+    size_t i = 0;
+    while (i < inside.size() && IsDigit(inside[i])) ++i;
+    if (i > 0 && i + 1 < inside.size() && inside[i] == '.' &&
+        DigitsAt(inside, i + 1, inside.size() - i - 1)) {
+      return close + 1;
+    }
+    return 0;
+  }
+  return UnbracketedTimestamp(s);
+}
+
+LineHead ReadLineHead(std::string_view line) {
+  LineHead head;
+  uint64_t key = 0;
+  size_t i = 0;
+  const size_t n = line.size();
+  for (int round = 0; round < 16 && i < n; ++round) {
+    size_t start = i;
+    while (i < n && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i >= n) break;
+    std::string_view rest = line.substr(i);
+    if (IsBox(line, i)) {
+      i += 3;
+    } else if (line[i] == '|' && (i + 1 == n || line[i + 1] == ' ')) {
+      i += 1;
+    } else if (line[i] == '\x1b') {
+      i += EscapeLength(rest);
+    } else if (size_t r = ResidueLength(rest)) {
+      i += r;
+    } else if (size_t t = TimestampLength(rest)) {
+      i += t;
+      head.timestamp = true;
+    } else if (size_t g = TagLength(rest, &head, &key)) {
+      i += g;
+    }
+    if (i == start) break;
+  }
+  head.content = i;
+  head.tag_key = key;
+  return head;
+}
+
+std::string_view NcclHostOf(std::string_view glued) {
+  std::string_view rest = glued.substr(std::min(glued.size(), ReadLineHead(glued).content));
+  size_t i = rest.size();
+  while (i > 0 && IsHostChar(rest[i - 1])) --i;
+  return rest.substr(i);
+}
+
+std::string_view StripLineTail(std::string_view line, uint64_t* folded) {
+  for (int round = 0; round < 8 && !line.empty(); ++round) {
+    size_t before = line.size();
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) {
+      line.remove_suffix(1);
+    }
+    if (line.empty()) break;
+    char last = line.back();
+    if (last == ']') {
+      constexpr std::string_view kEnd = "x across cluster]";
+      constexpr std::string_view kStart = " [repeated ";
+      if (line.size() > kEnd.size() + kStart.size() &&
+          line.substr(line.size() - kEnd.size()) == kEnd) {
+        size_t open = line.rfind(kStart);
+        if (open != std::string_view::npos) {
+          std::string_view count =
+              line.substr(open + kStart.size(), line.size() - kEnd.size() - open - kStart.size());
+          if (!count.empty() && count.size() < 10 && DigitsAt(count, 0, count.size())) {
+            uint64_t v = 0;
+            for (char c : count) v = v * 10 + static_cast<uint64_t>(c - '0');
+            if (folded) *folded += v;
+            line = line.substr(0, open);
+          }
+        }
+      }
+    } else if (last == 'm') {
+      size_t open = line.rfind('[');
+      if (open != std::string_view::npos && line.size() - open <= 12 &&
+          ResidueLength(line.substr(open)) == line.size() - open) {
+        line = line.substr(0, open);
+        if (!line.empty() && line.back() == '\x1b') line.remove_suffix(1);
+      }
+    } else if (line.size() >= 3 && IsBox(line, line.size() - 3)) {
+      line.remove_suffix(3);
+    } else if (last == '|' && line.size() >= 2 && line[line.size() - 2] == ' ') {
+      line.remove_suffix(1);
+    }
+    if (line.size() == before) break;
+  }
+  return line;
+}
+
+std::string WithoutEscapes(std::string_view line) {
+  std::string out;
+  out.reserve(line.size());
+  for (size_t i = 0; i < line.size();) {
+    if (line[i] == '\x1b') {
+      i += EscapeLength(line.substr(i));
+      continue;
+    }
+    out.push_back(line[i++]);
+  }
+  return out;
+}
+
+std::string ValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  auto cont = [&](size_t i) {
+    return i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80;
+  };
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    if (c < 0x80) {
+      len = 1;
+    } else if (c >= 0xC2 && c <= 0xDF && cont(i + 1)) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF && cont(i + 1) && cont(i + 2)) {
+      unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      bool ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
+      len = ok ? 3 : 0;
+    } else if (c >= 0xF0 && c <= 0xF4 && cont(i + 1) && cont(i + 2) && cont(i + 3)) {
+      unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      bool ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
+      len = ok ? 4 : 0;
+    }
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(s.data() + i, len);
+      i += len;
+    }
+  }
+  return out;
+}
+
+}  // namespace stallscope

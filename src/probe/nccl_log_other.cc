@@ -1,0 +1,213 @@
+// The lines of an NCCL log that NCCL did not write, and what they reliably
+// say: nccl-tests' rank table (hosts and ranks that may print no NCCL line),
+// PyTorch's ProcessGroupNCCL lines (the NCCL version, global rank and group
+// size it reports), libfabric's "provider efa output empty list". Every
+// other program's line is counted, not read; a launcher's prefix alone (the
+// blank line NCCL prints before a WARN, under a launcher) is not a line.
+// Formats read from nccl-tests' src/common.cu, PyTorch's ProcessGroupNCCL.cpp
+// (1.13 to 2.5) and libfabric's src/fabric.c.
+#include <cstring>
+#include <string>
+
+#include "core/text.h"
+#include "probe/nccl_log.h"
+#include "probe/nccl_log_line.h"
+
+namespace stallscope {
+namespace {
+
+size_t Find(std::string_view hay, std::string_view needle) {
+  if (needle.size() > hay.size()) return std::string_view::npos;
+  const void* at = memmem(hay.data(), hay.size(), needle.data(), needle.size());
+  return at ? static_cast<size_t>(static_cast<const char*>(at) - hay.data())
+            : std::string_view::npos;
+}
+
+// The decimal number after `key`, or -1.
+int64_t NumberAfter(std::string_view s, std::string_view key) {
+  size_t at = Find(s, key);
+  if (at == std::string_view::npos) return -1;
+  std::string_view rest = s.substr(at + key.size());
+  size_t end = 0;
+  while (end < rest.size() && end < 12 && rest[end] >= '0' && rest[end] <= '9') ++end;
+  if (end == 0) return -1;
+  return ParseInt(rest.substr(0, end)).value_or(-1);
+}
+
+// "provider efa output empty list" -> "efa".
+std::string_view EmptyProvider(std::string_view s) {
+  size_t at = Find(s, " output empty list");
+  if (at == std::string_view::npos) return {};
+  size_t word = s.rfind("provider ", at);
+  if (word == std::string_view::npos || at - word > 64) return {};
+  return Trim(s.substr(word + 9, at - word - 9));
+}
+
+}  // namespace
+
+void NcclLogParser::Other(std::string_view line) {
+  LineHead head = ReadLineHead(line);
+  std::string_view text =
+      StripLineTail(line.substr(std::min(head.content, line.size())), &summary_.folded_repeats);
+  if (text.empty()) return;  // a prefix alone, a timestamp on its own line, a blank line
+  ++summary_.other_lines;
+  if (text[0] == '#') {
+    TestsTableLine(text);
+  } else if (text[0] == 'l' && StartsWith(text, "libfabric:")) {
+    LibfabricLine(text);
+  }
+}
+
+void NcclLogParser::TestsTableLine(std::string_view text) {
+  // "#  Rank  2 Group  0 Pid   4321 on      nodeB device  0 [0x41] NVIDIA H100"
+  // (nccl-tests 2.x; later ones print the bus id as [0000:41:00]).
+  std::vector<std::string_view> f = SplitFields(text.substr(0, 512));
+  if (f.size() < 11 || f[0] != "#" || f[1] != "Rank" || f[3] != "Group" || f[5] != "Pid" ||
+      f[7] != "on" || f[9] != "device") {
+    return;
+  }
+  auto rank = ParseInt(f[2]);
+  auto group = ParseInt(f[4]);
+  auto pid = ParseInt(f[6]);
+  auto device = ParseInt(f[10]);
+  if (!rank || !group || !pid || !device || *rank < 0 || *rank >= (1 << 24)) return;
+  NcclTestsRank r;
+  r.rank = static_cast<int>(*rank);
+  r.group = static_cast<int>(*group);
+  r.pid = *pid;
+  r.host = std::string(f[8].substr(0, f[8].find('.')));
+  r.device = static_cast<int>(*device);
+  size_t rest = 11;
+  if (rest < f.size() && !f[rest].empty() && f[rest][0] == '[') {
+    std::string_view bus = f[rest];
+    r.bus_id = std::string(bus.substr(1, bus.size() >= 2 ? bus.size() - 2 : 0));
+    ++rest;
+  }
+  if (rest < f.size()) {
+    size_t from = static_cast<size_t>(f[rest].data() - text.data());
+    r.gpu = std::string(Trim(text.substr(from, 96)));
+  }
+  for (const NcclTestsRank& seen : summary_.tests_ranks) {
+    if (seen.rank == r.rank && seen.group == r.group && seen.pid == r.pid && seen.host == r.host) {
+      return;  // the table printed again (one per test binary run)
+    }
+  }
+  if (summary_.tests_ranks.size() >= kNcclMaxRanks) {
+    ++summary_.dropped;
+    return;
+  }
+  summary_.tests_ranks.push_back(std::move(r));
+}
+
+void NcclLogParser::LibfabricLine(std::string_view text) {
+  ++summary_.libfabric_lines;
+  std::string_view provider = EmptyProvider(text);
+  if (provider.empty()) return;
+  for (const std::string& p : summary_.libfabric_empty_providers) {
+    if (p == provider) return;
+  }
+  if (summary_.libfabric_empty_providers.size() < kNcclMaxInterfaces) {
+    summary_.libfabric_empty_providers.emplace_back(provider.substr(0, 32));
+  } else {
+    ++summary_.dropped;
+  }
+}
+
+void NcclLogParser::TorchLine(std::string_view text, const LineHead& head) {
+  // PyTorch 2.2+: "[PG 0 Rank 3] ProcessGroupNCCL initialization options: size: 8,
+  // global rank: 3, ..." and "... ProcessGroupNCCL environments: NCCL version:
+  // 2.20.5, ..."; 1.13-2.1 print "NCCL version" elsewhere or not at all.
+  if (Find(text, "ProcessGroupNCCL") == std::string_view::npos) {
+    if (Find(text, "NCCL version: ") == std::string_view::npos) return;
+  }
+  int64_t rank = NumberAfter(text, "global rank: ");
+  if (rank < 0) rank = NumberAfter(text, " Rank ");
+  if (rank < 0) rank = NumberAfter(text, "[Rank ");
+  int64_t size = NumberAfter(text, "size: ");
+  std::string_view version;
+  if (size_t at = Find(text, "NCCL version: "); at != std::string_view::npos) {
+    version = ParseNcclVersion(text.substr(at + 14));
+  }
+  if (rank < 0 && size < 0 && version.empty()) return;
+  size_t process = ProcessOfTag(head.tag_key);
+  std::string name = process == kNoRank ? std::string() : summary_.processes[process].Name();
+  std::string_view tag = head.tag.substr(0, 64);
+  NcclTorchGroup* group = nullptr;
+  for (NcclTorchGroup& g : summary_.torch_groups) {
+    bool same_source = g.tag == tag && g.process == name && !(tag.empty() && name.empty());
+    if (same_source && (g.global_rank < 0 || rank < 0 || g.global_rank == rank)) {
+      group = &g;
+      break;
+    }
+  }
+  if (!group) {
+    if (summary_.torch_groups.size() >= kNcclMaxRanks) {
+      ++summary_.dropped;
+      return;
+    }
+    summary_.torch_groups.emplace_back();
+    group = &summary_.torch_groups.back();
+    group->tag = std::string(tag);
+    group->process = name;
+  }
+  if (rank >= 0 && rank < (1 << 24)) group->global_rank = static_cast<int>(rank);
+  if (size > group->size && size < (1 << 24)) group->size = static_cast<int>(size);
+  if (!version.empty() && group->nccl_version.empty()) group->nccl_version = std::string(version);
+  if (process != kNoRank && !version.empty() && summary_.processes[process].version.empty()) {
+    summary_.processes[process].version = std::string(version);
+  }
+}
+
+void SanitizeNcclSummary(NcclLogSummary& s) {
+  auto fix = [](std::string& text) {
+    for (char c : text) {
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        text = ValidUtf8(text);
+        return;
+      }
+    }
+  };
+  auto fix_all = [&](std::vector<NcclInterface>& list) {
+    for (NcclInterface& i : list) {
+      fix(i.name);
+      fix(i.address);
+    }
+  };
+  for (NcclProcess& p : s.processes) {
+    fix(p.host);
+    fix(p.version);
+    fix(p.network);
+    fix(p.socket_ifname);
+    fix_all(p.bootstrap);
+    fix_all(p.net_socket);
+    fix_all(p.ib_devices);
+    fix_all(p.ib_oob);
+  }
+  for (NcclRank& r : s.ranks) fix(r.trees);
+  for (std::string& v : s.unattributed_versions) fix(v);
+  for (NcclPeerFailure& f : s.peer_failures) {
+    fix(f.peer);
+    fix(f.reason);
+    fix(f.first_seen_by);
+  }
+  fix(s.connect_retry_reason);
+  for (NcclWarning& w : s.warnings) {
+    fix(w.text);
+    fix(w.first_seen_by);
+  }
+  for (std::string& r : s.rings) fix(r);
+  for (NcclAlgorithmChoice& a : s.algorithms) fix(a.text);
+  for (NcclTestsRank& r : s.tests_ranks) {
+    fix(r.host);
+    fix(r.bus_id);
+    fix(r.gpu);
+  }
+  for (NcclTorchGroup& g : s.torch_groups) {
+    fix(g.process);
+    fix(g.tag);
+    fix(g.nccl_version);
+  }
+  for (std::string& p : s.libfabric_empty_providers) fix(p);
+}
+
+}  // namespace stallscope

@@ -1,0 +1,246 @@
+// The decorations launchers and log systems put around NCCL's lines
+// (probe/nccl_log_line.h), and the prefix reader that sees past them: each
+// form the launchers' documentation and real pasted logs show, in front of
+// one NCCL line, must give NCCL's own host, pid, tid, device and message.
+#include "probe/nccl_log_line.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "probe/nccl_log.h"
+
+namespace stallscope {
+namespace {
+
+TEST(NcclLineTimestamps, EveryFormAndNothingElse) {
+  struct Case {
+    std::string text;
+    size_t length;
+  };
+  const std::vector<Case> cases = {
+      {"2024-03-04 05:06:07 rest", 19},
+      {"2024-01-01T01:02:03.456+00:00nodeD", 29},
+      {"2024-01-01T01:02:03.456789012Z x", 30},
+      {"2024/03/04 05:06:07,123 x", 23},
+      {"2024-03-04T05:06:07-0500 x", 24},
+      {"2024-03-04 05:06:07 UTC x", 23},
+      {"Mon Jan  1 01:02:03 2024[1,2]", 24},
+      {"Jan  1 01:02:03 host", 15},
+      {"05:06:07 x", 8},
+      {"05:06:07.123456 x", 15},
+      {"[2024-03-04 05:06:07] x", 21},
+      {"[  123.456789] x", 14},
+      {"[1700000000.123] x", 16},
+      {"2024-03-04 x", 10},
+  };
+  for (const Case& c : cases) EXPECT_EQ(TimestampLength(c.text), c.length) << c.text;
+  for (const char* not_one : {"nodeA:2001:2002", "10.1.2.3: x", "[1,5]<stdout>:", "[rank3]:",
+                              "2024 x", "Monday", "12:3", "[0] NCCL", "Channel 00/02 :", ""}) {
+    EXPECT_EQ(TimestampLength(not_one), 0u) << not_one;
+  }
+}
+
+TEST(NcclLineHead, LaunchersTagsAreStrippedAndNamed) {
+  struct Case {
+    std::string line;
+    std::string content;  // what follows the decorations
+    std::string tag;
+    std::string host;
+    int64_t pid;
+  };
+  const std::vector<Case> cases = {
+      {"[1,5]<stdout>:nodeA:2001:2002 [1] NCCL INFO x", "nodeA:2001:2002 [1] NCCL INFO x",
+       "[1,5]<stdout>:", "", 0},
+      {"[1,5]<stderr>: NCCL version 2.18.3", "NCCL version 2.18.3", "[1,5]<stderr>:", "", 0},
+      {"2024-03-04 05:06:07 [1,0]<stdout>:nodeB:1:2 [0] NCCL INFO x", "nodeB:1:2 [0] NCCL INFO x",
+       "[1,0]<stdout>:", "", 0},
+      {"3: gpu-b:3877:3940 [0] NCCL INFO x", "gpu-b:3877:3940 [0] NCCL INFO x", "3:", "", 0},
+      {" 13: NCCL version 2.5.6", "NCCL version 2.5.6", "13:", "", 0},
+      {"nodeA: gpu:1:2 [0] NCCL INFO x", "gpu:1:2 [0] NCCL INFO x", "nodeA:", "nodeA", 0},
+      {"10.1.2.3: gpu:1:2 [0] NCCL INFO x", "gpu:1:2 [0] NCCL INFO x", "10.1.2.3:", "10.1.2.3", 0},
+      {"[3] gpu:1:2 [0] NCCL INFO x", "gpu:1:2 [0] NCCL INFO x", "[3]", "", 0},
+      {"[rank3]:gpu:1:2 [0] NCCL INFO x", "gpu:1:2 [0] NCCL INFO x", "[rank3]:", "", 0},
+      {"[default3]:gpu:1:2 [0] NCCL INFO x", "gpu:1:2 [0] NCCL INFO x", "[default3]:", "", 0},
+      {"(pid=123) gpu:123:130 [0] NCCL INFO x", "gpu:123:130 [0] NCCL INFO x", "(pid=123)", "",
+       123},
+      {"(RayTrainWorker pid=123, ip=10.0.0.5) gpu:123:130 [0] NCCL INFO x",
+       "gpu:123:130 [0] NCCL INFO x", "(RayTrainWorker pid=123, ip=10.0.0.5)", "10.0.0.5", 123},
+      {"\x1b[32m[1,0]<stdout>:\x1b[0mgpu:1:2 [0] NCCL INFO x", "gpu:1:2 [0] NCCL INFO x",
+       "[1,0]<stdout>:", "", 0},
+      {"[0m gpu:1:2 [0] NCCL INFO x", "gpu:1:2 [0] NCCL INFO x", "", "", 0},
+      {"\xe2\x94\x82 2024-03-04T05:06:07Z gpu:1:2 [0] NCCL INFO x", "gpu:1:2 [0] NCCL INFO x", "",
+       "", 0},
+      {"nodeA: [default0]:gpu:1:2 [0] NCCL INFO x", "gpu:1:2 [0] NCCL INFO x", "nodeA:", "nodeA",
+       0},
+      // Not tags: an exception's name, a log level, NCCL's own line.
+      {"RuntimeError: NCCL error", "RuntimeError: NCCL error", "", "", 0},
+      {"INFO: started", "INFO: started", "", "", 0},
+      {"gpu:1:2 [0] NCCL INFO x", "gpu:1:2 [0] NCCL INFO x", "", "", 0},
+      {"[rank3] epoch 1", "[rank3] epoch 1", "", "", 0},
+  };
+  for (const Case& c : cases) {
+    LineHead head = ReadLineHead(c.line);
+    EXPECT_EQ(c.line.substr(head.content), c.content) << c.line;
+    EXPECT_EQ(head.tag, c.tag) << c.line;
+    EXPECT_EQ(head.host, c.host) << c.line;
+    EXPECT_EQ(head.pid, c.pid) << c.line;
+    EXPECT_EQ(head.tag_key != 0, !c.tag.empty()) << c.line;
+  }
+  // Two processes' tags differ; one process's tag is the same on every line.
+  EXPECT_NE(ReadLineHead("[1,0]<stdout>:x").tag_key, ReadLineHead("[1,1]<stdout>:x").tag_key);
+  EXPECT_EQ(ReadLineHead("05:06:07 [1,0]<stdout>:x").tag_key,
+            ReadLineHead("05:06:09 [1,0]<stdout>:y").tag_key);
+}
+
+TEST(NcclLineTail, RaysRepeatsBordersAndResidue) {
+  uint64_t folded = 0;
+  EXPECT_EQ(StripLineTail("Using network IB [repeated 7x across cluster]", &folded),
+            "Using network IB");
+  EXPECT_EQ(folded, 7u);
+  EXPECT_EQ(StripLineTail("Using network IB \xe2\x94\x82", &folded), "Using network IB");
+  EXPECT_EQ(StripLineTail("Using network IB\x1b[0m", &folded), "Using network IB");
+  EXPECT_EQ(StripLineTail("Using network IB[0m  \r", &folded), "Using network IB");
+  EXPECT_EQ(StripLineTail("Trees [0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->1", &folded),
+            "Trees [0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->1");
+  EXPECT_EQ(folded, 7u);
+}
+
+TEST(NcclLineHost, GluedTagsAndTimestampsAreNotTheHost) {
+  EXPECT_EQ(NcclHostOf("[1,0]<stdout>:nodeB"), "nodeB");
+  EXPECT_EQ(NcclHostOf("2024-01-01T01:02:03.456+00:00nodeD"), "nodeD");
+  EXPECT_EQ(NcclHostOf("2024-01-01T01:02:03.456ZnodeD"), "nodeD");
+  EXPECT_EQ(NcclHostOf("2024[1,2]<stdout>:nodeC"), "nodeC");
+  EXPECT_EQ(NcclHostOf("\xe2\x94\x82nodeA"), "nodeA");
+  EXPECT_EQ(NcclHostOf("gpu-a"), "gpu-a");
+  EXPECT_EQ(NcclHostOf("[1,5]<stdout>"), "");
+}
+
+TEST(NcclLineUtf8, StrayBytesBecomeReplacementCharacters) {
+  EXPECT_EQ(ValidUtf8("ok \xe2\x94\x82"), "ok \xe2\x94\x82");
+  EXPECT_EQ(ValidUtf8("a\xff"
+                      "b"),
+            "a\xef\xbf\xbd"
+            "b");
+  EXPECT_EQ(ValidUtf8("\xe2\x94"), "\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(ValidUtf8("\xc0\x80"), "\xef\xbf\xbd\xef\xbf\xbd");  // overlong
+  EXPECT_EQ(WithoutEscapes("\x1b[1;31mWARN\x1b[0m x"), "WARN x");
+}
+
+// Every prefix of the list before one NCCL line: NCCL's own
+// identity, never the launcher's or a timestamp's.
+TEST(NcclLinePrefix, EveryLauncherPrefixGivesNcclsOwnIdentity) {
+  const std::string line = "nodeA:2001:2002 [1] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>";
+  const std::vector<std::string> fronts = {
+      "",
+      "[1,5]<stdout>:",
+      "2024-03-04 05:06:07 [1,0]<stdout>:",
+      "Mon Jan  1 01:02:03 2024[1,2]<stdout>:",
+      "2024-01-01T01:02:03.456+00:00",
+      "3: ",
+      "nodeZ: ",
+      "10.1.2.3: ",
+      "[3] ",
+      "[rank3]:",
+      "[default3]:",
+      "(pid=2001) ",
+      "(RayTrainWorker pid=2001, ip=10.0.0.5) ",
+      "\x1b[36m(pid=2001)\x1b[0m ",
+      "[0m ",
+      "\xe2\x94\x82 2024-03-04T05:06:07.123456789Z ",
+      "05:06:07 ",
+      "2024-03-04 05:06:07,123 INFO launcher.py:12 ",
+  };
+  for (const std::string& front : fronts) {
+    NcclLogSummary log = ParseNcclLog(front + line + " [repeated 3x across cluster]\n");
+    ASSERT_EQ(log.processes.size(), 1u) << front;
+    EXPECT_EQ(log.processes[0].host, "nodeA") << front;
+    EXPECT_EQ(log.processes[0].pid, 2001) << front;
+    ASSERT_EQ(log.ranks.size(), 1u) << front;
+    EXPECT_EQ(log.ranks[0].cuda_dev, 1) << front;
+    ASSERT_EQ(log.processes[0].bootstrap.size(), 1u) << front;
+    EXPECT_EQ(log.processes[0].bootstrap[0].name, "eth0") << front;
+    EXPECT_EQ(log.processes[0].bootstrap[0].address, "10.0.0.1") << front;
+    EXPECT_EQ(log.attributed_lines, 1u) << front;
+    EXPECT_EQ(log.folded_repeats, 3u) << front;
+  }
+}
+
+TEST(NcclLog, BareVersionsGoToTheProcessTheirLauncherTagNames) {
+  // Under mpirun --tag-output the bare "NCCL version" line carries the tag
+  // of its process, whichever process printed last.
+  NcclLogSummary log = ParseNcclLog(
+      "[1,1]<stdout>:NCCL version 2.18.3+cuda12.2\n"
+      "[1,0]<stdout>:gpu-a:100:100 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "[1,1]<stdout>:gpu-b:200:200 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+      "[1,0]<stdout>:NCCL version 2.18.1+cuda12.1\n"
+      "[1,0]<stdout>:\n"
+      "[1,0]<stdout>:gpu-a:100:100 [0] misc/socket.cc:1 NCCL WARN x\n"
+      "[1,2]<stdout>:NCCL version 2.17.1+cuda12.0\n");
+  ASSERT_EQ(log.processes.size(), 2u);
+  EXPECT_EQ(log.processes[0].version, "2.18.1+cuda12.1");
+  EXPECT_EQ(log.processes[1].version, "2.18.3+cuda12.2");
+  EXPECT_EQ(log.unattributed_versions, std::vector<std::string>{"2.17.1+cuda12.0"});
+  EXPECT_EQ(log.other_lines, 0u);  // the prefix alone before the WARN is not a line
+  EXPECT_EQ(log.warn_lines, 1u);
+  EXPECT_EQ(log.attributed_lines, 3u);
+}
+
+TEST(NcclLog, OtherProgramsLinesAreCountedAndRead) {
+  NcclLogSummary log = ParseNcclLog(
+      "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5\n"
+      "#\n"
+      "# Using devices\n"
+      "#  Rank  0 Group  0 Pid   4321 on      nodeA device  0 [0x41] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  1 Group  0 Pid   4322 on      nodeB device  0 [0x41] NVIDIA H100 80GB HBM3\n"
+      "libfabric:4321:1700000000::core:core:fi_getinfo_():1138<warn> fi_getinfo: provider efa "
+      "output empty list\n"
+      "Traceback (most recent call last):\n"
+      "\n"
+      "epoch 1 loss 2.3\n");
+  ASSERT_EQ(log.tests_ranks.size(), 2u);
+  EXPECT_EQ(log.tests_ranks[1].host, "nodeB");
+  EXPECT_EQ(log.tests_ranks[1].rank, 1);
+  EXPECT_EQ(log.tests_ranks[1].pid, 4322);
+  EXPECT_EQ(log.tests_ranks[1].bus_id, "0x41");
+  EXPECT_EQ(log.tests_ranks[1].gpu, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(log.libfabric_empty_providers, std::vector<std::string>{"efa"});
+  EXPECT_EQ(log.other_lines, 8u);  // the blank line is none
+  EXPECT_EQ(log.nccl_lines, 0u);
+}
+
+TEST(NcclLog, ATerminalsWrapIsJoinedBack) {
+  // An 86-byte line a terminal 80 columns wide cut inside the OOB address.
+  const std::string whole =
+      "gpu:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ens1f0np0:192.168.1.1<0>";
+  ASSERT_EQ(whole.size(), 86u);
+  NcclLogSummary log = ParseNcclLog(whole.substr(0, 80) + "\n" + whole.substr(80) + "\nepoch 1\n");
+  EXPECT_EQ(log.joined_lines, 1u);
+  ASSERT_EQ(log.processes.size(), 1u);
+  ASSERT_EQ(log.processes[0].ib_oob.size(), 1u);
+  EXPECT_EQ(log.processes[0].ib_oob[0].address, "192.168.1.1");
+  EXPECT_EQ(log.other_lines, 1u);
+  // Not held when a longer line came first: that log is not wrapped at 80.
+  NcclLogSummary wide = ParseNcclLog(std::string(100, 'y') + "\n" + whole.substr(0, 80) + "\n" +
+                                     whole.substr(80) + "\n");
+  EXPECT_EQ(wide.joined_lines, 0u);
+  EXPECT_EQ(wide.other_lines, 2u);
+  ASSERT_EQ(wide.processes.size(), 1u);
+  ASSERT_EQ(wide.processes[0].ib_oob.size(), 1u);
+  EXPECT_NE(wide.processes[0].ib_oob[0].address, "192.168.1.1");  // left as cut
+}
+
+TEST(NcclLog, ALogConsolesRepeatedMessageIsReadOnce) {
+  NcclLogSummary log = ParseNcclLog(
+      "2024-03-04T05:06:07.000Z | gpu:1:2 [0] NCCL INFO Using network IB | gpu:1:2 [0] NCCL INFO "
+      "Using network IB\n"
+      "2024-03-04T05:06:08.000Z\n"
+      "gpu:1:2 [0] NCCL INFO threadThresholds 8/8/64 | 512/8/64 | 512 | 512\n");
+  ASSERT_EQ(log.processes.size(), 1u);
+  EXPECT_EQ(log.processes[0].network, "IB");
+  EXPECT_EQ(log.other_lines, 0u);  // the timestamp on its own line is none
+}
+
+}  // namespace
+}  // namespace stallscope
