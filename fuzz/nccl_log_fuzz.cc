@@ -1,7 +1,9 @@
 // libFuzzer target: the streaming NCCL log parser and its rules. The input is
 // fed whole and, a second time, in uneven chunks, which must give the same
 // summary (the chunk boundaries fall mid-line), and the fast line-prefix
-// reader must agree with the general one on every line it accepts.
+// reader must agree with the general one on every line it accepts. The
+// readers of launchers' prefixes run on every line, and what they return
+// must lie inside it; ValidUtf8 must return valid UTF-8.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +12,7 @@
 
 #include "analyze/nccl_log_rules.h"
 #include "probe/nccl_log.h"
+#include "probe/nccl_log_line.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -33,6 +36,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t nl = rest.find('\n');
     std::string_view line = rest.substr(0, nl);
     rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    stallscope::LineHead head = stallscope::ReadLineHead(line);
+    if (head.content > line.size()) abort();
+    std::string_view host = stallscope::NcclHostOf(line);
+    if (host.size() > line.size()) abort();
+    for (char c : host) {
+      if (!stallscope::IsHostChar(c)) abort();
+    }
+    uint64_t folded = 0;
+    if (stallscope::StripLineTail(line, &folded).size() > line.size()) abort();
+    (void)stallscope::TimestampLength(line);
+    std::string clean = stallscope::ValidUtf8(line);
+    if (stallscope::ValidUtf8(clean) != clean) abort();  // idempotent on valid text
+    (void)stallscope::WithoutEscapes(line);
     stallscope::NcclLinePrefix fast;
     if (stallscope::FastNcclLinePrefix(line, &fast) == 0) continue;
     std::optional<stallscope::NcclLinePrefix> general = stallscope::ParseNcclLinePrefix(line);

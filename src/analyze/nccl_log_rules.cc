@@ -299,6 +299,7 @@ int NcclJobNodes(const NcclLogSummary& log) {
     hosts.insert(p.host);
     nnodes = std::max(nnodes, p.nnodes);
   }
+  for (const NcclTestsRank& r : log.tests_ranks) hosts.insert(r.host);
   return std::max(static_cast<int>(hosts.size()), nnodes);
 }
 

@@ -355,14 +355,28 @@ std::vector<NcclInterface> ParseNcclInterfaces(std::string_view text) {
     if (end == std::string_view::npos) end = text.size();
     std::string_view token = text.substr(pos, end - pos);
     pos = end;
+    // Merged NICs (2.20-2.23): "[0]={[0] mlx5_0:1/RoCE, [1] mlx5_1:1/RoCE}".
+    while (!token.empty() && (token.back() == ',' || token.back() == '}')) token.remove_suffix(1);
     if (token.empty()) continue;
-    if (token[0] == '[') {  // "[0]eth0:..." index; "[RO]" alone is a flag
-      size_t close = token.find(']');
-      if (close == std::string_view::npos) continue;
-      token = token.substr(close + 1);
-      if (token.empty()) continue;
+    for (int round = 0; round < 3 && !token.empty(); ++round) {
+      if (token[0] == '[') {  // "[0]eth0:..." index; "[RO]" alone is a flag
+        size_t close = token.find(']');
+        if (close == std::string_view::npos) {
+          token = {};
+          break;
+        }
+        token = token.substr(close + 1);
+      } else if (token.substr(0, 2) == "={") {
+        token = token.substr(2);
+      } else {
+        break;
+      }
     }
+    if (token.empty()) continue;
     if (token == ";" || token == "OOB") break;
+    if (token[0] == ';') break;
+    // An empty or cut OOB ("; OOB :", ":<0>"): nothing named.
+    if (token[0] == ':' || token[0] == '<') continue;
     size_t lt = token.find('<');
     NcclInterface iface;
     if (lt == std::string_view::npos) {
@@ -449,6 +463,9 @@ void NcclLogParser::ScanLines(std::string_view text) {
 
 namespace {
 
+// Marks the key of an outer tag alone in the tag map.
+constexpr uint64_t kOuterTag = 0x5bd1e9955bd1e995ull;
+
 // The widths terminals and log viewers wrap lines at.
 bool IsTerminalWidth(size_t n) {
   return n == 80 || n == 100 || n == 120 || n == 132 || n == 160 || n == 200;
@@ -458,6 +475,13 @@ bool IsTerminalWidth(size_t n) {
 
 void NcclLogParser::AnyLine(std::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  // A progress bar's carriage returns put several lines on one.
+  if (const void* cr = memchr(line.data(), '\r', line.size())) {
+    size_t at = static_cast<size_t>(static_cast<const char*>(cr) - line.data());
+    AnyLine(line.substr(0, at));
+    AnyLine(line.substr(at + 1));
+    return;
+  }
   if (!wrapped_.empty()) {
     // A terminal's wrap leaves the rest of the line on the next with no
     // prefix, no decoration and no NCCL marker of its own.
@@ -523,6 +547,15 @@ NcclLogSummary NcclLogParser::Finish() {
     if (!known) summary_.unattributed_versions.push_back(std::move(version));
   }
   pending_versions_.clear();
+  // Old logs (2.3-2.4 with the log cut before COMPLETE, or a rank's Init
+  // lines missing) give no size; one ring layout for all gives it.
+  bool sized = false;
+  for (const NcclRank& r : summary_.ranks) sized = sized || r.nranks > 0;
+  if (!sized && layout_ranks_ > 0) {
+    for (NcclRank& r : summary_.ranks) {
+      if (r.rank >= 0 && r.rank < layout_ranks_) r.nranks = layout_ranks_;
+    }
+  }
   SanitizeNcclSummary(summary_);
   return std::move(summary_);
 }
@@ -655,12 +688,10 @@ void NcclLogParser::RememberTag(std::string_view head_text, size_t rank) {
   if (head.tag_key == last_tag_key_ && process == last_tag_process_) return;
   last_tag_key_ = head.tag_key;
   last_tag_process_ = process;
-  auto it = tag_process_.find(head.tag_key);
-  if (it != tag_process_.end()) {
-    it->second = process;
-  } else if (tag_process_.size() < 2 * kNcclMaxProcesses) {
-    tag_process_.emplace(head.tag_key, process);
-  }
+  MapTag(head.tag_key, process);
+  // The outer tag alone, for lines where another program adds its own
+  // inside it ("(RayTrainWorker pid=1) [rank1]:[I ... ProcessGroupNCCL.cpp]").
+  if (head.outer_key != head.tag_key) MapTag(head.outer_key ^ kOuterTag, process);
   for (size_t i = 0; i < pending_versions_.size();) {
     if (pending_versions_[i].first != head.tag_key) {
       ++i;
@@ -672,9 +703,25 @@ void NcclLogParser::RememberTag(std::string_view head_text, size_t rank) {
   }
 }
 
-size_t NcclLogParser::ProcessOfTag(uint64_t tag_key) const {
-  if (tag_key == 0) return kNoRank;
-  auto it = tag_process_.find(tag_key);
+void NcclLogParser::MapTag(uint64_t key, size_t process) {
+  auto it = tag_process_.find(key);
+  if (it != tag_process_.end()) {
+    // One tag, two processes (a pdsh host tag over its GPUs): it names none.
+    if (it->second != process) it->second = kNoRank;
+  } else if (tag_process_.size() < 4 * kNcclMaxProcesses) {
+    tag_process_.emplace(key, process);
+  }
+}
+
+size_t NcclLogParser::ProcessOfTag(const LineHead& head) const {
+  if (head.tag_key == 0) return kNoRank;
+  auto it = tag_process_.find(head.tag_key);
+  if (it != tag_process_.end()) return it->second;
+  if (head.outer_key != head.tag_key) {
+    it = tag_process_.find(head.outer_key);
+    if (it != tag_process_.end()) return it->second;
+  }
+  it = tag_process_.find(head.outer_key ^ kOuterTag);
   return it == tag_process_.end() ? kNoRank : it->second;
 }
 
@@ -685,10 +732,13 @@ void NcclLogParser::Unprefixed(std::string_view line) {
   if (StartsWith(s, "NCCL version ")) {
     std::string_view version = ParseNcclVersion(s.substr(13));
     if (version.empty()) return;
-    if (head.tag_key != 0) {
-      // The launcher says whose line it is; the process may print its
-      // first prefixed line only later.
-      size_t process = ProcessOfTag(head.tag_key);
+    // The launcher says whose line it is (unless one tag covers several
+    // processes); the process may print its first prefixed line only later.
+    bool tag_unknown = head.tag_key != 0 && tag_process_.count(head.tag_key) == 0 &&
+                       tag_process_.count(head.outer_key) == 0 &&
+                       tag_process_.count(head.outer_key ^ kOuterTag) == 0;
+    if (tag_unknown || (head.tag_key != 0 && ProcessOfTag(head) != kNoRank)) {
+      size_t process = ProcessOfTag(head);
       if (process != kNoRank) {
         if (summary_.processes[process].version.empty()) {
           summary_.processes[process].version = std::string(version);
@@ -761,16 +811,43 @@ void NcclLogParser::Algorithm(std::string_view text) {
 void NcclLogParser::Warn(size_t rank, std::string_view msg) {
   if (rank != kNoRank) ++summary_.ranks[rank].warnings;
   msg = Trim(msg);
-  if (auto rest = After(msg, "Connect to ")) {
-    // "Connect to 10.0.0.2<43211> failed : Connection refused" (2.7-2.18);
-    // "ncclOsSocketPollConnect to X failed with error Y" (2.28+).
-    size_t failed = Find(*rest, " failed");
+  std::optional<std::string_view> connect_to = After(msg, "Connect to ");
+  if (!connect_to) connect_to = After(msg, ": connect to ");  // 2.27+
+  if (connect_to) {
+    // "Connect to 10.0.0.2<43211> failed : Connection refused" (2.4-2.26, after
+    // "Net : " or "socketStartConnect: "); 2.27+ "socketStartConnect: connect to
+    // X failed : Y" and "... connect to X returned Y, exceeded error retry count
+    // after 34 attempts"; 2.20-2.23 "socketPollConnect: Connect to X returned
+    // 113(No route to host) errno 113(No route to host)".
+    std::string_view rest = *connect_to;
+    size_t failed = Find(rest, " failed");
+    size_t returned = Find(rest, " returned ");
     std::string_view reason;
-    if (auto r = After(*rest, " failed : ")) reason = *r;
+    if (auto r = After(rest, " failed : ")) reason = *r;
     if (reason.empty()) {
-      if (auto r = After(*rest, " failed with error ")) reason = *r;
+      if (auto r = After(rest, " failed with error ")) reason = *r;
     }
-    PeerFailure(rest->substr(0, failed), reason, rank);
+    if (reason.empty() && returned != std::string_view::npos) {
+      reason = rest.substr(returned + 10);
+      size_t open = reason.find('(');
+      size_t close = reason.find(')');
+      if (open != std::string_view::npos && close != std::string_view::npos && open < close &&
+          open < 6) {
+        reason = reason.substr(open + 1, close - open - 1);  // "113(No route to host)"
+      } else {
+        reason = reason.substr(0, Find(reason, ", exceeded"));
+      }
+    }
+    PeerFailure(rest.substr(0, std::min(failed, returned)), reason, rank);
+  } else if (auto subnet = After(msg, "No interface found in the same subnet as remote address ")) {
+    PeerFailure(*subnet, "no local interface in the same subnet", rank);
+  } else if (auto retry = After(msg, ": connect returned ")) {
+    // 2.24-2.26: "socketPollConnect: connect returned X, exceeded error retry count (34)".
+    PeerFailure("", retry->substr(0, Find(*retry, ", exceeded")), rank);
+  } else if (auto to = After(msg, "Call to send to ")) {
+    std::string_view reason;
+    if (auto r = After(*to, " failed : ")) reason = *r;
+    PeerFailure(to->substr(0, Find(*to, " failed")), reason, rank);
   } else if (auto to = After(msg, "PollConnect to ")) {
     std::string_view reason;
     if (auto r = After(*to, " failed with error ")) reason = *r;
@@ -779,8 +856,9 @@ void NcclLogParser::Warn(size_t rank, std::string_view msg) {
     std::string_view reason;
     if (auto r = After(*from, " failed : ")) reason = *r;
     PeerFailure(from->substr(0, Find(*from, " failed")), reason, rank);
-  } else if (auto peer = After(msg, "Connection closed by remote peer ")) {
-    PeerFailure(*peer, "Connection closed by remote peer", rank);
+  } else if (auto peer = After(msg, "Connection closed by remote peer")) {
+    // "... peer 10.0.0.2<5>" (2.10+, a name from 2.12.10), none before 2.10.
+    PeerFailure(Trim(*peer), "Connection closed by remote peer", rank);
   } else if (auto reason = After(msg, "Call to connect failed : ")) {  // 2.2-2.4
     PeerFailure("", *reason, rank);
   } else if (Contains(msg, "exceeded timeouts") || Contains(msg, "exceeded retries")) {

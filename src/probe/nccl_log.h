@@ -89,13 +89,15 @@ class NcclLogParser {
   void Dispatch(std::string_view line);
   // The launcher's tag on a line NCCL prefixed, remembered for its process.
   void RememberTag(std::string_view head_text, size_t rank);
-  size_t ProcessOfTag(uint64_t tag_key) const;
+  size_t ProcessOfTag(const LineHead& head) const;
+  void MapTag(uint64_t key, size_t process);
   static constexpr size_t kNoRank = SIZE_MAX;
   size_t RankFor(const NcclLinePrefix& prefix);
   size_t LookUpRank(const NcclLinePrefix& prefix);
   NcclProcess& ProcessOf(size_t rank) { return summary_.processes[summary_.ranks[rank].process]; }
   void ChannelLine(NcclRank& rank, std::string_view msg);
   void TuningLine(std::string_view msg);
+  void ConnectRetry(std::string_view msg);
   bool SetOnceInterfaces(std::vector<NcclInterface>& into, std::string_view list);
   static std::string_view FirstWordOf(std::string_view s);
   void PeerFailure(std::string_view peer, std::string_view reason, size_t rank);
@@ -116,7 +118,7 @@ class NcclLogParser {
   size_t last_process_ = kNoRank;  // for a bare "NCCL version" line
   // Launcher tags (LineHead::tag_key) to processes, and bare versions seen
   // under a tag before its process printed a prefixed line.
-  std::unordered_map<uint64_t, size_t> tag_process_;
+  std::unordered_map<uint64_t, size_t> tag_process_;  // kNoRank: several processes share it
   std::vector<std::pair<uint64_t, std::string>> pending_versions_;
   uint64_t last_tag_key_ = 0;
   size_t last_tag_process_ = kNoRank;
@@ -125,6 +127,7 @@ class NcclLogParser {
   std::string wrapped_;
   std::string scratch_;  // a line without its escape codes
   size_t longest_line_ = 0;
+  int layout_ranks_ = 0;  // ranks in rank 0's ring layouts; -1: they differ
 };
 
 // Every string of `summary` as valid UTF-8 (stray bytes become U+FFFD).

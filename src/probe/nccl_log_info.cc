@@ -23,6 +23,18 @@
 //   1048576 Bytes -> Algo 1 proto 2 time 24.000000                              (2.19-2.21)
 //   NCCL_ALGO set by environment to Ring
 //   Call to connect returned Connection refused, retrying
+//   socketPollConnect: connect to 10.0.0.2<45763> returned Connection timed out, retrying (3/34)
+// and the oldest ones (2.3-2.6): "NET : Using interface eno2:10.1.2.3<0>",
+// "Using internal Network IB", "NET/IB: [0] mlx5_4:1/IB", "NET/IB : Using
+// interface eno2 for sideband communication", "Ring 00 : 0[0] -> 1[1] via
+// P2P/IPC", "Ring 00 :    0   1   2   3", "comm 0x.. rank 0 nranks 2 - COMPLETE";
+// plugins' lines: "P2P plugin v8 IBext_v8", "Plugin Path : /opt/...",
+// "NET/OFI Selected Provider is efa (found 4 nics)", "NET/Plugin: Loaded net
+// plugin NAME (v8)". A rank's identity comes from its Init lines first, then
+// from any line that shows it: the printer of a channel line (the left rank
+// of a send, the right of a [receive]), rank 0's ring layout, the R of
+// "Trees [0] a/b/c->R->p".
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -101,20 +113,29 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
   NcclProcess& process = summary_.processes[rank.process];
   auto init_line = [&](std::string_view m) {
     // The words end the line in every version; the search is for text after them.
-    bool complete = EndsWith(m, "Init COMPLETE");
+    bool complete = EndsWith(m, "Init COMPLETE") || EndsWith(m, " - COMPLETE");
     bool start = !complete && EndsWith(m, "Init START");
     if (!complete && !start) {
       complete = Find(m, "Init COMPLETE") != std::string_view::npos;
       start = !complete && Find(m, "Init START") != std::string_view::npos;
     }
-    if (!complete && !start) return;
-    (complete ? rank.init_completed : rank.init_started)++;
     auto r = IntAfter(m, " rank ");
     auto n = IntAfter(m, " nranks ");
     if (!n) n = IntAfter(m, " nRanks ");
-    if (r && n && *n >= rank.nranks && *n < (1 << 24)) {
+    if (!complete && !start) {
+      // "comm 0x.. rank 0 nranks 2" (2.3), "comm .. rank 0 nRanks 16 nNodes 2 ..."
+      // (2.20+), "... - Destroy COMPLETE": the identity only, when none is known.
+      if (r && n && rank.nranks == 0 && *r >= 0 && *r < *n && *n < (1 << 24)) {
+        rank.rank = static_cast<int>(*r);
+        rank.nranks = static_cast<int>(*n);
+      }
+      return;
+    }
+    (complete ? rank.init_completed : rank.init_started)++;
+    if (r && n && *n >= rank.nranks && *n < (1 << 24) && *r >= 0 && *r < *n) {
       rank.rank = static_cast<int>(*r);
       rank.nranks = static_cast<int>(*n);
+      rank.identity_from_init = true;
     }
   };
   switch (msg[0]) {
@@ -141,6 +162,45 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
         }
       } else if (StartsWith(msg, "NET/IB : No device found")) {
         process.ib_no_device = true;
+      } else if (StartsWith(msg, "NET/IB : Using interface ")) {
+        // 2.3: "NET/IB : Using interface eno2 for sideband communication":
+        // the out-of-band socket's interface, not an IB device.
+        if (process.ib_oob.empty()) {
+          std::string_view name = FirstWordOf(msg.substr(25));
+          if (!name.empty()) process.ib_oob.push_back({std::string(name), ""});
+        }
+      } else if (StartsWith(msg, "NET/IB: [")) {
+        // 2.3: one line per device, "NET/IB: [0] mlx5_4:1/IB ".
+        size_t close = msg.find(']');
+        std::string_view device = FirstWordOf(msg.substr(close + 1));
+        if (!device.empty() && process.ib_devices.size() < kNcclMaxInterfaces) {
+          bool seen = false;
+          for (const NcclInterface& i : process.ib_devices) seen = seen || i.name == device;
+          if (!seen) process.ib_devices.push_back({std::string(device), ""});
+        }
+      } else if (StartsWith(msg, "NET : Using interface ")) {
+        // 2.3: printed for each use (bootstrap first, then the socket
+        // transport or IB's OOB), one interface each.
+        std::vector<NcclInterface> one = ParseNcclInterfaces(msg.substr(21));
+        if (!one.empty() && process.bootstrap.empty()) process.bootstrap.push_back(one[0]);
+      } else if (StartsWith(msg, "NET/OFI ")) {
+        // aws-ofi-nccl: "NET/OFI Selected Provider is efa (found 4 nics)",
+        // "NET/OFI Selected provider is efa, fabric is efa-direct (found 4 nics)".
+        size_t at = Find(msg, "elected Provider is ");
+        if (at == std::string_view::npos) at = Find(msg, "elected provider is ");
+        if (at != std::string_view::npos && process.ofi_provider.empty()) {
+          std::string_view name = FirstWordOf(msg.substr(at + 20));
+          while (!name.empty() && name.back() == ',') name.remove_suffix(1);
+          process.ofi_provider = std::string(name);
+        }
+      } else if (StartsWith(msg, "NET/Plugin: Loaded net plugin ") ||
+                 StartsWith(msg, "NET/Plugin : Loaded net plugin ")) {
+        size_t at = Find(msg, "net plugin ");
+        std::string_view rest = Trim(msg.substr(at + 11));
+        size_t paren = rest.rfind(" (");
+        if (process.net_plugin.empty()) {
+          process.net_plugin = std::string(Trim(rest.substr(0, paren)).substr(0, 64));
+        }
       } else if (StartsWith(msg, "NCCL version ")) {
         std::string_view v = ParseNcclVersion(msg.substr(13));
         if (!v.empty() && process.version.empty()) process.version = std::string(v);
@@ -162,19 +222,50 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
       if (StartsWith(msg, "Using network ")) {
         std::string_view net = Trim(msg.substr(14)).substr(0, 64);
         if (process.network.empty()) process.network = std::string(net);
+      } else if (StartsWith(msg, "Using internal Network ") ||
+                 StartsWith(msg, "Using external Network ")) {  // 2.3
+        std::string_view net = Trim(msg.substr(23)).substr(0, 64);
+        if (process.network.empty()) process.network = std::string(net);
+        // 2.3's socket transport uses the interface bootstrap found.
+        if (net == "Socket" && process.net_socket.empty() && !process.bootstrap.empty()) {
+          process.net_socket.push_back(process.bootstrap[0]);
+        }
       }
+      return;
+    case 'P':
+      // The HPC-X plugin: "P2P plugin IBext", "P2P plugin v8 IBext_v8",
+      // "Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so".
+      if (StartsWith(msg, "P2P plugin ")) {
+        std::string_view name = Trim(msg.substr(11));
+        if (StartsWith(name, "v") && name.find(' ') != std::string_view::npos) {
+          name = Trim(name.substr(name.find(' ')));
+        }
+        if (process.net_plugin.empty()) process.net_plugin = std::string(FirstWordOf(name));
+      } else if (StartsWith(msg, "Plugin Path : ")) {
+        if (process.plugin_path.empty()) {
+          process.plugin_path = std::string(Trim(msg.substr(14)).substr(0, 256));
+        }
+      }
+      return;
+    case 'R':
+      if (StartsWith(msg, "Ring ")) ChannelLine(rank, msg);  // 2.3-2.6
       return;
     case 'C':
       if (StartsWith(msg, "Channel ")) {
         ChannelLine(rank, msg);
       } else if (StartsWith(msg, "Call to connect returned ")) {
-        ++summary_.connect_retries;
-        if (summary_.connect_retry_reason.empty()) {
-          std::string_view reason = msg.substr(25);
-          summary_.connect_retry_reason = std::string(reason.substr(0, Find(reason, ", retrying")));
-        }
-      } else if (StartsWith(msg, "CollNet ")) {
+        ConnectRetry(msg);
+      } else if (StartsWith(msg, "CollNet ") || StartsWith(msg, "Coll ")) {
         ++rank.transports.collnet;
+      }
+      return;
+    case 's':
+      // 2.24+: "socketPollConnect: connect returned Connection timed out,
+      // retrying (3/34) after sleep for 300 msec"; 2.27+ names the peer:
+      // "socketStartConnect: connect to 10.0.0.2<45763> returned ..., retrying (1/34) ...".
+      if (Find(msg.substr(0, 40), "Connect: connect ") != std::string_view::npos &&
+          Find(msg, ", retrying") != std::string_view::npos) {
+        ConnectRetry(msg);
       }
       return;
     case 'c':
@@ -209,6 +300,16 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
     case 'T':
       if (StartsWith(msg, "Trees")) {
         if (rank.trees.empty()) rank.trees = std::string(Trim(msg.substr(5)).substr(0, 256));
+        // "[0] 1/-1/-1->0->-1": the printer is the rank between the arrows
+        // (every format since 2.4).
+        size_t first = Find(msg, "->");
+        if (first != std::string_view::npos && rank.rank < 0) {
+          std::string_view rest = msg.substr(first + 2);
+          size_t second = Find(rest, "->");
+          if (auto r = ParseInt(rest.substr(0, second)); r && *r >= 0 && *r < (1 << 24)) {
+            rank.rank = static_cast<int>(*r);
+          }
+        }
       } else if (StartsWith(msg, "TUNER/Plugin: Using ")) {
         std::string text = "tuner plugin ";
         text += FirstWordOf(msg.substr(20));
@@ -249,10 +350,41 @@ std::string_view NcclLogParser::FirstWordOf(std::string_view s) {
 }
 
 void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
+  const size_t word = msg[0] == 'R' ? 5 : 8;  // "Ring " (2.3-2.6) or "Channel "
   size_t via = Find(msg, " via ");
   if (via != std::string_view::npos) {
     std::string_view t = msg.substr(via + 5);
     NcclTransportCounts& c = rank.transports;
+    // The printer: "a[x] -> b[y] [send] via" is printed by a, "[receive]" by
+    // b; P2P and SHM lines by the sender; 2.3's NET lines are the receiver's.
+    if (rank.rank < 0) {
+      size_t colon = Find(msg, " : ");
+      size_t arrow = Find(msg, " -> ");
+      if (colon != std::string_view::npos && arrow != std::string_view::npos && arrow > colon) {
+        std::string_view left = Trim(msg.substr(colon + 3, arrow - colon - 3));
+        std::string_view right = msg.substr(arrow + 4, via - arrow - 4);
+        bool receive =
+            Find(right, "[receive]") != std::string_view::npos ||
+            (word == 5 && StartsWith(t, "NET/") && Find(right, "[send]") == std::string_view::npos);
+        std::string_view who = receive ? Trim(right) : left;
+        who = who.substr(0, who.find_first_of("[ "));
+        if (auto r = ParseInt(who); r && *r >= 0 && *r < (1 << 24))
+          rank.rank = static_cast<int>(*r);
+      }
+    }
+    if (StartsWith(t, "NET/")) {
+      // The net's name as the channel line gives it: "IB", "Socket",
+      // "IBext_v8", "AWS Libfabric" (a plugin's name may hold a space).
+      std::string_view name = t.substr(4);
+      size_t slash = name.find('/');
+      name = name.substr(0, std::min<size_t>(slash, 48));
+      NcclProcess& process = summary_.processes[rank.process];
+      bool seen = false;
+      for (const std::string& n : process.channel_nets) seen = seen || n == name;
+      if (!seen && process.channel_nets.size() < kNcclMaxInterfaces) {
+        process.channel_nets.emplace_back(name);
+      }
+    }
     if (StartsWith(t, "P2P")) {
       ++c.p2p;
     } else if (StartsWith(t, "SHM") || StartsWith(t, "direct shared memory")) {
@@ -282,7 +414,7 @@ void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
   size_t colon = Find(msg, " : ");
   if (colon == std::string_view::npos) colon = msg.find(" :");
   if (colon == std::string_view::npos) return;
-  std::string ring(Trim(msg.substr(8, colon - 8)));
+  std::string ring(Trim(msg.substr(word, colon - word)));
   ring += ":";
   std::string_view order = msg.substr(colon + 2);
   bool any = false;
@@ -300,6 +432,13 @@ void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
     i = j;
   }
   if (!any) return;
+  if (rank.rank < 0) rank.rank = 0;  // only rank 0 prints the layout
+  // It lists every rank up to 20: the communicator's size when no Init line tells.
+  size_t listed = static_cast<size_t>(std::count(ring.begin(), ring.end(), ' '));
+  if (listed < 20) {
+    int n = static_cast<int>(listed);
+    layout_ranks_ = layout_ranks_ == 0 || layout_ranks_ == n ? n : -1;
+  }
   for (const std::string& r : summary_.rings) {
     if (r == ring) return;
   }
@@ -334,6 +473,33 @@ void NcclLogParser::TuningLine(std::string_view msg) {
   text += "/";
   text += std::string(proto.substr(0, 32));
   Algorithm(text);
+}
+
+void NcclLogParser::ConnectRetry(std::string_view msg) {
+  // "Call to connect returned Connection refused, retrying" (2.4-2.23),
+  // "socketPollConnect: connect returned X, retrying (3/34) after sleep ..."
+  // (2.24-2.26), "socketStartConnect: connect to PEER returned X, retrying (1/34) ..." (2.27+).
+  ++summary_.connect_retries;
+  size_t returned = Find(msg, " returned ");
+  if (returned == std::string_view::npos) return;
+  std::string_view reason = msg.substr(returned + 10);
+  reason = reason.substr(0, Find(reason, ", retrying"));
+  if (summary_.connect_retry_reason.empty()) summary_.connect_retry_reason = std::string(reason);
+  if (size_t to = Find(msg.substr(0, returned), "connect to "); to != std::string_view::npos) {
+    std::string_view peer = Trim(msg.substr(to + 11, returned - to - 11));
+    if (summary_.connect_retry_peer.empty()) summary_.connect_retry_peer = std::string(peer);
+  }
+  if (size_t open = Find(msg, "retrying ("); open != std::string_view::npos) {
+    std::string_view count = msg.substr(open + 10);
+    size_t slash = count.find('/');
+    if (auto n = ParseUint(count.substr(0, slash)); n && *n > summary_.connect_retry_max) {
+      summary_.connect_retry_max = *n;
+    }
+    if (slash != std::string_view::npos) {
+      std::string_view limit = count.substr(slash + 1);
+      if (auto l = ParseUint(limit.substr(0, limit.find(')')))) summary_.connect_retry_limit = *l;
+    }
+  }
 }
 
 }  // namespace stallscope

@@ -156,29 +156,37 @@ size_t TagLength(std::string_view s, LineHead* head, uint64_t* key) {
   int64_t pid = 0;
   if (s[0] == '[') {
     size_t close = s.find(']');
-    if (close == std::string_view::npos || close > 40 || close < 2) return 0;
+    if (close == std::string_view::npos || close > 64 || close < 2) return 0;
     std::string_view inside = s.substr(1, close - 1);
+    if (inside.find(' ') != std::string_view::npos) return 0;
     size_t after = close + 1;
-    bool mpi = false;
-    if (size_t comma = inside.find(','); comma != std::string_view::npos) {
-      mpi = DigitsAt(inside, 0, comma) && comma > 0 && comma + 1 < inside.size() &&
-            DigitsAt(inside, comma + 1, inside.size() - comma - 1);
+    // Open MPI 5's tag-detailed "[1,0][nodeA:2001]<stderr>: ".
+    if (after < s.size() && s[after] == '[') {
+      size_t second = s.find(']', after);
+      if (second != std::string_view::npos && second - after < 80 && second + 1 < s.size() &&
+          s[second + 1] == '<') {
+        after = second + 1;
+      }
     }
-    if (mpi && after < s.size() && s[after] == '<') {  // "[1,5]<stdout>:"
+    // "[1,5]<stdout>:" (Open MPI), "[0]<stdout>:" (Horovod).
+    if (after < s.size() && s[after] == '<') {
       size_t gt = s.find('>', after);
       if (gt == std::string_view::npos || gt - after > 10) return 0;
       after = gt + 1;
     }
     if (after < s.size() && s[after] == ':') {
-      for (char c : inside) {
-        if (c == ' ') return 0;
-      }
-      len = after + 1;
-    } else if (after < s.size() && s[after] == ' ' && DigitsAt(inside, 0, inside.size())) {
-      len = after;  // "[3] ": a global rank
+      len = after + 1;  // also "[rank3]:", "[default3]:"
+    } else if (after < s.size() && s[after] == ' ' &&
+               (DigitsAt(inside, 0, inside.size()) || inside.find('/') != std::string_view::npos ||
+                inside.substr(0, 4) == "rank")) {
+      len = after;  // "[3] " (MPICH -l), "[pod/job-0/main] " (kubectl --prefix)
     } else {
       return 0;
     }
+  } else if (s[0] == '<') {  // "<stdout>:" after an Open MPI timestamp
+    size_t gt = s.find('>');
+    if (gt == std::string_view::npos || gt > 10 || gt + 1 >= s.size() || s[gt + 1] != ':') return 0;
+    len = gt + 2;
   } else if (s[0] == '(') {
     size_t close = s.find(')');
     if (close == std::string_view::npos || close > 96) return 0;
@@ -219,6 +227,7 @@ size_t TagLength(std::string_view s, LineHead* head, uint64_t* key) {
   if (head->host.empty()) head->host = host;
   if (head->pid == 0) head->pid = pid;
   *key = Mix(*key, tag);
+  if (head->outer_key == 0) head->outer_key = *key;
   if (len < s.size() && s[len] == ' ') ++len;
   return len;
 }
@@ -268,6 +277,13 @@ LineHead ReadLineHead(std::string_view line) {
     } else if (size_t t = TimestampLength(rest)) {
       i += t;
       head.timestamp = true;
+      // A container runtime's log file: "<time> stdout F <line>" ("P": partial).
+      std::string_view next = line.substr(i);
+      if (next.size() >= 10 && next[0] == ' ' &&
+          (next.substr(1, 7) == "stdout " || next.substr(1, 7) == "stderr ") &&
+          (next[8] == 'F' || next[8] == 'P') && next[9] == ' ') {
+        i += 10;
+      }
     } else if (size_t g = TagLength(rest, &head, &key)) {
       i += g;
     }

@@ -31,6 +31,7 @@ namespace stallscope {
 struct LineHead {
   size_t content = 0;      // where the line's own text starts
   uint64_t tag_key = 0;    // the launcher tags together, hashed; 0: no tag
+  uint64_t outer_key = 0;  // the first tag alone (an inner one may differ by program)
   std::string_view tag;    // the first tag as printed: "[1,5]<stdout>:", "3:", "nodeA:"
   std::string_view host;   // a host a tag names (pdsh's, Ray's ip=); empty if none
   int64_t pid = 0;         // Ray's pid=; 0 if none

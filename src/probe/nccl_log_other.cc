@@ -7,6 +7,7 @@
 // Formats read from nccl-tests' src/common.cu, PyTorch's ProcessGroupNCCL.cpp
 // (1.13 to 2.5) and libfabric's src/fabric.c.
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/text.h"
@@ -61,23 +62,30 @@ void NcclLogParser::Other(std::string_view line) {
 void NcclLogParser::TestsTableLine(std::string_view text) {
   // "#  Rank  2 Group  0 Pid   4321 on      nodeB device  0 [0x41] NVIDIA H100"
   // (nccl-tests 2.x; later ones print the bus id as [0000:41:00]).
+  // v1.0 has no Pid and no Group, v2.0-2.13.3 no Group.
   std::vector<std::string_view> f = SplitFields(text.substr(0, 512));
-  if (f.size() < 11 || f[0] != "#" || f[1] != "Rank" || f[3] != "Group" || f[5] != "Pid" ||
-      f[7] != "on" || f[9] != "device") {
-    return;
-  }
+  if (f.size() < 7 || f[0] != "#" || f[1] != "Rank") return;
   auto rank = ParseInt(f[2]);
-  auto group = ParseInt(f[4]);
-  auto pid = ParseInt(f[6]);
-  auto device = ParseInt(f[10]);
+  size_t k = 3;
+  std::optional<int64_t> group = 0, pid = 0;
+  if (k + 1 < f.size() && f[k] == "Group") {
+    group = ParseInt(f[k + 1]);
+    k += 2;
+  }
+  if (k + 1 < f.size() && f[k] == "Pid") {
+    pid = ParseInt(f[k + 1]);
+    k += 2;
+  }
+  if (k + 3 >= f.size() || f[k] != "on" || f[k + 2] != "device") return;
+  auto device = ParseInt(f[k + 3]);
   if (!rank || !group || !pid || !device || *rank < 0 || *rank >= (1 << 24)) return;
   NcclTestsRank r;
   r.rank = static_cast<int>(*rank);
   r.group = static_cast<int>(*group);
   r.pid = *pid;
-  r.host = std::string(f[8].substr(0, f[8].find('.')));
+  r.host = std::string(f[k + 1].substr(0, f[k + 1].find('.')));
   r.device = static_cast<int>(*device);
-  size_t rest = 11;
+  size_t rest = k + 4;
   if (rest < f.size() && !f[rest].empty() && f[rest][0] == '[') {
     std::string_view bus = f[rest];
     r.bus_id = std::string(bus.substr(1, bus.size() >= 2 ? bus.size() - 2 : 0));
@@ -129,7 +137,7 @@ void NcclLogParser::TorchLine(std::string_view text, const LineHead& head) {
     version = ParseNcclVersion(text.substr(at + 14));
   }
   if (rank < 0 && size < 0 && version.empty()) return;
-  size_t process = ProcessOfTag(head.tag_key);
+  size_t process = ProcessOfTag(head);
   std::string name = process == kNoRank ? std::string() : summary_.processes[process].Name();
   std::string_view tag = head.tag.substr(0, 64);
   NcclTorchGroup* group = nullptr;
@@ -152,10 +160,9 @@ void NcclLogParser::TorchLine(std::string_view text, const LineHead& head) {
   }
   if (rank >= 0 && rank < (1 << 24)) group->global_rank = static_cast<int>(rank);
   if (size > group->size && size < (1 << 24)) group->size = static_cast<int>(size);
+  // PyTorch's view of the version ("2.21.5", no "+cuda" suffix) is kept
+  // with the group, not given to the process: it is not NCCL's own line.
   if (!version.empty() && group->nccl_version.empty()) group->nccl_version = std::string(version);
-  if (process != kNoRank && !version.empty() && summary_.processes[process].version.empty()) {
-    summary_.processes[process].version = std::string(version);
-  }
 }
 
 void SanitizeNcclSummary(NcclLogSummary& s) {

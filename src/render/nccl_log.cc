@@ -76,9 +76,17 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
                               const ReportHeader& header, const Report& report) {
   std::string out = fmt::format(
       "stallscope nccl-log {}: {} read, {} NCCL lines ({} INFO, {} WARN, {} TRACE), {} rank(s) "
-      "in {} process(es) on {} host(s)\n\n",
+      "in {} process(es) on {} host(s)\n",
       source, FormatBytes(log.bytes), log.nccl_lines, log.info_lines, log.warn_lines,
       log.trace_lines, log.ranks.size(), log.processes.size(), NcclJobNodes(log));
+  out += fmt::format("lines: {} NCCL lines given to a host:pid, {} other line(s)",
+                     log.attributed_lines, log.other_lines);
+  if (log.folded_repeats) {
+    out += fmt::format(", {} line(s) Ray folded into \"[repeated Nx]\" (their ranks are unknown)",
+                       log.folded_repeats);
+  }
+  if (log.joined_lines) out += fmt::format(", {} wrapped line(s) joined", log.joined_lines);
+  out += "\n\n";
   if (log.ranks.empty()) {
     out += "no NCCL lines with a host:pid:tid prefix: was the job run with NCCL_DEBUG=INFO?\n\n";
   } else {
@@ -94,11 +102,13 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
       }
       const NcclProcess& p = log.processes[r.process];
       std::string version = p.version.empty() ? "-" : p.version;
-      out += fmt::format("{:<24} {:>3} {:>9} {:<17} {:<7} {:<22} {:<22} {:<30} {}\n", p.Name(),
-                         r.cuda_dev >= 0 ? std::to_string(r.cuda_dev) : "-",
-                         r.rank >= 0 ? fmt::format("{}/{}", r.rank, r.nranks) : "-", version,
-                         p.network.empty() ? "-" : p.network, Interfaces(p.bootstrap),
-                         NetInterfaces(p), NcclTransportMix(r.transports), InitText(r));
+      out += fmt::format(
+          "{:<24} {:>3} {:>9} {:<17} {:<7} {:<22} {:<22} {:<30} {}\n", p.Name(),
+          r.cuda_dev >= 0 ? std::to_string(r.cuda_dev) : "-",
+          r.rank >= 0 ? fmt::format("{}/{}", r.rank, r.nranks > 0 ? std::to_string(r.nranks) : "?")
+                      : "-",
+          version, p.network.empty() ? "-" : p.network, Interfaces(p.bootstrap), NetInterfaces(p),
+          NcclTransportMix(r.transports), InitText(r));
     }
     out += "\n";
   }
@@ -118,6 +128,27 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
   if (!log.unattributed_versions.empty()) {
     out += fmt::format("NCCL versions printed without a prefix: {}\n",
                        fmt::join(log.unattributed_versions, ", "));
+  }
+  if (!log.tests_ranks.empty()) {
+    std::map<std::string, std::vector<int>> by_host;
+    for (const NcclTestsRank& r : log.tests_ranks) by_host[r.host].push_back(r.rank);
+    std::vector<std::string> hosts;
+    for (const auto& [host, ranks] : by_host) {
+      hosts.push_back(fmt::format("{} ({} rank(s))", host, ranks.size()));
+    }
+    out +=
+        fmt::format("nccl-tests ranks: {} on {}\n", log.tests_ranks.size(), fmt::join(hosts, ", "));
+  }
+  if (!log.torch_groups.empty()) {
+    const NcclTorchGroup& g = log.torch_groups.front();
+    out +=
+        fmt::format("PyTorch process groups: {} line(s) read; first: global rank {}, size {}{}\n",
+                    log.torch_groups.size(), g.global_rank, g.size,
+                    g.nccl_version.empty() ? "" : ", NCCL " + g.nccl_version);
+  }
+  if (!log.libfabric_empty_providers.empty()) {
+    out += fmt::format("libfabric: no provider {} (fi_getinfo returned an empty list)\n",
+                       fmt::join(log.libfabric_empty_providers, ", "));
   }
   if (!log.rings.empty()) {
     out += fmt::format("rings (as rank 0 printed them): {}\n", fmt::join(log.rings, " | "));
@@ -140,6 +171,20 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
     for (const NcclWarning& w : log.warnings) {
       out += fmt::format("  {:>5}x  {}  {}\n", w.count, w.first_seen_by, w.text);
     }
+  }
+  if (log.connect_retries > 0) {
+    out += fmt::format(
+        "connect retries: {} ({}{}{})\n", log.connect_retries,
+        log.connect_retry_reason.empty() ? "reason not printed" : log.connect_retry_reason,
+        log.connect_retry_peer.empty() ? "" : ", to " + log.connect_retry_peer,
+        log.connect_retry_limit
+            ? fmt::format(", attempt {} of {}", log.connect_retry_max, log.connect_retry_limit)
+            : "");
+  }
+  for (const NcclPeerFailure& f : log.peer_failures) {
+    out += fmt::format("peer failure: {} ({}), {}x, first seen by {}\n", f.peer,
+                       f.reason.empty() ? "no reason printed" : f.reason, f.count,
+                       f.first_seen_by.empty() ? "-" : f.first_seen_by);
   }
   if (log.system_errors + log.remote_errors + log.timeouts > 0) {
     out += fmt::format(
@@ -171,6 +216,10 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
   n["info_lines"] = log.info_lines;
   n["warn_lines"] = log.warn_lines;
   n["trace_lines"] = log.trace_lines;
+  n["attributed_lines"] = log.attributed_lines;
+  n["other_lines"] = log.other_lines;
+  n["folded_repeats"] = log.folded_repeats;
+  n["joined_lines"] = log.joined_lines;
   n["hosts"] = NcclJobNodes(log);
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
   for (const NcclProcess& p : log.processes) {
@@ -187,7 +236,11 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                          {"ib_no_device", p.ib_no_device},
                          {"ib_disabled", p.ib_disabled},
                          {"socket_ifname", p.socket_ifname},
-                         {"nnodes", p.nnodes}});
+                         {"nnodes", p.nnodes},
+                         {"net_plugin", p.net_plugin},
+                         {"plugin_path", p.plugin_path},
+                         {"ofi_provider", p.ofi_provider},
+                         {"channel_nets", p.channel_nets}});
   }
   n["processes"] = processes;
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
@@ -198,7 +251,8 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                                 {"rank", r.rank},
                                 {"nranks", r.nranks},
                                 {"init_started", r.init_started},
-                                {"init_completed", r.init_completed}};
+                                {"init_completed", r.init_completed},
+                                {"identity_from_init", r.identity_from_init}};
     j["init_seconds"] = r.init_seconds ? nlohmann::ordered_json(*r.init_seconds) : nullptr;
     j["transports"] = TransportsJson(r.transports);
     j["trees"] = r.trees;
@@ -228,11 +282,37 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
   }
   n["peer_failures"] = peers;
   n["connect_retries"] = log.connect_retries;
+  n["connect_retry"] = {{"reason", log.connect_retry_reason},
+                        {"peer", log.connect_retry_peer},
+                        {"max_attempt", log.connect_retry_max},
+                        {"limit", log.connect_retry_limit}};
   n["errors"] = {{"unhandled_system_error", log.system_errors},
                  {"remote_error", log.remote_errors},
                  {"timeout", log.timeouts},
                  {"version_mismatch_warning", log.version_mismatch_warnings}};
   n["dropped"] = log.dropped;
+  nlohmann::ordered_json tests = nlohmann::ordered_json::array();
+  for (const NcclTestsRank& r : log.tests_ranks) {
+    tests.push_back({{"rank", r.rank},
+                     {"group", r.group},
+                     {"pid", r.pid},
+                     {"host", r.host},
+                     {"device", r.device},
+                     {"bus_id", r.bus_id},
+                     {"gpu", r.gpu}});
+  }
+  n["nccl_tests_ranks"] = tests;
+  nlohmann::ordered_json torch = nlohmann::ordered_json::array();
+  for (const NcclTorchGroup& g : log.torch_groups) {
+    torch.push_back({{"process", g.process},
+                     {"launcher_tag", g.tag},
+                     {"global_rank", g.global_rank},
+                     {"size", g.size},
+                     {"nccl_version", g.nccl_version}});
+  }
+  n["pytorch_groups"] = torch;
+  n["libfabric"] = {{"lines", log.libfabric_lines},
+                    {"empty_providers", log.libfabric_empty_providers}};
   out["nccl"] = n;
   return out;
 }

@@ -54,7 +54,8 @@ struct NcclRank {
   uint64_t init_completed = 0;         // "Init COMPLETE" lines
   std::optional<double> init_seconds;  // "Init timings ... total S" (2.23+), the largest
   NcclTransportCounts transports;
-  std::string trees;  // the first "Trees [0] ..." layout, as printed
+  bool identity_from_init = false;  // rank/nranks read off an Init line, not inferred
+  std::string trees;                // the first "Trees [0] ..." layout, as printed
   uint64_t lines = 0;
   uint64_t warnings = 0;
 };
@@ -73,7 +74,11 @@ struct NcclProcess {
   bool ib_disabled = false;               // "NCCL_IB_DISABLE set by environment to 1"
   std::string network;                    // "Using network Socket|IB|<plugin>"
   std::string socket_ifname;              // "NCCL_SOCKET_IFNAME set by environment to X"
-  int nnodes = 0;                         // "comm .. nRanks N nNodes M ..." (2.19+)
+  int nnodes = 0;                         // "comm .. nRanks N nNodes M ..." (2.20+)
+  std::string net_plugin;                 // "P2P plugin IBext_v8", "Loaded net plugin X"
+  std::string plugin_path;                // "Plugin Path : /opt/hpcx/..."
+  std::string ofi_provider;               // "NET/OFI Selected Provider is efa"
+  std::vector<std::string> channel_nets;  // "via NET/<name>/..." names: IB, Socket, IBext_v8
   std::string Name() const { return host + ":" + std::to_string(pid); }
 };
 
@@ -143,6 +148,9 @@ struct NcclLogSummary {
   std::vector<NcclPeerFailure> peer_failures;
   uint64_t connect_retries = 0;      // INFO "Call to connect returned X, retrying"
   std::string connect_retry_reason;  // the first: "Connection timed out"
+  std::string connect_retry_peer;    // the first peer named (2.27+): "10.0.0.2<45763>"
+  uint64_t connect_retry_max = 0;    // the largest N of "retrying (N/M)" (2.24+)
+  uint64_t connect_retry_limit = 0;  // its M (NCCL_SOCKET_RETRY_CNT, 34 by default)
   std::vector<NcclWarning> warnings;
   std::vector<std::string> rings;  // "00/02: 0 1 2 3" from rank 0's "Channel 00/02 : ..."
   std::vector<NcclAlgorithmChoice> algorithms;

@@ -317,5 +317,151 @@ class NcclLogInDoctorAndRun(unittest.TestCase):
         self.assertIn("CUDA: runtime 12.4 (NCCL's +cuda suffix), driver 12.4 on 2 process(es)", out)
 
 
+REAL = os.path.join(FIXTURES, "real")
+
+
+def interface_names(listed):
+    return [i["name"] + (":" + i["address"] if i["address"] else "") for i in listed]
+
+
+def init_state(rank):
+    if rank["init_completed"] > 0:
+        return "complete"
+    return "started" if rank["init_started"] > 0 else "none"
+
+
+def compare_facts(expected, nccl):
+    """Every fact a careful engineer reads off the log (the .expect.json
+    beside it), against what `nccl-log --json` read: the list of misses, and
+    how many facts were checked."""
+    misses = []
+    checked = 0
+
+    def check(what, want, got):
+        nonlocal checked
+        checked += 1
+        if want != got:
+            misses.append("%s: expected %r, got %r" % (what, want, got))
+
+    for key in ("hosts", "attributed_lines", "other_lines", "warn_lines", "connect_retries",
+                "folded_repeats", "rings", "unattributed_versions"):
+        if key in expected:
+            check(key, expected[key], nccl[key])
+    for key, got_key in (("system_errors", "unhandled_system_error"),
+                         ("remote_errors", "remote_error")):
+        if key in expected:
+            check(key, expected[key], nccl["errors"][got_key])
+    processes = {"%s:%d" % (p["host"], p["pid"]): p for p in nccl["processes"]}
+    check("processes", sorted(expected["processes"]), sorted(processes))
+    for name, want in expected["processes"].items():
+        got = processes.get(name)
+        if got is None:
+            continue
+        for key, value in want.items():
+            value_got = got[key]
+            if key in ("bootstrap", "net_socket", "ib_devices", "ib_oob"):
+                value_got = interface_names(value_got)
+            check("%s %s" % (name, key), value, value_got)
+    ranks = {("%s:%d" % (r["host"], r["pid"]), r["cuda_dev"]): r for r in nccl["ranks"]}
+    check("ranks", sorted((r["process"], r["cuda_dev"]) for r in expected["ranks"]), sorted(ranks))
+    for want in expected["ranks"]:
+        got = ranks.get((want["process"], want["cuda_dev"]))
+        if got is None:
+            continue
+        where = "%s [%d]" % (want["process"], want["cuda_dev"])
+        for key in ("rank", "nranks"):
+            if key in want:
+                check("%s %s" % (where, key), want[key], got[key])
+        check("%s init" % where, want["init"], init_state(got))
+    for name, want in expected.get("transports", {}).items():
+        got = [r for (process, _), r in ranks.items() if process == name]
+        for key, value in want.items():
+            check("%s transports.%s" % (name, key), value,
+                  sum(r["transports"][key] for r in got))
+    if "peer_failures" in expected:
+        got = {f["peer"]: f for f in nccl["peer_failures"]}
+        check("peer_failures", sorted(f["peer"] for f in expected["peer_failures"]), sorted(got))
+        for want in expected["peer_failures"]:
+            if "reason" in want and want["peer"] in got:
+                check("peer %s reason" % want["peer"], want["reason"], got[want["peer"]]["reason"])
+    if "connect_retry" in expected:
+        for key, value in expected["connect_retry"].items():
+            check("connect_retry.%s" % key, value, nccl["connect_retry"][key])
+    if "nccl_tests_ranks" in expected:
+        got = [{k: r[k] for k in ("rank", "host", "pid", "device")} for r in nccl["nccl_tests_ranks"]]
+        check("nccl_tests_ranks", expected["nccl_tests_ranks"], got)
+    if "pytorch_groups" in expected:
+        got = [{k: g[k] for k in ("process", "global_rank", "size", "nccl_version")}
+               for g in nccl["pytorch_groups"]]
+        check("pytorch_groups", expected["pytorch_groups"], got)
+    if "libfabric_empty_providers" in expected:
+        check("libfabric_empty_providers", expected["libfabric_empty_providers"],
+              nccl["libfabric"]["empty_providers"])
+    return misses, checked
+
+
+class RealJobLogs(unittest.TestCase):
+    """Logs in the forms real jobs leave them (launcher prefixes, timestamps,
+    consoles, NCCL 2.3 to 2.28, other programs' lines): every fact in each
+    .expect.json, and no process or rank that is not in the log."""
+
+    def test_every_fact_of_every_real_log(self):
+        names = sorted(n[:-4] for n in os.listdir(REAL) if n.endswith(".log"))
+        self.assertGreaterEqual(len(names), 8)
+        all_misses = []
+        total = 0
+        for name in names:
+            with open(os.path.join(REAL, name + ".expect.json")) as f:
+                expected = json.load(f)
+            report = e2e.run_json(self, ["nccl-log", os.path.join(REAL, name + ".log"), "--json"])
+            misses, checked = compare_facts(expected, report["nccl"])
+            total += checked
+            all_misses += ["%s: %s" % (name, m) for m in misses]
+        print("\nreal logs: %d of %d facts right" % (total - len(all_misses), total))
+        self.assertEqual(all_misses, [])
+
+    def test_the_same_log_behind_every_prefix_reads_the_same(self):
+        # One fixture's NCCL lines under each launcher's prefix, stripped of
+        # the one it had: the same processes, ranks and interfaces.
+        plain = fixture("v2_18_multinode_ib_healthy.log")
+        base = e2e.run_json(self, ["nccl-log", plain, "--json"])["nccl"]
+        with open(plain) as f:
+            lines = f.read().splitlines()
+        fronts = ["[1,%d]<stdout>:", "%d: ", "[rank%d]:", "[default%d]:",
+                  "2024-03-04 05:06:07 [1,%d]<stdout>:", "05:06:07 node%d: ", "nodeZ: ", "(pid=%d) ",
+                  "\u2502 2024-03-04T05:06:07.%03dZ ", "  | 2025-05-16T16:39:51.%03d-07:00 | "]
+        for front in fronts:
+            # The launcher tags each process's lines with its own index; a
+            # line NCCL printed bare is the previous process's, as in the log.
+            index = {}
+            current = 0
+            with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as out:
+                for line in lines:
+                    first = line.split(" ", 1)[0]
+                    if first.count(":") == 2:
+                        current = index.setdefault(first.rsplit(":", 1)[0], len(index))
+                    out.write((front % current if "%" in front else front) + line + "\n")
+                path = out.name
+            try:
+                got = e2e.run_json(self, ["nccl-log", path, "--json"])["nccl"]
+            finally:
+                os.unlink(path)
+            for key in ("processes", "ranks", "rings", "hosts", "warn_lines", "info_lines"):
+                self.assertEqual(got[key], base[key], "%s under %r" % (key, front))
+
+    def test_a_binary_file_is_refused_naming_the_offset(self):
+        with tempfile.NamedTemporaryFile("wb", suffix=".log", delete=False) as out:
+            out.write(b"gpu:1:1 [0] NCCL INFO Using network IB\n" + b"\x1f\x8b\x08\x00\x00")
+            path = out.name
+        try:
+            rc, out_text, err, _ = e2e.run(["nccl-log", path, "--json"])
+        finally:
+            os.unlink(path)
+        self.assertEqual(rc, 1)
+        self.assertEqual(out_text, "")
+        self.assertIn(path, err)
+        self.assertIn("NUL byte at offset 42", err)
+
+
 if __name__ == "__main__":
     e2e.main()

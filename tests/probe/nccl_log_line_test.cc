@@ -78,7 +78,20 @@ TEST(NcclLineHead, LaunchersTagsAreStrippedAndNamed) {
       {"RuntimeError: NCCL error", "RuntimeError: NCCL error", "", "", 0},
       {"INFO: started", "INFO: started", "", "", 0},
       {"gpu:1:2 [0] NCCL INFO x", "gpu:1:2 [0] NCCL INFO x", "", "", 0},
-      {"[rank3] epoch 1", "[rank3] epoch 1", "", "", 0},
+      // A user's template with a space: a tag all the same.
+      {"[rank3] epoch 1", "epoch 1", "[rank3]", "", 0},
+      {"[1,0][nodeA.cluster.local:2001]<stderr>: x", "x",
+       "[1,0][nodeA.cluster.local:2001]<stderr>:", "", 0},
+      {"[0]<stdout>:x", "x", "[0]<stdout>:", "", 0},
+      {"Mon Jan  1 01:02:03 2024<stdout>:x", "x", "<stdout>:", "", 0},
+      {"[Mon Jan  1 01:02:03 2024][1,0]<stdout>: x", "x", "[1,0]<stdout>:", "", 0},
+      {"[pod/job-worker-0/pytorch] x", "x", "[pod/job-worker-0/pytorch]", "", 0},
+      {"2024-01-01T01:02:03.123456789Z stderr F x", "x", "", "", 0},
+      {"  | 2025-05-16T16:39:51.208-07:00 | x", "x", "", "", 0},
+      {"\x1b[2m\x1b[36m(RayTrainWorker pid=2001, ip=10.0.0.5)\x1b[0m x", "x",
+       "(RayTrainWorker pid=2001, ip=10.0.0.5)", "10.0.0.5", 2001},
+      {"[2m[36m(pid=2001)[0m x", "x", "(pid=2001)", "", 2001},
+      {"[0] epoch 1", "epoch 1", "[0]", "", 0},
   };
   for (const Case& c : cases) {
     LineHead head = ReadLineHead(c.line);
@@ -151,6 +164,14 @@ TEST(NcclLinePrefix, EveryLauncherPrefixGivesNcclsOwnIdentity) {
       "\xe2\x94\x82 2024-03-04T05:06:07.123456789Z ",
       "05:06:07 ",
       "2024-03-04 05:06:07,123 INFO launcher.py:12 ",
+      "[1,0][nodeA.cluster.local:2001]<stderr>: ",
+      "  | 2025-05-16T16:39:51.208-07:00 | ",
+      "  | 2025-05-16T16:39:51.208-07:00",
+      "(head, rank=0, pid=5634) [nccl-e9ef-7d4f-0:2]:",
+      "[pod/job-worker-0/pytorch] 2024-01-01T01:02:03.123456789Z stderr F ",
+      "```",
+      "[2m[36m(RayTrainWorker pid=2001, ip=10.0.0.5)[0m ",
+      "I0527 15:16:51.665375 58626 launcher.cpp:869] ",
   };
   for (const std::string& front : fronts) {
     NcclLogSummary log = ParseNcclLog(front + line + " [repeated 3x across cluster]\n");
