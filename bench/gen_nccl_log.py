@@ -7,7 +7,12 @@ between (about a third of the lines carry no "NCCL"), a few WARNs and
 TUNING lines. Lines of all ranks are interleaved. Distinct 4 MiB blocks are
 made once and written in turn, so a 1 GB file takes seconds.
 
-usage: gen_nccl_log.py PATH SIZE_BYTES [HOSTS]
+With --prefixed, every line carries what a launcher and a log system put
+in front of it, as real jobs' logs do: a timestamp and Open MPI's
+--tag-output ("2024-03-04 05:06:07.123456 [1,R]<stdout>:"), the tag naming
+the rank whose line it is (the training lines' tag, a random rank's).
+
+usage: gen_nccl_log.py PATH SIZE_BYTES [HOSTS] [--prefixed]
 """
 import random
 import sys
@@ -65,12 +70,25 @@ def block(rng, hosts, comm_index):
     # The ranks share one stdout: their lines arrive interleaved.
     rng.shuffle(lines)
     out = lines
+    if PREFIXED:
+        out = []
+        for i, line in enumerate(lines):
+            first = line.split(" ", 1)[0]
+            rank = (int(first.split(":")[1]) - 4000) if first.count(":") == 2 else rng.randrange(nranks)
+            out.append("2024-03-04 05:%02d:%02d.%06d [1,%d]<stdout>:%s"
+                       % (comm_index % 60, i % 60, (i * 7919) % 1000000, rank, line))
     return "\n".join(out) + "\n"
 
 
+PREFIXED = False
+
+
 def main():
-    path, size = sys.argv[1], int(float(sys.argv[2]))
-    hosts = int(sys.argv[3]) if len(sys.argv) > 3 else 8
+    global PREFIXED
+    args = [a for a in sys.argv[1:] if a != "--prefixed"]
+    PREFIXED = len(args) != len(sys.argv) - 1
+    path, size = args[0], int(float(args[1]))
+    hosts = int(args[2]) if len(args) > 2 else 8
     rng = random.Random(42)
     blocks = []
     comm = 0

@@ -301,8 +301,15 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
       auto pid = Digits(token.substr(c1 + 1, c2 - c1 - 1));
       auto tid = Digits(token.substr(c2 + 1));
       if (pid && tid) {
-        std::string_view glued = token.substr(0, c1);
-        std::string_view host = NcclHostOf(glued);
+        // One read of everything before the host (timestamps, tags, the
+        // glued part of this token) gives the host and the launcher's tag.
+        size_t host_end = begin + c1;
+        LineHead head = ReadLineHead(line.substr(0, host_end));
+        std::string_view rest =
+            line.substr(head.content, host_end - std::min(head.content, host_end));
+        size_t h = rest.size();
+        while (h > 0 && IsHostChar(rest[h - 1])) --h;
+        std::string_view host = rest.substr(h);
         // A host name ends the glued part; with none ("[1,5]<stdout>:2001:2002")
         // the line is still NCCL's when its [dev] follows.
         bool dev_follows =
@@ -312,6 +319,8 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
           out.host_at = host.empty() ? begin + c1 : static_cast<size_t>(host.data() - line.data());
           out.pid = static_cast<int64_t>(*pid);
           out.tid = static_cast<int64_t>(*tid);
+          out.tag_key = head.tag_key;
+          out.outer_key = head.outer_key;
           found = true;
           token_end = stop;
         }
@@ -334,9 +343,17 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
   // repeat begins with the same host:pid:tid.
   std::string_view self = line.substr(out.host_at, token_end - out.host_at);
   for (size_t from = 0;;) {
-    size_t bar = Find(out.message.substr(from), " | ");
-    if (bar == std::string_view::npos) break;
-    bar += from;
+    // memchr on the rare '|' first: NCCL's messages seldom hold one.
+    const void* pipe = memchr(out.message.data() + from, '|',
+                              out.message.size() - std::min(from, out.message.size()));
+    if (!pipe) break;
+    size_t at = static_cast<size_t>(static_cast<const char*>(pipe) - out.message.data());
+    if (at == 0 || at + 1 >= out.message.size() || out.message[at - 1] != ' ' ||
+        out.message[at + 1] != ' ') {
+      from = at + 1;
+      continue;
+    }
+    size_t bar = at - 1;
     if (!self.empty() && Contains(out.message.substr(bar + 3), self)) {
       out.message = out.message.substr(0, bar);
       break;
@@ -435,7 +452,9 @@ void NcclLogParser::Feed(std::string_view chunk) {
   }
   const char* last = static_cast<const char*>(memrchr(chunk.data(), '\n', chunk.size()));
   size_t complete = last ? static_cast<size_t>(last - chunk.data()) + 1 : 0;
+  has_cr_ = memchr(chunk.data(), '\r', complete) != nullptr;
   ScanLines(chunk.substr(0, complete));
+  has_cr_ = true;  // the tail, and lines fed whole
   std::string_view rest = chunk.substr(complete);
   if (rest.size() > kNcclMaxLineBytes) {
     rest = rest.substr(0, kNcclMaxLineBytes);
@@ -475,8 +494,9 @@ bool IsTerminalWidth(size_t n) {
 
 void NcclLogParser::AnyLine(std::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  // A progress bar's carriage returns put several lines on one.
-  if (const void* cr = memchr(line.data(), '\r', line.size())) {
+  // A progress bar's carriage returns put several lines on one (looked for
+  // only in chunks that have one).
+  if (const void* cr = has_cr_ ? memchr(line.data(), '\r', line.size()) : nullptr) {
     size_t at = static_cast<size_t>(static_cast<const char*>(cr) - line.data());
     AnyLine(line.substr(0, at));
     AnyLine(line.substr(at + 1));
@@ -646,7 +666,7 @@ void NcclLogParser::Line(std::string_view line, size_t first_nccl) {
     return;
   }
   size_t rank = Prefixed(*prefix);
-  if (prefix->host_at > 0 && rank != kNoRank) RememberTag(line.substr(0, prefix->host_at), rank);
+  if (prefix->tag_key != 0 && rank != kNoRank) RememberTag(*prefix, rank);
 }
 
 size_t NcclLogParser::Prefixed(const NcclLinePrefix& prefix) {
@@ -681,8 +701,7 @@ size_t NcclLogParser::Prefixed(const NcclLinePrefix& prefix) {
   return rank;
 }
 
-void NcclLogParser::RememberTag(std::string_view head_text, size_t rank) {
-  LineHead head = ReadLineHead(head_text);
+void NcclLogParser::RememberTag(const NcclLinePrefix& head, size_t rank) {
   if (head.tag_key == 0) return;
   size_t process = summary_.ranks[rank].process;
   if (head.tag_key == last_tag_key_ && process == last_tag_process_) return;

@@ -45,6 +45,8 @@ struct NcclLinePrefix {
   enum class Level { kInfo, kWarn, kTrace, kCall } level = Level::kInfo;
   std::string_view message;  // after "NCCL INFO " etc.
   size_t host_at = 0;        // where the host starts in the line (after a glued tag)
+  uint64_t tag_key = 0;      // the launcher's tags before it (LineHead::tag_key)
+  uint64_t outer_key = 0;
 };
 
 // Pure pieces, exposed for tests and the fuzz target.
@@ -88,7 +90,7 @@ class NcclLogParser {
   void AnyLine(std::string_view line);
   void Dispatch(std::string_view line);
   // The launcher's tag on a line NCCL prefixed, remembered for its process.
-  void RememberTag(std::string_view head_text, size_t rank);
+  void RememberTag(const NcclLinePrefix& head, size_t rank);
   size_t ProcessOfTag(const LineHead& head) const;
   void MapTag(uint64_t key, size_t process);
   static constexpr size_t kNoRank = SIZE_MAX;
@@ -127,6 +129,7 @@ class NcclLogParser {
   std::string wrapped_;
   std::string scratch_;  // a line without its escape codes
   size_t longest_line_ = 0;
+  bool has_cr_ = true;    // the chunk being scanned holds a '\r'
   int layout_ranks_ = 0;  // ranks in rank 0's ring layouts; -1: they differ
 };
 

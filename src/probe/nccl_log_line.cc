@@ -53,9 +53,36 @@ bool IsOneOf(std::string_view word, const char* const* list, size_t count) {
   return false;
 }
 
-constexpr const char* kWeekdays[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
-constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+// Three letters at s[i] as one number, for the day and month names (this
+// runs on the head of every line: no string compares).
+constexpr uint32_t Three(const char* t) {
+  return static_cast<uint32_t>(static_cast<unsigned char>(t[0])) << 16 |
+         static_cast<uint32_t>(static_cast<unsigned char>(t[1])) << 8 |
+         static_cast<uint32_t>(static_cast<unsigned char>(t[2]));
+}
+
+bool IsWeekday(std::string_view s, size_t i) {
+  if (i + 3 > s.size() || s[i] < 'F' || s[i] > 'W') return false;
+  switch (Three(s.data() + i)) {
+    case Three("Mon"): case Three("Tue"): case Three("Wed"): case Three("Thu"):
+    case Three("Fri"): case Three("Sat"): case Three("Sun"):
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsMonth(std::string_view s, size_t i) {
+  if (i + 3 > s.size() || s[i] < 'A' || s[i] > 'S') return false;
+  switch (Three(s.data() + i)) {
+    case Three("Jan"): case Three("Feb"): case Three("Mar"): case Three("Apr"):
+    case Three("May"): case Three("Jun"): case Three("Jul"): case Three("Aug"):
+    case Three("Sep"): case Three("Oct"): case Three("Nov"): case Three("Dec"):
+      return true;
+    default:
+      return false;
+  }
+}
 
 size_t UnbracketedTimestamp(std::string_view s) {
   // ISO 8601 and its relatives: "2024-03-04T05:06:07.123+00:00", "2024/03/04 05:06:07".
@@ -69,13 +96,13 @@ size_t UnbracketedTimestamp(std::string_view s) {
   }
   // ctime "Mon Jan  1 01:02:03 2024" and syslog "Jan  1 01:02:03".
   size_t i = 0;
-  if (s.size() >= 4 && IsOneOf(s.substr(0, 3), kWeekdays, 7)) {
+  if (s.size() >= 4 && IsWeekday(s, 0)) {
     i = 3;
     if (i < s.size() && s[i] == ',') ++i;
     if (i >= s.size() || s[i] != ' ') return 0;
     ++i;
   }
-  if (s.size() >= i + 4 && IsOneOf(s.substr(i, 3), kMonths, 12) && s[i + 3] == ' ') {
+  if (s.size() >= i + 4 && IsMonth(s, i) && s[i + 3] == ' ') {
     size_t j = i + 4;
     while (j < s.size() && s[j] == ' ') ++j;
     size_t day = j;
