@@ -64,8 +64,13 @@ constexpr uint32_t Three(const char* t) {
 bool IsWeekday(std::string_view s, size_t i) {
   if (i + 3 > s.size() || s[i] < 'F' || s[i] > 'W') return false;
   switch (Three(s.data() + i)) {
-    case Three("Mon"): case Three("Tue"): case Three("Wed"): case Three("Thu"):
-    case Three("Fri"): case Three("Sat"): case Three("Sun"):
+    case Three("Mon"):
+    case Three("Tue"):
+    case Three("Wed"):
+    case Three("Thu"):
+    case Three("Fri"):
+    case Three("Sat"):
+    case Three("Sun"):
       return true;
     default:
       return false;
@@ -75,9 +80,18 @@ bool IsWeekday(std::string_view s, size_t i) {
 bool IsMonth(std::string_view s, size_t i) {
   if (i + 3 > s.size() || s[i] < 'A' || s[i] > 'S') return false;
   switch (Three(s.data() + i)) {
-    case Three("Jan"): case Three("Feb"): case Three("Mar"): case Three("Apr"):
-    case Three("May"): case Three("Jun"): case Three("Jul"): case Three("Aug"):
-    case Three("Sep"): case Three("Oct"): case Three("Nov"): case Three("Dec"):
+    case Three("Jan"):
+    case Three("Feb"):
+    case Three("Mar"):
+    case Three("Apr"):
+    case Three("May"):
+    case Three("Jun"):
+    case Three("Jul"):
+    case Three("Aug"):
+    case Three("Sep"):
+    case Three("Oct"):
+    case Three("Nov"):
+    case Three("Dec"):
       return true;
     default:
       return false;
