@@ -4,18 +4,21 @@
 // The parser is pure (bytes in, an NcclLogSummary out); it lives in probe/
 // with ReadNcclLog, which feeds it a file descriptor, as every parser of a
 // file the machine wrote lives beside its reader. The summary's types are in
-// sample/nccl_log.h, the findings read from it in analyze/nccl_log_rules.h. It scans for "NCCL"
-// with memmem, so lines without it (the training script's own output) cost one search and are never
-// tokenized; a matching line is split with string_view, no regex. Ranks of several processes and
-// hosts may be interleaved in any order: NCCL prefixes its lines "[time] host:pid:tid [cudaDev]
-// NCCL INFO ..." (WARN adds "file:line [(func)]", TRACE a time and "func:line"), and launchers may
-// put their own tag in front ("[default0]:", "0: "), which is skipped.
+// sample/nccl_log.h, the findings read from it in analyze/nccl_log_rules.h.
+// Every line is visited: NCCL's own are found by their "NCCL" marker (memchr
+// on 'N'), other programs' lines are counted and a few read (nccl-tests'
+// rank table, libfabric; nccl_log_other.cc); no regex. Ranks of several
+// processes and hosts may be interleaved in any order: NCCL prefixes its
+// lines "host:pid:tid [cudaDev] NCCL INFO ..." (WARN adds "file:line", TRACE
+// a time and "func:line"), and launchers and log systems put their own
+// decorations around them (timestamps, tags, colour, borders), which
+// probe/nccl_log_line.h strips.
 //
 // Memory is bounded whatever the file's size: facts are aggregated per
 // process (host:pid) and per rank (host:pid plus the [cudaDev] of the line),
 // and every list of distinct things (processes, ranks, interfaces, peers,
 // warnings, rings, algorithm choices) is capped; what does not fit is counted
-// in `dropped`. Message formats were read from NCCL's sources (2.5 to 2.29:
+// in `dropped`. Message formats were read from NCCL's sources (2.3 to 2.29:
 // init.cc, bootstrap.cc, transport/net_socket.cc, net_ib.cc, p2p.cc, shm.cc,
 // net.cc, graph/rings.cc, misc/socket.cc, debug.cc) and real logs posted in
 // NCCL's issues. A parser is single-threaded; summaries are plain values.
