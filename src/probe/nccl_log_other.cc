@@ -51,12 +51,61 @@ void NcclLogParser::Other(std::string_view line) {
   std::string_view text =
       StripLineTail(line.substr(std::min(head.content, line.size())), &summary_.folded_repeats);
   if (text.empty()) return;  // a prefix alone, a timestamp on its own line, a blank line
+  if (OldNcclLine(text)) return;
   ++summary_.other_lines;
   if (text[0] == '#') {
     TestsTableLine(text);
   } else if (text[0] == 'l' && StartsWith(text, "libfabric:")) {
     LibfabricLine(text);
   }
+}
+
+bool NcclLogParser::OldNcclLine(std::string_view text) {
+  // NCCL before 2.3 printed no "NCCL" word: "host:pid:tid [0] INFO msg",
+  // "host:pid:tid [0] include/socket.h:185 WARN msg" (2.0, as pasted in
+  // NCCL's issues; 2.0-2.2 were never open source).
+  size_t space = text.find(' ');
+  if (space == std::string_view::npos || space > 256) return false;
+  std::string_view token = text.substr(0, space);
+  size_t c2 = token.rfind(':');
+  if (c2 == std::string_view::npos || c2 == 0) return false;
+  size_t c1 = token.rfind(':', c2 - 1);
+  if (c1 == std::string_view::npos || c1 == 0) return false;
+  auto pid = ParseInt(token.substr(c1 + 1, c2 - c1 - 1));
+  auto tid = ParseInt(token.substr(c2 + 1));
+  std::string_view host = token.substr(0, c1);
+  if (!pid || !tid || *pid < 0 || *tid < 0) return false;
+  for (char c : host) {
+    if (!IsHostChar(c)) return false;
+  }
+  std::string_view rest = text.substr(space + 1);
+  if (rest.size() < 4 || rest[0] != '[') return false;
+  size_t close = rest.find(']');
+  if (close == std::string_view::npos) return false;
+  auto dev = ParseInt(rest.substr(1, close - 1));
+  if (!dev || *dev < -1 || *dev >= (1 << 20)) return false;
+  rest = rest.substr(close + 1);
+  NcclLinePrefix prefix;
+  size_t level = std::string_view::npos;
+  if (StartsWith(rest, " INFO ") || rest == " INFO") {
+    prefix.level = NcclLinePrefix::Level::kInfo;
+    level = 1;
+  } else {
+    size_t warn = Find(rest.substr(0, 160), " WARN ");
+    if (warn != std::string_view::npos && rest.substr(1, warn).find(' ') == warn - 1) {
+      prefix.level = NcclLinePrefix::Level::kWarn;  // " file:line WARN "
+      level = warn + 1;
+    }
+  }
+  if (level == std::string_view::npos) return false;
+  prefix.host = host;
+  prefix.pid = *pid;
+  prefix.tid = *tid;
+  prefix.cuda_dev = static_cast<int>(*dev);
+  prefix.message = rest.substr(std::min(rest.size(), level + 5));
+  ++summary_.nccl_lines;
+  Prefixed(prefix);
+  return true;
 }
 
 void NcclLogParser::TestsTableLine(std::string_view text) {

@@ -231,6 +231,28 @@ TEST(NcclLog, OtherProgramsLinesAreCountedAndRead) {
   EXPECT_EQ(log.nccl_lines, 0u);
 }
 
+TEST(NcclLog, LinesBefore23WithoutTheWordNcclAreNcclsToo) {
+  NcclLogSummary log = ParseNcclLog(
+      "[1,0]<stdout>:gpu-a:100:101 [0] INFO NET : Using interface eth0:10.0.0.1<0>\n"
+      "[1,0]<stdout>:gpu-a:100:101 [0] INFO Using internal Network Socket\n"
+      "[1,0]<stdout>:\n"
+      "[1,0]<stdout>:gpu-a:100:102 [0] include/socket.h:185 WARN Call to connect failed : "
+      "Connection refused\n"
+      "[1,0]<stdout>:INFO: epoch 1\n"
+      "[1,0]<stdout>:gpu-a:100:101 [0] INFORMATION is not a level\n");
+  ASSERT_EQ(log.processes.size(), 1u);
+  EXPECT_EQ(log.processes[0].host, "gpu-a");
+  EXPECT_EQ(log.processes[0].network, "Socket");
+  ASSERT_EQ(log.processes[0].bootstrap.size(), 1u);
+  EXPECT_EQ(log.processes[0].bootstrap[0].name, "eth0");
+  EXPECT_EQ(log.info_lines, 2u);
+  EXPECT_EQ(log.warn_lines, 1u);
+  EXPECT_EQ(log.nccl_lines, 3u);
+  EXPECT_EQ(log.other_lines, 2u);
+  ASSERT_EQ(log.peer_failures.size(), 1u);
+  EXPECT_EQ(log.peer_failures[0].reason, "Connection refused");
+}
+
 TEST(NcclLog, ATerminalsWrapIsJoinedBack) {
   // An 86-byte line a terminal 80 columns wide cut inside the OOB address.
   const std::string whole =
