@@ -49,6 +49,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string clean = stallscope::ValidUtf8(line);
     if (stallscope::ValidUtf8(clean) != clean) abort();  // idempotent on valid text
     (void)stallscope::WithoutEscapes(line);
+    stallscope::NcclLinePrefix back;
+    size_t marker = line.find("NCCL");
+    if (marker != std::string_view::npos &&
+        stallscope::BackwardNcclLinePrefix(line, marker, &back) != 0) {
+      std::optional<stallscope::NcclLinePrefix> general =
+          stallscope::ParseNcclLinePrefix(line, marker);
+      if (!general || general->host != back.host || general->pid != back.pid ||
+          general->tid != back.tid || general->cuda_dev != back.cuda_dev ||
+          general->level != back.level || general->message != back.message ||
+          general->host_at != back.host_at) {
+        abort();
+      }
+    }
     stallscope::NcclLinePrefix fast;
     if (stallscope::FastNcclLinePrefix(line, &fast) == 0) continue;
     std::optional<stallscope::NcclLinePrefix> general = stallscope::ParseNcclLinePrefix(line);

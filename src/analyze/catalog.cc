@@ -31,7 +31,8 @@ constexpr Rule kRules[] = {
      "5 before); the middle and last thirds fitted apart; each process's own slope to name the "
      "one that grows; the memory still available at the end; and where the hook's own "
      "allocation tracing placed it (the line, the container holding the tensors)",
-     "fires when the last two thirds grow, the last third at >= 0.7x the middle third's pace, "
+     "fires when the last two thirds grow, the last third at >= 0.7x the middle third's pace "
+     "(bytes per step when the hook reports steps, so slower steps are not a plateau), "
      "the growth exceeds 3 sigma of the noise, and either exceeds 10% of the RSS it started "
      "from and 64 MiB or the memory left runs out within 24 h at this slope; critical when it "
      "runs out within 1 h, else warning",

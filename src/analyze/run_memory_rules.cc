@@ -196,6 +196,30 @@ Series TrainingRss(const Timeline& timeline) {
   return rss;
 }
 
+// How many steps (of every rank) had ended by time t.
+double StepsDoneBy(const Timeline& timeline, double t) {
+  size_t n = 0;
+  for (const StepEvent& e : timeline.steps) n += e.t <= t ? 1 : 0;
+  return static_cast<double>(n);
+}
+
+// The RSS series against the steps done by each sample, when the hook
+// reported enough steps to judge a pace by.
+std::optional<Series> RssByStep(const Timeline& timeline, const Series& rss) {
+  if (timeline.steps.size() < kLeakMinSamples) return std::nullopt;
+  std::vector<double> ends;
+  ends.reserve(timeline.steps.size());
+  for (const StepEvent& e : timeline.steps) ends.push_back(e.t);
+  std::sort(ends.begin(), ends.end());
+  Series out;
+  for (size_t i = 0; i < rss.t.size(); ++i) {
+    auto done = std::upper_bound(ends.begin(), ends.end(), rss.t[i]) - ends.begin();
+    out.t.push_back(static_cast<double>(done));
+    out.bytes.push_back(rss.bytes[i]);
+  }
+  return out;
+}
+
 // Where the hook placed the growth (AllocationReport): the holder whose
 // tensor storage grew most in the last tracing of the rank that reported
 // one, and the growth sites of that tracing, the job's own lines first.
@@ -257,8 +281,26 @@ std::optional<Finding> CheckRssGrowth(const Timeline& timeline) {
   std::optional<SlopeFit> middle = Fit(Slice(rss, judged_from, last_from));
   std::optional<SlopeFit> last = Fit(Slice(rss, last_from, t1));
   if (!fit || !middle || !last) return std::nullopt;
-  if (fit->slope <= 0 || middle->slope <= 0 || last->slope <= 0) return std::nullopt;
-  if (last->slope < kLeakSteadyRatio * middle->slope) return std::nullopt;
+  if (fit->slope <= 0) return std::nullopt;
+  // With the hook's steps the pace is judged per step: a leak keeps some
+  // bytes each step whatever the step's speed, and a slower stretch (the
+  // machine's load, the hook's own allocation tracing) slows the growth per
+  // second, not per step.
+  std::optional<SlopeFit> middle_pace = middle;
+  std::optional<SlopeFit> last_pace = last;
+  if (std::optional<Series> by_step = RssByStep(timeline, rss)) {
+    double s_from = StepsDoneBy(timeline, judged_from);
+    double s_last = StepsDoneBy(timeline, last_from);
+    double s_end = StepsDoneBy(timeline, t1);
+    std::optional<SlopeFit> m = Fit(Slice(*by_step, s_from, s_last));
+    std::optional<SlopeFit> l = Fit(Slice(*by_step, s_last, s_end));
+    if (m && l && s_last > s_from && s_end > s_last) {
+      middle_pace = m;
+      last_pace = l;
+    }
+  }
+  if (middle_pace->slope <= 0 || last_pace->slope <= 0) return std::nullopt;
+  if (last_pace->slope < kLeakSteadyRatio * middle_pace->slope) return std::nullopt;
 
   const double judged_span = judged.t.back() - judged.t.front();
   const double growth = fit->slope * judged_span;

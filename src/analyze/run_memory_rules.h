@@ -30,7 +30,9 @@ inline constexpr size_t kLeakTeardownWindow = 5;
 // Steady: the last third still grows at least 0.7x as fast as the middle
 // third. A leak keeps its pace (a linear leak gives 1.0, one that grows as
 // sqrt(t) 0.77); a warm-up that settles exponentially passes 0.7 only when
-// its time constant is about as long as the run.
+// its time constant is about as long as the run. With the hook's steps the
+// pace is bytes per step (the thirds are still cut by time), so steps that
+// slow down (load, the hook's tracing) do not read as a plateau.
 inline constexpr double kLeakSteadyRatio = 0.7;
 // Significant: growth over the judged part beyond 3 sigma of the noise, and
 // either > 10% of the RSS it started from and > 64 MiB, or the memory left

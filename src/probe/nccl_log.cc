@@ -239,6 +239,67 @@ size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out) {
   return message;
 }
 
+size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* out) {
+  // "...host:pid:tid [dev] NCCL INFO msg" with anything before the host: read
+  // back from the marker, one byte at a time, no search. Lines of other
+  // shapes (WARN's file:line, a host that may begin in a glued timestamp, a
+  // console's " | " repeat) are the general reader's.
+  const char* s = line.data();
+  const size_t n = line.size();
+  if (at < 8 || at + 9 > n || __builtin_memcmp(s + at, "NCCL INFO", 9) != 0) return 0;
+  if (at + 9 < n && s[at + 9] != ' ') return 0;
+  if (s[at - 1] != ' ' || s[at - 2] != ']') return 0;
+  size_t k = at - 2;
+  int dev = 0;
+  int scale = 1;
+  size_t digits = 0;
+  while (k > 0 && IsDigit(s[k - 1]) && digits < 7) {
+    dev += (s[k - 1] - '0') * scale;
+    scale *= 10;
+    --k;
+    ++digits;
+  }
+  if (digits == 0 || dev >= 1 << 20) {
+    if (!(k >= 2 && s[k - 1] == '1' && s[k - 2] == '-')) return 0;
+    dev = -1;
+    k -= 2;
+  } else if (k > 0 && s[k - 1] == '-') {
+    return 0;
+  }
+  if (k < 2 || s[k - 1] != '[' || s[k - 2] != ' ') return 0;
+  k -= 2;
+  int64_t ids[2] = {0, 0};  // tid, then pid
+  for (int64_t& id : ids) {
+    size_t end = k;
+    int64_t v = 0;
+    int64_t place = 1;
+    while (k > 0 && IsDigit(s[k - 1]) && end - k < 18) {
+      v += (s[k - 1] - '0') * place;
+      place *= 10;
+      --k;
+    }
+    if (k == end || k == 0 || s[k - 1] != ':') return 0;
+    id = v;
+    --k;
+  }
+  const size_t host_end = k;
+  while (k > 0 && IsHostChar(s[k - 1])) {
+    if (s[k - 1] == '.') return 0;
+    --k;
+  }
+  if (k == host_end || IsDigit(s[k])) return 0;
+  size_t message = std::min(n, at + 10);
+  if (memchr(s + message, '|', n - message)) return 0;
+  out->level = NcclLinePrefix::Level::kInfo;
+  out->host = std::string_view(s + k, host_end - k);
+  out->host_at = k;
+  out->tid = ids[0];
+  out->pid = ids[1];
+  out->cuda_dev = dev;
+  out->message = line.substr(message);
+  return message;
+}
+
 std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t from_offset) {
   // The level marker: " NCCL INFO ", " NCCL WARN ", " NCCL TRACE ", " NCCL CALL ".
   NcclLinePrefix out;
@@ -301,15 +362,21 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
       auto pid = Digits(token.substr(c1 + 1, c2 - c1 - 1));
       auto tid = Digits(token.substr(c2 + 1));
       if (pid && tid) {
-        // One read of everything before the host (timestamps, tags, the
-        // glued part of this token) gives the host and the launcher's tag.
-        size_t host_end = begin + c1;
-        LineHead head = ReadLineHead(line.substr(0, host_end));
-        std::string_view rest =
-            line.substr(head.content, host_end - std::min(head.content, host_end));
-        size_t h = rest.size();
-        while (h > 0 && IsHostChar(rest[h - 1])) --h;
-        std::string_view host = rest.substr(h);
+        // The host is the run of host-name bytes that ends the glued part;
+        // only when it may begin inside a glued timestamp ("...+00:00nodeD",
+        // "...03.456ZnodeD": a digit after ':', or a '.', which NCCL's host
+        // names never hold) is the glued part read as decorations first.
+        std::string_view glued = token.substr(0, c1);
+        size_t h = glued.size();
+        bool dot = false;
+        while (h > 0 && IsHostChar(glued[h - 1])) {
+          dot = dot || glued[h - 1] == '.';
+          --h;
+        }
+        std::string_view host = glued.substr(h);
+        if (!host.empty() && (dot || (IsDigit(host[0]) && h > 0 && glued[h - 1] == ':'))) {
+          host = NcclHostOf(glued);
+        }
         // A host name ends the glued part; with none ("[1,5]<stdout>:2001:2002")
         // the line is still NCCL's when its [dev] follows.
         bool dev_follows =
@@ -319,8 +386,6 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
           out.host_at = host.empty() ? begin + c1 : static_cast<size_t>(host.data() - line.data());
           out.pid = static_cast<int64_t>(*pid);
           out.tid = static_cast<int64_t>(*tid);
-          out.tag_key = head.tag_key;
-          out.outer_key = head.outer_key;
           found = true;
           token_end = stop;
         }
@@ -656,17 +721,29 @@ void NcclLogParser::Line(std::string_view line, size_t first_nccl) {
     first_nccl = 0;
   }
   NcclLinePrefix fast;
-  if (FastNcclLinePrefix(line, &fast)) {
-    Prefixed(fast);
+  std::optional<NcclLinePrefix> prefix;
+  if (line.data() == scratch_.data() && FastNcclLinePrefix(line, &fast)) {
+    Prefixed(fast);  // its escape codes hid a plain line
     return;
   }
-  std::optional<NcclLinePrefix> prefix = ParseNcclLinePrefix(line, first_nccl);
+  if (BackwardNcclLinePrefix(line, first_nccl, &fast)) {
+    prefix = fast;
+  } else {
+    prefix = ParseNcclLinePrefix(line, first_nccl);
+  }
   if (!prefix) {
     Unprefixed(line);
     return;
   }
   size_t rank = Prefixed(*prefix);
-  if (prefix->tag_key != 0 && rank != kNoRank) RememberTag(*prefix, rank);
+  // The launcher's tag, read off a rank's first lines and then now and
+  // then (a process keeps its tag): its bare lines are found by it.
+  if (prefix->host_at > 0 && rank != kNoRank) {
+    uint64_t lines = summary_.ranks[rank].lines;
+    if (lines <= 8 || (lines & 1023) == 0) {
+      RememberTag(ReadLineHead(line.substr(0, prefix->host_at)), rank);
+    }
+  }
 }
 
 size_t NcclLogParser::Prefixed(const NcclLinePrefix& prefix) {
@@ -701,7 +778,7 @@ size_t NcclLogParser::Prefixed(const NcclLinePrefix& prefix) {
   return rank;
 }
 
-void NcclLogParser::RememberTag(const NcclLinePrefix& head, size_t rank) {
+void NcclLogParser::RememberTag(const LineHead& head, size_t rank) {
   if (head.tag_key == 0) return;
   size_t process = summary_.ranks[rank].process;
   if (head.tag_key == last_tag_key_ && process == last_tag_process_) return;

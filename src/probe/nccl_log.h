@@ -48,8 +48,6 @@ struct NcclLinePrefix {
   enum class Level { kInfo, kWarn, kTrace, kCall } level = Level::kInfo;
   std::string_view message;  // after "NCCL INFO " etc.
   size_t host_at = 0;        // where the host starts in the line (after a glued tag)
-  uint64_t tag_key = 0;      // the launcher's tags before it (LineHead::tag_key)
-  uint64_t outer_key = 0;
 };
 
 // Pure pieces, exposed for tests and the fuzz target.
@@ -63,6 +61,11 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
 // on past a newline (the rest of a buffer): the prefix never includes one,
 // and the message is cut by the caller.
 size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out);
+// The same for "...host:pid:tid [dev] NCCL INFO msg" behind a launcher's
+// prefix, read back from `at`, where the line's first "NCCL" is: the
+// offset of the message, or 0 when the general reader must tell. Where it
+// accepts a line, ParseNcclLinePrefix gives the same answer.
+size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* out);
 // " [0]eth0:10.0.0.1<0> [1]ib0:192.168.1.1<0>" or " eth0:10.0.0.1<0>" (after "Using").
 std::vector<NcclInterface> ParseNcclInterfaces(std::string_view text);
 // "2.18.3+cuda12.2" from "NCCL version 2.18.3+cuda12.2" (and trailing junk cut).
@@ -94,7 +97,7 @@ class NcclLogParser {
   void AnyLine(std::string_view line);
   void Dispatch(std::string_view line);
   // The launcher's tag on a line NCCL prefixed, remembered for its process.
-  void RememberTag(const NcclLinePrefix& head, size_t rank);
+  void RememberTag(const LineHead& head, size_t rank);
   size_t ProcessOfTag(const LineHead& head) const;
   void MapTag(uint64_t key, size_t process);
   static constexpr size_t kNoRank = SIZE_MAX;

@@ -99,6 +99,7 @@ bool IsMonth(std::string_view s, size_t i) {
 }
 
 size_t UnbracketedTimestamp(std::string_view s) {
+  if (s.empty() || !(IsDigit(s[0]) || (s[0] >= 'A' && s[0] <= 'Z'))) return 0;
   // ISO 8601 and its relatives: "2024-03-04T05:06:07.123+00:00", "2024/03/04 05:06:07".
   if (DigitsAt(s, 0, 4) && s.size() >= 10 && (s[4] == '-' || s[4] == '/') && DigitsAt(s, 5, 2) &&
       s[7] == s[4] && DigitsAt(s, 8, 2)) {
@@ -278,6 +279,9 @@ size_t TagLength(std::string_view s, LineHead* head, uint64_t* key) {
 size_t TimestampLength(std::string_view s) {
   if (s.empty()) return 0;
   if (s[0] == '[') {
+    // Inside, a timestamp opens with a digit, a space (dmesg) or a day's
+    // or month's name.
+    if (s.size() < 3 || !(IsDigit(s[1]) || s[1] == ' ' || (s[1] >= 'A' && s[1] <= 'Z'))) return 0;
     size_t close = s.find(']');
     if (close == std::string_view::npos || close > 48) return 0;
     std::string_view inside = s.substr(1, close - 1);
@@ -307,15 +311,18 @@ LineHead ReadLineHead(std::string_view line) {
     while (i < n && (line[i] == ' ' || line[i] == '\t')) ++i;
     if (i >= n) break;
     std::string_view rest = line.substr(i);
-    if (IsBox(line, i)) {
-      i += 3;
-    } else if (line[i] == '|' && (i + 1 == n || line[i + 1] == ' ')) {
-      i += 1;
-    } else if (line[i] == '\x1b') {
+    // Dispatched on the first byte: this runs on the head of every line.
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    const bool may_be_time = c == '[' || IsDigit(line[i]) || (c >= 'A' && c <= 'Z');
+    if (c == 0xE2) {
+      if (IsBox(line, i)) i += 3;
+    } else if (c == '|') {
+      if (i + 1 == n || line[i + 1] == ' ') i += 1;
+    } else if (c == 0x1b) {
       i += EscapeLength(rest);
-    } else if (size_t r = ResidueLength(rest)) {
+    } else if (size_t r = c == '[' ? ResidueLength(rest) : 0) {
       i += r;
-    } else if (size_t t = TimestampLength(rest)) {
+    } else if (size_t t = may_be_time ? TimestampLength(rest) : 0) {
       i += t;
       head.timestamp = true;
       // A container runtime's log file: "<time> stdout F <line>" ("P": partial).
@@ -325,7 +332,9 @@ LineHead ReadLineHead(std::string_view line) {
           (next[8] == 'F' || next[8] == 'P') && next[9] == ' ') {
         i += 10;
       }
-    } else if (size_t g = TagLength(rest, &head, &key)) {
+    } else if (size_t g = c == '[' || c == '(' || c == '<' || IsHostChar(line[i])
+                              ? TagLength(rest, &head, &key)
+                              : 0) {
       i += g;
     }
     if (i == start) break;

@@ -47,11 +47,20 @@ size_t TimestampLength(std::string_view s);
 // of it: "[1,0]<stdout>:nodeB" -> "nodeB", "2024-01-01T01:02:03.456+00:00nodeD"
 // -> "nodeD", "\xe2\x94\x82nodeA" -> "nodeA". Empty when nothing is left.
 std::string_view NcclHostOf(std::string_view glued);
-// Whether c may be part of a host name as NCCL prints it.
-inline bool IsHostChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_' || c == '.';
-}
+// Whether c may be part of a host name as NCCL prints it: [A-Za-z0-9._-],
+// by table (it runs on every byte of every host).
+struct HostCharTable {
+  bool ok[256] = {};
+  constexpr HostCharTable() {
+    for (int c = 'a'; c <= 'z'; ++c) ok[c] = true;
+    for (int c = 'A'; c <= 'Z'; ++c) ok[c] = true;
+    for (int c = '0'; c <= '9'; ++c) ok[c] = true;
+    ok[static_cast<unsigned char>('-')] = ok[static_cast<unsigned char>('_')] =
+        ok[static_cast<unsigned char>('.')] = true;
+  }
+};
+inline constexpr HostCharTable kHostChars;
+inline bool IsHostChar(char c) { return kHostChars.ok[static_cast<unsigned char>(c)]; }
 // `line` without what trails it: spaces, a border, colour residue, and Ray's
 // " [repeated Nx across cluster]" (N is added to *folded).
 std::string_view StripLineTail(std::string_view line, uint64_t* folded);

@@ -346,6 +346,42 @@ TEST(RssGrowth, AShortRunsLeakIsFoundThroughItsTeardown) {
   }
 }
 
+// Steps that slow down in the last third (the machine's load, the hook's own
+// allocation tracing) slow the growth per second, not per step: still a
+// leak. A run whose RSS stops growing per step is not one, whatever the steps'
+// speed.
+TEST(RssGrowth, StepsThatSlowDownAreNotAPlateau) {
+  for (bool leak_stops : {false, true}) {
+    Timeline tl;
+    tl.info.mem_total_bytes = 64 * kGiB;
+    // 60 s of steps at 10/s, then 30 s at 2/s; 4 MiB kept a step (until
+    // step 650 when leak_stops).
+    std::vector<double> ends;
+    for (int i = 0; i < 600; ++i) ends.push_back(0.1 * (i + 1));
+    for (int i = 0; i < 60; ++i) ends.push_back(60.0 + 0.5 * (i + 1));
+    for (size_t i = 0; i < ends.size(); ++i) {
+      tl.steps.push_back({0, static_cast<int64_t>(i), ends[i], 0.001, 0.1});
+    }
+    for (int k = 0; k <= 180; ++k) {
+      double t = 0.5 * k;
+      double done =
+          static_cast<double>(std::upper_bound(ends.begin(), ends.end(), t) - ends.begin());
+      double kept = leak_stops ? std::min(done, 450.0) : done;
+      TimelineSample s;
+      s.t = t;
+      s.tree_rss_bytes = static_cast<uint64_t>(1.0 * kGiB + 4.0 * kMiB * kept);
+      s.mem_available_bytes = 40 * kGiB;
+      tl.samples.push_back(s);
+    }
+    const Finding* f = Find(CheckRun(tl).findings, "memory.rss_growth");
+    if (leak_stops) {
+      EXPECT_EQ(f, nullptr);
+    } else {
+      EXPECT_NE(f, nullptr) << Ids(CheckRun(tl).findings);
+    }
+  }
+}
+
 // The hook placed the growth: the finding says where and what holds it,
 // and its next check points at the line, not at tracemalloc.
 TEST(RssGrowth, TheHooksTracingPlacesTheLeak) {
