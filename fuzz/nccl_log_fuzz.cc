@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     abort();
   }
   stallscope::HostRdmaPorts host{"node1", {"mlx5_0:1 InfiniBand"}};
-  (void)stallscope::CheckNcclLog(whole, host);
+  (void)stallscope::CheckNcclLog(whole, host, "fuzz.log");
   (void)stallscope::CheckNcclLog(whole, std::nullopt);
   for (const auto& p : whole.processes) (void)p.Name();
   (void)stallscope::ParseNcclInterfaces(text);

@@ -213,12 +213,68 @@ constexpr Rule kRules[] = {
      "(cluster) applies: every host must run the same image"},
     {"distributed.init_incomplete", Layer::kDistributed,
      "nccl-log: per rank (host:pid and [cudaDev]), 'Init START' against 'Init COMPLETE' lines; "
-     "before 2.18 (no START), a process with NCCL INFO lines and no COMPLETE at all",
-     "critical when other ranks completed (they wait for the missing ones) or WARNs/errors were "
-     "logged; warning when no rank completed and nothing failed (the log may end mid-init); not "
-     "judged without INFO lines (NCCL_DEBUG=WARN)",
+     "before 2.18 (no START), a process with NCCL INFO lines and no COMPLETE at all, only on "
+     "positive evidence: other ranks completed, or the log shows trouble (errors, connect "
+     "retries, lost peers, a WARN that is not harmless alone such as libibverbs missing)",
+     "fires on a START with no COMPLETE, or no COMPLETE with that evidence; critical when other "
+     "ranks completed (they wait for the missing ones) or there was trouble, warning otherwise; "
+     "a log that just ends before init is a note, 'init state unknown'; not judged without INFO "
+     "lines (NCCL_DEBUG=WARN). Verdict order over an NCCL log's critical findings, cause before "
+     "consequence: nccl_cuda_failure, oob_socket_failed, root_unreachable, duplicate_address, "
+     "wrong_interface, link_local_interface, nccl_version_mismatch, connect_timeout, "
+     "connect_failed, rdma_unused, then init_incomplete",
      "seed 3.3: an NCCL init that never finishes is one of the two most common distributed "
      "failures; one missing rank stalls every other rank until the collective times out"},
+    {"distributed.nccl_cuda_failure", Layer::kDistributed,
+     "nccl-log: WARNs of the GPU side of NCCL's set-up: 'Cuda failure 'initialization error'', "
+     "'invalid argument', 'failed to open CUDA IPC handle', peer access; per host and device, "
+     "with the first FILE:LINE",
+     "critical whenever one is logged",
+     "NCCL cannot run a collective without its buffers on the GPU and, within a host, the "
+     "peers' memory handles: a driver/runtime mismatch, a GPU in a bad state or containers "
+     "that cannot share IPC handles stop init, and every other rank waits (seed 3.3)"},
+    {"network.oob_socket_failed", Layer::kNetwork,
+     "nccl-log: 'Socket creation failed : Address family not supported' (2.3-2.23), 'Call to "
+     "socket failed' (2.24+), or NET/IB listing devices with an empty out-of-band interface "
+     "('; OOB :') while IB is not disabled",
+     "critical whenever one is seen",
+     "IB connections start with a handshake over a plain socket on the OOB interface; without "
+     "one no IB connection is made and init fails"},
+    {"network.root_unreachable", Layer::kNetwork,
+     "nccl-log: 'No interface found in the same subnet as remote address A<port>' (then 'bind "
+     "failed'): the root, the local addresses the process printed, the FILE:LINE",
+     "critical whenever one is logged",
+     "NCCL picks the interface to reach the bootstrap root by subnet; with none in the root's "
+     "subnet it cannot connect, and MASTER_ADDR/NCCL_COMM_ID names the wrong address or "
+     "NCCL_SOCKET_IFNAME the wrong interface"},
+    {"network.connect_timeout", Layer::kNetwork,
+     "nccl-log: connects that time out and retry ('Call to connect returned Connection timed "
+     "out, retrying', 2.24+ '... retrying (N/M)', 'No route to host', 'exceeded timeouts'), "
+     "with the peers, the count and the attempts",
+     "warning on such retries or failures; critical when some rank then never finished init "
+     "(distributed.init_incomplete's evidence)",
+     "a refused connect returns at once (nobody listens yet, which NCCL waits out); a timeout "
+     "means packets are dropped or unroutable: a firewall, a security group, a wrong route"},
+    {"network.duplicate_address", Layer::kNetwork,
+     "nccl-log: the first bootstrap address (the one NCCL listens on) of every process, by host",
+     "critical when two hosts announce the same address (any range; loopback is "
+     "network.wrong_interface's)",
+     "a NAT or a container bridge gives every host the same address: each rank that dials it "
+     "reaches itself or nobody, and init hangs (seed 3.3's container networking)"},
+    {"network.link_local_interface", Layer::kNetwork,
+     "nccl-log: interfaces NCCL chose for bootstrap, NET/Socket and IB's OOB with an fe80:: "
+     "address or a tunnel device's name (ip6tnl, tunl, sit, gre)",
+     "critical when it is the first bootstrap interface (the one bootstrap uses), warning when "
+     "listed elsewhere on a job of several hosts, info on one host",
+     "a link-local address reaches only its own link and a tunnel adds a hop NCCL does not "
+     "expect; bootstrap on one fails across hosts"},
+    {"distributed.nccl_warning", Layer::kDistributed,
+     "nccl-log: every NCCL WARN that none of the other rules reads (connect failures, Cuda "
+     "failures, version mismatches, ...) nor is harmless on its own (libibverbs or a net plugin "
+     "missing), each with its first FILE:LINE, who printed it and its count",
+     "warning whenever one is left",
+     "an NCCL WARN is NCCL saying something went wrong; a log with one unexplained must not "
+     "read as healthy"},
     {"distributed.straggler", Layer::kDistributed,
      "a recorded run with stallscope.ddp(model): per step and rank, the wait in gradient "
      "all-reduce (each bucket from launch to completion, overlaps counted once); for each step "

@@ -14,7 +14,9 @@ namespace {
 
 bool IsNetworkHostFinding(std::string_view id) {
   return id == "network.rdma_unused" || id == "network.wrong_interface" ||
-         id == "network.connect_failed";
+         id == "network.connect_failed" || id == "network.connect_timeout" ||
+         id == "network.root_unreachable" || id == "network.oob_socket_failed" ||
+         id == "network.duplicate_address" || id == "network.link_local_interface";
 }
 
 }  // namespace
@@ -38,7 +40,7 @@ std::string NcclCudaDriverText(int64_t driver) {
 std::vector<Finding> NcclHostNetworkFindings(const NcclLogFile& log,
                                              const std::optional<HostRdmaPorts>& host) {
   std::vector<Finding> out;
-  for (Finding& f : CheckNcclLog(log.summary, host)) {
+  for (Finding& f : CheckNcclLog(log.summary, host, log.path).findings) {
     if (!IsNetworkHostFinding(f.id)) continue;
     f.evidence.push_back({"nccl_log", log.path});
     if (f.id == "network.rdma_unused" && log.first_socket_line != 0) {

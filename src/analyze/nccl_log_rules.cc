@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "analyze/nccl_log_causes.h"
 #include "core/text.h"
 #include "sample/nccl_log.h"
 
@@ -252,29 +253,56 @@ void ConnectFailed(const NcclLogSummary& log, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
-void InitIncomplete(const NcclLogSummary& log, std::vector<Finding>& out) {
-  if (log.info_lines == 0) return;  // NCCL_DEBUG=WARN: no Init COMPLETE lines to expect
+// Whether the log shows a failure around init: errors, retries, peers lost,
+// WARNs that are not harmless on their own.
+bool InitTrouble(const NcclLogSummary& log) {
+  if (log.system_errors + log.remote_errors + log.timeouts > 0) return true;
+  if (log.connect_retries > 0 || !log.peer_failures.empty()) return true;
+  for (const NcclWarning& w : log.warnings) {
+    if (!NcclWarningBenign(w.text)) return true;
+  }
+  return false;
+}
+
+// Ranks that never finished init on positive evidence: START without
+// COMPLETE (2.18+), or no COMPLETE while other ranks completed or the log
+// shows trouble. The rest of the ranks without COMPLETE are a note: the log
+// may just end before init does.
+bool InitIncomplete(const NcclLogSummary& log, std::vector<Finding>& out,
+                    std::vector<std::string>& notes) {
+  if (log.info_lines == 0) return false;  // NCCL_DEBUG=WARN: no Init COMPLETE lines to expect
   std::vector<uint64_t> completed_by_process(log.processes.size(), 0);
   uint64_t completed_ranks = 0;
   for (const NcclRank& r : log.ranks) {
     completed_by_process[r.process] += r.init_completed;
     completed_ranks += r.init_completed > 0;
   }
+  const bool trouble = InitTrouble(log);
   std::vector<std::string> stuck;
   std::set<std::string> hosts;
+  uint64_t unknown = 0;
   for (const NcclRank& r : log.ranks) {
     bool started_not_done = r.init_started > r.init_completed;
     bool never = r.init_completed == 0 && completed_by_process[r.process] == 0;
     if (!started_not_done && !never) continue;
+    if (!started_not_done && completed_ranks == 0 && !trouble) {
+      ++unknown;
+      continue;
+    }
     stuck.push_back(RankName(log, r));
     hosts.insert(log.processes[r.process].host);
   }
-  if (stuck.empty()) return;
-  bool errors = log.warn_lines > 0 || log.system_errors + log.remote_errors + log.timeouts > 0;
+  if (unknown > 0 && stuck.empty()) {
+    notes.push_back(fmt::format(
+        "init state unknown: {} rank(s) printed no Init COMPLETE, but nothing says init failed "
+        "(no Init START left open, no error, no retry): the log may end before init does",
+        unknown));
+  }
+  if (stuck.empty()) return false;
   Finding f;
   f.id = "distributed.init_incomplete";
   f.layer = Layer::kDistributed;
-  f.severity = completed_ranks > 0 || errors ? Severity::kCritical : Severity::kWarning;
+  f.severity = completed_ranks > 0 || trouble ? Severity::kCritical : Severity::kWarning;
   std::vector<std::string> host_list(hosts.begin(), hosts.end());
   f.summary = fmt::format("{} of {} rank(s) never finished NCCL init (on {}){}", stuck.size(),
                           log.ranks.size(), JoinCapped(host_list, 4),
@@ -282,12 +310,14 @@ void InitIncomplete(const NcclLogSummary& log, std::vector<Finding>& out) {
   f.evidence = {{"ranks", JoinCapped(stuck, 16)},
                 {"incomplete_ranks", static_cast<int64_t>(stuck.size())},
                 {"completed_ranks", static_cast<int64_t>(completed_ranks)},
-                {"warnings", static_cast<int64_t>(log.warn_lines)}};
+                {"warnings", static_cast<int64_t>(log.warn_lines)},
+                {"trouble_in_log", trouble}};
   f.next =
       "read the first NCCL WARN of those ranks (listed by `stallscope nccl-log`); on their "
       "hosts check MASTER_ADDR:MASTER_PORT is reachable (`nc -vz`), run `stallscope doctor`, "
       "and `py-spy dump --pid PID` if they hang";
   out.push_back(std::move(f));
+  return true;
 }
 
 }  // namespace
@@ -303,15 +333,35 @@ int NcclJobNodes(const NcclLogSummary& log) {
   return std::max(static_cast<int>(hosts.size()), nnodes);
 }
 
-std::vector<Finding> CheckNcclLog(const NcclLogSummary& log,
-                                  const std::optional<HostRdmaPorts>& host) {
-  std::vector<Finding> out;
+FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& host,
+                               std::string_view source) {
+  FindingsWithNotes result;
+  std::vector<Finding>& out = result.findings;
+  // Causes first, then what follows from them.
+  CheckNcclCudaFailure(log, source, out);
+  CheckNcclOobSocket(log, source, out);
+  CheckNcclRootUnreachable(log, source, out);
+  CheckNcclDuplicateAddress(log, out);
   WrongInterface(log, out);
+  CheckNcclLinkLocal(log, NcclJobNodes(log), out);
   RdmaUnused(log, host, out);
   ConnectFailed(log, out);
   VersionMismatch(log, out);
-  InitIncomplete(log, out);
-  return out;
+  std::vector<Finding> init;
+  bool init_failed = InitIncomplete(log, init, result.notes);
+  CheckNcclConnectTimeout(log, init_failed, out);
+  CheckNcclUnexplainedWarnings(log, source, out);
+  for (Finding& f : init) out.push_back(std::move(f));
+  return result;
+}
+
+void PreferNcclCause(Report& report) {
+  const Finding* best = nullptr;
+  for (const Finding& f : report.findings) {
+    if (f.severity != Severity::kCritical) continue;
+    if (!best || NcclCauseRank(f.id) < NcclCauseRank(best->id)) best = &f;
+  }
+  if (best) report.verdict = Verdict{best->layer, best->id, best->summary};
 }
 
 }  // namespace stallscope

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "sample/finding.h"
@@ -13,9 +14,16 @@ namespace stallscope {
 
 // The findings of a summary: network.rdma_unused, network.wrong_interface,
 // network.connect_failed, distributed.nccl_version_mismatch,
-// distributed.init_incomplete. Pure.
-std::vector<Finding> CheckNcclLog(const NcclLogSummary& log,
-                                  const std::optional<HostRdmaPorts>& host);
+// distributed.init_incomplete, and the causes of analyze/nccl_log_causes.h;
+// notes for what the log cannot tell (init's state in a log that ends
+// before it). `source` names the log in evidence ("FILE:LINE"). Pure.
+FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& host,
+                               std::string_view source = {});
+
+// The verdict of a report of NCCL findings: the critical finding to fix
+// first, causes before their consequences (NcclCauseRank), not the first by
+// layer. Leaves a report with no such finding as it is.
+void PreferNcclCause(Report& report);
 
 // How many hosts the job spans as far as the log tells: distinct hosts, or
 // NCCL's own nNodes when larger.

@@ -225,7 +225,9 @@ int RunAb(const AbFlags& flags) {
         notes.push_back("the degraded run printed no NCCL lines (" + capture +
                         "): the job did not initialise NCCL (a CPU or gloo job)");
       }
-      for (Finding& f : CheckNcclLog(nccl, std::nullopt)) findings.push_back(std::move(f));
+      for (Finding& f : CheckNcclLog(nccl, std::nullopt, capture).findings) {
+        findings.push_back(std::move(f));
+      }
     }
   }
   Report report = MakeReport(std::move(findings), checked, notes);

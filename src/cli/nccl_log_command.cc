@@ -76,8 +76,11 @@ CommandRunner SetupNcclLog(CLI::App& app) {
           "interfaces, transports and init");
     }
     notes.push_back("memory and io layers are not judged from an NCCL log");
+    FindingsWithNotes checked = CheckNcclLog(*log, host, source);
+    notes.insert(notes.end(), checked.notes.begin(), checked.notes.end());
     Report report =
-        MakeReport(CheckNcclLog(*log, host), {Layer::kNetwork, Layer::kDistributed}, notes);
+        MakeReport(std::move(checked.findings), {Layer::kNetwork, Layer::kDistributed}, notes);
+    PreferNcclCause(report);
     ReportHeader header{"nccl-log", host ? host->hostname : "", UtcNow(), 0};
     std::string out = flags->json ? JsonText(NcclLogToJson(source, *log, header, report)) + "\n"
                                   : RenderNcclLogText(source, *log, header, report);

@@ -511,6 +511,7 @@ void NcclLogParser::Feed(std::string_view chunk) {
     if (!nl) return;
     std::string line = std::move(tail_);
     tail_.clear();
+    ++line_no_;
     AnyLine(line);
     cutting_ = false;
     chunk.remove_prefix(take + 1);
@@ -541,6 +542,7 @@ void NcclLogParser::ScanLines(std::string_view text) {
       ++summary_.dropped;  // cut, as a line split across Feeds is
       line = line.substr(0, kNcclMaxLineBytes);
     }
+    ++line_no_;
     AnyLine(line);
   }
 }
@@ -572,6 +574,8 @@ void NcclLogParser::AnyLine(std::string_view line) {
     // prefix, no decoration and no NCCL marker of its own.
     std::string held = std::move(wrapped_);
     wrapped_.clear();
+    const uint64_t now = line_no_;
+    line_no_ = wrapped_line_no_;
     bool rest_of_it =
         !line.empty() && line[0] != ' ' && line[0] != '\t' && line.size() <= held.size() &&
         !FindNccl(line.data(), line.data() + line.size()) && ReadLineHead(line).content == 0;
@@ -579,10 +583,12 @@ void NcclLogParser::AnyLine(std::string_view line) {
       held.append(line);
       ++summary_.joined_lines;
       Dispatch(held);
+      line_no_ = now;
       longest_line_ = std::max(longest_line_, line.size());
       return;
     }
     Dispatch(held);
+    line_no_ = now;
   }
   // Held only when no line so far was longer: a log that has one is not
   // wrapped at that width.
@@ -590,6 +596,7 @@ void NcclLogParser::AnyLine(std::string_view line) {
   longest_line_ = std::max(longest_line_, line.size());
   if (may_be_wrapped && FindNccl(line.data(), line.data() + line.size())) {
     wrapped_.assign(line.data(), line.size());
+    wrapped_line_no_ = line_no_;
     return;
   }
   Dispatch(line);
@@ -617,11 +624,13 @@ NcclLogSummary NcclLogParser::Finish() {
   if (!tail_.empty()) {
     std::string line = std::move(tail_);
     tail_.clear();
+    ++line_no_;
     AnyLine(line);
   }
   if (!wrapped_.empty()) {
     std::string held = std::move(wrapped_);
     wrapped_.clear();
+    line_no_ = wrapped_line_no_;
     Dispatch(held);
   }
   cutting_ = false;
@@ -885,6 +894,7 @@ void NcclLogParser::PeerFailure(std::string_view peer, std::string_view reason, 
   NcclPeerFailure f;
   f.peer = std::string(peer);
   f.reason = std::string(reason);
+  f.first_line = line_no_;
   if (rank != kNoRank) f.first_seen_by = ProcessOf(rank).Name();
   f.count = 1;
   summary_.peer_failures.push_back(std::move(f));
@@ -978,7 +988,11 @@ void NcclLogParser::Warn(size_t rank, std::string_view msg) {
   }
   NcclWarning w;
   w.text = std::string(text);
-  if (rank != kNoRank) w.first_seen_by = ProcessOf(rank).Name();
+  if (rank != kNoRank) {
+    w.first_seen_by = ProcessOf(rank).Name();
+    w.first_seen_dev = summary_.ranks[rank].cuda_dev;
+  }
+  w.first_line = line_no_;
   w.count = 1;
   summary_.warnings.push_back(std::move(w));
 }

@@ -136,8 +136,10 @@ class NcclLogParser {
   std::string wrapped_;
   std::string scratch_;  // a line without its escape codes
   size_t longest_line_ = 0;
-  bool has_cr_ = true;    // the chunk being scanned holds a '\r'
-  int layout_ranks_ = 0;  // ranks in rank 0's ring layouts; -1: they differ
+  uint64_t line_no_ = 0;          // the line being read, 1-based
+  uint64_t wrapped_line_no_ = 0;  // the held line's
+  bool has_cr_ = true;            // the chunk being scanned holds a '\r'
+  int layout_ranks_ = 0;          // ranks in rank 0's ring layouts; -1: they differ
 };
 
 // Every string of `summary` as valid UTF-8 (stray bytes become U+FFFD).

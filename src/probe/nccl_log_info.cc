@@ -159,6 +159,8 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
         if (SetOnceInterfaces(process.ib_devices, devices)) ++summary_.dropped;
         if (oob != std::string_view::npos) {
           if (SetOnceInterfaces(process.ib_oob, list.substr(oob + 4))) ++summary_.dropped;
+          // "; OOB :" or a cut "; OOB": IB has no socket for its handshake.
+          if (process.ib_oob.empty()) process.ib_oob_empty = true;
         }
       } else if (StartsWith(msg, "NET/IB : No device found")) {
         process.ib_no_device = true;

@@ -71,6 +71,7 @@ struct NcclProcess {
   std::vector<NcclInterface> ib_devices;  // "NET/IB : Using [0]mlx5_0:1/IB ..."
   std::vector<NcclInterface> ib_oob;      // "... ; OOB eth0:10.0.0.1<0>"
   bool ib_no_device = false;              // "NET/IB : No device found."
+  bool ib_oob_empty = false;              // "NET/IB : Using ... ; OOB :" with no interface
   bool ib_disabled = false;               // "NCCL_IB_DISABLE set by environment to 1"
   std::string network;                    // "Using network Socket|IB|<plugin>"
   std::string socket_ifname;              // "NCCL_SOCKET_IFNAME set by environment to X"
@@ -91,12 +92,15 @@ struct NcclPeerFailure {
   std::string reason;         // the first reason seen: "Connection refused"
   std::string first_seen_by;  // "host:pid"
   uint64_t count = 0;
+  uint64_t first_line = 0;  // 1-based line of the log
 };
 
 struct NcclWarning {
   std::string text;  // the message after "NCCL WARN", cut at 200 bytes
   std::string first_seen_by;
   uint64_t count = 0;
+  int first_seen_dev = -1;  // the [cudaDev] of its first line
+  uint64_t first_line = 0;  // 1-based line of the log
 };
 
 // "AllReduce: 1048576 Bytes -> Algo RING proto LL128" (TUNING) or

@@ -134,7 +134,7 @@ TEST(NcclHostNetworkFindings, LoopbackKeepsNetworkFindingsOnly) {
   }
   EXPECT_NE(std::find(ids.begin(), ids.end(), "network.wrong_interface"), ids.end());
   // All of CheckNcclLog's distributed findings stay with `nccl-log`.
-  for (const Finding& f : CheckNcclLog(log->summary, std::nullopt)) {
+  for (const Finding& f : CheckNcclLog(log->summary, std::nullopt).findings) {
     bool kept = std::find(ids.begin(), ids.end(), f.id) != ids.end();
     EXPECT_EQ(kept, f.layer == Layer::kNetwork) << f.id;
   }

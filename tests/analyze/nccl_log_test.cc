@@ -179,7 +179,7 @@ TEST(NcclLog, V210SingleNodeHealthy) {
   EXPECT_EQ(log.ranks[0].trees, "[0] 1/-1/-1->0->-1 [1] 1/-1/-1->0->-1");
   // One host, sockets never used between hosts: nothing to report, even
   // with RDMA ports on this host.
-  EXPECT_TRUE(CheckNcclLog(log, HostRdmaPorts{"dgx1", {"mlx5_0:1 InfiniBand"}}).empty());
+  EXPECT_TRUE(CheckNcclLog(log, HostRdmaPorts{"dgx1", {"mlx5_0:1 InfiniBand"}}).findings.empty());
 }
 
 TEST(NcclLog, V214DockerBridgeTimeouts) {
@@ -196,7 +196,7 @@ TEST(NcclLog, V214DockerBridgeTimeouts) {
   EXPECT_EQ(log.peer_failures[0].first_seen_by, "trainer-1:59");
   EXPECT_EQ(log.peer_failures[1].peer, "172.17.0.3<39211>");
 
-  auto findings = CheckNcclLog(log, HostRdmaPorts{"trainer-0", {"mlx5_0:1 InfiniBand"}});
+  auto findings = CheckNcclLog(log, HostRdmaPorts{"trainer-0", {"mlx5_0:1 InfiniBand"}}).findings;
   const Finding* wrong = Find(findings, "network.wrong_interface");
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->severity, Severity::kCritical);
@@ -220,7 +220,7 @@ TEST(NcclLog, V214DockerBridgeTimeouts) {
   EXPECT_NE(EvidenceString(*rdma, "why").find("/dev/infiniband"), std::string::npos);
   EXPECT_EQ(EvidenceString(*rdma, "processes_on_sockets"), "trainer-0:61, trainer-0:62");
   // Without the host's ports the log alone does not show RDMA.
-  EXPECT_FALSE(Find(CheckNcclLog(log, std::nullopt), "network.rdma_unused"));
+  EXPECT_FALSE(Find(CheckNcclLog(log, std::nullopt).findings, "network.rdma_unused"));
 }
 
 TEST(NcclLog, V218MultiNodeIbHealthy) {
@@ -247,12 +247,12 @@ TEST(NcclLog, V218MultiNodeIbHealthy) {
   EXPECT_EQ(ib, 8u);
   EXPECT_EQ(gdr, 8u);
   EXPECT_EQ(p2p, 4u);
-  EXPECT_TRUE(CheckNcclLog(log, HostRdmaPorts{"gpu-a", {"mlx5_0:1 InfiniBand"}}).empty());
+  EXPECT_TRUE(CheckNcclLog(log, HostRdmaPorts{"gpu-a", {"mlx5_0:1 InfiniBand"}}).findings.empty());
 }
 
 TEST(NcclLog, V218SocketWhileIbFound) {
   NcclLogSummary log = ParseNcclLog(Fixture("v2_18_socket_while_ib_found.log"));
-  auto findings = CheckNcclLog(log, std::nullopt);
+  auto findings = CheckNcclLog(log, std::nullopt).findings;
   ASSERT_EQ(findings.size(), 1u) << findings[0].id;
   const Finding& f = findings[0];
   EXPECT_EQ(f.id, "network.rdma_unused");
@@ -277,7 +277,7 @@ TEST(NcclLog, V221VersionMismatchAndInitHang) {
   EXPECT_EQ(log.algorithms[1].count, 2u);
   EXPECT_EQ(log.algorithms[2].text, "Ring/LL");
 
-  auto findings = CheckNcclLog(log, std::nullopt);
+  auto findings = CheckNcclLog(log, std::nullopt).findings;
   const Finding* version = Find(findings, "distributed.nccl_version_mismatch");
   ASSERT_TRUE(version);
   EXPECT_EQ(version->severity, Severity::kCritical);
@@ -308,7 +308,7 @@ TEST(NcclLog, V223SingleNodeLoopbackNvlsTimings) {
   EXPECT_EQ(log.algorithms[0].text, "AllReduce NVLS/Simple");
   EXPECT_EQ(log.algorithms[0].count, 2u);
   EXPECT_EQ(log.algorithms[1].text, "AllGather RING/LL128");
-  auto findings = CheckNcclLog(log, std::nullopt);
+  auto findings = CheckNcclLog(log, std::nullopt).findings;
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].id, "network.wrong_interface");
   EXPECT_EQ(findings[0].severity, Severity::kInfo);  // one host: harmless today
@@ -320,7 +320,7 @@ TEST(NcclLog, V228MultiNodeLoopbackRefused) {
   NcclLogSummary log = ParseNcclLog(Fixture("v2_28_multinode_lo_refused.log"));
   EXPECT_EQ(NcclJobNodes(log), 2);
   EXPECT_EQ(log.remote_errors, 2u);  // NCCL's WARN and PyTorch's error line
-  auto findings = CheckNcclLog(log, std::nullopt);
+  auto findings = CheckNcclLog(log, std::nullopt).findings;
   const Finding* wrong = Find(findings, "network.wrong_interface");
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->severity, Severity::kCritical);
@@ -352,8 +352,8 @@ TEST(NcclLog, ChunkedFeedEqualsWhole) {
       EXPECT_EQ(chunked.peer_failures.size(), whole.peer_failures.size()) << name;
       EXPECT_EQ(chunked.rings, whole.rings) << name;
       EXPECT_EQ(chunked.bytes, text.size());
-      EXPECT_EQ(CheckNcclLog(chunked, std::nullopt).size(),
-                CheckNcclLog(whole, std::nullopt).size())
+      EXPECT_EQ(CheckNcclLog(chunked, std::nullopt).findings.size(),
+                CheckNcclLog(whole, std::nullopt).findings.size())
           << name << " step " << step;
     }
   }
@@ -390,7 +390,7 @@ TEST(NcclLog, CrlfAndEmptyInput) {
   EXPECT_EQ(log.processes[0].version, "2.21.5+cuda12.4");
   NcclLogSummary empty = ParseNcclLog("");
   EXPECT_EQ(empty.nccl_lines, 0u);
-  EXPECT_TRUE(CheckNcclLog(empty, std::nullopt).empty());
+  EXPECT_TRUE(CheckNcclLog(empty, std::nullopt).findings.empty());
 }
 
 }  // namespace

@@ -1,0 +1,342 @@
+// The causes an NCCL log names of its own failures (see nccl_log_causes.h).
+#include "analyze/nccl_log_causes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/text.h"
+
+namespace stallscope {
+namespace {
+
+bool Has(std::string_view text, std::string_view needle) {
+  return text.find(needle) != std::string_view::npos;
+}
+
+std::string Joined(const std::vector<std::string>& items, size_t cap = 8) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < cap; ++i) {
+    if (i) out += "; ";
+    out += items[i];
+  }
+  if (items.size() > cap) out += fmt::format("; and {} more", items.size() - cap);
+  return out;
+}
+
+std::string Who(const NcclWarning& w) {
+  if (w.first_seen_by.empty()) return "(no prefix)";
+  return w.first_seen_dev >= 0 ? fmt::format("{} [{}]", w.first_seen_by, w.first_seen_dev)
+                               : w.first_seen_by;
+}
+
+const NcclProcess* ProcessNamed(const NcclLogSummary& log, std::string_view name) {
+  for (const NcclProcess& p : log.processes) {
+    if (p.Name() == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string InterfaceText(const NcclInterface& i) {
+  return i.address.empty() ? i.name : i.name + ":" + i.address;
+}
+
+bool IsTunnel(std::string_view name) {
+  return StartsWith(name, "ip6tnl") || StartsWith(name, "tunl") || StartsWith(name, "sit") ||
+         StartsWith(name, "gre") || StartsWith(name, "ip6gre");
+}
+
+bool IsTimeoutReason(std::string_view reason) {
+  return Has(reason, "timed out") || Has(reason, "No route to host") ||
+         Has(reason, "unreachable") || Has(reason, "exceeded timeouts");
+}
+
+}  // namespace
+
+std::string NcclLogPlace(std::string_view source, uint64_t line) {
+  if (line == 0) return source.empty() ? "-" : std::string(source);
+  return source.empty() ? fmt::format("line {}", line) : fmt::format("{}:{}", source, line);
+}
+
+bool NcclWarningExplained(std::string_view t) {
+  static constexpr std::string_view kRead[] = {
+      "Connect to ", "connect to ", "PollConnect", "Call to recv", "Call to send",
+      "Connection closed by remote peer", "Call to connect", "exceeded timeouts",
+      "exceeded retries", "connect returned", "No interface found in the same subnet",
+      "Mismatched NCCL version", "NCCL version mismatch", "Cuda failure", "CUDA IPC handle",
+      "Socket creation failed", "Call to socket failed", "unhandled system error",
+      "remote process exited", "Timeout waiting", "timed out waiting",
+      // the proxy's echo of a failed connect
+      "Failed to execute operation Connect"};
+  for (std::string_view k : kRead) {
+    if (Has(t, k)) return true;
+  }
+  return false;
+}
+
+bool NcclWarningBenign(std::string_view t) {
+  // A host without RDMA libraries that uses sockets, a missing net plugin:
+  // NCCL falls back and says so.
+  return Has(t, "libibverbs") || Has(t, "NET/Plugin") || Has(t, "libnccl-net");
+}
+
+void CheckNcclCudaFailure(const NcclLogSummary& log, std::string_view source,
+                          std::vector<Finding>& out) {
+  std::vector<std::string> errors;
+  std::set<std::string> hosts;
+  uint64_t count = 0;
+  std::string first_place;
+  bool ipc = false;
+  for (const NcclWarning& w : log.warnings) {
+    bool cuda =
+        Has(w.text, "Cuda failure") || Has(w.text, "CUDA IPC handle") || Has(w.text, "peer access");
+    if (!cuda) continue;
+    ipc = ipc || Has(w.text, "IPC");
+    errors.push_back(fmt::format("{} on {}{}", w.text, Who(w),
+                                 w.count > 1 ? fmt::format(" ({}x)", w.count) : ""));
+    if (!w.first_seen_by.empty())
+      hosts.insert(w.first_seen_by.substr(0, w.first_seen_by.rfind(':')));
+    count += w.count;
+    if (first_place.empty()) first_place = NcclLogPlace(source, w.first_line);
+  }
+  if (errors.empty()) return;
+  Finding f;
+  f.id = "distributed.nccl_cuda_failure";
+  f.layer = Layer::kDistributed;
+  f.severity = Severity::kCritical;
+  f.summary = fmt::format("NCCL's set-up failed on the GPU side: {}", errors.front());
+  f.evidence = {{"errors", Joined(errors)},
+                {"hosts", Joined(std::vector<std::string>(hosts.begin(), hosts.end()))},
+                {"count", static_cast<int64_t>(count)},
+                {"first_at", first_place}};
+  f.next = ipc ? "peers on one host could not share GPU memory: run the ranks in one container "
+                 "(or with --ipc=host and one PID namespace), check `nvidia-smi topo -p2p r`, "
+                 "or set NCCL_P2P_DISABLE=1 to confirm"
+               : "on that host: `nvidia-smi` (the GPU healthy and visible?), the driver against "
+                 "NCCL's +cuda suffix (`stallscope nccl-log` prints both), CUDA_VISIBLE_DEVICES "
+                 "and the device each rank selects; `stallscope doctor` there";
+  out.push_back(std::move(f));
+}
+
+void CheckNcclOobSocket(const NcclLogSummary& log, std::string_view source,
+                        std::vector<Finding>& out) {
+  std::vector<std::string> what;
+  std::string first_place;
+  for (const NcclWarning& w : log.warnings) {
+    if (!Has(w.text, "Socket creation failed") && !Has(w.text, "Call to socket failed")) continue;
+    what.push_back(fmt::format("{} on {}", w.text, Who(w)));
+    if (first_place.empty()) first_place = NcclLogPlace(source, w.first_line);
+  }
+  for (const NcclProcess& p : log.processes) {
+    if (p.ib_oob_empty && !p.ib_disabled && !p.ib_devices.empty()) {
+      what.push_back(fmt::format("{}: NET/IB lists devices with an empty OOB interface", p.Name()));
+    }
+  }
+  if (what.empty()) return;
+  Finding f;
+  f.id = "network.oob_socket_failed";
+  f.layer = Layer::kNetwork;
+  f.severity = Severity::kCritical;
+  f.summary =
+      fmt::format("NCCL could not open the socket its IB connections start over: {}", what.front());
+  f.evidence = {{"failures", Joined(what)}, {"count", static_cast<int64_t>(what.size())}};
+  if (!first_place.empty()) f.evidence.push_back({"first_at", first_place});
+  f.next =
+      "the out-of-band interface has no address of the family NCCL asked for: set "
+      "NCCL_SOCKET_FAMILY=AF_INET (or AF_INET6) and NCCL_SOCKET_IFNAME / NCCL_IB_OOB_IFNAME "
+      "(2.21+) "
+      "to an interface with such an address (`ip -br addr`)";
+  out.push_back(std::move(f));
+}
+
+void CheckNcclRootUnreachable(const NcclLogSummary& log, std::string_view source,
+                              std::vector<Finding>& out) {
+  for (const NcclPeerFailure& p : log.peer_failures) {
+    if (p.reason != "no local interface in the same subnet") continue;
+    std::vector<std::string> local;
+    if (const NcclProcess* proc = ProcessNamed(log, p.first_seen_by)) {
+      for (const NcclInterface& i : proc->bootstrap) local.push_back(InterfaceText(i));
+      for (const NcclInterface& i : proc->net_socket) local.push_back(InterfaceText(i));
+    }
+    bool bind = false;
+    for (const NcclWarning& w : log.warnings) bind = bind || Has(w.text, "bind failed");
+    Finding f;
+    f.id = "network.root_unreachable";
+    f.layer = Layer::kNetwork;
+    f.severity = Severity::kCritical;
+    f.summary = fmt::format(
+        "the bootstrap root {} is in no subnet of {}'s interfaces ({}): NCCL cannot reach it",
+        p.peer, p.first_seen_by.empty() ? "the host" : p.first_seen_by,
+        local.empty() ? "none printed" : Joined(local));
+    f.evidence = {{"root", p.peer},
+                  {"local_addresses", local.empty() ? "none printed" : Joined(local)},
+                  {"seen_by", p.first_seen_by.empty() ? "-" : p.first_seen_by},
+                  {"first_at", NcclLogPlace(source, p.first_line)},
+                  {"bind_failed", bind}};
+    f.next =
+        "MASTER_ADDR (or NCCL_COMM_ID) names an address this host has no route to on its "
+        "interfaces: use the root's address on the training network, or set "
+        "NCCL_SOCKET_IFNAME to this host's interface in the root's subnet";
+    out.push_back(std::move(f));
+    return;  // one root
+  }
+}
+
+void CheckNcclConnectTimeout(const NcclLogSummary& log, bool init_failed,
+                             std::vector<Finding>& out) {
+  std::vector<std::string> peers;
+  for (const NcclPeerFailure& p : log.peer_failures) {
+    if (IsTimeoutReason(p.reason)) peers.push_back(fmt::format("{} ({})", p.peer, p.reason));
+  }
+  bool retries = log.connect_retries > 0 && IsTimeoutReason(log.connect_retry_reason);
+  if (peers.empty() && !retries) return;
+  if (retries && !log.connect_retry_peer.empty() && peers.empty()) {
+    peers.push_back(fmt::format("{} ({})", log.connect_retry_peer, log.connect_retry_reason));
+  }
+  Finding f;
+  f.id = "network.connect_timeout";
+  f.layer = Layer::kNetwork;
+  f.severity = init_failed ? Severity::kCritical : Severity::kWarning;
+  f.summary = fmt::format(
+      "NCCL's connects time out{}: traffic is dropped or unroutable (a refused connect would "
+      "return at once)",
+      peers.empty() ? "" : " to " + peers.front());
+  f.evidence = {{"peers", peers.empty() ? "not printed" : Joined(peers)},
+                {"connect_retries", static_cast<int64_t>(log.connect_retries)},
+                {"retry_reason", log.connect_retry_reason.empty() ? "-" : log.connect_retry_reason},
+                {"init_failed", init_failed}};
+  if (log.connect_retry_limit > 0) {
+    f.evidence.push_back(
+        {"attempts", fmt::format("{} of {}", log.connect_retry_max, log.connect_retry_limit)});
+  }
+  f.next =
+      "from the host that retried: `ip route get PEER_IP` (which interface?), `nc -vz -w 3 "
+      "PEER_IP PORT` (a timeout is a firewall dropping, or a route that goes nowhere); a "
+      "security group or NetworkPolicy must allow NCCL's ports between the hosts";
+  out.push_back(std::move(f));
+}
+
+void CheckNcclDuplicateAddress(const NcclLogSummary& log, std::vector<Finding>& out) {
+  // Bootstrap listens on the first interface listed: two hosts announcing
+  // one address (NAT, or each container's own bridge) reach themselves.
+  std::map<std::string, std::set<std::string>> hosts_of;
+  for (const NcclProcess& p : log.processes) {
+    if (p.bootstrap.empty() || p.bootstrap[0].address.empty()) continue;
+    const std::string& a = p.bootstrap[0].address;
+    if (StartsWith(a, "127.") || a == "::1") continue;  // network.wrong_interface's
+    hosts_of[a].insert(p.host);
+  }
+  for (const auto& [address, hosts] : hosts_of) {
+    if (hosts.size() < 2) continue;
+    std::vector<std::string> list(hosts.begin(), hosts.end());
+    Finding f;
+    f.id = "network.duplicate_address";
+    f.layer = Layer::kNetwork;
+    f.severity = Severity::kCritical;
+    f.summary = fmt::format("{} hosts announce the same bootstrap address {}: {}", hosts.size(),
+                            address, Joined(list, 4));
+    f.evidence = {{"address", address},
+                  {"hosts", Joined(list)},
+                  {"host_count", static_cast<int64_t>(hosts.size())}};
+    f.next =
+        "each host must bootstrap on an address the others can reach: containers on their own "
+        "bridge or NAT all show one address; use --network host (hostNetwork), or "
+        "NCCL_SOCKET_IFNAME naming the host's real interface";
+    out.push_back(std::move(f));
+  }
+}
+
+void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::vector<Finding>& out) {
+  bool bootstrap_first = false;
+  std::set<std::string> chosen;
+  std::vector<std::string> processes;
+  for (const NcclProcess& p : log.processes) {
+    bool any = false;
+    auto check = [&](const std::vector<NcclInterface>& list, bool is_bootstrap) {
+      for (size_t i = 0; i < list.size(); ++i) {
+        const NcclInterface& iface = list[i];
+        if (!StartsWith(iface.address, "fe80:") && !IsTunnel(iface.name)) continue;
+        chosen.insert(InterfaceText(iface));
+        any = true;
+        if (is_bootstrap && i == 0) bootstrap_first = true;
+      }
+    };
+    check(p.bootstrap, true);
+    check(p.net_socket, false);
+    check(p.ib_oob, false);
+    if (any) processes.push_back(p.Name());
+  }
+  if (chosen.empty()) return;
+  std::vector<std::string> list(chosen.begin(), chosen.end());
+  Finding f;
+  f.id = "network.link_local_interface";
+  f.layer = Layer::kNetwork;
+  // Listed (not bootstrapped over) on a job of one host: nothing crosses it.
+  f.severity = bootstrap_first ? Severity::kCritical
+               : hosts > 1     ? Severity::kWarning
+                               : Severity::kInfo;
+  f.summary = fmt::format("NCCL {} a link-local or tunnel interface: {}",
+                          bootstrap_first ? "bootstraps over" : "lists", list.front());
+  f.evidence = {{"interfaces", Joined(list)},
+                {"processes", Joined(processes)},
+                {"bootstrap_first", bootstrap_first}};
+  f.next =
+      "fe80:: addresses reach only the same link and tunnels add their own hop: set "
+      "NCCL_SOCKET_IFNAME to the training interface (e.g. '^ip6tnl,tunl,sit,gre,lo,docker' "
+      "excludes), NCCL_SOCKET_FAMILY=AF_INET if IPv6 is not routed";
+  out.push_back(std::move(f));
+}
+
+void CheckNcclUnexplainedWarnings(const NcclLogSummary& log, std::string_view source,
+                                  std::vector<Finding>& out) {
+  bool no_subnet = false;
+  for (const NcclPeerFailure& p : log.peer_failures) {
+    no_subnet = no_subnet || p.reason == "no local interface in the same subnet";
+  }
+  std::vector<std::string> listed;
+  uint64_t lines = 0;
+  for (const NcclWarning& w : log.warnings) {
+    if (NcclWarningExplained(w.text) || NcclWarningBenign(w.text)) continue;
+    if (no_subnet && Has(w.text, "bind failed")) continue;  // network.root_unreachable's
+    if (Has(w.text, "output empty list")) continue;         // a libfabric provider's absence
+    listed.push_back(fmt::format("{} ({}, {}{})", w.text, NcclLogPlace(source, w.first_line),
+                                 Who(w), w.count > 1 ? fmt::format(", {}x", w.count) : ""));
+    lines += w.count;
+  }
+  if (listed.empty()) return;
+  Finding f;
+  f.id = "distributed.nccl_warning";
+  f.layer = Layer::kDistributed;
+  f.severity = Severity::kWarning;
+  f.summary = fmt::format("NCCL warned {} time(s) of what no rule here explains: {}", lines,
+                          listed.front());
+  f.evidence = {{"warnings", Joined(listed)},
+                {"distinct", static_cast<int64_t>(listed.size())},
+                {"lines", static_cast<int64_t>(lines)}};
+  f.next =
+      "read each at its FILE:LINE with the lines before it; NCCL's source file:line in the "
+      "WARN names the check that failed (github.com/NVIDIA/nccl at the version printed)";
+  out.push_back(std::move(f));
+}
+
+int NcclCauseRank(std::string_view id) {
+  static constexpr std::string_view kOrder[] = {"distributed.nccl_cuda_failure",
+                                                "network.oob_socket_failed",
+                                                "network.root_unreachable",
+                                                "network.duplicate_address",
+                                                "network.wrong_interface",
+                                                "network.link_local_interface",
+                                                "distributed.nccl_version_mismatch",
+                                                "network.connect_timeout",
+                                                "network.connect_failed",
+                                                "network.rdma_unused",
+                                                "distributed.init_incomplete"};
+  for (size_t i = 0; i < std::size(kOrder); ++i) {
+    if (kOrder[i] == id) return static_cast<int>(i);
+  }
+  return static_cast<int>(std::size(kOrder));
+}
+
+}  // namespace stallscope

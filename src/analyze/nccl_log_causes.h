@@ -1,0 +1,48 @@
+// The causes an NCCL log names of its own failures, each its own finding so
+// that the verdict names what to fix first: the GPU side of NCCL's set-up
+// (Cuda failures, IPC handles), the IB out-of-band socket, a bootstrap root
+// in no local subnet, connects that time out, one address on two hosts, a
+// link-local or tunnel interface chosen, and every WARN no rule explains.
+// Pure; called by CheckNcclLog (nccl_log_rules.h), whose consequences
+// (distributed.init_incomplete) they come before. Thresholds and reasons are
+// in the catalog under the same ids.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sample/finding.h"
+#include "sample/nccl_log.h"
+
+namespace stallscope {
+
+// "FILE:LINE" for a line of the log (or "line N" when the source is unnamed).
+std::string NcclLogPlace(std::string_view source, uint64_t line);
+
+void CheckNcclCudaFailure(const NcclLogSummary& log, std::string_view source,
+                          std::vector<Finding>& out);
+void CheckNcclOobSocket(const NcclLogSummary& log, std::string_view source,
+                        std::vector<Finding>& out);
+void CheckNcclRootUnreachable(const NcclLogSummary& log, std::string_view source,
+                              std::vector<Finding>& out);
+// `init_failed`: some rank never finished init, on positive evidence.
+void CheckNcclConnectTimeout(const NcclLogSummary& log, bool init_failed,
+                             std::vector<Finding>& out);
+void CheckNcclDuplicateAddress(const NcclLogSummary& log, std::vector<Finding>& out);
+void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::vector<Finding>& out);
+// WARN lines none of the rules above or in nccl_log_rules.cc explains.
+void CheckNcclUnexplainedWarnings(const NcclLogSummary& log, std::string_view source,
+                                  std::vector<Finding>& out);
+
+// Whether a WARN's text is one a rule reads (a connect failure, a Cuda
+// failure, a version mismatch, ...), or one that is harmless on its own.
+bool NcclWarningExplained(std::string_view text);
+bool NcclWarningBenign(std::string_view text);
+
+// Which of the log's critical findings is fixed first: causes before their
+// consequences (see the catalog's "distributed.init_incomplete"). Lower is
+// first; ids not listed rank after all that are.
+int NcclCauseRank(std::string_view id);
+
+}  // namespace stallscope

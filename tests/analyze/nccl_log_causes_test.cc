@@ -1,0 +1,228 @@
+// The causes an NCCL log names (analyze/nccl_log_causes.h) and the
+// positive-evidence rule of distributed.init_incomplete: for each rule, a log
+// that must raise it (with its severity and evidence) and the false alarms
+// it must not raise; and the verdict that names the cause first.
+#include "analyze/nccl_log_causes.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "analyze/catalog.h"
+#include "analyze/nccl_log_rules.h"
+#include "analyze/report.h"
+#include "finding_matchers.h"
+#include "probe/nccl_log.h"
+
+namespace stallscope {
+namespace {
+
+FindingsWithNotes Check(const std::string& text) {
+  return CheckNcclLog(ParseNcclLog(text), std::nullopt, "job.log");
+}
+
+const Finding* Of(const FindingsWithNotes& r, std::string_view id) { return Find(r.findings, id); }
+
+// Two hosts, both through init: the base the failures are added to.
+const std::string kTwoHostsDone =
+    "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+    "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+    "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+    "b:2:2 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n";
+
+TEST(NcclCauses, EveryIdIsInTheCatalog) {
+  for (const char* id :
+       {"distributed.nccl_cuda_failure", "network.oob_socket_failed", "network.root_unreachable",
+        "network.connect_timeout", "network.duplicate_address", "network.link_local_interface",
+        "distributed.nccl_warning"}) {
+    const Rule* rule = FindRule(id);
+    ASSERT_NE(rule, nullptr) << id;
+    EXPECT_EQ(std::string(LayerName(rule->layer)) + "." +
+                  std::string(id).substr(std::string(id).find('.') + 1),
+              id);
+  }
+}
+
+TEST(NcclCauses, CudaFailureIsNamedBeforeTheInitItStopped) {
+  auto r = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "b:2:2 [3] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START\n"
+      "\n"
+      "b:2:2 [3] transport.cc:154 NCCL WARN Cuda failure 'invalid argument'\n"
+      "a:1:5 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
+      "b<4000>\n");
+  const Finding* f = Of(r, "distributed.nccl_cuda_failure");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_EQ(f->severity, Severity::kCritical);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "first_at"), "job.log:5");
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "hosts"), "b");
+  EXPECT_NE(EvidenceOf<std::string>(*f, "errors").find("b:2 [3]"), std::string::npos);
+  ASSERT_NE(Of(r, "network.connect_failed"), nullptr);
+  ASSERT_NE(Of(r, "distributed.init_incomplete"), nullptr);
+  // By layer the network's lost peer would come first; the cause is the GPU.
+  Report report = MakeReport(r.findings, {Layer::kNetwork, Layer::kDistributed}, r.notes);
+  EXPECT_EQ(report.verdict.finding, "network.connect_failed");
+  PreferNcclCause(report);
+  EXPECT_EQ(report.verdict.finding, "distributed.nccl_cuda_failure");
+}
+
+TEST(NcclCauses, OobSocketFailureButNotWhenIbIsDisabled) {
+  auto r = Check(kTwoHostsDone +
+                 "a:1:1 [0] misc/socket.cc:1 NCCL WARN Net : Socket creation failed : Address "
+                 "family not supported by protocol\n");
+  const Finding* f = Of(r, "network.oob_socket_failed");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_EQ(f->severity, Severity::kCritical);
+  auto empty_oob =
+      Check(kTwoHostsDone + "a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB :\n");
+  EXPECT_NE(Of(empty_oob, "network.oob_socket_failed"), nullptr) << Ids(empty_oob.findings);
+  auto disabled = Check(kTwoHostsDone +
+                        "a:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
+                        "a:1:1 [0] NCCL INFO NET/IB : Using [RO]; OOB :\n");
+  EXPECT_EQ(Of(disabled, "network.oob_socket_failed"), nullptr) << Ids(disabled.findings);
+}
+
+TEST(NcclCauses, RootInNoLocalSubnet) {
+  auto r = Check(
+      "b:2:2 [0] NCCL INFO Bootstrap: Using eth1:192.168.8.8<0>\n"
+      "b:2:2 [0] NCCL INFO NET/Socket : Using [0]eth1:192.168.8.8<0>\n"
+      "\n"
+      "b:2:3 [0] misc/socket.cc:383 NCCL WARN Net : No interface found in the same subnet as "
+      "remote address 192.168.7.7<41231>\n"
+      "\n"
+      "b:2:3 [0] misc/socket.cc:512 NCCL WARN Call to bind failed: Cannot assign requested "
+      "address\n");
+  const Finding* f = Of(r, "network.root_unreachable");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "root"), "192.168.7.7<41231>");
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "local_addresses"), "eth1:192.168.8.8; eth1:192.168.8.8");
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "first_at"), "job.log:4");
+  EXPECT_TRUE(EvidenceOf<bool>(*f, "bind_failed"));
+  // The bind failure is the root's consequence, not an unexplained warning.
+  EXPECT_EQ(Of(r, "distributed.nccl_warning"), nullptr) << Ids(r.findings);
+}
+
+TEST(NcclCauses, ConnectsThatTimeOutNotOnesRefused) {
+  const std::string retries =
+      "a:1:9 [0] NCCL INFO socketStartConnect: connect to 10.0.0.2<42017> returned Connection "
+      "timed out, retrying (3/34) after sleep for 300 msec\n";
+  auto warned = Check(kTwoHostsDone + retries);
+  const Finding* f = Of(warned, "network.connect_timeout");
+  ASSERT_NE(f, nullptr) << Ids(warned.findings);
+  EXPECT_EQ(f->severity, Severity::kWarning);  // init went through
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "attempts"), "3 of 34");
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "peers"), "10.0.0.2<42017> (Connection timed out)");
+  auto stuck = Check(
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START\n" + retries);
+  f = Of(stuck, "network.connect_timeout");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kCritical);
+  auto refused = Check(kTwoHostsDone +
+                       "a:1:9 [0] NCCL INFO Call to connect returned Connection refused, "
+                       "retrying\n");
+  EXPECT_EQ(Of(refused, "network.connect_timeout"), nullptr) << Ids(refused.findings);
+}
+
+TEST(NcclCauses, OneAddressOnTwoHosts) {
+  auto r = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:172.18.0.2<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:172.18.0.2<0>\n");
+  const Finding* f = Of(r, "network.duplicate_address");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "hosts"), "a; b");
+  // Two processes of one host share it, as they should; a second interface
+  // listed after the first is not what bootstrap uses.
+  auto fine = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "a:3:3 [1] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.2<0> [1]docker0:172.17.0.1<0>\n"
+      "a:4:4 [2] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0> [1]docker0:172.17.0.1<0>\n");
+  EXPECT_EQ(Of(fine, "network.duplicate_address"), nullptr) << Ids(fine.findings);
+}
+
+TEST(NcclCauses, LinkLocalOrTunnelInterfaces) {
+  auto first = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using ip6tnl0:fe80::e866:19ff:fe1e:a688%ip6tnl0<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n");
+  const Finding* f = Of(first, "network.link_local_interface");
+  ASSERT_NE(f, nullptr) << Ids(first.findings);
+  EXPECT_EQ(f->severity, Severity::kCritical);
+  auto listed = Check(kTwoHostsDone +
+                      "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> "
+                      "[1]veth9d2d103:fe80::b051:e3ff:febe:607b%veth9d2d103<0>\n");
+  f = Of(listed, "network.link_local_interface");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  auto one_host = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> "
+      "[1]veth9d2d103:fe80::b051:e3ff:febe:607b%veth9d2d103<0>\n");
+  f = Of(one_host, "network.link_local_interface");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  EXPECT_EQ(Of(Check(kTwoHostsDone), "network.link_local_interface"), nullptr);
+}
+
+TEST(NcclCauses, UnexplainedWarningsAreListedWithTheirLine) {
+  auto r = Check(kTwoHostsDone + "\n" +
+                 "b:2:7 [0] transport/net.cc:1224 NCCL WARN NET/OFI Request 0x7f0 completed "
+                 "with error. RC: 5\n"
+                 "\n"
+                 "a:1:7 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+                 "\n"
+                 "a:1:8 [0] include/socket.h:403 NCCL WARN Connect to 10.0.0.2<5> failed : "
+                 "Connection refused\n");
+  const Finding* f = Of(r, "distributed.nccl_warning");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(EvidenceOf<int64_t>(*f, "distinct"), 1);  // libibverbs: benign; Connect: its rule's
+  EXPECT_NE(EvidenceOf<std::string>(*f, "warnings").find("job.log:6, b:2 [0]"), std::string::npos)
+      << EvidenceOf<std::string>(*f, "warnings");
+  EXPECT_EQ(Of(Check(kTwoHostsDone), "distributed.nccl_warning"), nullptr);
+}
+
+TEST(NcclInitIncomplete, ALogThatEndsBeforeInitIsANoteNotAFinding) {
+  // 2.5-2.17: no Init START; the log is cut before COMPLETE, nothing failed.
+  auto cut = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+      "a:1:1 [0] NCCL INFO Channel 00/02 :    0   1\n");
+  EXPECT_EQ(Of(cut, "distributed.init_incomplete"), nullptr) << Ids(cut.findings);
+  ASSERT_EQ(cut.notes.size(), 1u);
+  EXPECT_EQ(cut.notes[0].rfind("init state unknown: 2 rank(s)", 0), 0u) << cut.notes[0];
+  // A harmless WARN does not make it a failure.
+  auto benign = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "\n"
+      "a:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n");
+  EXPECT_EQ(Of(benign, "distributed.init_incomplete"), nullptr) << Ids(benign.findings);
+}
+
+TEST(NcclInitIncomplete, PositiveEvidenceOnly) {
+  // Init START and no COMPLETE (2.18+), nothing else: a warning.
+  auto started = Check(
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x9 - "
+      "Init START\n");
+  const Finding* f = Of(started, "distributed.init_incomplete");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  // Before 2.18: one rank completed, the other did not: critical.
+  auto half = Check(
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n");
+  f = Of(half, "distributed.init_incomplete");
+  ASSERT_NE(f, nullptr) << Ids(half.findings);
+  EXPECT_EQ(f->severity, Severity::kCritical);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "ranks"), "b:2 [0]");
+  // No COMPLETE anywhere, but connects retried: critical.
+  auto retried = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "a:1:1 [0] NCCL INFO Call to connect returned Connection refused, retrying\n");
+  f = Of(retried, "distributed.init_incomplete");
+  ASSERT_NE(f, nullptr) << Ids(retried.findings);
+  EXPECT_EQ(f->severity, Severity::kCritical);
+}
+
+}  // namespace
+}  // namespace stallscope
