@@ -38,17 +38,73 @@ std::string InterfaceText(const NcclInterface& i) {
   return i.address.empty() ? i.name : i.name + ":" + i.address;
 }
 
-// Why an interface cannot carry a multi-host job; empty when it can.
-std::string BadInterfaceReason(const NcclInterface& i) {
+// The first octets of an IPv4 address; false for anything else.
+bool Octets(std::string_view a, int* first, int* second) {
+  size_t dot = a.find('.');
+  if (dot == std::string_view::npos) return false;
+  auto x = ParseInt(a.substr(0, dot));
+  std::string_view rest = a.substr(dot + 1);
+  auto y = ParseInt(rest.substr(0, rest.find('.')));
+  if (!x || !y) return false;
+  *first = static_cast<int>(*x);
+  *second = static_cast<int>(*y);
+  return true;
+}
+
+bool InDockerRange(std::string_view address) {  // 172.16.0.0/12, Docker's bridges
+  int a = 0, b = 0;
+  return Octets(address, &a, &b) && a == 172 && b >= 16 && b <= 31;
+}
+
+// Why an interface cannot carry a multi-host job; empty when it can. Judged
+// by kind and address, not by name alone: a veth or docker-named interface
+// is a container bridge when its address is in Docker's range or the process
+// has another interface to use; one that holds the process's only address is
+// its network (`alone`).
+std::string BadInterfaceReason(const NcclInterface& i, bool alone) {
   if (i.name == "lo" || StartsWith(i.address, "127.") || i.address == "::1") return "loopback";
-  if (StartsWith(i.name, "docker") || StartsWith(i.name, "br-") || StartsWith(i.name, "veth") ||
-      StartsWith(i.name, "virbr")) {
-    return "container bridge";
+  if (StartsWith(i.name, "virbr")) return "libvirt NAT bridge";
+  if (StartsWith(i.name, "docker") || StartsWith(i.name, "br-") || StartsWith(i.name, "veth")) {
+    if (InDockerRange(i.address) || !alone) return "container bridge";
+    return "";
   }
   // Docker's default bridge network is 172.17.0.0/16: a container on it sees
   // its own eth0 with such an address, unreachable from other hosts (seed 3.3).
   if (StartsWith(i.address, "172.17.")) return "Docker default bridge address";
   return "";
+}
+
+// The interfaces a process used, not all it listed: bootstrap listens on the
+// first; the channels name the NET/Socket ones ("via NET/Socket/1"), and none
+// of them when every channel ran another net; IB's OOB when IB is used.
+struct UsedInterface {
+  const NcclInterface* iface;
+  const char* role;
+  bool alone;
+};
+
+std::vector<UsedInterface> InterfacesUsed(const NcclProcess& p) {
+  std::vector<UsedInterface> out;
+  size_t addresses = 0;
+  std::set<std::string> seen;
+  for (const auto* list : {&p.bootstrap, &p.net_socket}) {
+    for (const NcclInterface& i : *list) {
+      if (!i.address.empty() && seen.insert(i.address).second) ++addresses;
+    }
+  }
+  const bool alone = addresses <= 1;
+  if (!p.bootstrap.empty()) out.push_back({&p.bootstrap[0], "bootstrap", alone});
+  bool socket_channels = false;
+  bool other_channels = false;
+  for (const std::string& n : p.channel_nets)
+    (n == "Socket" ? socket_channels : other_channels) = true;
+  for (size_t i = 0; i < p.net_socket.size(); ++i) {
+    bool used = p.socket_devs_used != 0 ? (i < 64 && (p.socket_devs_used >> i) & 1)
+                                        : !(other_channels && !socket_channels);
+    if (used) out.push_back({&p.net_socket[i], "NET/Socket", alone});
+  }
+  for (const NcclInterface& i : p.ib_oob) out.push_back({&i, "NET/IB out-of-band", alone});
+  return out;
 }
 
 bool MultiNode(const NcclLogSummary& log) {
@@ -74,21 +130,16 @@ void WrongInterface(const NcclLogSummary& log, std::vector<Finding>& out) {
   };
   std::map<std::string, Use> bad;  // by "name:address"
   for (const NcclProcess& p : log.processes) {
-    auto check = [&](const std::vector<NcclInterface>& list, const char* role) {
-      for (const NcclInterface& i : list) {
-        std::string reason = BadInterfaceReason(i);
-        if (reason.empty()) continue;
-        Use& use = bad[InterfaceText(i)];
-        use.reason = reason;
-        use.roles.insert(role);
-        if (use.processes.empty() || use.processes.back() != p.Name()) {
-          use.processes.push_back(p.Name());
-        }
+    for (const UsedInterface& u : InterfacesUsed(p)) {
+      std::string reason = BadInterfaceReason(*u.iface, u.alone);
+      if (reason.empty()) continue;
+      Use& use = bad[InterfaceText(*u.iface)];
+      use.reason = reason;
+      use.roles.insert(u.role);
+      if (use.processes.empty() || use.processes.back() != p.Name()) {
+        use.processes.push_back(p.Name());
       }
-    };
-    check(p.bootstrap, "bootstrap");
-    check(p.net_socket, "NET/Socket");
-    check(p.ib_oob, "NET/IB out-of-band");
+    }
   }
   if (bad.empty()) return;
   bool multi = MultiNode(log);
@@ -122,8 +173,25 @@ void WrongInterface(const NcclLogSummary& log, std::vector<Finding>& out) {
   }
 }
 
+// "ib0", "ibp12s0", "ibs1": an IPoIB interface (TCP over the InfiniBand fabric).
+bool IsIpoib(std::string_view name) {
+  return name.size() >= 3 && name[0] == 'i' && name[1] == 'b' &&
+         ((name[2] >= '0' && name[2] <= '9') || name[2] == 'p' || name[2] == 's');
+}
+
+bool UsesNet(const NcclProcess& p, std::string_view prefix) {
+  for (const std::string& n : p.channel_nets) {
+    if (StartsWith(n, prefix)) return true;
+  }
+  return false;
+}
+
+// Every sign that RDMA was there and sockets carried the job: RDMA devices
+// listed, an IPoIB interface under the sockets, libibverbs missing, an IB
+// plugin loaded, EFA's libfabric provider missing, another host on IB, this
+// host's Active ports. IB disabled on purpose is a note, not a finding.
 void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& host,
-                std::vector<Finding>& out) {
+                std::vector<Finding>& out, std::vector<std::string>& notes) {
   uint64_t socket_connections = 0;
   std::vector<uint64_t> socket_by_process(log.processes.size(), 0);
   for (const NcclRank& r : log.ranks) {
@@ -131,41 +199,96 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
     socket_by_process[r.process] += r.transports.net_socket;
   }
   int nodes = NcclJobNodes(log);
+  std::set<std::string> ib_hosts;
+  for (const NcclProcess& p : log.processes) {
+    if (UsesNet(p, "IB")) ib_hosts.insert(p.host);
+  }
+  bool libibverbs_missing = false;
+  for (const NcclWarning& w : log.warnings) {
+    libibverbs_missing = libibverbs_missing || w.text.find("libibverbs") != std::string::npos;
+  }
+  bool efa_missing = false;
+  for (const std::string& p : log.libfabric_empty_providers)
+    efa_missing = efa_missing || p == "efa";
   std::vector<std::string> processes;
   std::set<std::string> ib_seen;
+  std::set<std::string> socket_hosts;
   std::vector<std::string> reasons;
-  bool ib_disabled = false;
-  bool host_ports_unseen = false;
+  auto reason = [&](std::string text) {
+    if (std::find(reasons.begin(), reasons.end(), text) == reasons.end()) reasons.push_back(text);
+  };
+  bool disabled_on_purpose = false;
   for (size_t i = 0; i < log.processes.size(); ++i) {
     const NcclProcess& p = log.processes[i];
     bool socket = socket_by_process[i] > 0 || (p.network == "Socket" && nodes > 1);
     if (!socket) continue;
-    bool on_this_host = host && !host->active_ports.empty() && p.host == host->hostname;
+    if (p.ib_disabled) {
+      disabled_on_purpose = true;
+      continue;
+    }
     bool fires = false;
     if (!p.ib_devices.empty()) {
       fires = true;
       for (const NcclInterface& d : p.ib_devices) ib_seen.insert(d.name);
+      reason(
+          "NCCL found RDMA devices and still chose sockets (NCCL_NET=Socket, or the IB "
+          "transport failed to initialize)");
     }
+    for (const NcclInterface& iface : p.bootstrap.empty() ? p.net_socket : p.bootstrap) {
+      if (!IsIpoib(iface.name)) continue;
+      fires = true;
+      reason(fmt::format(
+          "an IPoIB interface ({}) carries the job's sockets: the InfiniBand fabric is there "
+          "and NCCL runs TCP over it",
+          iface.name));
+      break;
+    }
+    if (libibverbs_missing) {
+      fires = true;
+      reason("NCCL could not open libibverbs: the image lacks rdma-core");
+    }
+    if (!p.net_plugin.empty() && (p.net_plugin.find("IB") != std::string::npos ||
+                                  p.net_plugin.find("SHARP") != std::string::npos)) {
+      fires = true;
+      reason(fmt::format("the IB net plugin ({}) loaded, yet the channels run NET/Socket",
+                         p.net_plugin));
+    }
+    if (efa_missing) {
+      fires = true;
+      reason(
+          "EFA was looked for and libfabric's efa provider is unavailable (fi_getinfo: "
+          "provider efa output empty list): no EFA device or driver in the container");
+    }
+    if (!ib_hosts.empty() && ib_hosts.count(p.host) == 0) {
+      fires = true;
+      socket_hosts.insert(p.host);
+    }
+    bool on_this_host = host && !host->active_ports.empty() && p.host == host->hostname;
     if (on_this_host) {
       fires = true;
-      if (p.ib_disabled) ib_disabled = true;
-      if (p.ib_no_device) host_ports_unseen = true;
+      if (p.ib_no_device) {
+        reason(
+            "NCCL saw no RDMA device while this host has Active ports: a container without "
+            "/dev/infiniband, or no rdma-core/libibverbs in the image");
+      }
     }
     if (fires) processes.push_back(p.Name());
   }
+  if (disabled_on_purpose) {
+    notes.push_back(
+        "NCCL_IB_DISABLE=1 in the log's environment lines: InfiniBand was disabled on purpose, "
+        "sockets are what it asked for (network.rdma_unused not judged for those processes)");
+  }
   if (processes.empty()) return;
-  if (!ib_seen.empty()) {
-    reasons.push_back(
-        "NCCL found RDMA devices and still chose sockets (NCCL_NET=Socket, or "
-        "the IB transport failed to initialize)");
+  if (!socket_hosts.empty()) {
+    std::vector<std::string> s(socket_hosts.begin(), socket_hosts.end());
+    std::vector<std::string> ib(ib_hosts.begin(), ib_hosts.end());
+    reason(fmt::format("{} run{} NET/Socket while {} run{} NET/IB in the same job{}",
+                       JoinCapped(s, 4), s.size() == 1 ? "s" : "", JoinCapped(ib, 4),
+                       ib.size() == 1 ? "s" : "",
+                       libibverbs_missing ? " (libibverbs is missing there)" : ""));
   }
-  if (ib_disabled) reasons.push_back("NCCL_IB_DISABLE=1 while this host's RDMA ports are Active");
-  if (host_ports_unseen) {
-    reasons.push_back(
-        "NCCL saw no RDMA device while this host has Active ports: a container "
-        "without /dev/infiniband, or no rdma-core/libibverbs in the image");
-  }
-  if (reasons.empty()) reasons.push_back("this host has Active RDMA ports; the job used sockets");
+  if (reasons.empty()) reason("this host has Active RDMA ports; the job used sockets");
   std::vector<std::string> ib_list(ib_seen.begin(), ib_seen.end());
   Finding f;
   f.id = "network.rdma_unused";
@@ -178,15 +301,16 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
                 {"socket_connections", static_cast<int64_t>(socket_connections)},
                 {"hosts", static_cast<int64_t>(nodes)},
                 {"rdma_devices_in_log", ib_list.empty() ? "none" : JoinCapped(ib_list)},
-                {"nccl_ib_disable", ib_disabled}};
+                {"nccl_ib_disable", false}};
   if (host && !host->active_ports.empty()) {
     f.evidence.push_back({"host_active_ports", JoinCapped(host->active_ports)});
   }
   f.evidence.push_back({"why", JoinCapped(reasons)});
   f.next =
-      "unset NCCL_IB_DISABLE and NCCL_NET=Socket; in a container pass --device=/dev/infiniband "
-      "--cap-add=IPC_LOCK (or the RDMA device plugin) and check `ibv_devinfo` inside it; rerun "
-      "with NCCL_DEBUG=INFO and look for 'via NET/IB' in `stallscope nccl-log`";
+      "unset NCCL_NET=Socket; in a container pass --device=/dev/infiniband --cap-add=IPC_LOCK "
+      "(or the RDMA device plugin) and install rdma-core, check `ibv_devinfo` inside it (EFA: "
+      "`fi_info -p efa`); rerun with NCCL_DEBUG=INFO and look for 'via NET/IB' in `stallscope "
+      "nccl-log`";
   out.push_back(std::move(f));
 }
 
@@ -344,7 +468,7 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
   CheckNcclDuplicateAddress(log, out);
   WrongInterface(log, out);
   CheckNcclLinkLocal(log, NcclJobNodes(log), out);
-  RdmaUnused(log, host, out);
+  RdmaUnused(log, host, out, result.notes);
   ConnectFailed(log, out);
   VersionMismatch(log, out);
   std::vector<Finding> init;

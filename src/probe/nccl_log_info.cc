@@ -381,6 +381,17 @@ void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
       size_t slash = name.find('/');
       name = name.substr(0, std::min<size_t>(slash, 48));
       NcclProcess& process = summary_.processes[rank.process];
+      // "NET/Socket/1": the index into the process's NET/Socket list.
+      if (name == "Socket" && slash != std::string_view::npos) {
+        std::string_view index = t.substr(4 + slash + 1);
+        size_t digits = 0;
+        while (digits < index.size() && digits < 2 && index[digits] >= '0' && index[digits] <= '9') {
+          ++digits;
+        }
+        if (auto i = ParseUint(index.substr(0, digits)); i && *i < 64) {
+          process.socket_devs_used |= uint64_t{1} << *i;
+        }
+      }
       bool seen = false;
       for (const std::string& n : process.channel_nets) seen = seen || n == name;
       if (!seen && process.channel_nets.size() < kNcclMaxInterfaces) {

@@ -80,6 +80,7 @@ struct NcclProcess {
   std::string plugin_path;                // "Plugin Path : /opt/hpcx/..."
   std::string ofi_provider;               // "NET/OFI Selected Provider is efa"
   std::vector<std::string> channel_nets;  // "via NET/<name>/..." names: IB, Socket, IBext_v8
+  uint64_t socket_devs_used = 0;          // bit i: a channel ran "via NET/Socket/i"
   std::string Name() const { return host + ":" + std::to_string(pid); }
 };
 

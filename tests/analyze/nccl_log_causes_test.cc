@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "analyze/catalog.h"
 #include "analyze/nccl_log_rules.h"
@@ -222,6 +223,102 @@ TEST(NcclInitIncomplete, PositiveEvidenceOnly) {
   f = Of(retried, "distributed.init_incomplete");
   ASSERT_NE(f, nullptr) << Ids(retried.findings);
   EXPECT_EQ(f->severity, Severity::kCritical);
+}
+
+// Two hosts whose channels run sockets, with whatever the case adds.
+std::string SocketJob(const std::string& extra) {
+  return "a:1:1 [0] NCCL INFO Bootstrap : Using " + extra +
+         "\n"
+         "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+         "a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0\n"
+         "b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/Socket/0\n";
+}
+
+TEST(NcclRdmaUnused, EverySignOfRdmaUnderSockets) {
+  struct Case {
+    std::string log;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {SocketJob("ib0:192.168.10.1<0>"), "an IPoIB interface (ib0)"},
+      {SocketJob("eth0:10.0.0.1<0>") +
+           "\na:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n",
+       "the image lacks rdma-core"},
+      {SocketJob("eth0:10.0.0.1<0>") + "a:1:1 [0] NCCL INFO P2P plugin v8 IBext_v8\n",
+       "the IB net plugin (IBext_v8) loaded"},
+      {SocketJob("eth0:10.0.0.1<0>") +
+           "libfabric:1:1700000000::core:core:fi_getinfo_():1138<warn> fi_getinfo: provider "
+           "efa output empty list\n",
+       "libfabric's efa provider is unavailable"},
+  };
+  for (const Case& c : cases) {
+    auto r = Check(c.log);
+    const Finding* f = Of(r, "network.rdma_unused");
+    ASSERT_NE(f, nullptr) << c.why << ": " << Ids(r.findings);
+    EXPECT_NE(EvidenceOf<std::string>(*f, "why").find(c.why), std::string::npos)
+        << EvidenceOf<std::string>(*f, "why");
+  }
+  // One host on IB, the other on sockets.
+  auto mixed = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+      "a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
+      "b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/Socket/0\n");
+  const Finding* f = Of(mixed, "network.rdma_unused");
+  ASSERT_NE(f, nullptr) << Ids(mixed.findings);
+  EXPECT_NE(EvidenceOf<std::string>(*f, "why").find("b runs NET/Socket while a runs NET/IB"),
+            std::string::npos)
+      << EvidenceOf<std::string>(*f, "why");
+}
+
+TEST(NcclRdmaUnused, SilentWithoutRdmaAndANoteWhenDisabledOnPurpose) {
+  auto plain = Check(SocketJob("eth0:10.0.0.1<0>"));
+  EXPECT_EQ(Of(plain, "network.rdma_unused"), nullptr) << Ids(plain.findings);
+  auto disabled = Check(SocketJob("ib0:192.168.10.1<0>") +
+                        "a:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n");
+  EXPECT_EQ(Of(disabled, "network.rdma_unused"), nullptr) << Ids(disabled.findings);
+  bool noted = false;
+  for (const std::string& n : disabled.notes) noted = noted || n.find("NCCL_IB_DISABLE=1") == 0;
+  EXPECT_TRUE(noted);
+}
+
+TEST(NcclWrongInterface, WhatWasUsedByKindAndAddress) {
+  // A docker bridge listed second for NET/Socket while the channels use
+  // interface 0: not used, not judged.
+  auto listed = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+      "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> [1]docker0:172.17.0.1<0>\n"
+      "a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0\n");
+  EXPECT_EQ(Of(listed, "network.wrong_interface"), nullptr) << Ids(listed.findings);
+  // The same bridge when a channel runs over it.
+  auto used = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+      "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> [1]docker0:172.17.0.1<0>\n"
+      "a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/1\n");
+  const Finding* f = Of(used, "network.wrong_interface");
+  ASSERT_NE(f, nullptr) << Ids(used.findings);
+  EXPECT_EQ(f->severity, Severity::kCritical);
+  // A bridge listed while IB carries the channels.
+  auto ib = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+      "a:1:1 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.1<0>\n"
+      "a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\n");
+  EXPECT_EQ(Of(ib, "network.wrong_interface"), nullptr) << Ids(ib.findings);
+  // A veth that holds the process's only address is its network.
+  auto veth = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using veth0:203.0.113.7<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using veth0:203.0.113.8<0>\n");
+  EXPECT_EQ(Of(veth, "network.wrong_interface"), nullptr) << Ids(veth.findings);
+  // libvirt's NAT bridge, named as such.
+  auto virbr = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using virbr0:192.168.122.1<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n");
+  f = Of(virbr, "network.wrong_interface");
+  ASSERT_NE(f, nullptr) << Ids(virbr.findings);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "kind"), "libvirt NAT bridge");
 }
 
 }  // namespace
