@@ -385,7 +385,8 @@ void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
       if (name == "Socket" && slash != std::string_view::npos) {
         std::string_view index = t.substr(4 + slash + 1);
         size_t digits = 0;
-        while (digits < index.size() && digits < 2 && index[digits] >= '0' && index[digits] <= '9') {
+        while (digits < index.size() && digits < 2 && index[digits] >= '0' &&
+               index[digits] <= '9') {
           ++digits;
         }
         if (auto i = ParseUint(index.substr(0, digits)); i && *i < 64) {
