@@ -107,13 +107,7 @@ std::vector<UsedInterface> InterfacesUsed(const NcclProcess& p) {
   return out;
 }
 
-bool MultiNode(const NcclLogSummary& log) {
-  if (NcclJobNodes(log) > 1) return true;
-  for (const NcclRank& r : log.ranks) {
-    if (r.transports.net_socket + r.transports.net_ib + r.transports.net_other > 0) return true;
-  }
-  return false;
-}
+bool MultiNode(const NcclLogSummary& log) { return NcclJobNodes(log) > 1; }
 
 std::string RankName(const NcclLogSummary& log, const NcclRank& r) {
   std::string name = log.processes[r.process].Name();
@@ -143,6 +137,7 @@ void WrongInterface(const NcclLogSummary& log, std::vector<Finding>& out) {
   }
   if (bad.empty()) return;
   bool multi = MultiNode(log);
+  bool one_host = NcclLogProvesOneHost(log);
   int nodes = NcclJobNodes(log);
   for (const auto& [iface, use] : bad) {
     std::string roles;
@@ -150,15 +145,20 @@ void WrongInterface(const NcclLogSummary& log, std::vector<Finding>& out) {
     Finding f;
     f.id = "network.wrong_interface";
     f.layer = Layer::kNetwork;
-    f.severity = multi ? Severity::kCritical : Severity::kInfo;
+    // "Harmless on one host" only when the log proves there is one.
+    f.severity = multi ? Severity::kCritical : one_host ? Severity::kInfo : Severity::kWarning;
     f.summary = multi ? fmt::format(
                             "NCCL uses {} ({}) for {} on {} process(es) of a {}-host job: "
                             "other hosts cannot reach it",
                             iface, use.reason, roles, use.processes.size(), nodes)
-                      : fmt::format(
-                            "NCCL uses {} ({}) for {}: harmless on one host, it breaks "
-                            "as soon as the job spans hosts",
-                            iface, use.reason, roles);
+                : one_host ? fmt::format(
+                                 "NCCL uses {} ({}) for {}: harmless on one host, it breaks "
+                                 "as soon as the job spans hosts",
+                                 iface, use.reason, roles)
+                           : fmt::format(
+                                 "NCCL uses {} ({}) for {}: the log shows one host but not "
+                                 "all ranks; if the job spans hosts, other hosts cannot reach it",
+                                 iface, use.reason, roles);
     f.evidence = {{"interface", iface},
                   {"kind", use.reason},
                   {"used_for", roles},
@@ -436,10 +436,33 @@ bool InitIncomplete(const NcclLogSummary& log, std::vector<Finding>& out,
                 {"completed_ranks", static_cast<int64_t>(completed_ranks)},
                 {"warnings", static_cast<int64_t>(log.warn_lines)},
                 {"trouble_in_log", trouble}};
-  f.next =
-      "read the first NCCL WARN of those ranks (listed by `stallscope nccl-log`); on their "
-      "hosts check MASTER_ADDR:MASTER_PORT is reachable (`nc -vz`), run `stallscope doctor`, "
-      "and `py-spy dump --pid PID` if they hang";
+  // The next check follows from what the log shows, not always MASTER_ADDR.
+  const NcclPeerFailure* lost = log.peer_failures.empty() ? nullptr : &log.peer_failures.front();
+  if (lost && lost->reason == "no local interface in the same subnet") {
+    f.next = fmt::format(
+        "the bootstrap root {} is in no subnet of {}'s interfaces (network.root_unreachable): fix "
+        "MASTER_ADDR or NCCL_SOCKET_IFNAME first, then rerun",
+        lost->peer, lost->first_seen_by.empty() ? "the host" : lost->first_seen_by);
+  } else if (lost) {
+    f.next = fmt::format(
+        "{} could not reach {} ({}): from that host `nc -vz` the peer's address and port, "
+        "`stallscope net probe` it, and check that NCCL_SOCKET_IFNAME names an interface both "
+        "hosts route (network.connect_failed)",
+        lost->first_seen_by.empty() ? "a rank" : lost->first_seen_by, lost->peer,
+        lost->reason.empty() ? "no reason printed" : lost->reason);
+  } else if (log.connect_retries > 0) {
+    f.next = fmt::format(
+        "NCCL retried its connects {} time(s) ({}{}): the peer was not listening or not "
+        "reachable; check that every rank started and that the hosts route to each other",
+        log.connect_retries,
+        log.connect_retry_reason.empty() ? "reason not printed" : log.connect_retry_reason,
+        log.connect_retry_peer.empty() ? "" : ", to " + log.connect_retry_peer);
+  } else {
+    f.next =
+        "read the first NCCL WARN of those ranks (listed by `stallscope nccl-log`); on their "
+        "hosts check MASTER_ADDR:MASTER_PORT is reachable (`nc -vz`), run `stallscope doctor`, "
+        "and `py-spy dump --pid PID` if they hang";
+  }
   out.push_back(std::move(f));
   return true;
 }
@@ -454,7 +477,33 @@ int NcclJobNodes(const NcclLogSummary& log) {
     nnodes = std::max(nnodes, p.nnodes);
   }
   for (const NcclTestsRank& r : log.tests_ranks) hosts.insert(r.host);
-  return std::max(static_cast<int>(hosts.size()), nnodes);
+  int n = std::max(static_cast<int>(hosts.size()), nnodes);
+  // Every other sign that the job spans hosts, when fewer printed lines:
+  // NET channels (within a host NCCL uses P2P or SHM), more ranks than the one
+  // host in the log holds, a bootstrap root in no local subnet.
+  int nranks = 0;
+  bool net = false;
+  for (const NcclRank& r : log.ranks) {
+    nranks = std::max(nranks, r.nranks);
+    net = net || r.transports.net_socket + r.transports.net_ib + r.transports.net_other > 0;
+  }
+  if (net) n = std::max(n, 2);
+  if (hosts.size() == 1 && nranks > static_cast<int>(log.ranks.size())) n = std::max(n, 2);
+  for (const NcclPeerFailure& f : log.peer_failures) {
+    if (f.reason == "no local interface in the same subnet") n = std::max(n, 2);
+  }
+  return n;
+}
+
+bool NcclLogProvesOneHost(const NcclLogSummary& log) {
+  if (log.ranks.empty() || NcclJobNodes(log) != 1) return false;
+  // Every rank of the communicator is in the log, all on the one host.
+  int nranks = 0;
+  for (const NcclRank& r : log.ranks) {
+    if (r.nranks <= 0) return false;
+    nranks = std::max(nranks, r.nranks);
+  }
+  return nranks <= static_cast<int>(log.ranks.size());
 }
 
 FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& host,

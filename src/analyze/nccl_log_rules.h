@@ -25,8 +25,13 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
 // layer. Leaves a report with no such finding as it is.
 void PreferNcclCause(Report& report);
 
-// How many hosts the job spans as far as the log tells: distinct hosts, or
-// NCCL's own nNodes when larger.
+// How many hosts the job spans as far as the log tells: distinct hosts
+// (NCCL's and nccl-tests'), NCCL's own nNodes, and at least 2 when channels
+// run NET, when one host in the log holds fewer ranks than the communicator,
+// or when the bootstrap root is in no local subnet.
 int NcclJobNodes(const NcclLogSummary& log);
+// Whether the log proves the job runs on one host: one host, and every rank
+// of the communicator (its size known from Init lines) in the log.
+bool NcclLogProvesOneHost(const NcclLogSummary& log);
 
 }  // namespace stallscope

@@ -21,11 +21,19 @@ std::string Interfaces(const std::vector<NcclInterface>& list) {
   return out;
 }
 
-// The interfaces the process's traffic between hosts goes over.
-std::string NetInterfaces(const NcclProcess& p) {
+// The IB devices column: the devices, or why there are none.
+std::string IbColumn(const NcclProcess& p) {
+  if (p.ib_disabled) return "disabled";
   if (!p.ib_devices.empty()) return Interfaces(p.ib_devices);
-  if (!p.net_socket.empty()) return Interfaces(p.net_socket);
+  if (p.ib_no_device) return "none found";
   return "-";
+}
+
+// `text` in at most `width` bytes: longer values end in "~" (the JSON has
+// them whole).
+std::string Fit(const std::string& text, size_t width) {
+  if (text.size() <= width) return text;
+  return text.substr(0, width - 1) + "~";
 }
 
 std::string InitText(const NcclRank& r) {
@@ -34,6 +42,16 @@ std::string InitText(const NcclRank& r) {
                                                         : "no COMPLETE";
   if (r.init_seconds) state += fmt::format(" {:.2f} s", *r.init_seconds);
   return state;
+}
+
+// One table row of a rank, without its identity.
+std::string RankColumns(const NcclProcess& p, const NcclRank& r) {
+  return fmt::format("{:<17} {:<9} {:<24} {:<24} {:<24} {:<24} {:<26} {}",
+                     Fit(p.version.empty() ? "-" : p.version, 17),
+                     Fit(p.network.empty() ? "-" : p.network, 9), Fit(Interfaces(p.bootstrap), 24),
+                     Fit(IbColumn(p), 24), Fit(Interfaces(p.net_socket), 24),
+                     Fit(p.ib_oob_empty ? "(empty)" : Interfaces(p.ib_oob), 24),
+                     Fit(NcclTransportMix(r.transports), 26), InitText(r));
 }
 
 nlohmann::ordered_json InterfacesJson(const std::vector<NcclInterface>& list) {
@@ -90,25 +108,38 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
   if (log.ranks.empty()) {
     out += "no NCCL lines with a host:pid:tid prefix: was the job run with NCCL_DEBUG=INFO?\n\n";
   } else {
-    out += fmt::format("{:<24} {:>3} {:>9} {:<17} {:<7} {:<22} {:<22} {:<30} {}\n", "host:pid",
-                       "dev", "rank", "version", "network", "bootstrap", "net interfaces",
-                       "transports", "init");
-    size_t rows = 0;
+    out += fmt::format("{:<24} {:>3} {:>9} {:<17} {:<9} {:<24} {:<24} {:<24} {:<24} {:<26} {}\n",
+                       "host:pid", "dev", "rank", "version", "network", "bootstrap", "IB devices",
+                       "sockets", "IB OOB", "transports", "init");
+    // Past 16 ranks, ranks whose columns are all alike share one row.
+    const bool group = log.ranks.size() > 16;
+    std::vector<std::pair<std::string, std::vector<const NcclRank*>>> rows;
+    std::map<std::string, size_t> row_of;
     for (const NcclRank& r : log.ranks) {
-      if (rows++ == kNcclTextMaxRows) {
-        out += fmt::format("... {} more rank(s): --json lists them all\n",
-                           log.ranks.size() - kNcclTextMaxRows);
+      std::string columns = RankColumns(log.processes[r.process], r);
+      auto [it, added] = row_of.emplace(group ? columns : std::to_string(rows.size()), rows.size());
+      if (added) rows.push_back({columns, {}});
+      rows[it->second].second.push_back(&r);
+    }
+    size_t shown = 0;
+    for (const auto& [columns, ranks] : rows) {
+      if (shown++ == kNcclTextMaxRows) {
+        out += fmt::format("... {} more row(s): --json lists every rank\n",
+                           rows.size() - kNcclTextMaxRows);
         break;
       }
+      const NcclRank& r = *ranks.front();
       const NcclProcess& p = log.processes[r.process];
-      std::string version = p.version.empty() ? "-" : p.version;
-      out += fmt::format(
-          "{:<24} {:>3} {:>9} {:<17} {:<7} {:<22} {:<22} {:<30} {}\n", p.Name(),
-          r.cuda_dev >= 0 ? std::to_string(r.cuda_dev) : "-",
-          r.rank >= 0 ? fmt::format("{}/{}", r.rank, r.nranks > 0 ? std::to_string(r.nranks) : "?")
-                      : "-",
-          version, p.network.empty() ? "-" : p.network, Interfaces(p.bootstrap), NetInterfaces(p),
-          NcclTransportMix(r.transports), InitText(r));
+      std::string nranks = r.nranks > 0 ? std::to_string(r.nranks) : "?";
+      if (ranks.size() == 1) {
+        out += fmt::format("{:<24} {:>3} {:>9} {}\n", Fit(p.Name(), 24),
+                           r.cuda_dev >= 0 ? std::to_string(r.cuda_dev) : "-",
+                           r.rank >= 0 ? fmt::format("{}/{}", r.rank, nranks) : "-", columns);
+      } else {
+        out += fmt::format("{:<24} {:>3} {:>9} {}\n",
+                           Fit(fmt::format("{} ranks: {}..", ranks.size(), p.Name()), 24), "-",
+                           "/" + nranks, columns);
+      }
     }
     out += "\n";
   }

@@ -321,5 +321,48 @@ TEST(NcclWrongInterface, WhatWasUsedByKindAndAddress) {
   EXPECT_EQ(EvidenceOf<std::string>(*f, "kind"), "libvirt NAT bridge");
 }
 
+TEST(NcclHosts, TheJobsHostCountFromEveryEvidence) {
+  // One host printed, its channels run NET: another host is on the other end.
+  NcclLogSummary net = ParseNcclLog(
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+      "a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\n");
+  EXPECT_EQ(NcclJobNodes(net), 2);
+  EXPECT_FALSE(NcclLogProvesOneHost(net));
+  // One host's 2 ranks of a communicator of 4.
+  NcclLogSummary partial = ParseNcclLog(
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE\n"
+      "a:2:2 [1] NCCL INFO comm 0x2 rank 1 nranks 4 cudaDev 1 busId 2000 - Init COMPLETE\n");
+  EXPECT_EQ(NcclJobNodes(partial), 2);
+  // All ranks on one host, SHM between them: proven.
+  NcclLogSummary one = ParseNcclLog(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n"
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+      "a:2:2 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 2000 - Init COMPLETE\n"
+      "a:1:1 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n");
+  EXPECT_EQ(NcclJobNodes(one), 1);
+  EXPECT_TRUE(NcclLogProvesOneHost(one));
+  const Finding* f = Find(CheckNcclLog(one, std::nullopt).findings, "network.wrong_interface");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  // One host and lo, but its ranks' size unknown: not proven harmless.
+  NcclLogSummary unknown = ParseNcclLog("a:1:1 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n");
+  f = Find(CheckNcclLog(unknown, std::nullopt).findings, "network.wrong_interface");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+}
+
+TEST(NcclInitIncomplete, TheNextCheckFollowsTheEvidence) {
+  auto lost = Check(
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x9 - "
+      "Init START\n"
+      "\n"
+      "a:1:1 [0] misc/socket.cc:1 NCCL WARN socketStartConnect: Connect to 10.0.0.2<4000> "
+      "failed : Connection refused\n");
+  const Finding* f = Of(lost, "distributed.init_incomplete");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->next.rfind("a:1 could not reach 10.0.0.2<4000> (Connection refused)", 0), 0u)
+      << f->next;
+}
+
 }  // namespace
 }  // namespace stallscope

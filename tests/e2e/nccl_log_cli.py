@@ -97,6 +97,32 @@ class NcclLogCli(unittest.TestCase):
             self.assertIn(text, row[0])
         self.assertIn("rings (as rank 0 printed them): 00/02: 0 1 2 3", out)
         self.assertIn("verdict: none", out)
+        # IB devices, sockets and the OOB interface in columns of their own.
+        self.assertEqual(header[0].split()[5:9], ["bootstrap", "IB", "devices", "sockets"], header)
+
+    def test_text_columns_say_why_there_is_no_ib_and_group_alike_ranks(self):
+        rc, out, err, _ = e2e.run(["nccl-log", os.path.join(REAL, "v2_28_ib_disabled_no_subnet_mixed.log")])
+        self.assertEqual(rc, 0, err)
+        row = [l for l in out.splitlines() if l.startswith("node-07:31337 ")]
+        self.assertEqual(len(row), 1, out)
+        self.assertIn(" disabled ", row[0])
+        self.assertIn(" (empty) ", row[0])
+        rc, out, err, _ = e2e.run(["nccl-log", os.path.join(REAL,
+                                                              "v2_7_pdsh_deepspeed_socket_refused.log")])
+        self.assertIn(" none found ", [l for l in out.splitlines() if l.startswith("gpu-node-a:2001 ")][0])
+        # 64 alike ranks: a few rows, each naming how many ranks it stands for.
+        lines = []
+        for h in range(8):
+            for d in range(8):
+                p = "node%d:%d:%d [%d] NCCL INFO " % (h, 100 + h * 8 + d, 900, d)
+                lines.append(p + "Bootstrap : Using eth0:10.0.0.%d<0>" % (h + 1))
+                lines.append(p + "comm 0x1 rank %d nranks 64 cudaDev %d busId 1000 - Init COMPLETE"
+                             % (h * 8 + d, d))
+        rc, out, err, _ = e2e.run(["nccl-log", "-"], input_bytes=("\n".join(lines) + "\n").encode())
+        self.assertEqual(rc, 0, err)
+        grouped = [l for l in out.splitlines() if " ranks: node" in l]
+        self.assertEqual(len(grouped), 8, out)  # one per host: the bootstrap address differs
+        self.assertTrue(all(l.startswith("8 ranks: node") for l in grouped), grouped)
 
     def test_host_rdma_ports_under_root(self):
         log = fixture("v2_18_socket_while_ib_found.log")
