@@ -243,10 +243,9 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
           iface.name));
       break;
     }
-    if (libibverbs_missing) {
-      fires = true;
-      reason("NCCL could not open libibverbs: the image lacks rdma-core");
-    }
+    // libibverbs missing is a sign only beside another one: on a cluster
+    // without RDMA it is NCCL's harmless fallback.
+    bool libibverbs_reason = libibverbs_missing;
     if (!p.net_plugin.empty() && (p.net_plugin.find("IB") != std::string::npos ||
                                   p.net_plugin.find("SHARP") != std::string::npos)) {
       fires = true;
@@ -272,6 +271,8 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
             "/dev/infiniband, or no rdma-core/libibverbs in the image");
       }
     }
+    if (fires && libibverbs_reason)
+      reason("NCCL could not open libibverbs: the image lacks rdma-core");
     if (fires) processes.push_back(p.Name());
   }
   if (disabled_on_purpose) {
@@ -488,7 +489,10 @@ int NcclJobNodes(const NcclLogSummary& log) {
     net = net || r.transports.net_socket + r.transports.net_ib + r.transports.net_other > 0;
   }
   if (net) n = std::max(n, 2);
-  if (hosts.size() == 1 && nranks > static_cast<int>(log.ranks.size())) n = std::max(n, 2);
+  // (NCCL's own nNodes, when printed, says how many the ranks span.)
+  if (hosts.size() == 1 && nnodes == 0 && nranks > static_cast<int>(log.ranks.size())) {
+    n = std::max(n, 2);
+  }
   for (const NcclPeerFailure& f : log.peer_failures) {
     if (f.reason == "no local interface in the same subnet") n = std::max(n, 2);
   }

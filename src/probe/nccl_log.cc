@@ -196,7 +196,7 @@ size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out) {
   // Only a plain host name: anything glued in front of it (a launcher's
   // tag, a timestamp, a border) is the general path's to strip.
   for (size_t h = 0; h < c1; ++h) {
-    if (!IsHostChar(s[h])) return 0;
+    if (!IsHostChar(s[h]) || s[h] == '.') return 0;  // NCCL cuts host names at '.'
   }
   // " [dev] NCCL " then the level word.
   size_t j = i + 1;
@@ -230,11 +230,16 @@ size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out) {
     return 0;
   }
   if (rest.size() > word && rest[word] != ' ') return 0;
+  size_t message = j + std::min(rest.size(), word + 1);
+  // A console's repeat after " | " is the general reader's to cut. `line`
+  // may run on past its end: only this line's bytes are looked at.
+  const char* nl = static_cast<const char*>(memchr(s + message, '\n', n - message));
+  size_t end = nl ? static_cast<size_t>(nl - s) : n;
+  if (memchr(s + message, '|', end - message)) return 0;
   out->host = std::string_view(s, c1);
   out->pid = pid;
   out->tid = tid;
   out->cuda_dev = dev;
-  size_t message = j + std::min(rest.size(), word + 1);
   out->message = line.substr(message);
   return message;
 }
@@ -419,7 +424,11 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
       continue;
     }
     size_t bar = at - 1;
-    if (!self.empty() && Contains(out.message.substr(bar + 3), self)) {
+    // The repeat begins with the same host:pid:tid (after its own
+    // timestamp, at most): one compare, not a search of the rest.
+    std::string_view after = out.message.substr(bar + 3);
+    size_t self_at = after.substr(0, 64 + self.size()).find(self);
+    if (!self.empty() && self_at != std::string_view::npos) {
       out.message = out.message.substr(0, bar);
       break;
     }
@@ -563,10 +572,17 @@ void NcclLogParser::AnyLine(std::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   // A progress bar's carriage returns put several lines on one (looked for
   // only in chunks that have one).
-  if (const void* cr = has_cr_ ? memchr(line.data(), '\r', line.size()) : nullptr) {
-    size_t at = static_cast<size_t>(static_cast<const char*>(cr) - line.data());
-    AnyLine(line.substr(0, at));
-    AnyLine(line.substr(at + 1));
+  if (has_cr_ && memchr(line.data(), '\r', line.size())) {
+    for (size_t from = 0; from <= line.size();) {
+      size_t at = line.find('\r', from);
+      if (at == std::string_view::npos) at = line.size();
+      std::string_view part = line.substr(from, at - from);
+      bool keep = has_cr_;
+      has_cr_ = false;  // the part holds none
+      AnyLine(part);
+      has_cr_ = keep;
+      from = at + 1;
+    }
     return;
   }
   if (!wrapped_.empty()) {
@@ -592,7 +608,14 @@ void NcclLogParser::AnyLine(std::string_view line) {
   }
   // Held only when no line so far was longer: a log that has one is not
   // wrapped at that width.
-  bool may_be_wrapped = IsTerminalWidth(line.size()) && line.size() >= longest_line_;
+  // ... and only after another line of exactly that width: a terminal that
+  // wraps cuts many lines there, a log that is not wrapped rarely has two.
+  bool may_be_wrapped = IsTerminalWidth(line.size()) && line.size() >= longest_line_ &&
+                        line.size() == last_width_ && width_lines_ >= 1;
+  if (IsTerminalWidth(line.size())) {
+    width_lines_ = line.size() == last_width_ ? width_lines_ + 1 : 1;
+    last_width_ = line.size();
+  }
   longest_line_ = std::max(longest_line_, line.size());
   if (may_be_wrapped && FindNccl(line.data(), line.data() + line.size())) {
     wrapped_.assign(line.data(), line.size());

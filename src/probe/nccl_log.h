@@ -136,6 +136,8 @@ class NcclLogParser {
   std::string wrapped_;
   std::string scratch_;  // a line without its escape codes
   size_t longest_line_ = 0;
+  size_t last_width_ = 0;         // the terminal width the last such line had
+  size_t width_lines_ = 0;        // lines in a row seen at one terminal width
   uint64_t line_no_ = 0;          // the line being read, 1-based
   uint64_t wrapped_line_no_ = 0;  // the held line's
   bool has_cr_ = true;            // the chunk being scanned holds a '\r'

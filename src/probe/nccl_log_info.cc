@@ -151,6 +151,13 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
     case 'N':
       if (StartsWith(msg, "NET/Socket : Using")) {
         if (SetOnceInterfaces(process.net_socket, msg.substr(18))) ++summary_.dropped;
+      } else if (StartsWith(msg, "NET/IB : Using interface ")) {
+        // 2.3: "NET/IB : Using interface eno2 for sideband communication":
+        // the out-of-band socket's interface, not an IB device.
+        if (process.ib_oob.empty()) {
+          std::string_view name = FirstWordOf(msg.substr(25));
+          if (!name.empty()) process.ib_oob.push_back({std::string(name), ""});
+        }
       } else if (StartsWith(msg, "NET/IB : Using")) {
         if (!process.ib_devices.empty() && !process.ib_oob.empty()) return;
         std::string_view list = msg.substr(14);
@@ -164,16 +171,10 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
         }
       } else if (StartsWith(msg, "NET/IB : No device found")) {
         process.ib_no_device = true;
-      } else if (StartsWith(msg, "NET/IB : Using interface ")) {
-        // 2.3: "NET/IB : Using interface eno2 for sideband communication":
-        // the out-of-band socket's interface, not an IB device.
-        if (process.ib_oob.empty()) {
-          std::string_view name = FirstWordOf(msg.substr(25));
-          if (!name.empty()) process.ib_oob.push_back({std::string(name), ""});
-        }
       } else if (StartsWith(msg, "NET/IB: [")) {
         // 2.3: one line per device, "NET/IB: [0] mlx5_4:1/IB ".
         size_t close = msg.find(']');
+        if (close == std::string_view::npos) return;
         std::string_view device = FirstWordOf(msg.substr(close + 1));
         if (!device.empty() && process.ib_devices.size() < kNcclMaxInterfaces) {
           bool seen = false;

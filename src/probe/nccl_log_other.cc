@@ -144,6 +144,10 @@ void NcclLogParser::TestsTableLine(std::string_view text) {
     size_t from = static_cast<size_t>(f[rest].data() - text.data());
     r.gpu = std::string(Trim(text.substr(from, 96)));
   }
+  if (summary_.tests_ranks.size() >= kNcclMaxRanks) {
+    ++summary_.dropped;
+    return;
+  }
   for (const NcclTestsRank& seen : summary_.tests_ranks) {
     if (seen.rank == r.rank && seen.group == r.group && seen.pid == r.pid && seen.host == r.host) {
       return;  // the table printed again (one per test binary run)
@@ -190,9 +194,16 @@ void NcclLogParser::TorchLine(std::string_view text, const LineHead& head) {
   std::string name = process == kNoRank ? std::string() : summary_.processes[process].Name();
   std::string_view tag = head.tag.substr(0, 64);
   NcclTorchGroup* group = nullptr;
+  if (summary_.torch_groups.size() >= kNcclMaxRanks) {
+    ++summary_.dropped;
+    return;
+  }
   for (NcclTorchGroup& g : summary_.torch_groups) {
-    bool same_source = g.tag == tag && g.process == name && !(tag.empty() && name.empty());
-    if (same_source && (g.global_rank < 0 || rank < 0 || g.global_rank == rank)) {
+    // Lines with neither tag nor process are one group per rank.
+    bool untagged = tag.empty() && name.empty();
+    bool same_source = g.tag == tag && g.process == name;
+    if (same_source && (untagged ? g.global_rank == rank
+                                 : (g.global_rank < 0 || rank < 0 || g.global_rank == rank))) {
       group = &g;
       break;
     }
@@ -262,6 +273,13 @@ void SanitizeNcclSummary(NcclLogSummary& s) {
     fix(g.process);
     fix(g.tag);
     fix(g.nccl_version);
+  }
+  fix(s.connect_retry_peer);
+  for (NcclProcess& p : s.processes) {
+    fix(p.net_plugin);
+    fix(p.plugin_path);
+    fix(p.ofi_provider);
+    for (std::string& n : p.channel_nets) fix(n);
   }
   for (std::string& p : s.libfabric_empty_providers) fix(p);
 }

@@ -241,7 +241,7 @@ TEST(NcclRdmaUnused, EverySignOfRdmaUnderSockets) {
   };
   const std::vector<Case> cases = {
       {SocketJob("ib0:192.168.10.1<0>"), "an IPoIB interface (ib0)"},
-      {SocketJob("eth0:10.0.0.1<0>") +
+      {SocketJob("ib0:192.168.10.1<0>") +
            "\na:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n",
        "the image lacks rdma-core"},
       {SocketJob("eth0:10.0.0.1<0>") + "a:1:1 [0] NCCL INFO P2P plugin v8 IBext_v8\n",
@@ -274,6 +274,10 @@ TEST(NcclRdmaUnused, EverySignOfRdmaUnderSockets) {
 TEST(NcclRdmaUnused, SilentWithoutRdmaAndANoteWhenDisabledOnPurpose) {
   auto plain = Check(SocketJob("eth0:10.0.0.1<0>"));
   EXPECT_EQ(Of(plain, "network.rdma_unused"), nullptr) << Ids(plain.findings);
+  // libibverbs missing on an Ethernet cluster: NCCL's harmless fallback.
+  auto ethernet = Check(SocketJob("eth0:10.0.0.1<0>") +
+                        "\na:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so\n");
+  EXPECT_EQ(Of(ethernet, "network.rdma_unused"), nullptr) << Ids(ethernet.findings);
   auto disabled = Check(SocketJob("ib0:192.168.10.1<0>") +
                         "a:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n");
   EXPECT_EQ(Of(disabled, "network.rdma_unused"), nullptr) << Ids(disabled.findings);
@@ -333,6 +337,11 @@ TEST(NcclHosts, TheJobsHostCountFromEveryEvidence) {
       "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE\n"
       "a:2:2 [1] NCCL INFO comm 0x2 rank 1 nranks 4 cudaDev 1 busId 2000 - Init COMPLETE\n");
   EXPECT_EQ(NcclJobNodes(partial), 2);
+  // Unless NCCL said how many nodes its ranks span: rank 0's log of one node.
+  NcclLogSummary rank0 = ParseNcclLog(
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0\n"
+      "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>\n");
+  EXPECT_EQ(NcclJobNodes(rank0), 1);
   // All ranks on one host, SHM between them: proven.
   NcclLogSummary one = ParseNcclLog(
       "a:1:1 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n"

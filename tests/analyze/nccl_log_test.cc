@@ -85,7 +85,6 @@ TEST(NcclLinePrefix, InfoWarnTraceCallAndLauncherTags) {
 TEST(NcclLinePrefix, FastPathAgreesWithTheGeneralOne) {
   const std::vector<std::string> accepted = {
       "node007:4115:4175 [3] NCCL INFO cudaDriverVersion 12020",
-      "gpu-a.cluster:1:2 [0] NCCL INFO Using network IB",
       "h:1:2 [-1] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/Socket/0",
       "h:1:2 [1048575] NCCL WARN Connect to 1.2.3.4<5> failed : Connection refused",
       "h:1:2 [0] NCCL INFO",  // an empty message
@@ -109,6 +108,10 @@ TEST(NcclLinePrefix, FastPathAgreesWithTheGeneralOne) {
   // A host name has no ':': what is glued before one is a launcher's, and
   // the general reader strips it.
   EXPECT_EQ(FastNcclLinePrefix("a:b:1:2 [1] NCCL INFO x", &fast), 0u);
+  // NCCL cuts its host names at '.': one with a '.' is the general reader's.
+  EXPECT_EQ(FastNcclLinePrefix("gpu-a.cluster:1:2 [0] NCCL INFO Using network IB", &fast), 0u);
+  // So is a console's repeat after " | ".
+  EXPECT_EQ(FastNcclLinePrefix("h:1:2 [0] NCCL INFO a | h:1:2 [0] NCCL INFO a", &fast), 0u);
   auto glued = ParseNcclLinePrefix("a:b:1:2 [1] NCCL INFO x");
   ASSERT_TRUE(glued);
   EXPECT_EQ(glued->host, "b");

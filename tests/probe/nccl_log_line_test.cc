@@ -253,20 +253,49 @@ TEST(NcclLog, LinesBefore23WithoutTheWordNcclAreNcclsToo) {
   EXPECT_EQ(log.peer_failures[0].reason, "Connection refused");
 }
 
+TEST(NcclLog, The23SidebandInterfaceIsTheOobNotADevice) {
+  NcclLogSummary log = ParseNcclLog(
+      "a:1:1 [0] NCCL INFO NET/IB : Using interface eno2 for sideband communication\n"
+      "a:1:1 [0] NCCL INFO NET/IB: [0] mlx5_4:1/IB \n"
+      "a:1:1 [0] NCCL INFO NET/IB: [1 mlx5_5\n");
+  ASSERT_EQ(log.processes.size(), 1u);
+  ASSERT_EQ(log.processes[0].ib_oob.size(), 1u);
+  EXPECT_EQ(log.processes[0].ib_oob[0].name, "eno2");
+  ASSERT_EQ(log.processes[0].ib_devices.size(), 1u);
+  EXPECT_EQ(log.processes[0].ib_devices[0].name, "mlx5_4:1/IB");
+}
+
+TEST(NcclLog, ManyCarriageReturnsAreManyLinesNotDeepCalls) {
+  std::string line(16000, '\r');
+  line += "gpu:1:2 [0] NCCL INFO Using network IB\n";
+  NcclLogSummary log = ParseNcclLog(line);
+  ASSERT_EQ(log.processes.size(), 1u);
+  EXPECT_EQ(log.processes[0].network, "IB");
+}
+
 TEST(NcclLog, ATerminalsWrapIsJoinedBack) {
   // An 86-byte line a terminal 80 columns wide cut inside the OOB address.
   const std::string whole =
       "gpu:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ens1f0np0:192.168.1.1<0>";
   ASSERT_EQ(whole.size(), 86u);
-  NcclLogSummary log = ParseNcclLog(whole.substr(0, 80) + "\n" + whole.substr(80) + "\nepoch 1\n");
+  // A wrapping terminal cuts many lines at its width: an earlier one was cut too.
+  const std::string earlier = "gpu:1:2 [0] NCCL INFO " + std::string(58, 'x');
+  ASSERT_EQ(earlier.size(), 80u);
+  NcclLogSummary log =
+      ParseNcclLog(earlier + "\n" + whole.substr(0, 80) + "\n" + whole.substr(80) + "\nepoch 1\n");
   EXPECT_EQ(log.joined_lines, 1u);
   ASSERT_EQ(log.processes.size(), 1u);
   ASSERT_EQ(log.processes[0].ib_oob.size(), 1u);
   EXPECT_EQ(log.processes[0].ib_oob[0].address, "192.168.1.1");
   EXPECT_EQ(log.other_lines, 1u);
   // Not held when a longer line came first: that log is not wrapped at 80.
-  NcclLogSummary wide = ParseNcclLog(std::string(100, 'y') + "\n" + whole.substr(0, 80) + "\n" +
-                                     whole.substr(80) + "\n");
+  NcclLogSummary wide = ParseNcclLog(std::string(100, 'y') + "\n" + earlier + "\n" +
+                                     whole.substr(0, 80) + "\n" + whole.substr(80) + "\n");
+  // Nor when no other line had that width: a line of 80 bytes by chance,
+  // then the script's own output.
+  NcclLogSummary once = ParseNcclLog(whole.substr(0, 80) + "\nEpoch 1\n");
+  EXPECT_EQ(once.joined_lines, 0u);
+  EXPECT_EQ(once.other_lines, 1u);
   EXPECT_EQ(wide.joined_lines, 0u);
   EXPECT_EQ(wide.other_lines, 2u);
   ASSERT_EQ(wide.processes.size(), 1u);
