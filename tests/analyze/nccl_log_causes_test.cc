@@ -350,12 +350,15 @@ TEST(NcclHosts, TheJobsHostCountFromEveryEvidence) {
       "a:1:1 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n");
   EXPECT_EQ(NcclJobNodes(one), 1);
   EXPECT_TRUE(NcclLogProvesOneHost(one));
-  const Finding* f = Find(CheckNcclLog(one, std::nullopt).findings, "network.wrong_interface");
+  // The results are kept: a finding points into them.
+  FindingsWithNotes one_checked = CheckNcclLog(one, std::nullopt);
+  const Finding* f = Find(one_checked.findings, "network.wrong_interface");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kInfo);
   // One host and lo, but its ranks' size unknown: not proven harmless.
   NcclLogSummary unknown = ParseNcclLog("a:1:1 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n");
-  f = Find(CheckNcclLog(unknown, std::nullopt).findings, "network.wrong_interface");
+  FindingsWithNotes unknown_checked = CheckNcclLog(unknown, std::nullopt);
+  f = Find(unknown_checked.findings, "network.wrong_interface");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
 }
