@@ -264,13 +264,8 @@ size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* 
     --k;
     ++digits;
   }
-  if (digits == 0 || dev >= 1 << 20) {
-    if (!(k >= 2 && s[k - 1] == '1' && s[k - 2] == '-')) return 0;
-    dev = -1;
-    k -= 2;
-  } else if (k > 0 && s[k - 1] == '-') {
-    return 0;
-  }
+  // "[-1]" (and any other sign) is the general reader's.
+  if (digits == 0 || dev >= 1 << 20 || (k > 0 && s[k - 1] == '-')) return 0;
   if (k < 2 || s[k - 1] != '[' || s[k - 2] != ' ') return 0;
   k -= 2;
   int64_t ids[2] = {0, 0};  // tid, then pid
