@@ -1,14 +1,13 @@
 // The streaming NCCL log parser. Findings are in nccl_log_rules.cc.
 #include "probe/nccl_log.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
 
 #include "core/text.h"
+#include "probe/file_blocks.h"
 #include "probe/nccl_log_line.h"
 
 namespace stallscope {
@@ -762,6 +761,12 @@ void NcclLogParser::Line(std::string_view line, size_t first_nccl) {
     Unprefixed(line);
     return;
   }
+  // A prefix at the line's start: the fast reader's shape again, maybe.
+  if (prefix->host_at == 0) {
+    fast_misses_ = 0;
+  } else if (fast_misses_ < kFastMissesBeforeSkip) {
+    ++fast_misses_;
+  }
   size_t rank = Prefixed(*prefix);
   // The launcher's tag, read off a rank's first lines and then now and
   // then (a process keeps its tag): its bare lines are found by it.
@@ -1024,16 +1029,8 @@ NcclLogSummary ParseNcclLog(std::string_view text) {
 Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name,
                                    const std::function<void(std::string_view)>& also) {
   NcclLogParser parser;
-  std::string buffer(1 << 20, '\0');
   uint64_t offset = 0;
-  for (;;) {
-    ssize_t n = read(fd, buffer.data(), buffer.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(std::string("reading ") + std::string(name), errno);
-    }
-    if (n == 0) break;
-    std::string_view chunk(buffer.data(), static_cast<size_t>(n));
+  Status status = ReadFileBlocks(fd, name, [&](std::string_view chunk) {
     // A binary file (a core dump, a checkpoint, a compressed log) given by
     // mistake: refused before a summary of nonsense is printed.
     if (offset < kNcclTextCheckBytes) {
@@ -1048,7 +1045,9 @@ Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name,
     offset += chunk.size();
     parser.Feed(chunk);
     if (also) also(chunk);
-  }
+    return Status::Ok();
+  });
+  if (!status.ok()) return status;
   return parser.Finish();
 }
 

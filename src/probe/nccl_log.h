@@ -141,7 +141,11 @@ class NcclLogParser {
   uint64_t line_no_ = 0;          // the line being read, 1-based
   uint64_t wrapped_line_no_ = 0;  // the held line's
   bool has_cr_ = true;            // the chunk being scanned holds a '\r'
-  int layout_ranks_ = 0;          // ranks in rank 0's ring layouts; -1: they differ
+  // NCCL lines in a row with a prefix before the host: past a few, the fast
+  // reader is not tried (Dispatch).
+  static constexpr uint32_t kFastMissesBeforeSkip = 8;
+  uint32_t fast_misses_ = 0;
+  int layout_ranks_ = 0;  // ranks in rank 0's ring layouts; -1: they differ
 };
 
 // Every string of `summary` as valid UTF-8 (stray bytes become U+FFFD).
@@ -149,7 +153,8 @@ void SanitizeNcclSummary(NcclLogSummary& summary);
 
 // The whole text at once (tests, fuzzing).
 NcclLogSummary ParseNcclLog(std::string_view text);
-// A file descriptor read to its end in 1 MiB blocks; `name` names it in errors.
+// A file descriptor read to its end (ReadFileBlocks: mapped when it is a
+// regular file); `name` names it in errors.
 // `also`, when given, sees every block too (NcclLineMarks, in one pass).
 Result<NcclLogSummary> ReadNcclLog(int fd, std::string_view name,
                                    const std::function<void(std::string_view)>& also = {});
