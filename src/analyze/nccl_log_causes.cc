@@ -60,6 +60,14 @@ std::string NcclLogPlace(std::string_view source, uint64_t line) {
   return source.empty() ? fmt::format("line {}", line) : fmt::format("{}:{}", source, line);
 }
 
+std::pair<std::string, std::string> NcclPeerAddressPort(std::string_view peer) {
+  size_t lt = peer.find('<');
+  if (lt == std::string_view::npos) return {std::string(peer), ""};
+  std::string_view port = peer.substr(lt + 1);
+  port = port.substr(0, port.find('>'));
+  return {std::string(peer.substr(0, lt)), std::string(port)};
+}
+
 bool NcclWarningExplained(std::string_view t) {
   static constexpr std::string_view kRead[] = {
       "Connect to ", "connect to ", "PollConnect", "Call to recv", "Call to send",
@@ -184,16 +192,28 @@ void CheckNcclRootUnreachable(const NcclLogSummary& log, std::string_view source
   }
 }
 
-void CheckNcclConnectTimeout(const NcclLogSummary& log, bool init_failed,
+void CheckNcclConnectTimeout(const NcclLogSummary& log, bool init_failed, std::string_view source,
                              std::vector<Finding>& out) {
   std::vector<std::string> peers;
+  std::string first_peer;
+  uint64_t first_line = 0;
   for (const NcclPeerFailure& p : log.peer_failures) {
-    if (IsTimeoutReason(p.reason)) peers.push_back(fmt::format("{} ({})", p.peer, p.reason));
+    if (!IsTimeoutReason(p.reason)) continue;
+    peers.push_back(fmt::format("{} ({})", p.peer, p.reason));
+    if (first_peer.empty()) first_peer = p.peer;
+    if (first_line == 0 || (p.first_line != 0 && p.first_line < first_line)) {
+      first_line = p.first_line;
+    }
   }
   bool retries = log.connect_retries > 0 && IsTimeoutReason(log.connect_retry_reason);
   if (peers.empty() && !retries) return;
   if (retries && !log.connect_retry_peer.empty() && peers.empty()) {
     peers.push_back(fmt::format("{} ({})", log.connect_retry_peer, log.connect_retry_reason));
+    first_peer = log.connect_retry_peer;
+  }
+  if (retries && log.connect_retry_line != 0 &&
+      (first_line == 0 || log.connect_retry_line < first_line)) {
+    first_line = log.connect_retry_line;
   }
   Finding f;
   f.id = "network.connect_timeout";
@@ -211,22 +231,32 @@ void CheckNcclConnectTimeout(const NcclLogSummary& log, bool init_failed,
     f.evidence.push_back(
         {"attempts", fmt::format("{} of {}", log.connect_retry_max, log.connect_retry_limit)});
   }
-  f.next =
-      "from the host that retried: `ip route get PEER_IP` (which interface?), `nc -vz -w 3 "
-      "PEER_IP PORT` (a timeout is a firewall dropping, or a route that goes nowhere); a "
-      "security group or NetworkPolicy must allow NCCL's ports between the hosts";
+  if (first_line != 0) f.evidence.push_back({"first_at", NcclLogPlace(source, first_line)});
+  // The commands name the peer the log names; without one, the peer's place.
+  auto [address, port] = NcclPeerAddressPort(first_peer);
+  if (address.empty()) address = "PEER_IP";
+  if (port.empty()) port = "PORT";
+  f.next = fmt::format(
+      "from the host that retried: `ip route get {0}` (which interface?), `nc -vz -w 3 {0} {1}` "
+      "(a timeout is a firewall dropping, or a route that goes nowhere); a security group or "
+      "NetworkPolicy must allow NCCL's ports between the hosts",
+      address, port);
   out.push_back(std::move(f));
 }
 
-void CheckNcclDuplicateAddress(const NcclLogSummary& log, std::vector<Finding>& out) {
+void CheckNcclDuplicateAddress(const NcclLogSummary& log, std::string_view source,
+                               std::vector<Finding>& out) {
   // Bootstrap listens on the first interface listed: two hosts announcing
   // one address (NAT, or each container's own bridge) reach themselves.
   std::map<std::string, std::set<std::string>> hosts_of;
+  std::map<std::string, std::map<std::string, uint64_t>> line_of;  // address, host: first line
   for (const NcclProcess& p : log.processes) {
     if (p.bootstrap.empty() || p.bootstrap[0].address.empty()) continue;
     const std::string& a = p.bootstrap[0].address;
     if (StartsWith(a, "127.") || a == "::1") continue;  // network.wrong_interface's
     hosts_of[a].insert(p.host);
+    uint64_t& line = line_of[a][p.host];
+    if (line == 0 || (p.bootstrap_line != 0 && p.bootstrap_line < line)) line = p.bootstrap_line;
   }
   for (const auto& [address, hosts] : hosts_of) {
     if (hosts.size() < 2) continue;
@@ -240,6 +270,12 @@ void CheckNcclDuplicateAddress(const NcclLogSummary& log, std::vector<Finding>& 
     f.evidence = {{"address", address},
                   {"hosts", Joined(list)},
                   {"host_count", static_cast<int64_t>(hosts.size())}};
+    std::vector<std::string> places;
+    for (const std::string& h : list) {
+      uint64_t line = line_of[address][h];
+      if (line != 0) places.push_back(fmt::format("{} ({})", NcclLogPlace(source, line), h));
+    }
+    if (!places.empty()) f.evidence.push_back({"bootstrap_lines", Joined(places)});
     f.next =
         "each host must bootstrap on an address the others can reach: containers on their own "
         "bridge or NAT all show one address; use --network host (hostNetwork), or "
@@ -248,8 +284,10 @@ void CheckNcclDuplicateAddress(const NcclLogSummary& log, std::vector<Finding>& 
   }
 }
 
-void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::vector<Finding>& out) {
+void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::string_view source,
+                        std::vector<Finding>& out) {
   bool bootstrap_first = false;
+  uint64_t first_line = 0;
   std::set<std::string> chosen;
   std::vector<std::string> processes;
   for (const NcclProcess& p : log.processes) {
@@ -263,10 +301,12 @@ void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::vector<Findin
         if (is_bootstrap && i == 0) bootstrap_first = true;
       }
     };
-    check(p.bootstrap, true);
+    bool in_bootstrap = (check(p.bootstrap, true), any);
     check(p.net_socket, false);
     check(p.ib_oob, false);
     if (any) processes.push_back(p.Name());
+    uint64_t line = in_bootstrap ? p.bootstrap_line : p.socket_line;
+    if (any && line != 0 && (first_line == 0 || line < first_line)) first_line = line;
   }
   if (chosen.empty()) return;
   std::vector<std::string> list(chosen.begin(), chosen.end());
@@ -282,6 +322,7 @@ void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::vector<Findin
   f.evidence = {{"interfaces", Joined(list)},
                 {"processes", Joined(processes)},
                 {"bootstrap_first", bootstrap_first}};
+  if (first_line != 0) f.evidence.push_back({"first_at", NcclLogPlace(source, first_line)});
   f.next =
       "fe80:: addresses reach only the same link and tunnels add their own hop: set "
       "NCCL_SOCKET_IFNAME to the training interface (e.g. '^ip6tnl,tunl,sit,gre,lo,docker' "

@@ -10,6 +10,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sample/finding.h"
@@ -19,6 +20,10 @@ namespace stallscope {
 
 // "FILE:LINE" for a line of the log (or "line N" when the source is unnamed).
 std::string NcclLogPlace(std::string_view source, uint64_t line);
+// A peer as NCCL prints it, "10.0.0.2<43211>" or "node1<57557>", as the
+// address and port a user types ("10.0.0.2", "43211"); the port is empty
+// when none was printed.
+std::pair<std::string, std::string> NcclPeerAddressPort(std::string_view peer);
 
 void CheckNcclCudaFailure(const NcclLogSummary& log, std::string_view source,
                           std::vector<Finding>& out);
@@ -27,10 +32,12 @@ void CheckNcclOobSocket(const NcclLogSummary& log, std::string_view source,
 void CheckNcclRootUnreachable(const NcclLogSummary& log, std::string_view source,
                               std::vector<Finding>& out);
 // `init_failed`: some rank never finished init, on positive evidence.
-void CheckNcclConnectTimeout(const NcclLogSummary& log, bool init_failed,
+void CheckNcclConnectTimeout(const NcclLogSummary& log, bool init_failed, std::string_view source,
                              std::vector<Finding>& out);
-void CheckNcclDuplicateAddress(const NcclLogSummary& log, std::vector<Finding>& out);
-void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::vector<Finding>& out);
+void CheckNcclDuplicateAddress(const NcclLogSummary& log, std::string_view source,
+                               std::vector<Finding>& out);
+void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::string_view source,
+                        std::vector<Finding>& out);
 // WARN lines none of the rules above or in nccl_log_rules.cc explains.
 void CheckNcclUnexplainedWarnings(const NcclLogSummary& log, std::string_view source,
                                   std::vector<Finding>& out);

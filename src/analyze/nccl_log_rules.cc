@@ -116,11 +116,21 @@ std::string RankName(const NcclLogSummary& log, const NcclRank& r) {
   return name;
 }
 
-void WrongInterface(const NcclLogSummary& log, std::vector<Finding>& out) {
+// The line that shows the interface in its role for p: bootstrap's line,
+// the first channel over a socket (or the NET/Socket list), 0 if none.
+uint64_t LineOfUse(const NcclProcess& p, std::string_view role) {
+  if (role == "bootstrap") return p.bootstrap_line;
+  if (role == "NET/Socket")
+    return p.socket_channel_line != 0 ? p.socket_channel_line : p.socket_line;
+  return 0;
+}
+
+void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vector<Finding>& out) {
   struct Use {
     std::string reason;
     std::set<std::string> roles;
     std::vector<std::string> processes;
+    uint64_t first_line = 0;
   };
   std::map<std::string, Use> bad;  // by "name:address"
   for (const NcclProcess& p : log.processes) {
@@ -130,6 +140,8 @@ void WrongInterface(const NcclLogSummary& log, std::vector<Finding>& out) {
       Use& use = bad[InterfaceText(*u.iface)];
       use.reason = reason;
       use.roles.insert(u.role);
+      uint64_t line = LineOfUse(p, u.role);
+      if (line != 0 && (use.first_line == 0 || line < use.first_line)) use.first_line = line;
       if (use.processes.empty() || use.processes.back() != p.Name()) {
         use.processes.push_back(p.Name());
       }
@@ -165,6 +177,9 @@ void WrongInterface(const NcclLogSummary& log, std::vector<Finding>& out) {
                   {"processes", JoinCapped(use.processes)},
                   {"process_count", static_cast<int64_t>(use.processes.size())},
                   {"hosts", static_cast<int64_t>(nodes)}};
+    if (use.first_line != 0) {
+      f.evidence.push_back({"first_at", NcclLogPlace(source, use.first_line)});
+    }
     f.next =
         "set NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) to the training network's interface, "
         "e.g. NCCL_SOCKET_IFNAME=ib0 or =eth0 ('^docker,lo' excludes); run containers with "
@@ -191,7 +206,9 @@ bool UsesNet(const NcclProcess& p, std::string_view prefix) {
 // plugin loaded, EFA's libfabric provider missing, another host on IB, this
 // host's Active ports. IB disabled on purpose is a note, not a finding.
 void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& host,
-                std::vector<Finding>& out, std::vector<std::string>& notes) {
+                std::string_view source, std::vector<Finding>& out,
+                std::vector<std::string>& notes) {
+  uint64_t first_line = 0;  // the first channel over a socket of a process judged
   uint64_t socket_connections = 0;
   std::vector<uint64_t> socket_by_process(log.processes.size(), 0);
   for (const NcclRank& r : log.ranks) {
@@ -273,7 +290,11 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
     }
     if (fires && libibverbs_reason)
       reason("NCCL could not open libibverbs: the image lacks rdma-core");
-    if (fires) processes.push_back(p.Name());
+    if (fires) {
+      processes.push_back(p.Name());
+      uint64_t line = p.socket_channel_line != 0 ? p.socket_channel_line : p.socket_line;
+      if (line != 0 && (first_line == 0 || line < first_line)) first_line = line;
+    }
   }
   if (disabled_on_purpose) {
     notes.push_back(
@@ -307,6 +328,7 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
     f.evidence.push_back({"host_active_ports", JoinCapped(host->active_ports)});
   }
   f.evidence.push_back({"why", JoinCapped(reasons)});
+  if (first_line != 0) f.evidence.push_back({"first_at", NcclLogPlace(source, first_line)});
   f.next =
       "unset NCCL_NET=Socket; in a container pass --device=/dev/infiniband --cap-add=IPC_LOCK "
       "(or the RDMA device plugin) and install rdma-core, check `ibv_devinfo` inside it (EFA: "
@@ -315,10 +337,15 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   out.push_back(std::move(f));
 }
 
-void VersionMismatch(const NcclLogSummary& log, std::vector<Finding>& out) {
+void VersionMismatch(const NcclLogSummary& log, std::string_view source,
+                     std::vector<Finding>& out) {
   std::map<std::string, std::vector<std::string>> by_version;
+  std::map<std::string, uint64_t> line_of;  // each version's first line
   for (const NcclProcess& p : log.processes) {
-    if (!p.version.empty()) by_version[p.version].push_back(p.Name());
+    if (p.version.empty()) continue;
+    by_version[p.version].push_back(p.Name());
+    uint64_t& line = line_of[p.version];
+    if (line == 0 || (p.version_line != 0 && p.version_line < line)) line = p.version_line;
   }
   for (const std::string& v : log.unattributed_versions) by_version[v];
   if (by_version.size() < 2 && log.version_mismatch_warnings == 0) return;
@@ -337,13 +364,19 @@ void VersionMismatch(const NcclLogSummary& log, std::vector<Finding>& out) {
   f.evidence = {{"versions", fmt::format("{}", fmt::join(parts, "; "))},
                 {"distinct_versions", static_cast<int64_t>(by_version.size())},
                 {"nccl_mismatch_warnings", static_cast<int64_t>(log.version_mismatch_warnings)}};
+  std::vector<std::string> places;
+  for (const auto& [version, line] : line_of) {
+    if (line != 0) places.push_back(fmt::format("{} ({})", NcclLogPlace(source, line), version));
+  }
+  if (!places.empty())
+    f.evidence.push_back({"version_lines", fmt::format("{}", fmt::join(places, "; "))});
   f.next =
       "run one image (or one torch wheel with its bundled NCCL) on every host; compare with "
       "`python3 -c 'import torch; print(torch.cuda.nccl.version())'` on each host";
   out.push_back(std::move(f));
 }
 
-void ConnectFailed(const NcclLogSummary& log, std::vector<Finding>& out) {
+void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vector<Finding>& out) {
   // INFO retries alone are NCCL waiting for a peer that is not listening yet;
   // only a WARN (a connection given up) makes the finding.
   if (log.peer_failures.empty()) return;
@@ -369,12 +402,48 @@ void ConnectFailed(const NcclLogSummary& log, std::vector<Finding>& out) {
   }
   if (!first.first_seen_by.empty()) f.evidence.push_back({"first_seen_by", first.first_seen_by});
   if (docker_peers > 0) f.evidence.push_back({"docker_bridge_peers", docker_peers});
+  if (first.first_line != 0) {
+    f.evidence.push_back({"first_at", NcclLogPlace(source, first.first_line)});
+  }
+  // The commands name the peer the log names (a retry line may name the
+  // one a WARN did not); without one, the other hosts' bootstrap addresses.
+  std::string_view peer = first.peer;
+  if (peer == kPeerNotPrinted) peer = log.connect_retry_peer;
+  auto [address, port] = NcclPeerAddressPort(peer);
+  const std::string who =
+      first.first_seen_by.empty() ? "the host that failed" : first.first_seen_by;
+  std::string check;
+  if (!address.empty()) {
+    check = port.empty() ? fmt::format("`nc -vz {}` on NCCL's port", address)
+                         : fmt::format("`nc -vz {} {}`", address, port);
+    check += fmt::format(
+        " (firewall? the port range NCCL listens on must be open); "
+        "`stallscope net probe {}`",
+        address);
+  } else {
+    std::vector<std::string> others;
+    for (const NcclProcess& p : log.processes) {
+      if (p.Name() == first.first_seen_by || p.bootstrap.empty()) continue;
+      const std::string& a = p.bootstrap[0].address;
+      if (!a.empty() && std::find(others.begin(), others.end(), a) == others.end()) {
+        others.push_back(a);
+      }
+    }
+    check = others.empty() ? std::string(
+                                 "the log names no peer: `nc -vz` each other host's address on "
+                                 "NCCL's port")
+                           : fmt::format(
+                                 "the log names no peer: `nc -vz` the other hosts' bootstrap "
+                                 "addresses ({}) on NCCL's port, `stallscope net probe` them",
+                                 JoinCapped(others, 3));
+  }
   f.next = docker_peers > 0
                ? "the peers have Docker bridge addresses (172.17.x), unreachable from other "
                  "hosts: run the containers with --network host (hostNetwork in Kubernetes)"
-               : "from the host that failed: `nc -vz PEER_IP PORT` (firewall? the port range "
-                 "NCCL listens on must be open); `stallscope net probe PEER_IP`; check that "
-                 "NCCL_SOCKET_IFNAME names an interface both hosts can route";
+               : fmt::format(
+                     "from {}: {}; check that NCCL_SOCKET_IFNAME names an interface "
+                     "both hosts can route",
+                     who, check);
   out.push_back(std::move(f));
 }
 
@@ -393,7 +462,7 @@ bool InitTrouble(const NcclLogSummary& log) {
 // COMPLETE (2.18+), or no COMPLETE while other ranks completed or the log
 // shows trouble. The rest of the ranks without COMPLETE are a note: the log
 // may just end before init does.
-bool InitIncomplete(const NcclLogSummary& log, std::vector<Finding>& out,
+bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vector<Finding>& out,
                     std::vector<std::string>& notes) {
   if (log.info_lines == 0) return false;  // NCCL_DEBUG=WARN: no Init COMPLETE lines to expect
   std::vector<uint64_t> completed_by_process(log.processes.size(), 0);
@@ -406,6 +475,7 @@ bool InitIncomplete(const NcclLogSummary& log, std::vector<Finding>& out,
   std::vector<std::string> stuck;
   std::set<std::string> hosts;
   uint64_t unknown = 0;
+  uint64_t open_start_line = 0;  // the first Init START left open
   for (const NcclRank& r : log.ranks) {
     bool started_not_done = r.init_started > r.init_completed;
     bool never = r.init_completed == 0 && completed_by_process[r.process] == 0;
@@ -416,6 +486,10 @@ bool InitIncomplete(const NcclLogSummary& log, std::vector<Finding>& out,
     }
     stuck.push_back(RankName(log, r));
     hosts.insert(log.processes[r.process].host);
+    if (started_not_done && r.init_start_line != 0 &&
+        (open_start_line == 0 || r.init_start_line < open_start_line)) {
+      open_start_line = r.init_start_line;
+    }
   }
   if (unknown > 0 && stuck.empty()) {
     notes.push_back(fmt::format(
@@ -437,9 +511,30 @@ bool InitIncomplete(const NcclLogSummary& log, std::vector<Finding>& out,
                 {"completed_ranks", static_cast<int64_t>(completed_ranks)},
                 {"warnings", static_cast<int64_t>(log.warn_lines)},
                 {"trouble_in_log", trouble}};
+  // Where to read: the first init left open, else the first trouble.
+  uint64_t at = open_start_line;
+  if (at == 0 && !log.peer_failures.empty()) at = log.peer_failures.front().first_line;
+  if (at == 0) at = log.connect_retry_line;
+  for (const NcclWarning& w : log.warnings) {
+    if (at == 0 && !NcclWarningBenign(w.text)) at = w.first_line;
+  }
+  if (at != 0) f.evidence.push_back({"first_at", NcclLogPlace(source, at)});
   // The next check follows from what the log shows, not always MASTER_ADDR.
   const NcclPeerFailure* lost = log.peer_failures.empty() ? nullptr : &log.peer_failures.front();
-  if (lost && lost->reason == "no local interface in the same subnet") {
+  const NcclWarning* cuda = nullptr;  // the GPU side failed first: peers lost follow from it
+  for (const NcclWarning& w : log.warnings) {
+    if (!cuda && (w.text.find("Cuda failure") != std::string::npos ||
+                  w.text.find("CUDA IPC handle") != std::string::npos)) {
+      cuda = &w;
+    }
+  }
+  if (cuda) {
+    f.next = fmt::format(
+        "NCCL's CUDA set-up failed on {} ({}; distributed.nccl_cuda_failure): the other ranks "
+        "lost it as a peer. On that host run `nvidia-smi`, compare the driver with NCCL's +cuda "
+        "suffix and check CUDA_VISIBLE_DEVICES, then rerun",
+        cuda->first_seen_by.empty() ? "a rank" : cuda->first_seen_by, cuda->text);
+  } else if (lost && lost->reason == "no local interface in the same subnet") {
     f.next = fmt::format(
         "the bootstrap root {} is in no subnet of {}'s interfaces (network.root_unreachable): fix "
         "MASTER_ADDR or NCCL_SOCKET_IFNAME first, then rerun",
@@ -459,10 +554,24 @@ bool InitIncomplete(const NcclLogSummary& log, std::vector<Finding>& out,
         log.connect_retry_reason.empty() ? "reason not printed" : log.connect_retry_reason,
         log.connect_retry_peer.empty() ? "" : ", to " + log.connect_retry_peer);
   } else {
-    f.next =
-        "read the first NCCL WARN of those ranks (listed by `stallscope nccl-log`); on their "
-        "hosts check MASTER_ADDR:MASTER_PORT is reachable (`nc -vz`), run `stallscope doctor`, "
-        "and `py-spy dump --pid PID` if they hang";
+    // Nothing failed in the log: the ranks wait. Name the first one.
+    const NcclRank* first = nullptr;
+    for (const NcclRank& r : log.ranks) {
+      if (!first && r.init_started > r.init_completed) first = &r;
+    }
+    if (!first) {
+      for (const NcclRank& r : log.ranks) {
+        if (!first && r.init_completed == 0) first = &r;
+      }
+    }
+    const NcclProcess& p = log.processes[first ? first->process : 0];
+    f.next = fmt::format(
+        "{} waits in init: read its first NCCL WARN (listed by `stallscope nccl-log`), check "
+        "that every rank of the job started ({} of {} printed a line), and on {} run `py-spy "
+        "dump --pid {}` to see where it waits; `stallscope doctor` there",
+        p.Name(), log.ranks.size(),
+        std::max<int>(first ? first->nranks : 0, static_cast<int>(log.ranks.size())), p.host,
+        p.pid);
   }
   out.push_back(std::move(f));
   return true;
@@ -518,16 +627,31 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
   CheckNcclCudaFailure(log, source, out);
   CheckNcclOobSocket(log, source, out);
   CheckNcclRootUnreachable(log, source, out);
-  CheckNcclDuplicateAddress(log, out);
-  WrongInterface(log, out);
-  CheckNcclLinkLocal(log, NcclJobNodes(log), out);
-  RdmaUnused(log, host, out, result.notes);
-  ConnectFailed(log, out);
-  VersionMismatch(log, out);
+  CheckNcclDuplicateAddress(log, source, out);
+  WrongInterface(log, source, out);
+  CheckNcclLinkLocal(log, NcclJobNodes(log), source, out);
+  RdmaUnused(log, host, source, out, result.notes);
+  ConnectFailed(log, source, out);
+  VersionMismatch(log, source, out);
   std::vector<Finding> init;
-  bool init_failed = InitIncomplete(log, init, result.notes);
-  CheckNcclConnectTimeout(log, init_failed, out);
+  bool init_failed = InitIncomplete(log, source, init, result.notes);
+  CheckNcclConnectTimeout(log, init_failed, source, out);
   CheckNcclUnexplainedWarnings(log, source, out);
+  // An init that stopped follows from a cause found above: its next is the
+  // cause's (a lost peer or a retry is itself a consequence, not a cause).
+  const Finding* cause = nullptr;
+  for (const Finding& f : out) {
+    if (f.severity != Severity::kCritical ||
+        NcclCauseRank(f.id) >= NcclCauseRank("network.connect_timeout")) {
+      continue;
+    }
+    if (!cause || NcclCauseRank(f.id) < NcclCauseRank(cause->id)) cause = &f;
+  }
+  for (Finding& f : init) {
+    if (cause && cause->id != "distributed.nccl_cuda_failure") {
+      f.next = fmt::format("{} comes first ({}): {}", cause->id, cause->summary, cause->next);
+    }
+  }
   for (Finding& f : init) out.push_back(std::move(f));
   return result;
 }

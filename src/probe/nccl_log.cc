@@ -870,6 +870,7 @@ void NcclLogParser::Unprefixed(std::string_view line) {
       if (process != kNoRank) {
         if (summary_.processes[process].version.empty()) {
           summary_.processes[process].version = std::string(version);
+          summary_.processes[process].version_line = line_no_;
         }
       } else if (pending_versions_.size() < kNcclMaxProcesses) {
         pending_versions_.emplace_back(head.tag_key, std::string(version));
@@ -880,6 +881,7 @@ void NcclLogParser::Unprefixed(std::string_view line) {
     }
     if (last_process_ != kNoRank && summary_.processes[last_process_].version.empty()) {
       summary_.processes[last_process_].version = std::string(version);
+      summary_.processes[last_process_].version_line = line_no_;
       return;
     }
     for (const std::string& v : summary_.unattributed_versions) {

@@ -132,6 +132,7 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
       return;
     }
     (complete ? rank.init_completed : rank.init_started)++;
+    if (start) rank.init_start_line = line_no_;
     if (r && n && *n >= rank.nranks && *n < (1 << 24) && *r >= 0 && *r < *n) {
       rank.rank = static_cast<int>(*r);
       rank.nranks = static_cast<int>(*n);
@@ -144,6 +145,7 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
         if (!process.bootstrap.empty()) return;  // printed by every communicator
         std::string_view list = msg.substr(Find(msg, "Using") + 5);
         if (SetOnceInterfaces(process.bootstrap, list)) ++summary_.dropped;
+        if (!process.bootstrap.empty()) process.bootstrap_line = line_no_;
       } else if (Find(msg, " Bytes -> Algo ") != std::string_view::npos) {
         TuningLine(msg);
       }
@@ -151,6 +153,7 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
     case 'N':
       if (StartsWith(msg, "NET/Socket : Using")) {
         if (SetOnceInterfaces(process.net_socket, msg.substr(18))) ++summary_.dropped;
+        if (process.socket_line == 0 && !process.net_socket.empty()) process.socket_line = line_no_;
       } else if (StartsWith(msg, "NET/IB : Using interface ")) {
         // 2.3: "NET/IB : Using interface eno2 for sideband communication":
         // the out-of-band socket's interface, not an IB device.
@@ -206,7 +209,10 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
         }
       } else if (StartsWith(msg, "NCCL version ")) {
         std::string_view v = ParseNcclVersion(msg.substr(13));
-        if (!v.empty() && process.version.empty()) process.version = std::string(v);
+        if (!v.empty() && process.version.empty()) {
+          process.version = std::string(v);
+          process.version_line = line_no_;
+        }
       } else if (StartsWith(msg, "NCCL_IB_DISABLE set by environment to")) {
         std::string_view v = EnvValue(msg);
         process.ib_disabled = !v.empty() && v != "0";
@@ -406,6 +412,8 @@ void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
       ++c.shm;
     } else if (StartsWith(t, "NET/Socket")) {
       ++c.net_socket;
+      NcclProcess& process = summary_.processes[rank.process];
+      if (process.socket_channel_line == 0) process.socket_channel_line = line_no_;
     } else if (StartsWith(t, "NET/IB")) {  // also the IBext plugin: verbs all the same
       ++c.net_ib;
     } else if (StartsWith(t, "NET/")) {
@@ -495,6 +503,7 @@ void NcclLogParser::ConnectRetry(std::string_view msg) {
   // "socketPollConnect: connect returned X, retrying (3/34) after sleep ..."
   // (2.24-2.26), "socketStartConnect: connect to PEER returned X, retrying (1/34) ..." (2.27+).
   ++summary_.connect_retries;
+  if (summary_.connect_retry_line == 0) summary_.connect_retry_line = line_no_;
   size_t returned = Find(msg, " returned ");
   if (returned == std::string_view::npos) return;
   std::string_view reason = msg.substr(returned + 10);

@@ -58,6 +58,7 @@ struct NcclRank {
   std::string trees;                // the first "Trees [0] ..." layout, as printed
   uint64_t lines = 0;
   uint64_t warnings = 0;
+  uint64_t init_start_line = 0;  // 1-based line of its last "Init START"
 };
 
 // One process: what NCCL prints once per process.
@@ -81,6 +82,11 @@ struct NcclProcess {
   std::string ofi_provider;               // "NET/OFI Selected Provider is efa"
   std::vector<std::string> channel_nets;  // "via NET/<name>/..." names: IB, Socket, IBext_v8
   uint64_t socket_devs_used = 0;          // bit i: a channel ran "via NET/Socket/i"
+  // 1-based lines of the log, for findings' FILE:LINE (0: not seen).
+  uint64_t version_line = 0;         // the version was read here
+  uint64_t bootstrap_line = 0;       // "Bootstrap : Using"
+  uint64_t socket_line = 0;          // "NET/Socket : Using"
+  uint64_t socket_channel_line = 0;  // the first channel "via NET/Socket"
   std::string Name() const { return host + ":" + std::to_string(pid); }
 };
 
@@ -156,6 +162,7 @@ struct NcclLogSummary {
   std::string connect_retry_peer;    // the first peer named (2.27+): "10.0.0.2<45763>"
   uint64_t connect_retry_max = 0;    // the largest N of "retrying (N/M)" (2.24+)
   uint64_t connect_retry_limit = 0;  // its M (NCCL_SOCKET_RETRY_CNT, 34 by default)
+  uint64_t connect_retry_line = 0;   // 1-based line of the first retry
   std::vector<NcclWarning> warnings;
   std::vector<std::string> rings;  // "00/02: 0 1 2 3" from rank 0's "Channel 00/02 : ..."
   std::vector<NcclAlgorithmChoice> algorithms;
