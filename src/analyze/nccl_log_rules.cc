@@ -131,6 +131,7 @@ void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vec
     std::set<std::string> roles;
     std::vector<std::string> processes;
     uint64_t first_line = 0;
+    std::set<std::string> good;  // other interfaces these processes listed, not bad ones
   };
   std::map<std::string, Use> bad;  // by "name:address"
   for (const NcclProcess& p : log.processes) {
@@ -144,6 +145,14 @@ void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vec
       if (line != 0 && (use.first_line == 0 || line < use.first_line)) use.first_line = line;
       if (use.processes.empty() || use.processes.back() != p.Name()) {
         use.processes.push_back(p.Name());
+      }
+      for (const auto* list : {&p.bootstrap, &p.net_socket}) {
+        for (const NcclInterface& i : *list) {
+          if (!i.address.empty() && BadInterfaceReason(i, false).empty() &&
+              !StartsWith(i.address, "fe80:")) {
+            use.good.insert(i.name);
+          }
+        }
       }
     }
   }
@@ -180,10 +189,32 @@ void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vec
     if (use.first_line != 0) {
       f.evidence.push_back({"first_at", NcclLogPlace(source, use.first_line)});
     }
+    // The interface to name: one the same processes listed that is not
+    // bad, else an exclusion of the bad one's kind.
+    std::string bad_name = iface.substr(0, iface.find(':'));
+    std::string exclude = StartsWith(bad_name, "virbr") ? "^virbr,lo"
+                          : use.reason == "loopback"    ? "^lo"
+                          : StartsWith(bad_name, "br-") ? "^br-,docker,veth,lo"
+                                                        : "^docker,veth,lo";
     f.next =
-        "set NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) to the training network's interface, "
-        "e.g. NCCL_SOCKET_IFNAME=ib0 or =eth0 ('^docker,lo' excludes); run containers with "
-        "--network host; then `stallscope doctor` on each host";
+        use.reason == "Docker default bridge address"
+            ? fmt::format(
+                  "{} is the container's own side of Docker's default bridge: other hosts cannot "
+                  "reach it whatever NCCL_SOCKET_IFNAME says; run the containers with --network "
+                  "host (hostNetwork: true in Kubernetes), then `stallscope doctor` on each host",
+                  iface)
+        : use.good.empty()
+            ? fmt::format(
+                  "set NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) to the training network's "
+                  "interface on each host (the log lists none besides {}; "
+                  "NCCL_SOCKET_IFNAME={} excludes it); run containers with --network host; "
+                  "then `stallscope doctor` on each host",
+                  bad_name, exclude)
+            : fmt::format(
+                  "set NCCL_SOCKET_IFNAME={} (and GLOO_SOCKET_IFNAME={}), which the same "
+                  "processes list, instead of {} (or NCCL_SOCKET_IFNAME={}); run containers with "
+                  "--network host; then `stallscope doctor` on each host",
+                  *use.good.begin(), *use.good.begin(), bad_name, exclude);
     out.push_back(std::move(f));
   }
 }
@@ -329,11 +360,29 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   }
   f.evidence.push_back({"why", JoinCapped(reasons)});
   if (first_line != 0) f.evidence.push_back({"first_at", NcclLogPlace(source, first_line)});
-  f.next =
-      "unset NCCL_NET=Socket; in a container pass --device=/dev/infiniband --cap-add=IPC_LOCK "
-      "(or the RDMA device plugin) and install rdma-core, check `ibv_devinfo` inside it (EFA: "
-      "`fi_info -p efa`); rerun with NCCL_DEBUG=INFO and look for 'via NET/IB' in `stallscope "
-      "nccl-log`";
+  // What to do follows from the signs seen, on the processes seen.
+  std::string where =
+      socket_hosts.empty()
+          ? JoinCapped(processes, 4)
+          : JoinCapped(std::vector<std::string>(socket_hosts.begin(), socket_hosts.end()), 4);
+  std::vector<std::string> steps;
+  if (efa_missing) {
+    steps.push_back(
+        "give the container the EFA devices (the EFA device plugin's vpc.amazonaws.com/efa "
+        "resource, or --device=/dev/infiniband/uverbs*) and check `fi_info -p efa` inside it");
+  }
+  if (libibverbs_missing) {
+    steps.push_back("install rdma-core (libibverbs1, ibverbs-providers) in the image");
+  }
+  if (!efa_missing) {
+    steps.push_back(
+        "pass --device=/dev/infiniband --cap-add=IPC_LOCK (or the RDMA device plugin) and check "
+        "`ibv_devinfo` inside the container");
+  }
+  steps.push_back("unset NCCL_NET=Socket if it is set");
+  f.next = fmt::format(
+      "on {}: {}; rerun with NCCL_DEBUG=INFO and look for 'via NET/{}' in `stallscope nccl-log`",
+      where, fmt::join(steps, "; "), efa_missing ? "Libfabric" : "IB");
   out.push_back(std::move(f));
 }
 
