@@ -258,6 +258,7 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   bool efa_missing = false;
   for (const std::string& p : log.libfabric_empty_providers)
     efa_missing = efa_missing || p == "efa";
+  const bool efa_failed = !log.libfabric_efa_failures.empty();
   std::vector<std::string> processes;
   std::set<std::string> ib_seen;
   std::set<std::string> socket_hosts;
@@ -299,6 +300,13 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
       fires = true;
       reason(fmt::format("the IB net plugin ({}) loaded, yet the channels run NET/Socket",
                          p.net_plugin));
+    }
+    if (efa_failed) {
+      fires = true;
+      reason(fmt::format(
+          "an EFA queue failed ({}) and the channels fell back to NET/Socket: the EFA device is "
+          "there but not usable from this process",
+          log.libfabric_efa_failures.front()));
     }
     if (efa_missing) {
       fires = true;
@@ -366,7 +374,7 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
           ? JoinCapped(processes, 4)
           : JoinCapped(std::vector<std::string>(socket_hosts.begin(), socket_hosts.end()), 4);
   std::vector<std::string> steps;
-  if (efa_missing) {
+  if (efa_missing || efa_failed) {
     steps.push_back(
         "give the container the EFA devices (the EFA device plugin's vpc.amazonaws.com/efa "
         "resource, or --device=/dev/infiniband/uverbs*) and check `fi_info -p efa` inside it");
@@ -374,7 +382,7 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   if (libibverbs_missing) {
     steps.push_back("install rdma-core (libibverbs1, ibverbs-providers) in the image");
   }
-  if (!efa_missing) {
+  if (!efa_missing && !efa_failed) {
     steps.push_back(
         "pass --device=/dev/infiniband --cap-add=IPC_LOCK (or the RDMA device plugin) and check "
         "`ibv_devinfo` inside the container");
@@ -382,7 +390,7 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   steps.push_back("unset NCCL_NET=Socket if it is set");
   f.next = fmt::format(
       "on {}: {}; rerun with NCCL_DEBUG=INFO and look for 'via NET/{}' in `stallscope nccl-log`",
-      where, fmt::join(steps, "; "), efa_missing ? "Libfabric" : "IB");
+      where, fmt::join(steps, "; "), efa_missing || efa_failed ? "Libfabric" : "IB");
   out.push_back(std::move(f));
 }
 

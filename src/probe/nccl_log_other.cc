@@ -160,8 +160,40 @@ void NcclLogParser::TestsTableLine(std::string_view text) {
   summary_.tests_ranks.push_back(std::move(r));
 }
 
+// "libfabric:PID:TIME[:FABRIC]:efa:SUBSYS:func():LINE<warn> Unable to ..."
+// (libfabric's log prefix): the message of an EFA failure, or empty.
+std::string_view EfaFailure(std::string_view s) {
+  size_t level = Find(s.substr(0, 256), "<warn> ");
+  size_t skip = 7;
+  if (level == std::string_view::npos) {
+    level = Find(s.substr(0, 256), "<error> ");
+    skip = 8;
+  }
+  if (level == std::string_view::npos) return {};
+  std::string_view head = s.substr(0, level);
+  if (Find(head, ":efa:") == std::string_view::npos &&
+      Find(head, ":efa-direct:") == std::string_view::npos) {
+    return {};
+  }
+  std::string_view message = Trim(s.substr(level + skip));
+  std::string lower(message.substr(0, 200));
+  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  for (std::string_view word : {"fail", "unable", "error", "cannot", "not supported"}) {
+    if (lower.find(word) != std::string::npos) return message.substr(0, 160);
+  }
+  return {};
+}
+
 void NcclLogParser::LibfabricLine(std::string_view text) {
   ++summary_.libfabric_lines;
+  if (std::string_view failure = EfaFailure(text); !failure.empty()) {
+    if (summary_.libfabric_efa_failures.size() < kNcclMaxInterfaces) {
+      summary_.libfabric_efa_failures.push_back("efa: " + std::string(failure));
+    } else {
+      ++summary_.dropped;
+    }
+    return;
+  }
   std::string_view provider = EmptyProvider(text);
   if (provider.empty()) return;
   for (const std::string& p : summary_.libfabric_empty_providers) {

@@ -177,6 +177,10 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
                     log.torch_groups.size(), g.global_rank, g.size,
                     g.nccl_version.empty() ? "" : ", NCCL " + g.nccl_version);
   }
+  if (!log.libfabric_efa_failures.empty()) {
+    out += fmt::format("libfabric: {} EFA failure(s); first: {}\n",
+                       log.libfabric_efa_failures.size(), log.libfabric_efa_failures.front());
+  }
   if (!log.libfabric_empty_providers.empty()) {
     out += fmt::format("libfabric: no provider {} (fi_getinfo returned an empty list)\n",
                        fmt::join(log.libfabric_empty_providers, ", "));
@@ -343,7 +347,8 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
   }
   n["pytorch_groups"] = torch;
   n["libfabric"] = {{"lines", log.libfabric_lines},
-                    {"empty_providers", log.libfabric_empty_providers}};
+                    {"empty_providers", log.libfabric_empty_providers},
+                    {"efa_failures", log.libfabric_efa_failures}};
   out["nccl"] = n;
   return out;
 }

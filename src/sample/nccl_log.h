@@ -176,6 +176,9 @@ struct NcclLogSummary {
   std::vector<NcclTorchGroup> torch_groups;
   uint64_t libfabric_lines = 0;                        // "libfabric:pid:time:prov:..." lines
   std::vector<std::string> libfabric_empty_providers;  // "provider efa output empty list"
+  // An EFA queue or endpoint that failed: "efa: <its warning>", the first few
+  // (libfabric's "...:efa:...<warn> Unable to ..." lines).
+  std::vector<std::string> libfabric_efa_failures;
 };
 
 // RDMA ports of the host the command runs on, for network.rdma_unused: the
