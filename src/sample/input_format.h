@@ -1,0 +1,31 @@
+// What a training job's input file is, from its first bytes: an archive
+// (zip, tar, 7z) or a compressed stream (gzip, bzip2, xz, zstd, lz4), and
+// whether reading it costs the reader CPU to decompress. The loader rules
+// name it in their evidence and `next` (seed 2.4: a zip decompressed on
+// every read made the loader CPU-bound). Pure; the open-files probe reads
+// the bytes (probe/open_files.h).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace stallscope {
+
+// The bytes InputFormatOf looks at: tar's "ustar" sits at offset 257.
+inline constexpr size_t kInputFormatHeadBytes = 512;
+
+struct InputFormat {
+  std::string
+      kind;  // "zip", "tar", "tar.gz", "gzip", "bzip2", "xz", "zstd", "lz4", "7z"; "" for none
+  bool archive = false;     // holds many members (zip, tar, 7z, and tar inside a stream)
+  bool compressed = false;  // decompressed as it is read (a zip's first member not stored)
+  std::string method;  // zip's first member: "stored", "deflate", "bzip2", "lzma", "zstd", "xz"
+};
+
+// `head`: the file's first bytes (up to kInputFormatHeadBytes; fewer for a
+// short file); `name`: its path, for the name-only distinction of
+// tar.gz/tgz and tar.zst from a lone stream. Never fails: unknown bytes give
+// an empty kind.
+InputFormat InputFormatOf(std::string_view head, std::string_view name);
+
+}  // namespace stallscope
