@@ -6,6 +6,7 @@
 // the bytes (probe/open_files.h).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -27,5 +28,26 @@ struct InputFormat {
 // tar.gz/tgz and tar.zst from a lone stream. Never fails: unknown bytes give
 // an empty kind.
 InputFormat InputFormatOf(std::string_view head, std::string_view name);
+
+}  // namespace stallscope
+
+namespace stallscope {
+
+// A regular file a process of the job has open for reading, as one sample
+// of its descriptors saw it (probe/open_files.h).
+struct OpenInput {
+  int32_t pid = 0;
+  int fd = -1;
+  std::string path;  // as the process sees it; " (deleted)" removed
+  bool deleted = false;
+  uint64_t position = 0;  // fdinfo's pos: how far it has read
+  uint64_t size = 0;
+  std::string fs_type;  // of the mount holding it, in the process's mount namespace
+  bool remote = false;  // IsRemoteFsType(fs_type)
+  uint32_t major = 0;   // st_dev of the file
+  uint32_t minor = 0;
+  std::string device;  // the block device ("vda1"), when the file system has one
+  InputFormat format;
+};
 
 }  // namespace stallscope

@@ -1,0 +1,158 @@
+// A process's open input files (see open_files.h).
+#include "probe/open_files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "core/text.h"
+#include "probe/diskstats.h"
+#include "probe/mounts.h"
+
+namespace stallscope {
+namespace {
+
+std::optional<uint64_t> Number(std::string_view text, int base) {
+  text = Trim(text);
+  if (text.empty() || text.size() > 22) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : text) {
+    int d = c >= '0' && c <= '9' ? c - '0' : -1;
+    if (d < 0 || d >= base) return std::nullopt;
+    v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
+// Descriptors that are not files a loader reads.
+bool IsInputPath(std::string_view target) {
+  if (target.empty() || target[0] != '/') return false;  // socket:[..], pipe:[..], anon_inode:..
+  for (std::string_view skip : {"/dev/", "/proc/", "/sys/", "/memfd:"}) {
+    if (target.substr(0, skip.size()) == skip) return false;
+  }
+  return true;
+}
+
+std::string ReadLink(const std::string& path) {
+  char buffer[4096];
+  ssize_t n = ::readlink(path.c_str(), buffer, sizeof(buffer));
+  return n > 0 ? std::string(buffer, static_cast<size_t>(n)) : std::string();
+}
+
+std::string Head(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return {};
+  std::string head(kInputFormatHeadBytes, '\0');
+  // pread: the process's own offset in its descriptor is not this one's.
+  ssize_t n = ::pread(fd, head.data(), head.size(), 0);
+  ::close(fd);
+  head.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return head;
+}
+
+}  // namespace
+
+Result<Fdinfo> ParseFdinfo(std::string_view text, std::string_view source) {
+  std::optional<uint64_t> pos, flags;
+  for (std::string_view line : SplitLines(text)) {
+    if (line.substr(0, 4) == "pos:") pos = Number(line.substr(4), 10);
+    if (line.substr(0, 6) == "flags:") flags = Number(line.substr(6), 8);
+  }
+  if (!pos || !flags || *flags > 0xffffffffull) {
+    return Status::ParseError(source, 0, "no numeric pos: and flags: lines");
+  }
+  return Fdinfo{*pos, static_cast<uint32_t>(*flags)};
+}
+
+Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, size_t max_files) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  Result<std::vector<std::string>> fds = ListDirectory(root.Path(proc + "/fd"));
+  if (!fds.ok()) {
+    if (fds.status().code() == Status::Code::kNotFound) {
+      return Status::NotFound("pid " + std::to_string(pid));
+    }
+    return fds.status();
+  }
+  // The process's own mounts: a container sees its own.
+  std::vector<MountEntry> mounts;
+  if (Result<std::string> text = ReadFile(root.Path(proc + "/mountinfo")); text.ok()) {
+    if (auto parsed = ParseMountinfo(*text, proc + "/mountinfo"); parsed.ok()) {
+      mounts = std::move(*parsed);
+    }
+  }
+  OpenInputs out;
+  for (const std::string& name : *fds) {
+    std::optional<uint64_t> fd = Number(name, 10);
+    if (!fd) continue;
+    const std::string link = root.Path(proc + "/fd/" + name);
+    std::string target = ReadLink(link);
+    if (target.empty()) {
+      ++out.vanished;
+      continue;
+    }
+    OpenInput input;
+    constexpr std::string_view kDeleted = " (deleted)";
+    if (target.size() > kDeleted.size() &&
+        target.compare(target.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0) {
+      target.resize(target.size() - kDeleted.size());
+      input.deleted = true;
+    }
+    if (!IsInputPath(target)) {
+      ++out.skipped;
+      continue;
+    }
+    Result<std::string> info_text = ReadFile(root.Path(proc + "/fdinfo/" + name), 64 << 10);
+    if (!info_text.ok()) {
+      ++out.vanished;
+      continue;
+    }
+    Result<Fdinfo> info = ParseFdinfo(*info_text, proc + "/fdinfo/" + name);
+    if (!info.ok() || (info->flags & O_ACCMODE) != O_RDONLY) {
+      ++out.skipped;  // written (a log, a checkpoint), or unreadable
+      continue;
+    }
+    // Live: through the descriptor's link, which reaches the file in the
+    // process's mount namespace; a fixture: the target under the root.
+    const std::string file = root.IsLive() ? link : root.Path(target);
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) {
+      ++out.vanished;
+      continue;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ++out.skipped;
+      continue;
+    }
+    if (out.files.size() >= max_files) {
+      ++out.capped;
+      continue;
+    }
+    input.pid = pid;
+    input.fd = static_cast<int>(*fd);
+    input.path = target;
+    input.position = info->pos;
+    input.size = static_cast<uint64_t>(st.st_size);
+    input.major = major(st.st_dev);
+    input.minor = minor(st.st_dev);
+    if (const MountEntry* m = FindMountForPath(mounts, target)) {
+      input.fs_type = m->fs_type;
+      input.remote = IsRemoteFsType(m->fs_type);
+      if (!root.IsLive()) {  // a fixture's own files are on this machine's disk
+        input.major = m->major;
+        input.minor = m->minor;
+      }
+    }
+    if (Result<BlockDevice> dev = ReadBlockDeviceByNumber(root, input.major, input.minor);
+        dev.ok()) {
+      input.device = dev->name;
+    }
+    input.format = InputFormatOf(Head(file), target);
+    out.files.push_back(std::move(input));
+  }
+  return out;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,46 @@
+// The input files a process has open, from /proc/PID/fd and /proc/PID/fdinfo:
+// regular files open read-only (sockets, pipes, devices, /proc and files
+// open for writing, a job's logs and checkpoints, are left out), each with
+// how far it has been read, its size, the file system and device holding it
+// in the process's own mount namespace (a container's), and what its first
+// bytes say it is (sample/input_format.h).
+//
+// Files a loader opens and closes between two samples are not seen one by
+// one; the caller aggregates what samples catch (issue 17: a folder of small
+// files shows as its directory). On a live root the file is stat'ed and its
+// head read through /proc/PID/fd/N, which reaches it across mount
+// namespaces; on a fixture root through the link's target under the root.
+// ParseFdinfo is pure (fuzzed). Stateless; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "core/file.h"
+#include "core/status.h"
+#include "sample/input_format.h"
+
+namespace stallscope {
+
+struct Fdinfo {
+  uint64_t pos = 0;
+  uint32_t flags = 0;  // open(2) flags, from the file's octal "flags:"
+};
+// "pos:\t123\nflags:\t0100000\n..." ParseError naming `source` when pos or
+// flags is missing or not a number.
+Result<Fdinfo> ParseFdinfo(std::string_view text, std::string_view source);
+
+struct OpenInputs {
+  std::vector<OpenInput> files;  // by fd
+  uint64_t skipped = 0;          // descriptors of other kinds, or open for writing
+  uint64_t vanished = 0;         // closed between the listing and the read
+  uint64_t capped = 0;           // past max_files
+};
+
+// The open input files of `pid` under `root`. NotFound("pid N") when the
+// process is gone; a descriptor that closes meanwhile is counted, not an error.
+Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, size_t max_files = 256);
+
+}  // namespace stallscope

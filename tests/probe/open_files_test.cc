@@ -1,0 +1,132 @@
+// ReadOpenInputs on a fixture tree built here (a loader's descriptors: an
+// archive on NFS, a deleted stream, a checkpoint open for writing, sockets,
+// pipes, devices) and on this test's own live process, whose open file it
+// must find with the offset it has read to.
+#include "probe/open_files.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace stallscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+void Write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+class LoaderTree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char name[] = "/tmp/stallscope-openfiles-XXXXXX";
+    ASSERT_NE(mkdtemp(name), nullptr);
+    dir_ = name;
+    const fs::path proc = dir_ / "proc/4242";
+    fs::create_directories(proc / "fd");
+    auto fd = [&](int n, const std::string& target, const std::string& fdinfo) {
+      fs::create_symlink(target, proc / "fd" / std::to_string(n));
+      if (!fdinfo.empty()) Write(proc / "fdinfo" / std::to_string(n), fdinfo);
+    };
+    fd(0, "/dev/pts/0", "pos:\t0\nflags:\t02\nmnt_id:\t25\nino:\t3\n");
+    fd(3, "socket:[81234]", "pos:\t0\nflags:\t02004002\n");
+    fd(4, "pipe:[81235]", "pos:\t0\nflags:\t00\n");
+    fd(5, "/data/imagenet/train-00001.zip", "pos:\t524288\nflags:\t0100000\nmnt_id:\t31\n");
+    fd(6, "/scratch/labels.csv.gz (deleted)", "pos:\t12\nflags:\t02100000\nmnt_id:\t30\n");
+    fd(7, "/ckpt/model.pt", "pos:\t4096\nflags:\t0100001\nmnt_id:\t30\n");
+    fd(8, "/data/imagenet", "pos:\t0\nflags:\t0200000\nmnt_id:\t31\n");  // a directory
+    fd(9, "/data/imagenet/gone.bin", "");  // closed before its fdinfo was read
+    Write(proc / "mountinfo",
+          "30 1 253:1 / / rw,relatime - ext4 /dev/vda1 rw\n"
+          "31 30 0:52 /export /data rw,relatime - nfs4 fileserver:/export rw,vers=4.2\n");
+    std::ifstream zip(STALLSCOPE_FIXTURES "/input_formats/shard-deflate.zip", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(zip)), std::istreambuf_iterator<char>());
+    Write(dir_ / "data/imagenet/train-00001.zip", bytes);
+    std::ifstream gz(STALLSCOPE_FIXTURES "/input_formats/labels.csv.gz", std::ios::binary);
+    Write(dir_ / "scratch/labels.csv.gz",
+          std::string((std::istreambuf_iterator<char>(gz)), std::istreambuf_iterator<char>()));
+    Write(dir_ / "ckpt/model.pt", "weights");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(LoaderTree, OnlyFilesOpenForReadingWithTheirPlaceAndKind) {
+  Result<OpenInputs> got = ReadOpenInputs(Root(dir_.string()), 4242);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->files.size(), 2u);
+  const OpenInput& zip = got->files[0];
+  EXPECT_EQ(zip.fd, 5);
+  EXPECT_EQ(zip.path, "/data/imagenet/train-00001.zip");
+  EXPECT_EQ(zip.position, 524288u);
+  EXPECT_EQ(zip.size, fs::file_size(dir_ / "data/imagenet/train-00001.zip"));
+  EXPECT_EQ(zip.fs_type, "nfs4");
+  EXPECT_TRUE(zip.remote);
+  EXPECT_EQ(zip.major, 0u);
+  EXPECT_EQ(zip.minor, 52u);
+  EXPECT_EQ(zip.format.kind, "zip");
+  EXPECT_TRUE(zip.format.compressed);
+  const OpenInput& gz = got->files[1];
+  EXPECT_EQ(gz.path, "/scratch/labels.csv.gz");
+  EXPECT_TRUE(gz.deleted);
+  EXPECT_EQ(gz.fs_type, "ext4");
+  EXPECT_FALSE(gz.remote);
+  EXPECT_EQ(gz.major, 253u);
+  EXPECT_EQ(gz.format.kind, "gzip");
+  // The tty, the socket, the pipe, the checkpoint being written, the
+  // directory; the descriptor that closed.
+  EXPECT_EQ(got->skipped, 5u);
+  EXPECT_EQ(got->vanished, 1u);
+}
+
+TEST_F(LoaderTree, CappedAndGone) {
+  Result<OpenInputs> one = ReadOpenInputs(Root(dir_.string()), 4242, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->files.size(), 1u);
+  EXPECT_EQ(one->capped, 1u);
+  Result<OpenInputs> gone = ReadOpenInputs(Root(dir_.string()), 999);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.status().ToString().find("pid 999") != std::string::npos, true)
+      << gone.status().ToString();
+}
+
+TEST(OpenInputsLive, ThisProcesssOpenArchiveAndHowFarItRead) {
+  std::string path = STALLSCOPE_FIXTURES "/input_formats/shard-stored.zip";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  char buffer[100];
+  ASSERT_EQ(read(fd, buffer, sizeof(buffer)), 100);
+  Result<OpenInputs> got = ReadOpenInputs(Root("/"), getpid());
+  close(fd);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const OpenInput* mine = nullptr;
+  for (const OpenInput& f : got->files) {
+    if (f.fd == fd) mine = &f;
+  }
+  ASSERT_NE(mine, nullptr);
+  EXPECT_EQ(mine->path, fs::canonical(path).string());
+  EXPECT_EQ(mine->position, 100u);  // its own offset, not moved by the probe's read
+  EXPECT_EQ(mine->format.kind, "zip");
+  EXPECT_FALSE(mine->format.compressed);
+  EXPECT_FALSE(mine->fs_type.empty());
+}
+
+TEST(Fdinfo, PosAndOctalFlagsOrAnErrorNamingTheFile) {
+  Result<Fdinfo> ok = ParseFdinfo("pos:\t77\nflags:\t0100002\nmnt_id:\t5\n", "/proc/1/fdinfo/3");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->pos, 77u);
+  EXPECT_EQ(ok->flags, 0100002u);
+  Result<Fdinfo> bad = ParseFdinfo("pos:\tx\nflags:\t9\n", "/proc/1/fdinfo/3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("/proc/1/fdinfo/3"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stallscope
