@@ -33,6 +33,10 @@ std::string_view Trim(std::string_view text);
 inline bool StartsWith(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
+// Whether `text` ends with `suffix`.
+inline bool EndsWith(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
 
 // A command's words joined by single spaces, as it is shown and recorded:
 // {"python", "train.py"} -> "python train.py". No quoting.

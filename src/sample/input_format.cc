@@ -3,15 +3,13 @@
 
 #include <cstdint>
 
+#include "core/text.h"
+
 namespace stallscope {
 namespace {
 
 bool Has(std::string_view head, size_t at, std::string_view magic) {
   return head.size() >= at + magic.size() && head.substr(at, magic.size()) == magic;
-}
-
-bool EndsWith(std::string_view s, std::string_view end) {
-  return s.size() >= end.size() && s.substr(s.size() - end.size()) == end;
 }
 
 // A zip member's compression method (APPNOTE 4.4.5) in the user's words.
