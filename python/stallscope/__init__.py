@@ -13,7 +13,7 @@ says. In a DistributedDataParallel job `stallscope.ddp(model)` also times each
 gradient bucket's all-reduce, so every step reports how long the rank waited
 in synchronization and how much CPU it used: the rank the others wait for is
 the one that waits least. STALLSCOPE_MAX_STEPS=N ends the process (SystemExit
-0) once N steps are done (`stallscope scale` runs jobs for a bounded number of
+0; os._exit(0) when a torch.distributed group is live) once N steps are done (`stallscope scale` runs jobs for a bounded number of
 steps this way). Outside stallscope `loader(x)` returns `x` itself, `ddp(m)`
 returns `m` untouched and `epoch(n)` does nothing. The hook never raises into
 the job and never blocks: a datagram that cannot be sent is dropped and
@@ -308,6 +308,32 @@ def _sync_ns(t_end):
     return max(total, 0)
 
 
+def _end_after_max_steps():
+    """Ends the process once STALLSCOPE_MAX_STEPS steps are done: SystemExit(0),
+    except in a process with a torch.distributed process group, which leaves
+    with os._exit(0) once its streams are flushed and its bucket callbacks
+    freed. Interpreter finalization with a live gloo group can abort in a C++
+    destructor under PyTorch 1.13 ("terminate called without an active
+    exception", status 134: seen in `stallscope scale`'s one-rank DDP run on a
+    fresh Debian 12)."""
+    dist = sys.modules.get("torch.distributed")
+    live_group = False
+    try:
+        live_group = bool(dist is not None and dist.is_available() and dist.is_initialized())
+    except Exception:
+        pass
+    if not live_group:
+        raise SystemExit(0)
+    try:
+        if _ddp_on[0]:
+            _drain_callbacks()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+    except Exception:
+        pass
+    os._exit(0)
+
+
 def _stop_after(st):
     """STALLSCOPE_MAX_STEPS: counts a step; True once the limit is reached."""
     st.timed += 1
@@ -336,7 +362,7 @@ def _timed(inner, batch=_BATCH, period=_PERIOD_NS):
                 _flush()
             if st is not None and st.max_steps and _stop_after(st):
                 _flush()
-                raise SystemExit(0)
+                _end_after_max_steps()
             t0 = t2
     except GeneratorExit:
         # Thrown at the yield when the loop is left early (break) and the
