@@ -62,16 +62,36 @@ constexpr Rule kRules[] = {
      "separate sustained from a blip; 30% of the run makes it the job's condition, not a "
      "burst (a checkpoint write, an epoch start)"},
     {"io.cpu_bound_loader", Layer::kIo,
-     "a recorded run: CPU of the loader workers (the tree minus the ranks) against the CPUs the "
-     "ranks leave them, and the host's CPU busy share, per interval; the data wait share",
-     "fires when the workers use >= 90% of those CPUs in >= 50% of the intervals, or the host "
-     "is >= 95% busy in >= 50% of them while steps wait >= 10% for data; critical when the steps "
-     "wait >= 30% (io.input_bound's critical level), info when they were measured and do not, else "
-     "warning",
-     "seed 2.4: decompressing a zip on every read made 'the CPU the new bottleneck'; decoding "
-     "and augmentation in the workers do the same. Workers that already have every CPU cannot "
-     "be helped by more workers (seed 2.2: num_workers=32 only blew up memory). 90% / 95% / "
-     "half the run are ours"},
+     "a recorded run: per interval, each loader worker's (a process below a rank) CPU and its "
+     "run-queue delay (/proc/PID/schedstat: runnable, waiting for a CPU) over the interval, the "
+     "data disk's %util, and what the workers were caught reading (/proc/PID/fd: an archive, a "
+     "compressed file, a directory); run files without the run delay: the workers' CPU against "
+     "the CPUs the ranks leave them, and the host's CPU busy share",
+     "fires when in >= 50% of the intervals the workers were on a CPU or waiting for one >= 80% "
+     "of the time, >= 50% on it, while the data disk was < 50% busy; in older run files, when "
+     "the workers use >= 90% of those CPUs in >= 50% of the intervals, or the host is >= 95% "
+     "busy in >= 50% of them while steps wait >= 10% for data; critical when the steps wait "
+     ">= 30% (io.input_bound's critical level), info when they were measured and do not, else "
+     "warning; not reported beside a warning or critical io.cpu_contention; info when "
+     "io.cold_cache explains the waits",
+     "seed 2.4: decompressing a zip on every read made 'the CPU the new bottleneck', with two "
+     "workers at 70% of a CPU each on a quiet 2-CPU host and an idle disk: CPU time alone "
+     "misses it, CPU time plus the time spent waiting for a CPU is the whole interval. A worker "
+     "that sleeps on the disk is neither. Workers that already have every CPU cannot be helped "
+     "by more workers (seed 2.2: num_workers=32 only blew up memory). 80% / 50% / half the run "
+     "are ours"},
+    {"io.cpu_contention", Layer::kIo,
+     "a recorded run: per interval, the host's busy CPU (/proc/stat) minus what the job's tree "
+     "used, as a share of all CPUs; the top processes outside the tree by CPU (their stat, read "
+     "in intervals where the tree left >= half a CPU busy); the workers' run delay; the data "
+     "wait share",
+     "fires when processes outside the tree take >= 25% of the CPUs in >= 50% of the intervals; "
+     "critical when the steps wait >= 30% for data, warning at >= 10%, info when they were "
+     "measured and do not",
+     "seed 2.4's first diagnosis went wrong this way: a throttled-disk job looked CPU-bound only "
+     "because another process held the CPUs. The loader is not the cause then, and no loader "
+     "setting fixes it: the CPUs must come back. 25% (half a CPU of two) and half the run are "
+     "ours"},
     {"io.loader_config", Layer::kIo,
      "a recorded run: the DataLoader settings the hook reported per rank (num_workers, "
      "pin_memory, prefetch_factor, persistent_workers), epoch lengths and the first step's "
@@ -118,12 +138,19 @@ constexpr Rule kRules[] = {
      "stallscope dataset: page-cache residency (mmap + mincore, as vmtouch) of every file, or "
      "of a uniform random sample of 10,000 when there are more; the time the uncached part "
      "takes at the seed's storage floor (500 MB/s sequential plus one 5000-IOPS read per small "
-     "file)",
-     "fires when < 20% of the bytes are cached and that uncached read takes >= 1 s at the "
-     "floor; warning when the data fits in half the RAM (epoch 1 will be slower than the rest), "
-     "info when it does not (every epoch reads storage)",
+     "file). A recorded run: the hook's epochs (epoch 0 against the median later epoch) and "
+     "the data disk's reads (iostat rkB/s) in each; the data disk is --data's, else the device "
+     "behind what the workers read",
+     "dataset: fires when < 20% of the bytes are cached and that uncached read takes >= 1 s at "
+     "the floor; warning when the data fits in half the RAM (epoch 1 will be slower than the "
+     "rest), info when it does not (every epoch reads storage). A run: fires when epoch 0 took "
+     ">= 1.5x the median later epoch and >= 2 s more, read >= 16 MiB from the data disk, and "
+     "the later epochs read < 20% of its rate; warning. io.input_bound and io.cpu_bound_loader "
+     "drop to info when the steps after epoch 0 wait < 10% for data",
      "seed 2.1: a first epoch abnormally slow followed by normal ones is the cold/warm page "
-     "cache difference, not a program bug. 20%, 1 s and half the RAM are ours"},
+     "cache difference, not a program bug. 20%, 1 s, half the RAM, 1.5x, 2 s and 16 MiB are "
+     "ours: a cold cache shows as a first epoch clearly slower that read what the later ones "
+     "did not"},
     {"io.storage_slow", Layer::kIo,
      "stallscope bench io PATH: sequential 1 MiB reads (O_DIRECT, io_uring; 4 jobs at queue "
      "depth 1 by default, as the seed's fio line) in MB/s and random 4 KiB reads in IOPS on a "

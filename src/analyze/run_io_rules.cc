@@ -13,6 +13,8 @@
 #include <map>
 #include <set>
 
+#include "analyze/run_inputs.h"
+#include "analyze/run_loader_rules.h"
 #include "analyze/run_rules.h"
 #include "core/stats.h"
 #include "core/units.h"
@@ -209,30 +211,84 @@ std::optional<int> BusiestWorker(const Timeline& timeline) {
   return it->first;
 }
 
+// The sample at time t (the process points share their sample's t).
+const TimelineSample* SampleAt(const Timeline& timeline, double t) {
+  auto it = std::lower_bound(timeline.samples.begin(), timeline.samples.end(), t,
+                             [](const TimelineSample& s, double value) { return s.t < value; });
+  return it != timeline.samples.end() && it->t == t ? &*it : nullptr;
+}
+
+// What the loader's `next` names: the unpacking of an archive or
+// compressed input, or the decoding fixes.
+std::string LoaderFixes(const std::optional<LoaderInput>& input) {
+  if (input && (input->compressed || input->kind == "archive")) {
+    return fmt::format(
+        "{} is decompressed on every read: unpack it to local disk once (`mkdir -p "
+        "/local/data && {} -d /local/data`) and read the files, or pack it into uncompressed "
+        "shards (`stallscope pack /local/data /local/shards --format wds`)",
+        input->path,
+        input->format == "zip" ? fmt::format("unzip -q {}", input->path)
+                               : fmt::format("tar -xf {} -C /local/data #", input->path));
+  }
+  const std::string data = input ? input->path : std::string("DATA_DIR");
+  return fmt::format(
+      "decoding and augmentation are the usual cost: decode on the GPU (NVIDIA DALI, "
+      "torchvision.io.decode_jpeg on cuda), pre-resize or pack the data offline (`stallscope "
+      "pack {} OUT --format wds`); more workers than CPUs does not help",
+      data);
+}
+
 std::optional<Finding> CheckCpuBoundLoader(const Context& ctx) {
   const Timeline& timeline = ctx.timeline;
   const int cpus = timeline.info.cpu_count;
   if (timeline.samples.empty()) return std::nullopt;
+  std::vector<LoaderInput> inputs = WhatTheLoaderReads(timeline);
+  std::optional<LoaderInput> input;
+  if (!inputs.empty()) input = inputs[0];
+  const std::vector<WorkerInterval> load = WorkerLoad(timeline);
   int loader_saturated = 0;
   int host_saturated = 0;
-  std::vector<double> shares, loader_pct, busy_pct;
-  for (const TimelineSample& s : timeline.samples) {
-    // The ranks' own CPU (the tree minus the loaders) is not the workers' to use.
-    double ranks_pct = std::max(0.0, s.tree_cpu_percent - s.loader_cpu_percent);
-    if (cpus > 0) {
-      double capacity = std::max(100.0, cpus * 100.0 - ranks_pct);
-      double share = s.loader_cpu_percent / capacity;
-      shares.push_back(share);
-      if (share >= kLoaderCpuSaturatedFraction) ++loader_saturated;
+  int judged = 0;
+  std::vector<double> shares, loader_pct, busy_pct, worker_cpu, worker_delay;
+  if (!load.empty()) {
+    // The workers themselves: on a CPU or waiting for one for most of each
+    // interval, most of it their own work, while the data disk idles.
+    for (const WorkerInterval& w : load) {
+      const TimelineSample* s = SampleAt(timeline, w.t);
+      if (!s) continue;
+      ++judged;
+      worker_cpu.push_back(w.cpu_percent);
+      worker_delay.push_back(w.run_delay_percent);
+      loader_pct.push_back(s->loader_cpu_percent);
+      busy_pct.push_back(s->cpu_busy_percent);
+      if (w.cpu_percent + w.run_delay_percent >= kWorkerBusyPercent &&
+          w.cpu_percent >= kWorkerOwnCpuPercent && s->disk_util_percent < kDataDiskIdlePercent) {
+        ++loader_saturated;
+      }
     }
-    if (s.cpu_busy_percent >= kHostCpuSaturatedPercent) ++host_saturated;
-    loader_pct.push_back(s.loader_cpu_percent);
-    busy_pct.push_back(s.cpu_busy_percent);
+  } else {
+    for (const TimelineSample& s : timeline.samples) {
+      ++judged;
+      // The ranks' own CPU (the tree minus the loaders) is not the workers' to use.
+      double ranks_pct = std::max(0.0, s.tree_cpu_percent - s.loader_cpu_percent);
+      if (cpus > 0) {
+        double capacity = std::max(100.0, cpus * 100.0 - ranks_pct);
+        double share = s.loader_cpu_percent / capacity;
+        shares.push_back(share);
+        if (share >= kLoaderCpuSaturatedFraction) ++loader_saturated;
+      }
+      if (s.cpu_busy_percent >= kHostCpuSaturatedPercent) ++host_saturated;
+      loader_pct.push_back(s.loader_cpu_percent);
+      busy_pct.push_back(s.cpu_busy_percent);
+    }
   }
-  const double n = static_cast<double>(timeline.samples.size());
+  if (judged == 0) return std::nullopt;
+  const double n = static_cast<double>(judged);
   const bool loader_bound = loader_saturated / n >= kCpuSaturatedRunFraction;
-  // A busy host matters to the loader only when the steps wait for data.
-  const bool host_bound = host_saturated / n >= kCpuSaturatedRunFraction && ctx.InputBound();
+  // A busy host matters to the loader only when the steps wait for data;
+  // with the workers' run delay recorded, io.cpu_contention judges it.
+  const bool host_bound =
+      load.empty() && host_saturated / n >= kCpuSaturatedRunFraction && ctx.InputBound();
   if (!loader_bound && !host_bound) return std::nullopt;
 
   Severity severity = Severity::kWarning;
@@ -247,30 +303,46 @@ std::optional<Finding> CheckCpuBoundLoader(const Context& ctx) {
                                    : fmt::format("; steps wait only {} for data, so they keep up",
                                                  FormatPercent(ctx.wait->worst_rank_fraction)))
                : std::string();
+  const std::string reading = input ? fmt::format(", reading {}", input->Describe()) : "";
   Finding f;
   f.id = "io.cpu_bound_loader";
   f.layer = Layer::kIo;
   f.severity = severity;
-  if (loader_bound) {
-    f.summary =
-        fmt::format("the loader workers{} use {} of the CPUs left to them for {} of the run{}",
-                    workers > 0 ? fmt::format(" ({})", workers) : std::string(),
-                    FormatPercent(Median(shares)), FormatPercent(saturated_fraction), wait_text);
+  if (!load.empty()) {
+    f.summary = fmt::format(
+        "the loader workers{} are CPU-bound: each on a CPU {:.0f}% of the time and waiting for "
+        "one {:.0f}% more, in {} of the run, while the data disk idles{}{}",
+        workers > 0 ? fmt::format(" ({})", workers) : std::string(), Median(worker_cpu),
+        Median(worker_delay), FormatPercent(saturated_fraction), reading, wait_text);
+  } else if (loader_bound) {
+    f.summary = fmt::format(
+        "the loader workers{} use {} of the CPUs left to them for {} of the run{}{}",
+        workers > 0 ? fmt::format(" ({})", workers) : std::string(), FormatPercent(Median(shares)),
+        FormatPercent(saturated_fraction), reading, wait_text);
   } else {
     f.summary = fmt::format("the host's CPUs are {:.0f}% busy for {} of the run{}",
                             Median(busy_pct), FormatPercent(saturated_fraction), wait_text);
   }
-  f.evidence = {
-      {"loader_cpu_share", Median(shares)},        {"loader_cpu_percent", Median(loader_pct)},
-      {"host_cpu_busy_percent", Median(busy_pct)}, {"cpu_count", int64_t{cpus}},
-      {"saturated_fraction", saturated_fraction},  {"host_saturated", !loader_bound}};
+  f.evidence = {{"loader_cpu_percent", Median(loader_pct)},
+                {"host_cpu_busy_percent", Median(busy_pct)},
+                {"cpu_count", int64_t{cpus}},
+                {"saturated_fraction", saturated_fraction},
+                {"host_saturated", !loader_bound}};
+  if (!shares.empty()) f.evidence.push_back({"loader_cpu_share", Median(shares)});
+  if (!load.empty()) {
+    f.evidence.push_back({"worker_cpu_percent", Median(worker_cpu)});
+    f.evidence.push_back({"worker_run_delay_percent", Median(worker_delay)});
+  }
+  if (input) {
+    f.evidence.push_back({"input", input->path});
+    f.evidence.push_back({"input_kind", input->kind});
+    if (!input->format.empty()) f.evidence.push_back({"input_format", input->format});
+    f.evidence.push_back({"input_compressed", input->compressed});
+  }
   if (!timeline.loaders.empty()) f.evidence.push_back({"num_workers", int64_t{workers}});
   if (ctx.wait) f.evidence.push_back({"data_wait_fraction", ctx.wait->worst_rank_fraction});
   std::optional<int> worker = BusiestWorker(timeline);
-  std::string fixes =
-      "decoding and augmentation are the usual cost: decode on the GPU (NVIDIA DALI, "
-      "torchvision.io.decode_jpeg on cuda), pre-resize or pack the data offline (`stallscope "
-      "pack DATA_DIR OUT --format wds`); more workers than CPUs does not help";
+  const std::string fixes = LoaderFixes(input);
   if (loader_bound) {
     f.next = fmt::format("see where a worker's CPU goes: `py-spy top --pid {}`; {}",
                          worker ? std::to_string(*worker) : std::string("WORKER_PID"), fixes);
@@ -566,9 +638,30 @@ std::vector<Finding> CheckRunIo(const Timeline& timeline) {
   // pays (DESIGN.md's example: io.input_bound), and its `next` already names
   // the cause found below (loader settings, the disk, the CPUs).
   std::vector<Finding> findings;
-  if (std::optional<Finding> f = CheckInputBound(ctx)) findings.push_back(std::move(*f));
+  std::optional<Finding> cold = CheckColdCache(timeline, ctx.epochs);
+  std::optional<Finding> contention = CheckCpuContention(timeline, ctx.wait);
+  // The waits a cold first epoch explains: they hold only in it.
+  const std::optional<double> later_wait = DataWaitAfterFirstEpoch(timeline, ctx.epochs);
+  const bool only_first_epoch = cold && later_wait && *later_wait < kInputBoundWarningFraction;
+  auto explained = [&](Finding f) {
+    if (only_first_epoch) {
+      f.severity = Severity::kInfo;
+      f.summary += fmt::format(" (in epoch 0 only: the later epochs wait {}; see io.cold_cache)",
+                               FormatPercent(*later_wait));
+      f.evidence.push_back({"explained_by", std::string("io.cold_cache")});
+    }
+    return f;
+  };
+  if (std::optional<Finding> f = CheckInputBound(ctx)) findings.push_back(explained(*f));
+  if (cold) findings.push_back(std::move(*cold));
   if (std::optional<Finding> f = CheckDeviceSaturated(ctx)) findings.push_back(std::move(*f));
-  if (std::optional<Finding> f = CheckCpuBoundLoader(ctx)) findings.push_back(std::move(*f));
+  if (contention) findings.push_back(std::move(*contention));
+  // CPUs others hold are not a loader verdict: the loader finding, if any,
+  // waits for CPUs it could have had.
+  if (std::optional<Finding> f = CheckCpuBoundLoader(ctx);
+      f && !(contention && contention->severity != Severity::kInfo)) {
+    findings.push_back(explained(*f));
+  }
   CheckLoaderConfig(ctx, findings);
   return findings;
 }

@@ -34,10 +34,18 @@ inline constexpr int kSuggestedPrefetchFactor = 4;
 inline constexpr double kLoaderCpuSaturatedFraction = 0.90;  // of the CPUs the ranks leave
 inline constexpr double kHostCpuSaturatedPercent = 95.0;
 inline constexpr double kCpuSaturatedRunFraction = 0.50;  // "most of the run"
+// With the workers' run delay recorded (schedstat): a worker is CPU-bound
+// in an interval when it was on a CPU or waiting for one this much of it,
+// most of that its own work, while the data disk was under this busy.
+inline constexpr double kWorkerBusyPercent = 80.0;
+inline constexpr double kWorkerOwnCpuPercent = 50.0;
+inline constexpr double kDataDiskIdlePercent = 50.0;
 
-// io.device_saturated, io.cpu_bound_loader, io.loader_config, io.input_bound,
-// in that order: at equal severity the cause comes before the symptom, so the
-// verdict (the first critical finding) names what to fix.
+// io.input_bound, io.cold_cache, io.device_saturated, io.cpu_contention,
+// io.cpu_bound_loader, io.loader_config (run_loader_rules.h holds the
+// second and the fourth). io.cold_cache lowers to info the input_bound and
+// cpu_bound_loader findings that hold in epoch 0 only; io.cpu_contention
+// (warning or critical) replaces io.cpu_bound_loader.
 std::vector<Finding> CheckRunIo(const Timeline& timeline);
 
 }  // namespace stallscope

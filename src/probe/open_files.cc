@@ -67,7 +67,8 @@ Result<Fdinfo> ParseFdinfo(std::string_view text, std::string_view source) {
   return Fdinfo{*pos, static_cast<uint32_t>(*flags)};
 }
 
-Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, size_t max_files) {
+Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, OpenInputCache* cache,
+                                  size_t max_files) {
   const std::string proc = "/proc/" + std::to_string(pid);
   Result<std::vector<std::string>> fds = ListDirectory(root.Path(proc + "/fd"));
   if (!fds.ok()) {
@@ -76,13 +77,20 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, size_t max_file
     }
     return fds.status();
   }
-  // The process's own mounts: a container sees its own.
-  std::vector<MountEntry> mounts;
-  if (Result<std::string> text = ReadFile(root.Path(proc + "/mountinfo")); text.ok()) {
-    if (auto parsed = ParseMountinfo(*text, proc + "/mountinfo"); parsed.ok()) {
-      mounts = std::move(*parsed);
+  // The process's own mounts (a container sees its own), read only when a
+  // file not in the cache needs them.
+  std::optional<std::vector<MountEntry>> mounts;
+  auto mounts_of_process = [&]() -> const std::vector<MountEntry>& {
+    if (!mounts) {
+      mounts.emplace();
+      if (Result<std::string> text = ReadFile(root.Path(proc + "/mountinfo")); text.ok()) {
+        if (auto parsed = ParseMountinfo(*text, proc + "/mountinfo"); parsed.ok()) {
+          *mounts = std::move(*parsed);
+        }
+      }
     }
-  }
+    return *mounts;
+  };
   OpenInputs out;
   for (const std::string& name : *fds) {
     std::optional<uint64_t> fd = Number(name, 10);
@@ -95,8 +103,7 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, size_t max_file
     }
     OpenInput input;
     constexpr std::string_view kDeleted = " (deleted)";
-    if (target.size() > kDeleted.size() &&
-        target.compare(target.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0) {
+    if (EndsWith(target, kDeleted) && target.size() > kDeleted.size()) {
       target.resize(target.size() - kDeleted.size());
       input.deleted = true;
     }
@@ -135,9 +142,26 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, size_t max_file
     input.path = target;
     input.position = info->pos;
     input.size = static_cast<uint64_t>(st.st_size);
+    const auto key =
+        std::tuple(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), input.size);
+    if (cache) {
+      if (auto hit = cache->facts.find(key); hit != cache->facts.end()) {
+        ++cache->hits;
+        const OpenInputCache::Facts& f = hit->second;
+        input.fs_type = f.fs_type;
+        input.remote = f.remote;
+        input.major = f.major;
+        input.minor = f.minor;
+        input.device = f.device;
+        input.format = f.format;
+        out.files.push_back(std::move(input));
+        continue;
+      }
+      ++cache->misses;
+    }
     input.major = major(st.st_dev);
     input.minor = minor(st.st_dev);
-    if (const MountEntry* m = FindMountForPath(mounts, target)) {
+    if (const MountEntry* m = FindMountForPath(mounts_of_process(), target)) {
       input.fs_type = m->fs_type;
       input.remote = IsRemoteFsType(m->fs_type);
       if (!root.IsLive()) {  // a fixture's own files are on this machine's disk
@@ -150,6 +174,11 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, size_t max_file
       input.device = dev->name;
     }
     input.format = InputFormatOf(Head(file), target);
+    if (cache) {
+      if (cache->facts.size() >= cache->max_entries) cache->facts.clear();
+      cache->facts[key] = {input.fs_type, input.remote, input.major,
+                           input.minor,   input.device, input.format};
+    }
     out.files.push_back(std::move(input));
   }
   return out;

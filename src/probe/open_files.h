@@ -14,8 +14,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "core/file.h"
@@ -39,8 +41,28 @@ struct OpenInputs {
   uint64_t capped = 0;           // past max_files
 };
 
+// What does not change while a file stays the same file: its mount, device
+// and format, by (st_dev, st_ino, size). A sampler keeps one across samples
+// so that a file seen before costs a readlink, an fdinfo read and a stat,
+// not the process's mountinfo, sysfs and the file's head. Bounded: past
+// max_entries it is cleared and fills again.
+struct OpenInputCache {
+  struct Facts {
+    std::string fs_type;
+    bool remote = false;
+    uint32_t major = 0, minor = 0;
+    std::string device;
+    InputFormat format;
+  };
+  std::map<std::tuple<uint64_t, uint64_t, uint64_t>, Facts> facts;
+  size_t max_entries = 4096;
+  uint64_t hits = 0, misses = 0;
+};
+
 // The open input files of `pid` under `root`. NotFound("pid N") when the
-// process is gone; a descriptor that closes meanwhile is counted, not an error.
-Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, size_t max_files = 256);
+// process is gone; a descriptor that closes meanwhile is counted, not an
+// error. `cache` may be null.
+Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, OpenInputCache* cache = nullptr,
+                                  size_t max_files = 256);
 
 }  // namespace stallscope

@@ -92,7 +92,8 @@ int ProcessTreeSampler::ReadKept(ProcFile& file, int32_t pid, const char* name, 
 
 ProcessTreeSampler::Members::iterator ProcessTreeSampler::Forget(Members::iterator member) {
   Member& m = member->second;
-  open_files_ -= m.stat.is_open() + m.io.is_open() + m.status.is_open() + m.smaps_rollup.is_open();
+  open_files_ -= m.stat.is_open() + m.io.is_open() + m.schedstat.is_open() + m.status.is_open() +
+                 m.smaps_rollup.is_open();
   ++membership_changes_;
   return members_.erase(member);  // the ProcFiles close themselves
 }
@@ -431,6 +432,20 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
       s.io.reset();
     }
     m.io_denied = err != 0 && !IsVanishedErrno(err);
+  }
+  if (options_.read_schedstat && (!m.schedstat_denied || slow)) {
+    int err = ReadKept(m.schedstat, pid, "schedstat", budget_);
+    Result<Schedstat> sched = err == 0 && !buffer_.empty()
+                                  ? ParseSchedstat(buffer_.view(), "schedstat")
+                                  : Result<Schedstat>(Status::NotFound("schedstat"));
+    if (sched.ok()) {
+      s.sched_cpu_ns = sched->cpu_ns;
+      s.run_delay_ns = sched->run_delay_ns;
+    } else {
+      s.sched_cpu_ns.reset();
+      s.run_delay_ns.reset();
+    }
+    m.schedstat_denied = err != 0 && !IsVanishedErrno(err);
   }
   if (options_.read_pss && read_slow) {
     // An open smaps_rollup holds the address space it was opened on: after

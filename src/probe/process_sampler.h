@@ -22,8 +22,9 @@
 //   until it exits. It is listed after the root's subtree, as the root of
 //   its own subtree. Non-members never become members: a process's parent
 //   changes only by such reparenting, never to a member.
-// - Reading. A member's stat (CPU times, state, parent, RSS) and io (bytes
-//   read and written) are read every sample through descriptors kept open
+// - Reading. A member's stat (CPU times, state, parent, RSS), io (bytes
+//   read and written) and schedstat (time on a CPU and waiting for one) are
+//   read every sample through descriptors kept open
 //   and re-read from offset 0; a member that exits fails that read (ESRCH)
 //   and is dropped, its descriptors closed. Its status (VmPeak, VmHWM,
 //   VmLck, VmPin, VmSwap) and smaps_rollup (PSS, the costly one: the kernel
@@ -91,11 +92,12 @@ struct ProcessSamplerOptions {
   int quiet_slow_every = 6;
   bool read_cmdline = true;
   bool read_io = true;
+  bool read_schedstat = true;  // every sample, as stat and io
   bool read_pss = true;
-  // Descriptors kept between samples: 2 per member read every sample (stat,
-  // io), 2 more for the slow files (status, smaps_rollup). Never more than
+  // Descriptors kept between samples: 3 per member read every sample (stat,
+  // io, schedstat), 2 more for the slow files (status, smaps_rollup). Never more than
   // half the RLIMIT_NOFILE soft limit, so the tool itself keeps room to work.
-  int max_open_files = 4 * 512;
+  int max_open_files = 5 * 512;
 };
 
 class ProcessTreeSampler {
@@ -129,11 +131,12 @@ class ProcessTreeSampler {
   };
   // A member of the tree: its kept files and its last sample.
   struct Member {
-    ProcFile stat, io, status, smaps_rollup;
+    ProcFile stat, io, schedstat, status, smaps_rollup;
     uint64_t start_time_ticks = 0;
     std::optional<ProcStat> first_stat;  // read by Identify in this sample
     bool rss_from_status = false;        // stat without RSS: status on every sample
     bool io_denied = false;              // retried on slow samples only
+    bool schedstat_denied = false;       // the same
     std::string cmdline_comm;            // comm when cmdline was last read
     int64_t read_in = -1;                // the sample that last read it (-1: none yet)
     // What the stat showed when the slow files were last read, and when.

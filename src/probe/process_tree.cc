@@ -423,6 +423,14 @@ Result<SmapsRollup> ParseSmapsRollup(std::string_view text, std::string_view sou
   return rollup;
 }
 
+Result<Schedstat> ParseSchedstat(std::string_view text, std::string_view source) {
+  std::vector<std::string_view> fields = SplitFields(text);
+  std::optional<uint64_t> cpu = fields.size() >= 2 ? ParseUint(fields[0]) : std::nullopt;
+  std::optional<uint64_t> delay = fields.size() >= 2 ? ParseUint(fields[1]) : std::nullopt;
+  if (!cpu || !delay) return Status::ParseError(source, 1, "expected \"CPU_NS RUN_DELAY_NS ...\"");
+  return Schedstat{*cpu, *delay};
+}
+
 std::vector<std::string> ParseCmdline(std::string_view text) {
   std::vector<std::string> args;
   while (!text.empty()) {

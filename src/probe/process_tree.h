@@ -63,6 +63,12 @@ Result<ProcStat> ParseProcStat(std::string_view text, std::string_view source);
 Result<ProcStatus> ParseProcStatus(std::string_view text, std::string_view source);
 Result<ProcessIo> ParseProcessIo(std::string_view text, std::string_view source);
 Result<SmapsRollup> ParseSmapsRollup(std::string_view text, std::string_view source);
+// /proc/PID/schedstat: "CPU_NS RUN_DELAY_NS TIMESLICES\n".
+struct Schedstat {
+  uint64_t cpu_ns = 0;
+  uint64_t run_delay_ns = 0;
+};
+Result<Schedstat> ParseSchedstat(std::string_view text, std::string_view source);
 // NUL-separated argv; a missing final NUL (truncated, or argv rewritten by
 // setproctitle) still ends the last argument. Never fails.
 std::vector<std::string> ParseCmdline(std::string_view text);

@@ -23,9 +23,12 @@
 #include "probe/host_sampler.h"
 #include "probe/infiniband.h"
 #include "probe/kernel_log.h"
+#include "probe/open_files.h"
+#include "probe/other_processes.h"
 #include "probe/process_sampler.h"
 #include "probe/snapshot.h"
 #include "probe/vmstat.h"
+#include "record/input_tracker.h"
 #include "record/port_counters.h"
 #include "sample/disk_rates.h"
 
@@ -49,25 +52,33 @@ class IntervalSampler {
   // disks: partitions repeat their disk, loop/ram/zram are never the data)
   // stands for it, interval by interval.
   IntervalSampler(Root root, pid_t root_pid, std::string data_disk,
-                  std::set<std::string> candidate_disks, bool read_cgroup)
+                  std::set<std::string> candidate_disks, bool read_cgroup, int cpu_count)
       : root_(std::move(root)),
         root_pid_(root_pid),
         data_disk_(std::move(data_disk)),
+        data_disk_given_(!data_disk_.empty()),
         candidate_disks_(std::move(candidate_disks)),
         read_cgroup_(read_cgroup),
+        cpu_count_(cpu_count),
         ticks_per_second_(static_cast<double>(ClockTicksPerSecond())),
         host_(root_),
-        tree_(root_, root_pid, TreeOptions()) {}
+        tree_(root_, root_pid, TreeOptions()),
+        others_(root_) {}
 
   // The first call only sets the baseline (a delta needs two samples).
+  // `others` gets the processes outside the tree that took the CPUs, in an
+  // interval where the tree left them busy.
   Result<TimelineSample> Sample(double t, const std::set<int>& hook_pids,
-                                std::vector<ProcessPoint>& points) {
+                                std::vector<ProcessPoint>& points,
+                                std::vector<OtherProcessPoint>* others = nullptr) {
     Result<HostSample> host = host_.Sample(nullptr);
     if (!host.ok()) return host.status();
     TimelineSample s;
     s.t = t;
     Result<ProcessTree> tree = tree_.Sample();
     std::map<int, uint64_t> ticks;
+    std::map<int, ProcessCounters> counters;
+    std::set<int> members;
     if (tree.ok()) {
       double seconds = have_previous_ ? host->monotonic_seconds - previous_.monotonic_seconds : 0;
       std::map<int, int> parent;
@@ -79,10 +90,13 @@ class IntervalSampler {
         }
         return false;
       };
+      size_t inputs_read = 0;
       for (const ProcessSample& p : tree->processes) {
+        members.insert(p.pid);
         ticks[p.pid] = p.cpu_ticks();
         double cpu = 0;
         auto before = previous_ticks_.find(p.pid);
+        const bool ran = before == previous_ticks_.end() || p.cpu_ticks() != before->second;
         if (seconds > 0 && before != previous_ticks_.end() && p.cpu_ticks() >= before->second) {
           cpu = static_cast<double>(p.cpu_ticks() - before->second) / ticks_per_second_ / seconds *
                 100.0;
@@ -95,10 +109,51 @@ class IntervalSampler {
         // without the hook, everything below the command itself.
         bool loader = hook_pids.empty() ? p.pid != root_pid_ : under_a_rank(p.pid);
         if (loader) s.loader_cpu_percent += cpu;
-        points.push_back({t, p.pid, p.ppid, p.comm, p.rss_bytes, cpu});
+        ProcessPoint& point = points.emplace_back();
+        point.t = t;
+        point.pid = p.pid;
+        point.ppid = p.ppid;
+        point.comm = p.comm;
+        point.rss_bytes = p.rss_bytes;
+        point.cpu_percent = cpu;
+        ProcessCounters& now = counters[p.pid];
+        now.run_delay_ns = p.run_delay_ns;
+        if (p.io) now.io = p.io;
+        if (auto last = previous_counters_.find(p.pid);
+            seconds > 0 && last != previous_counters_.end()) {
+          const ProcessCounters& was = last->second;
+          if (now.run_delay_ns && was.run_delay_ns && *now.run_delay_ns >= *was.run_delay_ns) {
+            point.run_delay_percent =
+                std::min(100.0, static_cast<double>(*now.run_delay_ns - *was.run_delay_ns) / 1e9 /
+                                    seconds * 100.0);
+          }
+          if (now.io && was.io && now.io->read_bytes >= was.io->read_bytes &&
+              now.io->rchar_bytes >= was.io->rchar_bytes) {
+            point.read_kib_per_s =
+                static_cast<double>(now.io->read_bytes - was.io->read_bytes) / 1024.0 / seconds;
+            point.rchar_kib_per_s =
+                static_cast<double>(now.io->rchar_bytes - was.io->rchar_bytes) / 1024.0 / seconds;
+          }
+        }
+        // What it reads: only a member that ran since the last sample can
+        // have opened or moved through a file; a bounded number per sample.
+        if (ran && inputs_read < kMaxMembersReadForInputs) {
+          ++inputs_read;
+          const char* role = hook_pids.count(p.pid) || (hook_pids.empty() && p.pid == root_pid_)
+                                 ? "rank"
+                             : loader ? "worker"
+                                      : nullptr;
+          if (role) {
+            if (Result<OpenInputs> open = ReadOpenInputs(root_, p.pid, &input_cache_); open.ok()) {
+              inputs_.Add(t, role, open->files);
+            }
+          }
+        }
       }
     }
     previous_ticks_ = std::move(ticks);
+    previous_counters_ = std::move(counters);
+    if (!data_disk_given_) LearnDataDisk();
 
     const MemInfo& m = host->memory;
     s.mem_available_bytes =
@@ -122,6 +177,11 @@ class IntervalSampler {
       s.swap_out_pages_per_s =
           delta(pair.before.vmstat.pswpout_pages, pair.after.vmstat.pswpout_pages) / seconds;
       s.cpu_busy_percent = pair.cpu_usage.total.busy_percent();
+      // CPU the tree did not use, in percent of one CPU: another job's?
+      const double outside = s.cpu_busy_percent * cpu_count_ - s.tree_cpu_percent;
+      if (others && cpu_count_ > 0 && outside >= kOthersWorthLookingPercent) {
+        *others = others_.Sample(t, host->monotonic_seconds, members);
+      }
       s.cpu_iowait_percent = pair.cpu_usage.total.iowait_percent;
       const DiskRates* disk = nullptr;
       for (const DiskRates& r : pair.disk_rates) {
@@ -145,13 +205,42 @@ class IntervalSampler {
 
   const std::string& disk_name() const { return disk_name_; }
   const HostSample& last_host() const { return previous_; }
+  const InputTracker& inputs() const { return inputs_; }
+  // The data disk learnt from what the workers read (empty: not learnt, or
+  // given with --data).
+  const std::string& learnt_data_disk() const { return learnt_disk_; }
 
  private:
+  struct ProcessCounters {
+    std::optional<uint64_t> run_delay_ns;
+    std::optional<ProcessIo> io;
+  };
+  // Members whose open files are read in one sample.
+  static constexpr size_t kMaxMembersReadForInputs = 64;
+  // Other processes are looked at when the host's CPUs did this much more
+  // than the tree (percent of one CPU): half a CPU is more than the
+  // sampler's own and the system's background.
+  static constexpr double kOthersWorthLookingPercent = 50.0;
+
+  // The disk behind the files the workers read stands for the data disk
+  // from then on (partitions: their whole disk, as iostat names it).
+  void LearnDataDisk() {
+    std::optional<std::pair<uint32_t, uint32_t>> device = inputs_.DataDevice();
+    if (!device || device == learnt_device_) return;
+    learnt_device_ = device;
+    Result<BlockDevice> dev = ReadBlockDeviceByNumber(root_, device->first, device->second);
+    if (!dev.ok()) return;
+    learnt_disk_ = dev->disk.empty() ? dev->name : dev->disk;
+    data_disk_ = learnt_disk_;
+  }
+
   Root root_;
   pid_t root_pid_;
   std::string data_disk_;
+  bool data_disk_given_;
   std::set<std::string> candidate_disks_;
   bool read_cgroup_;
+  int cpu_count_;
   double ticks_per_second_;
   // Kept files re-read each interval (probe/process_sampler.h): the cheap
   // way to sample a large tree every second. cmdline is not needed here.
@@ -165,7 +254,13 @@ class IntervalSampler {
   HostSample previous_;
   bool have_previous_ = false;
   std::map<int, uint64_t> previous_ticks_;
+  std::map<int, ProcessCounters> previous_counters_;
   std::string disk_name_;
+  OtherProcessesCpu others_;
+  OpenInputCache input_cache_;
+  InputTracker inputs_;
+  std::optional<std::pair<uint32_t, uint32_t>> learnt_device_;
+  std::string learnt_disk_;
 };
 
 std::string SummaryLine(const TimelineSample& s, uint64_t mem_total, const std::string& disk,
@@ -342,7 +437,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     }
   }
   IntervalSampler sampler(root, job.pid(), info.data_device, std::move(disks),
-                          info.cgroup_limit_bytes.has_value());
+                          info.cgroup_limit_bytes.has_value(), info.cpu_count);
   std::vector<ProcessPoint> points;
   HookEvents events;
   if (Result<TimelineSample> first = sampler.Sample(0, events.pids, points); !first.ok()) {
@@ -388,7 +483,8 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     if (hook) hook->Drain(start_ns, events);
     double t = static_cast<double>(now_ns - start_ns) / 1e9;
     points.clear();
-    Result<TimelineSample> sample = sampler.Sample(t, events.pids, points);
+    std::vector<OtherProcessPoint> others;
+    Result<TimelineSample> sample = sampler.Sample(t, events.pids, points, &others);
     if (!sample.ok()) return sample.status();
     for (const ProcessPoint& p : points) {
       if (auto known = job_pids.find(p.pid); known != job_pids.end()) {
@@ -431,6 +527,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     Status written = writer.AppendInterval(*sample, points, events.steps, events.epochs,
                                            events.loaders, ports, events.ranks, events.syncs);
     ports.clear();
+    if (written.ok()) written = writer.AppendOtherProcesses(others);
     if (written.ok() && allocation_reports < kMaxAllocationReportsKept) {
       allocation_reports += events.allocations.size();
       written = writer.AppendAllocations(events.allocations);
@@ -508,6 +605,19 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     info.oom_killed = outcome.exit.signal == SIGKILL && *oom_kills_counted;
   }
   std::vector<std::string> notes;
+  // The data disk, when the run found it from what the workers read.
+  if (info.data_device.empty()) info.data_device = sampler.learnt_data_disk();
+  if (Status s = writer.AppendInputs(sampler.inputs().Inputs()); !s.ok()) {
+    std::fprintf(status, "stallscope: %s (what the job read is not kept)\n", s.message().c_str());
+  }
+  if (uint64_t dropped = sampler.inputs().dropped(); dropped > 0) {
+    std::vector<std::string> io_notes = {fmt::format(
+        "io: the job read more files than are kept ({}); {} more seen open were only counted",
+        kMaxInputsKept, dropped)};
+    if (Status s = writer.AppendFindings("io", {}, io_notes); !s.ok()) {
+      std::fprintf(status, "stallscope: %s\n", s.message().c_str());
+    }
+  }
   std::vector<MemoryPeak> peaks =
       KernelMemoryPeaks(root, info, cgroup_peak_at_start, oom_kills_counted, job_pids, notes);
   // The kernel's own report settles it where the counters could not.

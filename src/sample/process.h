@@ -45,6 +45,12 @@ struct ProcessSample {
   std::optional<uint64_t> vm_pin_bytes;  // VmPin: pinned (e.g. RDMA, CUDA); newer kernels
   uint64_t vm_swap_bytes = 0;            // VmSwap
   std::optional<ProcessIo> io;           // absent when /proc/PID/io is unreadable
+  // /proc/PID/schedstat of the process's main thread (the one a DataLoader
+  // worker or a rank does its work in): time on a CPU and time spent
+  // runnable, waiting for one (the run queue), in nanoseconds. Absent when
+  // unreadable or not sampled (a kernel without CONFIG_SCHED_INFO).
+  std::optional<uint64_t> sched_cpu_ns;
+  std::optional<uint64_t> run_delay_ns;
 
   // CPU time used so far, user + system.
   uint64_t cpu_ticks() const { return utime_ticks + stime_ticks; }

@@ -69,6 +69,46 @@ struct ProcessPoint {
   std::string comm;
   uint64_t rss_bytes = 0;
   double cpu_percent = 0;  // of one CPU, over the interval
+  // Over the interval, where read (absent in run files that predate them):
+  // the share of it the main thread spent runnable and waiting for a CPU
+  // (/proc/PID/schedstat run delay; 100 = the whole interval), and its reads
+  // from /proc/PID/io: bytes that reached the block layer, and all bytes
+  // read() returned (page cache hits, pipes and sockets too).
+  std::optional<double> run_delay_percent;
+  std::optional<double> read_kib_per_s;
+  std::optional<double> rchar_kib_per_s;
+};
+
+// A process outside the job's tree that took CPU in an interval where the
+// host's CPUs were busy beyond what the tree used: the top few by CPU.
+struct OtherProcessPoint {
+  double t = 0;
+  int pid = 0;
+  std::string comm;
+  double cpu_percent = 0;  // of one CPU, since the previous such reading
+};
+
+// A file the job's processes were seen holding open for reading, summed
+// over the samples that caught it (probe/open_files.h): one row per path
+// and role. Files opened and closed between two samples are caught only by
+// chance; a folder of small files shows as many rows seen once or twice.
+struct InputSeen {
+  std::string path;
+  std::string role;  // "worker": a process below a rank (a DataLoader worker); "rank"
+  bool deleted = false;
+  int readers = 0;      // distinct pids seen with it open
+  int64_t samples = 0;  // samples that caught it open (once per pid)
+  double first_t = 0;   // the first and last sample that caught it
+  double last_t = 0;
+  uint64_t size_bytes = 0;
+  uint64_t max_position = 0;  // the furthest any reader had read
+  std::string fs_type;
+  bool remote = false;
+  std::string device;  // the block device holding it ("vda1"), when it has one
+  std::string format;  // InputFormat::kind: "zip", "tar.gz", ... "" for none
+  bool archive = false;
+  bool compressed = false;
+  std::string method;  // a zip's first member: "stored", "deflate", ...
 };
 
 // From the hook: one training step of one rank.
@@ -171,13 +211,19 @@ struct Timeline {
   std::vector<StepEvent> steps;
   std::vector<EpochEvent> epochs;
   std::vector<LoaderConfig> loaders;
-  std::vector<PortCounterPoint> port_counters;  // by time, then port
-  std::vector<GpuPoint> gpus;                   // by time, then GPU
-  std::vector<RankInfo> ranks;                  // hook hellos, in arrival order
-  std::vector<StepSync> step_syncs;             // with stallscope.ddp(model)
-  std::vector<AllocationReport> allocations;    // the hook's allocation tracing
-  std::vector<MemoryPeak> memory_peaks;         // table memory_peaks, when written
-  bool memory_peaks_recorded = false;           // false: the file predates the table
+  std::vector<PortCounterPoint> port_counters;     // by time, then port
+  std::vector<GpuPoint> gpus;                      // by time, then GPU
+  std::vector<RankInfo> ranks;                     // hook hellos, in arrival order
+  std::vector<StepSync> step_syncs;                // with stallscope.ddp(model)
+  std::vector<AllocationReport> allocations;       // the hook's allocation tracing
+  std::vector<MemoryPeak> memory_peaks;            // table memory_peaks, when written
+  bool memory_peaks_recorded = false;              // false: the file predates the table
+  std::vector<InputSeen> inputs;                   // what the job's processes read
+  std::vector<OtherProcessPoint> other_processes;  // CPU taken outside the tree
+  // false: the file predates tables inputs and other_processes (and the
+  // processes' run delay and reads), so the rules that need them judge
+  // from what older files hold.
+  bool inputs_recorded = false;
 };
 
 }  // namespace stallscope

@@ -242,10 +242,19 @@ Result<Timeline> ReadRun(const std::string& path) {
                     s.data_wait_fraction = c.Real();
                   });
   if (!st.ok()) return st;
+  // Files written before the processes' run delay and reads lack the columns.
+  bool has_run_delay = false;
+  st = ForEachRow(db, path,
+                  "SELECT 1 FROM pragma_table_info('processes') WHERE name = 'run_delay_percent'",
+                  [&](Columns&) { has_run_delay = true; });
+  if (!st.ok()) return st;
   // rowid order is the order the writer appended them.
   st = ForEachRow(db, path,
-                  "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent "
-                  "FROM processes ORDER BY rowid",
+                  has_run_delay ? "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent, "
+                                  "run_delay_percent, read_kib_per_s, rchar_kib_per_s "
+                                  "FROM processes ORDER BY rowid"
+                                : "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent "
+                                  "FROM processes ORDER BY rowid",
                   [&](Columns& c) {
                     ProcessPoint& p = timeline.processes.emplace_back();
                     p.t = c.Real();
@@ -254,6 +263,11 @@ Result<Timeline> ReadRun(const std::string& path) {
                     p.comm = c.Text();
                     p.rss_bytes = c.Bytes();
                     p.cpu_percent = c.Real();
+                    if (has_run_delay) {
+                      p.run_delay_percent = c.Optional<double>();
+                      p.read_kib_per_s = c.Optional<double>();
+                      p.rchar_kib_per_s = c.Optional<double>();
+                    }
                   });
   if (!st.ok()) return st;
   st = ForEachRow(db, path,
@@ -392,6 +406,54 @@ Result<Timeline> ReadRun(const std::string& path) {
                       p.pid = c.Int32();
                       p.bytes = c.Bytes();
                       p.detail = c.Text();
+                    });
+    if (!st.ok()) return st;
+  }
+  // Files written before inputs existed lack it and other_processes.
+  bool has_other = false;
+  st = ForEachRow(db, path,
+                  "SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                  "name IN ('inputs', 'other_processes')",
+                  [&](Columns& c) {
+                    std::string name = c.Text();
+                    (name == "inputs" ? timeline.inputs_recorded : has_other) = true;
+                  });
+  if (!st.ok()) return st;
+  if (timeline.inputs_recorded) {
+    st = ForEachRow(db, path,
+                    "SELECT path, role, deleted, readers, samples, first_t_seconds, "
+                    "last_t_seconds, size_bytes, max_position, fs_type, remote, device, format, "
+                    "archive, compressed, method FROM inputs ORDER BY rowid",
+                    [&](Columns& c) {
+                      InputSeen& f = timeline.inputs.emplace_back();
+                      f.path = c.Text();
+                      f.role = c.Text();
+                      f.deleted = c.Bool();
+                      f.readers = c.Int32();
+                      f.samples = c.Int();
+                      f.first_t = c.Real();
+                      f.last_t = c.Real();
+                      f.size_bytes = c.Bytes();
+                      f.max_position = c.Bytes();
+                      f.fs_type = c.Text();
+                      f.remote = c.Bool();
+                      f.device = c.Text();
+                      f.format = c.Text();
+                      f.archive = c.Bool();
+                      f.compressed = c.Bool();
+                      f.method = c.Text();
+                    });
+    if (!st.ok()) return st;
+  }
+  if (has_other) {
+    st = ForEachRow(db, path,
+                    "SELECT t_seconds, pid, comm, cpu_percent FROM other_processes ORDER BY rowid",
+                    [&](Columns& c) {
+                      OtherProcessPoint& p = timeline.other_processes.emplace_back();
+                      p.t = c.Real();
+                      p.pid = c.Int32();
+                      p.comm = c.Text();
+                      p.cpu_percent = c.Real();
                     });
     if (!st.ok()) return st;
   }

@@ -68,7 +68,10 @@ CREATE TABLE processes (
   ppid INTEGER NOT NULL,
   comm TEXT NOT NULL,
   rss_bytes INTEGER NOT NULL,
-  cpu_percent REAL NOT NULL
+  cpu_percent REAL NOT NULL,
+  run_delay_percent REAL,
+  read_kib_per_s REAL,
+  rchar_kib_per_s REAL
 );
 CREATE TABLE steps (
   interval INTEGER NOT NULL REFERENCES samples(interval),
@@ -154,6 +157,42 @@ CREATE TABLE IF NOT EXISTS allocations (
   grew_bytes INTEGER NOT NULL,
   location TEXT NOT NULL,
   text TEXT NOT NULL
+);
+)sql";
+
+// What the job's processes were seen reading (sample/timeline.h InputSeen),
+// written when the job ended; made even with no row: the files were looked
+// for. Files of older versions lack it.
+inline constexpr std::string_view kCreateInputs = R"sql(
+CREATE TABLE IF NOT EXISTS inputs (
+  path TEXT NOT NULL,
+  role TEXT NOT NULL,
+  deleted INTEGER NOT NULL CHECK (deleted IN (0, 1)),
+  readers INTEGER NOT NULL,
+  samples INTEGER NOT NULL,
+  first_t_seconds REAL NOT NULL,
+  last_t_seconds REAL NOT NULL,
+  size_bytes INTEGER NOT NULL,
+  max_position INTEGER NOT NULL,
+  fs_type TEXT NOT NULL,
+  remote INTEGER NOT NULL CHECK (remote IN (0, 1)),
+  device TEXT NOT NULL,
+  format TEXT NOT NULL,
+  archive INTEGER NOT NULL CHECK (archive IN (0, 1)),
+  compressed INTEGER NOT NULL CHECK (compressed IN (0, 1)),
+  method TEXT NOT NULL
+);
+)sql";
+
+// Processes outside the job's tree that took CPU (sample/timeline.h
+// OtherProcessPoint), created with their first rows.
+inline constexpr std::string_view kCreateOtherProcesses = R"sql(
+CREATE TABLE IF NOT EXISTS other_processes (
+  interval INTEGER NOT NULL REFERENCES samples(interval),
+  t_seconds REAL NOT NULL,
+  pid INTEGER NOT NULL,
+  comm TEXT NOT NULL,
+  cpu_percent REAL NOT NULL
 );
 )sql";
 

@@ -188,8 +188,9 @@ Status RunWriter::Prepare() {
        "disk_util_percent, disk_await_ms, disk_read_kib_per_s, steps_per_s, data_wait_fraction) "
        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
       {&insert_process_,
-       "INSERT INTO processes (interval, t_seconds, pid, ppid, comm, rss_bytes, cpu_percent) "
-       "VALUES (?, ?, ?, ?, ?, ?, ?)"},
+       "INSERT INTO processes (interval, t_seconds, pid, ppid, comm, rss_bytes, cpu_percent, "
+       "run_delay_percent, read_kib_per_s, rchar_kib_per_s) "
+       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
       {&insert_step_,
        "INSERT INTO steps (interval, rank, step, t_seconds, wait_seconds, step_seconds) "
        "VALUES (?, ?, ?, ?, ?, ?)"},
@@ -351,7 +352,10 @@ Status RunWriter::InsertInterval(const TimelineSample& s, std::span<const Proces
                                 .Int(p.ppid)
                                 .Text(p.comm)
                                 .Bytes(p.rss_bytes)
-                                .Real(p.cpu_percent);
+                                .Real(p.cpu_percent)
+                                .Optional(p.run_delay_percent)
+                                .Optional(p.read_kib_per_s)
+                                .Optional(p.rchar_kib_per_s);
                           });
   if (!st.ok()) return st;
   st = insert_each(insert_step_.get(), steps, "a step", [&](Binder& bind, const StepEvent& e) {
@@ -486,6 +490,51 @@ Status RunWriter::AppendMemoryPeaks(std::span<const MemoryPeak> peaks) {
                       const MemoryPeak& p = peaks[i];
                       return bind.Text(p.source).Int(p.pid).Bytes(p.bytes).Text(p.detail).ok();
                     });
+}
+
+Status RunWriter::AppendInputs(std::span<const InputSeen> inputs) {
+  return AppendRows(
+      "inputs", store::kCreateInputs,
+      "INSERT INTO inputs (path, role, deleted, readers, samples, first_t_seconds, "
+      "last_t_seconds, size_bytes, max_position, fs_type, remote, device, format, archive, "
+      "compressed, method) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      inputs.size(), [&](sqlite3_stmt* statement, size_t i) {
+        const InputSeen& f = inputs[i];
+        Binder bind(statement);
+        return bind.Text(f.path)
+            .Text(f.role)
+            .Bool(f.deleted)
+            .Int(f.readers)
+            .Int(f.samples)
+            .Real(f.first_t)
+            .Real(f.last_t)
+            .Bytes(f.size_bytes)
+            .Bytes(f.max_position)
+            .Text(f.fs_type)
+            .Bool(f.remote)
+            .Text(f.device)
+            .Text(f.format)
+            .Bool(f.archive)
+            .Bool(f.compressed)
+            .Text(f.method)
+            .ok();
+      });
+}
+
+Status RunWriter::AppendOtherProcesses(std::span<const OtherProcessPoint> points) {
+  if (points.empty() || next_interval_ == 0) {
+    return db_ ? Status::Ok() : Status::InvalidArgument(path_ + ": the run file is closed");
+  }
+  const int64_t interval = next_interval_ - 1;  // the interval just appended
+  return AppendRows(
+      "other processes", store::kCreateOtherProcesses,
+      "INSERT INTO other_processes (interval, t_seconds, pid, comm, cpu_percent) "
+      "VALUES (?, ?, ?, ?, ?)",
+      points.size(), [&](sqlite3_stmt* statement, size_t i) {
+        const OtherProcessPoint& p = points[i];
+        Binder bind(statement);
+        return bind.Int(interval).Real(p.t).Int(p.pid).Text(p.comm).Real(p.cpu_percent).ok();
+      });
 }
 
 Status RunWriter::AppendAllocations(std::span<const AllocationReport> reports) {

@@ -69,6 +69,14 @@ class RunWriter {
   // memory_peaks (created here, also with no row: the peaks were looked
   // for). Called once the job ended, before Close().
   Status AppendMemoryPeaks(std::span<const MemoryPeak> peaks);
+  // What the job's processes were seen reading, in one transaction, into
+  // inputs (created here, also with no row: they were looked for). Called
+  // once the job ended, before Close().
+  Status AppendInputs(std::span<const InputSeen> inputs);
+  // The processes outside the tree that took CPU in the interval just
+  // appended, into other_processes (created on first use). No-op before the
+  // first interval or without rows.
+  Status AppendOtherProcesses(std::span<const OtherProcessPoint> points);
   // Intervals committed so far; the next one is numbered this.
   int64_t intervals() const { return next_interval_; }
   const std::string& path() const { return path_; }

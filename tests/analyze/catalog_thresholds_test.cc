@@ -29,6 +29,7 @@
 #include "analyze/memory_rules.h"
 #include "analyze/network_rules.h"
 #include "analyze/rank_rules.h"
+#include "analyze/run_loader_rules.h"
 #include "analyze/run_rules.h"
 #include "analyze/scaling.h"
 #include "analyze/storage_rules.h"
@@ -196,6 +197,10 @@ std::vector<Tie> Ties() {
       {"io.cpu_bound_loader", "is >= " + PercentOf(kHostCpuSaturatedPercent) +
                                   " busy in >= " + Percent(kCpuSaturatedRunFraction) + " of them"},
       {"io.cpu_bound_loader", "wait >= " + Percent(kInputBoundWarningFraction) + " for data"},
+      {"io.cpu_bound_loader", "waiting for one >= " + PercentOf(kWorkerBusyPercent) +
+                                  " of the time, >= " + PercentOf(kWorkerOwnCpuPercent) +
+                                  " on it, while the data disk was < " +
+                                  PercentOf(kDataDiskIdlePercent) + " busy"},
       {"io.cpu_bound_loader",
        "critical when the steps wait >= " + Percent(kInputBoundCriticalFraction) +
            " (io.input_bound's critical level)"},
@@ -251,6 +256,18 @@ std::vector<Tie> Ties() {
       {"io.cold_cache", "< " + Percent(kColdResidentFraction) + " of the bytes are cached"},
       {"io.cold_cache", "takes >= " + Seconds(kColdMinSecondsAtFloor) + " at the floor"},
       {"io.cold_cache", "fits in " + FractionWord(kCacheFitsMemoryFraction) + " the RAM"},
+      {"io.cold_cache", "epoch 0 took >= " + Times(kColdCacheSlowdown) + " the median later"},
+      {"io.cold_cache", "and >= " + Seconds(kColdCacheMinSeconds) + " more, read >= " +
+                            MiB(kColdCacheMinReadBytes) + " from the data disk"},
+      {"io.cold_cache", "read < " + Percent(kColdCacheLaterReadShare) + " of its rate"},
+      {"io.cold_cache", "after epoch 0 wait < " + Percent(kInputBoundWarningFraction)},
+
+      // io.cpu_contention
+      {"io.cpu_contention", "take >= " + Percent(kCpuContentionShare) + " of the CPUs in >= " +
+                                Percent(kCpuContentionRunFraction) + " of the intervals"},
+      {"io.cpu_contention",
+       "critical when the steps wait >= " + Percent(kInputBoundCriticalFraction) +
+           " for data, warning at >= " + Percent(kInputBoundWarningFraction)},
 
       // io.storage_slow
       {"io.storage_slow", "sequential " + MiB(kSequentialBlockBytes) + " reads", Field::kChecks},

@@ -14,6 +14,18 @@
 namespace stallscope {
 namespace {
 
+// A process point of the older fields (run delay and reads absent).
+ProcessPoint Point(double t, int pid, int ppid, const char* comm, uint64_t rss, double cpu) {
+  ProcessPoint p;
+  p.t = t;
+  p.pid = pid;
+  p.ppid = ppid;
+  p.comm = comm;
+  p.rss_bytes = rss;
+  p.cpu_percent = cpu;
+  return p;
+}
+
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
 constexpr int kRootPid = 100;
@@ -71,10 +83,10 @@ Timeline MakeRun(const RunShape& shape) {
       double worker_rss = 300.0 * kMiB;
       double rank_rss = (rss - shape.workers * shape.ranks * worker_rss) / shape.ranks;
       tl.processes.push_back(
-          {t, pid, 1, "python3", static_cast<uint64_t>(std::max(0.0, rank_rss)), 100});
+          Point(t, pid, 1, "python3", static_cast<uint64_t>(std::max(0.0, rank_rss)), 100));
       for (int w = 1; w <= shape.workers; ++w) {
         tl.processes.push_back(
-            {t, pid + w, pid, "pt_data_worker", static_cast<uint64_t>(worker_rss), 40});
+            Point(t, pid + w, pid, "pt_data_worker", static_cast<uint64_t>(worker_rss), 40));
       }
     }
   }
@@ -285,8 +297,8 @@ TEST(RssGrowth, ShortLivedWorkerIsNotNamedAsTheGrower) {
   Timeline tl = MakeRun(shape);
   // A worker that lives five minutes and balloons in them.
   for (double t = 3000; t <= 3300; t += 10) {
-    tl.processes.push_back({t, 999, kRootPid, "pt_data_worker",
-                            static_cast<uint64_t>(100 * kMiB + 20 * kMiB * (t - 3000)), 50});
+    tl.processes.push_back(Point(t, 999, kRootPid, "pt_data_worker",
+                                 static_cast<uint64_t>(100 * kMiB + 20 * kMiB * (t - 3000)), 50));
   }
   std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "memory.rss_growth");
@@ -313,7 +325,8 @@ Timeline ShortLeakingRun(bool with_steps) {
     s.tree_rss_bytes = static_cast<uint64_t>(mib * kMiB);
     s.mem_available_bytes = static_cast<uint64_t>(20.0 * kGiB - mib * kMiB);
     tl.samples.push_back(s);
-    tl.processes.push_back({t, kRootPid, 1, "python3", static_cast<uint64_t>(mib * kMiB / 2), 90});
+    tl.processes.push_back(
+        Point(t, kRootPid, 1, "python3", static_cast<uint64_t>(mib * kMiB / 2), 90));
   };
   const double startup[] = {31, 105, 169, 206, 233, 233};
   for (int i = 0; i < 6; ++i) sample(0.5 * (i + 1), startup[i]);
@@ -878,7 +891,7 @@ TEST(CpuBoundLoader, SaturatedWorkersWhileInputBoundIsCritical) {
   shape.wait = [](int, double) { return 0.1; };
   Timeline tl = MakeRun(shape);
   SaturateLoaderCpu(tl);
-  tl.processes.push_back({5, 105, kRootPid, "pt_data_worker", 300 * kMiB, 5000});
+  tl.processes.push_back(Point(5, 105, kRootPid, "pt_data_worker", 300 * kMiB, 5000));
   std::vector<Finding> findings = CheckRun(tl).findings;
   const Finding* f = Find(findings, "io.cpu_bound_loader");
   ASSERT_NE(f, nullptr) << Ids(findings);
@@ -909,23 +922,36 @@ TEST(CpuBoundLoader, SaturatedWorkersThatKeepUpAreInfo) {
   EXPECT_EQ(f->severity, Severity::kInfo);
 }
 
-TEST(CpuBoundLoader, BusyHostMattersOnlyWhenStepsWait) {
+// CPUs held by another job are io.cpu_contention, never a loader verdict.
+TEST(CpuContention, BusyHostOutsideTheTreeMattersOnlyWhenStepsWait) {
   Timeline quiet = MakeRun({});
   for (TimelineSample& s : quiet.samples) s.cpu_busy_percent = 99;  // another job
-  EXPECT_EQ(Find(CheckRun(quiet).findings, "io.cpu_bound_loader"), nullptr);
+  std::vector<Finding> calm = CheckRun(quiet).findings;
+  EXPECT_EQ(Find(calm, "io.cpu_bound_loader"), nullptr);
+  const Finding* info = Find(calm, "io.cpu_contention");
+  ASSERT_NE(info, nullptr) << Ids(calm);
+  EXPECT_EQ(info->severity, Severity::kInfo);
 
   RunShape shape;
   shape.wait = [](int, double) { return 0.1; };
   Timeline waiting = MakeRun(shape);
   for (TimelineSample& s : waiting.samples) s.cpu_busy_percent = 99;
+  waiting.other_processes.push_back({4, 4242, "stress-ng", 1290});
+  waiting.other_processes.push_back({4, 77, "sshd", 1});
+  waiting.other_processes.push_back({6, 4242, "stress-ng", 1310});
   std::vector<Finding> findings = CheckRun(waiting).findings;
-  const Finding* f = Find(findings, "io.cpu_bound_loader");
-  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(Find(findings, "io.cpu_bound_loader"), nullptr) << Ids(findings);
+  const Finding* f = Find(findings, "io.cpu_contention");
+  ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kCritical);
-  EXPECT_TRUE(EvidenceOf<bool>(*f, "host_saturated"));
+  // 99% of 16 CPUs busy, the tree using 4.4 of them (MakeRun's shape).
+  EXPECT_NEAR(EvidenceOf<double>(*f, "outside_cpu_share"), 0.7275, 0.01);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "top_processes"), "stress-ng (pid 4242, 1300% of a CPU)");
+  EXPECT_NE(f->summary.find("stress-ng (pid 4242"), std::string::npos) << f->summary;
+  EXPECT_NE(f->next.find("ps -o pid,user,etime,args -p 4242"), std::string::npos) << f->next;
 }
 
-TEST(CpuBoundLoader, NeverMoreSevereThanTheWaitItCauses) {
+TEST(CpuContention, NeverMoreSevereThanTheWaitItCauses) {
   // A busy host (another job) while steps wait 15%: io.input_bound is only a
   // warning, so the CPUs behind it must not become the critical verdict.
   RunShape shape;
@@ -933,7 +959,7 @@ TEST(CpuBoundLoader, NeverMoreSevereThanTheWaitItCauses) {
   Timeline tl = MakeRun(shape);
   for (TimelineSample& s : tl.samples) s.cpu_busy_percent = 99;
   std::vector<Finding> findings = CheckRun(tl).findings;
-  const Finding* f = Find(findings, "io.cpu_bound_loader");
+  const Finding* f = Find(findings, "io.cpu_contention");
   ASSERT_NE(f, nullptr) << Ids(findings);
   EXPECT_EQ(f->severity, Severity::kWarning);
   const Finding* bound = Find(findings, "io.input_bound");
@@ -941,6 +967,16 @@ TEST(CpuBoundLoader, NeverMoreSevereThanTheWaitItCauses) {
   EXPECT_EQ(bound->severity, Severity::kWarning);
   Report report = MakeReport(findings, {Layer::kMemory, Layer::kIo}, {});
   EXPECT_FALSE(report.verdict.layer.has_value());
+}
+
+TEST(CpuContention, TheTreeUsingTheCpusItselfIsNotContention) {
+  RunShape shape;
+  shape.wait = [](int, double) { return 0.1; };
+  Timeline tl = MakeRun(shape);
+  SaturateLoaderCpu(tl);  // 99% busy, all of it the tree's
+  std::vector<Finding> findings = CheckRun(tl).findings;
+  EXPECT_EQ(Find(findings, "io.cpu_contention"), nullptr) << Ids(findings);
+  EXPECT_NE(Find(findings, "io.cpu_bound_loader"), nullptr) << Ids(findings);
 }
 
 TEST(CpuBoundLoader, SaturatedForAThirdOfTheRunIsQuiet) {

@@ -86,8 +86,31 @@ TEST_F(LoaderTree, OnlyFilesOpenForReadingWithTheirPlaceAndKind) {
   EXPECT_EQ(got->vanished, 1u);
 }
 
+// A second read with a cache gives the same files, with the mount, device
+// and format from the cache (no mountinfo read: the fixture's is removed).
+TEST_F(LoaderTree, CacheGivesTheSameFactsWithoutRereading) {
+  OpenInputCache cache;
+  Result<OpenInputs> first = ReadOpenInputs(Root(dir_.string()), 4242, &cache);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(cache.misses, 2u);
+  EXPECT_EQ(cache.hits, 0u);
+  fs::remove(dir_ / "proc/4242/mountinfo");
+  Result<OpenInputs> again = ReadOpenInputs(Root(dir_.string()), 4242, &cache);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(cache.hits, 2u);
+  ASSERT_EQ(again->files.size(), 2u);
+  EXPECT_EQ(again->files[0].fs_type, "nfs4");
+  EXPECT_TRUE(again->files[0].remote);
+  EXPECT_EQ(again->files[0].format.kind, "zip");
+  EXPECT_EQ(again->files[1].major, 253u);
+  // Without the cache the mounts are unknown now.
+  Result<OpenInputs> bare = ReadOpenInputs(Root(dir_.string()), 4242);
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(bare->files[0].fs_type, "");
+}
+
 TEST_F(LoaderTree, CappedAndGone) {
-  Result<OpenInputs> one = ReadOpenInputs(Root(dir_.string()), 4242, 1);
+  Result<OpenInputs> one = ReadOpenInputs(Root(dir_.string()), 4242, nullptr, 1);
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(one->files.size(), 1u);
   EXPECT_EQ(one->capped, 1u);

@@ -188,6 +188,20 @@ TEST(ProcessTreeSampler, FixtureTreeIsReadProcessTreesTree) {
   EXPECT_GT(sampler.open_files(), 1);  // /proc and the members' stat and io
 }
 
+// schedstat: read where the fixture has it, absent where it does not.
+TEST(ProcessTreeSampler, FixtureSchedstat) {
+  ProcessTreeSampler sampler(Root(kFixtures + "/proc_tree"), 101);
+  Result<ProcessTree> tree = sampler.Sample();
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  const ProcessSample* p = Find(*tree, 101);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->sched_cpu_ns, 2518000000u);
+  EXPECT_EQ(p->run_delay_ns, 731000000u);
+  const ProcessSample* child = Find(*tree, 103);
+  ASSERT_NE(child, nullptr);
+  EXPECT_FALSE(child->run_delay_ns.has_value());
+}
+
 TEST(ProcessTreeSampler, FixtureSubtreeWithoutOptionalFiles) {
   ProcessSamplerOptions options;
   options.read_cmdline = false;
@@ -571,8 +585,8 @@ TEST_F(LiveJobTree, DescriptorsAreBoundedCloexecAndClosed) {
     ASSERT_TRUE(tree.ok()) << tree.status().ToString();
     ASSERT_EQ(tree->processes.size(), 4u);
     // /proc (and /proc/loadavg, when new pids can be listed alone), and
-    // stat, io, status and smaps_rollup of each of the 4 members.
-    const int base = sampler.open_files() - 4 * 4;
+    // stat, io, schedstat, status and smaps_rollup of each of the 4 members.
+    const int base = sampler.open_files() - 4 * 5;
     EXPECT_TRUE(base == 1 || base == 2) << sampler.open_files();
     EXPECT_EQ(OpenDescriptors(), before + sampler.open_files());
     for (const fs::directory_entry& e : fs::directory_iterator("/proc/self/fd")) {
@@ -593,7 +607,7 @@ TEST_F(LiveJobTree, DescriptorsAreBoundedCloexecAndClosed) {
     ASSERT_TRUE(after.ok()) << after.status().ToString();
     EXPECT_EQ(after->processes.size(), 2u);
     EXPECT_EQ(after->vanished, 2);
-    EXPECT_EQ(sampler.open_files(), base + 4 * 2);
+    EXPECT_EQ(sampler.open_files(), base + 5 * 2);
     EXPECT_EQ(OpenDescriptors(), before + sampler.open_files());
   }
   EXPECT_EQ(OpenDescriptors(), before);
@@ -615,6 +629,7 @@ TEST_F(LiveJobTree, PastTheBudgetReadsByPathWithTheSameResult) {
       EXPECT_EQ(a->processes[p].start_time_ticks, b->processes[p].start_time_ticks);
       EXPECT_EQ(a->processes[p].cmdline, b->processes[p].cmdline);
       EXPECT_TRUE(a->processes[p].io.has_value());
+      EXPECT_EQ(a->processes[p].run_delay_ns.has_value(), b->processes[p].run_delay_ns.has_value());
     }
     EXPECT_LE(bounded.open_files(), 2 + 3);
   }

@@ -141,6 +141,18 @@ TEST(ParseSmapsRollup, PssAndHeaderLine) {
   EXPECT_FALSE(ParseSmapsRollup("x-y ---p 0 00:00 0 [rollup]\nRss: 1 kB\n", "s").ok());
 }
 
+TEST(ParseSchedstat, CpuAndRunDelay) {
+  Result<Schedstat> s = ParseSchedstat("2518000000 731000000 4211\n", "/proc/5/schedstat");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->cpu_ns, 2518000000u);
+  EXPECT_EQ(s->run_delay_ns, 731000000u);
+  Result<Schedstat> bad = ParseSchedstat("12\n", "/proc/5/schedstat");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("/proc/5/schedstat:1:", 0), 0u) << bad.status().message();
+  EXPECT_FALSE(ParseSchedstat("x 1 2\n", "s").ok());
+  EXPECT_FALSE(ParseSchedstat("", "s").ok());
+}
+
 TEST(ParseCmdline, NulSeparated) {
   using V = std::vector<std::string>;
   EXPECT_EQ(ParseCmdline(std::string_view("python\0train.py\0--lr\0\0", 22)),

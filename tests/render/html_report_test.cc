@@ -17,6 +17,18 @@
 namespace stallscope {
 namespace {
 
+// A process point of the older fields (run delay and reads absent).
+ProcessPoint Point(double t, int pid, int ppid, const char* comm, uint64_t rss, double cpu) {
+  ProcessPoint p;
+  p.t = t;
+  p.pid = pid;
+  p.ppid = ppid;
+  p.comm = comm;
+  p.rss_bytes = rss;
+  p.cpu_percent = cpu;
+  return p;
+}
+
 size_t Count(const std::string& text, std::string_view what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -170,10 +182,11 @@ TEST(HtmlReport, ProcessCpuChartPutsRanksFirstThenTheBusiestWorkers) {
   t.ranks.push_back({100, 0, 0, 2, "n1"});
   for (int i = 1; i <= 10; ++i) {
     double at = i;
-    t.processes.push_back({at, 100, 1, "python3", 1 << 30, 95});
-    t.processes.push_back({at, 200, 1, "python3", 1 << 30, 90});
+    t.processes.push_back(Point(at, 100, 1, "python3", 1 << 30, 95));
+    t.processes.push_back(Point(at, 200, 1, "python3", 1 << 30, 90));
     for (int w = 0; w < 10; ++w) {  // ten workers: six are drawn
-      t.processes.push_back({at, 300 + w, 100, "pt_data_worker", 1 << 28, 10.0 + w});  // 4 folded
+      t.processes.push_back(
+          Point(at, 300 + w, 100, "pt_data_worker", 1 << 28, 10.0 + w));  // 4 folded
     }
   }
   std::vector<Chart> charts = TimelineCharts(t, {});

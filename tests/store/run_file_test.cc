@@ -142,12 +142,19 @@ TimelineSample SampleAt(int i) {
 }
 
 ProcessPoint ProcessAt(int i, int k) {
-  return ProcessPoint{1.5 + i,
-                      5000 + k,
-                      k == 0 ? 1 : 5000,
-                      k == 0 ? "python3" : "pt_data_worker",
-                      (2ull << 30) + 4096ull * i + k,
-                      99.5 - k};
+  ProcessPoint p;
+  p.t = 1.5 + i;
+  p.pid = 5000 + k;
+  p.ppid = k == 0 ? 1 : 5000;
+  p.comm = k == 0 ? "python3" : "pt_data_worker";
+  p.rss_bytes = (2ull << 30) + 4096ull * i + k;
+  p.cpu_percent = 99.5 - k;
+  if (k > 0) {  // the rank's are absent: both kinds go through
+    p.run_delay_percent = 12.5 + i;
+    p.read_kib_per_s = 2048.0 * k;
+    p.rchar_kib_per_s = 4096.0 * k;
+  }
+  return p;
 }
 
 StepEvent StepAt(int i, int k) {
@@ -198,6 +205,9 @@ void ExpectSameProcess(const ProcessPoint& a, const ProcessPoint& b) {
   EXPECT_EQ(a.comm, b.comm);
   EXPECT_EQ(a.rss_bytes, b.rss_bytes);
   EXPECT_EQ(a.cpu_percent, b.cpu_percent);
+  EXPECT_EQ(a.run_delay_percent, b.run_delay_percent);
+  EXPECT_EQ(a.read_kib_per_s, b.read_kib_per_s);
+  EXPECT_EQ(a.rchar_kib_per_s, b.rchar_kib_per_s);
 }
 
 void ExpectSameStep(const StepEvent& a, const StepEvent& b) {
@@ -285,7 +295,8 @@ TEST_F(RunFileTest, UnknownsStayUnknownAndExtremesSurvive) {
   TimelineSample sample;
   sample.tree_rss_bytes = std::numeric_limits<uint64_t>::max();
   sample.mem_available_bytes = uint64_t{1} << 63;
-  ProcessPoint unnamed{0, 1, 0, "", 0, 0};
+  ProcessPoint unnamed;
+  unnamed.pid = 1;
   {
     Result<RunWriter> writer = RunWriter::Create(path, false);
     ASSERT_TRUE(writer.ok()) << writer.status().ToString();
@@ -405,6 +416,90 @@ TEST_F(RunFileTest, MemoryPeaksRoundTripAndOlderFilesSayTheyLackThem) {
   read = ReadRun(old);
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_FALSE(read->memory_peaks_recorded);
+}
+
+TEST_F(RunFileTest, InputsAndOtherProcessesRoundTripAndOlderFilesLackThem) {
+  const std::string path = Path("inputs.db");
+  InputSeen zip;
+  zip.path = "/data/train.zip";
+  zip.role = "worker";
+  zip.readers = 2;
+  zip.samples = 41;
+  zip.first_t = 1.5;
+  zip.last_t = 40.5;
+  zip.size_bytes = 123456789;
+  zip.max_position = 99999;
+  zip.fs_type = "ext4";
+  zip.device = "loop3";
+  zip.format = "zip";
+  zip.archive = true;
+  zip.compressed = true;
+  zip.method = "deflate";
+  InputSeen csv;
+  csv.path = "/nfs/labels.csv";
+  csv.role = "rank";
+  csv.deleted = true;
+  csv.remote = true;
+  csv.fs_type = "nfs4";
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+    // Before the first interval there is no interval to attach them to.
+    ASSERT_TRUE(writer->AppendOtherProcesses(std::vector<OtherProcessPoint>{{0, 9, "x", 1}}).ok());
+    ASSERT_TRUE(writer->AppendInterval(SampleAt(0), {}, {}, {}, {}).ok());
+    ASSERT_TRUE(writer
+                    ->AppendOtherProcesses(std::vector<OtherProcessPoint>{
+                        {1.0, 4242, "stress-ng", 197.5}, {1.0, 77, "sshd", 0.5}})
+                    .ok());
+    ASSERT_TRUE(writer->AppendInputs(std::vector<InputSeen>{zip, csv}).ok());
+  }
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE(read->inputs_recorded);
+  ASSERT_EQ(read->inputs.size(), 2u);
+  const InputSeen& a = read->inputs[0];
+  EXPECT_EQ(a.path, zip.path);
+  EXPECT_EQ(a.role, "worker");
+  EXPECT_EQ(a.readers, 2);
+  EXPECT_EQ(a.samples, 41);
+  EXPECT_EQ(a.first_t, 1.5);
+  EXPECT_EQ(a.last_t, 40.5);
+  EXPECT_EQ(a.size_bytes, 123456789u);
+  EXPECT_EQ(a.max_position, 99999u);
+  EXPECT_EQ(a.device, "loop3");
+  EXPECT_EQ(a.format, "zip");
+  EXPECT_TRUE(a.archive && a.compressed);
+  EXPECT_EQ(a.method, "deflate");
+  EXPECT_TRUE(read->inputs[1].deleted && read->inputs[1].remote);
+  EXPECT_EQ(read->inputs[1].fs_type, "nfs4");
+  ASSERT_EQ(read->other_processes.size(), 2u);
+  EXPECT_EQ(read->other_processes[0].pid, 4242);
+  EXPECT_EQ(read->other_processes[0].comm, "stress-ng");
+  EXPECT_EQ(read->other_processes[0].cpu_percent, 197.5);
+  EXPECT_EQ(Query(path, "SELECT interval, pid FROM other_processes ORDER BY rowid"),
+            (std::vector<std::string>{"0|4242", "0|77"}));
+
+  // A file of an older version: no inputs table, and processes without the
+  // run delay and read columns, as older writers made them.
+  const std::string old = Path("old-inputs.db");
+  {
+    Result<RunWriter> writer = RunWriter::Create(old, false);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+    ASSERT_TRUE(
+        writer->AppendInterval(SampleAt(0), std::vector<ProcessPoint>{ProcessAt(0, 1)}, {}, {}, {})
+            .ok());
+  }
+  Execute(old,
+          "ALTER TABLE processes DROP COLUMN run_delay_percent; ALTER TABLE processes DROP "
+          "COLUMN read_kib_per_s; ALTER TABLE processes DROP COLUMN rchar_kib_per_s");
+  read = ReadRun(old);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_FALSE(read->inputs_recorded);
+  ASSERT_EQ(read->processes.size(), 1u);
+  EXPECT_EQ(read->processes[0].cpu_percent, ProcessAt(0, 1).cpu_percent);
+  EXPECT_FALSE(read->processes[0].run_delay_percent.has_value());
 }
 
 TEST_F(RunFileTest, AllocationReportsRoundTripWithTheirInterval) {

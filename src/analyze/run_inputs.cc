@@ -1,0 +1,171 @@
+// The loader's inputs and its workers' load (see run_inputs.h).
+#include "analyze/run_inputs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/text.h"
+#include "core/units.h"
+
+namespace stallscope {
+namespace {
+
+// Files a Python process opens for itself, not for the data.
+bool IsInterpreterFile(const std::string& path) {
+  for (std::string_view tail : {".py", ".pyc", ".so", ".pth", ".json.lock"}) {
+    if (EndsWith(path, tail)) return true;
+  }
+  for (std::string_view part :
+       {"/site-packages/", "/dist-packages/", "/lib/python", "/__pycache__/"}) {
+    if (path.find(part) != std::string::npos) return true;
+  }
+  for (std::string_view top : {"/usr/", "/etc/", "/lib/", "/lib64/", "/opt/conda/lib/"}) {
+    if (StartsWith(path, top)) return true;
+  }
+  return false;
+}
+
+// A file caught open at most this many times (once per pid and sample) was
+// opened and closed between samples: one of many small files.
+constexpr int64_t kTransientSamples = 2;
+
+std::string ParentOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? std::string("/") : path.substr(0, slash);
+}
+
+// The deepest directory holding both.
+std::string CommonDirectory(const std::string& a, const std::string& b) {
+  size_t n = 0, last_slash = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) {
+    if (a[n] == '/') last_slash = n;
+    ++n;
+  }
+  // A whole directory matched when the shorter one ends there.
+  if ((n == a.size() && n < b.size() && b[n] == '/') ||
+      (n == b.size() && n < a.size() && a[n] == '/') || (n == a.size() && n == b.size())) {
+    return a.substr(0, n);
+  }
+  return last_slash == 0 ? std::string("/") : a.substr(0, last_slash);
+}
+
+LoaderInput FromFile(const InputSeen& f) {
+  LoaderInput in;
+  in.kind = f.archive ? "archive" : "file";
+  in.path = f.path;
+  in.role = f.role;
+  in.samples = f.samples;
+  in.size_bytes = f.size_bytes;
+  in.fs_type = f.fs_type;
+  in.remote = f.remote;
+  in.device = f.device;
+  in.format = f.format;
+  in.compressed = f.compressed;
+  in.method = f.method;
+  return in;
+}
+
+}  // namespace
+
+std::string LoaderInput::Describe() const {
+  std::vector<std::string> facts;
+  if (kind == "directory") facts.push_back(fmt::format("{} files caught open", files));
+  if (!format.empty()) facts.push_back(format);
+  if (!method.empty()) facts.push_back(method);
+  if (kind != "directory" && size_bytes > 0) facts.push_back(FormatBytes(size_bytes));
+  if (!fs_type.empty()) {
+    facts.push_back(device.empty() ? fs_type : fmt::format("{} on {}", fs_type, device));
+  }
+  std::string out = path;
+  if (!facts.empty()) {
+    out += " (";
+    for (size_t i = 0; i < facts.size(); ++i) out += (i ? ", " : "") + facts[i];
+    out += ")";
+  }
+  return out;
+}
+
+std::vector<LoaderInput> WhatTheLoaderReads(const Timeline& timeline) {
+  std::vector<LoaderInput> out;
+  for (const char* role : {"worker", "rank"}) {
+    std::vector<const InputSeen*> kept, transient;
+    for (const InputSeen& f : timeline.inputs) {
+      if (f.role != role || IsInterpreterFile(f.path)) continue;
+      (f.samples > kTransientSamples || f.archive || f.compressed ? kept : transient).push_back(&f);
+    }
+    for (const InputSeen* f : kept) out.push_back(FromFile(*f));
+    if (transient.size() == 1) out.push_back(FromFile(*transient[0]));
+    if (transient.size() > 1) {
+      LoaderInput dir = FromFile(*transient[0]);
+      dir.kind = "directory";
+      dir.path = ParentOf(transient[0]->path);
+      dir.format.clear();
+      dir.method.clear();
+      dir.compressed = false;
+      dir.files = 0;
+      dir.samples = 0;
+      dir.size_bytes = 0;
+      std::map<std::string, int> devices;
+      for (const InputSeen* f : transient) {
+        dir.path = CommonDirectory(dir.path, ParentOf(f->path));
+        ++dir.files;
+        dir.samples += f->samples;
+        dir.size_bytes += f->size_bytes;
+        ++devices[f->device];
+      }
+      out.push_back(std::move(dir));
+    }
+    if (!out.empty()) break;  // the workers' reads are the loader's
+  }
+  std::stable_sort(out.begin(), out.end(), [](const LoaderInput& a, const LoaderInput& b) {
+    return a.samples > b.samples;
+  });
+  return out;
+}
+
+std::set<int> WorkerPids(const Timeline& timeline) {
+  std::set<int> ranks;
+  for (const LoaderConfig& l : timeline.loaders) ranks.insert(l.pid);
+  for (const RankInfo& r : timeline.ranks) ranks.insert(r.pid);
+  std::set<int> workers;
+  if (ranks.empty()) {
+    for (const ProcessPoint& p : timeline.processes) {
+      if (p.pid != timeline.info.root_pid) workers.insert(p.pid);
+    }
+    return workers;
+  }
+  for (const ProcessPoint& p : timeline.processes) {
+    if (ranks.contains(p.ppid) && !ranks.contains(p.pid)) workers.insert(p.pid);
+  }
+  return workers;
+}
+
+std::vector<WorkerInterval> WorkerLoad(const Timeline& timeline) {
+  const std::set<int> workers = WorkerPids(timeline);
+  std::map<double, WorkerInterval> by_t;
+  std::set<double> incomplete;
+  for (const ProcessPoint& p : timeline.processes) {
+    if (!workers.contains(p.pid)) continue;
+    if (!p.run_delay_percent) {
+      incomplete.insert(p.t);
+      continue;
+    }
+    WorkerInterval& w = by_t[p.t];
+    w.t = p.t;
+    ++w.workers;
+    w.cpu_percent += p.cpu_percent;
+    w.run_delay_percent += *p.run_delay_percent;
+  }
+  std::vector<WorkerInterval> out;
+  for (auto& [t, w] : by_t) {
+    if (incomplete.contains(t) || w.workers == 0) continue;
+    w.cpu_percent /= w.workers;
+    w.run_delay_percent /= w.workers;
+    out.push_back(w);
+  }
+  return out;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,200 @@
+// io.cpu_contention and io.cold_cache (see run_loader_rules.h).
+#include "analyze/run_loader_rules.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "analyze/run_inputs.h"
+#include "analyze/run_io_rules.h"
+#include "core/stats.h"
+#include "core/units.h"
+
+namespace stallscope {
+namespace {
+
+double IntervalAt(const Timeline& timeline, size_t i) {
+  const std::vector<TimelineSample>& s = timeline.samples;
+  double dt = i == 0 ? s[0].t : s[i].t - s[i - 1].t;
+  return dt > 0 ? dt : timeline.info.interval_seconds;
+}
+
+}  // namespace
+
+std::optional<Finding> CheckCpuContention(const Timeline& timeline,
+                                          const std::optional<DataWait>& wait) {
+  const int cpus = timeline.info.cpu_count;
+  if (cpus <= 0 || timeline.samples.size() < 3) return std::nullopt;
+  // The first interval has no CPU figures (a delta needs two samples).
+  std::vector<double> shares;
+  int contended = 0;
+  for (size_t i = 1; i < timeline.samples.size(); ++i) {
+    const TimelineSample& s = timeline.samples[i];
+    if (s.processes == 0) continue;  // the job had ended
+    const double outside = std::max(0.0, s.cpu_busy_percent * cpus - s.tree_cpu_percent);
+    const double share = outside / (cpus * 100.0);
+    shares.push_back(share);
+    if (share >= kCpuContentionShare) ++contended;
+  }
+  if (shares.empty()) return std::nullopt;
+  const double fraction = static_cast<double>(contended) / static_cast<double>(shares.size());
+  if (fraction < kCpuContentionRunFraction) return std::nullopt;
+  const bool waits = wait && wait->worst_rank_fraction >= kInputBoundWarningFraction;
+  const bool measured_quiet = wait && !waits;
+
+  // Who: the processes outside the tree, by their mean CPU over the
+  // intervals they were looked at in.
+  std::map<std::pair<int, std::string>, double> cpu;
+  std::set<double> looked;
+  for (const OtherProcessPoint& p : timeline.other_processes) {
+    cpu[{p.pid, p.comm}] += p.cpu_percent;
+    looked.insert(p.t);
+  }
+  std::vector<std::pair<double, std::pair<int, std::string>>> top;
+  for (const auto& [who, total] : cpu) {
+    top.push_back({total / static_cast<double>(std::max<size_t>(1, looked.size())), who});
+  }
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (top.size() > 3) top.resize(3);
+  std::string named, pids;
+  for (const auto& [percent, who] : top) {
+    if (percent < 5) continue;
+    named += fmt::format("{}{} (pid {}, {:.0f}% of a CPU)", named.empty() ? "" : ", ", who.second,
+                         who.first, percent);
+    pids += fmt::format("{}{}", pids.empty() ? "" : " ", who.first);
+  }
+  const double share = Median(shares);
+  std::vector<double> delays;
+  for (const WorkerInterval& w : WorkerLoad(timeline)) delays.push_back(w.run_delay_percent);
+
+  Finding f;
+  f.id = "io.cpu_contention";
+  f.layer = Layer::kIo;
+  f.severity = !waits                                                     ? Severity::kInfo
+               : wait->worst_rank_fraction >= kInputBoundCriticalFraction ? Severity::kCritical
+                                                                          : Severity::kWarning;
+  f.summary =
+      fmt::format("processes outside the job took {} of the host's {} CPUs in {} of the run{}{}",
+                  FormatPercent(share), cpus, FormatPercent(fraction),
+                  named.empty() ? std::string() : ": " + named,
+                  waits            ? fmt::format("; the steps wait {} of their time for data",
+                                                 FormatPercent(wait->worst_rank_fraction))
+                  : measured_quiet ? std::string("; the steps did not wait for data")
+                                   : std::string());
+  f.evidence = {{"outside_cpu_share", share},
+                {"contended_fraction", fraction},
+                {"cpu_count", int64_t{cpus}},
+                {"top_processes", named}};
+  if (!delays.empty()) f.evidence.push_back({"worker_run_delay_percent", Median(delays)});
+  if (wait) f.evidence.push_back({"data_wait_fraction", wait->worst_rank_fraction});
+  f.next = fmt::format(
+      "the loader is not the cause: {}; move it off this host, or give the job CPUs of its "
+      "own (a cpuset: `taskset -cp` the other process, `docker run --cpuset-cpus`, Kubernetes "
+      "CPU requests with the static CPU manager); `pidstat -u 5 1` shows who holds the CPUs",
+      pids.empty() ? std::string("find what holds the CPUs with `top -o %CPU`")
+                   : fmt::format("see what it is with `ps -o pid,user,etime,args -p {}`", pids));
+  return f;
+}
+
+std::optional<double> DataWaitAfterFirstEpoch(const Timeline& timeline,
+                                              const std::vector<EpochSummary>& epochs) {
+  if (epochs.size() < 2) return std::nullopt;
+  const double after = epochs[1].start_s;
+  std::map<int, bool> first_seen;
+  std::map<int, std::pair<double, double>> per_rank;  // wait, step
+  int64_t counted = 0;
+  std::vector<const StepEvent*> steps;
+  for (const StepEvent& s : timeline.steps) {
+    if (s.t > after) steps.push_back(&s);
+  }
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const StepEvent* a, const StepEvent* b) { return a->t < b->t; });
+  for (const StepEvent* s : steps) {
+    if (!first_seen[s->rank]) {
+      first_seen[s->rank] = true;
+      continue;
+    }
+    per_rank[s->rank].first += std::clamp(s->wait_seconds, 0.0, std::max(0.0, s->step_seconds));
+    per_rank[s->rank].second += s->step_seconds;
+    ++counted;
+  }
+  if (counted < kInputBoundMinSteps) return std::nullopt;
+  double worst = 0;
+  for (const auto& [rank, ws] : per_rank) {
+    if (ws.second > 0) worst = std::max(worst, ws.first / ws.second);
+  }
+  return worst;
+}
+
+std::optional<Finding> CheckColdCache(const Timeline& timeline,
+                                      const std::vector<EpochSummary>& epochs) {
+  if (epochs.size() < 2 || timeline.samples.empty()) return std::nullopt;
+  // Bytes read from the data disk in [start, end], from the intervals that
+  // end inside it (an interval is attributed to the epoch it ends in).
+  auto read_in = [&](double start, double end) {
+    double bytes = 0, seconds = 0;
+    for (size_t i = 0; i < timeline.samples.size(); ++i) {
+      const TimelineSample& s = timeline.samples[i];
+      if (s.t <= start || s.t > end) continue;
+      const double dt = IntervalAt(timeline, i);
+      bytes += s.disk_read_kib_per_s * 1024.0 * dt;
+      seconds += dt;
+    }
+    return std::pair(bytes, seconds);
+  };
+  const EpochSummary& first = epochs[0];
+  std::vector<double> later;
+  double later_bytes = 0, later_seconds = 0;
+  for (size_t k = 1; k < epochs.size(); ++k) {
+    later.push_back(epochs[k].duration_s);
+    auto [bytes, seconds] = read_in(epochs[k].start_s, epochs[k].start_s + epochs[k].duration_s);
+    later_bytes += bytes;
+    later_seconds += seconds;
+  }
+  const double typical = Median(later);
+  if (typical <= 0 || first.duration_s < kColdCacheSlowdown * typical ||
+      first.duration_s - typical < kColdCacheMinSeconds) {
+    return std::nullopt;
+  }
+  auto [first_bytes, first_seconds] = read_in(first.start_s, first.start_s + first.duration_s);
+  if (first_bytes < kColdCacheMinReadBytes || first_seconds <= 0) return std::nullopt;
+  const double first_rate = first_bytes / first_seconds;
+  const double later_rate = later_seconds > 0 ? later_bytes / later_seconds : 0;
+  if (later_rate > kColdCacheLaterReadShare * first_rate) return std::nullopt;
+
+  const std::string& device = timeline.info.data_device;
+  const std::string disk = device.empty() ? std::string("the data disk") : device;
+  std::vector<LoaderInput> inputs = WhatTheLoaderReads(timeline);
+  const double run_s = timeline.info.duration_seconds.value_or(timeline.samples.back().t);
+  Finding f;
+  f.id = "io.cold_cache";
+  f.layer = Layer::kIo;
+  f.severity = Severity::kWarning;
+  f.summary = fmt::format(
+      "epoch 0 read {} from {} at {} and took {:.1f} s; epochs 1..{} read from the page cache "
+      "({}) and took {:.1f} s each: the first epoch paid for a cold cache, not the program",
+      FormatBytes(static_cast<uint64_t>(first_bytes)), disk, FormatRate(first_rate),
+      first.duration_s, epochs.back().epoch, FormatRate(later_rate), typical);
+  f.evidence = {{"device", device},
+                {"epoch0_s", first.duration_s},
+                {"later_epoch_s", typical},
+                {"epoch0_read_bytes", static_cast<int64_t>(first_bytes)},
+                {"epoch0_read_bytes_per_s", first_rate},
+                {"later_read_bytes_per_s", later_rate},
+                {"epochs", static_cast<int64_t>(epochs.size())}};
+  if (!inputs.empty()) f.evidence.push_back({"input", inputs[0].path});
+  if (run_s > 0) {
+    f.impact = Impact{std::clamp((first.duration_s - typical) / run_s, 0.0, 1.0), std::nullopt,
+                      "epoch 0's time above the median later epoch, over the run"};
+  }
+  const std::string data = inputs.empty() ? std::string("DATA_DIR") : inputs[0].path;
+  f.next = fmt::format(
+      "nothing to fix in the program; to spare the first epoch, warm the cache before training "
+      "(`vmtouch -t {0}` or `cat` its files to /dev/null) or copy it to local NVMe first; "
+      "`stallscope bench io {0}` measures what {1} gives cold",
+      data, disk);
+  return f;
+}
+
+}  // namespace stallscope
