@@ -17,6 +17,12 @@ RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
         "no steps from the Python hook: wrap the loader with `for batch in "
         "stallscope.loader(loader)` for data-wait and epoch figures");
   }
+  if (!run.timeline.inputs_recorded && !run.timeline.samples.empty()) {
+    run.notes.push_back(
+        "io: this run file predates what the loader read (table inputs) and the workers' "
+        "run-queue delay: io.cpu_bound_loader judges from CPU alone and names no input; record "
+        "again with this stallscope for both");
+  }
   FindingsWithNotes judged = CheckRun(run.timeline);
   run.findings = std::move(judged.findings);
   for (std::string& n : judged.notes) run.notes.push_back(std::move(n));

@@ -125,6 +125,11 @@ std::vector<LoaderInput> WhatTheLoaderReads(const Timeline& timeline) {
   return out;
 }
 
+std::string DataDirOf(const std::vector<LoaderInput>& inputs) {
+  if (inputs.empty()) return "DATA_DIR";
+  return inputs[0].kind == "directory" ? inputs[0].path : ParentOf(inputs[0].path);
+}
+
 std::set<int> WorkerPids(const Timeline& timeline) {
   std::set<int> ranks;
   for (const LoaderConfig& l : timeline.loaders) ranks.insert(l.pid);

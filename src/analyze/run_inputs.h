@@ -45,6 +45,12 @@ struct LoaderInput {
 // the inputs table).
 std::vector<LoaderInput> WhatTheLoaderReads(const Timeline& timeline);
 
+// The directory the loader's data is in, for the commands a `next` names
+// (`stallscope dataset DIR`, `bench io DIR`, `pack DIR`): the most-seen
+// input's own directory, or the folder holding its file; "DATA_DIR" when
+// the run caught none.
+std::string DataDirOf(const std::vector<LoaderInput>& inputs);
+
 // The pids of the loader workers: processes whose parent is a rank (a
 // loader's pid or a hello's), or, without the hook, the root's descendants.
 std::set<int> WorkerPids(const Timeline& timeline);

@@ -185,12 +185,13 @@ std::optional<Finding> CheckDeviceSaturated(const Context& ctx) {
                 {"await_ms", await_ms},
                 {"read_kib_per_s", read_kib}};
   if (ctx.wait) f.evidence.push_back({"data_wait_fraction", ctx.wait->worst_rank_fraction});
+  const std::string data = DataDirOf(WhatTheLoaderReads(timeline));
   f.next = fmt::format(
-      "watch it: `iostat -x 1{}` (a small rareq-sz means small random reads); census the data: "
-      "`stallscope dataset DATA_DIR`; measure the storage: `stallscope bench io DATA_DIR` "
-      "(500 MB/s, 5000 IOPS); then pack small files (`stallscope pack DATA_DIR OUT --format "
+      "watch it: `iostat -x 1{0}` (a small rareq-sz means small random reads); census the data: "
+      "`stallscope dataset {1}`; measure the storage: `stallscope bench io {1}` "
+      "(500 MB/s, 5000 IOPS); then pack small files (`stallscope pack {1} OUT --format "
       "wds`) or copy the data to local NVMe",
-      device.empty() ? std::string() : " " + device);
+      device.empty() ? std::string() : " " + device, data);
   return f;
 }
 
@@ -230,7 +231,7 @@ std::string LoaderFixes(const std::optional<LoaderInput>& input) {
         input->format == "zip" ? fmt::format("unzip -q {}", input->path)
                                : fmt::format("tar -xf {} -C /local/data #", input->path));
   }
-  const std::string data = input ? input->path : std::string("DATA_DIR");
+  const std::string data = input ? DataDirOf({*input}) : std::string("DATA_DIR");
   return fmt::format(
       "decoding and augmentation are the usual cost: decode on the GPU (NVIDIA DALI, "
       "torchvision.io.decode_jpeg on cuda), pre-resize or pack the data offline (`stallscope "
@@ -604,11 +605,17 @@ std::optional<Finding> CheckInputBound(const Context& ctx) {
 
   const LoaderConfig* loader = MainLoader(timeline, w.worst_rank);
   const std::string workers = SuggestedWorkersText(timeline);
+  std::vector<LoaderInput> inputs = WhatTheLoaderReads(timeline);
+  const std::string data = DataDirOf(inputs);
+  if (!inputs.empty()) {
+    f.evidence.push_back({"input", inputs[0].path});
+    f.evidence.push_back({"input_kind", inputs[0].kind});
+  }
   if (!loader) {
     f.next = fmt::format(
         "the hook saw no DataLoader settings: check num_workers (start at {}), pin_memory=True, "
-        "prefetch_factor={}, persistent_workers=True; then `stallscope dataset DATA_DIR`",
-        workers, kSuggestedPrefetchFactor);
+        "prefetch_factor={}, persistent_workers=True; then `stallscope dataset {}`",
+        workers, kSuggestedPrefetchFactor, data);
   } else if (loader->num_workers == 0) {
     f.next = fmt::format("rerun with num_workers={}, prefetch_factor={}, persistent_workers=True{}",
                          workers, kSuggestedPrefetchFactor,
@@ -616,10 +623,12 @@ std::optional<Finding> CheckInputBound(const Context& ctx) {
   } else {
     const std::string& device = timeline.info.data_device;
     f.next = fmt::format(
-        "the {} workers do not keep up: find why with `stallscope dataset DATA_DIR` (small files, "
+        "the {} workers do not keep up{}: find why with `stallscope dataset {}` (small files, "
         "remote file system, cold page cache), `iostat -x 1{}{}` and `stallscope bench io "
-        "DATA_DIR`{}",
-        loader->num_workers, device.empty() ? "" : " ", device,
+        "{}`{}",
+        loader->num_workers,
+        inputs.empty() ? std::string() : fmt::format(" reading {}", inputs[0].Describe()), data,
+        device.empty() ? "" : " ", device, data,
         loader->gpu_available && !loader->pin_memory ? "; also set pin_memory=True" : "");
   }
   return f;

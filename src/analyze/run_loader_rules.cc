@@ -130,16 +130,17 @@ std::optional<double> DataWaitAfterFirstEpoch(const Timeline& timeline,
 std::optional<Finding> CheckColdCache(const Timeline& timeline,
                                       const std::vector<EpochSummary>& epochs) {
   if (epochs.size() < 2 || timeline.samples.empty()) return std::nullopt;
-  // Bytes read from the data disk in [start, end], from the intervals that
-  // end inside it (an interval is attributed to the epoch it ends in).
+  // Bytes read from the data disk in [start, end]: each interval's rate
+  // over the part of it inside (an interval spanning an epoch's end is
+  // shared by both epochs).
   auto read_in = [&](double start, double end) {
     double bytes = 0, seconds = 0;
     for (size_t i = 0; i < timeline.samples.size(); ++i) {
       const TimelineSample& s = timeline.samples[i];
-      if (s.t <= start || s.t > end) continue;
-      const double dt = IntervalAt(timeline, i);
-      bytes += s.disk_read_kib_per_s * 1024.0 * dt;
-      seconds += dt;
+      const double overlap = std::min(s.t, end) - std::max(s.t - IntervalAt(timeline, i), start);
+      if (overlap <= 0) continue;
+      bytes += s.disk_read_kib_per_s * 1024.0 * overlap;
+      seconds += overlap;
     }
     return std::pair(bytes, seconds);
   };
@@ -192,8 +193,8 @@ std::optional<Finding> CheckColdCache(const Timeline& timeline,
   f.next = fmt::format(
       "nothing to fix in the program; to spare the first epoch, warm the cache before training "
       "(`vmtouch -t {0}` or `cat` its files to /dev/null) or copy it to local NVMe first; "
-      "`stallscope bench io {0}` measures what {1} gives cold",
-      data, disk);
+      "`stallscope bench io {2}` measures what {1} gives cold",
+      data, disk, DataDirOf(inputs));
   return f;
 }
 

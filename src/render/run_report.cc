@@ -6,12 +6,16 @@
 
 #include "analyze/nccl_log_rules.h"
 #include "analyze/report.h"
+#include "analyze/run_inputs.h"
 #include "core/units.h"
 #include "render/distributed.h"
 #include "render/html_report.h"
 #include "render/report.h"
 
 namespace stallscope {
+namespace {
+constexpr size_t kInputsShown = 3;
+}  // namespace
 
 std::string DescribeRunEnd(const RunInfo& info, size_t samples) {
   std::string how;
@@ -109,6 +113,28 @@ nlohmann::ordered_json NcclLogsJson(const std::vector<NcclLogFile>& logs) {
   return out;
 }
 
+// What the loader read, most seen first (analyze/run_inputs.h); null for
+// run files that predate the inputs table.
+nlohmann::ordered_json InputsToJson(const Timeline& timeline) {
+  if (!timeline.inputs_recorded) return nullptr;
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const LoaderInput& in : WhatTheLoaderReads(timeline)) {
+    out.push_back({{"kind", in.kind},
+                   {"path", in.path},
+                   {"role", in.role},
+                   {"files", in.files},
+                   {"samples", in.samples},
+                   {"size_bytes", in.size_bytes},
+                   {"fs_type", in.fs_type},
+                   {"remote", in.remote},
+                   {"device", in.device},
+                   {"format", in.format},
+                   {"compressed", in.compressed},
+                   {"method", in.method}});
+  }
+  return out;
+}
+
 nlohmann::ordered_json RunReportJson(std::string_view command, const RunAnalysis& run,
                                      const std::vector<NcclLogFile>& nccl_logs) {
   const Timeline& timeline = run.timeline;
@@ -121,6 +147,7 @@ nlohmann::ordered_json RunReportJson(std::string_view command, const RunAnalysis
   j["run"]["samples"] = timeline.samples.size();
   j["epochs"] = EpochsToJson(run.epochs);
   j["ranks"] = RanksToJson(run.ranks);
+  j["inputs"] = InputsToJson(timeline);
   if (!nccl_logs.empty()) j["nccl_logs"] = NcclLogsJson(nccl_logs);
   return j;
 }
@@ -135,6 +162,16 @@ std::string RenderRunReportText(std::string_view command, const RunAnalysis& run
   if (!table.empty()) out += "\n" + table;
   if (std::string rank_table = RenderRankTable(run.ranks); !rank_table.empty()) {
     out += "\n" + rank_table;
+  }
+  std::vector<LoaderInput> inputs = WhatTheLoaderReads(timeline);
+  for (size_t i = 0; i < inputs.size() && i < kInputsShown; ++i) {
+    out +=
+        fmt::format("{} {}: {}\n", i == 0 ? "\nthe loader read" : "               ",
+                    inputs[i].role == "rank" ? "(in the rank)" : "(workers)", inputs[i].Describe());
+  }
+  if (inputs.size() > kInputsShown) {
+    out += fmt::format("                (and {} more: `report --json`)\n",
+                       inputs.size() - kInputsShown);
   }
   out += "\n" + RenderReportText(header, report);
   out += fmt::format("run file: {} (sqlite3 {} 'select * from samples')\n", run.path, run.path);
