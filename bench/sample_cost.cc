@@ -3,20 +3,25 @@
 // /proc/stat, diskstats, net/dev, PSI) plus the process tree of ROOT_PID
 // (ProcessTreeSampler: stat, statm and io of each member every sample,
 // status and smaps_rollup every 10th, cmdline once), and the rates against
-// the previous sample. bench/sample_cost.py runs it against pidstat + iostat.
+// the previous sample; the open input files (/proc/PID/fd and fdinfo,
+// probe/open_files.h) of each member that ran since the last sample, as
+// `run` reads them. bench/sample_cost.py runs it against pidstat + iostat.
 //   sample_cost ROOT_PID SAMPLES INTERVAL_S [QUIET_SLOW_EVERY]
-// QUIET_SLOW_EVERY 1 reads every member's slow files on every slow sample,
-// as if each had run since the last one (the cost for a busy tree).
+// QUIET_SLOW_EVERY 1 reads every member's slow files on every slow sample
+// and every member's open files on every sample, as if each had run since
+// the last one (the cost for a busy tree).
 #include <time.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <thread>
 
 #include "core/file.h"
 #include "probe/cpu_stat.h"
 #include "probe/host_sampler.h"
+#include "probe/open_files.h"
 #include "probe/process_sampler.h"
 #include "probe/snapshot.h"
 #include "sample/disk_rates.h"
@@ -47,6 +52,10 @@ int main(int argc, char** argv) {
   ProcessSamplerOptions options;
   if (argc == 5) options.quiet_slow_every = std::atoi(argv[4]);
   ProcessTreeSampler tree_sampler(root, pid, options);
+  const bool all_ran = argc == 5 && options.quiet_slow_every == 1;
+  OpenInputCache cache;
+  std::map<int32_t, uint64_t> ticks;
+  size_t open_inputs = 0;
   Snapshot s;
   size_t processes = 0;
   double after_first = 0;
@@ -59,6 +68,15 @@ int main(int argc, char** argv) {
       return 1;
     }
     processes = tree->processes.size();
+    for (const ProcessSample& p : tree->processes) {
+      auto [it, first] = ticks.try_emplace(p.pid, p.cpu_ticks());
+      const bool ran = first || it->second != p.cpu_ticks();
+      it->second = p.cpu_ticks();
+      if (!ran && !all_ran) continue;
+      if (Result<OpenInputs> open = ReadOpenInputs(root, p.pid, &cache); open.ok()) {
+        open_inputs += open->files.size();
+      }
+    }
     s.before = std::move(s.after);
     s.after = std::move(*host);
     if (i > 0) ComputeSnapshotRates(s);  // the first sample only sets the baseline
@@ -68,8 +86,8 @@ int main(int argc, char** argv) {
   // The first sample reads every file of every member (and the stat of every
   // process of the host); the later ones show the steady cost.
   const double cpu = CpuSeconds();
-  std::printf("%d samples of host + %zu processes: %.3f ms CPU per sample\n", samples, processes,
-              cpu / samples * 1e3);
+  std::printf("%d samples of host + %zu processes: %.3f ms CPU per sample (%zu open inputs seen)\n",
+              samples, processes, cpu / samples * 1e3, open_inputs);
   std::printf("  start-up %.1f ms, first sample %.1f ms, then %.3f ms per sample\n", started * 1e3,
               (after_first - started) * 1e3,
               samples > 0 ? (cpu - after_first) / samples * 1e3 : 0.0);

@@ -13,9 +13,14 @@ import time
 
 
 def spawn_tree(count):
-    # A bash parent with count-1 sleeping children: 64 processes in all.
+    # A bash parent with count-1 sleeping children: 64 processes in all, each
+    # child holding 4 regular files open for reading, as a loader worker
+    # holds its shards (the open-files probe reads each one's link, fdinfo
+    # and stat).
+    data = os.path.abspath(__file__)
+    opened = " ".join(f"{fd}<{data}" for fd in range(3, 7))
     root = subprocess.Popen(
-        ["bash", "-c", f"for i in $(seq {count - 1}); do sleep 600 & done; wait"],
+        ["bash", "-c", f"for i in $(seq {count - 1}); do sleep 600 {opened} & done; wait"],
         start_new_session=True)
     deadline = time.time() + 10
     while time.time() < deadline:
@@ -42,7 +47,8 @@ def run_both(root, pids, samples, interval):
     for `samples` samples each."""
     ours = cpu_of([[SAMPLER, str(root.pid), str(samples), str(interval)]])
     # QUIET_SLOW_EVERY 1: no member counts as quiet, so every member's status
-    # and smaps_rollup are read on every 10th sample, as in a busy tree.
+    # and smaps_rollup are read on every 10th sample, and its open files on
+    # every sample, as in a busy tree.
     busy = cpu_of([[SAMPLER, str(root.pid), str(samples), str(interval), "1"]])
     # pidstat and iostat take integer intervals; the first report is the
     # since-boot one, so samples + 1 reports give samples intervals.

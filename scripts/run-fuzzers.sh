@@ -21,7 +21,7 @@ fuzz_one() {
     fuzz_cgroup) seeds=(cgroup memory.stat memory.max) ;;
     fuzz_diskstats) seeds=(diskstats) ;; fuzz_mountinfo) seeds=(mountinfo) ;;
     fuzz_net_dev) seeds=(dev) ;; fuzz_infiniband) seeds=(state rate phys_state) ;;
-    fuzz_proc_status) seeds=(status io smaps_rollup) ;; fuzz_environ) seeds=(environ) ;;
+    fuzz_proc_status) seeds=(status io smaps_rollup schedstat) ;; fuzz_environ) seeds=(environ) ;;
     fuzz_hook_datagram) seeds=(hook_datagram hook_datagram_alloc) ;;
     fuzz_nccl_log) seeds=('v2_*.log') ;;
     fuzz_nccl_log_host) seeds=('v2_*.log') ;;
