@@ -5,7 +5,8 @@
 // status and smaps_rollup every 10th, cmdline once), and the rates against
 // the previous sample; the open input files (/proc/PID/fd and fdinfo,
 // probe/open_files.h) of each member that ran since the last sample, as
-// `run` reads them. bench/sample_cost.py runs it against pidstat + iostat.
+// `run` reads them (probe/open_files.h OpenInputSampler: at most 8 a
+// sample, those read longest ago first). bench/sample_cost.py runs it against pidstat + iostat.
 //   sample_cost ROOT_PID SAMPLES INTERVAL_S [QUIET_SLOW_EVERY]
 // QUIET_SLOW_EVERY 1 reads every member's slow files on every slow sample
 // and every member's open files on every sample, as if each had run since
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
   if (argc == 5) options.quiet_slow_every = std::atoi(argv[4]);
   ProcessTreeSampler tree_sampler(root, pid, options);
   const bool all_ran = argc == 5 && options.quiet_slow_every == 1;
-  OpenInputCache cache;
+  OpenInputSampler open_files(root);
   std::map<int32_t, uint64_t> ticks;
   size_t open_inputs = 0;
   Snapshot s;
@@ -68,15 +69,13 @@ int main(int argc, char** argv) {
       return 1;
     }
     processes = tree->processes.size();
+    std::vector<int32_t> ran;
     for (const ProcessSample& p : tree->processes) {
       auto [it, first] = ticks.try_emplace(p.pid, p.cpu_ticks());
-      const bool ran = first || it->second != p.cpu_ticks();
+      if (first || it->second != p.cpu_ticks() || all_ran) ran.push_back(p.pid);
       it->second = p.cpu_ticks();
-      if (!ran && !all_ran) continue;
-      if (Result<OpenInputs> open = ReadOpenInputs(root, p.pid, &cache); open.ok()) {
-        open_inputs += open->files.size();
-      }
     }
+    open_inputs += open_files.Sample(ran).size();
     s.before = std::move(s.after);
     s.after = std::move(*host);
     if (i > 0) ComputeSnapshotRates(s);  // the first sample only sets the baseline

@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "core/text.h"
@@ -111,6 +112,27 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, OpenInputCache*
       ++out.skipped;
       continue;
     }
+    const auto fd_key = std::pair(pid, static_cast<int>(*fd));
+    if (cache) {
+      if (auto seen = cache->by_fd.find(fd_key);
+          seen != cache->by_fd.end() && seen->second.target == target) {
+        ++cache->fd_hits;
+        if (!seen->second.input) {
+          ++out.skipped;
+        } else if (out.files.size() >= max_files) {
+          ++out.capped;
+        } else {
+          out.files.push_back(*seen->second.input);
+        }
+        continue;
+      }
+    }
+    // What this descriptor turns out to be, for the next read.
+    auto remember = [&](const OpenInput* kept) {
+      if (!cache) return;
+      if (cache->by_fd.size() >= cache->max_entries) cache->by_fd.clear();
+      cache->by_fd[fd_key] = {target, kept ? std::optional<OpenInput>(*kept) : std::nullopt};
+    };
     Result<std::string> info_text = ReadFile(root.Path(proc + "/fdinfo/" + name), 64 << 10);
     if (!info_text.ok()) {
       ++out.vanished;
@@ -119,6 +141,7 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, OpenInputCache*
     Result<Fdinfo> info = ParseFdinfo(*info_text, proc + "/fdinfo/" + name);
     if (!info.ok() || (info->flags & O_ACCMODE) != O_RDONLY) {
       ++out.skipped;  // written (a log, a checkpoint), or unreadable
+      if (info.ok()) remember(nullptr);
       continue;
     }
     // Live: through the descriptor's link, which reaches the file in the
@@ -131,6 +154,7 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, OpenInputCache*
     }
     if (!S_ISREG(st.st_mode)) {
       ++out.skipped;
+      remember(nullptr);
       continue;
     }
     if (out.files.size() >= max_files) {
@@ -154,6 +178,7 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, OpenInputCache*
         input.minor = f.minor;
         input.device = f.device;
         input.format = f.format;
+        remember(&input);
         out.files.push_back(std::move(input));
         continue;
       }
@@ -179,8 +204,32 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, OpenInputCache*
       cache->facts[key] = {input.fs_type, input.remote, input.major,
                            input.minor,   input.device, input.format};
     }
+    remember(&input);
     out.files.push_back(std::move(input));
   }
+  return out;
+}
+
+std::vector<OpenInput> OpenInputSampler::Sample(const std::vector<int32_t>& ran) {
+  std::vector<std::pair<int64_t, int32_t>> order;  // (last read, pid)
+  for (int32_t pid : ran) {
+    auto it = last_read_.find(pid);
+    order.push_back({it == last_read_.end() ? -1 : it->second, pid});
+  }
+  std::sort(order.begin(), order.end());
+  if (order.size() > max_per_sample_) order.resize(max_per_sample_);
+  std::vector<OpenInput> out;
+  for (const auto& [last, pid] : order) {
+    last_read_[pid] = samples_;
+    if (Result<OpenInputs> open = ReadOpenInputs(root_, pid, &cache_); open.ok()) {
+      for (OpenInput& f : open->files) out.push_back(std::move(f));
+    } else {
+      last_read_.erase(pid);  // gone
+    }
+  }
+  // Pids not seen for long are forgotten (bounded like the cache).
+  if (last_read_.size() > cache_.max_entries) last_read_.clear();
+  ++samples_;
   return out;
 }
 

@@ -55,8 +55,39 @@ struct OpenInputCache {
     InputFormat format;
   };
   std::map<std::tuple<uint64_t, uint64_t, uint64_t>, Facts> facts;
+  // A descriptor seen before with the same link target is the same open
+  // file: its last reading stands, without fdinfo or stat (its offset and
+  // size are as last read). `input` is empty for one that was left out (a
+  // file open for writing, a directory).
+  struct Seen {
+    std::string target;
+    std::optional<OpenInput> input;
+  };
+  std::map<std::pair<int32_t, int>, Seen> by_fd;
   size_t max_entries = 4096;
-  uint64_t hits = 0, misses = 0;
+  uint64_t hits = 0, misses = 0, fd_hits = 0;
+};
+
+// Which processes' descriptors a sample reads: of the pids that ran since
+// the last sample, at most max_per_sample, those read longest ago first, so
+// that in a large busy tree each is read every few samples and the cost of
+// a sample stays bounded. Keeps the cache of ReadOpenInputs. Not
+// thread-safe (one per recording).
+class OpenInputSampler {
+ public:
+  explicit OpenInputSampler(Root root, size_t max_per_sample = 8)
+      : root_(std::move(root)), max_per_sample_(max_per_sample) {}
+  // The open inputs of the chosen pids, each with its pid. `ran` is the
+  // pids that ran since the last call (all of them on the first).
+  std::vector<OpenInput> Sample(const std::vector<int32_t>& ran);
+  const OpenInputCache& cache() const { return cache_; }
+
+ private:
+  Root root_;
+  size_t max_per_sample_;
+  int64_t samples_ = 0;
+  std::map<int32_t, int64_t> last_read_;  // pid -> the sample that read it
+  OpenInputCache cache_;
 };
 
 // The open input files of `pid` under `root`. NotFound("pid N") when the

@@ -372,6 +372,7 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
   if (stat->start_time_ticks != m.start_time_ticks) return ESRCH;
 
   ProcessSample& s = m.sample;
+  const uint64_t ticks_before = s.utime_ticks + s.stime_ticks;
   s.pid = pid;
   s.ppid = stat->ppid;
   s.comm = std::move(stat->comm);
@@ -433,7 +434,12 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
     }
     m.io_denied = err != 0 && !IsVanishedErrno(err);
   }
-  if (options_.read_schedstat && (!m.schedstat_denied || slow)) {
+  // A member with no CPU tick since its last sample keeps its schedstat:
+  // its time on a CPU did not move, and a process that waited a whole
+  // interval for a CPU it never got is one the scheduler starves, which
+  // shows in the members that did run.
+  const bool ticked = first || stat->utime_ticks + stat->stime_ticks != ticks_before;
+  if (options_.read_schedstat && (!m.schedstat_denied || slow) && (ticked || !s.run_delay_ns)) {
     int err = ReadKept(m.schedstat, pid, "schedstat", budget_);
     Result<Schedstat> sched = err == 0 && !buffer_.empty()
                                   ? ParseSchedstat(buffer_.view(), "schedstat")

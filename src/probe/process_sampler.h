@@ -23,8 +23,9 @@
 //   its own subtree. Non-members never become members: a process's parent
 //   changes only by such reparenting, never to a member.
 // - Reading. A member's stat (CPU times, state, parent, RSS), io (bytes
-//   read and written) and schedstat (time on a CPU and waiting for one) are
-//   read every sample through descriptors kept open
+//   read and written) and schedstat (time on a CPU and waiting for one;
+//   carried over when the member had no CPU tick since) are read every
+//   sample through descriptors kept open
 //   and re-read from offset 0; a member that exits fails that read (ESRCH)
 //   and is dropped, its descriptors closed. Its status (VmPeak, VmHWM,
 //   VmLck, VmPin, VmSwap) and smaps_rollup (PSS, the costly one: the kernel

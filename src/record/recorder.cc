@@ -63,7 +63,8 @@ class IntervalSampler {
         ticks_per_second_(static_cast<double>(ClockTicksPerSecond())),
         host_(root_),
         tree_(root_, root_pid, TreeOptions()),
-        others_(root_) {}
+        others_(root_),
+        open_inputs_(root_) {}
 
   // The first call only sets the baseline (a delta needs two samples).
   // `others` gets the processes outside the tree that took the CPUs, in an
@@ -90,7 +91,8 @@ class IntervalSampler {
         }
         return false;
       };
-      size_t inputs_read = 0;
+      std::vector<int32_t> ran_pids;
+      std::map<int32_t, const char*> roles;
       for (const ProcessSample& p : tree->processes) {
         members.insert(p.pid);
         ticks[p.pid] = p.cpu_ticks();
@@ -136,20 +138,18 @@ class IntervalSampler {
           }
         }
         // What it reads: only a member that ran since the last sample can
-        // have opened or moved through a file; a bounded number per sample.
-        if (ran && inputs_read < kMaxMembersReadForInputs) {
-          ++inputs_read;
-          const char* role = hook_pids.count(p.pid) || (hook_pids.empty() && p.pid == root_pid_)
-                                 ? "rank"
-                             : loader ? "worker"
-                                      : nullptr;
-          if (role) {
-            if (Result<OpenInputs> open = ReadOpenInputs(root_, p.pid, &input_cache_); open.ok()) {
-              inputs_.Add(t, role, open->files);
-            }
-          }
+        // have opened or moved through a file (OpenInputSampler bounds how
+        // many are read in one sample).
+        const char* role = hook_pids.count(p.pid) || (hook_pids.empty() && p.pid == root_pid_)
+                               ? "rank"
+                           : loader ? "worker"
+                                    : nullptr;
+        if (ran && role) {
+          ran_pids.push_back(p.pid);
+          roles[p.pid] = role;
         }
       }
+      for (const OpenInput& f : open_inputs_.Sample(ran_pids)) inputs_.Add(t, roles[f.pid], {f});
     }
     previous_ticks_ = std::move(ticks);
     previous_counters_ = std::move(counters);
@@ -215,8 +215,6 @@ class IntervalSampler {
     std::optional<uint64_t> run_delay_ns;
     std::optional<ProcessIo> io;
   };
-  // Members whose open files are read in one sample.
-  static constexpr size_t kMaxMembersReadForInputs = 64;
   // Other processes are looked at when the host's CPUs did this much more
   // than the tree (percent of one CPU): half a CPU is more than the
   // sampler's own and the system's background.
@@ -257,7 +255,7 @@ class IntervalSampler {
   std::map<int, ProcessCounters> previous_counters_;
   std::string disk_name_;
   OtherProcessesCpu others_;
-  OpenInputCache input_cache_;
+  OpenInputSampler open_inputs_;
   InputTracker inputs_;
   std::optional<std::pair<uint32_t, uint32_t>> learnt_device_;
   std::string learnt_disk_;

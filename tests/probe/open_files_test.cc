@@ -94,6 +94,8 @@ TEST_F(LoaderTree, CacheGivesTheSameFactsWithoutRereading) {
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(cache.misses, 2u);
   EXPECT_EQ(cache.hits, 0u);
+  // The same files behind new descriptors (reopened): the facts by file.
+  cache.by_fd.clear();
   fs::remove(dir_ / "proc/4242/mountinfo");
   Result<OpenInputs> again = ReadOpenInputs(Root(dir_.string()), 4242, &cache);
   ASSERT_TRUE(again.ok());
@@ -107,6 +109,56 @@ TEST_F(LoaderTree, CacheGivesTheSameFactsWithoutRereading) {
   Result<OpenInputs> bare = ReadOpenInputs(Root(dir_.string()), 4242);
   ASSERT_TRUE(bare.ok());
   EXPECT_EQ(bare->files[0].fs_type, "");
+}
+
+// A descriptor whose link still names the same file is not read again
+// (fdinfo and stat), and one that now names another file is.
+TEST_F(LoaderTree, DescriptorsSeenBeforeKeepTheirReadingUntilTheirTargetChanges) {
+  OpenInputCache cache;
+  ASSERT_TRUE(ReadOpenInputs(Root(dir_.string()), 4242, &cache).ok());
+  EXPECT_EQ(cache.fd_hits, 0u);
+  // fdinfo removed: a descriptor read again would count as vanished.
+  fs::remove(dir_ / "proc/4242/fdinfo/5");
+  Result<OpenInputs> again = ReadOpenInputs(Root(dir_.string()), 4242, &cache);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->files.size(), 2u);
+  EXPECT_EQ(again->files[0].position, 524288u);  // as last read
+  EXPECT_EQ(again->vanished, 1u);                // fd 9, never readable
+  EXPECT_EQ(again->skipped, 5u);                 // the checkpoint and directory from the cache
+  EXPECT_EQ(cache.fd_hits, 4u);                  // fds 5, 6, 7, 8
+  // fd 5 now names another file (a loader opened the next shard).
+  fs::remove(dir_ / "proc/4242/fd/5");
+  fs::create_symlink("/scratch/labels.csv.gz", dir_ / "proc/4242/fd/5");
+  Write(dir_ / "proc/4242/fdinfo/5", "pos:\t3\nflags:\t0100000\n");
+  Result<OpenInputs> moved = ReadOpenInputs(Root(dir_.string()), 4242, &cache);
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(moved->files[0].path, "/scratch/labels.csv.gz");
+  EXPECT_EQ(moved->files[0].position, 3u);
+}
+
+// At most max_per_sample pids a sample, those read longest ago first.
+TEST(OpenInputSampler, RotatesThroughThePidsThatRan) {
+  fs::path dir = fs::temp_directory_path() / ("stallscope-rotate-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  for (int pid : {11, 12, 13}) {
+    fs::create_directories(dir / "proc" / std::to_string(pid) / "fd");
+    fs::create_directories(dir / "proc" / std::to_string(pid) / "fdinfo");
+    Write(dir / "data" / (std::to_string(pid) + ".bin"), "x");
+    fs::create_symlink("/data/" + std::to_string(pid) + ".bin",
+                       dir / "proc" / std::to_string(pid) / "fd" / "3");
+    Write(dir / "proc" / std::to_string(pid) / "fdinfo" / "3", "pos:\t0\nflags:\t0100000\n");
+  }
+  OpenInputSampler sampler(Root(dir.string()), 2);
+  auto pids = [](const std::vector<OpenInput>& files) {
+    std::vector<int32_t> out;
+    for (const OpenInput& f : files) out.push_back(f.pid);
+    return out;
+  };
+  EXPECT_EQ(pids(sampler.Sample({11, 12, 13})), (std::vector<int32_t>{11, 12}));
+  EXPECT_EQ(pids(sampler.Sample({11, 12, 13})), (std::vector<int32_t>{13, 11}));
+  EXPECT_EQ(pids(sampler.Sample({12})), (std::vector<int32_t>{12}));
+  EXPECT_TRUE(sampler.Sample({}).empty());
+  fs::remove_all(dir);
 }
 
 TEST_F(LoaderTree, CappedAndGone) {
