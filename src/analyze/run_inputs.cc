@@ -31,6 +31,12 @@ bool IsInterpreterFile(const std::string& path) {
 // opened and closed between samples: one of many small files.
 constexpr int64_t kTransientSamples = 2;
 
+// Path components: "/" is 0, "/data" 1, "/data/train" 2.
+int Depth(const std::string& dir) {
+  if (dir == "/") return 0;
+  return static_cast<int>(std::count(dir.begin(), dir.end(), '/'));
+}
+
 std::string ParentOf(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == 0 || slash == std::string::npos ? std::string("/") : path.substr(0, slash);
@@ -89,33 +95,63 @@ std::string LoaderInput::Describe() const {
 
 std::vector<LoaderInput> WhatTheLoaderReads(const Timeline& timeline) {
   std::vector<LoaderInput> out;
+  const double interval = timeline.info.interval_seconds > 0 ? timeline.info.interval_seconds : 1;
+  // The ranks' files stand for the loader's only when no loader has
+  // workers (num_workers=0), or without the hook when no worker was caught.
+  bool workers_configured = false;
+  for (const LoaderConfig& l : timeline.loaders) workers_configured |= l.num_workers > 0;
   for (const char* role : {"worker", "rank"}) {
+    if (std::string_view(role) == "rank" && workers_configured) break;
     std::vector<const InputSeen*> kept, transient;
     for (const InputSeen& f : timeline.inputs) {
       if (f.role != role || IsInterpreterFile(f.path)) continue;
-      (f.samples > kTransientSamples || f.archive || f.compressed ? kept : transient).push_back(&f);
+      // Held open: caught in most of the samples of the span it was seen
+      // in (per reader), and more than a couple of times. A small file
+      // re-read every epoch is caught now and then over the whole run.
+      const double span_samples = (f.last_t - f.first_t) / interval + 1;
+      const bool held = f.samples > kTransientSamples && f.samples >= 0.5 * span_samples;
+      (held || f.archive || f.compressed ? kept : transient).push_back(&f);
     }
     for (const InputSeen* f : kept) out.push_back(FromFile(*f));
-    if (transient.size() == 1) out.push_back(FromFile(*transient[0]));
-    if (transient.size() > 1) {
-      LoaderInput dir = FromFile(*transient[0]);
-      dir.kind = "directory";
-      dir.path = ParentOf(transient[0]->path);
-      dir.format.clear();
-      dir.method.clear();
-      dir.compressed = false;
-      dir.files = 0;
-      dir.samples = 0;
-      dir.size_bytes = 0;
-      std::map<std::string, int> devices;
-      for (const InputSeen* f : transient) {
-        dir.path = CommonDirectory(dir.path, ParentOf(f->path));
-        ++dir.files;
-        dir.samples += f->samples;
-        dir.size_bytes += f->size_bytes;
-        ++devices[f->device];
+    // Small files, grouped by folder: a file joins the first group whose
+    // folder, widened to hold it, is at most one level above the file's
+    // own (class folders under one root join; train/ and val/ stay apart).
+    std::vector<LoaderInput> groups;
+    for (const InputSeen* f : transient) {
+      const std::string parent = ParentOf(f->path);
+      LoaderInput* home = nullptr;
+      for (LoaderInput& g : groups) {
+        const std::string common = CommonDirectory(g.path, parent);
+        if (Depth(common) + 1 >= Depth(parent) && Depth(common) >= 1) {
+          g.path = common;
+          home = &g;
+          break;
+        }
       }
-      out.push_back(std::move(dir));
+      if (!home) {
+        LoaderInput& g = groups.emplace_back(FromFile(*f));
+        g.kind = "directory";
+        g.path = parent;
+        g.format.clear();
+        g.method.clear();
+        g.compressed = false;
+        g.files = 0;
+        g.samples = 0;
+        g.size_bytes = 0;
+        home = &g;
+      }
+      ++home->files;
+      home->samples += f->samples;
+      home->size_bytes += f->size_bytes;
+    }
+    for (LoaderInput& g : groups) {
+      // One file alone is that file.
+      if (g.files == 1) {
+        for (const InputSeen* f : transient) {
+          if (ParentOf(f->path) == g.path) g = FromFile(*f);
+        }
+      }
+      out.push_back(std::move(g));
     }
     if (!out.empty()) break;  // the workers' reads are the loader's
   }

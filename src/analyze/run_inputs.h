@@ -3,13 +3,15 @@
 // Pure; thread-safe.
 //
 // - WhatTheLoaderReads: the files the workers were caught holding open
-//   (the ranks' when no worker was caught: num_workers=0), with the
+//   (the ranks' when no loader has workers: num_workers=0), with the
 //   interpreter's own files (Python modules, shared libraries, /usr and
-//   /etc) left out. A file held open across samples (an archive, a shard, a
-//   memory-mapped array's file) stands as itself; files caught open only
-//   once or twice each (a folder of small files, opened and closed between
-//   samples) stand as the deepest directory holding them all, with how
-//   many were caught.
+//   /etc) left out. A file held open (caught in at least half the samples
+//   of the time it was seen in, more than twice), an archive and a
+//   compressed file stand as themselves; the other files (small files
+//   opened and closed between samples) stand as their folders: a file
+//   joins a folder that, widened to hold it, is at most one level above the
+//   file's own (class folders under one root are one; train/ and val/ are
+//   two), with how many files were caught in it.
 // - WorkerLoad: per interval, the loader workers' CPU and run-queue delay
 //   (schedstat), for io.cpu_bound_loader and io.cpu_contention.
 #pragma once

@@ -222,14 +222,30 @@ const TimelineSample* SampleAt(const Timeline& timeline, double t) {
 // What the loader's `next` names: the unpacking of an archive or
 // compressed input, or the decoding fixes.
 std::string LoaderFixes(const std::optional<LoaderInput>& input) {
-  if (input && (input->compressed || input->kind == "archive")) {
+  if (input && input->compressed) {
+    // The tool that unpacks it once, by what its first bytes say.
+    const std::string& p = input->path;
+    const std::string name = p.substr(p.rfind('/') + 1);
+    std::string unpack;
+    if (input->format == "zip") {
+      unpack = fmt::format("unzip -q {} -d /local/data", p);
+    } else if (input->format == "7z") {
+      unpack = fmt::format("7z x {} -o/local/data", p);
+    } else if (input->kind == "archive") {  // a tar inside gzip, bzip2, xz, zstd or lz4
+      unpack = fmt::format("tar -xf {} -C /local/data", p);
+    } else {
+      const char* tool = input->format == "gzip"    ? "gzip -dc"
+                         : input->format == "bzip2" ? "bzip2 -dc"
+                         : input->format == "xz"    ? "xz -dc"
+                         : input->format == "zstd"  ? "zstd -dc"
+                                                    : "lz4 -dc";
+      unpack = fmt::format("{} {} > /local/data/{}", tool, p, name);
+    }
     return fmt::format(
         "{} is decompressed on every read: unpack it to local disk once (`mkdir -p "
-        "/local/data && {} -d /local/data`) and read the files, or pack it into uncompressed "
-        "shards (`stallscope pack /local/data /local/shards --format wds`)",
-        input->path,
-        input->format == "zip" ? fmt::format("unzip -q {}", input->path)
-                               : fmt::format("tar -xf {} -C /local/data #", input->path));
+        "/local/data && {}`) and read that, or pack the files into uncompressed shards "
+        "(`stallscope pack /local/data /local/shards --format wds`)",
+        p, unpack);
   }
   const std::string data = input ? DataDirOf({*input}) : std::string("DATA_DIR");
   return fmt::format(
@@ -246,7 +262,11 @@ std::optional<Finding> CheckCpuBoundLoader(const Context& ctx) {
   std::vector<LoaderInput> inputs = WhatTheLoaderReads(timeline);
   std::optional<LoaderInput> input;
   if (!inputs.empty()) input = inputs[0];
-  const std::vector<WorkerInterval> load = WorkerLoad(timeline);
+  // The workers are known from the hook (the ranks it named); without it
+  // every process below the command would count, ranks too.
+  const bool hooked = !timeline.loaders.empty() || !timeline.ranks.empty();
+  const std::vector<WorkerInterval> load =
+      hooked ? WorkerLoad(timeline) : std::vector<WorkerInterval>{};
   int loader_saturated = 0;
   int host_saturated = 0;
   int judged = 0;
@@ -284,7 +304,10 @@ std::optional<Finding> CheckCpuBoundLoader(const Context& ctx) {
     }
   }
   if (judged == 0) return std::nullopt;
-  const double n = static_cast<double>(judged);
+  // Over the run, not only the intervals that had workers: a short-lived
+  // pool busy for seconds of an hour is not "most of the run".
+  const double n = static_cast<double>(std::max<size_t>(
+      static_cast<size_t>(judged), load.empty() ? 0 : timeline.samples.size() - 1));
   const bool loader_bound = loader_saturated / n >= kCpuSaturatedRunFraction;
   // A busy host matters to the loader only when the steps wait for data;
   // with the workers' run delay recorded, io.cpu_contention judges it.
@@ -343,7 +366,16 @@ std::optional<Finding> CheckCpuBoundLoader(const Context& ctx) {
   if (!timeline.loaders.empty()) f.evidence.push_back({"num_workers", int64_t{workers}});
   if (ctx.wait) f.evidence.push_back({"data_wait_fraction", ctx.wait->worst_rank_fraction});
   std::optional<int> worker = BusiestWorker(timeline);
-  const std::string fixes = LoaderFixes(input);
+  std::string fixes = LoaderFixes(input);
+  // CPUs the job leaves idle: more workers would help first.
+  const double idle_cpus = cpus > 0 ? (cpus * 100.0 - Median(busy_pct) * cpus) / 100.0 : 0;
+  if (!load.empty() && idle_cpus >= 2) {
+    fixes = fmt::format(
+        "the host has about {:.0f} idle CPUs: raise num_workers first, one CPU per extra "
+        "worker, while the steps still wait; then {}",
+        idle_cpus, fixes);
+    f.evidence.push_back({"idle_cpus", idle_cpus});
+  }
   if (loader_bound) {
     f.next = fmt::format("see where a worker's CPU goes: `py-spy top --pid {}`; {}",
                          worker ? std::to_string(*worker) : std::string("WORKER_PID"), fixes);

@@ -26,13 +26,26 @@ std::optional<Finding> CheckCpuContention(const Timeline& timeline,
                                           const std::optional<DataWait>& wait) {
   const int cpus = timeline.info.cpu_count;
   if (cpus <= 0 || timeline.samples.size() < 3) return std::nullopt;
+  // What processes outside the tree used in each interval: in run files
+  // that record them, the processes themselves (named and measured; the
+  // job's own children that exited between samples, interrupts and
+  // stallscope are not among them); in older files, the host's busy CPU
+  // less the tree's.
+  std::map<double, double> named_outside;
+  for (const OtherProcessPoint& p : timeline.other_processes) named_outside[p.t] += p.cpu_percent;
   // The first interval has no CPU figures (a delta needs two samples).
   std::vector<double> shares;
   int contended = 0;
   for (size_t i = 1; i < timeline.samples.size(); ++i) {
     const TimelineSample& s = timeline.samples[i];
     if (s.processes == 0) continue;  // the job had ended
-    const double outside = std::max(0.0, s.cpu_busy_percent * cpus - s.tree_cpu_percent);
+    double outside = 0;
+    if (timeline.inputs_recorded) {
+      auto it = named_outside.find(s.t);
+      outside = it == named_outside.end() ? 0 : it->second;
+    } else {
+      outside = std::max(0.0, s.cpu_busy_percent * cpus - s.tree_cpu_percent);
+    }
     const double share = outside / (cpus * 100.0);
     shares.push_back(share);
     if (share >= kCpuContentionShare) ++contended;
@@ -100,31 +113,9 @@ std::optional<Finding> CheckCpuContention(const Timeline& timeline,
 std::optional<double> DataWaitAfterFirstEpoch(const Timeline& timeline,
                                               const std::vector<EpochSummary>& epochs) {
   if (epochs.size() < 2) return std::nullopt;
-  const double after = epochs[1].start_s;
-  std::map<int, bool> first_seen;
-  std::map<int, std::pair<double, double>> per_rank;  // wait, step
-  int64_t counted = 0;
-  std::vector<const StepEvent*> steps;
-  for (const StepEvent& s : timeline.steps) {
-    if (s.t > after) steps.push_back(&s);
-  }
-  std::stable_sort(steps.begin(), steps.end(),
-                   [](const StepEvent* a, const StepEvent* b) { return a->t < b->t; });
-  for (const StepEvent* s : steps) {
-    if (!first_seen[s->rank]) {
-      first_seen[s->rank] = true;
-      continue;
-    }
-    per_rank[s->rank].first += std::clamp(s->wait_seconds, 0.0, std::max(0.0, s->step_seconds));
-    per_rank[s->rank].second += s->step_seconds;
-    ++counted;
-  }
-  if (counted < kInputBoundMinSteps) return std::nullopt;
-  double worst = 0;
-  for (const auto& [rank, ws] : per_rank) {
-    if (ws.second > 0) worst = std::max(worst, ws.first / ws.second);
-  }
-  return worst;
+  std::optional<DataWait> w = MeasureDataWait(timeline, epochs[1].start_s);
+  if (!w) return std::nullopt;
+  return w->worst_rank_fraction;
 }
 
 std::optional<Finding> CheckColdCache(const Timeline& timeline,
@@ -133,13 +124,26 @@ std::optional<Finding> CheckColdCache(const Timeline& timeline,
   // Bytes read from the data disk in [start, end]: each interval's rate
   // over the part of it inside (an interval spanning an epoch's end is
   // shared by both epochs).
+  // The job's own reads from storage (its processes' read_bytes), where
+  // recorded: what the data disk read for others (a library load, another
+  // job on the system disk) is not the job's cold cache.
+  std::map<double, double> job_read_kib;
+  for (const ProcessPoint& p : timeline.processes) {
+    if (p.read_kib_per_s) job_read_kib[p.t] += *p.read_kib_per_s;
+  }
   auto read_in = [&](double start, double end) {
     double bytes = 0, seconds = 0;
     for (size_t i = 0; i < timeline.samples.size(); ++i) {
       const TimelineSample& s = timeline.samples[i];
       const double overlap = std::min(s.t, end) - std::max(s.t - IntervalAt(timeline, i), start);
       if (overlap <= 0) continue;
-      bytes += s.disk_read_kib_per_s * 1024.0 * overlap;
+      double kib_per_s = s.disk_read_kib_per_s;
+      if (auto job = job_read_kib.find(s.t); job != job_read_kib.end()) {
+        kib_per_s = std::min(kib_per_s, job->second);
+      } else if (!job_read_kib.empty()) {
+        kib_per_s = 0;  // recorded, and the job read nothing then
+      }
+      bytes += kib_per_s * 1024.0 * overlap;
       seconds += overlap;
     }
     return std::pair(bytes, seconds);

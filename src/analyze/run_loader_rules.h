@@ -33,9 +33,9 @@ std::optional<Finding> CheckCpuContention(const Timeline& timeline,
 std::optional<Finding> CheckColdCache(const Timeline& timeline,
                                       const std::vector<EpochSummary>& epochs);
 
-// The data wait of the steps after epoch 0 (each rank's first step in
-// epoch 1 left out, as MeasureDataWait leaves out the first of the run);
-// nullopt without a second epoch or with too few steps after it.
+// The worst rank's data wait over the steps after epoch 0
+// (MeasureDataWait after epoch 1's start); nullopt without a second epoch
+// or with too few steps after it.
 std::optional<double> DataWaitAfterFirstEpoch(const Timeline& timeline,
                                               const std::vector<EpochSummary>& epochs);
 

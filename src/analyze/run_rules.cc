@@ -9,7 +9,7 @@
 
 namespace stallscope {
 
-std::optional<DataWait> MeasureDataWait(const Timeline& timeline) {
+std::optional<DataWait> MeasureDataWait(const Timeline& timeline, double after_t) {
   struct RankTotals {
     double first_t = std::numeric_limits<double>::infinity();
     size_t first_index = 0;
@@ -20,6 +20,7 @@ std::optional<DataWait> MeasureDataWait(const Timeline& timeline) {
   std::map<int, RankTotals> ranks;
   const std::vector<StepEvent>& steps = timeline.steps;
   for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].t <= after_t) continue;
     RankTotals& r = ranks[steps[i].rank];
     if (steps[i].t < r.first_t) {
       r.first_t = steps[i].t;
@@ -28,6 +29,7 @@ std::optional<DataWait> MeasureDataWait(const Timeline& timeline) {
   }
   for (size_t i = 0; i < steps.size(); ++i) {
     const StepEvent& s = steps[i];
+    if (s.t <= after_t) continue;
     RankTotals& r = ranks[s.rank];
     if (i == r.first_index || s.step_seconds <= 0) continue;
     r.steps += 1;

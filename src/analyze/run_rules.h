@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -36,8 +37,11 @@ struct DataWait {
   double worst_rank_fraction = 0;
 };
 
-// nullopt: fewer than kInputBoundMinSteps counted steps.
-std::optional<DataWait> MeasureDataWait(const Timeline& timeline);
+// nullopt: fewer than kInputBoundMinSteps counted steps. With `after_t`,
+// only the steps that ended after it (each rank's first of those left out):
+// the waits after epoch 0, for io.cold_cache.
+std::optional<DataWait> MeasureDataWait(const Timeline& timeline,
+                                        double after_t = -std::numeric_limits<double>::infinity());
 
 // One epoch as the hook marked it. Epoch n runs from its mark (the earliest
 // over the ranks) to the next epoch's mark; the last one ends at its last

@@ -55,7 +55,9 @@ void AddRecordFlags(CLI::App& app, RecordFlags& flags) {
   app.add_option("--out", flags.out,
                  "the run file (SQLite); default stallscope-run-YYYYMMDD-HHMMSS.db here");
   app.add_flag("--force", flags.force, "overwrite --out if it exists");
-  app.add_option("--data", flags.data, "the dataset's path: its disk is watched as the data disk");
+  app.add_option("--data", flags.data,
+                 "the dataset's path: its disk is watched as the data disk (default: the disk "
+                 "behind the files the loader workers read)");
   app.add_flag("--json", flags.json, "print the findings as stallscope.report/1 JSON on stdout");
 }
 

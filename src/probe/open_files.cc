@@ -112,27 +112,6 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, OpenInputCache*
       ++out.skipped;
       continue;
     }
-    const auto fd_key = std::pair(pid, static_cast<int>(*fd));
-    if (cache) {
-      if (auto seen = cache->by_fd.find(fd_key);
-          seen != cache->by_fd.end() && seen->second.target == target) {
-        ++cache->fd_hits;
-        if (!seen->second.input) {
-          ++out.skipped;
-        } else if (out.files.size() >= max_files) {
-          ++out.capped;
-        } else {
-          out.files.push_back(*seen->second.input);
-        }
-        continue;
-      }
-    }
-    // What this descriptor turns out to be, for the next read.
-    auto remember = [&](const OpenInput* kept) {
-      if (!cache) return;
-      if (cache->by_fd.size() >= cache->max_entries) cache->by_fd.clear();
-      cache->by_fd[fd_key] = {target, kept ? std::optional<OpenInput>(*kept) : std::nullopt};
-    };
     Result<std::string> info_text = ReadFile(root.Path(proc + "/fdinfo/" + name), 64 << 10);
     if (!info_text.ok()) {
       ++out.vanished;
@@ -141,9 +120,35 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, OpenInputCache*
     Result<Fdinfo> info = ParseFdinfo(*info_text, proc + "/fdinfo/" + name);
     if (!info.ok() || (info->flags & O_ACCMODE) != O_RDONLY) {
       ++out.skipped;  // written (a log, a checkpoint), or unreadable
-      if (info.ok()) remember(nullptr);
       continue;
     }
+    // The same link (" (deleted)" included) on the same descriptor, open
+    // read-only: the same file as last read, its facts kept; only the offset
+    // is new (the size is as last read).
+    const auto fd_key = std::pair(pid, static_cast<int>(*fd));
+    const std::string link_text = input.deleted ? target + std::string(kDeleted) : target;
+    if (cache) {
+      if (auto seen = cache->by_fd.find(fd_key);
+          seen != cache->by_fd.end() && seen->second.target == link_text) {
+        ++cache->fd_hits;
+        if (!seen->second.input) {
+          ++out.skipped;
+        } else if (out.files.size() >= max_files) {
+          ++out.capped;
+        } else {
+          OpenInput again = *seen->second.input;
+          again.position = info->pos;
+          out.files.push_back(std::move(again));
+        }
+        continue;
+      }
+    }
+    // What this descriptor turns out to be, for the next read.
+    auto remember = [&](const OpenInput* kept) {
+      if (!cache) return;
+      if (cache->by_fd.size() >= cache->max_entries) cache->by_fd.clear();
+      cache->by_fd[fd_key] = {link_text, kept ? std::optional<OpenInput>(*kept) : std::nullopt};
+    };
     // Live: through the descriptor's link, which reaches the file in the
     // process's mount namespace; a fixture: the target under the root.
     const std::string file = root.IsLive() ? link : root.Path(target);

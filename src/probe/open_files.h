@@ -10,7 +10,8 @@
 // files shows as its directory). On a live root the file is stat'ed and its
 // head read through /proc/PID/fd/N, which reaches it across mount
 // namespaces; on a fixture root through the link's target under the root.
-// ParseFdinfo is pure (fuzzed). Stateless; thread-safe.
+// ParseFdinfo is pure (fuzzed). ReadOpenInputs is thread-safe given its
+// own cache; OpenInputSampler is not (one per recording).
 #pragma once
 
 #include <cstdint>
@@ -55,10 +56,11 @@ struct OpenInputCache {
     InputFormat format;
   };
   std::map<std::tuple<uint64_t, uint64_t, uint64_t>, Facts> facts;
-  // A descriptor seen before with the same link target is the same open
-  // file: its last reading stands, without fdinfo or stat (its offset and
-  // size are as last read). `input` is empty for one that was left out (a
-  // file open for writing, a directory).
+  // A descriptor seen before, open read-only, with the same link text is
+  // the same open file: its facts stand without a stat (the offset is read
+  // anew from fdinfo; the size is as last read). `input` is empty for one
+  // that was left out (a directory, a FIFO). Keyed by (pid, fd): a reused
+  // pid whose descriptor names the same path read-only is that path.
   struct Seen {
     std::string target;
     std::optional<OpenInput> input;

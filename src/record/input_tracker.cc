@@ -31,13 +31,14 @@ void InputTracker::Add(double t, const std::string& role, const std::vector<Open
     }
     Kept& k = it->second;
     // One descriptor or several of one process: once per sample and pid.
-    if (k.seen.samples > 0 && k.seen.last_t == t && k.pids.contains(f.pid)) {
+    auto [reader, first] = k.pids.try_emplace(f.pid, t);
+    if (!first && reader->second == t) {
       k.seen.max_position = std::max(k.seen.max_position, f.position);
       continue;
     }
+    reader->second = t;
     ++k.seen.samples;
-    k.seen.last_t = t;
-    k.pids.insert(f.pid);
+    k.seen.last_t = std::max(k.seen.last_t, t);
     k.seen.readers = static_cast<int>(k.pids.size());
     k.seen.deleted = k.seen.deleted || f.deleted;
     k.seen.size_bytes = f.size;

@@ -40,7 +40,7 @@ class InputTracker {
  private:
   struct Kept {
     InputSeen seen;
-    std::set<int32_t> pids;
+    std::map<int32_t, double> pids;  // each reader, and the last sample that caught it
     uint32_t major = 0, minor = 0;
   };
   std::map<std::pair<std::string, std::string>, Kept> kept_;  // by (path, role)

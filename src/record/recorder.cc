@@ -98,7 +98,9 @@ class IntervalSampler {
         ticks[p.pid] = p.cpu_ticks();
         double cpu = 0;
         auto before = previous_ticks_.find(p.pid);
-        const bool ran = before == previous_ticks_.end() || p.cpu_ticks() != before->second;
+        // Ran, or blocked in the kernel (D: a read that does not return).
+        const bool ran =
+            before == previous_ticks_.end() || p.cpu_ticks() != before->second || p.state == 'D';
         if (seconds > 0 && before != previous_ticks_.end() && p.cpu_ticks() >= before->second) {
           cpu = static_cast<double>(p.cpu_ticks() - before->second) / ticks_per_second_ / seconds *
                 100.0;
@@ -180,6 +182,7 @@ class IntervalSampler {
       // CPU the tree did not use, in percent of one CPU: another job's?
       const double outside = s.cpu_busy_percent * cpu_count_ - s.tree_cpu_percent;
       if (others && cpu_count_ > 0 && outside >= kOthersWorthLookingPercent) {
+        members.insert(static_cast<int>(getpid()));  // stallscope is not another job
         *others = others_.Sample(t, host->monotonic_seconds, members);
       }
       s.cpu_iowait_percent = pair.cpu_usage.total.iowait_percent;

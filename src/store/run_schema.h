@@ -160,9 +160,9 @@ CREATE TABLE IF NOT EXISTS allocations (
 );
 )sql";
 
-// What the job's processes were seen reading (sample/timeline.h InputSeen),
-// written when the job ended; made even with no row: the files were looked
-// for. Files of older versions lack it.
+// What the job's processes were seen reading (sample/timeline.h InputSeen):
+// made with the file, filled when the job ended. Files of older versions
+// lack it.
 inline constexpr std::string_view kCreateInputs = R"sql(
 CREATE TABLE IF NOT EXISTS inputs (
   path TEXT NOT NULL,

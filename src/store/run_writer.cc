@@ -160,6 +160,9 @@ Status RunWriter::Prepare() {
 
   std::string schema = "BEGIN;\n";
   schema += store::kCreateTables;
+  // Made empty now, filled when the job ends: a run stopped before that
+  // still says its inputs were looked for (none kept).
+  schema += store::kCreateInputs;
   schema += "INSERT INTO meta (key, value) VALUES ('schema', '";
   schema += kTimelineSchema;
   schema += "');\nPRAGMA user_version = " + std::to_string(kTimelineSchemaVersion) + ";\nCOMMIT;";

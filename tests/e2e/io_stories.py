@@ -146,10 +146,13 @@ class IoStories(unittest.TestCase):
     def test_cpu_hog_beside_the_job_is_contention_not_the_loader(self):
         folder = os.path.join(TMP, "hogged")
         make("--make-dir", folder, "1000", "--file-kib", "4")
-        # The hog: 3 busy shells named cpuhog, outside stallscope's tree.
+        # The hog: busy shells named cpuhog, outside stallscope's tree, one
+        # more than the host has CPUs (3 here), so that they hold most of
+        # them on any host.
         hog = os.path.join(TMP, "cpuhog")
         os.symlink("/bin/sh", hog)
-        hogs = [subprocess.Popen([hog, "-c", "while :; do :; done"]) for _ in range(3)]
+        hogs = [subprocess.Popen([hog, "-c", "while :; do :; done"])
+                for _ in range((os.cpu_count() or 2) + 1)]
         for p in hogs:
             self.addCleanup(e2e.stop, p)
         report = self.run_job("contention", ["--dir", folder, "--epochs", "3", "--decode-ms", "3",

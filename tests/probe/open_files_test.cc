@@ -111,21 +111,30 @@ TEST_F(LoaderTree, CacheGivesTheSameFactsWithoutRereading) {
   EXPECT_EQ(bare->files[0].fs_type, "");
 }
 
-// A descriptor whose link still names the same file is not read again
-// (fdinfo and stat), and one that now names another file is.
+// A descriptor whose link still names the same file, read-only, is not
+// stat'ed again (its offset is read anew), and one that now names another
+// file, or is now open for writing, is read as new.
 TEST_F(LoaderTree, DescriptorsSeenBeforeKeepTheirReadingUntilTheirTargetChanges) {
   OpenInputCache cache;
   ASSERT_TRUE(ReadOpenInputs(Root(dir_.string()), 4242, &cache).ok());
   EXPECT_EQ(cache.fd_hits, 0u);
-  // fdinfo removed: a descriptor read again would count as vanished.
-  fs::remove(dir_ / "proc/4242/fdinfo/5");
+  // The zip removed: a descriptor stat'ed again would count as vanished;
+  // its offset moved on.
+  fs::remove(dir_ / "data/imagenet/train-00001.zip");
+  Write(dir_ / "proc/4242/fdinfo/5", "pos:\t600000\nflags:\t0100000\n");
   Result<OpenInputs> again = ReadOpenInputs(Root(dir_.string()), 4242, &cache);
   ASSERT_TRUE(again.ok());
   ASSERT_EQ(again->files.size(), 2u);
-  EXPECT_EQ(again->files[0].position, 524288u);  // as last read
-  EXPECT_EQ(again->vanished, 1u);                // fd 9, never readable
-  EXPECT_EQ(again->skipped, 5u);                 // the checkpoint and directory from the cache
-  EXPECT_EQ(cache.fd_hits, 4u);                  // fds 5, 6, 7, 8
+  EXPECT_EQ(again->files[0].format.kind, "zip");  // as first read
+  EXPECT_EQ(again->files[0].position, 600000u);   // read anew
+  EXPECT_EQ(again->vanished, 1u);                 // fd 9, never readable
+  EXPECT_EQ(again->skipped, 5u);
+  EXPECT_EQ(cache.fd_hits, 3u);  // fds 5, 6 and the directory 8
+  // Reopened for writing on the same descriptor: not an input any more.
+  Write(dir_ / "proc/4242/fdinfo/6", "pos:\t0\nflags:\t0100001\n");
+  Result<OpenInputs> written = ReadOpenInputs(Root(dir_.string()), 4242, &cache);
+  ASSERT_TRUE(written.ok());
+  EXPECT_EQ(written->files.size(), 1u);
   // fd 5 now names another file (a loader opened the next shard).
   fs::remove(dir_ / "proc/4242/fd/5");
   fs::create_symlink("/scratch/labels.csv.gz", dir_ / "proc/4242/fd/5");

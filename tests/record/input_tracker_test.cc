@@ -38,15 +38,19 @@ TEST(InputTracker, SumsSamplesReadersAndPositionPerPathAndRole) {
   other.position = 300;
   t.Add(2.0, "worker", {other});
   t.Add(2.0, "rank", {File(10, "/data/train.zip", 5, 7, 0, "loop0")});
+  // Both workers caught again in the next sample: both count.
+  OpenInput later = zip;
+  later.position = 950;
+  t.Add(3.0, "worker", {other, later});
   std::vector<InputSeen> got = t.Inputs();
   ASSERT_EQ(got.size(), 2u);  // (path, rank) and (path, worker)
   const InputSeen& w = got[0].role == "worker" ? got[0] : got[1];
   EXPECT_EQ(w.path, "/data/train.zip");
-  EXPECT_EQ(w.samples, 3);  // pid 11 at 1.0 and 2.0, pid 12 at 2.0
+  EXPECT_EQ(w.samples, 5);  // pid 11 at 1, 2 and 3; pid 12 at 2 and 3
   EXPECT_EQ(w.readers, 2);
-  EXPECT_EQ(w.max_position, 900u);
+  EXPECT_EQ(w.max_position, 950u);
   EXPECT_DOUBLE_EQ(w.first_t, 1.0);
-  EXPECT_DOUBLE_EQ(w.last_t, 2.0);
+  EXPECT_DOUBLE_EQ(w.last_t, 3.0);
   EXPECT_EQ(w.format, "zip");
   EXPECT_TRUE(w.archive);
   EXPECT_TRUE(w.compressed);

@@ -493,7 +493,8 @@ TEST_F(RunFileTest, InputsAndOtherProcessesRoundTripAndOlderFilesLackThem) {
   }
   Execute(old,
           "ALTER TABLE processes DROP COLUMN run_delay_percent; ALTER TABLE processes DROP "
-          "COLUMN read_kib_per_s; ALTER TABLE processes DROP COLUMN rchar_kib_per_s");
+          "COLUMN read_kib_per_s; ALTER TABLE processes DROP COLUMN rchar_kib_per_s; DROP TABLE "
+          "inputs");
   read = ReadRun(old);
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_FALSE(read->inputs_recorded);
