@@ -12,34 +12,12 @@
 
 #include "analyze/run_inputs.h"
 #include "analyze/run_rules.h"
+#include "finding_matchers.h"
 
 namespace stallscope {
 namespace {
 
 constexpr int kRank = 100;
-
-const Finding* Find(const std::vector<Finding>& findings, const std::string& id) {
-  for (const Finding& f : findings) {
-    if (f.id == id) return &f;
-  }
-  return nullptr;
-}
-
-std::string Ids(const std::vector<Finding>& findings) {
-  std::string out;
-  for (const Finding& f : findings)
-    out += f.id + "(" + std::string(SeverityName(f.severity)) + ") ";
-  return out;
-}
-
-template <typename T>
-T EvidenceOf(const Finding& f, const std::string& key) {
-  for (const Evidence& e : f.evidence) {
-    if (e.name == key) return std::get<T>(e.value);
-  }
-  ADD_FAILURE() << f.id << " has no evidence " << key;
-  return T{};
-}
 
 struct Shape {
   int seconds = 60;

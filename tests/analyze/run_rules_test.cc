@@ -10,21 +10,10 @@
 #include "analyze/catalog.h"
 #include "analyze/report.h"
 #include "finding_matchers.h"
+#include "process_points.h"
 
 namespace stallscope {
 namespace {
-
-// A process point of the older fields (run delay and reads absent).
-ProcessPoint Point(double t, int pid, int ppid, const char* comm, uint64_t rss, double cpu) {
-  ProcessPoint p;
-  p.t = t;
-  p.pid = pid;
-  p.ppid = ppid;
-  p.comm = comm;
-  p.rss_bytes = rss;
-  p.cpu_percent = cpu;
-  return p;
-}
 
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;

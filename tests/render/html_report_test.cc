@@ -12,22 +12,11 @@
 #include "analyze/report.h"
 #include "core/atomic_file.h"
 #include "core/file.h"
+#include "process_points.h"
 #include "render/svg_chart.h"
 
 namespace stallscope {
 namespace {
-
-// A process point of the older fields (run delay and reads absent).
-ProcessPoint Point(double t, int pid, int ppid, const char* comm, uint64_t rss, double cpu) {
-  ProcessPoint p;
-  p.t = t;
-  p.pid = pid;
-  p.ppid = ppid;
-  p.comm = comm;
-  p.rss_bytes = rss;
-  p.cpu_percent = cpu;
-  return p;
-}
 
 size_t Count(const std::string& text, std::string_view what) {
   size_t n = 0;
