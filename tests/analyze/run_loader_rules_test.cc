@@ -120,7 +120,7 @@ TEST(CpuBoundLoader, TheFixFollowsWhatTheInputIs) {
   auto next_for = [](InputSeen in) {
     Timeline tl = Make({});
     tl.inputs.push_back(std::move(in));
-    const Finding* f = Find(CheckRun(tl).findings, "io.cpu_bound_loader");
+    std::optional<Finding> f = FindCopy(CheckRun(tl).findings, "io.cpu_bound_loader");
     return f ? f->next : std::string("(no finding)");
   };
   InputSeen stored = Zip();  // a zip of stored members is not decompressed
@@ -148,8 +148,8 @@ TEST(CpuBoundLoader, IdleCpusOnTheHostSayMoreWorkersFirst) {
   Shape shape;
   shape.cpus = 16;  // 2 workers and a rank use about 2.4 of 16 CPUs
   Timeline tl = Make(shape);
-  const Finding* f = Find(CheckRun(tl).findings, "io.cpu_bound_loader");
-  ASSERT_NE(f, nullptr);
+  std::optional<Finding> f = FindCopy(CheckRun(tl).findings, "io.cpu_bound_loader");
+  ASSERT_TRUE(f.has_value());
   EXPECT_NE(f->next.find("idle CPUs: raise num_workers first"), std::string::npos) << f->next;
   EXPECT_GT(EvidenceOf<double>(*f, "idle_cpus"), 12);
 }
@@ -160,7 +160,7 @@ TEST(CpuBoundLoader, WithoutTheHookTheWorkersAreNotJudgedByRunDelay) {
   Timeline tl = Make({});
   tl.loaders.clear();
   tl.ranks.clear();
-  const Finding* f = Find(CheckRun(tl).findings, "io.cpu_bound_loader");
+  std::optional<Finding> f = FindCopy(CheckRun(tl).findings, "io.cpu_bound_loader");
   if (f) {
     for (const Evidence& e : f->evidence) EXPECT_NE(e.name, "worker_run_delay_percent");
   }
