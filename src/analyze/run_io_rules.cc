@@ -54,12 +54,6 @@ Severity Lower(Severity s) {
   return s == Severity::kCritical ? Severity::kWarning : Severity::kInfo;
 }
 
-double IntervalOf(const Timeline& timeline, size_t i) {
-  const std::vector<TimelineSample>& s = timeline.samples;
-  double dt = i == 0 ? s[0].t : s[i].t - s[i - 1].t;
-  return dt > 0 ? dt : timeline.info.interval_seconds;
-}
-
 RankSteps::const_iterator FirstStepAtOrAfter(const RankSteps& steps, double t) {
   return std::lower_bound(steps.begin(), steps.end(), t,
                           [](const StepEvent* s, double value) { return s->t < value; });

@@ -12,15 +12,7 @@
 #include "core/units.h"
 
 namespace stallscope {
-namespace {
-
-double IntervalAt(const Timeline& timeline, size_t i) {
-  const std::vector<TimelineSample>& s = timeline.samples;
-  double dt = i == 0 ? s[0].t : s[i].t - s[i - 1].t;
-  return dt > 0 ? dt : timeline.info.interval_seconds;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::optional<Finding> CheckCpuContention(const Timeline& timeline,
                                           const std::optional<DataWait>& wait) {
@@ -135,7 +127,7 @@ std::optional<Finding> CheckColdCache(const Timeline& timeline,
     double bytes = 0, seconds = 0;
     for (size_t i = 0; i < timeline.samples.size(); ++i) {
       const TimelineSample& s = timeline.samples[i];
-      const double overlap = std::min(s.t, end) - std::max(s.t - IntervalAt(timeline, i), start);
+      const double overlap = std::min(s.t, end) - std::max(s.t - IntervalOf(timeline, i), start);
       if (overlap <= 0) continue;
       double kib_per_s = s.disk_read_kib_per_s;
       if (auto job = job_read_kib.find(s.t); job != job_read_kib.end()) {

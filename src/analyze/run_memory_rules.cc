@@ -31,14 +31,6 @@ std::string FormatDuration(double seconds) {
   return fmt::format("{:.1f} days", seconds / 86400);
 }
 
-// Seconds sample i covers: since the previous sample, the first one since
-// the start of the run.
-double IntervalOf(const Timeline& timeline, size_t i) {
-  const std::vector<TimelineSample>& s = timeline.samples;
-  double dt = i == 0 ? s[0].t : s[i].t - s[i - 1].t;
-  return dt > 0 ? dt : timeline.info.interval_seconds;
-}
-
 // What the job may still use: the cgroup limit when it has one, else the host.
 uint64_t MemoryLimit(const RunInfo& info) {
   if (info.cgroup_limit_bytes && *info.cgroup_limit_bytes > 0) {

@@ -9,6 +9,12 @@
 
 namespace stallscope {
 
+double IntervalOf(const Timeline& timeline, size_t i) {
+  const std::vector<TimelineSample>& s = timeline.samples;
+  double dt = i == 0 ? s[0].t : s[i].t - s[i - 1].t;
+  return dt > 0 ? dt : timeline.info.interval_seconds;
+}
+
 std::optional<DataWait> MeasureDataWait(const Timeline& timeline, double after_t) {
   struct RankTotals {
     double first_t = std::numeric_limits<double>::infinity();

@@ -43,6 +43,10 @@ struct DataWait {
 std::optional<DataWait> MeasureDataWait(const Timeline& timeline,
                                         double after_t = -std::numeric_limits<double>::infinity());
 
+// Seconds sample i covers: since the previous sample, the first one since
+// the start of the run; the run's interval where the times do not move.
+double IntervalOf(const Timeline& timeline, size_t i);
+
 // One epoch as the hook marked it. Epoch n runs from its mark (the earliest
 // over the ranks) to the next epoch's mark; the last one ends at its last
 // step, so a final evaluation or checkpoint does not count as training.

@@ -36,6 +36,7 @@ class InputTracker {
 
   std::vector<InputSeen> Inputs() const;
   uint64_t dropped() const { return dropped_; }
+  size_t paths() const { return kept_.size(); }
 
  private:
   struct Kept {

@@ -155,7 +155,12 @@ class IntervalSampler {
     }
     previous_ticks_ = std::move(ticks);
     previous_counters_ = std::move(counters);
-    if (!data_disk_given_) LearnDataDisk();
+    // Judged again only when a new file was seen (not every sample over
+    // every kept path): which device is read most changes with new files.
+    if (!data_disk_given_ && inputs_.paths() != learnt_at_paths_) {
+      learnt_at_paths_ = inputs_.paths();
+      LearnDataDisk();
+    }
 
     const MemInfo& m = host->memory;
     s.mem_available_bytes =
@@ -262,6 +267,7 @@ class IntervalSampler {
   InputTracker inputs_;
   std::optional<std::pair<uint32_t, uint32_t>> learnt_device_;
   std::string learnt_disk_;
+  size_t learnt_at_paths_ = 0;
 };
 
 std::string SummaryLine(const TimelineSample& s, uint64_t mem_total, const std::string& disk,

@@ -157,13 +157,16 @@ TEST(CpuBoundLoader, IdleCpusOnTheHostSayMoreWorkersFirst) {
 TEST(CpuBoundLoader, WithoutTheHookTheWorkersAreNotJudgedByRunDelay) {
   // Every process below the command would count as a worker (ranks too):
   // the older judgment (the CPUs the workers use) stands instead.
-  Timeline tl = Make({});
+  Shape shape;
+  shape.worker_cpu = 90;  // 180% of the 162% the rank leaves: saturated by the older measure
+  shape.worker_delay = 2;
+  Timeline tl = Make(shape);
   tl.loaders.clear();
   tl.ranks.clear();
   std::optional<Finding> f = FindCopy(CheckRun(tl).findings, "io.cpu_bound_loader");
-  if (f) {
-    for (const Evidence& e : f->evidence) EXPECT_NE(e.name, "worker_run_delay_percent");
-  }
+  ASSERT_TRUE(f.has_value());
+  EXPECT_GT(EvidenceOf<double>(*f, "loader_cpu_share"), 0.9);
+  for (const Evidence& e : f->evidence) EXPECT_NE(e.name, "worker_run_delay_percent");
 }
 
 TEST(CpuBoundLoader, WorkersThatSleepOnTheDiskOrIdleAreNot) {
