@@ -1,7 +1,8 @@
 // The sampler loop `run` and `watch` drive, alone, for measuring its CPU
 // cost: every interval, one host sample (HostSampler: meminfo, vmstat,
 // /proc/stat, diskstats, net/dev, PSI) plus the process tree of ROOT_PID
-// (ProcessTreeSampler: stat, statm and io of each member every sample,
+// (ProcessTreeSampler: stat, io and schedstat of each member that ran, only
+// schedstat of a single-threaded one that did not,
 // status and smaps_rollup every 10th, cmdline once), and the rates against
 // the previous sample; the open input files (/proc/PID/fd and fdinfo,
 // probe/open_files.h) of each member that ran since the last sample, as

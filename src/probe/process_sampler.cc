@@ -355,11 +355,36 @@ void ProcessTreeSampler::AdmitFromNew() {
   }
 }
 
-int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
+int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow, bool may_skip) {
   const bool first = m.read_in < 0;
   slow = slow || first;
   std::optional<ProcStat> stat = std::move(m.first_stat);
   m.first_stat.reset();
+  // A single-threaded member whose schedstat (time on a CPU, time waiting
+  // for one) did not move since the last sample did not run: nothing its
+  // stat holds can have changed but its RSS (reclaimed or swapped out) and
+  // its parent (reparented), which the slow samples read again. Its stat,
+  // the costly file (the kernel prints 52 fields), is not read then. Only
+  // through a kept descriptor: it fails once the process is gone, so the
+  // pid cannot name another one.
+  std::optional<Schedstat> sched_read;
+  // A member whose parent left the tree is read whole: it was reparented.
+  if (!stat && !slow && may_skip && options_.read_schedstat && m.sample.threads == 1 &&
+      !m.rss_from_status && m.schedstat.is_open() && m.sample.sched_cpu_ns &&
+      m.sample.run_delay_ns && (pid == root_pid_ || members_.count(m.sample.ppid) != 0)) {
+    int err = m.schedstat.Read(buffer_, ReadUntil::kShortRead);
+    if (err != 0) return err;
+    if (buffer_.empty()) return ESRCH;
+    if (Result<Schedstat> sched = ParseSchedstat(buffer_.view(), "schedstat"); sched.ok()) {
+      if (sched->cpu_ns == *m.sample.sched_cpu_ns &&
+          sched->run_delay_ns == *m.sample.run_delay_ns) {
+        ++idle_skips_;
+        idle_.push_back(pid);
+        return 0;  // nor its io: it issued no read
+      }
+      sched_read = *sched;
+    }
+  }
   if (!stat) {
     int err = ReadKept(m.stat, pid, "stat", budget_);
     if (err != 0) return err;
@@ -423,7 +448,13 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
 
   // The optional files: unreadable (other users' io; smaps_rollup of a
   // kernel thread gives ESRCH) or malformed leaves the field absent.
-  if (options_.read_io && (!m.io_denied || slow)) {
+  // io is read again only for a member that had a CPU tick since, is in
+  // D state (its reads were submitted, it waits on them), or on a slow
+  // sample: a process that did not run issued no read, and one that ran
+  // under a tick has its bytes counted at its next reading (the counters
+  // are cumulative; none is lost).
+  const bool ticked = first || stat->utime_ticks + stat->stime_ticks != ticks_before;
+  if (options_.read_io && (!m.io_denied || slow) && (ticked || slow || s.state == 'D' || !s.io)) {
     int err = ReadKept(m.io, pid, "io", budget_);
     Result<ProcessIo> io = err == 0 && !buffer_.empty() ? ParseProcessIo(buffer_.view(), "io")
                                                         : Result<ProcessIo>(Status::NotFound("io"));
@@ -438,8 +469,11 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow) {
   // its time on a CPU did not move, and a process that waited a whole
   // interval for a CPU it never got is one the scheduler starves, which
   // shows in the members that did run.
-  const bool ticked = first || stat->utime_ticks + stat->stime_ticks != ticks_before;
-  if (options_.read_schedstat && (!m.schedstat_denied || slow) && (ticked || !s.run_delay_ns)) {
+  if (sched_read) {
+    s.sched_cpu_ns = sched_read->cpu_ns;
+    s.run_delay_ns = sched_read->run_delay_ns;
+  } else if (options_.read_schedstat && (!m.schedstat_denied || slow) &&
+             (ticked || !s.run_delay_ns)) {
     int err = ReadKept(m.schedstat, pid, "schedstat", budget_);
     Result<Schedstat> sched = err == 0 && !buffer_.empty()
                                   ? ParseSchedstat(buffer_.view(), "schedstat")
@@ -550,21 +584,32 @@ Result<ProcessTree> ProcessTreeSampler::Sample() {
     return not_found();
   }
 
-  for (auto it = members_.begin(); it != members_.end();) {
-    int err = ReadMember(it->first, it->second, slow);
+  // Reads a member; the iterator past it (past its place, if it is gone).
+  auto read = [&](Members::iterator it, bool may_skip) {
+    int err = ReadMember(it->first, it->second, slow, may_skip);
     if (err == 0) {
       it->second.read_in = samples_;
-      ++it;
-    } else if (IsVanishedErrno(err)) {
-      ++tree.vanished;
-      // Still listed, the pid may name a new process by the next sample.
-      auto known = std::lower_bound(known_.begin(), known_.end(), it->first,
-                                    [](const Known& k, int32_t p) { return k.pid < p; });
-      if (known != known_.end() && known->pid == it->first) known->recheck = true;
-      it = Forget(it);
-    } else {
+      return std::next(it);
+    }
+    if (!IsVanishedErrno(err)) {
       ++tree.unreadable;
-      ++it;
+      return std::next(it);
+    }
+    ++tree.vanished;
+    // Still listed, the pid may name a new process by the next sample.
+    auto known = std::lower_bound(known_.begin(), known_.end(), it->first,
+                                  [](const Known& k, int32_t p) { return k.pid < p; });
+    if (known != known_.end() && known->pid == it->first) known->recheck = true;
+    return Forget(it);
+  };
+  idle_.clear();
+  for (auto it = members_.begin(); it != members_.end();) it = read(it, /*may_skip=*/true);
+  // An idle member read before its parent was found gone: reparented.
+  for (int32_t pid : idle_) {
+    auto it = members_.find(pid);
+    if (it != members_.end() && pid != root_pid_ && members_.count(it->second.sample.ppid) == 0) {
+      --idle_skips_;
+      read(it, /*may_skip=*/false);
     }
   }
   root = members_.find(root_pid_);

@@ -23,9 +23,12 @@
 //   its own subtree. Non-members never become members: a process's parent
 //   changes only by such reparenting, never to a member.
 // - Reading. A member's stat (CPU times, state, parent, RSS), io (bytes
-//   read and written) and schedstat (time on a CPU and waiting for one;
-//   carried over when the member had no CPU tick since) are read every
-//   sample through descriptors kept open
+//   read and written) and schedstat (time on a CPU and waiting for one)
+//   are read every sample through descriptors kept open (io and schedstat
+//   carried over when the member had no CPU tick since; io is still read
+//   in D state and on every slow sample). A single-threaded member whose
+//   schedstat did not move did not run: its stat and io are carried over
+//   (but on slow samples, and when its parent left the tree: reparented)
 //   and re-read from offset 0; a member that exits fails that read (ESRCH)
 //   and is dropped, its descriptors closed. Its status (VmPeak, VmHWM,
 //   VmLck, VmPin, VmSwap) and smaps_rollup (PSS, the costly one: the kernel
@@ -119,6 +122,9 @@ class ProcessTreeSampler {
   int64_t samples() const { return samples_; }
   // Slow reads skipped so far because the member was quiet.
   int64_t quiet_skips() const { return quiet_skips_; }
+  // Member reads that found a single-threaded member's schedstat unchanged
+  // and read nothing more of it (its stat and io carried over).
+  int64_t idle_skips() const { return idle_skips_; }
 
  private:
   // A pid listed in /proc, as first read: what discovery needs.
@@ -177,7 +183,9 @@ class ProcessTreeSampler {
   void AdmitFromNew();
   void DropPending();
   // 0, or the errno that leaves the member out of this sample.
-  int ReadMember(int32_t pid, Member& member, bool slow);
+  // `may_skip`: an idle single-threaded member (schedstat unchanged) has
+  // nothing more read.
+  int ReadMember(int32_t pid, Member& member, bool slow, bool may_skip);
   // Reads one of a member's files, keeping it open while fewer than `keep`
   // descriptors are in use.
   int ReadKept(ProcFile& file, int32_t pid, const char* name, int keep);
@@ -199,7 +207,9 @@ class ProcessTreeSampler {
   int64_t samples_ = 0;
   uint64_t membership_changes_ = 0;  // members admitted or dropped so far
   int64_t quiet_skips_ = 0;
-  bool root_seen_ = false;  // the root was found once; later, only that process
+  int64_t idle_skips_ = 0;
+  std::vector<int32_t> idle_;  // scratch: the members idle this sample
+  bool root_seen_ = false;     // the root was found once; later, only that process
   uint64_t root_start_time_ticks_ = 0;
 
   // /proc, and how new pids are found: after each sample, the last pid

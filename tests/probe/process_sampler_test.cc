@@ -288,6 +288,87 @@ TEST_F(FixtureTreeCopy, SlowFieldsCarryOverBetweenSlowSamples) {
   EXPECT_EQ(root->rss_bytes, 2500000ull * 4096);
 }
 
+TEST_F(FixtureTreeCopy, IoIsReadAgainAfterATickInDStateAndOnSlowSamples) {
+  // A member that did not run issued no read: its io is carried over until
+  // it has a CPU tick, is in D state, or a slow sample comes.
+  ProcessSamplerOptions options = Options();
+  options.slow_every = 5;
+  ProcessTreeSampler sampler(Root(dir_.string()), 100, options);
+  ASSERT_TRUE(sampler.Sample().ok());  // sample 0: everything read
+  auto read_bytes = [&](uint64_t bytes) {
+    std::string io = Slurp(Proc("101/io"));
+    size_t at = io.find("read_bytes: ") + 12;
+    io.replace(at, io.find('\n', at) - at, std::to_string(bytes));
+    WriteFile(Proc("101/io"), io);
+  };
+  auto worker_read = [&]() -> uint64_t {
+    Result<ProcessTree> tree = sampler.Sample();
+    EXPECT_TRUE(tree.ok()) << tree.status().ToString();
+    if (!tree.ok()) return 0;
+    const ProcessSample* worker = Find(*tree, 101);
+    EXPECT_NE(worker, nullptr);
+    return worker && worker->io ? worker->io->read_bytes : 0;
+  };
+  const std::string stat = Slurp(Proc("101/stat"));
+  read_bytes(19000001000);
+  EXPECT_EQ(worker_read(), 19000000000u);  // sample 1: no tick, carried over
+  WriteFile(Proc("101/stat"), std::string(stat).replace(stat.find(" 30000 "), 7, " 30001 "));
+  EXPECT_EQ(worker_read(), 19000001000u);  // sample 2: it ran
+  read_bytes(19000002000);
+  WriteFile(Proc("101/stat"), std::string(stat)
+                                  .replace(stat.find(" 30000 "), 7, " 30001 ")
+                                  .replace(stat.find(" R "), 3, " D "));
+  EXPECT_EQ(worker_read(), 19000002000u);  // sample 3: no tick, but in D state
+  read_bytes(19000003000);
+  WriteFile(Proc("101/stat"), std::string(stat).replace(stat.find(" 30000 "), 7, " 30001 "));
+  EXPECT_EQ(worker_read(), 19000002000u);  // sample 4: asleep, no tick
+  EXPECT_EQ(worker_read(), 19000003000u);  // sample 5: a slow sample
+}
+
+TEST_F(FixtureTreeCopy, IdleSingleThreadedMemberHasOnlyItsSchedstatRead) {
+  // Worker 101 made single-threaded: while its schedstat stands still, its
+  // stat is not read (a change there shows on the next slow sample); once
+  // the schedstat moves, it is. A member of several threads has its stat
+  // read whatever its main thread's schedstat says.
+  auto with_threads = [](std::string stat, const char* threads) {
+    size_t at = stat.find(" 20 0 ") + 6;  // priority, nice, then the threads
+    return stat.replace(at, stat.find(' ', at) - at, threads);
+  };
+  const std::string stat = with_threads(Slurp(Proc("101/stat")), "1");
+  WriteFile(Proc("101/stat"), stat);
+  ProcessSamplerOptions options = Options();
+  options.slow_every = 4;
+  ProcessTreeSampler sampler(Root(dir_.string()), 100, options);
+  ASSERT_TRUE(sampler.Sample().ok());  // sample 0: everything read
+  auto worker_utime = [&]() -> uint64_t {
+    Result<ProcessTree> tree = sampler.Sample();
+    EXPECT_TRUE(tree.ok()) << tree.status().ToString();
+    if (!tree.ok()) return 0;
+    const ProcessSample* worker = Find(*tree, 101);
+    EXPECT_NE(worker, nullptr);
+    return worker ? worker->utime_ticks : 0;
+  };
+  const std::string ran = std::string(stat).replace(stat.find(" 30000 "), 7, " 30001 ");
+  WriteFile(Proc("101/stat"), ran);
+  EXPECT_EQ(worker_utime(), 30000u);  // sample 1: schedstat unchanged
+  EXPECT_EQ(sampler.idle_skips(), 1);
+  WriteFile(Proc("101/schedstat"), "2519000000 731000000 4212\n");
+  EXPECT_EQ(worker_utime(), 30001u);  // sample 2: it ran
+  EXPECT_EQ(sampler.idle_skips(), 1);
+  const std::string ran_more = std::string(stat).replace(stat.find(" 30000 "), 7, " 30002 ");
+  WriteFile(Proc("101/stat"), ran_more);
+  EXPECT_EQ(worker_utime(), 30001u);  // sample 3: still again
+  EXPECT_EQ(worker_utime(), 30002u);  // sample 4: a slow sample reads it all
+  WriteFile(Proc("101/stat"),
+            with_threads(std::string(stat).replace(stat.find(" 30000 "), 7, " 30003 "), "4"));
+  WriteFile(Proc("101/schedstat"), "2520000000 731000000 4213\n");
+  EXPECT_EQ(worker_utime(), 30003u);  // sample 5: it ran and started threads
+  WriteFile(Proc("101/stat"),
+            with_threads(std::string(stat).replace(stat.find(" 30000 "), 7, " 30004 "), "4"));
+  EXPECT_EQ(worker_utime(), 30004u);  // sample 6: four threads: stat read
+  EXPECT_EQ(sampler.idle_skips(), 2);
+}
+
 TEST_F(FixtureTreeCopy, QuietMemberKeepsSlowFieldsUpToItsBound) {
   // slow_every 2, quiet_slow_every 3: a member that neither ran, faulted
   // nor changed RSS, in a tree nobody joined or left, has status and
