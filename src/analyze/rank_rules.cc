@@ -175,6 +175,23 @@ const RankSummary& Row(const std::vector<RankSummary>& rows, int rank) {
 
 }  // namespace
 
+std::vector<StepParts> CountedStepParts(const Timeline& timeline) {
+  std::vector<StepParts> parts;
+  for (const auto& [rank, steps] : CountedSteps(timeline)) {
+    for (const RankStep& s : steps) {
+      StepParts p;
+      p.rank = rank;
+      p.step = s.e->step;
+      p.step_s = s.e->step_seconds;
+      p.data_wait_s = StepDataWait(s);
+      if (s.sync) p.sync_wait_s = std::clamp(s.sync->sync_seconds, 0.0, p.step_s);
+      p.compute_s = StepCompute(s);
+      parts.push_back(p);
+    }
+  }
+  return parts;
+}
+
 std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
                                         const std::string& fallback_host) {
   std::vector<RankSummary> rows;

@@ -52,6 +52,19 @@ struct RankSummary {
   std::optional<double> cpu_s;        // process CPU time per step, likewise
 };
 
+// One counted step of one rank (the warm-up left out, as SummarizeRanks
+// counts them), split the same way: data wait and sync wait clamped to the
+// step, compute the rest.
+struct StepParts {
+  int rank = 0;
+  int64_t step = 0;
+  double step_s = 0;
+  double data_wait_s = 0;
+  std::optional<double> sync_wait_s;  // with stallscope.ddp(model)
+  double compute_s = 0;               // step - data wait - sync wait
+};
+std::vector<StepParts> CountedStepParts(const Timeline& timeline);
+
 // One row per rank that reported steps, by rank. `fallback_host` names the
 // host of ranks whose hello carried none (the run's hostname).
 std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,

@@ -18,6 +18,8 @@ constexpr Command kCommands[] = {
      SetupRun},
     {"watch", "the same for a running process tree: --pid PID", SetupWatch},
     {"report", "the findings and per-epoch table of a recorded run file", SetupReport},
+    {"diff", "what changed between a good run and a slow one, ranked by how much it explains",
+     SetupDiff},
     {"scale", "runs CMD at --procs 1,2,4,8: throughput, scaling efficiency, comm ratio, Amdahl",
      SetupScale},
     {"nccl-log", "reads an NCCL_DEBUG=INFO log: versions, interfaces, transports, init, errors",

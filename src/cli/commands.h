@@ -42,6 +42,7 @@ CommandRunner SetupRun(CLI::App& app);
 CommandRunner SetupScale(CLI::App& app);  // cli/scale_command.cc
 CommandRunner SetupWatch(CLI::App& app);
 CommandRunner SetupReport(CLI::App& app);
+CommandRunner SetupDiff(CLI::App& app);  // cli/diff_command.cc
 CommandRunner SetupNcclLog(CLI::App& app);
 CommandRunner SetupBench(CLI::App& app);  // the group; its benches: cli/bench_command.h
 CommandRunner SetupDataset(CLI::App& app);

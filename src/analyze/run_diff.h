@@ -1,0 +1,100 @@
+// `stallscope diff A.db B.db`: what changed between two recorded runs of a
+// job (A, the good one; B, the one under suspicion) and how much of the
+// change in step time each part explains. Pure: two sides of judged runs
+// (analyze/run_analysis.h; several files per side for a job that spanned
+// nodes, read as one job) in, the comparison out. Thread-safe.
+//
+// - The headline: the mean step time of each side over every rank's counted
+//   steps (the warm-up left out, as the per-rank table counts them);
+//   slowdown = B's / A's (above 1: B is slower), overall and per rank.
+// - The step decomposed: data wait, sync wait (when every step of both
+//   sides has it, with stallscope.ddp) and compute (the rest). Each part's
+//   change in seconds a step and its share of the change in step time
+//   (that change / the total change; negative for a part that moved against
+//   the total). A part is a cause only when its change is beyond noise: at
+//   least kDiffMinChangeSeconds a step, at least kDiffMinChangeFraction of
+//   the larger of its two values, and more than kDiffNoiseSigmas standard
+//   errors of the difference of the two means (the error from the means of
+//   blocks of kDiffBlockSteps consecutive steps, which a loader's batches
+//   arriving in bursts does not inflate). With no step change beyond
+//   noise, no part is a cause and no share is given.
+// - What else changed, each with A's and B's value: the DataLoader's
+//   settings, what the loader read, the data disk, the tree's CPU by role,
+//   the host's CPU, memory (RSS peak and slope, swap), the NCCL/torch
+//   environment and the host of the baseline snapshot, the command line,
+//   the world size, and findings present in one run and not the other.
+//   Numbers change when they moved by more than a stated margin each.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyze/run_analysis.h"
+
+namespace stallscope {
+
+inline constexpr double kDiffMinChangeSeconds = 0.002;
+inline constexpr double kDiffMinChangeFraction = 0.10;
+inline constexpr double kDiffNoiseSigmas = 3.0;
+inline constexpr size_t kDiffBlockSteps = 4;
+
+struct DiffSide {
+  std::vector<std::string> files;
+  std::vector<std::string> hosts;  // the runs' hostnames, then the ranks' hosts
+  std::string command;
+  std::string started;                // the first run's start, ISO 8601
+  int world_size = 0;                 // ranks seen (hook hellos or ranks with steps); 0: none
+  int64_t steps = 0;                  // counted steps, all ranks
+  std::optional<double> step_s;       // mean; nullopt: no steps (the hook absent)
+  std::optional<double> steps_per_s;  // the lowest rank's counted steps over their span
+  std::optional<double> epoch_s;      // mean epoch length; nullopt: no epochs marked
+};
+
+struct DiffRank {
+  int rank = 0;
+  double a_step_s = 0;
+  double b_step_s = 0;
+  double slowdown = 0;
+};
+
+// One part of the step: "data_wait", "sync_wait", "compute".
+struct DiffComponent {
+  std::string what;
+  double a_s = 0;  // mean a step
+  double b_s = 0;
+  std::optional<double> share;  // of the change in step time; nullopt: none given
+  bool cause = false;           // its change is beyond noise
+  double change_s() const { return b_s - a_s; }
+};
+
+// Anything else that changed. `a`/`b`: a number, a string, a bool, or null
+// (absent on that side).
+struct DiffChange {
+  std::string what;  // "loader.num_workers", "env.NCCL_P2P_DISABLE", ...
+  nlohmann::ordered_json a;
+  nlohmann::ordered_json b;
+  std::string unit;             // "s/step", "bytes", "%", "ms", "KiB/s", "MiB/s", "" for none
+  std::optional<double> share;  // the step components' share; nullopt for the others
+};
+
+struct RunDiff {
+  DiffSide a, b;
+  std::optional<double> slowdown;  // nullopt: a side without steps
+  bool step_change_beyond_noise = false;
+  bool same_command = false;
+  bool same_hosts = false;
+  bool same_world_size = false;
+  std::vector<DiffRank> ranks;  // ranks with steps on both sides
+  std::vector<DiffComponent> components;
+  // The causes among the components first (by share, largest first), then
+  // the other changes in a fixed order.
+  std::vector<DiffChange> changes;
+  std::vector<std::string> notes;  // what could not be compared, by file
+};
+
+RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysis>& b);
+
+}  // namespace stallscope

@@ -1,0 +1,74 @@
+// `stallscope diff A.db B.db [--json]` and `diff --a A1.db --a A2.db --b
+// B1.db --b B2.db` (the run files of a job that spanned nodes, one side
+// each): reads and judges each run file as `report` does, then compares
+// the two sides (analyze/run_diff.h) and prints the text or the
+// stallscope.diff/1 JSON (render/run_diff.h).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/run_analysis.h"
+#include "core/json_text.h"
+#include "render/run_diff.h"
+
+namespace stallscope {
+
+CommandRunner SetupDiff(CLI::App& app) {
+  struct Flags {
+    std::vector<std::string> files;
+    std::vector<std::string> a, b;
+    bool json = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  app.add_option("runs", flags->files, "A.db B.db: the good run, then the one to explain");
+  app.add_option("--a", flags->a, "a run file of side A (repeat for each node's file)");
+  app.add_option("--b", flags->b, "a run file of side B (repeat for each node's file)");
+  app.add_flag("--json", flags->json, "machine output (schema stallscope.diff/1)");
+  return [flags]() {
+    std::vector<std::string> a = flags->a, b = flags->b;
+    if (!flags->files.empty() && (!a.empty() || !b.empty())) {
+      return Fail("diff", "give the two run files as A.db B.db, or every file with --a/--b",
+                  kExitUsage);
+    }
+    if (!flags->files.empty()) {
+      if (flags->files.size() != 2) {
+        return Fail("diff",
+                    "takes two run files, A.db (the good run) and B.db (the run to explain); "
+                    "got " +
+                        std::to_string(flags->files.size()),
+                    kExitUsage);
+      }
+      a = {flags->files[0]};
+      b = {flags->files[1]};
+    }
+    if (a.empty() || b.empty()) {
+      return Fail("diff",
+                  std::string("needs run files on both sides: --") + (a.empty() ? "a" : "b") +
+                      " is missing",
+                  kExitUsage);
+    }
+    auto read = [](const std::vector<std::string>& paths, std::vector<RunAnalysis>* out) {
+      for (const std::string& path : paths) {
+        Result<RunAnalysis> run = AnalyzeRunFile(path);
+        if (!run.ok()) return run.status();
+        out->push_back(std::move(*run));
+      }
+      return Status::Ok();
+    };
+    std::vector<RunAnalysis> side_a, side_b;
+    if (Status s = read(a, &side_a); !s.ok()) return Fail("diff", s, /*usage=*/false);
+    if (Status s = read(b, &side_b); !s.ok()) return Fail("diff", s, /*usage=*/false);
+    RunDiff diff = DiffRuns(side_a, side_b);
+    if (flags->json) {
+      std::fputs((JsonText(DiffJson(diff)) + "\n").c_str(), stdout);
+    } else {
+      std::fputs(RenderDiffText(diff).c_str(), stdout);
+    }
+    return kExitOk;
+  };
+}
+
+}  // namespace stallscope

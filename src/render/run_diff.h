@@ -1,0 +1,16 @@
+// Rendering `stallscope diff`: the text a user reads (the headline, the step
+// decomposed, what else changed, notes) and the stallscope.diff/1 JSON
+// (docs/commands/diff.md). Pure; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "analyze/run_diff.h"
+
+namespace stallscope {
+
+std::string RenderDiffText(const RunDiff& diff);
+nlohmann::ordered_json DiffJson(const RunDiff& diff);
+
+}  // namespace stallscope

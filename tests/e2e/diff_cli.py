@@ -1,0 +1,142 @@
+"""End-to-end: `stallscope diff A.db B.db` on run files `stallscope run`
+recorded from the example job (examples/train_cpu.py: a real PyTorch
+DataLoader), one thing changed at a time.
+
+- A loader whose two workers decode in pure Python while the step sleeps
+  (a device's step time), against the same job with num_workers=0: the
+  first change is the data wait, with most of the slowdown's share, and
+  loader.num_workers 2 -> 0 is listed.
+- A fast decode against a slow one, both with two workers: the data wait
+  first, the workers' CPU up, the loader's settings not listed.
+- The same job twice (steps made mostly of a sleep, as a device's step
+  time, so the host's load cannot make one run 10% slower): no cause, no
+  share, and nothing else listed.
+- The same job with an NCCL variable set: env.NCCL_P2P_DISABLE is listed,
+  and still no cause.
+- Bad input: a file that is not a run file names the file (exit 1); one run
+  file, or a side missing, is a usage error (exit 2).
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_common as common  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "train_cpu.py")
+
+
+class Diff(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="stallscope-diff-e2e-")
+        cls.data = os.path.join(cls.tmp, "images")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def record(self, name, job_args, env=None):
+        out = os.path.join(self.tmp, name + ".db")
+        rc, _, err, _ = common.run(
+            ["run", "--interval", "0.25", "--out", out, "--json", "--",
+             "/usr/bin/python3", EXAMPLE, "--data", self.data, "--make-images", "320"] + job_args,
+            env=env, timeout=180)
+        self.assertEqual(rc, 0, err)
+        return out
+
+    def diff(self, a, b):
+        return common.run_json(self, ["diff", a, b, "--json"])
+
+    def test_workers_two_to_zero(self):
+        # Each step sleeps 60 ms (a device's step time): two workers decode
+        # the next batches meanwhile; without them the step waits for it.
+        job = ["--mode", "input-bound", "--batch-size", "8", "--epochs", "2",
+               "--steps-per-epoch", "16", "--step-ms", "60"]
+        a = self.record("workers2", job + ["--workers", "2"])
+        b = self.record("workers0", job + ["--workers", "0"])
+        d = self.diff(a, b)
+        self.assertEqual(d["schema"], "stallscope.diff/1")
+        self.assertEqual(d["a"]["files"], [a])
+        self.assertGreater(d["slowdown"], 1.2, d)
+        self.assertTrue(d["step_change_beyond_noise"])
+        self.assertFalse(d["same_command"])
+        first = d["changes"][0]
+        self.assertEqual(first["what"], "data_wait", d["changes"])
+        self.assertEqual(first["unit"], "s/step")
+        self.assertGreater(first["b"], first["a"])
+        self.assertGreater(first["share_of_slowdown"], 0.5, first)
+        workers = [c for c in d["changes"] if c["what"] == "loader.num_workers"]
+        self.assertEqual(len(workers), 1, d["changes"])
+        self.assertEqual((workers[0]["a"], workers[0]["b"]), (2, 0))
+        self.assertIsNone(workers[0]["share_of_slowdown"])
+        # Changes with a share come first, largest first.
+        shares = [c["share_of_slowdown"] for c in d["changes"]]
+        with_share = [s for s in shares if s is not None]
+        self.assertEqual(shares[:len(with_share)], with_share)
+        self.assertEqual(with_share, sorted(with_share, reverse=True))
+        rc, text, err, _ = common.run(["diff", a, b])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("B is %.2fx slower than A" % d["slowdown"], text)
+        self.assertRegex(text, r"data_wait .*<- a cause")
+        self.assertRegex(text, r"loader\.num_workers +2 -> 0")
+
+    def test_slower_decode(self):
+        job = ["--batch-size", "16", "--epochs", "2", "--steps-per-epoch", "20", "--workers", "2",
+               "--step-ms", "10"]
+        a = self.record("fast_decode", job)
+        b = self.record("slow_decode", job + ["--mode", "input-bound"])
+        d = self.diff(a, b)
+        self.assertGreater(d["slowdown"], 1.2, d)
+        self.assertEqual(d["changes"][0]["what"], "data_wait", d["changes"])
+        listed = {x["what"]: x for x in d["changes"]}
+        self.assertNotIn("loader.num_workers", listed)
+        self.assertIn("cpu.workers_percent", listed, d["changes"])
+        self.assertGreater(listed["cpu.workers_percent"]["b"], listed["cpu.workers_percent"]["a"])
+
+    def test_same_job_twice_and_an_environment_variable(self):
+        job = ["--batch-size", "16", "--epochs", "2", "--steps-per-epoch", "12",
+               "--step-ms", "150"]
+        a = self.record("same_a", job)
+        b = self.record("same_b", job)
+        d = self.diff(a, b)
+        self.assertFalse(d["step_change_beyond_noise"], d)
+        self.assertTrue(d["same_command"])
+        self.assertTrue(d["same_hosts"])
+        for c in d["components"]:
+            self.assertFalse(c["cause"], c)
+            self.assertIsNone(c["share_of_slowdown"], c)
+        self.assertEqual([c for c in d["changes"] if c["share_of_slowdown"] is not None], [])
+        self.assertEqual([c["what"] for c in d["changes"] if c["what"].startswith(("loader.", "env.", "command"))], [])
+
+        env = dict(os.environ, NCCL_P2P_DISABLE="1")
+        c = self.record("env", job, env=env)
+        d = self.diff(a, c)
+        listed = {x["what"]: x for x in d["changes"]}
+        self.assertIn("env.NCCL_P2P_DISABLE", listed, d["changes"])
+        self.assertIsNone(listed["env.NCCL_P2P_DISABLE"]["a"])
+        self.assertEqual(listed["env.NCCL_P2P_DISABLE"]["b"], "1")
+        self.assertFalse(any(x["share_of_slowdown"] is not None for x in d["changes"]), d)
+
+    def test_bad_input(self):
+        not_a_run = os.path.join(self.tmp, "notes.txt")
+        with open(not_a_run, "w") as f:
+            f.write("not a run file\n")
+        rc, out, err, _ = common.run(["diff", not_a_run, not_a_run])
+        self.assertEqual(rc, 1, err)
+        self.assertIn(not_a_run, err)
+        self.assertEqual(out, "")
+        rc, _, err, _ = common.run(["diff", not_a_run])
+        self.assertEqual(rc, 2)
+        self.assertIn("two run files", err)
+        rc, _, err, _ = common.run(["diff", "--a", not_a_run])
+        self.assertEqual(rc, 2)
+        self.assertIn("--b", err)
+
+
+if __name__ == "__main__":
+    common.main()
