@@ -12,24 +12,39 @@
 #include "analyze/rank_rules.h"
 #include "analyze/robust_slope.h"
 #include "analyze/run_inputs.h"
+#include "core/stats.h"
 
 namespace stallscope {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-// A side's steps, every rank's counted ones pooled.
+// A side's steps: every rank's counted ones, of every file.
 struct SideSteps {
-  std::vector<double> step, wait, sync, compute;
-  bool all_sync = true;
+  std::vector<StepParts> parts;
+  bool all_sync = true;                               // every step has its sync wait
   std::map<int, std::pair<double, int64_t>> by_rank;  // rank -> (sum of steps, count)
   std::optional<double> steps_per_s;
+  std::vector<std::string> without_steps;  // the files with none
 };
 
-double Mean(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+enum class Part { kStep, kDataWait, kSyncWait, kCompute };
+
+// One step's part; compute is the step less its waits, the sync wait taken
+// out only when both sides have it (`with_sync`), so the two sides' compute
+// is the same quantity.
+double PartOf(const StepParts& p, Part part, bool with_sync) {
+  switch (part) {
+    case Part::kStep:
+      return p.step_s;
+    case Part::kDataWait:
+      return p.data_wait_s;
+    case Part::kSyncWait:
+      return p.sync_wait_s.value_or(0);
+    case Part::kCompute:
+      return std::max(0.0, p.step_s - p.data_wait_s - (with_sync ? p.sync_wait_s.value_or(0) : 0));
+  }
+  return 0;
 }
 
 double VarianceOfMean(const std::vector<double>& v) {
@@ -40,66 +55,79 @@ double VarianceOfMean(const std::vector<double>& v) {
   return ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size());
 }
 
-// The means of consecutive blocks of kDiffBlockSteps values (a rank's
-// steps, in order): a loader with two workers hands batches out in pairs,
-// long wait then none, and the noise of the mean is that of the blocks,
-// not of the single steps. Single values when there are too few blocks.
-std::vector<double> BlockMeans(const std::vector<double>& v) {
-  if (v.size() < 2 * kDiffBlockSteps) return v;
+// The figures the noise of a part's mean is judged from: per step number,
+// the mean over the ranks (ranks in lockstep are not independent samples),
+// then the means of consecutive blocks of kDiffBlockSteps of those (a
+// loader with two workers hands batches out in pairs, a long wait then
+// none: single steps would overstate the noise). The steps alone when
+// there are too few for two blocks.
+std::vector<double> NoiseSamples(const SideSteps& s, Part part, bool with_sync) {
+  std::map<int64_t, std::pair<double, int>> by_step;
+  for (const StepParts& p : s.parts) {
+    auto& [sum, count] = by_step[p.step];
+    sum += PartOf(p, part, with_sync);
+    ++count;
+  }
+  std::vector<double> steps;
+  for (const auto& [step, sum] : by_step) steps.push_back(sum.first / sum.second);
+  if (steps.size() < 2 * kDiffBlockSteps) return steps;
   std::vector<double> blocks;
-  for (size_t i = 0; i + kDiffBlockSteps <= v.size(); i += kDiffBlockSteps) {
+  for (size_t i = 0; i + kDiffBlockSteps <= steps.size(); i += kDiffBlockSteps) {
     double sum = 0;
-    for (size_t k = i; k < i + kDiffBlockSteps; ++k) sum += v[k];
+    for (size_t k = i; k < i + kDiffBlockSteps; ++k) sum += steps[k];
     blocks.push_back(sum / kDiffBlockSteps);
   }
   return blocks;
 }
 
-// The change of a mean from a to b is beyond noise (run_diff.h).
-bool BeyondNoise(const std::vector<double>& a, const std::vector<double>& b) {
-  const double ma = Mean(a), mb = Mean(b);
-  const double d = std::abs(mb - ma);
-  const double se = std::sqrt(VarianceOfMean(BlockMeans(a)) + VarianceOfMean(BlockMeans(b)));
-  return d >= kDiffMinChangeSeconds && d >= kDiffMinChangeFraction * std::max(ma, mb) &&
-         d > kDiffNoiseSigmas * se;
+double MeanOf(const SideSteps& s, Part part, bool with_sync) {
+  double sum = 0;
+  for (const StepParts& p : s.parts) sum += PartOf(p, part, with_sync);
+  return s.parts.empty() ? 0 : sum / static_cast<double>(s.parts.size());
+}
+
+// More than kDiffNoiseSigmas standard errors of the difference of the means.
+bool BeyondSpread(const SideSteps& a, const SideSteps& b, Part part, bool with_sync) {
+  const double d = std::abs(MeanOf(b, part, with_sync) - MeanOf(a, part, with_sync));
+  const double se = std::sqrt(VarianceOfMean(NoiseSamples(a, part, with_sync)) +
+                              VarianceOfMean(NoiseSamples(b, part, with_sync)));
+  return d > kDiffNoiseSigmas * se;
 }
 
 SideSteps CollectSteps(const std::vector<RunAnalysis>& runs) {
   SideSteps s;
+  std::optional<int> lowest;
+  const RunAnalysis* lowest_run = nullptr;
   for (const RunAnalysis& run : runs) {
     std::vector<StepParts> parts = CountedStepParts(run.timeline);
+    if (parts.empty()) s.without_steps.push_back(run.path);
     for (const StepParts& p : parts) {
-      s.step.push_back(p.step_s);
-      s.wait.push_back(p.data_wait_s);
-      s.sync.push_back(p.sync_wait_s.value_or(0));
       s.all_sync = s.all_sync && p.sync_wait_s.has_value();
       auto& [sum, count] = s.by_rank[p.rank];
       sum += p.step_s;
       ++count;
-    }
-    // The job's pace: the lowest rank's counted steps over the time they span.
-    if (!s.steps_per_s && !parts.empty()) {
-      const int lowest = std::min_element(parts.begin(), parts.end(), [](auto& x, auto& y) {
-                           return x.rank < y.rank;
-                         })->rank;
-      std::set<int64_t> counted;
-      for (const StepParts& p : parts) {
-        if (p.rank == lowest) counted.insert(p.step);
+      if (!lowest || p.rank < *lowest) {
+        lowest = p.rank;
+        lowest_run = &run;
       }
-      double first = 0, last = 0;
-      int64_t n = 0;
-      for (const StepEvent& e : run.timeline.steps) {
-        if (e.rank != lowest || counted.count(e.step) == 0) continue;
-        if (n == 0 || e.t < first) first = e.t;
-        last = std::max(last, e.t);
-        ++n;
-      }
-      if (n >= 2 && last > first) s.steps_per_s = static_cast<double>(n - 1) / (last - first);
+      s.parts.push_back(p);
     }
   }
-  for (size_t i = 0; i < s.step.size(); ++i) {
-    s.compute.push_back(std::max(0.0, s.step[i] - s.wait[i] - (s.all_sync ? s.sync[i] : 0.0)));
+  if (!lowest) return s;
+  // The job's pace: the lowest rank's counted steps over the time they span.
+  std::set<int64_t> counted;
+  for (const StepParts& p : s.parts) {
+    if (p.rank == *lowest) counted.insert(p.step);
   }
+  double first = 0, last = 0;
+  int64_t n = 0;
+  for (const StepEvent& e : lowest_run->timeline.steps) {
+    if (e.rank != *lowest || counted.count(e.step) == 0) continue;
+    if (n == 0 || e.t < first) first = e.t;
+    last = std::max(last, e.t);
+    ++n;
+  }
+  if (n >= 2 && last > first) s.steps_per_s = static_cast<double>(n - 1) / (last - first);
   return s;
 }
 
@@ -119,15 +147,24 @@ DiffSide Describe(const std::vector<RunAnalysis>& runs, const SideSteps& steps) 
     for (const RankInfo& r : run.timeline.ranks) {
       add_host(r.hostname);
       ranks.insert(r.rank);
+      side.world_size = std::max(side.world_size, r.world_size);  // what the launcher said
     }
     if (side.command.empty()) side.command = info.command;
     if (side.started.empty()) side.started = info.started_utc;
-    for (const EpochSummary& e : run.epochs) epochs.push_back(e.duration_s);
+    // A last epoch shorter than the first (the job stopped in it) is left
+    // out; a node's file repeats the others' epochs, so one file's are kept.
+    if (epochs.empty()) {
+      for (size_t i = 0; i < run.epochs.size(); ++i) {
+        const EpochSummary& e = run.epochs[i];
+        const bool cut = i > 0 && i + 1 == run.epochs.size() && e.steps < run.epochs[0].steps;
+        if (!cut && e.duration_s > 0) epochs.push_back(e.duration_s);
+      }
+    }
   }
   for (const auto& [rank, sum] : steps.by_rank) ranks.insert(rank);
-  side.world_size = static_cast<int>(ranks.size());
-  side.steps = static_cast<int64_t>(steps.step.size());
-  if (!steps.step.empty()) side.step_s = Mean(steps.step);
+  side.world_size = std::max(side.world_size, static_cast<int>(ranks.size()));
+  side.steps = static_cast<int64_t>(steps.parts.size());
+  if (!steps.parts.empty()) side.step_s = MeanOf(steps, Part::kStep, false);
   side.steps_per_s = steps.steps_per_s;
   if (!epochs.empty()) side.epoch_s = Mean(epochs);
   return side;
@@ -337,8 +374,10 @@ void CompareHost(const SideHost& a, const SideHost& b, Changes& changes) {
 
 // The baseline snapshot's parts diff compares, merged over a side's runs.
 struct SideBaseline {
-  std::map<std::string, std::string> env;
-  std::map<std::string, Json> host;  // "host.mem_total_bytes", "nic.eth0.mtu", ...
+  std::map<std::string, std::set<std::string>> env;  // the nodes' values, distinct
+  std::map<std::string, size_t> env_files;           // how many baselines set it
+  size_t files = 0;                                  // baselines read
+  std::map<std::string, Json> host;                  // "host.mem_total_bytes", "nic.eth0.mtu", ...
 };
 
 SideBaseline Baselines(const std::vector<RunAnalysis>& runs) {
@@ -352,13 +391,12 @@ SideBaseline Baselines(const std::vector<RunAnalysis>& runs) {
     if (run.baseline_json.empty()) continue;
     Json j = Json::parse(run.baseline_json, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) continue;
+    ++out.files;
     if (auto env = j.find("environment"); env != j.end() && env->is_object()) {
       for (const auto& [key, value] : env->items()) {
         if (!value.is_string()) continue;
-        auto [it, fresh] = out.env.try_emplace(key, value.get<std::string>());
-        if (!fresh && it->second != value.get<std::string>()) {
-          it->second += " | " + value.get<std::string>();  // the nodes disagree
-        }
+        out.env[key].insert(value.get<std::string>());
+        ++out.env_files[key];
       }
     }
     if (auto nics = j.find("interfaces"); nics != j.end() && nics->is_array()) {
@@ -394,9 +432,15 @@ void CompareBaselines(const SideBaseline& a, const SideBaseline& b, Changes& cha
   for (const auto& [k, v] : a.env) keys.insert(k);
   for (const auto& [k, v] : b.env) keys.insert(k);
   for (const std::string& k : keys) {
-    auto ia = a.env.find(k), ib = b.env.find(k);
-    changes.Text("env." + k, ia == a.env.end() ? "" : ia->second,
-                 ib == b.env.end() ? "" : ib->second);
+    // Set on some nodes only: "(unset)" among the values.
+    auto values = [&](const SideBaseline& side) -> std::string {
+      auto it = side.env.find(k);
+      if (it == side.env.end()) return "";
+      std::set<std::string> v = it->second;
+      if (side.env_files.at(k) < side.files) v.insert("(unset)");
+      return fmt::format("{}", fmt::join(v, " | "));
+    };
+    changes.Text("env." + k, values(a), values(b));
   }
   keys.clear();
   for (const auto& [k, v] : a.host) keys.insert(k);
@@ -450,15 +494,17 @@ RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysi
   d.same_command = d.a.command == d.b.command;
   d.same_hosts = JoinHosts(d.a.hosts) == JoinHosts(d.b.hosts);
   d.same_world_size = d.a.world_size == d.b.world_size;
+  for (const SideSteps* steps : {&sa, &sb}) {
+    for (const std::string& path : steps->without_steps) {
+      d.notes.push_back(fmt::format(
+          "{}: no training steps (the hook was not in the job, or it stopped before its "
+          "warm-up ended): step times are not compared; the host, the loader and the "
+          "environment are",
+          path));
+    }
+  }
   for (const auto* side : {&a, &b}) {
     for (const RunAnalysis& run : *side) {
-      if (CountedStepParts(run.timeline).empty()) {
-        d.notes.push_back(fmt::format(
-            "{}: no training steps (the hook was not in the job, or it stopped before its "
-            "warm-up ended): step times are not compared; the host, the loader and the "
-            "environment are",
-            run.path));
-      }
       if (!run.timeline.inputs_recorded) {
         d.notes.push_back(fmt::format(
             "{}: written before stallscope recorded what the job reads: its inputs are not "
@@ -471,28 +517,37 @@ RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysi
   std::vector<DiffChange> causes;
   if (d.a.step_s && d.b.step_s && *d.a.step_s > 0) {
     d.slowdown = *d.b.step_s / *d.a.step_s;
-    d.step_change_beyond_noise = BeyondNoise(sa.step, sb.step);
+    const double total = *d.b.step_s - *d.a.step_s;
+    // The step changed: by enough to matter, and beyond the runs' own spread.
+    d.step_change_beyond_noise = std::abs(total) >= kDiffMinChangeSeconds &&
+                                 std::abs(total) >= kDiffMinStepFraction * *d.a.step_s &&
+                                 BeyondSpread(sa, sb, Part::kStep, false);
     for (const auto& [rank, ra] : sa.by_rank) {
       auto rb = sb.by_rank.find(rank);
       if (rb == sb.by_rank.end()) continue;
       DiffRank r{rank, ra.first / static_cast<double>(ra.second),
                  rb->second.first / static_cast<double>(rb->second.second), 0};
-      r.slowdown = r.a_step_s > 0 ? r.b_step_s / r.a_step_s : 0;
+      r.slowdown = r.b_step_s / r.a_step_s;  // counted steps last more than 0 s
       d.ranks.push_back(r);
     }
-    const double total = *d.b.step_s - *d.a.step_s;
-    auto component = [&](const char* what, const std::vector<double>& va,
-                         const std::vector<double>& vb) {
-      DiffComponent c{what, Mean(va), Mean(vb), std::nullopt, false};
+    const bool with_sync = sa.all_sync && sb.all_sync;
+    auto component = [&](const char* what, Part part) {
+      DiffComponent c{what, MeanOf(sa, part, with_sync), MeanOf(sb, part, with_sync), std::nullopt,
+                      false};
       if (d.step_change_beyond_noise) {
         c.share = c.change_s() / total;
-        c.cause = BeyondNoise(va, vb);
+        // Noise: under 2 ms a step and under 10% of its value; or within
+        // the spread of the two runs.
+        const double change = std::abs(c.change_s());
+        const bool small = change < kDiffMinChangeSeconds &&
+                           change < kDiffMinChangeFraction * std::max(c.a_s, c.b_s);
+        c.cause = !small && BeyondSpread(sa, sb, part, with_sync);
       }
       d.components.push_back(c);
     };
-    component("data_wait", sa.wait, sb.wait);
-    if (sa.all_sync && sb.all_sync) component("sync_wait", sa.sync, sb.sync);
-    component("compute", sa.compute, sb.compute);
+    component("data_wait", Part::kDataWait);
+    if (with_sync) component("sync_wait", Part::kSyncWait);
+    component("compute", Part::kCompute);
     std::stable_sort(d.components.begin(), d.components.end(),
                      [](const DiffComponent& x, const DiffComponent& y) {
                        return x.share.value_or(-1e9) > y.share.value_or(-1e9);

@@ -8,16 +8,21 @@
 //   steps (the warm-up left out, as the per-rank table counts them);
 //   slowdown = B's / A's (above 1: B is slower), overall and per rank.
 // - The step decomposed: data wait, sync wait (when every step of both
-//   sides has it, with stallscope.ddp) and compute (the rest). Each part's
-//   change in seconds a step and its share of the change in step time
+//   sides has it, with stallscope.ddp) and compute (the rest, the sync wait
+//   taken out only then, so both sides' compute is the same quantity). Each
+//   part's change in seconds a step and its share of the change in step time
 //   (that change / the total change; negative for a part that moved against
-//   the total). A part is a cause only when its change is beyond noise: at
-//   least kDiffMinChangeSeconds a step, at least kDiffMinChangeFraction of
-//   the larger of its two values, and more than kDiffNoiseSigmas standard
-//   errors of the difference of the two means (the error from the means of
-//   blocks of kDiffBlockSteps consecutive steps, which a loader's batches
-//   arriving in bursts does not inflate). With no step change beyond
-//   noise, no part is a cause and no share is given.
+//   the total).
+// - Noise. The step time changed when its change is at least
+//   kDiffMinChangeSeconds and kDiffMinStepFraction of A's step (two runs of
+//   one job on a shared host differ by that much), and is more than
+//   kDiffNoiseSigmas standard errors of the difference of the means; the
+//   errors come from the per-step means over the ranks (ranks in lockstep
+//   are not independent), in blocks of kDiffBlockSteps consecutive steps (a
+//   loader's batches arriving in bursts do not inflate it). Only then are
+//   shares given, and a part is a cause unless its change is under
+//   kDiffMinChangeSeconds and under kDiffMinChangeFraction of its larger
+//   value, or within the same spread.
 // - What else changed, each with A's and B's value: the DataLoader's
 //   settings, what the loader read, the data disk, the tree's CPU by role,
 //   the host's CPU, memory (RSS peak and slope, swap), the NCCL/torch
@@ -39,6 +44,7 @@ namespace stallscope {
 inline constexpr double kDiffMinChangeSeconds = 0.002;
 inline constexpr double kDiffMinChangeFraction = 0.10;
 inline constexpr double kDiffNoiseSigmas = 3.0;
+inline constexpr double kDiffMinStepFraction = 0.05;
 inline constexpr size_t kDiffBlockSteps = 4;
 
 struct DiffSide {

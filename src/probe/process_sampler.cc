@@ -355,6 +355,11 @@ void ProcessTreeSampler::AdmitFromNew() {
   }
 }
 
+bool ProcessTreeSampler::ParentStays(const Member& m) const {
+  auto parent = members_.find(m.sample.ppid);
+  return parent != members_.end() && parent->second.sample.state != 'Z';
+}
+
 int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow, bool may_skip) {
   const bool first = m.read_in < 0;
   slow = slow || first;
@@ -370,8 +375,8 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow, bool may_s
   std::optional<Schedstat> sched_read;
   // A member whose parent left the tree is read whole: it was reparented.
   if (!stat && !slow && may_skip && options_.read_schedstat && m.sample.threads == 1 &&
-      !m.rss_from_status && m.schedstat.is_open() && m.sample.sched_cpu_ns &&
-      m.sample.run_delay_ns && (pid == root_pid_ || members_.count(m.sample.ppid) != 0)) {
+      !m.rss_from_status && m.schedstat.is_open() && m.sample.sched_cpu_ns.value_or(0) > 0 &&
+      m.sample.run_delay_ns && (pid == root_pid_ || ParentStays(m))) {
     int err = m.schedstat.Read(buffer_, ReadUntil::kShortRead);
     if (err != 0) return err;
     if (buffer_.empty()) return ESRCH;
@@ -453,7 +458,8 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow, bool may_s
   // sample: a process that did not run issued no read, and one that ran
   // under a tick has its bytes counted at its next reading (the counters
   // are cumulative; none is lost).
-  const bool ticked = first || stat->utime_ticks + stat->stime_ticks != ticks_before;
+  // (schedstat read above and moved: it ran, if under a tick.)
+  const bool ticked = first || sched_read || stat->utime_ticks + stat->stime_ticks != ticks_before;
   if (options_.read_io && (!m.io_denied || slow) && (ticked || slow || s.state == 'D' || !s.io)) {
     int err = ReadKept(m.io, pid, "io", budget_);
     Result<ProcessIo> io = err == 0 && !buffer_.empty() ? ParseProcessIo(buffer_.view(), "io")
@@ -607,7 +613,7 @@ Result<ProcessTree> ProcessTreeSampler::Sample() {
   // An idle member read before its parent was found gone: reparented.
   for (int32_t pid : idle_) {
     auto it = members_.find(pid);
-    if (it != members_.end() && pid != root_pid_ && members_.count(it->second.sample.ppid) == 0) {
+    if (it != members_.end() && pid != root_pid_ && !ParentStays(it->second)) {
       --idle_skips_;
       read(it, /*may_skip=*/false);
     }

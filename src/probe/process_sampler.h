@@ -186,6 +186,9 @@ class ProcessTreeSampler {
   // `may_skip`: an idle single-threaded member (schedstat unchanged) has
   // nothing more read.
   int ReadMember(int32_t pid, Member& member, bool slow, bool may_skip);
+  // Its parent is a member, and not a zombie (a child of one is reparented
+  // once it is reaped).
+  bool ParentStays(const Member& member) const;
   // Reads one of a member's files, keeping it open while fewer than `keep`
   // descriptors are in use.
   int ReadKept(ProcFile& file, int32_t pid, const char* name, int keep);

@@ -123,6 +123,40 @@ TEST(DiffRuns, ASmallChangeIsNotACause) {
   for (const DiffComponent& c : d.components) EXPECT_FALSE(c.cause) << c.what;
 }
 
+TEST(DiffRuns, AnEightPercentSlowdownIsExplained) {
+  // 8 ms more compute on 100 ms steps that vary by 2%: real, and measured.
+  RunDiff d = DiffRuns({Analyzed("a.db", Job(1, 40, 0.100, 0.010))},
+                       {Analyzed("b.db", Job(1, 40, 0.108, 0.010))});
+  EXPECT_TRUE(d.step_change_beyond_noise);
+  ASSERT_FALSE(d.changes.empty());
+  EXPECT_EQ(d.changes[0].what, "compute");
+  EXPECT_GT(*d.changes[0].share, 0.9);
+}
+
+TEST(DiffRuns, SyncWaitOnOneSideOnlyDoesNotMakeACompute) {
+  // A was hooked with stallscope.ddp (20 ms of each step waits in sync), B
+  // was not: the same job, so no part may change.
+  Timeline a = Job(1, 40, 0.100, 0.010);
+  for (const StepEvent& e : a.steps) a.step_syncs.push_back(StepSync{e.rank, e.step, 0.020, 0.05});
+  RunDiff d = DiffRuns({Analyzed("a.db", a)}, {Analyzed("b.db", Job(1, 40, 0.100, 0.010))});
+  for (const DiffComponent& c : d.components) {
+    EXPECT_NE(c.what, "sync_wait");
+    EXPECT_NEAR(c.a_s, c.b_s, 1e-9) << c.what;
+  }
+}
+
+TEST(DiffRuns, AVariableSetOnSomeNodesOnly) {
+  const std::string set = R"({"environment":{"NCCL_IB_DISABLE":"1"}})";
+  const std::string unset = R"({"environment":{}})";
+  Timeline t = Job(1, 10, 0.1, 0.01);
+  RunDiff d = DiffRuns({Analyzed("a0.db", t, unset), Analyzed("a1.db", t, unset)},
+                       {Analyzed("b0.db", t, set), Analyzed("b1.db", t, unset)});
+  const DiffChange* env = Change(d, "env.NCCL_IB_DISABLE");
+  ASSERT_NE(env, nullptr);
+  EXPECT_TRUE(env->a.is_null());
+  EXPECT_EQ(env->b, "(unset) | 1");
+}
+
 TEST(DiffRuns, FasterBSharesWhatGotFaster) {
   RunDiff d = DiffRuns({Analyzed("a.db", Job(1, 40, 0.200, 0.100))},
                        {Analyzed("b.db", Job(1, 40, 0.110, 0.010))});

@@ -369,6 +369,27 @@ TEST_F(FixtureTreeCopy, IdleSingleThreadedMemberHasOnlyItsSchedstatRead) {
   EXPECT_EQ(sampler.idle_skips(), 2);
 }
 
+TEST_F(FixtureTreeCopy, SchedstatOfZerosNeverStandsForIdle) {
+  // A kernel without schedstats prints "0 0 0" for every task: that says
+  // nothing about whether it ran, so the stat is read every sample.
+  std::string stat = Slurp(Proc("101/stat"));
+  size_t at = stat.find(" 20 0 ") + 6;
+  stat.replace(at, stat.find(' ', at) - at, "1");
+  WriteFile(Proc("101/stat"), stat);
+  WriteFile(Proc("101/schedstat"), "0 0 0\n");
+  ProcessSamplerOptions options = Options();
+  options.slow_every = 100;
+  ProcessTreeSampler sampler(Root(dir_.string()), 100, options);
+  ASSERT_TRUE(sampler.Sample().ok());
+  WriteFile(Proc("101/stat"), std::string(stat).replace(stat.find(" 30000 "), 7, " 30001 "));
+  Result<ProcessTree> tree = sampler.Sample();
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  const ProcessSample* worker = Find(*tree, 101);
+  ASSERT_NE(worker, nullptr);
+  EXPECT_EQ(worker->utime_ticks, 30001u);
+  EXPECT_EQ(sampler.idle_skips(), 0);
+}
+
 TEST_F(FixtureTreeCopy, QuietMemberKeepsSlowFieldsUpToItsBound) {
   // slow_every 2, quiet_slow_every 3: a member that neither ran, faulted
   // nor changed RSS, in a tree nobody joined or left, has status and
