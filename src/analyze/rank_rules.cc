@@ -182,6 +182,7 @@ std::vector<StepParts> CountedStepParts(const Timeline& timeline) {
       StepParts p;
       p.rank = rank;
       p.step = s.e->step;
+      p.t = s.e->t;
       p.step_s = s.e->step_seconds;
       p.data_wait_s = StepDataWait(s);
       if (s.sync) p.sync_wait_s = std::clamp(s.sync->sync_seconds, 0.0, p.step_s);

@@ -58,6 +58,7 @@ struct RankSummary {
 struct StepParts {
   int rank = 0;
   int64_t step = 0;
+  double t = 0;  // when it ended, seconds since the run started
   double step_s = 0;
   double data_wait_s = 0;
   std::optional<double> sync_wait_s;  // with stallscope.ddp(model)

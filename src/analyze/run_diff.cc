@@ -25,7 +25,8 @@ struct SideSteps {
   bool all_sync = true;                               // every step has its sync wait
   std::map<int, std::pair<double, int64_t>> by_rank;  // rank -> (sum of steps, count)
   std::optional<double> steps_per_s;
-  std::vector<std::string> without_steps;  // the files with none
+  std::vector<std::string> without_steps;                                // the files with none
+  std::vector<std::pair<double, double>> step_series, data_wait_series;  // the lowest rank's
 };
 
 enum class Part { kStep, kDataWait, kSyncWait, kCompute };
@@ -97,7 +98,7 @@ bool BeyondSpread(const SideSteps& a, const SideSteps& b, Part part, bool with_s
 SideSteps CollectSteps(const std::vector<RunAnalysis>& runs) {
   SideSteps s;
   std::optional<int> lowest;
-  const RunAnalysis* lowest_run = nullptr;
+  std::vector<StepParts> of_lowest;  // from its own file: another node's clock is not this one's
   for (const RunAnalysis& run : runs) {
     std::vector<StepParts> parts = CountedStepParts(run.timeline);
     if (parts.empty()) s.without_steps.push_back(run.path);
@@ -106,28 +107,33 @@ SideSteps CollectSteps(const std::vector<RunAnalysis>& runs) {
       auto& [sum, count] = s.by_rank[p.rank];
       sum += p.step_s;
       ++count;
-      if (!lowest || p.rank < *lowest) {
-        lowest = p.rank;
-        lowest_run = &run;
-      }
       s.parts.push_back(p);
     }
+    if (parts.empty()) continue;
+    const int low = std::min_element(parts.begin(), parts.end(), [](auto& x, auto& y) {
+                      return x.rank < y.rank;
+                    })->rank;
+    if (lowest && *lowest <= low) continue;
+    lowest = low;
+    of_lowest.clear();
+    for (const StepParts& p : parts) {
+      if (p.rank == low) of_lowest.push_back(p);
+    }
   }
-  if (!lowest) return s;
+  if (of_lowest.empty()) return s;
   // The job's pace: the lowest rank's counted steps over the time they span.
-  std::set<int64_t> counted;
-  for (const StepParts& p : s.parts) {
-    if (p.rank == *lowest) counted.insert(p.step);
+  double first = of_lowest.front().t, last = first;
+  for (const StepParts& p : of_lowest) {
+    first = std::min(first, p.t);
+    last = std::max(last, p.t);
   }
-  double first = 0, last = 0;
-  int64_t n = 0;
-  for (const StepEvent& e : lowest_run->timeline.steps) {
-    if (e.rank != *lowest || counted.count(e.step) == 0) continue;
-    if (n == 0 || e.t < first) first = e.t;
-    last = std::max(last, e.t);
-    ++n;
+  if (of_lowest.size() >= 2 && last > first) {
+    s.steps_per_s = static_cast<double>(of_lowest.size() - 1) / (last - first);
   }
-  if (n >= 2 && last > first) s.steps_per_s = static_cast<double>(n - 1) / (last - first);
+  for (const StepParts& p : of_lowest) {
+    s.step_series.emplace_back(p.t - first, p.step_s);
+    s.data_wait_series.emplace_back(p.t - first, p.data_wait_s);
+  }
   return s;
 }
 
@@ -166,6 +172,8 @@ DiffSide Describe(const std::vector<RunAnalysis>& runs, const SideSteps& steps) 
   side.steps = static_cast<int64_t>(steps.parts.size());
   if (!steps.parts.empty()) side.step_s = MeanOf(steps, Part::kStep, false);
   side.steps_per_s = steps.steps_per_s;
+  side.step_series = steps.step_series;
+  side.data_wait_series = steps.data_wait_series;
   if (!epochs.empty()) side.epoch_s = Mean(epochs);
   return side;
 }

@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyze/run_analysis.h"
@@ -57,6 +58,9 @@ struct DiffSide {
   std::optional<double> step_s;       // mean; nullopt: no steps (the hook absent)
   std::optional<double> steps_per_s;  // the lowest rank's counted steps over their span
   std::optional<double> epoch_s;      // mean epoch length; nullopt: no epochs marked
+  // The lowest rank's counted steps: (seconds since its first, seconds),
+  // for the page's charts.
+  std::vector<std::pair<double, double>> step_series, data_wait_series;
 };
 
 struct DiffRank {

@@ -1,4 +1,4 @@
-// `stallscope diff A.db B.db [--json]` and `diff --a A1.db --a A2.db --b
+// `stallscope diff A.db B.db [--json] [--html F [--force]]` and `diff --a A1.db --a A2.db --b
 // B1.db --b B2.db` (the run files of a job that spanned nodes, one side
 // each): reads and judges each run file as `report` does, then compares
 // the two sides (analyze/run_diff.h) and prints the text or the
@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/run_analysis.h"
+#include "core/atomic_file.h"
 #include "core/json_text.h"
 #include "render/run_diff.h"
 
@@ -21,12 +22,18 @@ CommandRunner SetupDiff(CLI::App& app) {
     std::vector<std::string> files;
     std::vector<std::string> a, b;
     bool json = false;
+    std::string html;
+    bool force = false;
   };
   auto flags = std::make_shared<Flags>();
   app.add_option("runs", flags->files, "A.db B.db: the good run, then the one to explain");
   app.add_option("--a", flags->a, "a run file of side A (repeat for each node's file)");
   app.add_option("--b", flags->b, "a run file of side B (repeat for each node's file)");
   app.add_flag("--json", flags->json, "machine output (schema stallscope.diff/1)");
+  app.add_option("--html", flags->html,
+                 "also write one self-contained HTML page: both runs' step time charted, the "
+                 "parts of the step, what else changed");
+  app.add_flag("--force", flags->force, "let --html overwrite an existing file");
   return [flags]() {
     std::vector<std::string> a = flags->a, b = flags->b;
     if (!flags->files.empty() && (!a.empty() || !b.empty())) {
@@ -50,6 +57,11 @@ CommandRunner SetupDiff(CLI::App& app) {
                       " is missing",
                   kExitUsage);
     }
+    if (!flags->html.empty()) {
+      if (Status s = CheckOutputPath(flags->html, flags->force, "--html"); !s.ok()) {
+        return Fail("diff", s, /*usage=*/true);
+      }
+    }
     auto read = [](const std::vector<std::string>& paths, std::vector<RunAnalysis>* out) {
       for (const std::string& path : paths) {
         Result<RunAnalysis> run = AnalyzeRunFile(path);
@@ -62,6 +74,12 @@ CommandRunner SetupDiff(CLI::App& app) {
     if (Status s = read(a, &side_a); !s.ok()) return Fail("diff", s, /*usage=*/false);
     if (Status s = read(b, &side_b); !s.ok()) return Fail("diff", s, /*usage=*/false);
     RunDiff diff = DiffRuns(side_a, side_b);
+    if (!flags->html.empty()) {
+      if (Status s = WriteFileAtomically(flags->html, RenderDiffHtml(diff)); !s.ok()) {
+        return Fail("diff", s, /*usage=*/false);
+      }
+      std::fprintf(stderr, "stallscope diff: wrote %s\n", flags->html.c_str());
+    }
     if (flags->json) {
       std::fputs((JsonText(DiffJson(diff)) + "\n").c_str(), stdout);
     } else {

@@ -53,6 +53,12 @@ window.addEventListener('load', function () {
 
 std::string E(std::string_view text) { return HtmlEscape(text); }
 
+}  // namespace
+
+std::string_view HtmlPageStyle() { return kStyle; }
+
+namespace {
+
 std::string StatusClass(const LayerStatus& l) {
   if (!l.checked) return "notchecked";
   if (!l.worst || *l.worst == Severity::kInfo) return "ok";

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -45,5 +46,8 @@ struct HtmlReportInput {
 std::vector<Chart> TimelineCharts(const Timeline& timeline, const std::vector<Finding>& findings);
 
 std::string RenderHtmlReport(const HtmlReportInput& input);
+
+// The pages' one style sheet (also `diff --html`'s, render/run_diff.h).
+std::string_view HtmlPageStyle();
 
 }  // namespace stallscope

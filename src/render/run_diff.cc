@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "core/units.h"
+#include "render/html_report.h"
+#include "render/svg_chart.h"
 
 namespace stallscope {
 namespace {
@@ -59,22 +61,30 @@ Json SideJson(const DiffSide& s) {
   return j;
 }
 
+// "B is 1.75x slower than A (139.7 ms a step against 79.9 ms)".
+std::string Headline(const RunDiff& d) {
+  if (!d.slowdown) return "step times not compared (a side has no steps)";
+  if (!d.step_change_beyond_noise) {
+    return fmt::format("no change in step time beyond run-to-run noise ({:.2f}x: {} against {})",
+                       *d.slowdown, Ms(*d.b.step_s), Ms(*d.a.step_s));
+  }
+  if (*d.slowdown > 1) {
+    return fmt::format("B is {:.2f}x slower than A ({} a step against {})", *d.slowdown,
+                       Ms(*d.b.step_s), Ms(*d.a.step_s));
+  }
+  return fmt::format("B is {:.2f}x faster than A ({} a step against {})", 1 / *d.slowdown,
+                     Ms(*d.b.step_s), Ms(*d.a.step_s));
+}
+
+std::string CauseMark(const DiffComponent& c) {
+  if (!c.cause) return "";
+  return c.share && *c.share < 0 ? "beyond noise, against the change" : "a cause";
+}
+
 }  // namespace
 
 std::string RenderDiffText(const RunDiff& d) {
-  std::string out = "stallscope diff: ";
-  if (!d.slowdown) {
-    out += "step times not compared (a side has no steps)\n";
-  } else if (!d.step_change_beyond_noise) {
-    out += fmt::format("no change in step time beyond run-to-run noise ({:.2f}x: {} against {})\n",
-                       *d.slowdown, Ms(*d.b.step_s), Ms(*d.a.step_s));
-  } else if (*d.slowdown > 1) {
-    out += fmt::format("B is {:.2f}x slower than A ({} a step against {})\n", *d.slowdown,
-                       Ms(*d.b.step_s), Ms(*d.a.step_s));
-  } else {
-    out += fmt::format("B is {:.2f}x faster than A ({} a step against {})\n", 1 / *d.slowdown,
-                       Ms(*d.b.step_s), Ms(*d.a.step_s));
-  }
+  std::string out = "stallscope diff: " + Headline(d) + "\n";
   out += SideLine("A", d.a);
   out += SideLine("B", d.b);
   out += fmt::format("  {}; {}; {}\n", d.same_command ? "same command" : "the command differs",
@@ -93,9 +103,7 @@ std::string RenderDiffText(const RunDiff& d) {
       out += fmt::format("  {:<10} {:>10} -> {:>10}  {:>10}  {:>6}{}\n", c.what, Ms(c.a_s),
                          Ms(c.b_s), SignedMs(c.change_s()),
                          c.share ? fmt::format("{:.0f}%", 100 * *c.share) : "-",
-                         !c.cause                  ? ""
-                         : c.share && *c.share < 0 ? "  <- beyond noise, against the change"
-                                                   : "  <- a cause");
+                         c.cause ? "  <- " + CauseMark(c) : "");
     }
   }
   bool others = false;
@@ -155,6 +163,76 @@ Json DiffJson(const RunDiff& d) {
   j["changes"] = changes;
   j["notes"] = d.notes;
   return j;
+}
+
+std::string RenderDiffHtml(const RunDiff& d) {
+  auto e = [](std::string_view text) { return HtmlEscape(text); };
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<title>stallscope diff</title>\n<style>";
+  out += HtmlPageStyle();
+  out += "</style>\n</head>\n<body>\n<h1>stallscope diff</h1>\n";
+  out += fmt::format("<div class=\"verdict\">{}</div>\n", e(Headline(d)));
+  out +=
+      "<table class=\"sides\"><tr><th></th><th>files</th><th>started</th><th>steps</th>"
+      "<th>a step</th><th>steps/s</th><th>epoch</th><th>world size</th></tr>\n";
+  for (const auto& [name, s] : {std::pair{"A", &d.a}, std::pair{"B", &d.b}}) {
+    out += fmt::format(
+        "<tr><th>{}</th><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td></tr>\n",
+        name, e(fmt::format("{}", fmt::join(s->files, " "))), e(s->started), s->steps,
+        s->step_s ? Ms(*s->step_s) : "-",
+        s->steps_per_s ? fmt::format("{:.2f}", *s->steps_per_s) : "-",
+        s->epoch_s ? fmt::format("{:.1f} s", *s->epoch_s) : "-", s->world_size);
+  }
+  out += "</table>\n";
+  out += fmt::format("<p>{}; {}; {}</p>\n", d.same_command ? "same command" : "the command differs",
+                     d.same_hosts ? "same hosts" : "the hosts differ",
+                     d.same_world_size ? "same world size" : "the world size differs");
+  auto chart = [&](const char* id, const char* title, auto series_of) {
+    Chart c;
+    c.id = id;
+    c.title = title;
+    c.unit = ChartUnit::kMilliseconds;
+    for (const auto& [name, s] : {std::pair{"A", &d.a}, std::pair{"B", &d.b}}) {
+      ChartSeries series{name, {}, false};
+      for (const auto& [t, v] : series_of(*s)) series.points.emplace_back(t, v * 1e3);
+      if (!series.points.empty()) c.series.push_back(std::move(series));
+    }
+    if (!c.series.empty()) out += RenderSvgChart(c);
+  };
+  chart("chart-step", "step time of the lowest rank, ms (x: seconds since its first counted step)",
+        [](const DiffSide& s) { return s.step_series; });
+  chart("chart-data-wait", "data wait of the lowest rank, ms",
+        [](const DiffSide& s) { return s.data_wait_series; });
+  if (!d.components.empty()) {
+    out +=
+        "<h2>The step, a step</h2>\n<table class=\"components\"><tr><th>part</th><th>A</th>"
+        "<th>B</th><th>change</th><th>share of the change</th><th></th></tr>\n";
+    for (const DiffComponent& c : d.components) {
+      out += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+          e(c.what), Ms(c.a_s), Ms(c.b_s), SignedMs(c.change_s()),
+          c.share ? fmt::format("{:.0f}%", 100 * *c.share) : "-", e(CauseMark(c)));
+    }
+    out += "</table>\n";
+  }
+  out += "<h2>What else changed</h2>\n";
+  bool others = false;
+  for (const DiffChange& c : d.changes) {
+    if (c.share) continue;
+    if (!others) out += "<table class=\"changes\"><tr><th>what</th><th>A</th><th>B</th></tr>\n";
+    others = true;
+    out += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>\n", e(c.what),
+                       e(Value(c.a, c.unit)), e(Value(c.b, c.unit)));
+  }
+  out += others ? "</table>\n" : "<p>nothing else that the run files show</p>\n";
+  if (!d.notes.empty()) {
+    out += "<h2>Notes</h2>\n<ul>\n";
+    for (const std::string& n : d.notes) out += "<li>" + e(n) + "</li>\n";
+    out += "</ul>\n";
+  }
+  return out + "</body>\n</html>\n";
 }
 
 }  // namespace stallscope

@@ -12,5 +12,9 @@ namespace stallscope {
 
 std::string RenderDiffText(const RunDiff& diff);
 nlohmann::ordered_json DiffJson(const RunDiff& diff);
+// `diff --html F`: one self-contained page (no request leaves it): the
+// headline, the lowest rank's step time and data wait of both runs as
+// charts, the parts of the step, what else changed, the notes.
+std::string RenderDiffHtml(const RunDiff& diff);
 
 }  // namespace stallscope

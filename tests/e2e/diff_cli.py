@@ -13,6 +13,8 @@ DataLoader), one thing changed at a time.
   share, and nothing else listed.
 - The same job with an NCCL variable set: env.NCCL_P2P_DISABLE is listed,
   and still no cause.
+- `--html F`: the page charts both runs and lists the changes; an existing
+  F is not overwritten without --force.
 - Bad input: a file that is not a run file names the file (exit 1); one run
   file, or a side missing, is a usage error (exit 2).
 """
@@ -84,6 +86,20 @@ class Diff(unittest.TestCase):
         self.assertIn("B is %.2fx slower than A" % d["slowdown"], text)
         self.assertRegex(text, r"data_wait .*<- a cause")
         self.assertRegex(text, r"loader\.num_workers +2 -> 0")
+        # --html: one page with both runs charted; never overwritten without --force.
+        page = os.path.join(self.tmp, "diff.html")
+        rc, out, err, _ = common.run(["diff", a, b, "--html", page])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("wrote " + page, err)
+        html = open(page).read()
+        self.assertIn("B is %.2fx slower than A" % d["slowdown"], html)
+        self.assertEqual(html.count("<svg"), 2, html[:2000])
+        self.assertEqual(html.count("<polyline"), 4)  # A and B on each chart
+        self.assertIn("<code>loader.num_workers</code></td><td>2</td><td>0</td>", html)
+        rc, _, err, _ = common.run(["diff", a, b, "--html", page])
+        self.assertEqual(rc, 2)
+        self.assertIn("--html", err)
+        self.assertEqual(open(page).read(), html)
 
     def test_slower_decode(self):
         job = ["--batch-size", "16", "--epochs", "2", "--steps-per-epoch", "20", "--workers", "2",
