@@ -9,6 +9,7 @@
 #include <set>
 
 #include "analyze/network_rules.h"
+#include "core/text.h"
 
 namespace stallscope {
 namespace {
@@ -69,12 +70,6 @@ std::optional<std::string> EnvValue(const NodeSummary& n, std::string_view name)
 }
 
 double ExcessMs(const ClockOffset& o) { return std::fabs(o.offset_ms) - o.round_trip_ms / 2; }
-
-std::string Join(const std::vector<std::string>& items, std::string_view sep) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : std::string(sep)) + s;
-  return out;
-}
 
 // network.wrong_interface for one rank and one variable.
 void CheckNamedInterfaces(const NodeSummary& n, const std::vector<NodeSummary>& all,

@@ -14,26 +14,6 @@ namespace {
 
 int64_t AsInt(uint64_t v) { return static_cast<int64_t>(v); }
 
-// Every piece between separators, empty ones included.
-std::vector<std::string_view> Split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  while (true) {
-    size_t at = text.find(separator);
-    parts.push_back(text.substr(0, at));
-    if (at == std::string_view::npos) return parts;
-    text.remove_prefix(at + 1);
-  }
-}
-
-std::string Join(const std::vector<std::string>& parts, std::string_view separator) {
-  std::string out;
-  for (const std::string& p : parts) {
-    if (!out.empty()) out += separator;
-    out += p;
-  }
-  return out;
-}
-
 std::optional<uint32_t> Ipv4(std::string_view text) {
   std::string s(text.substr(0, text.find('/')));
   in_addr a;

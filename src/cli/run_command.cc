@@ -21,6 +21,8 @@
 #include "core/host_clock.h"
 #include "core/json_text.h"
 #include "core/text.h"
+#include "dist/node_layout.h"
+#include "net/route.h"
 #include "probe/mounts.h"
 #include "probe/nccl_log_files.h"
 #include "probe/snapshot.h"
@@ -45,6 +47,11 @@ struct RecordFlags {
   std::string data;
   int pid = 0;
   int procs = 0;  // run --procs K: start K ranks; 0: the command as given
+  // run --procs K across nodes (torchrun's flags); unset: from srun/mpirun, or one node.
+  std::optional<int> nnodes;
+  std::optional<int> node_rank;
+  std::string master_addr;
+  std::optional<int> master_port;
   std::vector<std::string> command;
   std::vector<std::string> nccl_logs;  // run --nccl-log FILE...
   bool trace_alloc = false;            // run --trace-alloc: STALLSCOPE_TRACE_ALLOC=on
@@ -53,7 +60,8 @@ struct RecordFlags {
 void AddRecordFlags(CLI::App& app, RecordFlags& flags) {
   app.add_option("--interval", flags.interval, "seconds between samples")->capture_default_str();
   app.add_option("--out", flags.out,
-                 "the run file (SQLite); default stallscope-run-YYYYMMDD-HHMMSS.db here");
+                 "the run file (SQLite; %h: short host name, %r: node rank); default "
+                 "stallscope-run-HOST-YYYYMMDD-HHMMSS.db here");
   app.add_flag("--force", flags.force, "overwrite --out if it exists");
   app.add_option("--data", flags.data,
                  "the dataset's path: its disk is watched as the data disk (default: the disk "
@@ -61,13 +69,18 @@ void AddRecordFlags(CLI::App& app, RecordFlags& flags) {
   app.add_flag("--json", flags.json, "print the findings as stallscope.report/1 JSON on stdout");
 }
 
-std::string DefaultRunPath() {
+// The run file's name: --out with %h and %r expanded, or
+// stallscope-run-HOST-YYYYMMDD-HHMMSS.db (with -nodeR for a node of several).
+Result<std::string> RunPath(const RecordFlags& flags, int node_rank, bool several_nodes) {
+  if (!flags.out.empty()) return ExpandRunFileName(flags.out, ShortHostname(Root("/")), node_rank);
   time_t now = time(nullptr);
   struct tm tm;
   localtime_r(&now, &tm);
-  char name[64];
-  strftime(name, sizeof name, "stallscope-run-%Y%m%d-%H%M%S.db", &tm);
-  return name;
+  char stamp[32];
+  strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::string host = ShortHostname(Root("/"));
+  return fmt::format("stallscope-run-{}{}-{}.db", host.empty() ? "host" : host,
+                     several_nodes ? fmt::format("-node{}", node_rank) : "", stamp);
 }
 
 // The NCCL logs of a run (NCCL_DEBUG_FILE, --nccl-log) read once the job
@@ -107,13 +120,53 @@ std::vector<NcclLogFile> ReadRunNcclLogs(const RecordFlags& flags,
 
 // Everything run and watch share once the job exists.
 Result<RecordOutcome> Record(Job& job, const RecordFlags& flags, RunWriter& writer,
-                             HookReceiver* hook, RunInfo info) {
+                             HookReceiver* hook, RunInfo info, RecordOptions options) {
   info.root_pid = job.pid();
   if (Status s = writer.WriteRunInfo(info); !s.ok()) return s;
-  RecordOptions options;
   options.interval_seconds = flags.interval;
   options.forward_signals = job.is_child();
   return RecordJob(job, std::move(info), options, hook, writer, stderr);
+}
+
+// The node's place, for the run file: from the layout `run --procs` used.
+NodeInfo NodeFromLayout(const NodeLayout& layout, int master_port) {
+  NodeInfo node;
+  node.node_rank = layout.node_rank;
+  node.nnodes = layout.nnodes;
+  node.procs_per_node = layout.procs;
+  node.world_size = layout.world_size();
+  node.master_addr = layout.master_addr;
+  node.master_port = master_port;
+  node.launcher_job = layout.launcher_job;
+  node.source = layout.source;
+  return node;
+}
+
+// run --procs K [--nnodes N --node-rank R --master-addr A --master-port P]:
+// the layout, checked before anything starts (a master that does not
+// resolve too). Without --procs the flags of several nodes are refused.
+Result<std::optional<NodeLayout>> ResolveRunLayout(const RecordFlags& flags) {
+  if (flags.procs == 0) {
+    if (flags.nnodes || flags.node_rank || !flags.master_addr.empty() || flags.master_port) {
+      return Status::InvalidArgument(
+          "--nnodes, --node-rank, --master-addr and --master-port place the ranks --procs K "
+          "starts; without --procs the command starts its ranks itself (torchrun, deepspeed)");
+    }
+    return std::optional<NodeLayout>();
+  }
+  NodeLayoutFlags wanted{flags.procs, flags.nnodes, flags.node_rank, flags.master_addr,
+                         flags.master_port};
+  Result<NodeLayout> layout = ResolveNodeLayout(wanted, ProcessEnvLookup());
+  if (!layout.ok()) return layout.status();
+  if (layout->nnodes > 1 || !flags.master_addr.empty()) {
+    Result<net::PeerAddress> peer = net::ResolvePeer(layout->master_addr, 0);
+    if (!peer.ok()) {
+      return Status::InvalidArgument(
+          fmt::format("--master-addr {}: does not resolve on this host ({})", layout->master_addr,
+                      peer.status().message()));
+    }
+  }
+  return std::optional<NodeLayout>(std::move(*layout));
 }
 
 // The run file, the baseline and the facts of the run, before the job starts
@@ -159,6 +212,17 @@ CommandRunner SetupRun(CLI::App& app) {
                  "start CMD as K ranks (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, "
                  "MASTER_ADDR=127.0.0.1, MASTER_PORT set as torchrun sets them)")
       ->check(CLI::Range(1, 4096));
+  app.add_option("--nnodes", flags->nnodes,
+                 "with --procs: the job's node count (torchrun's --nnodes; default: srun's or "
+                 "mpirun's, else 1)");
+  app.add_option("--node-rank", flags->node_rank,
+                 "with --procs: this node's place, 0 .. nnodes-1 (RANK = node rank x procs + "
+                 "local rank)");
+  app.add_option("--master-addr", flags->master_addr,
+                 "with --procs: node rank 0's address, for MASTER_ADDR (default: the first host "
+                 "of SLURM_JOB_NODELIST; 127.0.0.1 on one node)");
+  app.add_option("--master-port", flags->master_port,
+                 "with --procs: MASTER_PORT (default 29500 across nodes, a free port on one)");
   app.add_option("--nccl-log", flags->nccl_logs,
                  "an NCCL_DEBUG=INFO log the job writes (repeatable), read when it ends; the "
                  "files of NCCL_DEBUG_FILE (%h, %p expanded) are read without it")
@@ -174,10 +238,17 @@ CommandRunner SetupRun(CLI::App& app) {
     if (const char* pattern = std::getenv("NCCL_DEBUG_FILE"); pattern && *pattern) {
       nccl_files_before = ListNcclDebugFiles(pattern, ShortHostname(Root("/")));
     }
-    std::string path = flags->out.empty() ? DefaultRunPath() : flags->out;
+    Result<std::optional<NodeLayout>> layout = ResolveRunLayout(*flags);
+    if (!layout.ok()) return FailedToStart("run", layout.status());
+    const bool several_nodes = *layout && (*layout)->nnodes > 1;
+    Result<std::string> named = RunPath(*flags, *layout ? (*layout)->node_rank : 0, several_nodes);
+    if (!named.ok()) return FailedToStart("run", named.status());
+    const std::string path = *named;
     std::optional<RunWriter> writer;
     Result<RunInfo> info = Prepare(*flags, path, writer);
     if (!info.ok()) return FailedToStart("run", info.status());
+    const double start_realtime =
+        RealtimeSeconds() - (MonotonicSeconds() - info->start_monotonic_seconds);
     info->command = JoinCommand(flags->command);
 
     Result<HookReceiver> hook = HookReceiver::Create();
@@ -186,9 +257,15 @@ CommandRunner SetupRun(CLI::App& app) {
     std::vector<std::pair<std::string, std::string>> env = {
         {"STALLSCOPE_SOCKET", hook->socket_path()}, {"PYTHONPATH", HookPythonPath()}};
     if (flags->trace_alloc) env.emplace_back("STALLSCOPE_TRACE_ALLOC", "on");
-    Result<Job> job = flags->procs > 0
-                          ? Job::StartRanks(flags->command, env, flags->procs, flags->json)
-                          : Job::Start(flags->command, env, /*stdout_to_stderr=*/flags->json);
+    Result<Job> job = Status::Ok();
+    if (*layout) {
+      const NodeLayout& l = **layout;
+      job = Job::StartRanks(
+          flags->command, env,
+          RankLayout{l.procs, l.nnodes, l.node_rank, l.master_addr, l.master_port}, flags->json);
+    } else {
+      job = Job::Start(flags->command, env, /*stdout_to_stderr=*/flags->json);
+    }
     if (!job.ok()) {
       // Nothing ran: the run file would only mislead.
       (void)writer->Close();
@@ -196,7 +273,22 @@ CommandRunner SetupRun(CLI::App& app) {
       std::fprintf(stderr, "stallscope run: %s\n", job.status().message().c_str());
       return job.status().IsNotFound() ? 127 : 126;
     }
-    Result<RecordOutcome> outcome = Record(*job, *flags, *writer, &*hook, *info);
+    RecordOptions options;
+    if (*layout) {
+      options.node = NodeFromLayout(**layout, job->master_port());
+      if ((*layout)->nnodes > 1) {
+        options.clock_port = job->master_port();
+        if ((*layout)->node_rank == 0) {
+          options.serve_clock = true;
+        } else {
+          options.clock_peer = (*layout)->master_addr;
+        }
+      }
+    } else {
+      options.node_from_ranks = true;
+    }
+    options.node.start_realtime_seconds = start_realtime;
+    Result<RecordOutcome> outcome = Record(*job, *flags, *writer, &*hook, *info, options);
     if (!outcome.ok()) {
       std::fprintf(stderr, "stallscope run: %s\n", outcome.status().message().c_str());
       return kExitCouldNotRun;
@@ -239,13 +331,19 @@ CommandRunner SetupWatch(CLI::App& app) {
   return [flags]() {
     Result<Job> job = Job::Attach(flags->pid);
     if (!job.ok()) return FailedToStart("watch", job.status());
-    std::string path = flags->out.empty() ? DefaultRunPath() : flags->out;
+    Result<std::string> named = RunPath(*flags, 0, false);
+    if (!named.ok()) return FailedToStart("watch", named.status());
+    const std::string path = *named;
     std::optional<RunWriter> writer;
     Result<RunInfo> info = Prepare(*flags, path, writer);
     if (!info.ok()) return FailedToStart("watch", info.status());
     info->command = fmt::format("watch pid {}", flags->pid);
+    RecordOptions options;
+    options.node.source = "watch";
+    options.node.start_realtime_seconds =
+        RealtimeSeconds() - (MonotonicSeconds() - info->start_monotonic_seconds);
     BlockRecordSignals();
-    Result<RecordOutcome> outcome = Record(*job, *flags, *writer, nullptr, *info);
+    Result<RecordOutcome> outcome = Record(*job, *flags, *writer, nullptr, *info, options);
     if (!outcome.ok()) {
       std::fprintf(stderr, "stallscope watch: %s\n", outcome.status().message().c_str());
       return kExitCouldNotRun;

@@ -92,7 +92,8 @@ Result<SizeRun> RunSize(const ScaleFlags& flags, int procs, int signal_fd) {
     argv.insert(argv.end(), flags.command.begin(), flags.command.end());
     job = Job::Start(argv, env, /*stdout_to_stderr=*/true);
   } else {
-    job = Job::StartRanks(flags.command, env, procs, /*stdout_to_stderr=*/true);
+    job = Job::StartRanks(flags.command, env, RankLayout{.procs = procs},
+                          /*stdout_to_stderr=*/true);
   }
   if (!job.ok()) return job.status();
   SuperviseOptions options;

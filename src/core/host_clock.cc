@@ -33,4 +33,12 @@ double MonotonicSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
+int64_t RealtimeNs() {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+double RealtimeSeconds() { return static_cast<double>(RealtimeNs()) / 1e9; }
+
 }  // namespace stallscope

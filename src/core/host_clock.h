@@ -26,4 +26,8 @@ std::string UtcNow();
 int64_t MonotonicNs();
 double MonotonicSeconds();
 
+// CLOCK_REALTIME: wall time, in nanoseconds and seconds since the epoch.
+int64_t RealtimeNs();
+double RealtimeSeconds();
+
 }  // namespace stallscope

@@ -42,4 +42,9 @@ inline bool EndsWith(std::string_view text, std::string_view suffix) {
 // {"python", "train.py"} -> "python train.py". No quoting.
 std::string JoinCommand(const std::vector<std::string>& argv);
 
+// Every piece between separators, empty ones included: "a,,b" -> a "" b.
+std::vector<std::string_view> Split(std::string_view text, char separator);
+// `parts` with `separator` between each two: {"a", "b"}, ", " -> "a, b".
+std::string Join(const std::vector<std::string>& parts, std::string_view separator);
+
 }  // namespace stallscope

@@ -143,7 +143,10 @@ Result<Job> Job::Attach(pid_t pid) {
 }
 
 Job::Job(Job&& other) noexcept
-    : pid_(other.pid_), is_child_(other.is_child_), reaped_(other.reaped_) {
+    : pid_(other.pid_),
+      is_child_(other.is_child_),
+      reaped_(other.reaped_),
+      master_port_(other.master_port_) {
   other.pid_ = -1;
 }
 
@@ -151,6 +154,7 @@ Job& Job::operator=(Job&& other) noexcept {
   std::swap(pid_, other.pid_);
   std::swap(is_child_, other.is_child_);
   std::swap(reaped_, other.reaped_);
+  std::swap(master_port_, other.master_port_);
   return *this;
 }
 
@@ -213,13 +217,19 @@ Result<int> FreeTcpPort() {
 // The launcher's life after fork: never returns.
 [[noreturn]] void RunLauncher(const std::vector<char*>& args,
                               const std::vector<std::pair<std::string, std::string>>& env,
-                              int procs, int port, bool stdout_to_stderr, int report_fd) {
+                              const RankLayout& layout, int port, bool stdout_to_stderr,
+                              int report_fd) {
   if (stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
   for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
-  setenv("WORLD_SIZE", std::to_string(procs).c_str(), 1);
+  const int procs = layout.procs;
+  const std::string world = std::to_string(layout.procs * layout.nnodes);
+  setenv("WORLD_SIZE", world.c_str(), 1);
   setenv("LOCAL_WORLD_SIZE", std::to_string(procs).c_str(), 1);
-  setenv("GROUP_RANK", "0", 1);
-  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("GROUP_RANK", std::to_string(layout.node_rank).c_str(), 1);
+  setenv("GROUP_WORLD_SIZE", std::to_string(layout.nnodes).c_str(), 1);
+  setenv("ROLE_WORLD_SIZE", world.c_str(), 1);
+  setenv("ROLE_NAME", "default", 1);
+  setenv("MASTER_ADDR", layout.master_addr.c_str(), 1);
   setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
   // As torchrun does with more than one process per node: one OpenMP thread
   // per rank unless the user chose, so K ranks do not each start one thread
@@ -230,7 +240,9 @@ Result<int> FreeTcpPort() {
   for (int i = 0; i < procs; ++i) {
     Spawned rank = SpawnConfirmed([&](int rank_report_fd) {
       UnblockAllSignals();
-      setenv("RANK", std::to_string(i).c_str(), 1);
+      const std::string rank = std::to_string(layout.node_rank * procs + i);
+      setenv("RANK", rank.c_str(), 1);
+      setenv("ROLE_RANK", rank.c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(i).c_str(), 1);
       execvp(args[0], args.data());
       WriteErrno(rank_report_fd, errno);
@@ -292,20 +304,23 @@ Result<int> FreeTcpPort() {
 
 Result<Job> Job::StartRanks(const std::vector<std::string>& argv,
                             const std::vector<std::pair<std::string, std::string>>& extra_env,
-                            int procs, bool stdout_to_stderr) {
+                            const RankLayout& layout, bool stdout_to_stderr) {
   if (argv.empty()) return Status::InvalidArgument("no command given after --");
-  if (procs < 1) {
-    return Status::InvalidArgument("--procs " + std::to_string(procs) + ": must be at least 1");
+  if (layout.procs < 1) {
+    return Status::InvalidArgument("--procs " + std::to_string(layout.procs) +
+                                   ": must be at least 1");
   }
-  Result<int> port = FreeTcpPort();
+  Result<int> port = layout.master_port > 0 ? Result<int>(layout.master_port) : FreeTcpPort();
   if (!port.ok()) return port.status();
   std::vector<char*> args = ExecArgs(argv);
   Spawned spawned = SpawnConfirmed([&](int report_fd) {
-    RunLauncher(args, extra_env, procs, *port, stdout_to_stderr, report_fd);
+    RunLauncher(args, extra_env, layout, *port, stdout_to_stderr, report_fd);
   });
   Result<pid_t> pid = SpawnedPid(spawned, argv[0]);
   if (!pid.ok()) return pid.status();
-  return Job(*pid, true);
+  Job job(*pid, true);
+  job.master_port_ = *port;
+  return job;
 }
 
 }  // namespace stallscope

@@ -27,6 +27,16 @@ struct JobExit {
   int ShellStatus() const { return exit_code ? *exit_code : 128 + signal.value_or(0); }
 };
 
+// Where StartRanks' ranks sit in the job (dist/node_layout.h decides it):
+// this node's ranks are node_rank*procs .. node_rank*procs + procs - 1.
+struct RankLayout {
+  int procs = 1;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // 0: a free port on 127.0.0.1 (one node)
+};
+
 class Job {
  public:
   // argv[0] is looked up in PATH. NotFound -> the caller exits 127;
@@ -35,18 +45,18 @@ class Job {
   static Result<Job> Start(const std::vector<std::string>& argv,
                            const std::vector<std::pair<std::string, std::string>>& extra_env,
                            bool stdout_to_stderr = false);
-  // Starts `procs` copies of argv as the ranks of one data-parallel job, with
-  // the variables torchrun sets (RANK, LOCAL_RANK, WORLD_SIZE,
-  // LOCAL_WORLD_SIZE, GROUP_RANK=0, MASTER_ADDR=127.0.0.1, MASTER_PORT=a
-  // free port). The job's pid is a launcher (a fork of stallscope) whose
-  // children are the ranks: it waits for all of them, ends the others with
+  // Starts `layout.procs` copies of argv as this node's ranks of one
+  // data-parallel job, with the variables torchrun sets (RANK, LOCAL_RANK,
+  // WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK,
+  // ROLE_WORLD_SIZE, ROLE_NAME, MASTER_ADDR, MASTER_PORT). The job's pid is a launcher (a fork of
+  // stallscope) whose children are the ranks: it waits for all of them, ends the others with
   // SIGTERM when one fails (as torchrun does), passes on SIGINT/SIGTERM sent
   // to it alone, and exits with the first failed rank's status, or 0. The
   // caller has blocked SIGINT, SIGTERM and SIGCHLD (BlockRecordSignals), as
   // for Start. A command that cannot be executed fails here as in Start.
   static Result<Job> StartRanks(const std::vector<std::string>& argv,
                                 const std::vector<std::pair<std::string, std::string>>& extra_env,
-                                int procs, bool stdout_to_stderr = false);
+                                const RankLayout& layout, bool stdout_to_stderr = false);
   // A running process (not our child): we can watch it but not wait for it.
   static Result<Job> Attach(pid_t pid);
 
@@ -57,6 +67,9 @@ class Job {
   ~Job();
 
   pid_t pid() const { return pid_; }
+  // StartRanks: the MASTER_PORT the ranks were given (the free port picked
+  // when the layout left it 0); 0 for other jobs.
+  int master_port() const { return master_port_; }
   bool is_child() const { return is_child_; }
 
   // Non-blocking: the exit once the job has ended, nullopt while it runs.
@@ -69,6 +82,7 @@ class Job {
   pid_t pid_ = -1;
   bool is_child_ = false;
   bool reaped_ = false;
+  int master_port_ = 0;
 };
 
 }  // namespace stallscope

@@ -15,10 +15,12 @@
 
 #include "core/file.h"
 #include "core/host_clock.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "probe/cgroup.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
+#include "probe/environment.h"
 #include "probe/gpu_probe.h"
 #include "probe/host_sampler.h"
 #include "probe/infiniband.h"
@@ -28,6 +30,7 @@
 #include "probe/process_sampler.h"
 #include "probe/snapshot.h"
 #include "probe/vmstat.h"
+#include "record/clock_exchange.h"
 #include "record/input_tracker.h"
 #include "record/port_counters.h"
 #include "sample/disk_rates.h"
@@ -324,6 +327,43 @@ sigset_t RecordSignals() {
 // A job's process tree can fork without end; the pids kept to match OOM
 // victims against stop growing here.
 constexpr size_t kMaxJobPidsKept = 1 << 16;
+// Clock pings: rounds per try, the wait for each answer, and how many
+// samples try before giving up (node 0 may start later than this node).
+constexpr int kClockRounds = 8;
+constexpr int kClockTimeoutMs = 50;
+constexpr int kClockTries = 60;
+
+// `run -- LAUNCHER`: what a rank's environment says of its node's place.
+// False when it says nothing (no GROUP_RANK, WORLD_SIZE nor MASTER_ADDR).
+bool NodeFromRankEnvironment(const Root& root, int pid, NodeInfo& node) {
+  Result<TrainingEnvironment> env = ReadProcessEnvironment(root, pid);
+  if (!env.ok()) return false;
+  auto number = [&](std::string_view name) -> std::optional<int> {
+    std::optional<std::string_view> v = env->Get(name);
+    if (!v) return std::nullopt;
+    std::optional<uint64_t> n = ParseUint(Trim(*v));
+    if (!n || *n > (1u << 30)) return std::nullopt;
+    return static_cast<int>(*n);
+  };
+  std::optional<int> world = env->WorldSize();
+  std::optional<int> group = number("GROUP_RANK");
+  std::optional<std::string_view> master = env->Get("MASTER_ADDR");
+  if (!world && !group && !master) return false;
+  node.node_rank = group;
+  node.world_size = world;
+  node.procs_per_node = number("LOCAL_WORLD_SIZE");
+  node.nnodes = number("GROUP_WORLD_SIZE");
+  if (!node.nnodes && node.world_size && node.procs_per_node && *node.procs_per_node > 0) {
+    node.nnodes = *node.world_size / *node.procs_per_node;
+  }
+  node.master_addr = master ? std::string(*master) : "";
+  node.master_port = number("MASTER_PORT");
+  if (std::optional<std::string_view> job = env->Get("SLURM_JOB_ID")) {
+    node.launcher_job = std::string(*job);
+  }
+  node.source = fmt::format("the ranks' environment (pid {})", pid);
+  return true;
+}
 // How often, and how far apart, a counted OOM kill's report is looked for.
 constexpr int kOomReportRetries = 5;
 constexpr useconds_t kOomReportRetryMicroseconds = 50'000;
@@ -479,6 +519,26 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   std::vector<PortCounterPoint> ports =
       port_tracker.Update(0, sampler.last_host().net, read_rdma());
 
+  // The run's place in the job, and the clock between nodes.
+  NodeInfo node = options.node;
+  bool node_known = !options.node_from_ranks;
+  if (Status s = writer.WriteNode(node); !s.ok()) {
+    close(signal_fd);
+    return s;
+  }
+  std::optional<ClockServer> clock_server;
+  if (options.serve_clock) {
+    if (Result<ClockServer> opened = ClockServer::Open(options.clock_port); opened.ok()) {
+      clock_server.emplace(std::move(*opened));
+    } else {
+      std::fprintf(status,
+                   "stallscope: cannot answer the other nodes' clock pings (%s); their run files "
+                   "align on their own clocks\n",
+                   opened.status().message().c_str());
+    }
+  }
+  int clock_tries_left = options.clock_peer.empty() ? 0 : kClockTries;
+
   RecordOutcome outcome;
   EpochProgress epoch;
   int64_t next_tick = start_ns + interval_ns;
@@ -489,10 +549,37 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   auto record_interval = [&](int64_t now_ns) -> Status {
     if (hook) hook->Drain(start_ns, events);
     double t = static_cast<double>(now_ns - start_ns) / 1e9;
+    const double realtime = RealtimeSeconds();
     points.clear();
     std::vector<OtherProcessPoint> others;
     Result<TimelineSample> sample = sampler.Sample(t, events.pids, points, &others);
     if (!sample.ok()) return sample.status();
+    sample->realtime_seconds = realtime;
+    bool node_changed = false;
+    if (!node_known) {
+      for (const RankInfo& r : events.ranks) {
+        if (NodeFromRankEnvironment(root, r.pid, node)) {
+          node_known = node_changed = true;
+          break;
+        }
+      }
+    }
+    if (clock_tries_left > 0) {
+      --clock_tries_left;
+      Result<std::optional<ClockOffsetEstimate>> clock =
+          MeasureClockOffset(options.clock_peer, options.clock_port, kClockRounds, kClockTimeoutMs);
+      if (!clock.ok()) {
+        clock_tries_left = 0;
+      } else if (clock->has_value()) {
+        node.clock_offset_seconds = (*clock)->offset_seconds;
+        node.clock_round_trip_seconds = (*clock)->round_trip_seconds;
+        clock_tries_left = 0;
+        node_changed = true;
+      }
+    }
+    if (node_changed) {
+      if (Status s = writer.WriteNode(node); !s.ok()) return s;
+    }
     for (const ProcessPoint& p : points) {
       if (auto known = job_pids.find(p.pid); known != job_pids.end()) {
         known->second = p.comm;  // it may have exec'ed since
@@ -567,8 +654,11 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   while (!ended) {
     int64_t now = MonotonicNs();
     int timeout_ms = static_cast<int>(std::max<int64_t>(0, (next_tick - now) / 1000000));
-    struct pollfd fds[2] = {{signal_fd, POLLIN, 0}, {hook ? hook->fd() : -1, POLLIN, 0}};
-    poll(fds, hook ? 2 : 1, timeout_ms);
+    struct pollfd fds[3] = {{signal_fd, POLLIN, 0},
+                            {hook ? hook->fd() : -1, POLLIN, 0},
+                            {clock_server ? clock_server->fd() : -1, POLLIN, 0}};
+    poll(fds, 3, timeout_ms);
+    if (fds[2].revents & POLLIN) clock_server->Answer();
     if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo si;
       while (read(signal_fd, &si, sizeof si) == sizeof si) {

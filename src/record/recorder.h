@@ -30,6 +30,18 @@ struct RecordOptions {
   std::optional<std::string> data_path;  // the dataset: its disk is "the data device"
   bool forward_signals = true;           // run: yes; watch: no
   std::string root = "/";                // where /proc, /sys and /dev are read (tests: a fixture)
+  // The run's place in a job that may span nodes, written at start (table
+  // node). `node_from_ranks`: `run -- LAUNCHER`, where the launcher places
+  // the ranks: the first rank's environment (GROUP_RANK, MASTER_ADDR, ...)
+  // completes it once the rank says hello.
+  NodeInfo node;
+  bool node_from_ranks = false;
+  // Several nodes: node rank 0 answers clock pings on UDP `clock_port`; the
+  // others measure their offset from `clock_peer` (record/clock_exchange.h)
+  // at each sample until one is measured.
+  bool serve_clock = false;
+  std::string clock_peer;
+  int clock_port = 0;
 };
 
 struct RecordOutcome {

@@ -36,9 +36,38 @@ struct RunInfo {
   bool oom_killed = false;         // the kernel's OOM killer ended it (vmstat/cgroup oom_kill)
 };
 
+// This run file's place in a job that may span nodes (table `node`): what
+// `run --procs K` was told (flags, srun, mpirun) or, for `run -- LAUNCHER`,
+// what the ranks' environment says (GROUP_RANK, MASTER_ADDR, ...). With
+// it, `report A.db B.db ...` reads the files of one job's nodes as one job:
+// the same master, port and world size (and SLURM job, when set), runs that
+// overlap in wall time, no rank claimed twice.
+struct NodeInfo {
+  std::optional<int> node_rank;       // GROUP_RANK; nullopt when unknown
+  std::optional<int> nnodes;          // the job's node count
+  std::optional<int> procs_per_node;  // LOCAL_WORLD_SIZE
+  std::optional<int> world_size;      // WORLD_SIZE
+  std::string master_addr;            // MASTER_ADDR; "" when unknown
+  std::optional<int> master_port;
+  std::string launcher_job;  // SLURM_JOB_ID, when set
+  std::string source;        // "flags", "srun (SLURM_NODEID=1 ...)", "the ranks' environment"
+  // CLOCK_REALTIME, in seconds since the epoch, read beside the run's start
+  // on CLOCK_MONOTONIC (RunInfo::start_monotonic_seconds): t = 0 in wall time.
+  double start_realtime_seconds = 0;
+  // This host's clock minus node rank 0's, measured when the run started
+  // (NTP's estimate over UDP at MASTER_ADDR:MASTER_PORT, the round with the
+  // shortest round trip); nullopt when not measured. The report subtracts it.
+  std::optional<double> clock_offset_seconds;
+  std::optional<double> clock_round_trip_seconds;
+};
+
 // One interval of host and process-tree figures.
 struct TimelineSample {
   double t = 0;  // seconds since start, at the end of the interval
+  // CLOCK_REALTIME at the same moment (seconds since the epoch); nullopt in
+  // run files older than the column. t and it, each sample: the clock pair
+  // that aligns several nodes' files on wall time.
+  std::optional<double> realtime_seconds;
   // The job's process tree.
   int processes = 0;
   uint64_t tree_rss_bytes = 0;
@@ -206,6 +235,7 @@ struct MemoryPeak {
 
 struct Timeline {
   RunInfo info;
+  std::optional<NodeInfo> node;  // nullopt: the file predates table node
   std::vector<TimelineSample> samples;
   std::vector<ProcessPoint> processes;
   std::vector<StepEvent> steps;

@@ -59,7 +59,8 @@ CREATE TABLE samples (
   disk_await_ms REAL NOT NULL,
   disk_read_kib_per_s REAL NOT NULL,
   steps_per_s REAL NOT NULL,
-  data_wait_fraction REAL NOT NULL
+  data_wait_fraction REAL NOT NULL,
+  realtime_seconds REAL
 );
 CREATE TABLE processes (
   interval INTEGER NOT NULL REFERENCES samples(interval),
@@ -127,6 +128,26 @@ CREATE TABLE port_counters (
   symbol_errors INTEGER NOT NULL,
   link_downed INTEGER NOT NULL,
   rcv_errors INTEGER NOT NULL
+);
+)sql";
+
+// The run file's place in a multi-node job (sample/timeline.h NodeInfo):
+// one row, written at start and rewritten when the ranks' environment or the
+// clock offset is learnt. Files of older versions lack it.
+inline constexpr std::string_view kCreateNode = R"sql(
+CREATE TABLE IF NOT EXISTS node (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  node_rank INTEGER,
+  nnodes INTEGER,
+  procs_per_node INTEGER,
+  world_size INTEGER,
+  master_addr TEXT NOT NULL,
+  master_port INTEGER,
+  launcher_job TEXT NOT NULL,
+  source TEXT NOT NULL,
+  start_realtime_seconds REAL NOT NULL,
+  clock_offset_seconds REAL,
+  clock_round_trip_seconds REAL
 );
 )sql";
 

@@ -188,8 +188,8 @@ Status RunWriter::Prepare() {
        "INSERT INTO samples (interval, t_seconds, processes, tree_rss_bytes, tree_pss_bytes, "
        "tree_cpu_percent, loader_cpu_percent, mem_available_bytes, swap_used_bytes, "
        "swap_in_pages_per_s, swap_out_pages_per_s, cpu_busy_percent, cpu_iowait_percent, "
-       "disk_util_percent, disk_await_ms, disk_read_kib_per_s, steps_per_s, data_wait_fraction) "
-       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+       "disk_util_percent, disk_await_ms, disk_read_kib_per_s, steps_per_s, data_wait_fraction, "
+       "realtime_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
       {&insert_process_,
        "INSERT INTO processes (interval, t_seconds, pid, ppid, comm, rss_bytes, cpu_percent, "
        "run_delay_percent, read_kib_per_s, rchar_kib_per_s) "
@@ -332,7 +332,8 @@ Status RunWriter::InsertInterval(const TimelineSample& s, std::span<const Proces
       .Real(s.disk_await_ms)
       .Real(s.disk_read_kib_per_s)
       .Real(s.steps_per_s)
-      .Real(s.data_wait_fraction);
+      .Real(s.data_wait_fraction)
+      .Optional(s.realtime_seconds);
   if (!sample.ok()) return Fail("cannot bind a sample");
   if (Status st = Step(insert_sample_.get(), "cannot write a sample"); !st.ok()) return st;
 
@@ -483,6 +484,29 @@ Status RunWriter::AppendRows(std::string_view what, std::string_view create, con
   if (st.ok()) st = Step(commit_.get(), "cannot commit the " + name);
   if (!st.ok()) (void)Step(rollback_.get(), "cannot roll back the " + name);
   return st;
+}
+
+Status RunWriter::WriteNode(const NodeInfo& node) {
+  return AppendRows(
+      "node", store::kCreateNode,
+      "INSERT OR REPLACE INTO node (id, node_rank, nnodes, procs_per_node, world_size, "
+      "master_addr, master_port, launcher_job, source, start_realtime_seconds, "
+      "clock_offset_seconds, clock_round_trip_seconds) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      1, [&](sqlite3_stmt* statement, size_t) {
+        Binder bind(statement);
+        return bind.Optional(node.node_rank)
+            .Optional(node.nnodes)
+            .Optional(node.procs_per_node)
+            .Optional(node.world_size)
+            .Text(node.master_addr)
+            .Optional(node.master_port)
+            .Text(node.launcher_job)
+            .Text(node.source)
+            .Real(node.start_realtime_seconds)
+            .Optional(node.clock_offset_seconds)
+            .Optional(node.clock_round_trip_seconds)
+            .ok();
+      });
 }
 
 Status RunWriter::AppendMemoryPeaks(std::span<const MemoryPeak> peaks) {

@@ -40,6 +40,9 @@ class RunWriter {
   // The single row of `run`: written at start and rewritten at exit, when
   // the duration and the exit status are known.
   Status WriteRunInfo(const RunInfo& info);
+  // The single row of `node` (created on first use): the run's place in a
+  // job that may span nodes; rewritten when more is learnt.
+  Status WriteNode(const NodeInfo& node);
   // The baseline snapshot, SnapshotToJson(snapshot).dump(); rewrites it if
   // called again.
   Status WriteBaseline(const std::string& snapshot_json);

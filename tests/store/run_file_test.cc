@@ -763,7 +763,7 @@ TEST_F(RunFileTest, AFailedIntervalLeavesNothingBehind) {
           "tree_pss_bytes, tree_cpu_percent, loader_cpu_percent, mem_available_bytes, "
           "swap_used_bytes, swap_in_pages_per_s, swap_out_pages_per_s, cpu_busy_percent, "
           "cpu_iowait_percent, disk_util_percent, disk_await_ms, disk_read_kib_per_s, "
-          "steps_per_s, data_wait_fraction FROM samples");
+          "steps_per_s, data_wait_fraction, realtime_seconds FROM samples");
   std::vector<ProcessPoint> processes = {ProcessAt(1, 0)};
   std::vector<StepEvent> steps = {StepAt(1, 0)};
   Status failed = writer->AppendInterval(SampleAt(1), processes, steps, {}, {});
