@@ -18,8 +18,29 @@
 
 namespace stallscope {
 
-struct RunAnalysis {
+// One node of a job read from several run files (analyze/job_analysis.h):
+// its figures over the run, for the per-node table and JSON `nodes`.
+struct NodeRow {
   std::string path;
+  std::string host;
+  std::optional<int> node_rank;
+  std::vector<int> ranks;                    // the global ranks whose steps the file holds
+  std::optional<double> steps_per_s;         // its lowest rank's, over the counted steps
+  std::optional<double> data_wait_fraction;  // its ranks' data wait / step time
+  std::optional<double> sync_wait_fraction;  // likewise, with stallscope.ddp(model)
+  uint64_t peak_tree_rss_bytes = 0;
+  double swap_pages_per_s = 0;  // in + out, mean over the samples
+  std::string data_device;
+  double disk_util_pct = 0;  // the data disk's means over the samples
+  double disk_await_ms = 0;
+  double cpu_pct = 0;              // the host's busy CPU, mean
+  double clock_shift_seconds = 0;  // added to the file's times to put them on the first file's
+  std::optional<double> clock_offset_seconds;  // its host minus node 0's, as measured
+  bool truncated = false;                      // its recording stopped well before the others'
+};
+
+struct RunAnalysis {
+  std::string path;  // several files: joined with ", "
   Timeline timeline;
   std::vector<Finding> findings;
   std::vector<std::string> notes;
@@ -29,6 +50,7 @@ struct RunAnalysis {
   std::vector<Layer> checked;
   std::vector<EpochSummary> epochs;  // empty when the hook marked none
   std::vector<RankSummary> ranks;    // one row per rank with steps
+  std::vector<NodeRow> nodes;        // several files read as one job; empty for one
 };
 
 // `baseline_json`: nullopt when the run has none; `stored`: the stored

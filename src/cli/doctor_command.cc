@@ -64,7 +64,7 @@ struct Flags {
   bool quick = false;
   bool force = false;
   std::string data;
-  std::string run;
+  std::vector<std::string> runs;
   std::string html;
   std::string baseline;
   std::string save_baseline;
@@ -119,8 +119,8 @@ Result<Inputs> CheckInputs(const Flags& f) {
     if (!parsed.ok()) return Status::InvalidArgument("--baseline " + parsed.status().message());
     in.baseline = std::move(*parsed);
   }
-  if (!f.run.empty()) {
-    Result<RunAnalysis> run = AnalyzeRunFile(f.run);
+  if (!f.runs.empty()) {
+    Result<RunAnalysis> run = AnalyzeRunFiles(f.runs);
     if (!run.ok()) return Status::InvalidArgument("--run " + run.status().message());
     in.run = std::move(*run);
   }
@@ -204,8 +204,10 @@ CommandRunner SetupDoctor(CLI::App& app) {
                  "an NCCL_DEBUG=INFO log of a job on this host (repeatable, or several files): "
                  "its network findings (sockets while RDMA is there, a loopback or container "
                  "interface) join the network layer");
-  app.add_option("--run", flags->run,
-                 "a run file of `stallscope run`: its findings join the triage");
+  app.add_option("--run", flags->runs,
+                 "a run file of `stallscope run`: its findings join the triage (repeatable: one "
+                 "file per node of one job)")
+      ->allow_extra_args(false);
   app.add_flag("--quick", flags->quick,
                "no active benchmark, a short sampling window: done in about a second");
   app.add_option("--html", flags->html, "also write the report as one self-contained HTML file");

@@ -1,5 +1,6 @@
 #include "cli/run_analysis.h"
 
+#include "analyze/job_analysis.h"
 #include "cli/commands.h"
 #include "core/atomic_file.h"
 #include "core/json_text.h"
@@ -14,6 +15,17 @@ Result<RunAnalysis> AnalyzeRunFile(const std::string& path) {
   std::optional<std::string> baseline;
   if (Result<std::string> read = ReadBaseline(path); read.ok()) baseline = std::move(*read);
   return AnalyzeRun(path, std::move(*timeline), std::move(baseline), ReadStoredFindings(path));
+}
+
+Result<RunAnalysis> AnalyzeRunFiles(const std::vector<std::string>& paths) {
+  if (paths.size() == 1) return AnalyzeRunFile(paths.front());
+  std::vector<RunAnalysis> nodes;
+  for (const std::string& path : paths) {
+    Result<RunAnalysis> one = AnalyzeRunFile(path);
+    if (!one.ok()) return one.status();
+    nodes.push_back(std::move(*one));
+  }
+  return AnalyzeJob(std::move(nodes));
 }
 
 Status WriteRunHtml(const RunAnalysis& run, const std::string& html_path) {

@@ -17,6 +17,10 @@ namespace stallscope {
 
 // Errors name the file (missing, not SQLite, not a run file).
 Result<RunAnalysis> AnalyzeRunFile(const std::string& path);
+// One file as AnalyzeRunFile; several as one job (analyze/job_analysis.h):
+// the error names the file that cannot be read, or the files of different
+// jobs.
+Result<RunAnalysis> AnalyzeRunFiles(const std::vector<std::string>& paths);
 
 // The findings of a run as `run`, `watch` and `report` print them: the JSON
 // on stdout, or the text on `text_out`; kExitOk.

@@ -10,7 +10,77 @@ std::string Ms(const std::optional<double>& seconds) {
   return seconds ? fmt::format("{:.1f}", 1000 * *seconds) : "-";
 }
 
+std::string Percent(const std::optional<double>& fraction) {
+  return fraction ? fmt::format("{:.1f}%", 100 * *fraction) : "-";
+}
+
+nlohmann::ordered_json OrNull(const std::optional<double>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
 }  // namespace
+
+std::string RankRangeText(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += i == j ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    i = j + 1;
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string RenderNodeTable(const std::vector<NodeRow>& nodes) {
+  if (nodes.size() < 2) return "";
+  std::string out =
+      "per node (steps/s of its lowest rank; data and sync wait as shares of its ranks' step "
+      "time; host figures are means over the samples):\n";
+  out += fmt::format("{:>4}  {:<16} {:<10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>12} {:>6}\n", "node",
+                     "host", "ranks", "steps/s", "data wait", "sync wait", "peak RSS", "swap p/s",
+                     "disk util/ms", "cpu");
+  for (const NodeRow& n : nodes) {
+    out += fmt::format(
+        "{:>4}  {:<16} {:<10} {:>7} {:>9} {:>9} {:>10} {:>7.0f} {:>12} {:>5.0f}%{}\n",
+        n.node_rank ? std::to_string(*n.node_rank) : "-", n.host.empty() ? "-" : n.host,
+        RankRangeText(n.ranks), n.steps_per_s ? fmt::format("{:.2f}", *n.steps_per_s) : "-",
+        Percent(n.data_wait_fraction), Percent(n.sync_wait_fraction),
+        fmt::format("{:.1f} MiB", static_cast<double>(n.peak_tree_rss_bytes) / (1 << 20)),
+        n.swap_pages_per_s,
+        n.data_device.empty() ? "-"
+                              : fmt::format("{:.0f}%/{:.1f}", n.disk_util_pct, n.disk_await_ms),
+        n.cpu_pct, n.truncated ? "  (cut short)" : "");
+  }
+  return out;
+}
+
+nlohmann::ordered_json NodesToJson(const std::vector<NodeRow>& nodes) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const NodeRow& n : nodes) {
+    nlohmann::ordered_json j;
+    j["host"] = n.host;
+    j["node_rank"] = n.node_rank ? nlohmann::ordered_json(*n.node_rank) : nullptr;
+    j["file"] = n.path;
+    j["ranks"] = n.ranks;
+    j["steps_per_s"] = OrNull(n.steps_per_s);
+    j["data_wait_fraction"] = OrNull(n.data_wait_fraction);
+    j["sync_wait_fraction"] = OrNull(n.sync_wait_fraction);
+    j["peak_tree_rss_bytes"] = n.peak_tree_rss_bytes;
+    j["swap_pages_per_s"] = n.swap_pages_per_s;
+    j["data_device"] = n.data_device;
+    j["util_pct"] = n.data_device.empty() ? nlohmann::ordered_json(nullptr)
+                                          : nlohmann::ordered_json(n.disk_util_pct);
+    j["await_ms"] = n.data_device.empty() ? nlohmann::ordered_json(nullptr)
+                                          : nlohmann::ordered_json(n.disk_await_ms);
+    j["cpu_pct"] = n.cpu_pct;
+    j["clock_shift_seconds"] = n.clock_shift_seconds;
+    j["clock_offset_seconds"] = OrNull(n.clock_offset_seconds);
+    j["truncated"] = n.truncated;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
 
 std::string RenderRankTable(const std::vector<RankSummary>& ranks) {
   if (ranks.size() < 2) return "";

@@ -1,5 +1,6 @@
 // Rendering of the distributed figures: the per-rank table that `run` and
-// `report` print for a data-parallel run, and the table of `stallscope
+// `report` print for a data-parallel run, the per-node table of a job read
+// from several run files, and the table of `stallscope
 // scale`; text for people, JSON objects for the --json reports. Pure;
 // thread-safe.
 #pragma once
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "analyze/rank_rules.h"
+#include "analyze/run_analysis.h"
 #include "analyze/scaling.h"
 
 namespace stallscope {
@@ -16,6 +18,12 @@ namespace stallscope {
 // Empty for fewer than two ranks (a single process has nothing to compare).
 std::string RenderRankTable(const std::vector<RankSummary>& ranks);
 nlohmann::ordered_json RanksToJson(const std::vector<RankSummary>& ranks);
+// "" for fewer than two nodes.
+std::string RenderNodeTable(const std::vector<NodeRow>& nodes);
+// JSON `nodes` of stallscope.report/1: an array (empty for one file).
+nlohmann::ordered_json NodesToJson(const std::vector<NodeRow>& nodes);
+// "0-7, 12": a sorted list of ranks in ranges.
+std::string RankRangeText(const std::vector<int>& ranks);
 
 std::string RenderScaleTable(const ScaleAnalysis& analysis);
 nlohmann::ordered_json ScaleToJson(const ScaleAnalysis& analysis);

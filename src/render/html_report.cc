@@ -10,6 +10,7 @@
 #include "analyze/baseline.h"
 #include "analyze/triage_table.h"
 #include "core/json_text.h"
+#include "render/distributed.h"
 #include "render/report.h"
 
 namespace stallscope {
@@ -101,7 +102,7 @@ std::vector<ChartMarker> EpochMarkers(const Timeline& timeline) {
 
 ChartSeries SampleSeries(const Timeline& t, std::string name,
                          double (*value)(const TimelineSample&)) {
-  ChartSeries s{std::move(name), {}, false};
+  ChartSeries s{std::move(name), {}, false, std::nullopt};
   for (const TimelineSample& sample : t.samples) s.points.emplace_back(sample.t, value(sample));
   return s;
 }
@@ -162,7 +163,7 @@ Chart ProcessCpuChart(const Timeline& t) {
     }
   }
   if (!other.empty()) {
-    ChartSeries rest{"other processes", {}, false};
+    ChartSeries rest{"other processes", {}, false, std::nullopt};
     for (const auto& [x, y] : other) rest.points.emplace_back(x, y);
     chart.series.push_back(std::move(rest));
   }
@@ -235,7 +236,8 @@ std::vector<Chart> TimelineCharts(const Timeline& t, const std::vector<Finding>&
         memory.series.push_back(
             ChartSeries{"leak projection",
                         {{last.t, start}, {last.t + horizon, start + *slope * horizon}},
-                        true});
+                        true,
+                        std::nullopt});
         tree_peak = std::max(tree_peak, start + *slope * horizon);
       }
     }
@@ -334,13 +336,30 @@ std::vector<Chart> TimelineCharts(const Timeline& t, const std::vector<Finding>&
     add(std::move(gpu));
   }
   // Per rank from the hook's steps; else the sampler's per-interval figures.
+  // A job of several nodes: each rank named by its host, a node's ranks in
+  // one colour (the lanes of a node read together).
+  std::map<int, std::string> host_of;
+  std::map<std::string, size_t> host_colour;
+  for (const RankInfo& r : t.ranks) {
+    if (r.hostname.empty()) continue;
+    host_of.emplace(r.rank, r.hostname);
+    host_colour.emplace(r.hostname, host_colour.size());
+  }
+  const bool several_hosts = host_colour.size() > 1;
   std::map<int, ChartSeries> step_time, wait;
   for (const StepEvent& s : t.steps) {
     ChartSeries& st = step_time[s.rank];
     ChartSeries& w = wait[s.rank];
     if (st.name.empty()) {
-      st.name = fmt::format("rank {} step", s.rank);
-      w.name = fmt::format("rank {} data wait", s.rank);
+      auto host = host_of.find(s.rank);
+      if (several_hosts && host != host_of.end()) {
+        st.name = fmt::format("rank {} on {} step", s.rank, host->second);
+        w.name = fmt::format("rank {} on {} data wait", s.rank, host->second);
+        st.colour = w.colour = host_colour[host->second];
+      } else {
+        st.name = fmt::format("rank {} step", s.rank);
+        w.name = fmt::format("rank {} data wait", s.rank);
+      }
     }
     st.points.emplace_back(s.t, s.step_seconds);
     w.points.emplace_back(s.t, s.wait_seconds);
@@ -418,6 +437,31 @@ std::string RenderHtmlReport(const HtmlReportInput& in) {
         E(LayerName(l.layer)), StatusClass(l), E(StatusText(l)), E(why), n);
   }
   out += "</table>\n";
+
+  if (in.nodes && !in.nodes->empty()) {
+    out +=
+        "<h2>Nodes</h2>\n<table class=\"nodes\"><tr><th>node</th><th>host</th><th>ranks</th>"
+        "<th>steps/s</th><th>data wait</th><th>sync wait</th><th>peak RSS</th><th>swap p/s</th>"
+        "<th>data disk util / await</th><th>CPU</th><th>file</th></tr>\n";
+    auto share = [](const std::optional<double>& f) {
+      return f ? fmt::format("{:.1f}%", 100 * *f) : std::string("-");
+    };
+    for (const NodeRow& n : *in.nodes) {
+      out += fmt::format(
+          "<tr data-host=\"{1}\"><td>{0}</td><td>{1}</td><td>{2}</td><td>{3}</td><td>{4}</td>"
+          "<td>{5}</td><td>{6:.1f} MiB</td><td>{7:.0f}</td><td>{8}</td><td>{9:.0f}%</td>"
+          "<td><code>{10}</code>{11}</td></tr>\n",
+          n.node_rank ? std::to_string(*n.node_rank) : "-", E(n.host), E(RankRangeText(n.ranks)),
+          n.steps_per_s ? fmt::format("{:.2f}", *n.steps_per_s) : "-", share(n.data_wait_fraction),
+          share(n.sync_wait_fraction), static_cast<double>(n.peak_tree_rss_bytes) / (1 << 20),
+          n.swap_pages_per_s,
+          n.data_device.empty() ? "-"
+                                : E(fmt::format("{} {:.0f}% / {:.1f} ms", n.data_device,
+                                                n.disk_util_pct, n.disk_await_ms)),
+          n.cpu_pct, E(n.path), n.truncated ? " (cut short)" : "");
+    }
+    out += "</table>\n";
+  }
 
   if (in.timeline) {
     std::vector<Chart> charts = TimelineCharts(*in.timeline, report.findings);

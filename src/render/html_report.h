@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyze/run_analysis.h"
 #include "render/svg_chart.h"
 #include "sample/finding.h"
 #include "sample/timeline.h"
@@ -38,6 +39,8 @@ struct HtmlReportInput {
   std::vector<std::pair<std::string, std::string>> facts;
   const HostBaseline* host_baseline = nullptr;  // doctor's figures of this host
   std::string snapshot_json;                    // the baseline snapshot, shown folded; "" for none
+  // A job of several nodes: one row per node, shown after the layers.
+  const std::vector<NodeRow>* nodes = nullptr;
 };
 
 // The charts of a timeline, in page order. Charts with nothing to draw (no

@@ -195,7 +195,7 @@ std::string RenderDiffHtml(const RunDiff& d) {
     c.title = title;
     c.unit = ChartUnit::kMilliseconds;
     for (const auto& [name, s] : {std::pair{"A", &d.a}, std::pair{"B", &d.b}}) {
-      ChartSeries series{name, {}, false};
+      ChartSeries series{name, {}, false, std::nullopt};
       for (const auto& [t, v] : series_of(*s)) series.points.emplace_back(t, v * 1e3);
       if (!series.points.empty()) c.series.push_back(std::move(series));
     }

@@ -7,6 +7,7 @@
 #include "analyze/nccl_log_rules.h"
 #include "analyze/report.h"
 #include "analyze/run_inputs.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "render/distributed.h"
 #include "render/html_report.h"
@@ -66,6 +67,14 @@ nlohmann::ordered_json EpochsToJson(const std::vector<EpochSummary>& epochs) {
   return out;
 }
 
+// The host, or a job's hosts in node order.
+std::string RunHosts(const RunAnalysis& run) {
+  if (run.nodes.empty()) return run.timeline.info.hostname;
+  std::vector<std::string> hosts;
+  for (const NodeRow& n : run.nodes) hosts.push_back(n.host);
+  return Join(hosts, ", ");
+}
+
 nlohmann::ordered_json RunInfoToJson(const RunInfo& info) {
   auto opt = [](const auto& v) {
     return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
@@ -86,12 +95,13 @@ std::string RenderRunHtml(const RunAnalysis& run) {
   const RunInfo& info = run.timeline.info;
   HtmlReportInput in;
   in.command = "report";
-  in.host = info.hostname;
+  in.host = RunHosts(run);
   in.time_utc = info.started_utc;
   in.report = &report;
   in.timeline = &run.timeline;
   in.run_file = run.path;
   in.snapshot_json = run.baseline_json;
+  if (!run.nodes.empty()) in.nodes = &run.nodes;
   in.not_checked_why = {{Layer::kDistributed, "fewer than two ranks reported steps"},
                         {Layer::kCode, "no rule of the code layer fired on this run's data"}};
   in.facts = {{"command", info.command},
@@ -139,7 +149,7 @@ nlohmann::ordered_json RunReportJson(std::string_view command, const RunAnalysis
                                      const std::vector<NcclLogFile>& nccl_logs) {
   const Timeline& timeline = run.timeline;
   Report report = MakeRunReport(run);
-  ReportHeader header{std::string(command), timeline.info.hostname, timeline.info.started_utc,
+  ReportHeader header{std::string(command), RunHosts(run), timeline.info.started_utc,
                       timeline.info.duration_seconds.value_or(0)};
   nlohmann::ordered_json j = ReportToJson(header, report);
   j["run"] = RunInfoToJson(timeline.info);
@@ -148,6 +158,7 @@ nlohmann::ordered_json RunReportJson(std::string_view command, const RunAnalysis
   j["epochs"] = EpochsToJson(run.epochs);
   j["ranks"] = RanksToJson(run.ranks);
   j["inputs"] = InputsToJson(timeline);
+  if (!run.nodes.empty()) j["nodes"] = NodesToJson(run.nodes);
   if (!nccl_logs.empty()) j["nccl_logs"] = NcclLogsJson(nccl_logs);
   return j;
 }
@@ -155,13 +166,16 @@ nlohmann::ordered_json RunReportJson(std::string_view command, const RunAnalysis
 std::string RenderRunReportText(std::string_view command, const RunAnalysis& run) {
   const Timeline& timeline = run.timeline;
   Report report = MakeRunReport(run);
-  ReportHeader header{std::string(command), timeline.info.hostname, timeline.info.started_utc,
+  ReportHeader header{std::string(command), RunHosts(run), timeline.info.started_utc,
                       timeline.info.duration_seconds.value_or(0)};
   std::string out = "\n" + DescribeRunEnd(timeline.info, timeline.samples.size());
   std::string table = RenderEpochTable(run.epochs);
   if (!table.empty()) out += "\n" + table;
   if (std::string rank_table = RenderRankTable(run.ranks); !rank_table.empty()) {
     out += "\n" + rank_table;
+  }
+  if (std::string node_table = RenderNodeTable(run.nodes); !node_table.empty()) {
+    out += "\n" + node_table;
   }
   std::vector<LoaderInput> inputs = WhatTheLoaderReads(timeline);
   for (size_t i = 0; i < inputs.size() && i < kInputsShown; ++i) {
@@ -174,7 +188,11 @@ std::string RenderRunReportText(std::string_view command, const RunAnalysis& run
                        inputs.size() - kInputsShown);
   }
   out += "\n" + RenderReportText(header, report);
-  out += fmt::format("run file: {} (sqlite3 {} 'select * from samples')\n", run.path, run.path);
+  if (run.nodes.empty()) {
+    out += fmt::format("run file: {} (sqlite3 {} 'select * from samples')\n", run.path, run.path);
+  } else {
+    out += fmt::format("run files, one job: {}\n", run.path);
+  }
   return out;
 }
 

@@ -182,7 +182,7 @@ std::string RenderSvgChart(const Chart& chart) {
   // Series.
   size_t index = 0;
   for (const ChartSeries& s : chart.series) {
-    const char* color = kColors[index % std::size(kColors)];
+    const char* color = kColors[s.colour.value_or(index) % std::size(kColors)];
     std::vector<std::pair<double, double>> points = Reduce(s.points);
     std::string coords;
     size_t drawn_points = 0;

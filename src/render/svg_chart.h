@@ -22,6 +22,7 @@ struct ChartSeries {
   std::string name;
   std::vector<std::pair<double, double>> points;  // (seconds since start, value), by x
   bool dashed = false;                            // a projection, not a measurement
+  std::optional<size_t> colour;  // a palette index shared by a group (a node's ranks); else its own
 };
 
 struct ChartMarker {

@@ -87,8 +87,8 @@ Finding Leak() {
 
 TEST(SvgChart, OnePolylinePerSeriesAndEscapedText) {
   Chart c{"chart-x", "a <b> & c", ChartUnit::kPercent, {}, {{5, "epoch <1>"}}, std::nullopt, 100.0};
-  c.series.push_back({"first", {{0, 1}, {10, 50}}, false});
-  c.series.push_back({"second\"", {{0, 2}, {10, 3}}, true});
+  c.series.push_back({"first", {{0, 1}, {10, 50}}, false, std::nullopt});
+  c.series.push_back({"second\"", {{0, 2}, {10, 3}}, true, std::nullopt});
   std::string svg = RenderSvgChart(c);
   EXPECT_EQ(Count(svg, "<svg"), 1u);
   EXPECT_EQ(Count(svg, "<polyline"), 2u);
@@ -102,7 +102,7 @@ TEST(SvgChart, OnePolylinePerSeriesAndEscapedText) {
 
 TEST(SvgChart, LongSeriesAreReduced) {
   Chart c{"chart-long", "long", ChartUnit::kPlain, {}, {}, std::nullopt, std::nullopt};
-  ChartSeries s{"s", {}, false};
+  ChartSeries s{"s", {}, false, std::nullopt};
   for (int i = 0; i < 36000; ++i) s.points.emplace_back(i, i % 100);
   c.series.push_back(s);
   std::string svg = RenderSvgChart(c);
@@ -197,7 +197,7 @@ TEST(HtmlReport, ProcessCpuChartPutsRanksFirstThenTheBusiestWorkers) {
 // the plot; the end-to-end test checks the same in Chromium's layout.
 TEST(SvgChart, EpochLabelsAreThinnedSoNoneOverlap) {
   Chart c{"chart-e", "epochs", ChartUnit::kPlain, {}, {}, std::nullopt, std::nullopt};
-  c.series.push_back({"s", {{0, 1}, {400, 2}}, false});
+  c.series.push_back({"s", {{0, 1}, {400, 2}}, false, std::nullopt});
   for (int e = 0; e < 40; ++e) c.markers.push_back({e * 10.0, "epoch " + std::to_string(e)});
   std::string svg = RenderSvgChart(c);
   EXPECT_EQ(Count(svg, "<g class=\"marker\">"), 40u);

@@ -1,0 +1,36 @@
+// One job from several run files: the run files of a job's nodes (one
+// `stallscope run` per node) read as one job, as `report A.db B.db ...` and
+// `doctor --run A.db --run B.db` print it.
+//
+// The files must be of one job: the same master, port and world size (and
+// SLURM job, where recorded), recordings that overlap in wall time, and no
+// global rank in two files; otherwise nothing is merged and the error names
+// the files. Each file keeps its own host findings (memory, io, network),
+// tagged with its host, so one node's swapping is never the job's; the
+// distributed rules judge every rank of every file together, on the first
+// file's clock (each file shifted by the wall clocks at their starts, less
+// the offsets to node 0 measured at start). A missing node, missing ranks or
+// a file cut short are notes; the rest is reported. Pure; thread-safe.
+#pragma once
+
+#include <vector>
+
+#include "analyze/run_analysis.h"
+#include "core/status.h"
+
+namespace stallscope {
+
+// A file whose recording ends more than this before the job's last file
+// (and more than 3 of its intervals) is called cut short.
+inline constexpr double kNodeEndedEarlySeconds = 10.0;
+// Recordings of one job overlap in wall time; slack for clocks and for a
+// node started late.
+inline constexpr double kJobOverlapSlackSeconds = 60.0;
+
+// `nodes`: each file's own analysis (AnalyzeRun), at least two. The result
+// holds the merged timeline (the first node's samples, every file's steps),
+// the findings, notes, ranks and epochs of the whole job, and one NodeRow
+// per file, ordered by node rank (then host).
+Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes);
+
+}  // namespace stallscope
