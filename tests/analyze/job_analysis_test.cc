@@ -1,0 +1,114 @@
+// Several nodes' run files as one job (analyze/job_analysis.h): the ranks of
+// every file judged together, host findings said of their host, files of
+// other jobs and ranks claimed twice refused, the clocks shifted.
+#include "analyze/job_analysis.h"
+
+#include <gtest/gtest.h>
+
+namespace stallscope {
+namespace {
+
+// One node of a 2-node job: rank `rank` on `host`, 20 steps of 0.2 s, the
+// rank waiting `sync_s` of each in gradient sync.
+RunAnalysis Node(const std::string& host, int rank, double sync_s, double start_realtime) {
+  Timeline t;
+  t.info.hostname = host;
+  t.info.started_utc = "2026-12-02T10:00:00Z";
+  t.info.interval_seconds = 1;
+  t.info.duration_seconds = 5;
+  NodeInfo n;
+  n.node_rank = rank;
+  n.nnodes = 2;
+  n.procs_per_node = 1;
+  n.world_size = 2;
+  n.master_addr = "10.0.0.1";
+  n.master_port = 29500;
+  n.source = "flags";
+  n.start_realtime_seconds = start_realtime;
+  t.node = n;
+  for (int i = 0; i <= 5; ++i) {
+    TimelineSample sample;
+    sample.t = i;
+    t.samples.push_back(sample);
+  }
+  t.ranks.push_back(RankInfo{100 + rank, rank, 0, 2, host});
+  for (int s = 0; s < 20; ++s) {
+    t.steps.push_back(StepEvent{rank, s, 0.2 * (s + 1), 0.001, 0.2});
+    t.step_syncs.push_back(StepSync{rank, s, sync_s, 0.01});
+  }
+  RunAnalysis run = AnalyzeRun(host + ".db", std::move(t), std::nullopt, FindingsWithNotes{});
+  return run;
+}
+
+const Finding* Find(const RunAnalysis& run, std::string_view id) {
+  for (const Finding& f : run.findings) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+std::string Text(const Finding& f, std::string_view name) {
+  for (const Evidence& e : f.evidence) {
+    if (e.name == name) return std::get<std::string>(e.value);
+  }
+  return "";
+}
+
+TEST(JobAnalysis, TheStragglerIsNamedAcrossFiles) {
+  std::vector<RunAnalysis> nodes;
+  nodes.push_back(Node("node-b", 1, 0.001, 1000.5));  // order given does not matter
+  nodes.push_back(Node("node-a", 0, 0.12, 1000.0));
+  Result<RunAnalysis> job = AnalyzeJob(std::move(nodes));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  ASSERT_EQ(job->nodes.size(), 2u);
+  EXPECT_EQ(job->nodes[0].host, "node-a");
+  EXPECT_EQ(job->nodes[1].host, "node-b");
+  EXPECT_DOUBLE_EQ(job->nodes[1].clock_shift_seconds, 0.5);
+  EXPECT_EQ(job->ranks.size(), 2u);
+  EXPECT_EQ(job->timeline.steps.size(), 40u);
+  const Finding* f = Find(*job, "distributed.straggler");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(Text(*f, "host"), "node-b");
+  EXPECT_EQ(job->path, "node-a.db, node-b.db");
+}
+
+TEST(JobAnalysis, FilesOfAnotherJobOrARankTwiceAreRefused) {
+  std::vector<RunAnalysis> nodes;
+  nodes.push_back(Node("node-a", 0, 0.1, 1000));
+  nodes.push_back(Node("node-b", 1, 0.1, 1000));
+  nodes[1].timeline.node->master_port = 29501;
+  Result<RunAnalysis> job = AnalyzeJob(nodes);
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("different jobs"), std::string::npos);
+  nodes[1] = Node("node-b", 0, 0.1, 1000);
+  job = AnalyzeJob(nodes);
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("rank 0 has steps in both node-a.db and node-b.db"),
+            std::string::npos)
+      << job.status().message();
+  nodes[1] = Node("node-b", 1, 0.1, 1000 + 3600);
+  job = AnalyzeJob(nodes);
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("did not record at the same time"), std::string::npos);
+}
+
+TEST(JobAnalysis, HostFindingsCarryTheirHostAndMissingRanksAreNoted) {
+  std::vector<RunAnalysis> nodes;
+  nodes.push_back(Node("node-a", 0, 0.1, 1000));
+  nodes.push_back(Node("node-b", 1, 0.1, 1000));
+  nodes[1].findings.push_back(Finding{
+      "memory.swap_active", Layer::kMemory, Severity::kCritical, "swapping", {}, "", std::nullopt});
+  for (RunAnalysis& n : nodes) n.timeline.node->world_size = 4;
+  Result<RunAnalysis> job = AnalyzeJob(std::move(nodes));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  const Finding* swap = Find(*job, "memory.swap_active");
+  ASSERT_NE(swap, nullptr);
+  EXPECT_EQ(Text(*swap, "host"), "node-b");
+  EXPECT_EQ(swap->summary, "node-b: swapping");
+  bool noted = false;
+  for (const std::string& n : job->notes) noted |= n.find("ranks 2-3 are missing") != n.npos;
+  EXPECT_TRUE(noted);
+}
+
+}  // namespace
+}  // namespace stallscope
