@@ -51,7 +51,7 @@ std::string JobName(const NodeInfo& n) {
                      n.world_size ? std::to_string(*n.world_size) : "?");
 }
 
-// Every global rank a file holds steps or a hello of.
+// Every global rank a file holds steps of.
 std::set<int> RanksIn(const Timeline& t) {
   std::set<int> ranks;
   for (const StepEvent& s : t.steps) ranks.insert(s.rank);
@@ -104,17 +104,6 @@ Status CheckOneJob(const std::vector<RunAnalysis>& nodes, const std::vector<File
     }
   }
   return Status::Ok();
-}
-
-// "0-7, 12" for a sorted set.
-std::string RankRanges(const std::set<int>& ranks) {
-  std::vector<std::string> parts;
-  for (auto it = ranks.begin(); it != ranks.end();) {
-    int first = *it, last = *it;
-    for (++it; it != ranks.end() && *it == last + 1; ++it) last = *it;
-    parts.push_back(first == last ? std::to_string(first) : fmt::format("{}-{}", first, last));
-  }
-  return Join(parts, ", ");
 }
 
 NodeRow RowOf(const RunAnalysis& run, double shift) {
@@ -174,6 +163,17 @@ Finding OfHost(Finding f, const std::string& host) {
 }
 
 }  // namespace
+
+std::string RankRangeText(const std::vector<int>& ranks) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    parts.push_back(i == j ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]));
+    i = j + 1;
+  }
+  return parts.empty() ? "-" : Join(parts, ", ");
+}
 
 Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
   if (nodes.size() < 2) return Status::InvalidArgument("a job of several files needs two or more");
@@ -312,7 +312,7 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
       job.notes.push_back(fmt::format(
           "the job has {} ranks (WORLD_SIZE) and these files hold steps of {}: ranks {} are "
           "missing{}; the report is of the ranks it has",
-          *world, have.size(), RankRanges(missing),
+          *world, have.size(), RankRangeText({missing.begin(), missing.end()}),
           nnodes && static_cast<size_t>(*nnodes) > nodes.size()
               ? fmt::format(" ({} of {} nodes' files given)", nodes.size(), *nnodes)
               : ""));

@@ -13,6 +13,7 @@
 // a file cut short are notes; the rest is reported. Pure; thread-safe.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "analyze/run_analysis.h"
@@ -32,5 +33,8 @@ inline constexpr double kJobOverlapSlackSeconds = 60.0;
 // the findings, notes, ranks and epochs of the whole job, and one NodeRow
 // per file, ordered by node rank (then host).
 Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes);
+
+// A sorted list of ranks in ranges: {0, 1, 2, 7} -> "0-2, 7"; "-" for none.
+std::string RankRangeText(const std::vector<int>& ranks);
 
 }  // namespace stallscope

@@ -20,18 +20,6 @@ nlohmann::ordered_json OrNull(const std::optional<double>& v) {
 
 }  // namespace
 
-std::string RankRangeText(const std::vector<int>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += i == j ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
-    i = j + 1;
-  }
-  return out.empty() ? "-" : out;
-}
-
 std::string RenderNodeTable(const std::vector<NodeRow>& nodes) {
   if (nodes.size() < 2) return "";
   std::string out =

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/job_analysis.h"
 #include "analyze/rank_rules.h"
 #include "analyze/run_analysis.h"
 #include "analyze/scaling.h"
@@ -22,8 +23,6 @@ nlohmann::ordered_json RanksToJson(const std::vector<RankSummary>& ranks);
 std::string RenderNodeTable(const std::vector<NodeRow>& nodes);
 // JSON `nodes` of stallscope.report/1: an array (empty for one file).
 nlohmann::ordered_json NodesToJson(const std::vector<NodeRow>& nodes);
-// "0-7, 12": a sorted list of ranks in ranges.
-std::string RankRangeText(const std::vector<int>& ranks);
 
 std::string RenderScaleTable(const ScaleAnalysis& analysis);
 nlohmann::ordered_json ScaleToJson(const ScaleAnalysis& analysis);
