@@ -38,6 +38,8 @@ test_packages=(
   iperf3
   # the exporter's tests: promtool and a real Prometheus scraping it
   prometheus
+  # the rules' tests write promtool's unit-test files and read the dashboard
+  python3-yaml
   # the HTML report's test renders the page in headless Chromium
   chromium
 )

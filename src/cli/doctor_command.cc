@@ -16,6 +16,7 @@
 #include <memory>
 #include <variant>
 
+#include "analyze/alert_rules.h"
 #include "analyze/baseline.h"
 #include "analyze/catalog.h"
 #include "analyze/dataset_rules.h"
@@ -45,6 +46,7 @@
 #include "render/doctor_json.h"
 #include "render/doctor_text.h"
 #include "render/html_report.h"
+#include "render/prometheus_rules.h"
 #include "render/report.h"
 
 namespace stallscope {
@@ -61,6 +63,8 @@ struct Flags {
   double interval = 1.0;
   bool json = false;
   bool rules = false;
+  std::string format;  // --rules --format text|json|prometheus
+  std::string window;  // --rules --format prometheus --window 5m
   bool quick = false;
   bool force = false;
   std::string data;
@@ -184,12 +188,41 @@ void CheckDataset(const Flags& f, const Snapshot& snapshot, Triage& t) {
 
 int Fail(const Status& s, bool usage) { return stallscope::Fail("doctor", s, usage); }
 
+// --rules in the format asked for.
+Result<std::string> RulesOutput(const Flags& f) {
+  std::string format = f.format.empty() ? (f.json ? "json" : "text") : f.format;
+  if (f.json && format != "json") {
+    return Status::InvalidArgument("--json and --format " + format + ": give one of them");
+  }
+  if (!f.window.empty() && format != "prometheus") {
+    return Status::InvalidArgument("--window is for --format prometheus");
+  }
+  if (format == "text") return RulesText();
+  if (format == "json") return JsonText(RulesJson()) + "\n";
+  if (format == "prometheus") {
+    PrometheusRuleOptions options;
+    if (!f.window.empty()) {
+      Result<double> window = ParseAlertWindow(f.window);
+      if (!window.ok()) return Status::InvalidArgument("--window " + window.status().message());
+      options.window_seconds = *window;
+    }
+    return PrometheusRulesYaml(options);
+  }
+  return Status::InvalidArgument("--format " + format + ": expected text, json or prometheus");
+}
+
 }  // namespace
 
 CommandRunner SetupDoctor(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
   app.add_flag("--json", flags->json, "machine output (schema stallscope.report/1)");
   app.add_flag("--rules", flags->rules, "print the rule catalog: id, layer, threshold, source");
+  app.add_option("--format", flags->format,
+                 "with --rules: text (default), json, or prometheus (the triage as Prometheus "
+                 "recording and alerting rules, deploy/prometheus/stallscope.rules.yml)");
+  app.add_option("--window", flags->window,
+                 "with --rules --format prometheus: the rate() window every duration is a "
+                 "multiple of (default 5m)");
   CLI::Option* interval =
       app.add_option("--interval", flags->interval,
                      "seconds of sampling for swap and disk activity (--quick: 0.25)")
@@ -225,9 +258,16 @@ CommandRunner SetupDoctor(CLI::App& app) {
   return [flags, interval]() {
     const Flags& f = *flags;
     if (f.rules) {
-      std::string out = f.json ? JsonText(RulesJson()) + "\n" : RulesText();
-      std::fputs(out.c_str(), stdout);
+      Result<std::string> out = RulesOutput(f);
+      if (!out.ok()) return Fail(out.status(), true);
+      std::fputs(out->c_str(), stdout);
       return kExitOk;
+    }
+    if (!f.format.empty() || !f.window.empty()) {
+      return Fail(Status::InvalidArgument(
+                      fmt::format("{} is for --rules (the doctor's own output: --json, --html)",
+                                  f.format.empty() ? "--window" : "--format")),
+                  true);
     }
     Result<Inputs> inputs = CheckInputs(f);
     if (!inputs.ok()) return Fail(inputs.status(), true);

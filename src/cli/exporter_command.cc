@@ -20,6 +20,7 @@
 #include "export/host_metrics.h"
 #include "export/http_server.h"
 #include "export/job_metrics.h"
+#include "export/job_trees.h"
 #include "probe/gpu_probe.h"
 #include "render/exposition.h"
 
@@ -41,6 +42,7 @@ struct ExporterFlags {
   std::string listen = "127.0.0.1:9400";
   double interval = 5;
   std::string hook_socket;
+  std::string root = "/";
 };
 
 void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& jobs, size_t notes,
@@ -117,8 +119,10 @@ int RunExporter(const ExporterFlags& flags) {
   if (sfd < 0) return Fail("exporter", "signalfd failed", kExitCouldNotRun);
   signal(SIGPIPE, SIG_IGN);
 
-  HostMetrics host(Root("/"), GpuProbe::Open(Root("/")));
+  const Root root(flags.root);
+  HostMetrics host(root, GpuProbe::Open(root));
   JobTable jobs(kMaxJobProcesses, kJobExpirySeconds);
+  JobTrees trees(root);
   std::string hostname = Hostname();
   std::set<std::string> told;  // notes already printed once
 
@@ -148,6 +152,7 @@ int RunExporter(const ExporterFlags& flags) {
     Exposition out;
     std::vector<std::string> notes;
     host.Emit(out, notes);
+    if (std::string note = trees.Update(jobs); !note.empty()) notes.push_back(note);
     jobs.Emit(out, hostname, start);
     EmitSelf(out, server->counts(), jobs, notes.size(), (MonotonicNs() - start) / 1e9);
     for (const std::string& n : notes) {
@@ -189,6 +194,10 @@ CommandRunner SetupExporter(CLI::App& app) {
   app.add_option(
       "--hook-socket", flags->hook_socket,
       "where jobs send hook records (STALLSCOPE_SOCKET); default " + DefaultHookSocketPath());
+  app.add_option("--root", flags->root,
+                 "read /proc, /sys and /dev under DIR instead of / (a copied host tree, a "
+                 "test fixture)")
+      ->capture_default_str();
   return [flags]() { return RunExporter(*flags); };
 }
 

@@ -96,6 +96,11 @@ constexpr Series<MemoryItem> kMemorySeries[] = {
      [](const MemoryItem& x) -> Value { return D(x.m.shmem_bytes); }},
     {"stallscope_memory_major_faults_total", "Page faults that waited for the disk (pgmajfault).",
      kCounterType, [](const MemoryItem& x) -> Value { return D(x.vm.pgmajfault); }},
+    {"stallscope_memory_oom_kills_total",
+     "Processes the kernel's OOM killer ended (vmstat oom_kill, Linux 4.13+).", kCounterType,
+     [](const MemoryItem& x) -> Value {
+       return x.vm.oom_kill ? Value(D(*x.vm.oom_kill)) : Value();
+     }},
     {"stallscope_swap_total_bytes", "SwapTotal of /proc/meminfo.", kGaugeType,
      [](const MemoryItem& x) -> Value { return D(x.m.swap_total_bytes); }},
     {"stallscope_swap_used_bytes", "SwapTotal minus SwapFree.", kGaugeType,

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/text.h"
 #include "record/hook_receiver.h"
+#include "sample/process.h"
 
 namespace stallscope {
 
@@ -76,7 +79,7 @@ void JobTable::Ingest(std::string_view datagram, int64_t now_ns) {
       continue;
     }
     bool known = !events.steps.empty() || !events.epochs.empty() || !events.loaders.empty() ||
-                 !events.pids.empty() || events.dropped;
+                 !events.pids.empty() || !events.syncs.empty() || events.dropped;
     if (!known) continue;  // a record type from a newer hook
     JobProcess* p = ProcessFor(static_cast<int>(*pid), static_cast<int>(*rank), now_ns);
     if (!p) continue;
@@ -98,10 +101,58 @@ void JobTable::Ingest(std::string_view datagram, int64_t now_ns) {
         }
       }
     }
+    for (const StepSync& s : events.syncs) {
+      p->sync_seconds_sum += s.sync_seconds;
+      p->reports_sync = true;
+    }
     for (const EpochEvent& e : events.epochs) p->epoch = e.epoch;
     for (const LoaderConfig& l : events.loaders) p->loader_workers = l.num_workers;
     if (events.dropped > 0) p->dropped_datagrams += static_cast<uint64_t>(events.dropped);
   }
+}
+
+void JobTable::UpdateTree(int pid, const ProcessTree& tree) {
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return;
+  JobProcess& p = it->second;
+  std::map<int32_t, MemberTotals> now;
+  RoleFigures roles[2];
+  for (const ProcessSample& m : tree.processes) {
+    MemberTotals t;
+    t.worker = m.pid != pid;
+    t.cpu_seconds = m.utime_seconds + m.stime_seconds;
+    t.run_delay_seconds = static_cast<double>(m.run_delay_ns.value_or(0)) / 1e9;
+    RoleFigures& r = roles[t.worker ? 1 : 0];
+    ++r.processes;
+    r.rss_bytes += m.rss_bytes;
+    r.cpu_seconds += t.cpu_seconds;
+    r.run_delay_seconds += t.run_delay_seconds;
+    now.emplace(m.pid, t);
+  }
+  // A member gone since the last read keeps its last figures in the
+  // counters (a worker of the last epoch, a restarted one).
+  for (const auto& [member, last] : p.members) {
+    if (now.count(member)) continue;
+    p.exited_cpu_seconds[last.worker ? 1 : 0] += last.cpu_seconds;
+    p.exited_run_delay_seconds[last.worker ? 1 : 0] += last.run_delay_seconds;
+  }
+  p.members = std::move(now);
+  for (int role = 0; role < 2; ++role) {
+    roles[role].cpu_seconds += p.exited_cpu_seconds[role];
+    roles[role].run_delay_seconds += p.exited_run_delay_seconds[role];
+  }
+  p.rank_role = roles[0];
+  p.workers_role = roles[1];
+  p.tree_read = !tree.processes.empty() || p.tree_read;
+}
+
+void JobTable::SeenInput(int pid, const std::string& device, const std::string& fs_type) {
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return;
+  auto& seen = it->second.data_devices;
+  auto key = std::make_pair(device, fs_type);
+  if (!seen.count(key) && seen.size() >= kMaxDataDevices) return;
+  ++seen[key];
 }
 
 void JobTable::Expire(int64_t now_ns) {
@@ -131,6 +182,22 @@ void JobTable::Emit(Exposition& out, const std::string& host, int64_t now_ns) co
              "Seconds since the rank last reported (it expires when silent too long).");
   out.Family("stallscope_job_hook_dropped_datagrams_total", MetricType::kCounter,
              "Datagrams the rank's hook could not send (receiver busy or gone).");
+  out.Family("stallscope_job_sync_wait_seconds_total", MetricType::kCounter,
+             "Time the rank's steps waited in gradient synchronization (stallscope.ddp(model): "
+             "each bucket's all-reduce from launch to completion, overlaps counted once).");
+  out.Family("stallscope_job_processes", MetricType::kGauge,
+             "Processes of the rank's tree: role=\"rank\" is the rank itself, role=\"workers\" "
+             "everything below it (DataLoader workers).");
+  out.Family("stallscope_job_rss_bytes", MetricType::kGauge,
+             "Resident memory (VmRSS) of the rank's tree, by role.");
+  out.Family("stallscope_job_cpu_seconds_total", MetricType::kCounter,
+             "CPU time (user + system) of the rank's tree, by role; exited members included.");
+  out.Family("stallscope_job_run_delay_seconds_total", MetricType::kCounter,
+             "Time the rank's tree was runnable but waiting for a CPU (/proc/PID/schedstat), "
+             "by role; exited members included.");
+  out.Family("stallscope_job_data_device_info", MetricType::kGauge,
+             "The disk (device, as the disk series name it) and file system behind most of the "
+             "input files the rank's workers (else the rank) were caught reading; 1.");
   std::vector<double> bounds(std::begin(kStepBucketsSeconds), std::end(kStepBucketsSeconds));
   for (const auto& [pid, p] : processes_) {
     std::vector<MetricLabel> labels = {
@@ -152,6 +219,28 @@ void JobTable::Emit(Exposition& out, const std::string& host, int64_t now_ns) co
     out.Add("stallscope_job_report_age_seconds", labels, (now_ns - p.last_seen_ns) / 1e9);
     out.Add("stallscope_job_hook_dropped_datagrams_total", labels,
             static_cast<double>(p.dropped_datagrams));
+    if (p.reports_sync)
+      out.Add("stallscope_job_sync_wait_seconds_total", labels, p.sync_seconds_sum);
+    if (p.tree_read) {
+      for (int role = 0; role < 2; ++role) {
+        const RoleFigures& r = role == 0 ? p.rank_role : p.workers_role;
+        std::vector<MetricLabel> by_role = labels;
+        by_role.push_back({"role", role == 0 ? "rank" : "workers"});
+        out.Add("stallscope_job_processes", by_role, r.processes);
+        out.Add("stallscope_job_rss_bytes", by_role, static_cast<double>(r.rss_bytes));
+        out.Add("stallscope_job_cpu_seconds_total", by_role, r.cpu_seconds);
+        out.Add("stallscope_job_run_delay_seconds_total", by_role, r.run_delay_seconds);
+      }
+    }
+    if (!p.data_devices.empty()) {
+      auto most =
+          std::max_element(p.data_devices.begin(), p.data_devices.end(),
+                           [](const auto& a, const auto& b) { return a.second < b.second; });
+      std::vector<MetricLabel> device = labels;
+      if (!most->first.first.empty()) device.push_back({"device", most->first.first});
+      if (!most->first.second.empty()) device.push_back({"fs_type", most->first.second});
+      out.Add("stallscope_job_data_device_info", device, 1);
+    }
   }
 }
 

@@ -28,6 +28,24 @@ namespace stallscope {
 inline constexpr double kStepBucketsSeconds[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                                  1,    2.5,   5,    10,  30,   60};
 
+// What the exporter read of one role of a rank's process tree at the last
+// scrape: "rank" is the process that reports, "workers" everything below it
+// (DataLoader workers). The CPU and run delay are counters that never go
+// back: a member that exits leaves its last figures in them.
+struct RoleFigures {
+  int processes = 0;
+  uint64_t rss_bytes = 0;
+  double cpu_seconds = 0;
+  double run_delay_seconds = 0;  // runnable, waiting for a CPU (schedstat)
+};
+
+// One member of a tree at the last read, for the counters above.
+struct MemberTotals {
+  bool worker = false;
+  double cpu_seconds = 0;
+  double run_delay_seconds = 0;
+};
+
 struct JobProcess {
   int pid = 0;
   std::string job;  // the job's name; "pid-N" until the hook names it
@@ -37,6 +55,8 @@ struct JobProcess {
   uint64_t steps = 0;
   double step_seconds_sum = 0;
   double wait_seconds_sum = 0;
+  double sync_seconds_sum = 0;  // stallscope.ddp(model): gradient synchronization wait
+  bool reports_sync = false;
   uint64_t bucket_counts[std::size(kStepBucketsSeconds)] = {};  // not cumulative
   double last_step_seconds = 0;
   double last_wait_seconds = 0;
@@ -44,7 +64,21 @@ struct JobProcess {
   int loader_workers = -1;  // -1: no loader reported
   uint64_t dropped_datagrams = 0;
   int64_t last_seen_ns = 0;
+  // The process tree (JobTable::UpdateTree); tree_read false until read.
+  bool tree_read = false;
+  RoleFigures rank_role, workers_role;
+  double exited_cpu_seconds[2] = {};  // rank, workers: members gone
+  double exited_run_delay_seconds[2] = {};
+  std::map<int32_t, MemberTotals> members;  // by pid, as last read
+  // The disk (as the disk series name it) or, without one, the file system
+  // type, behind most of the input files the workers (else the rank) were
+  // caught reading; counted per (device, fs_type), at most kMaxDataDevices.
+  std::map<std::pair<std::string, std::string>, uint64_t> data_devices;
 };
+
+inline constexpr size_t kMaxDataDevices = 16;
+
+struct ProcessTree;
 
 class JobTable {
  public:
@@ -53,6 +87,13 @@ class JobTable {
 
   // One datagram of hook records received at now_ns (monotonic).
   void Ingest(std::string_view datagram, int64_t now_ns);
+  // The tree of the process `pid` as read now (the root first, then its
+  // descendants): its RSS, CPU and run delay by role. Unknown pids are
+  // ignored.
+  void UpdateTree(int pid, const ProcessTree& tree);
+  // An input file the tree of `pid` was caught reading, on `device` (a
+  // whole disk, empty for a file system without one) of type fs_type.
+  void SeenInput(int pid, const std::string& device, const std::string& fs_type);
   // Drops processes silent for longer than the expiry.
   void Expire(int64_t now_ns);
   // The per-rank series, labelled job_name, rank and host.

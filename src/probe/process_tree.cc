@@ -9,6 +9,7 @@
 #include <charconv>
 #include <initializer_list>
 #include <limits>
+#include <unordered_map>
 #include <utility>
 
 #include "core/file.h"
@@ -210,6 +211,15 @@ Result<int> ReadMember(ProcPaths& paths, std::string& buffer, const ProcStat& st
     const std::string& path = paths.Of(stat.pid, "io");
     if (ReadProcFile(path, &buffer) == 0 && !buffer.empty()) {
       if (Result<ProcessIo> io = ParseProcessIo(buffer, path); io.ok()) sample->io = *io;
+    }
+  }
+  if (options.read_schedstat) {
+    const std::string& path = paths.Of(stat.pid, "schedstat");
+    if (ReadProcFile(path, &buffer) == 0 && !buffer.empty()) {
+      if (Result<Schedstat> sched = ParseSchedstat(buffer, path); sched.ok()) {
+        sample->sched_cpu_ns = sched->cpu_ns;
+        sample->run_delay_ns = sched->run_delay_ns;
+      }
     }
   }
   if (options.read_pss) {
@@ -442,6 +452,60 @@ std::vector<std::string> ParseCmdline(std::string_view text) {
   return args;
 }
 
+namespace {
+
+// The children of each process, from (ppid, index) pairs sorted by ppid then
+// pid, so that a walk gives the members depth-first, siblings in pid order.
+struct ParentIndex {
+  explicit ParentIndex(const Scan& scan) : scan_(scan) {
+    by_parent_.reserve(scan.stats.size());
+    for (size_t i = 0; i < scan.stats.size(); ++i) {
+      by_parent_.emplace_back(scan.stats[i].ppid, i);
+      by_pid_.emplace(scan.stats[i].pid, i);
+    }
+    std::sort(by_parent_.begin(), by_parent_.end(), [&](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first
+                                : scan_.stats[a.second].pid < scan_.stats[b.second].pid;
+    });
+  }
+
+  // root_pid and its descendants, as indexes into scan.stats; empty when
+  // root_pid is not listed.
+  std::vector<size_t> Members(int32_t root_pid) const {
+    std::vector<size_t> members;
+    auto root = by_pid_.find(root_pid);
+    if (root == by_pid_.end()) return members;
+    std::vector<bool> visited(scan_.stats.size(), false);
+    std::vector<size_t> stack = {root->second};
+    while (!stack.empty()) {
+      size_t index = stack.back();
+      stack.pop_back();
+      // Parent links form a cycle only in a corrupt fixture; visit once.
+      if (visited[index]) continue;
+      visited[index] = true;
+      members.push_back(index);
+      int32_t pid = scan_.stats[index].pid;
+      auto first = std::lower_bound(by_parent_.begin(), by_parent_.end(), pid,
+                                    [](const auto& entry, int32_t p) { return entry.first < p; });
+      auto last = first;
+      while (last != by_parent_.end() && last->first == pid) ++last;
+      // Pushed in reverse so the lowest pid is visited first.
+      for (auto it = last; it != first;) {
+        --it;
+        if (!visited[it->second]) stack.push_back(it->second);
+      }
+    }
+    return members;
+  }
+
+ private:
+  const Scan& scan_;
+  std::vector<std::pair<int32_t, size_t>> by_parent_;
+  std::unordered_map<int32_t, size_t> by_pid_;
+};
+
+}  // namespace
+
 Result<ProcessTree> ReadProcessTree(const Root& root, int32_t root_pid,
                                     const ProcessReadOptions& options) {
   const Status not_found = Status::NotFound("pid " + std::to_string(root_pid));
@@ -450,42 +514,8 @@ Result<ProcessTree> ReadProcessTree(const Root& root, int32_t root_pid,
   std::string buffer;
   Result<Scan> scan = ScanProcesses(paths, buffer);
   if (!scan.ok()) return scan.status();
-
-  // Children of each process, from the (ppid, index) pairs sorted by ppid
-  // then pid: the members come out depth-first with siblings in pid order.
-  std::vector<std::pair<int32_t, size_t>> by_parent;
-  by_parent.reserve(scan->stats.size());
-  std::optional<size_t> root_index;
-  for (size_t i = 0; i < scan->stats.size(); ++i) {
-    by_parent.emplace_back(scan->stats[i].ppid, i);
-    if (scan->stats[i].pid == root_pid) root_index = i;
-  }
-  if (!root_index) return not_found;
-  std::sort(by_parent.begin(), by_parent.end(), [&](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first < b.first
-                              : scan->stats[a.second].pid < scan->stats[b.second].pid;
-  });
-  std::vector<size_t> members;
-  std::vector<bool> visited(scan->stats.size(), false);
-  std::vector<size_t> stack = {*root_index};
-  while (!stack.empty()) {
-    size_t index = stack.back();
-    stack.pop_back();
-    // Parent links form a cycle only in a corrupt fixture; visit once.
-    if (visited[index]) continue;
-    visited[index] = true;
-    members.push_back(index);
-    int32_t pid = scan->stats[index].pid;
-    auto first = std::lower_bound(by_parent.begin(), by_parent.end(), pid,
-                                  [](const auto& entry, int32_t p) { return entry.first < p; });
-    auto last = first;
-    while (last != by_parent.end() && last->first == pid) ++last;
-    // Pushed in reverse so the lowest pid is visited first.
-    for (auto it = last; it != first;) {
-      --it;
-      if (!visited[it->second]) stack.push_back(it->second);
-    }
-  }
+  std::vector<size_t> members = ParentIndex(*scan).Members(root_pid);
+  if (members.empty()) return not_found;
 
   ProcessTree tree;
   tree.root_pid = root_pid;
@@ -495,6 +525,31 @@ Result<ProcessTree> ReadProcessTree(const Root& root, int32_t root_pid,
   if (!read.ok()) return read;
   if (tree.processes.empty() || tree.processes.front().pid != root_pid) return not_found;
   return tree;
+}
+
+Result<std::vector<ProcessTree>> ReadProcessTrees(const Root& root,
+                                                  std::span<const int32_t> root_pids,
+                                                  const ProcessReadOptions& options) {
+  std::vector<ProcessTree> trees(root_pids.size());
+  if (root_pids.empty()) return trees;
+  ProcPaths paths(root);
+  std::string buffer;
+  Result<Scan> scan = ScanProcesses(paths, buffer);
+  if (!scan.ok()) return scan.status();
+  const ParentIndex index(*scan);
+  for (size_t i = 0; i < root_pids.size(); ++i) {
+    ProcessTree& tree = trees[i];
+    tree.root_pid = root_pids[i];
+    std::vector<size_t> members =
+        root_pids[i] > 0 ? index.Members(root_pids[i]) : std::vector<size_t>();
+    Status read = ReadMembers(paths, buffer, *scan, members, options, &tree);
+    if (!read.ok()) return read;
+    // The root gone between the listing and the read: no tree.
+    if (!tree.processes.empty() && tree.processes.front().pid != root_pids[i]) {
+      tree.processes.clear();
+    }
+  }
+  return trees;
 }
 
 Result<ProcessTree> ReadAllProcesses(const Root& root, const ProcessReadOptions& options) {

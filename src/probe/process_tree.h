@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,12 +81,23 @@ struct ProcessReadOptions {
   bool read_cmdline = true;
   bool read_io = true;
   bool read_pss = true;
+  // /proc/PID/schedstat (time on a CPU and waiting for one): off by default,
+  // the samplers of `run` read it through kept descriptors instead.
+  bool read_schedstat = false;
 };
 
 // root_pid and its descendants under root's /proc. NotFound("pid N") when
 // root_pid does not exist; ParseError when a member's stat/status is malformed.
 Result<ProcessTree> ReadProcessTree(const Root& root, int32_t root_pid,
                                     const ProcessReadOptions& options = {});
+// The trees of several roots from one listing of /proc (the exporter reads
+// every reporting rank's tree at each scrape): one tree per root_pids entry,
+// in that order; a root that does not exist gives a tree with root_pid set
+// and no processes. A process in two trees (a root below another) is read
+// once per tree.
+Result<std::vector<ProcessTree>> ReadProcessTrees(const Root& root,
+                                                  std::span<const int32_t> root_pids,
+                                                  const ProcessReadOptions& options = {});
 // Every process under root's /proc (root_pid 0 in the result), in pid order.
 Result<ProcessTree> ReadAllProcesses(const Root& root, const ProcessReadOptions& options = {});
 

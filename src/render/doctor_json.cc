@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "analyze/alert_rules.h"
 #include "analyze/catalog.h"
 #include "analyze/triage_table.h"
 #include "render/html_report.h"
@@ -9,11 +12,35 @@
 
 namespace stallscope {
 
+namespace {
+
+// Where a catalog id stands in the fleet's rules: the alert's name with its
+// levels, or why it has none.
+std::string PrometheusLine(std::string_view id) {
+  std::vector<std::string> levels;
+  for (const RuleGroup& g : PrometheusRules()) {
+    for (const AlertRule& a : g.alerts) {
+      std::string level(SeverityName(a.severity));
+      if (a.id == id && std::find(levels.begin(), levels.end(), level) == levels.end()) {
+        levels.push_back(level);
+      }
+    }
+  }
+  if (!levels.empty()) return fmt::format("{} ({})", AlertName(id), fmt::join(levels, ", "));
+  for (const RuleWithoutAlert& r : RulesWithoutAlerts()) {
+    if (r.id == id) return fmt::format("none: {}", r.why);
+  }
+  return "none";
+}
+
+}  // namespace
+
 std::string RulesText() {
   std::string out;
   for (const Rule& r : RuleCatalog()) {
-    out += fmt::format("{}  [{}]\n  checks:    {}\n  fires:     {}\n  because:   {}\n\n", r.id,
-                       LayerName(r.layer), r.checks, r.threshold, r.source);
+    out += fmt::format(
+        "{}  [{}]\n  checks:    {}\n  fires:     {}\n  because:   {}\n  prometheus: {}\n\n", r.id,
+        LayerName(r.layer), r.checks, r.threshold, r.source, PrometheusLine(r.id));
   }
   return out;
 }
@@ -25,7 +52,8 @@ nlohmann::ordered_json RulesJson() {
                    {"layer", LayerName(r.layer)},
                    {"checks", r.checks},
                    {"threshold", r.threshold},
-                   {"source", r.source}});
+                   {"source", r.source},
+                   {"prometheus", PrometheusLine(r.id)}});
   }
   return out;
 }

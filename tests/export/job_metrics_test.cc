@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sample/process.h"
+
 namespace stallscope {
 namespace {
 
@@ -97,6 +99,87 @@ TEST(JobTable, GarbageIsCountedNotTrusted) {
   EXPECT_EQ(t.malformed_lines(), 7u);
   EXPECT_EQ(CleanJobName(std::string(129, 'a')), "");
   EXPECT_EQ(CleanJobName("a\"b\\c"), "a\"b\\c");  // escaped when printed
+}
+
+ProcessSample Member(int pid, int ppid, double cpu_s, uint64_t rss, uint64_t delay_ns) {
+  ProcessSample m;
+  m.pid = pid;
+  m.ppid = ppid;
+  m.utime_seconds = cpu_s;
+  m.rss_bytes = rss;
+  m.run_delay_ns = delay_ns;
+  return m;
+}
+
+TEST(JobTable, SyncWaitOfTheDdpHookIsACounter) {
+  JobTable t(16, 300);
+  t.Ingest("hello 100 0 0 2\njob 100 0 train\nstep 100 0 0 10 0 50000000\n", kSecond);
+  // No sync record yet: no series (a job without stallscope.ddp).
+  EXPECT_EQ(Render(t, kSecond).find("stallscope_job_sync_wait_seconds_total{"), std::string::npos);
+  t.Ingest("sync 100 0 0 20000000 30000000\nsync 100 0 1 5000000 1000000\n", kSecond);
+  EXPECT_DOUBLE_EQ(t.processes().at(100).sync_seconds_sum, 0.025);
+  EXPECT_NE(Render(t, kSecond)
+                .find("stallscope_job_sync_wait_seconds_total{job_name=\"train\",rank=\"0\","
+                      "host=\"node1\"} 0.025\n"),
+            std::string::npos)
+      << Render(t, kSecond);
+}
+
+TEST(JobTable, TreeFiguresByRoleAndCountersThatNeverGoBack) {
+  JobTable t(16, 300);
+  t.Ingest("hello 100 0 0 1\njob 100 0 train\n", kSecond);
+  // Before the tree is read: no role series.
+  EXPECT_EQ(Render(t, kSecond).find("stallscope_job_rss_bytes{"), std::string::npos);
+  ProcessTree tree;
+  tree.root_pid = 100;
+  tree.processes = {Member(100, 1, 10, 1000, 1000000000), Member(101, 100, 4, 300, 500000000),
+                    Member(102, 100, 6, 200, 0)};
+  t.UpdateTree(100, tree);
+  const JobProcess& p = t.processes().at(100);
+  EXPECT_EQ(p.rank_role.processes, 1);
+  EXPECT_EQ(p.rank_role.rss_bytes, 1000u);
+  EXPECT_EQ(p.workers_role.processes, 2);
+  EXPECT_EQ(p.workers_role.rss_bytes, 500u);
+  EXPECT_DOUBLE_EQ(p.workers_role.cpu_seconds, 10);
+  EXPECT_DOUBLE_EQ(p.workers_role.run_delay_seconds, 0.5);
+  // Worker 102 exits, 103 starts: the CPU counter keeps 102's 6 s.
+  tree.processes = {Member(100, 1, 11, 1000, 1000000000), Member(101, 100, 5, 300, 500000000),
+                    Member(103, 100, 1, 250, 100000000)};
+  t.UpdateTree(100, tree);
+  EXPECT_EQ(p.workers_role.processes, 2);
+  EXPECT_EQ(p.workers_role.rss_bytes, 550u);
+  EXPECT_DOUBLE_EQ(p.workers_role.cpu_seconds, 12);
+  EXPECT_DOUBLE_EQ(p.workers_role.run_delay_seconds, 0.6);
+  EXPECT_DOUBLE_EQ(p.rank_role.cpu_seconds, 11);
+  std::string out = Render(t, kSecond);
+  const std::string w = "{job_name=\"train\",rank=\"0\",host=\"node1\",role=\"workers\"}";
+  EXPECT_NE(out.find("stallscope_job_cpu_seconds_total" + w + " 12\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("stallscope_job_processes" + w + " 2\n"), std::string::npos);
+  EXPECT_NE(out.find("stallscope_job_rss_bytes" + w + " 550\n"), std::string::npos);
+  EXPECT_NE(out.find("stallscope_job_run_delay_seconds_total" + w + " 0.6\n"), std::string::npos);
+  // Unknown pids are ignored.
+  t.UpdateTree(999, tree);
+  EXPECT_EQ(t.processes().size(), 1u);
+}
+
+TEST(JobTable, DataDeviceIsTheOneMostReadFrom) {
+  JobTable t(16, 300);
+  t.Ingest("hello 100 0 0 1\njob 100 0 train\n", kSecond);
+  t.SeenInput(100, "vda", "ext4");
+  t.SeenInput(100, "nvme0n1", "xfs");
+  t.SeenInput(100, "nvme0n1", "xfs");
+  std::string out = Render(t, kSecond);
+  EXPECT_NE(out.find("stallscope_job_data_device_info{job_name=\"train\",rank=\"0\",host=\"node1\","
+                     "device=\"nvme0n1\",fs_type=\"xfs\"} 1\n"),
+            std::string::npos)
+      << out;
+  // A file system without a disk (NFS) names only its type; bounded.
+  JobTable u(16, 300);
+  u.Ingest("hello 200 0 0 1\njob 200 0 remote\n", kSecond);
+  u.SeenInput(200, "", "nfs4");
+  EXPECT_NE(Render(u, kSecond).find("host=\"node1\",fs_type=\"nfs4\"} 1\n"), std::string::npos);
+  for (int i = 0; i < 100; ++i) u.SeenInput(200, "d" + std::to_string(i), "ext4");
+  EXPECT_LE(u.processes().at(200).data_devices.size(), kMaxDataDevices);
 }
 
 }  // namespace

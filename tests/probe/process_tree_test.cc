@@ -273,6 +273,34 @@ TEST(ReadProcessTree, MissingRootIsNotFound) {
   EXPECT_TRUE(ReadProcessTree(Root(kFixtures + "/proc_tree"), 0).status().IsNotFound());
 }
 
+TEST(ReadProcessTrees, SeveralRootsFromOneListing) {
+  ProcessReadOptions options;
+  options.read_cmdline = false;
+  options.read_schedstat = true;
+  const int32_t roots[] = {101, 4242, 200, 100};
+  Result<std::vector<ProcessTree>> trees =
+      ReadProcessTrees(Root(kFixtures + "/proc_tree"), roots, options);
+  ASSERT_TRUE(trees.ok()) << trees.status().ToString();
+  ASSERT_EQ(trees->size(), 4u);
+  EXPECT_EQ(Pids((*trees)[0]), (std::vector<int32_t>{101, 103}));
+  EXPECT_EQ((*trees)[1].root_pid, 4242);  // no such process: an empty tree, not an error
+  EXPECT_TRUE((*trees)[1].processes.empty());
+  EXPECT_EQ(Pids((*trees)[2]), (std::vector<int32_t>{200}));
+  // A tree that holds another reads its members again.
+  EXPECT_EQ(Pids((*trees)[3]), (std::vector<int32_t>{100, 101, 103, 102}));
+  // schedstat when asked: 101 has one, 103 none.
+  const ProcessSample* worker = Find((*trees)[0], 101);
+  ASSERT_NE(worker, nullptr);
+  EXPECT_EQ(worker->sched_cpu_ns, 2518000000u);
+  EXPECT_EQ(worker->run_delay_ns, 731000000u);
+  EXPECT_FALSE(Find((*trees)[0], 103)->run_delay_ns.has_value());
+  // Off by default.
+  Result<std::vector<ProcessTree>> plain = ReadProcessTrees(Root(kFixtures + "/proc_tree"), roots);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(Find((*plain)[0], 101)->run_delay_ns.has_value());
+  EXPECT_TRUE(ReadProcessTrees(Root(kFixtures + "/proc_tree"), {})->empty());
+}
+
 TEST(ReadAllProcesses, FixtureHost) {
   Result<ProcessTree> all = ReadAllProcesses(Root(kFixtures + "/proc_tree"));
   ASSERT_TRUE(all.ok()) << all.status().ToString();
