@@ -375,6 +375,9 @@ constexpr RuleWithoutAlert kWithout[] = {
     {"network.rdma_unused", "an NCCL log or the job's environment: stallscope nccl-log, doctor"},
     {"network.mtu_mismatch", "the MTU of both ends of a path: stallscope doctor --peer HOST"},
     {"network.connect_failed", "an NCCL log: stallscope nccl-log"},
+    {"network.node_receive_slow",
+     "needs each node's job interface (its route to MASTER_ADDR) and the "
+     "ranks' sync times on it, which a run file records: stallscope report A.db B.db"},
     {"distributed.nccl_version_mismatch", "an NCCL log: stallscope nccl-log"},
     {"distributed.init_incomplete", "an NCCL log: stallscope nccl-log"},
     {"distributed.nccl_cuda_failure", "an NCCL log: stallscope nccl-log"},

@@ -211,6 +211,20 @@ constexpr Rule kRules[] = {
      "switch buffers even below full bandwidth. A healthy link counts no CRC/frame errors at "
      "all, hence any one; TCP's rate falls as 1/sqrt(loss), so 0.1% already costs severalfold. "
      "Drops also count unhandled protocols, hence the 10-drop floor; the levels are ours"},
+    {"network.node_receive_slow", Layer::kNetwork,
+     "report of several nodes' run files: per node, the bytes per second its job interface "
+     "(the route to MASTER_ADDR, recorded at start) received in the samples whose interval "
+     "holds gradient-sync waits of its ranks (stallscope.ddp), else steps; against the median "
+     "of the other nodes'",
+     "warning when a node received under 50% of the others' median while that median is at "
+     "least 1 MB/s, each over at least 3 samples",
+     "seed 4.3: 'the slowest node sets the ceiling'; seed 3.3: NCCL picks a routed interface on "
+     "its own and on multi-NIC machines often the wrong one, so one node's share may leave by "
+     "a management NIC or a bridge. In synchronous "
+     "data-parallel training every node sends and receives about the same bytes per step, so "
+     "one node far below the others carries its share elsewhere or cannot take it in; half "
+     "is ours, well outside the few percent that ring and tree schedules differ by; under 1 MB/s "
+     "the interface is not what the job waits for"},
     {"network.mtu_mismatch", Layer::kNetwork,
      "net probe: the MTU of the local interface the route uses, the path MTU (largest UDP "
      "payload with don't-fragment set that the server acknowledges, + 28 bytes of IPv4/UDP "

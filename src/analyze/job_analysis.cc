@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "analyze/node_rules.h"
 #include "analyze/rank_rules.h"
 #include "analyze/run_rules.h"
 #include "core/text.h"
@@ -136,6 +137,10 @@ NodeRow RowOf(const RunAnalysis& run, double shift) {
     row.steps_per_s = 1.0 / run.ranks.front().step_s;
   }
   row.data_device = t.info.data_device;
+  if (t.node) row.net_interface = t.node->net_interface;
+  NodeReceive receive = ReceiveWhileSyncing(t);
+  row.receive_bytes_per_s = receive.bytes_per_s;
+  row.receive_during_sync = receive.during_sync;
   double n = 0;
   for (const TimelineSample& s : t.samples) {
     row.peak_tree_rss_bytes = std::max(row.peak_tree_rss_bytes, s.tree_rss_bytes);
@@ -319,6 +324,12 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
     }
   }
 
+  CompareNodeIo(job.nodes, job.findings);
+  for (Finding& f : CheckNodeReceive(job.nodes)) job.findings.push_back(std::move(f));
+  if (std::any_of(job.nodes.begin(), job.nodes.end(),
+                  [](const NodeRow& r) { return r.receive_bytes_per_s.has_value(); })) {
+    checked.insert(Layer::kNetwork);
+  }
   for (Finding& f : CheckRanks(merged)) job.findings.push_back(std::move(f));
   job.checked.assign(checked.begin(), checked.end());
   job.checked.erase(std::remove(job.checked.begin(), job.checked.end(), Layer::kDistributed),

@@ -37,6 +37,11 @@ struct NodeRow {
   double clock_shift_seconds = 0;  // added to the file's times to put them on the first file's
   std::optional<double> clock_offset_seconds;  // its host minus node 0's, as measured
   bool truncated = false;                      // its recording stopped well before the others'
+  // Its job interface (NodeInfo::net_interface) and what that received
+  // while its ranks synced (analyze/node_rules.h ReceiveWhileSyncing).
+  std::string net_interface;
+  std::optional<double> receive_bytes_per_s;
+  bool receive_during_sync = false;
 };
 
 struct RunAnalysis {

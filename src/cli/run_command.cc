@@ -287,6 +287,9 @@ CommandRunner SetupRun(CLI::App& app) {
     } else {
       options.node_from_ranks = true;
     }
+    options.interface_toward = [](const std::string& master) {
+      return net::RouteTo(master, "MASTER_ADDR=" + master).interface;
+    };
     options.node.start_realtime_seconds = start_realtime;
     Result<RecordOutcome> outcome = Record(*job, *flags, *writer, &*hook, *info, options);
     if (!outcome.ok()) {

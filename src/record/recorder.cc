@@ -522,6 +522,40 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   // The run's place in the job, and the clock between nodes.
   NodeInfo node = options.node;
   bool node_known = !options.node_from_ranks;
+  // The job's interface, once its master is known, and its last counters.
+  bool interface_looked_up = false;
+  auto look_up_interface = [&] {
+    if (interface_looked_up || !options.interface_toward || node.master_addr.empty()) return;
+    interface_looked_up = true;
+    node.net_interface = options.interface_toward(node.master_addr);
+  };
+  look_up_interface();
+  std::optional<NetDevCounters> last_nic;
+  double last_nic_t = 0;
+  auto nic_rates = [&](double t, TimelineSample& s) {
+    if (node.net_interface.empty()) return;
+    const std::vector<NetDevCounters>& nics = sampler.last_host().net;
+    auto it = std::find_if(nics.begin(), nics.end(),
+                           [&](const NetDevCounters& n) { return n.name == node.net_interface; });
+    if (it == nics.end()) {
+      last_nic.reset();
+      return;
+    }
+    // A counter that went back (the interface re-created) starts over.
+    if (last_nic && t > last_nic_t && it->rx_bytes >= last_nic->rx_bytes &&
+        it->tx_bytes >= last_nic->tx_bytes) {
+      s.net_rx_bytes_per_s =
+          static_cast<double>(it->rx_bytes - last_nic->rx_bytes) / (t - last_nic_t);
+      s.net_tx_bytes_per_s =
+          static_cast<double>(it->tx_bytes - last_nic->tx_bytes) / (t - last_nic_t);
+    }
+    last_nic = *it;
+    last_nic_t = t;
+  };
+  {
+    TimelineSample first;
+    nic_rates(0, first);  // the counters the first interval's rates start from
+  }
   if (Status s = writer.WriteNode(node); !s.ok()) {
     close(signal_fd);
     return s;
@@ -560,10 +594,12 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
       for (const RankInfo& r : events.ranks) {
         if (NodeFromRankEnvironment(root, r.pid, node)) {
           node_known = node_changed = true;
+          look_up_interface();
           break;
         }
       }
     }
+    nic_rates(t, *sample);
     if (clock_tries_left > 0) {
       --clock_tries_left;
       Result<std::optional<ClockOffsetEstimate>> clock =

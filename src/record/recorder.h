@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -42,6 +43,12 @@ struct RecordOptions {
   bool serve_clock = false;
   std::string clock_peer;
   int clock_port = 0;
+  // The interface the route to a master address leaves by ("" when none):
+  // its receive and transmit rates go into every sample once the master is
+  // known (NodeInfo::net_interface). The command line passes the kernel's
+  // route lookup (net/route.h), which this layer cannot call; unset, no
+  // rates are recorded.
+  std::function<std::string(const std::string& master_addr)> interface_toward;
 };
 
 struct RecordOutcome {

@@ -20,17 +20,24 @@ nlohmann::ordered_json OrNull(const std::optional<double>& v) {
 
 }  // namespace
 
+std::string ReceiveText(const NodeRow& n) {
+  if (n.net_interface.empty()) return "-";
+  if (!n.receive_bytes_per_s) return n.net_interface + " -";
+  return fmt::format("{} {:.1f} MB/s", n.net_interface, *n.receive_bytes_per_s / 1e6);
+}
+
 std::string RenderNodeTable(const std::vector<NodeRow>& nodes) {
   if (nodes.size() < 2) return "";
   std::string out =
       "per node (steps/s of its lowest rank; data and sync wait as shares of its ranks' step "
-      "time; host figures are means over the samples):\n";
-  out += fmt::format("{:>4}  {:<16} {:<10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>12} {:>6}\n", "node",
-                     "host", "ranks", "steps/s", "data wait", "sync wait", "peak RSS", "swap p/s",
-                     "disk util/ms", "cpu");
+      "time; host figures are means over the samples; net rx: its route to MASTER_ADDR while its "
+      "ranks synced):\n";
+  out += fmt::format("{:>4}  {:<16} {:<10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>12} {:>6}  {}\n",
+                     "node", "host", "ranks", "steps/s", "data wait", "sync wait", "peak RSS",
+                     "swap p/s", "disk util/ms", "cpu", "net rx");
   for (const NodeRow& n : nodes) {
     out += fmt::format(
-        "{:>4}  {:<16} {:<10} {:>7} {:>9} {:>9} {:>10} {:>7.0f} {:>12} {:>5.0f}%{}\n",
+        "{:>4}  {:<16} {:<10} {:>7} {:>9} {:>9} {:>10} {:>7.0f} {:>12} {:>5.0f}%  {}{}\n",
         n.node_rank ? std::to_string(*n.node_rank) : "-", n.host.empty() ? "-" : n.host,
         RankRangeText(n.ranks), n.steps_per_s ? fmt::format("{:.2f}", *n.steps_per_s) : "-",
         Percent(n.data_wait_fraction), Percent(n.sync_wait_fraction),
@@ -38,7 +45,7 @@ std::string RenderNodeTable(const std::vector<NodeRow>& nodes) {
         n.swap_pages_per_s,
         n.data_device.empty() ? "-"
                               : fmt::format("{:.0f}%/{:.1f}", n.disk_util_pct, n.disk_await_ms),
-        n.cpu_pct, n.truncated ? "  (cut short)" : "");
+        n.cpu_pct, ReceiveText(n), n.truncated ? "  (cut short)" : "");
   }
   return out;
 }
@@ -62,6 +69,12 @@ nlohmann::ordered_json NodesToJson(const std::vector<NodeRow>& nodes) {
     j["await_ms"] = n.data_device.empty() ? nlohmann::ordered_json(nullptr)
                                           : nlohmann::ordered_json(n.disk_await_ms);
     j["cpu_pct"] = n.cpu_pct;
+    j["net_interface"] = n.net_interface;
+    j["receive_bytes_per_s"] = OrNull(n.receive_bytes_per_s);
+    j["receive_measured"] =
+        !n.receive_bytes_per_s
+            ? nlohmann::ordered_json(nullptr)
+            : nlohmann::ordered_json(n.receive_during_sync ? "during_sync" : "stepping");
     j["clock_shift_seconds"] = n.clock_shift_seconds;
     j["clock_offset_seconds"] = OrNull(n.clock_offset_seconds);
     j["truncated"] = n.truncated;

@@ -19,6 +19,9 @@ namespace stallscope {
 // Empty for fewer than two ranks (a single process has nothing to compare).
 std::string RenderRankTable(const std::vector<RankSummary>& ranks);
 nlohmann::ordered_json RanksToJson(const std::vector<RankSummary>& ranks);
+// A node's job interface and what it received while its ranks synced:
+// "veth-a 12.3 MB/s"; "-" without an interface.
+std::string ReceiveText(const NodeRow& n);
 // "" for fewer than two nodes.
 std::string RenderNodeTable(const std::vector<NodeRow>& nodes);
 // JSON `nodes` of stallscope.report/1: an array (empty for one file).

@@ -442,7 +442,8 @@ std::string RenderHtmlReport(const HtmlReportInput& in) {
     out +=
         "<h2>Nodes</h2>\n<table class=\"nodes\"><tr><th>node</th><th>host</th><th>ranks</th>"
         "<th>steps/s</th><th>data wait</th><th>sync wait</th><th>peak RSS</th><th>swap p/s</th>"
-        "<th>data disk util / await</th><th>CPU</th><th>file</th></tr>\n";
+        "<th>data disk util / await</th><th>CPU</th><th>net rx while syncing</th><th>file</th>"
+        "</tr>\n";
     auto share = [](const std::optional<double>& f) {
       return f ? fmt::format("{:.1f}%", 100 * *f) : std::string("-");
     };
@@ -450,7 +451,7 @@ std::string RenderHtmlReport(const HtmlReportInput& in) {
       out += fmt::format(
           "<tr data-host=\"{1}\"><td>{0}</td><td>{1}</td><td>{2}</td><td>{3}</td><td>{4}</td>"
           "<td>{5}</td><td>{6:.1f} MiB</td><td>{7:.0f}</td><td>{8}</td><td>{9:.0f}%</td>"
-          "<td><code>{10}</code>{11}</td></tr>\n",
+          "<td>{12}</td><td><code>{10}</code>{11}</td></tr>\n",
           n.node_rank ? std::to_string(*n.node_rank) : "-", E(n.host), E(RankRangeText(n.ranks)),
           n.steps_per_s ? fmt::format("{:.2f}", *n.steps_per_s) : "-", share(n.data_wait_fraction),
           share(n.sync_wait_fraction), static_cast<double>(n.peak_tree_rss_bytes) / (1 << 20),
@@ -458,7 +459,7 @@ std::string RenderHtmlReport(const HtmlReportInput& in) {
           n.data_device.empty() ? "-"
                                 : E(fmt::format("{} {:.0f}% / {:.1f} ms", n.data_device,
                                                 n.disk_util_pct, n.disk_await_ms)),
-          n.cpu_pct, E(n.path), n.truncated ? " (cut short)" : "");
+          n.cpu_pct, E(n.path), n.truncated ? " (cut short)" : "", E(ReceiveText(n)));
     }
     out += "</table>\n";
   }

@@ -59,6 +59,10 @@ struct NodeInfo {
   // shortest round trip); nullopt when not measured. The report subtracts it.
   std::optional<double> clock_offset_seconds;
   std::optional<double> clock_round_trip_seconds;
+  // The interface the route to MASTER_ADDR leaves by (on node 0: the one
+  // holding that address), whose receive and transmit rates the samples
+  // carry; "" when not known (no master, or a file older than the column).
+  std::string net_interface;
 };
 
 // One interval of host and process-tree figures.
@@ -88,6 +92,11 @@ struct TimelineSample {
   // From the hook, over this interval; 0 when no step ended in it.
   double steps_per_s = 0;
   double data_wait_fraction = 0;  // sum(wait) / sum(step time)
+  // NodeInfo::net_interface's bytes received and sent per second over the
+  // interval (/proc/net/dev); nullopt when there is no such interface, in
+  // the first sample, and in run files older than the columns.
+  std::optional<double> net_rx_bytes_per_s;
+  std::optional<double> net_tx_bytes_per_s;
 };
 
 // One process of the tree at one sample: for "which process grows".

@@ -226,29 +226,45 @@ Result<Timeline> ReadRun(const std::string& path) {
                   "SELECT 1 FROM pragma_table_info('samples') WHERE name = 'realtime_seconds'",
                   [&](Columns&) { has_realtime = true; });
   if (!st.ok()) return st;
+  // And files written before the job's interface and its rates.
+  bool has_net = false;
+  st = ForEachRow(db, path,
+                  "SELECT 1 FROM pragma_table_info('samples') WHERE name = 'net_rx_bytes_per_s'",
+                  [&](Columns&) { has_net = true; });
+  if (!st.ok()) return st;
   if (has_node) {
-    st = ForEachRow(db, path,
-                    "SELECT node_rank, nnodes, procs_per_node, world_size, master_addr, "
-                    "master_port, launcher_job, source, start_realtime_seconds, "
-                    "clock_offset_seconds, clock_round_trip_seconds FROM node WHERE id = 1",
-                    [&](Columns& c) {
-                      NodeInfo& n = timeline.node.emplace();
-                      n.node_rank = c.Optional<int>();
-                      n.nnodes = c.Optional<int>();
-                      n.procs_per_node = c.Optional<int>();
-                      n.world_size = c.Optional<int>();
-                      n.master_addr = c.Text();
-                      n.master_port = c.Optional<int>();
-                      n.launcher_job = c.Text();
-                      n.source = c.Text();
-                      n.start_realtime_seconds = c.Real();
-                      n.clock_offset_seconds = c.Optional<double>();
-                      n.clock_round_trip_seconds = c.Optional<double>();
-                    });
+    const std::string node_sql =
+        std::string(
+            "SELECT node_rank, nnodes, procs_per_node, world_size, master_addr, "
+            "master_port, launcher_job, source, start_realtime_seconds, "
+            "clock_offset_seconds, clock_round_trip_seconds") +
+        (has_net ? ", net_interface" : "") + " FROM node WHERE id = 1";
+    st = ForEachRow(db, path, node_sql.c_str(), [&](Columns& c) {
+      NodeInfo& n = timeline.node.emplace();
+      n.node_rank = c.Optional<int>();
+      n.nnodes = c.Optional<int>();
+      n.procs_per_node = c.Optional<int>();
+      n.world_size = c.Optional<int>();
+      n.master_addr = c.Text();
+      n.master_port = c.Optional<int>();
+      n.launcher_job = c.Text();
+      n.source = c.Text();
+      n.start_realtime_seconds = c.Real();
+      n.clock_offset_seconds = c.Optional<double>();
+      n.clock_round_trip_seconds = c.Optional<double>();
+      if (has_net) n.net_interface = c.Text();
+    });
     if (!st.ok()) return st;
   }
   st = ForEachRow(db, path,
-                  has_realtime
+                  has_net ? "SELECT t_seconds, processes, tree_rss_bytes, tree_pss_bytes, "
+                            "tree_cpu_percent, loader_cpu_percent, mem_available_bytes, "
+                            "swap_used_bytes, swap_in_pages_per_s, swap_out_pages_per_s, "
+                            "cpu_busy_percent, cpu_iowait_percent, disk_util_percent, "
+                            "disk_await_ms, disk_read_kib_per_s, steps_per_s, data_wait_fraction, "
+                            "realtime_seconds, net_rx_bytes_per_s, net_tx_bytes_per_s "
+                            "FROM samples ORDER BY interval"
+                  : has_realtime
                       ? "SELECT t_seconds, processes, tree_rss_bytes, tree_pss_bytes, "
                         "tree_cpu_percent, loader_cpu_percent, mem_available_bytes, "
                         "swap_used_bytes, swap_in_pages_per_s, swap_out_pages_per_s, "
@@ -281,6 +297,10 @@ Result<Timeline> ReadRun(const std::string& path) {
                     s.steps_per_s = c.Real();
                     s.data_wait_fraction = c.Real();
                     if (has_realtime) s.realtime_seconds = c.Optional<double>();
+                    if (has_net) {
+                      s.net_rx_bytes_per_s = c.Optional<double>();
+                      s.net_tx_bytes_per_s = c.Optional<double>();
+                    }
                   });
   if (!st.ok()) return st;
   // Files written before the processes' run delay and reads lack the columns.

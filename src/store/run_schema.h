@@ -60,7 +60,9 @@ CREATE TABLE samples (
   disk_read_kib_per_s REAL NOT NULL,
   steps_per_s REAL NOT NULL,
   data_wait_fraction REAL NOT NULL,
-  realtime_seconds REAL
+  realtime_seconds REAL,
+  net_rx_bytes_per_s REAL,
+  net_tx_bytes_per_s REAL
 );
 CREATE TABLE processes (
   interval INTEGER NOT NULL REFERENCES samples(interval),
@@ -147,7 +149,8 @@ CREATE TABLE IF NOT EXISTS node (
   source TEXT NOT NULL,
   start_realtime_seconds REAL NOT NULL,
   clock_offset_seconds REAL,
-  clock_round_trip_seconds REAL
+  clock_round_trip_seconds REAL,
+  net_interface TEXT
 );
 )sql";
 

@@ -189,7 +189,8 @@ Status RunWriter::Prepare() {
        "tree_cpu_percent, loader_cpu_percent, mem_available_bytes, swap_used_bytes, "
        "swap_in_pages_per_s, swap_out_pages_per_s, cpu_busy_percent, cpu_iowait_percent, "
        "disk_util_percent, disk_await_ms, disk_read_kib_per_s, steps_per_s, data_wait_fraction, "
-       "realtime_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+       "realtime_seconds, net_rx_bytes_per_s, net_tx_bytes_per_s) "
+       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
       {&insert_process_,
        "INSERT INTO processes (interval, t_seconds, pid, ppid, comm, rss_bytes, cpu_percent, "
        "run_delay_percent, read_kib_per_s, rchar_kib_per_s) "
@@ -333,7 +334,9 @@ Status RunWriter::InsertInterval(const TimelineSample& s, std::span<const Proces
       .Real(s.disk_read_kib_per_s)
       .Real(s.steps_per_s)
       .Real(s.data_wait_fraction)
-      .Optional(s.realtime_seconds);
+      .Optional(s.realtime_seconds)
+      .Optional(s.net_rx_bytes_per_s)
+      .Optional(s.net_tx_bytes_per_s);
   if (!sample.ok()) return Fail("cannot bind a sample");
   if (Status st = Step(insert_sample_.get(), "cannot write a sample"); !st.ok()) return st;
 
@@ -491,7 +494,8 @@ Status RunWriter::WriteNode(const NodeInfo& node) {
       "node", store::kCreateNode,
       "INSERT OR REPLACE INTO node (id, node_rank, nnodes, procs_per_node, world_size, "
       "master_addr, master_port, launcher_job, source, start_realtime_seconds, "
-      "clock_offset_seconds, clock_round_trip_seconds) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "clock_offset_seconds, clock_round_trip_seconds, net_interface) "
+      "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       1, [&](sqlite3_stmt* statement, size_t) {
         Binder bind(statement);
         return bind.Optional(node.node_rank)
@@ -505,6 +509,7 @@ Status RunWriter::WriteNode(const NodeInfo& node) {
             .Real(node.start_realtime_seconds)
             .Optional(node.clock_offset_seconds)
             .Optional(node.clock_round_trip_seconds)
+            .Text(node.net_interface)
             .ok();
       });
 }

@@ -28,6 +28,7 @@
 #include "analyze/gpu_rules.h"
 #include "analyze/memory_rules.h"
 #include "analyze/network_rules.h"
+#include "analyze/node_rules.h"
 #include "analyze/rank_rules.h"
 #include "analyze/run_loader_rules.h"
 #include "analyze/run_rules.h"
@@ -295,6 +296,11 @@ std::vector<Tie> Ties() {
       {"network.port_errors", "errors >= " + Percent(kPortErrorsCriticalFraction)},
       {"network.port_errors",
        "drops >= " + Percent(kPortDropsCriticalFraction) + " of the packets"},
+
+      // network.node_receive_slow
+      {"network.node_receive_slow", "under " + Percent(kNodeReceiveShare) + " of the others'"},
+      {"network.node_receive_slow", "at least " + MBps(kNodeReceiveFloorBytesPerSecond)},
+      {"network.node_receive_slow", "at least " + Int(kNodeReceiveMinSamples) + " samples"},
 
       // distributed.straggler
       {"distributed.straggler", "first " + Int(kRankWarmupSteps) + " steps left out",

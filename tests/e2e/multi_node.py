@@ -84,9 +84,10 @@ def record_two_nodes(test, name, slow_rank):
                     q.kill()
                 test.fail("the two-node job hung")
             test.assertEqual(p.returncode, 0, err.decode(errors="replace")[-3000:])
+        interfaces = [pair.if_a, pair.if_b]
     files = [os.path.join(out_dir, "node-a.db"), os.path.join(out_dir, "node-b.db")]
     report = e2e.run_json(test, ["report"] + files + ["--json"])
-    return report, files
+    return report, files, interfaces
 
 
 def copy(path, name):
@@ -105,7 +106,7 @@ def edit(path, sql):
 class TwoNodes(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.report, cls.files = record_two_nodes(cls(), "straggler", slow_rank=1)
+        cls.report, cls.files, cls.interfaces = record_two_nodes(cls(), "straggler", slow_rank=1)
 
     def test_straggler_is_named_with_its_host(self):
         f = e2e.finding(self.report, "distributed.straggler")
@@ -117,6 +118,17 @@ class TwoNodes(unittest.TestCase):
                          [("node-a", 0, [0]), ("node-b", 1, [1])])
         # node-a waits for node-b in the sync; node-b hardly waits.
         self.assertGreater(nodes[0]["sync_wait_fraction"], nodes[1]["sync_wait_fraction"] + 0.3)
+        # Each node's job interface is its end of the veth (the route to
+        # MASTER_ADDR; on node-a the interface holding that address), and
+        # gloo's traffic on it was measured while the ranks synced.
+        self.assertEqual([n["net_interface"] for n in nodes], self.interfaces)
+        for n in nodes:
+            self.assertEqual(n["receive_measured"], "during_sync", n)
+            self.assertGreater(n["receive_bytes_per_s"], 0, n)
+        print("receive rates while syncing:",
+              [(n["host"], n["receive_bytes_per_s"]) for n in nodes], file=sys.stderr)
+        self.assertIsNone(e2e.finding(self.report, "network.node_receive_slow"),
+                          json.dumps(self.report["findings"], indent=1))
         # Every host finding says which host it is of.
         for finding in self.report["findings"]:
             if finding["layer"] in ("memory", "io", "network"):
@@ -199,7 +211,7 @@ class TwoNodes(unittest.TestCase):
 @unittest.skipUnless(have_torch(), "needs Debian's python3-torch at /usr/bin/python3")
 class HealthyTwoNodes(unittest.TestCase):
     def test_no_straggler(self):
-        report, _ = record_two_nodes(self, "healthy", slow_rank=None)
+        report, _, _ = record_two_nodes(self, "healthy", slow_rank=None)
         self.assertIsNone(e2e.finding(report, "distributed.straggler"),
                           json.dumps(report["findings"], indent=1))
         self.assertEqual(len(report["nodes"]), 2)

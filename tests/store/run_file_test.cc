@@ -503,6 +503,48 @@ TEST_F(RunFileTest, InputsAndOtherProcessesRoundTripAndOlderFilesLackThem) {
   EXPECT_FALSE(read->processes[0].run_delay_percent.has_value());
 }
 
+TEST_F(RunFileTest, TheJobInterfaceAndItsRatesRoundTripAndOlderFilesLackThem) {
+  const std::string path = Path("net.db");
+  NodeInfo node;
+  node.node_rank = 1;
+  node.master_addr = "10.0.0.1";
+  node.source = "flags";
+  node.net_interface = "veth-b";
+  TimelineSample first = SampleAt(0);  // no rate yet: the counters' first reading
+  TimelineSample second = SampleAt(1);
+  second.net_rx_bytes_per_s = 12.5e6;
+  second.net_tx_bytes_per_s = 11.25e6;
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+    ASSERT_TRUE(writer->WriteNode(node).ok());
+    ASSERT_TRUE(writer->AppendInterval(first, {}, {}, {}, {}).ok());
+    ASSERT_TRUE(writer->AppendInterval(second, {}, {}, {}, {}).ok());
+  }
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_TRUE(read->node.has_value());
+  EXPECT_EQ(read->node->net_interface, "veth-b");
+  ASSERT_EQ(read->samples.size(), 2u);
+  EXPECT_FALSE(read->samples[0].net_rx_bytes_per_s.has_value());
+  EXPECT_EQ(read->samples[1].net_rx_bytes_per_s, 12.5e6);
+  EXPECT_EQ(read->samples[1].net_tx_bytes_per_s, 11.25e6);
+  EXPECT_EQ(Query(path, "SELECT net_interface FROM node"), std::vector<std::string>{"veth-b"});
+  // A file of the version before: neither column; it reads, without them.
+  Execute(path,
+          "ALTER TABLE samples DROP COLUMN net_rx_bytes_per_s; ALTER TABLE samples DROP COLUMN "
+          "net_tx_bytes_per_s; ALTER TABLE node DROP COLUMN net_interface");
+  read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_TRUE(read->node.has_value());
+  EXPECT_EQ(read->node->net_interface, "");
+  EXPECT_EQ(read->node->node_rank, 1);
+  ASSERT_EQ(read->samples.size(), 2u);
+  EXPECT_FALSE(read->samples[1].net_rx_bytes_per_s.has_value());
+  EXPECT_EQ(read->samples[1].disk_read_kib_per_s, second.disk_read_kib_per_s);
+}
+
 TEST_F(RunFileTest, AllocationReportsRoundTripWithTheirInterval) {
   const std::string path = Path("alloc.db");
   const std::vector<AllocationReport> reports = {
@@ -763,7 +805,8 @@ TEST_F(RunFileTest, AFailedIntervalLeavesNothingBehind) {
           "tree_pss_bytes, tree_cpu_percent, loader_cpu_percent, mem_available_bytes, "
           "swap_used_bytes, swap_in_pages_per_s, swap_out_pages_per_s, cpu_busy_percent, "
           "cpu_iowait_percent, disk_util_percent, disk_await_ms, disk_read_kib_per_s, "
-          "steps_per_s, data_wait_fraction, realtime_seconds FROM samples");
+          "steps_per_s, data_wait_fraction, realtime_seconds, net_rx_bytes_per_s, "
+          "net_tx_bytes_per_s FROM samples");
   std::vector<ProcessPoint> processes = {ProcessAt(1, 0)};
   std::vector<StepEvent> steps = {StepAt(1, 0)};
   Status failed = writer->AppendInterval(SampleAt(1), processes, steps, {}, {});
