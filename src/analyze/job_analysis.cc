@@ -167,7 +167,56 @@ Finding OfHost(Finding f, const std::string& host) {
   return f;
 }
 
+template <typename T>
+void Drop(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
+
+// The steps in time order, as a stable sort of the whole would leave them:
+// each node's run (ending at `ends`) sorted on its own, usually already,
+// then merged pairwise, the earlier run first among equal times.
+void SortByTime(std::vector<StepEvent>& steps, std::vector<size_t> ends) {
+  auto by_t = [](const StepEvent& a, const StepEvent& b) { return a.t < b.t; };
+  std::vector<size_t> starts;
+  size_t begin = 0;
+  for (size_t end : ends) {
+    auto first = steps.begin() + static_cast<std::ptrdiff_t>(begin);
+    auto last = steps.begin() + static_cast<std::ptrdiff_t>(end);
+    if (!std::is_sorted(first, last, by_t)) std::stable_sort(first, last, by_t);
+    starts.push_back(begin);
+    begin = end;
+  }
+  while (starts.size() > 1) {
+    std::vector<size_t> merged_starts, merged_ends;
+    for (size_t i = 0; i < starts.size(); i += 2) {
+      if (i + 1 == starts.size()) {
+        merged_starts.push_back(starts[i]);
+        merged_ends.push_back(ends[i]);
+        continue;
+      }
+      std::inplace_merge(steps.begin() + static_cast<std::ptrdiff_t>(starts[i]),
+                         steps.begin() + static_cast<std::ptrdiff_t>(starts[i + 1]),
+                         steps.begin() + static_cast<std::ptrdiff_t>(ends[i + 1]), by_t);
+      merged_starts.push_back(starts[i]);
+      merged_ends.push_back(ends[i + 1]);
+    }
+    starts = std::move(merged_starts);
+    ends = std::move(merged_ends);
+  }
+}
+
 }  // namespace
+
+void KeepWhatTheJobNeeds(RunAnalysis& node) {
+  Timeline& t = node.timeline;
+  if (!t.node || t.node->node_rank.value_or(0) == 0) return;
+  Drop(t.processes);
+  Drop(t.other_processes);
+  Drop(t.gpus);
+  Drop(t.port_counters);
+  Drop(t.allocations);
+  Drop(t.inputs);
+}
 
 std::string RankRangeText(const std::vector<int>& ranks) {
   std::vector<std::string> parts;
@@ -214,18 +263,27 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
   std::vector<std::string> note_order;
   double latest_end = 0;
   for (const FileClock& c : clocks) latest_end = std::max(latest_end, c.end);
+  {
+    size_t steps = 0;
+    for (const RunAnalysis& n : nodes) steps += n.timeline.steps.size();
+    merged.steps.reserve(steps);
+  }
+  // Where each node's steps end in merged.steps: the runs SortByTime merges.
+  std::vector<size_t> step_runs = {merged.steps.size()};
   for (size_t i = 0; i < nodes.size(); ++i) {
     RunAnalysis& n = nodes[i];
     const std::string& host = n.timeline.info.hostname;
     const double shift = clocks[i].known && clocks[0].known ? clocks[i].start - clocks[0].start : 0;
     NodeRow row = RowOf(n, shift);
     if (i > 0) {
-      const Timeline& t = n.timeline;
+      // Moved: a node's steps are held once, in the job's timeline.
+      Timeline& t = n.timeline;
       for (StepEvent e : t.steps) {
         e.t += shift;
         merged.steps.push_back(e);
       }
-      for (const StepSync& s : t.step_syncs) merged.step_syncs.push_back(s);
+      step_runs.push_back(merged.steps.size());
+      Drop(t.steps);
       for (EpochEvent e : t.epochs) {
         e.t += shift;
         merged.epochs.push_back(e);
@@ -295,8 +353,19 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
     job.notes.push_back(Join(note_hosts[note], ", ") + ": " + note);
   }
   for (std::string& note : job_notes) job.notes.push_back(std::move(note));
-  std::stable_sort(merged.steps.begin(), merged.steps.end(),
-                   [](const StepEvent& a, const StepEvent& b) { return a.t < b.t; });
+  SortByTime(merged.steps, step_runs);
+  // The sync records, once the nodes' steps are gone: the two are never
+  // held twice at once.
+  {
+    size_t syncs = 0;
+    for (const RunAnalysis& n : nodes) syncs += n.timeline.step_syncs.size();
+    merged.step_syncs.reserve(syncs);
+    for (size_t i = 1; i < nodes.size(); ++i) {
+      std::vector<StepSync>& from = nodes[i].timeline.step_syncs;
+      merged.step_syncs.insert(merged.step_syncs.end(), from.begin(), from.end());
+      Drop(from);
+    }
+  }
 
   // What the job should hold and the files do not.
   std::set<int> have;

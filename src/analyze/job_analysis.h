@@ -34,6 +34,13 @@ inline constexpr double kJobOverlapSlackSeconds = 60.0;
 // per file, ordered by node rank (then host).
 Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes);
 
+// What AnalyzeJob needs of a node other than node 0 once AnalyzeRun has
+// judged it: its steps, syncs, epochs, loaders, ranks, samples and facts.
+// Drops the rest (its processes, GPU and port samples, inputs, allocation
+// reports), so a job of many nodes' files is held in memory once, and only
+// when its node rank is known not to be 0 (node 0's timeline is the job's).
+void KeepWhatTheJobNeeds(RunAnalysis& node);
+
 // A sorted list of ranks in ranges: {0, 1, 2, 7} -> "0-2, 7"; "-" for none.
 std::string RankRangeText(const std::vector<int>& ranks);
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "analyze/run_io_rules.h"
 #include "core/stats.h"
@@ -52,8 +53,12 @@ NodeReceive ReceiveWhileSyncing(const Timeline& t) {
   NodeReceive out;
   if (t.node == std::nullopt || t.node->net_interface.empty() || t.samples.empty()) return out;
   // Sync seconds per (rank, step), then per sample interval by the step's end.
-  std::map<std::pair<int, int64_t>, double> sync;
-  for (const StepSync& s : t.step_syncs) sync[{s.rank, s.step}] += s.sync_seconds;
+  auto key = [](int rank, int64_t step) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(rank)) << 40) ^ static_cast<uint64_t>(step);
+  };
+  std::unordered_map<uint64_t, double> sync;
+  sync.reserve(t.step_syncs.size());
+  for (const StepSync& s : t.step_syncs) sync[key(s.rank, s.step)] += s.sync_seconds;
   std::vector<double> synced(t.samples.size(), 0), stepped(t.samples.size(), 0);
   for (const StepEvent& e : t.steps) {
     auto at = std::lower_bound(t.samples.begin(), t.samples.end(), e.t,
@@ -61,7 +66,7 @@ NodeReceive ReceiveWhileSyncing(const Timeline& t) {
     if (at == t.samples.end()) continue;
     size_t i = static_cast<size_t>(at - t.samples.begin());
     stepped[i] += 1;
-    if (auto it = sync.find({e.rank, e.step}); it != sync.end()) synced[i] += it->second;
+    if (auto it = sync.find(key(e.rank, e.step)); it != sync.end()) synced[i] += it->second;
   }
   out.during_sync = !sync.empty();
   const std::vector<double>& marks = out.during_sync ? synced : stepped;

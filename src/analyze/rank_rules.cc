@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 #include "core/stats.h"
 
@@ -20,15 +21,45 @@ struct RankStep {
 };
 using StepsByRank = std::map<int, std::vector<RankStep>>;
 
-// The counted steps of each rank: warm-up left out, sane times only.
+// The counted steps of each rank: warm-up left out, sane times only. A step
+// reported twice keeps the last sync record of it. Sorted vectors rather
+// than a map of every (rank, step): a job of hundreds of ranks over hours
+// holds millions of steps.
 StepsByRank CountedSteps(const Timeline& timeline) {
-  std::map<std::pair<int, int64_t>, const StepSync*> syncs;
-  for (const StepSync& s : timeline.step_syncs) syncs[{s.rank, s.step}] = &s;
+  // Per rank: its sync records by step (usually in step order already), a
+  // cursor that follows the steps as they come, and its output.
+  struct Rank {
+    std::vector<std::pair<int64_t, const StepSync*>> syncs;
+    size_t next = 0;
+    std::vector<RankStep>* out = nullptr;
+  };
+  std::unordered_map<int, Rank> ranks;
+  for (const StepSync& s : timeline.step_syncs) ranks[s.rank].syncs.emplace_back(s.step, &s);
+  auto by_step = [](const auto& a, const auto& b) { return a.first < b.first; };
+  for (auto& [rank, r] : ranks) {
+    if (!std::is_sorted(r.syncs.begin(), r.syncs.end(), by_step)) {
+      std::stable_sort(r.syncs.begin(), r.syncs.end(), by_step);
+    }
+  }
   StepsByRank by_rank;
   for (const StepEvent& e : timeline.steps) {
     if (e.step < kRankWarmupSteps || !(e.step_seconds > 0)) continue;
-    auto it = syncs.find({e.rank, e.step});
-    by_rank[e.rank].push_back({&e, it == syncs.end() ? nullptr : it->second});
+    Rank& r = ranks[e.rank];
+    if (r.out == nullptr) r.out = &by_rank[e.rank];
+    const auto& v = r.syncs;
+    const StepSync* sync = nullptr;
+    size_t at = r.next;
+    if (at >= v.size() || v[at].first != e.step) {
+      at = static_cast<size_t>(
+          std::lower_bound(v.begin(), v.end(), std::make_pair(e.step, nullptr), by_step) -
+          v.begin());
+    }
+    if (at < v.size() && v[at].first == e.step) {
+      while (at + 1 < v.size() && v[at + 1].first == e.step) ++at;  // the last record of it
+      sync = v[at].second;
+      r.next = at + 1;
+    }
+    r.out->push_back({&e, sync});
   }
   return by_rank;
 }
@@ -45,25 +76,72 @@ std::string RankName(const RankSummary& r) {
                             : fmt::format("rank {} on {}", r.rank, r.hostname);
 }
 
-// One step every rank reported: each rank's record of it.
-using StepRow = std::map<int, RankStep>;
-
-// The steps every rank reported (with a sync record when `need_sync`), and
-// the step's length: the longest rank's step (they wait for each other).
-std::map<int64_t, StepRow> ComparableSteps(const StepsByRank& by_rank, bool need_sync) {
-  std::map<int64_t, StepRow> by_step;
-  for (const auto& [rank, steps] : by_rank) {
-    for (const RankStep& s : steps) {
-      if (!need_sync || s.sync) by_step[s.e->step][rank] = s;
-    }
+// The steps every rank reported (with a sync record when `need_sync`), as
+// columns: at[i][k] is ranks[i]'s record of steps[k]; a step a rank
+// reported twice keeps its last record.
+struct StepTable {
+  std::vector<int> ranks;  // ascending
+  std::vector<int64_t> steps;
+  std::vector<std::vector<RankStep>> at;
+  size_t RankIndex(int rank) const {
+    return static_cast<size_t>(std::lower_bound(ranks.begin(), ranks.end(), rank) - ranks.begin());
   }
-  std::erase_if(by_step, [&](const auto& kv) { return kv.second.size() != by_rank.size(); });
-  return by_step;
+};
+
+StepTable ComparableSteps(const StepsByRank& by_rank, bool need_sync) {
+  StepTable table;
+  std::vector<std::vector<RankStep>> kept;
+  for (const auto& [rank, steps] : by_rank) {
+    std::vector<RankStep> v;
+    v.reserve(steps.size());
+    for (const RankStep& s : steps) {
+      if (!need_sync || s.sync) v.push_back(s);
+    }
+    auto by_step = [](const RankStep& a, const RankStep& b) { return a.e->step < b.e->step; };
+    if (!std::is_sorted(v.begin(), v.end(), by_step)) std::stable_sort(v.begin(), v.end(), by_step);
+    // The last record of a step number.
+    std::vector<RankStep> unique;
+    unique.reserve(v.size());
+    for (const RankStep& s : v) {
+      if (!unique.empty() && unique.back().e->step == s.e->step) {
+        unique.back() = s;
+      } else {
+        unique.push_back(s);
+      }
+    }
+    table.ranks.push_back(rank);
+    kept.push_back(std::move(unique));
+  }
+  if (kept.empty()) return table;
+  for (const RankStep& s : kept.front()) table.steps.push_back(s.e->step);
+  for (size_t i = 1; i < kept.size() && !table.steps.empty(); ++i) {
+    std::vector<int64_t> both;
+    size_t j = 0;
+    for (int64_t step : table.steps) {
+      while (j < kept[i].size() && kept[i][j].e->step < step) ++j;
+      if (j < kept[i].size() && kept[i][j].e->step == step) both.push_back(step);
+    }
+    table.steps = std::move(both);
+  }
+  for (std::vector<RankStep>& v : kept) {
+    std::vector<RankStep> column;
+    column.reserve(table.steps.size());
+    size_t j = 0;
+    for (int64_t step : table.steps) {
+      while (v[j].e->step < step) ++j;
+      column.push_back(v[j]);
+    }
+    std::vector<RankStep>().swap(v);
+    table.at.push_back(std::move(column));
+  }
+  return table;
 }
 
-double StepLength(const StepRow& row) {
+// The step's length: the longest rank's step (they wait for each other).
+double StepLength(const StepTable& t, size_t k) {
   double step_s = 0;
-  for (const auto& [rank, s] : row) step_s = std::max(step_s, s.e->step_seconds);
+  for (const std::vector<RankStep>& column : t.at)
+    step_s = std::max(step_s, column[k].e->step_seconds);
   return step_s;
 }
 
@@ -83,23 +161,27 @@ struct SustainedCall {
   }
 };
 
-template <typename Pick>  // std::optional<int>(const StepRow&, double step_s)
-std::optional<SustainedCall> MostSingledOut(const std::map<int64_t, StepRow>& by_step, Pick pick) {
-  std::map<int, int64_t> count;
+template <typename Pick>  // std::optional<size_t>(size_t step k, double step_s): a rank index
+std::optional<SustainedCall> MostSingledOut(const StepTable& t, Pick pick) {
+  std::vector<int64_t> count(t.ranks.size(), 0);
   double step_sum = 0;
-  for (const auto& [step, row] : by_step) {
-    const double step_s = StepLength(row);
+  bool any = false;
+  for (size_t k = 0; k < t.steps.size(); ++k) {
+    const double step_s = StepLength(t, k);
     step_sum += step_s;
-    if (std::optional<int> rank = pick(row, step_s)) ++count[*rank];
+    if (std::optional<size_t> i = pick(k, step_s)) {
+      ++count[*i];
+      any = true;
+    }
   }
-  if (count.empty()) return std::nullopt;
-  auto best = std::max_element(count.begin(), count.end(),
-                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (!any) return std::nullopt;
+  const size_t best =
+      static_cast<size_t>(std::max_element(count.begin(), count.end()) - count.begin());
   SustainedCall call;
-  call.rank = best->first;
-  call.compared = static_cast<int64_t>(by_step.size());
-  call.singled_out = best->second;
-  call.mean_step_s = step_sum / static_cast<double>(by_step.size());
+  call.rank = t.ranks[best];
+  call.compared = static_cast<int64_t>(t.steps.size());
+  call.singled_out = count[best];
+  call.mean_step_s = step_sum / static_cast<double>(t.steps.size());
   return call;
 }
 
@@ -122,31 +204,42 @@ struct StragglerCall {
 
 // For every step number all ranks reported with a sync wait: who waited
 // least, and by how much less than the median of the others.
-std::optional<StragglerCall> FindStraggler(const StepsByRank& by_rank) {
-  const std::map<int64_t, StepRow> by_step = ComparableSteps(by_rank, /*need_sync=*/true);
-  auto others_median = [](const StepRow& row, int rank) {
-    std::vector<double> others;
-    for (const auto& [other, o] : row) {
-      if (other != rank) others.push_back(o.sync->sync_seconds);
+std::optional<StragglerCall> FindStraggler(const StepTable& t) {
+  std::vector<double> others;
+  // The median of the others' (as core/stats.h Median, in linear time: a
+  // job of hundreds of ranks asks it twice a step).
+  auto others_median = [&](size_t k, size_t self) {
+    others.clear();
+    for (size_t i = 0; i < t.at.size(); ++i) {
+      if (i != self) others.push_back(t.at[i][k].sync->sync_seconds);
     }
-    return Median(others);
+    if (others.empty()) return 0.0;
+    const size_t mid = others.size() / 2;
+    std::nth_element(others.begin(), others.begin() + static_cast<std::ptrdiff_t>(mid),
+                     others.end());
+    const double upper = others[mid];
+    if (others.size() % 2) return upper;
+    const double lower =
+        *std::max_element(others.begin(), others.begin() + static_cast<std::ptrdiff_t>(mid));
+    return (lower + upper) / 2;
   };
+  auto sync_of = [&](size_t i, size_t k) { return t.at[i][k].sync->sync_seconds; };
   std::optional<SustainedCall> call =
-      MostSingledOut(by_step, [&](const StepRow& row, double step_s) -> std::optional<int> {
-        int least = row.begin()->first;
-        for (const auto& [rank, s] : row) {
-          if (s.sync->sync_seconds < row.at(least).sync->sync_seconds) least = rank;
+      MostSingledOut(t, [&](size_t k, double step_s) -> std::optional<size_t> {
+        size_t least = 0;
+        for (size_t i = 1; i < t.at.size(); ++i) {
+          if (sync_of(i, k) < sync_of(least, k)) least = i;
         }
-        if (others_median(row, least) - row.at(least).sync->sync_seconds >
-            kStragglerStepFraction * step_s) {
+        if (others_median(k, least) - sync_of(least, k) > kStragglerStepFraction * step_s) {
           return least;
         }
         return std::nullopt;
       });
   if (!call || call->compared < kRankMinSteps) return std::nullopt;
+  const size_t self = t.RankIndex(call->rank);
   double gap_sum = 0;  // over every compared step, not only those it was waited for
-  for (const auto& [step, row] : by_step) {
-    gap_sum += others_median(row, call->rank) - row.at(call->rank).sync->sync_seconds;
+  for (size_t k = 0; k < t.steps.size(); ++k) {
+    gap_sum += others_median(k, self) - sync_of(self, k);
   }
   return StragglerCall{*call, gap_sum / static_cast<double>(call->compared)};
 }
@@ -157,15 +250,17 @@ std::optional<StragglerCall> FindStraggler(const StepsByRank& by_rank) {
 // than as "the most in this step" so that several equally busy ranks
 // trading the top place still count against one light rank.
 template <typename Value>  // double(const RankStep&)
-std::optional<SustainedCall> FindImbalance(const StepsByRank& by_rank, bool need_sync, int rank,
-                                           double threshold, Value value) {
-  return MostSingledOut(ComparableSteps(by_rank, need_sync),
-                        [&](const StepRow& row, double step_s) -> std::optional<int> {
-                          double least = value(row.at(rank));
-                          for (const auto& [r, s] : row) least = std::min(least, value(s));
-                          if (value(row.at(rank)) - least > threshold * step_s) return rank;
-                          return std::nullopt;
-                        });
+std::optional<SustainedCall> FindImbalance(const StepTable& t, int rank, double threshold,
+                                           Value value) {
+  const size_t self = t.RankIndex(rank);
+  if (self >= t.ranks.size() || t.ranks[self] != rank) return std::nullopt;
+  return MostSingledOut(t, [&](size_t k, double step_s) -> std::optional<size_t> {
+    const double mine = value(t.at[self][k]);
+    double least = mine;
+    for (const std::vector<RankStep>& column : t.at) least = std::min(least, value(column[k]));
+    if (mine - least > threshold * step_s) return self;
+    return std::nullopt;
+  });
 }
 
 const RankSummary& Row(const std::vector<RankSummary>& rows, int rank) {
@@ -193,10 +288,12 @@ std::vector<StepParts> CountedStepParts(const Timeline& timeline) {
   return parts;
 }
 
-std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
-                                        const std::string& fallback_host) {
+namespace {
+
+std::vector<RankSummary> Summarize(const StepsByRank& by_rank, const Timeline& timeline,
+                                   const std::string& fallback_host) {
   std::vector<RankSummary> rows;
-  for (const auto& [rank, steps] : CountedSteps(timeline)) {
+  for (const auto& [rank, steps] : by_rank) {
     RankSummary r;
     r.rank = rank;
     r.hostname = HostOf(timeline, rank, fallback_host);
@@ -227,6 +324,13 @@ std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
   return rows;
 }
 
+}  // namespace
+
+std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
+                                        const std::string& fallback_host) {
+  return Summarize(CountedSteps(timeline), timeline, fallback_host);
+}
+
 std::vector<Finding> CheckRanks(const Timeline& timeline) {
   std::vector<Finding> findings;
   StepsByRank by_rank = CountedSteps(timeline);
@@ -234,15 +338,24 @@ std::vector<Finding> CheckRanks(const Timeline& timeline) {
     return static_cast<int64_t>(kv.second.size()) < kRankMinSteps;
   });
   if (by_rank.size() < 2) return findings;
-  std::vector<RankSummary> rows = SummarizeRanks(timeline, timeline.info.hostname);
-  std::erase_if(rows, [&](const RankSummary& r) { return !by_rank.count(r.rank); });
+  std::vector<RankSummary> rows = Summarize(by_rank, timeline, timeline.info.hostname);
   double mean_step = 0;
   for (const RankSummary& r : rows) mean_step += r.step_s;
   mean_step /= static_cast<double>(rows.size());
   if (!(mean_step > 0)) return findings;
 
   std::optional<int> straggler;
-  if (std::optional<StragglerCall> straggle = FindStraggler(by_rank)) {
+  // The steps every rank reported with a sync record, and without the need
+  // for one (the same table when every step has one).
+  const StepTable synced = ComparableSteps(by_rank, /*need_sync=*/true);
+  const bool all_synced = std::all_of(by_rank.begin(), by_rank.end(), [](const auto& kv) {
+    return std::all_of(kv.second.begin(), kv.second.end(),
+                       [](const RankStep& s) { return s.sync != nullptr; });
+  });
+  std::optional<StepTable> unsynced;
+  if (!all_synced) unsynced = ComparableSteps(by_rank, /*need_sync=*/false);
+  const StepTable& every = unsynced ? *unsynced : synced;
+  if (std::optional<StragglerCall> straggle = FindStraggler(synced)) {
     const SustainedCall* call = &straggle->call;
     const double fraction = call->mean_step_s > 0 ? straggle->mean_gap_s / call->mean_step_s : 0;
     if (call->Sustained() && fraction > kStragglerStepFraction) {
@@ -356,14 +469,12 @@ std::vector<Finding> CheckRanks(const Timeline& timeline) {
     // The straggler finding already says this when the busiest rank is the straggler.
     if (!(straggler && *straggler == hi->rank)) {
       imbalance("compute", *lo, *hi, lo->compute_s, hi->compute_s, kComputeImbalanceFraction,
-                FindImbalance(by_rank, /*need_sync=*/true, hi->rank, kComputeImbalanceFraction,
-                              StepCompute));
+                FindImbalance(synced, hi->rank, kComputeImbalanceFraction, StepCompute));
     }
   }
   auto [lo, hi] = spread([](const RankSummary& r) { return r.data_wait_s; });
   imbalance("data_wait", *lo, *hi, lo->data_wait_s, hi->data_wait_s, kDataWaitImbalanceFraction,
-            FindImbalance(by_rank, /*need_sync=*/false, hi->rank, kDataWaitImbalanceFraction,
-                          StepDataWait));
+            FindImbalance(every, hi->rank, kDataWaitImbalanceFraction, StepDataWait));
   return findings;
 }
 

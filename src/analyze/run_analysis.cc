@@ -8,7 +8,7 @@ namespace stallscope {
 
 RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
                        std::optional<std::string> baseline_json,
-                       const Result<FindingsWithNotes>& stored) {
+                       const Result<FindingsWithNotes>& stored, bool node_of_job) {
   RunAnalysis run;
   run.path = std::move(path);
   run.timeline = std::move(timeline);
@@ -23,7 +23,7 @@ RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
         "run-queue delay: io.cpu_bound_loader judges from CPU alone and names no input; record "
         "again with this stallscope for both");
   }
-  FindingsWithNotes judged = CheckRun(run.timeline);
+  FindingsWithNotes judged = CheckRun(run.timeline, /*rank_rules=*/!node_of_job);
   run.findings = std::move(judged.findings);
   for (std::string& n : judged.notes) run.notes.push_back(std::move(n));
   run.checked = {Layer::kMemory, Layer::kIo, Layer::kNetwork};

@@ -60,10 +60,12 @@ struct RunAnalysis {
 
 // `baseline_json`: nullopt when the run has none; `stored`: the stored
 // findings, or why they could not be read (a note, not an error: the
-// timeline is still worth its report).
+// timeline is still worth its report). `node_of_job`: the file is one node's
+// of several read as one job: the rank rules are left to AnalyzeJob, which
+// judges every node's ranks together (analyze/job_analysis.h).
 RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
                        std::optional<std::string> baseline_json,
-                       const Result<FindingsWithNotes>& stored);
+                       const Result<FindingsWithNotes>& stored, bool node_of_job = false);
 
 // The run's findings ordered into the report every output prints.
 Report MakeRunReport(const RunAnalysis& run);

@@ -132,7 +132,7 @@ std::vector<EpochSummary> SummarizeEpochs(const Timeline& timeline) {
   return epochs;
 }
 
-FindingsWithNotes CheckRun(const Timeline& timeline) {
+FindingsWithNotes CheckRun(const Timeline& timeline, bool rank_rules) {
   FindingsWithNotes out;
   std::vector<Finding>& findings = out.findings;
   findings = CheckRunMemory(timeline);
@@ -144,7 +144,9 @@ FindingsWithNotes CheckRun(const Timeline& timeline) {
                   std::make_move_iterator(network.end()));
   FindingsWithNotes gpu = CheckRunGpus(timeline);
   for (Finding& f : gpu.findings) findings.push_back(std::move(f));
-  for (Finding& f : CheckRanks(timeline)) findings.push_back(std::move(f));  // rank_rules.h
+  if (rank_rules) {
+    for (Finding& f : CheckRanks(timeline)) findings.push_back(std::move(f));  // rank_rules.h
+  }
   for (std::string& n : gpu.notes) out.notes.push_back("gpu: " + n);
   for (std::string& n : AllocationTraceNotes(timeline)) out.notes.push_back(std::move(n));
   return out;

@@ -67,6 +67,8 @@ std::vector<EpochSummary> SummarizeEpochs(const Timeline& timeline);
 // per-rank rules (analyze/rank_rules.h, CheckRanks); the notes: the GPU
 // rules' ("gpu: ...") and the allocation trace's (AllocationTraceNotes).
 // MakeReport orders the findings and picks the verdict.
-FindingsWithNotes CheckRun(const Timeline& timeline);
+// `rank_rules` false: leave distributed.straggler and load_imbalance out
+// (a node's file of a job: AnalyzeJob judges every node's ranks together).
+FindingsWithNotes CheckRun(const Timeline& timeline, bool rank_rules = true);
 
 }  // namespace stallscope

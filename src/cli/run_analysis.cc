@@ -1,5 +1,12 @@
 #include "cli/run_analysis.h"
 
+#include <malloc.h>
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <thread>
+
 #include "analyze/job_analysis.h"
 #include "cli/commands.h"
 #include "core/atomic_file.h"
@@ -9,22 +16,55 @@
 
 namespace stallscope {
 
-Result<RunAnalysis> AnalyzeRunFile(const std::string& path) {
+namespace {
+
+Result<RunAnalysis> ReadAndAnalyze(const std::string& path, bool node_of_job) {
   Result<Timeline> timeline = ReadRun(path);
   if (!timeline.ok()) return timeline.status();
   std::optional<std::string> baseline;
   if (Result<std::string> read = ReadBaseline(path); read.ok()) baseline = std::move(*read);
-  return AnalyzeRun(path, std::move(*timeline), std::move(baseline), ReadStoredFindings(path));
+  return AnalyzeRun(path, std::move(*timeline), std::move(baseline), ReadStoredFindings(path),
+                    node_of_job);
 }
+
+// Files read at once: each thread holds one file's reading; memory is the
+// files' (held for the job anyway), not the threads'.
+constexpr unsigned kMaxReaderThreads = 8;
+
+}  // namespace
+
+Result<RunAnalysis> AnalyzeRunFile(const std::string& path) { return ReadAndAnalyze(path, false); }
 
 Result<RunAnalysis> AnalyzeRunFiles(const std::vector<std::string>& paths) {
   if (paths.size() == 1) return AnalyzeRunFile(paths.front());
+  // Each node's file read and judged on its own, several at once; the first
+  // file (in the order given) that cannot be read is the error.
+  std::vector<std::optional<Result<RunAnalysis>>> read(paths.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < paths.size(); i = next++) {
+      Result<RunAnalysis> one = ReadAndAnalyze(paths[i], /*node_of_job=*/true);
+      if (one.ok()) KeepWhatTheJobNeeds(*one);
+      read[i].emplace(std::move(one));
+    }
+  };
+  const unsigned threads = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1,
+                                                std::min<size_t>(kMaxReaderThreads, paths.size()));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
   std::vector<RunAnalysis> nodes;
-  for (const std::string& path : paths) {
-    Result<RunAnalysis> one = AnalyzeRunFile(path);
-    if (!one.ok()) return one.status();
-    nodes.push_back(std::move(*one));
+  nodes.reserve(paths.size());
+  for (std::optional<Result<RunAnalysis>>& one : read) {
+    if (!one->ok()) return one->status();
+    nodes.push_back(std::move(**one));
   }
+  read.clear();
+  // What the readers freed (each file's processes, GPU and port samples) sits
+  // in their threads' malloc arenas, which the job's analysis on this thread
+  // does not reuse: hand it back before the analysis grows.
+  malloc_trim(0);
   return AnalyzeJob(std::move(nodes));
 }
 

@@ -141,6 +141,9 @@ Result<Database> OpenWith(const std::string& name, int flags, const std::string&
   int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
   Database db(raw);
   if (rc != SQLITE_OK) return store::SqliteError(path, raw, "cannot open the run file");
+  // Pages mapped rather than copied by read(): a job's files are read whole.
+  // Best effort (a build without mmap ignores it).
+  (void)sqlite3_exec(raw, "PRAGMA mmap_size = 1073741824", nullptr, nullptr, nullptr);
   if (Status st = CheckSchema(db.get(), path); !st.ok()) return st;
   return db;
 }
@@ -166,9 +169,10 @@ Result<Database> OpenRunFile(const std::string& path) {
   }
   struct stat wal;
   if (stat((path + "-wal").c_str(), &wal) != 0 || wal.st_size == 0) {
-    return OpenWith(FileUri(path, "?immutable=1"), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, path);
+    return OpenWith(FileUri(path, "?immutable=1"),
+                    SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, path);
   }
-  Result<Database> db = OpenWith(path, SQLITE_OPEN_READONLY, path);
+  Result<Database> db = OpenWith(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, path);
   struct stat shm;
   if (db.ok() || db.status().code() == Status::Code::kParseError ||
       stat((path + "-shm").c_str(), &shm) == 0) {

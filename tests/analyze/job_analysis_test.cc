@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace stallscope {
 namespace {
 
@@ -66,6 +68,12 @@ TEST(JobAnalysis, TheStragglerIsNamedAcrossFiles) {
   EXPECT_DOUBLE_EQ(job->nodes[1].clock_shift_seconds, 0.5);
   EXPECT_EQ(job->ranks.size(), 2u);
   EXPECT_EQ(job->timeline.steps.size(), 40u);
+  // The nodes' steps merged in time order (node-b's shifted by 0.5 s), and
+  // each node's sync records kept.
+  EXPECT_TRUE(std::is_sorted(job->timeline.steps.begin(), job->timeline.steps.end(),
+                             [](const StepEvent& a, const StepEvent& b) { return a.t < b.t; }));
+  EXPECT_EQ(job->timeline.steps.front().rank, 0);
+  EXPECT_EQ(job->timeline.step_syncs.size(), 40u);
   const Finding* f = Find(*job, "distributed.straggler");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(Text(*f, "host"), "node-b");
