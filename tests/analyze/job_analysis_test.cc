@@ -7,33 +7,20 @@
 
 #include <algorithm>
 
+#include "job_timelines.h"
+
 namespace stallscope {
 namespace {
 
 // One node of a 2-node job: rank `rank` on `host`, 20 steps of 0.2 s, the
 // rank waiting `sync_s` of each in gradient sync.
 RunAnalysis Node(const std::string& host, int rank, double sync_s, double start_realtime) {
-  Timeline t;
-  t.info.hostname = host;
-  t.info.started_utc = "2026-12-02T10:00:00Z";
-  t.info.interval_seconds = 1;
-  t.info.duration_seconds = 5;
-  NodeInfo n;
-  n.node_rank = rank;
-  n.nnodes = 2;
-  n.procs_per_node = 1;
-  n.world_size = 2;
-  n.master_addr = "10.0.0.1";
-  n.master_port = 29500;
-  n.source = "flags";
-  n.start_realtime_seconds = start_realtime;
-  t.node = n;
+  Timeline t = NodeOfTwo(host, rank, start_realtime, 5);
   for (int i = 0; i <= 5; ++i) {
     TimelineSample sample;
     sample.t = i;
     t.samples.push_back(sample);
   }
-  t.ranks.push_back(RankInfo{100 + rank, rank, 0, 2, host});
   for (int s = 0; s < 20; ++s) {
     t.steps.push_back(StepEvent{rank, s, 0.2 * (s + 1), 0.001, 0.2});
     t.step_syncs.push_back(StepSync{rank, s, sync_s, 0.01});

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "analyze/job_analysis.h"
+#include "job_timelines.h"
 
 namespace stallscope {
 namespace {
@@ -15,29 +16,14 @@ namespace {
 // every sample; its rank steps 4 times a second and waits `sync_s` in sync.
 Timeline NodeTimeline(const std::string& host, int rank, const std::string& iface, double rx,
                       bool with_sync = true) {
-  Timeline t;
-  t.info.hostname = host;
-  t.info.started_utc = "2026-12-02T10:00:00Z";
-  t.info.interval_seconds = 1;
-  t.info.duration_seconds = 10;
-  NodeInfo n;
-  n.node_rank = rank;
-  n.nnodes = 2;
-  n.procs_per_node = 1;
-  n.world_size = 2;
-  n.master_addr = "10.0.0.1";
-  n.master_port = 29500;
-  n.source = "flags";
-  n.start_realtime_seconds = 1000;
-  n.net_interface = iface;
-  t.node = n;
+  Timeline t = NodeOfTwo(host, rank, 1000, 10);
+  t.node->net_interface = iface;
   for (int i = 0; i <= 10; ++i) {
     TimelineSample s;
     s.t = i;
     if (i > 0) s.net_rx_bytes_per_s = rx;
     t.samples.push_back(s);
   }
-  t.ranks.push_back(RankInfo{100 + rank, rank, 0, 2, host});
   for (int s = 0; s < 40; ++s) {
     t.steps.push_back(StepEvent{rank, s, 0.25 * (s + 1), 0.001, 0.25});
     if (with_sync) t.step_syncs.push_back(StepSync{rank, s, 0.05, 0.01});
