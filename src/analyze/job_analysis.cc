@@ -167,6 +167,12 @@ Finding OfHost(Finding f, const std::string& host) {
   return f;
 }
 
+// Node rank order (files without one after, by host, then path).
+std::tuple<int, std::string, std::string> JobOrder(const RunAnalysis& r) {
+  std::optional<int> rank = r.timeline.node ? r.timeline.node->node_rank : std::nullopt;
+  return std::make_tuple(rank.value_or(1 << 30), r.timeline.info.hostname, r.path);
+}
+
 template <typename T>
 void Drop(std::vector<T>& v) {
   std::vector<T>().swap(v);
@@ -207,15 +213,25 @@ void SortByTime(std::vector<StepEvent>& steps, std::vector<size_t> ends) {
 
 }  // namespace
 
-void KeepWhatTheJobNeeds(RunAnalysis& node) {
+bool KeepWhatTheJobNeeds(RunAnalysis& node) {
   Timeline& t = node.timeline;
-  if (!t.node || t.node->node_rank.value_or(0) == 0) return;
+  if (!t.node || t.node->node_rank.value_or(0) == 0) return false;
+  t.inputs_recorded = false;
   Drop(t.processes);
   Drop(t.other_processes);
   Drop(t.gpus);
   Drop(t.port_counters);
   Drop(t.allocations);
   Drop(t.inputs);
+  return true;
+}
+
+size_t FirstNodeOfJob(const std::vector<RunAnalysis>& nodes) {
+  size_t first = 0;
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    if (JobOrder(nodes[i]) < JobOrder(nodes[first])) first = i;
+  }
+  return first;
 }
 
 std::string RankRangeText(const std::vector<int>& ranks) {
@@ -233,11 +249,7 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
   if (nodes.size() < 2) return Status::InvalidArgument("a job of several files needs two or more");
   // Node rank order (files without one after, by host, then path).
   std::stable_sort(nodes.begin(), nodes.end(), [](const RunAnalysis& a, const RunAnalysis& b) {
-    auto key = [](const RunAnalysis& r) {
-      std::optional<int> rank = r.timeline.node ? r.timeline.node->node_rank : std::nullopt;
-      return std::make_tuple(rank.value_or(1 << 30), r.timeline.info.hostname, r.path);
-    };
-    return key(a) < key(b);
+    return JobOrder(a) < JobOrder(b);
   });
   std::vector<FileClock> clocks;
   for (const RunAnalysis& n : nodes) clocks.push_back(ClockOf(n));

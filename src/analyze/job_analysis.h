@@ -38,8 +38,13 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes);
 // judged it: its steps, syncs, epochs, loaders, ranks, samples and facts.
 // Drops the rest (its processes, GPU and port samples, inputs, allocation
 // reports), so a job of many nodes' files is held in memory once, and only
-// when its node rank is known not to be 0 (node 0's timeline is the job's).
-void KeepWhatTheJobNeeds(RunAnalysis& node);
+// when its node rank is known not to be 0. True when it dropped them. The
+// job's timeline is that of FirstNodeOfJob: a caller whose files lack node
+// 0 (or whose node 0 predates the node table) reads that one again whole.
+bool KeepWhatTheJobNeeds(RunAnalysis& node);
+// The index of the file AnalyzeJob orders first (node rank, then host, then
+// path), whose timeline becomes the job's.
+size_t FirstNodeOfJob(const std::vector<RunAnalysis>& nodes);
 
 // A sorted list of ranks in ranges: {0, 1, 2, 7} -> "0-2, 7"; "-" for none.
 std::string RankRangeText(const std::vector<int>& ranks);

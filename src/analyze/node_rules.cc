@@ -14,17 +14,6 @@
 namespace stallscope {
 namespace {
 
-// The rows other than `self` that have a figure.
-template <typename Get>
-std::vector<double> Others(const std::vector<NodeRow>& nodes, size_t self, Get get) {
-  std::vector<double> out;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (i == self) continue;
-    if (std::optional<double> v = get(nodes[i])) out.push_back(*v);
-  }
-  return out;
-}
-
 std::string Rate(double bytes_per_s) {
   if (bytes_per_s >= 1e9) return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9);
   if (bytes_per_s >= 1e6) return fmt::format("{:.1f} MB/s", bytes_per_s / 1e6);
@@ -68,25 +57,40 @@ NodeReceive ReceiveWhileSyncing(const Timeline& t) {
     stepped[i] += 1;
     if (auto it = sync.find(key(e.rank, e.step)); it != sync.end()) synced[i] += it->second;
   }
-  out.during_sync = !sync.empty();
-  const std::vector<double>& marks = out.during_sync ? synced : stepped;
-  double sum = 0;
-  for (size_t i = 0; i < t.samples.size(); ++i) {
-    if (marks[i] <= 0 || !t.samples[i].net_rx_bytes_per_s) continue;
-    sum += *t.samples[i].net_rx_bytes_per_s;
-    ++out.samples;
+  auto mean_over = [&](const std::vector<double>& marks, NodeReceive& r) {
+    double sum = 0;
+    for (size_t i = 0; i < t.samples.size(); ++i) {
+      if (marks[i] <= 0 || !t.samples[i].net_rx_bytes_per_s) continue;
+      sum += *t.samples[i].net_rx_bytes_per_s;
+      ++r.samples;
+    }
+    if (r.samples >= kNodeReceiveMinSamples) r.bytes_per_s = sum / r.samples;
+  };
+  // While the ranks synced; else (no sync records, or too few samples with
+  // them) while they stepped.
+  if (!sync.empty()) {
+    out.during_sync = true;
+    mean_over(synced, out);
+    if (out.bytes_per_s) return out;
+    out = NodeReceive{};
   }
-  if (out.samples >= kNodeReceiveMinSamples) out.bytes_per_s = sum / out.samples;
+  mean_over(stepped, out);
   return out;
 }
 
 std::vector<Finding> CheckNodeReceive(const std::vector<NodeRow>& nodes) {
   std::vector<Finding> findings;
-  auto rate = [](const NodeRow& n) { return n.receive_bytes_per_s; };
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeRow& n = nodes[i];
     if (!n.receive_bytes_per_s) continue;
-    std::vector<double> others = Others(nodes, i, rate);
+    // Like with like: rates while syncing against rates while syncing.
+    std::vector<double> others;
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      if (j != i && nodes[j].receive_bytes_per_s &&
+          nodes[j].receive_during_sync == n.receive_during_sync) {
+        others.push_back(*nodes[j].receive_bytes_per_s);
+      }
+    }
     if (others.empty()) continue;
     const double median = Median(others);
     if (median < kNodeReceiveFloorBytesPerSecond) continue;

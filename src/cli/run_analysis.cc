@@ -40,11 +40,12 @@ Result<RunAnalysis> AnalyzeRunFiles(const std::vector<std::string>& paths) {
   // Each node's file read and judged on its own, several at once; the first
   // file (in the order given) that cannot be read is the error.
   std::vector<std::optional<Result<RunAnalysis>>> read(paths.size());
+  std::vector<char> trimmed(paths.size(), 0);
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < paths.size(); i = next++) {
       Result<RunAnalysis> one = ReadAndAnalyze(paths[i], /*node_of_job=*/true);
-      if (one.ok()) KeepWhatTheJobNeeds(*one);
+      if (one.ok()) trimmed[i] = KeepWhatTheJobNeeds(*one);
       read[i].emplace(std::move(one));
     }
   };
@@ -61,6 +62,13 @@ Result<RunAnalysis> AnalyzeRunFiles(const std::vector<std::string>& paths) {
     nodes.push_back(std::move(**one));
   }
   read.clear();
+  // The job's timeline is its first node's: whole, read again if it was
+  // trimmed (node 0's file not given, or older than the node table).
+  if (const size_t first = FirstNodeOfJob(nodes); trimmed[first]) {
+    Result<RunAnalysis> whole = ReadAndAnalyze(paths[first], /*node_of_job=*/true);
+    if (!whole.ok()) return whole.status();
+    nodes[first] = std::move(*whole);
+  }
   // What the readers freed (each file's processes, GPU and port samples) sits
   // in their threads' malloc arenas, which the job's analysis on this thread
   // does not reuse: hand it back before the analysis grows.

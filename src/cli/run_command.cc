@@ -287,8 +287,12 @@ CommandRunner SetupRun(CLI::App& app) {
     } else {
       options.node_from_ranks = true;
     }
+    // Loopback carries none of the other nodes' traffic (MASTER_ADDR that
+    // resolves to 127.0.1.1 on node 0 through /etc/hosts, as Debian writes
+    // it): no interface, no rates, rather than a node that looks idle.
     options.interface_toward = [](const std::string& master) {
-      return net::RouteTo(master, "MASTER_ADDR=" + master).interface;
+      std::string name = net::RouteTo(master, "MASTER_ADDR=" + master).interface;
+      return name == "lo" ? std::string() : name;
     };
     options.node.start_realtime_seconds = start_realtime;
     Result<RecordOutcome> outcome = Record(*job, *flags, *writer, &*hook, *info, options);

@@ -31,7 +31,7 @@ std::string RenderNodeTable(const std::vector<NodeRow>& nodes) {
   std::string out =
       "per node (steps/s of its lowest rank; data and sync wait as shares of its ranks' step "
       "time; host figures are means over the samples; net rx: its route to MASTER_ADDR while its "
-      "ranks synced):\n";
+      "ranks synced, else stepped):\n";
   out += fmt::format("{:>4}  {:<16} {:<10} {:>7} {:>9} {:>9} {:>10} {:>7} {:>12} {:>6}  {}\n",
                      "node", "host", "ranks", "steps/s", "data wait", "sync wait", "peak RSS",
                      "swap p/s", "disk util/ms", "cpu", "net rx");

@@ -94,7 +94,9 @@ struct TimelineSample {
   double data_wait_fraction = 0;  // sum(wait) / sum(step time)
   // NodeInfo::net_interface's bytes received and sent per second over the
   // interval (/proc/net/dev); nullopt when there is no such interface, in
-  // the first sample, and in run files older than the columns.
+  // the first sample after it became known (the master learnt from the
+  // ranks, the interface back after it went), and in run files older than
+  // the columns.
   std::optional<double> net_rx_bytes_per_s;
   std::optional<double> net_tx_bytes_per_s;
 };

@@ -236,13 +236,17 @@ Result<Timeline> ReadRun(const std::string& path) {
                   "SELECT 1 FROM pragma_table_info('samples') WHERE name = 'net_rx_bytes_per_s'",
                   [&](Columns&) { has_net = true; });
   if (!st.ok()) return st;
+  bool has_net_interface = false;
+  st = ForEachRow(db, path, "SELECT 1 FROM pragma_table_info('node') WHERE name = 'net_interface'",
+                  [&](Columns&) { has_net_interface = true; });
+  if (!st.ok()) return st;
   if (has_node) {
     const std::string node_sql =
         std::string(
             "SELECT node_rank, nnodes, procs_per_node, world_size, master_addr, "
             "master_port, launcher_job, source, start_realtime_seconds, "
             "clock_offset_seconds, clock_round_trip_seconds") +
-        (has_net ? ", net_interface" : "") + " FROM node WHERE id = 1";
+        (has_net_interface ? ", net_interface" : "") + " FROM node WHERE id = 1";
     st = ForEachRow(db, path, node_sql.c_str(), [&](Columns& c) {
       NodeInfo& n = timeline.node.emplace();
       n.node_rank = c.Optional<int>();
@@ -256,7 +260,7 @@ Result<Timeline> ReadRun(const std::string& path) {
       n.start_realtime_seconds = c.Real();
       n.clock_offset_seconds = c.Optional<double>();
       n.clock_round_trip_seconds = c.Optional<double>();
-      if (has_net) n.net_interface = c.Text();
+      if (has_net_interface) n.net_interface = c.Text();
     });
     if (!st.ok()) return st;
   }

@@ -69,6 +69,26 @@ TEST(NodeReceive, WithoutSyncRecordsTheSteppingSamplesCount) {
   EXPECT_EQ(r.samples, 10);
 }
 
+TEST(NodeReceive, SyncRecordsThatMatchNoStepFallBackToTheSteppingSamples) {
+  Timeline t = NodeTimeline("a", 0, "eth1", 3e6);
+  for (StepSync& s : t.step_syncs) s.step += 1000;  // of steps the file does not hold
+  NodeReceive r = ReceiveWhileSyncing(t);
+  ASSERT_TRUE(r.bytes_per_s.has_value());
+  EXPECT_FALSE(r.during_sync);
+  EXPECT_EQ(r.samples, 10);
+}
+
+TEST(NodeReceiveSlow, RatesWhileSyncingAreNotComparedWithRatesWhileStepping) {
+  std::vector<NodeRow> rows = {Row("a", 100e6), Row("b", 100e6), Row("c", 10e6)};
+  rows[2].receive_during_sync = false;  // c measured otherwise: nothing to compare it with
+  EXPECT_TRUE(CheckNodeReceive(rows).empty());
+  rows[1].receive_during_sync = false;
+  rows[1].receive_bytes_per_s = 100e6;
+  std::vector<Finding> f = CheckNodeReceive(rows);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(f[0].evidence.front().value), "c");
+}
+
 TEST(NodeReceive, NoInterfaceOrTooFewSamplesIsNoRate) {
   EXPECT_FALSE(ReceiveWhileSyncing(NodeTimeline("a", 0, "", 5e6)).bytes_per_s);
   Timeline t = NodeTimeline("a", 0, "eth1", 5e6);

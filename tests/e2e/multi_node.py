@@ -195,6 +195,22 @@ class TwoNodes(unittest.TestCase):
                         report["notes"])
         self.assertTrue(report["nodes"][1]["truncated"])
 
+    def test_without_node_0_the_first_node_is_read_whole(self):
+        # node-a's file said to be node 2: node-b's (node 1) comes first and
+        # is the job's timeline; it must not be the trimmed copy (no
+        # processes, no inputs) the other nodes are held as.
+        a, b = self.files
+        a2 = copy(a, "a-as-node2.db")
+        edit(a2, "UPDATE node SET node_rank = 2")
+        report = e2e.run_json(self, ["report", a2, b, "--json"])
+        self.assertEqual([n["host"] for n in report["nodes"]], ["node-b", "node-a"])
+        alone = e2e.run_json(self, ["report", b, "--json"])
+        self.assertEqual(report["inputs"], alone["inputs"])
+        self.assertIsNotNone(report["inputs"])
+        html = os.path.join(TMP, "b-first.html")
+        rc, _, err, _ = e2e.run(["report", a2, b, "--html", html])
+        self.assertEqual(rc, 0, err)
+
     def test_a_recorded_clock_offset_is_applied(self):
         a, b = self.files
         base = {n["host"]: n["clock_shift_seconds"] for n in self.report["nodes"]}
