@@ -40,6 +40,12 @@ NodeRow Row(const std::string& host, std::optional<double> rx) {
   return r;
 }
 
+// A finding said of `host` (its first evidence), as AnalyzeJob tags a node's.
+Finding HostFinding(const char* id, Layer layer, Severity severity, const char* summary,
+                    const char* host) {
+  return Finding{id, layer, severity, summary, {{"host", std::string(host)}}, "", std::nullopt};
+}
+
 double Number(const Finding& f, std::string_view name) {
   for (const Evidence& e : f.evidence) {
     if (e.name == name) return std::get<double>(e.value);
@@ -135,27 +141,10 @@ TEST(CompareNodeIo, TheOtherNodesFiguresGoBesideAHostsInputBound) {
   rows[2].disk_util_pct = 40;
   rows[0].disk_await_ms = 1;
   rows[2].disk_await_ms = 3;
-  std::vector<Finding> findings = {Finding{"io.input_bound",
-                                           Layer::kIo,
-                                           Severity::kCritical,
-                                           "b: steps wait 40%",
-                                           {{"host", std::string("b")}},
-                                           "",
-                                           std::nullopt},
-                                   Finding{"io.device_saturated",
-                                           Layer::kIo,
-                                           Severity::kWarning,
-                                           "b: vda saturated",
-                                           {{"host", std::string("b")}},
-                                           "",
-                                           std::nullopt},
-                                   Finding{"memory.swap_active",
-                                           Layer::kMemory,
-                                           Severity::kWarning,
-                                           "b: swaps",
-                                           {{"host", std::string("b")}},
-                                           "",
-                                           std::nullopt}};
+  std::vector<Finding> findings = {
+      HostFinding("io.input_bound", Layer::kIo, Severity::kCritical, "b: steps wait 40%", "b"),
+      HostFinding("io.device_saturated", Layer::kIo, Severity::kWarning, "b: vda saturated", "b"),
+      HostFinding("memory.swap_active", Layer::kMemory, Severity::kWarning, "b: swaps", "b")};
   CompareNodeIo(rows, findings);
   EXPECT_DOUBLE_EQ(Number(findings[0], "other_nodes_data_wait_fraction"), 0.03);
   EXPECT_NE(findings[0].summary.find("the other 2 nodes wait 3% (median): this node's input"),
@@ -165,24 +154,14 @@ TEST(CompareNodeIo, TheOtherNodesFiguresGoBesideAHostsInputBound) {
   EXPECT_DOUBLE_EQ(Number(findings[1], "other_nodes_disk_await_ms"), 2);
   EXPECT_EQ(findings[2].evidence.size(), 1u);  // not an io finding: untouched
   // Every node waits: the job's input.
-  std::vector<Finding> all = {Finding{"io.input_bound",
-                                      Layer::kIo,
-                                      Severity::kCritical,
-                                      "b: steps wait 40%",
-                                      {{"host", std::string("b")}},
-                                      "",
-                                      std::nullopt}};
+  std::vector<Finding> all = {
+      HostFinding("io.input_bound", Layer::kIo, Severity::kCritical, "b: steps wait 40%", "b")};
   rows[0].data_wait_fraction = rows[2].data_wait_fraction = 0.35;
   CompareNodeIo(rows, all);
   EXPECT_NE(all[0].summary.find("the job's"), std::string::npos) << all[0].summary;
   // Said of every host already ("a, b, c"): nothing to compare with.
-  std::vector<Finding> everywhere = {Finding{"io.input_bound",
-                                             Layer::kIo,
-                                             Severity::kCritical,
-                                             "a, b, c: wait",
-                                             {{"host", std::string("a, b, c")}},
-                                             "",
-                                             std::nullopt}};
+  std::vector<Finding> everywhere = {
+      HostFinding("io.input_bound", Layer::kIo, Severity::kCritical, "a, b, c: wait", "a, b, c")};
   CompareNodeIo(rows, everywhere);
   EXPECT_EQ(everywhere[0].evidence.size(), 1u);
 }
