@@ -255,12 +255,22 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
   for (const RunAnalysis& n : nodes) clocks.push_back(ClockOf(n));
   if (Status s = CheckOneJob(nodes, clocks); !s.ok()) return s;
 
+  // Each file's row, from its own records, before any of them move.
+  std::vector<NodeRow> rows;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const bool both = clocks[i].known && clocks[0].known;
+    rows.push_back(RowOf(nodes[i], both ? clocks[i].start - clocks[0].start : 0));
+  }
+
   RunAnalysis job;
   std::vector<std::string> paths;
   for (const RunAnalysis& n : nodes) paths.push_back(n.path);
   job.path = Join(paths, ", ");
-  job.timeline = nodes.front().timeline;  // node 0's host samples and facts
+  // Node 0's host samples and facts, moved: below, node 0's records are read
+  // from the job's timeline.
+  job.timeline = std::move(nodes.front().timeline);
   Timeline& merged = job.timeline;
+  auto timeline_of = [&](size_t i) -> Timeline& { return i == 0 ? merged : nodes[i].timeline; };
   const std::string base_host = merged.info.hostname;
   for (RankInfo& r : merged.ranks) {
     if (r.hostname.empty()) r.hostname = base_host;
@@ -275,29 +285,14 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
   std::vector<std::string> note_order;
   double latest_end = 0;
   for (const FileClock& c : clocks) latest_end = std::max(latest_end, c.end);
-  {
-    size_t steps = 0;
-    for (const RunAnalysis& n : nodes) steps += n.timeline.steps.size();
-    merged.steps.reserve(steps);
-  }
-  // Where each node's steps end in merged.steps: the runs SortByTime merges.
-  std::vector<size_t> step_runs = {merged.steps.size()};
   for (size_t i = 0; i < nodes.size(); ++i) {
     RunAnalysis& n = nodes[i];
-    const std::string& host = n.timeline.info.hostname;
-    const double shift = clocks[i].known && clocks[0].known ? clocks[i].start - clocks[0].start : 0;
-    NodeRow row = RowOf(n, shift);
+    const Timeline& t = timeline_of(i);
+    const std::string& host = t.info.hostname;
+    NodeRow& row = rows[i];
     if (i > 0) {
-      // Moved: a node's steps are held once, in the job's timeline.
-      Timeline& t = n.timeline;
-      for (StepEvent e : t.steps) {
-        e.t += shift;
-        merged.steps.push_back(e);
-      }
-      step_runs.push_back(merged.steps.size());
-      Drop(t.steps);
       for (EpochEvent e : t.epochs) {
-        e.t += shift;
+        e.t += row.clock_shift_seconds;
         merged.epochs.push_back(e);
       }
       for (const LoaderConfig& l : t.loaders) merged.loaders.push_back(l);
@@ -330,7 +325,7 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
       if (hosts.empty()) note_order.push_back(note);
       if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
     }
-    const double interval = n.timeline.info.interval_seconds;
+    const double interval = t.info.interval_seconds;
     if (clocks[i].known &&
         latest_end - clocks[i].end > std::max(kNodeEndedEarlySeconds, 3 * interval)) {
       row.truncated = true;
@@ -338,56 +333,43 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
           "{} ({}) ends {:.0f} s before the job's last file: its recording stopped early (the "
           "node or its stallscope killed?); its ranks are reported up to then",
           n.path, host, latest_end - clocks[i].end));
-    } else if (!n.timeline.info.duration_seconds && !n.timeline.samples.empty()) {
+    } else if (!t.info.duration_seconds && !t.samples.empty()) {
       row.truncated = true;
       job.notes.push_back(fmt::format(
           "{} ({}) was not closed: its stallscope ended before the job (killed?); its ranks "
           "are reported up to its last sample",
           n.path, host));
     }
-    if (!n.timeline.node) {
+    if (!t.node) {
       job.notes.push_back(fmt::format(
           "{} predates the node table: nothing in it says it is of this job, and it is aligned "
           "on its start time to the second; record again with this stallscope",
           n.path));
-    } else if (n.timeline.node->clock_offset_seconds) {
+    } else if (t.node->clock_offset_seconds) {
       job.notes.push_back(fmt::format(
           "{}'s clock is {:+.3f} ms from node 0's (measured at start, round trip {:.3f} ms); "
           "its times are shifted by it",
-          host, *n.timeline.node->clock_offset_seconds * 1e3,
-          n.timeline.node->clock_round_trip_seconds.value_or(0) * 1e3));
+          host, *t.node->clock_offset_seconds * 1e3,
+          t.node->clock_round_trip_seconds.value_or(0) * 1e3));
     }
-    job.nodes.push_back(std::move(row));
   }
+  job.nodes = std::move(rows);
   std::vector<std::string> job_notes = std::move(job.notes);
   job.notes.clear();
   for (const std::string& note : note_order) {
     job.notes.push_back(Join(note_hosts[note], ", ") + ": " + note);
   }
   for (std::string& note : job_notes) job.notes.push_back(std::move(note));
-  SortByTime(merged.steps, step_runs);
-  // The sync records, once the nodes' steps are gone: the two are never
-  // held twice at once.
-  {
-    size_t syncs = 0;
-    for (const RunAnalysis& n : nodes) syncs += n.timeline.step_syncs.size();
-    merged.step_syncs.reserve(syncs);
-    for (size_t i = 1; i < nodes.size(); ++i) {
-      std::vector<StepSync>& from = nodes[i].timeline.step_syncs;
-      merged.step_syncs.insert(merged.step_syncs.end(), from.begin(), from.end());
-      Drop(from);
-    }
-  }
 
   // What the job should hold and the files do not.
   std::set<int> have;
   for (const NodeRow& r : job.nodes) have.insert(r.ranks.begin(), r.ranks.end());
   std::optional<int> world, nnodes;
-  for (const RunAnalysis& n : nodes) {
-    if (!n.timeline.node) continue;
-    if (n.timeline.node->world_size)
-      world = std::max(world.value_or(0), *n.timeline.node->world_size);
-    if (n.timeline.node->nnodes) nnodes = std::max(nnodes.value_or(0), *n.timeline.node->nnodes);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::optional<NodeInfo>& node = timeline_of(i).node;
+    if (!node) continue;
+    if (node->world_size) world = std::max(world.value_or(0), *node->world_size);
+    if (node->nnodes) nnodes = std::max(nnodes.value_or(0), *node->nnodes);
   }
   if (world && !have.empty()) {
     std::set<int> missing;
@@ -411,12 +393,43 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
                   [](const NodeRow& r) { return r.receive_bytes_per_s.has_value(); })) {
     checked.insert(Layer::kNetwork);
   }
-  for (Finding& f : CheckRanks(merged)) job.findings.push_back(std::move(f));
+  {
+    // Every rank of every file judged together, each file's records read
+    // where they are: a job's steps and sync records are held once.
+    JobSteps steps;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      steps.parts.push_back({&timeline_of(i).steps, &timeline_of(i).step_syncs});
+    }
+    steps.ranks = &merged.ranks;
+    steps.fallback_host = base_host;
+    RankResults judged = JudgeRanks(steps);
+    for (Finding& f : judged.findings) job.findings.push_back(std::move(f));
+    job.ranks = std::move(judged.ranks);
+  }
   job.checked.assign(checked.begin(), checked.end());
   job.checked.erase(std::remove(job.checked.begin(), job.checked.end(), Layer::kDistributed),
                     job.checked.end());
-  job.ranks = SummarizeRanks(merged, base_host);
   if (job.ranks.size() >= 2) job.checked.push_back(Layer::kDistributed);
+  // The job's timeline: every file's steps in time order, on node 0's
+  // clock. Its sync records were judged above, in place, and are not kept:
+  // merged they would be held twice.
+  for (size_t i = 0; i < nodes.size(); ++i) Drop(timeline_of(i).step_syncs);
+  {
+    size_t total = 0;
+    for (const RunAnalysis& n : nodes) total += n.timeline.steps.size();
+    merged.steps.reserve(merged.steps.size() + total);
+  }
+  std::vector<size_t> step_runs = {merged.steps.size()};
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    Timeline& t = nodes[i].timeline;
+    for (StepEvent e : t.steps) {
+      e.t += job.nodes[i].clock_shift_seconds;
+      merged.steps.push_back(e);
+    }
+    step_runs.push_back(merged.steps.size());
+    Drop(t.steps);
+  }
+  SortByTime(merged.steps, std::move(step_runs));
   job.epochs = SummarizeEpochs(merged);
   job.baseline_json = nodes.front().baseline_json;
   return job;

@@ -29,9 +29,12 @@ inline constexpr double kNodeEndedEarlySeconds = 10.0;
 inline constexpr double kJobOverlapSlackSeconds = 60.0;
 
 // `nodes`: each file's own analysis (AnalyzeRun), at least two. The result
-// holds the merged timeline (the first node's samples, every file's steps),
-// the findings, notes, ranks and epochs of the whole job, and one NodeRow
-// per file, ordered by node rank (then host).
+// holds the merged timeline (the first node's samples, every file's steps in
+// time order), the findings, notes, ranks and epochs of the whole job, and
+// one NodeRow per file, ordered by node rank (then host). The files' sync
+// records are judged where they are (rank_rules.h JudgeRanks) and then
+// dropped, not merged: a job's steps and sync records are held once, and
+// the timeline's step_syncs is empty.
 Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes);
 
 // What AnalyzeJob needs of a node other than node 0 once AnalyzeRun has

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <span>
 #include <unordered_map>
 
 #include "core/stats.h"
@@ -21,51 +22,103 @@ struct RankStep {
 };
 using StepsByRank = std::map<int, std::vector<RankStep>>;
 
-// The counted steps of each rank: warm-up left out, sane times only. A step
-// reported twice keeps the last sync record of it. Sorted vectors rather
-// than a map of every (rank, step): a job of hundreds of ranks over hours
-// holds millions of steps.
-StepsByRank CountedSteps(const Timeline& timeline) {
-  // Per rank: its sync records by step (usually in step order already), a
-  // cursor that follows the steps as they come, and its output.
-  struct Rank {
-    std::vector<std::pair<int64_t, const StepSync*>> syncs;
-    size_t next = 0;
-    std::vector<RankStep>* out = nullptr;
+// The counted steps of each rank: warm-up left out, sane times only, in the
+// order of the parts and of each part's records; each with the last sync
+// record of its rank and step number (a step reported twice gets it both
+// times). Vectors of pointers, each reserved to its size, rather than a map
+// of every (rank, step): a job of hundreds of ranks over hours holds
+// millions of steps, and this is the one copy the rules make of them.
+int64_t StepOf(const RankStep& s) { return s.e->step; }
+
+// Positions into a rank's steps, compared by their step numbers.
+struct PositionsByStep {
+  const std::vector<RankStep>& steps;
+  bool operator()(uint32_t a, int64_t step) const { return StepOf(steps[a]) < step; }
+  bool operator()(int64_t step, uint32_t a) const { return step < StepOf(steps[a]); }
+};
+
+StepsByRank CountedSteps(const JobSteps& job) {
+  auto counted = [](const StepEvent& e) {
+    return e.step >= kRankWarmupSteps && e.step_seconds > 0;
   };
-  std::unordered_map<int, Rank> ranks;
-  for (const StepSync& s : timeline.step_syncs) ranks[s.rank].syncs.emplace_back(s.step, &s);
-  auto by_step = [](const auto& a, const auto& b) { return a.first < b.first; };
-  for (auto& [rank, r] : ranks) {
-    if (!std::is_sorted(r.syncs.begin(), r.syncs.end(), by_step)) {
-      std::stable_sort(r.syncs.begin(), r.syncs.end(), by_step);
+  std::unordered_map<int, size_t> count;
+  for (const StepRecords& part : job.parts) {
+    for (const StepEvent& e : *part.steps) {
+      if (counted(e)) ++count[e.rank];
     }
   }
+  // Per rank: its steps, whether they are in step order (they usually
+  // are), and else their positions in step order.
+  struct Rank {
+    std::vector<RankStep>* steps = nullptr;
+    bool in_step_order = true;
+    std::vector<uint32_t> by_step;
+    size_t next = 0;  // where the next sync record usually goes
+  };
   StepsByRank by_rank;
-  for (const StepEvent& e : timeline.steps) {
-    if (e.step < kRankWarmupSteps || !(e.step_seconds > 0)) continue;
-    Rank& r = ranks[e.rank];
-    if (r.out == nullptr) r.out = &by_rank[e.rank];
-    const auto& v = r.syncs;
-    const StepSync* sync = nullptr;
-    size_t at = r.next;
-    if (at >= v.size() || v[at].first != e.step) {
-      at = static_cast<size_t>(
-          std::lower_bound(v.begin(), v.end(), std::make_pair(e.step, nullptr), by_step) -
-          v.begin());
+  std::unordered_map<int, Rank> ranks;
+  for (const auto& [rank, n] : count) {
+    std::vector<RankStep>& v = by_rank[rank];
+    v.reserve(n);
+    ranks[rank].steps = &v;
+  }
+  for (const StepRecords& part : job.parts) {
+    for (const StepEvent& e : *part.steps) {
+      if (counted(e)) ranks[e.rank].steps->push_back({&e, nullptr});
     }
-    if (at < v.size() && v[at].first == e.step) {
-      while (at + 1 < v.size() && v[at + 1].first == e.step) ++at;  // the last record of it
-      sync = v[at].second;
-      r.next = at + 1;
+  }
+  for (auto& [rank, r] : ranks) {
+    const std::vector<RankStep>& v = *r.steps;
+    r.in_step_order = std::is_sorted(v.begin(), v.end(), [&](const RankStep& a, const RankStep& b) {
+      return StepOf(a) < StepOf(b);
+    });
+    if (!r.in_step_order && v.size() <= UINT32_MAX) {
+      r.by_step.resize(v.size());
+      for (size_t i = 0; i < v.size(); ++i) r.by_step[i] = static_cast<uint32_t>(i);
+      std::stable_sort(r.by_step.begin(), r.by_step.end(),
+                       [&](uint32_t a, uint32_t b) { return StepOf(v[a]) < StepOf(v[b]); });
     }
-    r.out->push_back({&e, sync});
+  }
+  // Each sync record onto every step of its rank and number; a later
+  // record of the same step replaces an earlier one.
+  for (const StepRecords& part : job.parts) {
+    if (part.syncs == nullptr) continue;
+    for (const StepSync& s : *part.syncs) {
+      auto found = ranks.find(s.rank);
+      if (found == ranks.end()) continue;
+      Rank& r = found->second;
+      std::vector<RankStep>& v = *r.steps;
+      if (r.in_step_order) {
+        size_t at = r.next;
+        if (at >= v.size() || StepOf(v[at]) != s.step) {
+          at = static_cast<size_t>(
+              std::lower_bound(v.begin(), v.end(), s.step,
+                               [&](const RankStep& a, int64_t step) { return StepOf(a) < step; }) -
+              v.begin());
+        }
+        for (; at < v.size() && StepOf(v[at]) == s.step; ++at) v[at].sync = &s;
+        r.next = at;
+      } else {
+        auto [first, last] =
+            std::equal_range(r.by_step.begin(), r.by_step.end(), s.step, PositionsByStep{v});
+        for (auto i = first; i != last; ++i) v[*i].sync = &s;
+      }
+    }
   }
   return by_rank;
 }
 
-std::string HostOf(const Timeline& timeline, int rank, const std::string& fallback) {
-  for (const RankInfo& r : timeline.ranks) {
+JobSteps StepsOf(const Timeline& timeline, const std::string& fallback_host) {
+  JobSteps job;
+  job.parts.push_back({&timeline.steps, &timeline.step_syncs});
+  job.ranks = &timeline.ranks;
+  job.fallback_host = fallback_host;
+  return job;
+}
+
+std::string HostOf(const std::vector<RankInfo>* ranks, int rank, const std::string& fallback) {
+  if (ranks == nullptr) return fallback;
+  for (const RankInfo& r : *ranks) {
     if (r.rank == rank && !r.hostname.empty()) return r.hostname;
   }
   return fallback;
@@ -78,11 +131,14 @@ std::string RankName(const RankSummary& r) {
 
 // The steps every rank reported (with a sync record when `need_sync`), as
 // columns: at[i][k] is ranks[i]'s record of steps[k]; a step a rank
-// reported twice keeps its last record.
+// reported twice keeps its last record. A column that is a rank's counted
+// steps as they are (in step order, each once, all of them in the table:
+// the usual case) is read in place; only the others are copied.
 struct StepTable {
   std::vector<int> ranks;  // ascending
   std::vector<int64_t> steps;
-  std::vector<std::vector<RankStep>> at;
+  std::vector<std::span<const RankStep>> at;
+  std::vector<std::vector<RankStep>> copied;  // the columns not read in place
   size_t RankIndex(int rank) const {
     return static_cast<size_t>(std::lower_bound(ranks.begin(), ranks.end(), rank) - ranks.begin());
   }
@@ -90,49 +146,71 @@ struct StepTable {
 
 StepTable ComparableSteps(const StepsByRank& by_rank, bool need_sync) {
   StepTable table;
-  std::vector<std::vector<RankStep>> kept;
+  // Each rank's records to compare, and which of `copied` holds them when
+  // they are not its counted steps as they are.
+  std::vector<std::span<const RankStep>> kept;
+  std::vector<size_t> copy_of;
+  constexpr size_t kInPlace = SIZE_MAX;
+  table.copied.reserve(2 * by_rank.size());  // spans into them stay valid
   for (const auto& [rank, steps] : by_rank) {
+    table.ranks.push_back(rank);
+    const bool each_once_in_order =
+        std::adjacent_find(steps.begin(), steps.end(), [](const RankStep& a, const RankStep& b) {
+          return StepOf(a) >= StepOf(b);
+        }) == steps.end();
+    const bool all_wanted = !need_sync || std::all_of(steps.begin(), steps.end(),
+                                                      [](const RankStep& s) { return s.sync; });
+    if (each_once_in_order && all_wanted) {
+      kept.emplace_back(steps);
+      copy_of.push_back(kInPlace);
+      continue;
+    }
     std::vector<RankStep> v;
     v.reserve(steps.size());
     for (const RankStep& s : steps) {
       if (!need_sync || s.sync) v.push_back(s);
     }
-    auto by_step = [](const RankStep& a, const RankStep& b) { return a.e->step < b.e->step; };
+    auto by_step = [](const RankStep& a, const RankStep& b) { return StepOf(a) < StepOf(b); };
     if (!std::is_sorted(v.begin(), v.end(), by_step)) std::stable_sort(v.begin(), v.end(), by_step);
     // The last record of a step number.
-    std::vector<RankStep> unique;
+    std::vector<RankStep>& unique = table.copied.emplace_back();
     unique.reserve(v.size());
     for (const RankStep& s : v) {
-      if (!unique.empty() && unique.back().e->step == s.e->step) {
+      if (!unique.empty() && StepOf(unique.back()) == StepOf(s)) {
         unique.back() = s;
       } else {
         unique.push_back(s);
       }
     }
-    table.ranks.push_back(rank);
-    kept.push_back(std::move(unique));
+    kept.emplace_back(unique);
+    copy_of.push_back(table.copied.size() - 1);
   }
   if (kept.empty()) return table;
-  for (const RankStep& s : kept.front()) table.steps.push_back(s.e->step);
+  for (const RankStep& s : kept.front()) table.steps.push_back(StepOf(s));
   for (size_t i = 1; i < kept.size() && !table.steps.empty(); ++i) {
     std::vector<int64_t> both;
     size_t j = 0;
     for (int64_t step : table.steps) {
-      while (j < kept[i].size() && kept[i][j].e->step < step) ++j;
-      if (j < kept[i].size() && kept[i][j].e->step == step) both.push_back(step);
+      while (j < kept[i].size() && StepOf(kept[i][j]) < step) ++j;
+      if (j < kept[i].size() && StepOf(kept[i][j]) == step) both.push_back(step);
     }
     table.steps = std::move(both);
   }
-  for (std::vector<RankStep>& v : kept) {
-    std::vector<RankStep> column;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    // Each once and in order, so as many as the table's steps are exactly them.
+    if (kept[i].size() == table.steps.size()) {
+      table.at.push_back(kept[i]);
+      continue;
+    }
+    std::vector<RankStep>& column = table.copied.emplace_back();
     column.reserve(table.steps.size());
     size_t j = 0;
     for (int64_t step : table.steps) {
-      while (v[j].e->step < step) ++j;
-      column.push_back(v[j]);
+      while (StepOf(kept[i][j]) < step) ++j;
+      column.push_back(kept[i][j]);
     }
-    std::vector<RankStep>().swap(v);
-    table.at.push_back(std::move(column));
+    table.at.push_back(column);
+    if (copy_of[i] != kInPlace) std::vector<RankStep>().swap(table.copied[copy_of[i]]);
   }
   return table;
 }
@@ -140,7 +218,7 @@ StepTable ComparableSteps(const StepsByRank& by_rank, bool need_sync) {
 // The step's length: the longest rank's step (they wait for each other).
 double StepLength(const StepTable& t, size_t k) {
   double step_s = 0;
-  for (const std::vector<RankStep>& column : t.at)
+  for (std::span<const RankStep> column : t.at)
     step_s = std::max(step_s, column[k].e->step_seconds);
   return step_s;
 }
@@ -257,7 +335,7 @@ std::optional<SustainedCall> FindImbalance(const StepTable& t, int rank, double 
   return MostSingledOut(t, [&](size_t k, double step_s) -> std::optional<size_t> {
     const double mine = value(t.at[self][k]);
     double least = mine;
-    for (const std::vector<RankStep>& column : t.at) least = std::min(least, value(column[k]));
+    for (std::span<const RankStep> column : t.at) least = std::min(least, value(column[k]));
     if (mine - least > threshold * step_s) return self;
     return std::nullopt;
   });
@@ -272,7 +350,7 @@ const RankSummary& Row(const std::vector<RankSummary>& rows, int rank) {
 
 std::vector<StepParts> CountedStepParts(const Timeline& timeline) {
   std::vector<StepParts> parts;
-  for (const auto& [rank, steps] : CountedSteps(timeline)) {
+  for (const auto& [rank, steps] : CountedSteps(StepsOf(timeline, ""))) {
     for (const RankStep& s : steps) {
       StepParts p;
       p.rank = rank;
@@ -290,13 +368,13 @@ std::vector<StepParts> CountedStepParts(const Timeline& timeline) {
 
 namespace {
 
-std::vector<RankSummary> Summarize(const StepsByRank& by_rank, const Timeline& timeline,
+std::vector<RankSummary> Summarize(const StepsByRank& by_rank, const std::vector<RankInfo>* ranks,
                                    const std::string& fallback_host) {
   std::vector<RankSummary> rows;
   for (const auto& [rank, steps] : by_rank) {
     RankSummary r;
     r.rank = rank;
-    r.hostname = HostOf(timeline, rank, fallback_host);
+    r.hostname = HostOf(ranks, rank, fallback_host);
     r.steps = static_cast<int64_t>(steps.size());
     double step = 0, wait = 0, sync = 0, cpu = 0;
     int64_t with_sync = 0;
@@ -324,21 +402,18 @@ std::vector<RankSummary> Summarize(const StepsByRank& by_rank, const Timeline& t
   return rows;
 }
 
-}  // namespace
-
-std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
-                                        const std::string& fallback_host) {
-  return Summarize(CountedSteps(timeline), timeline, fallback_host);
-}
-
-std::vector<Finding> CheckRanks(const Timeline& timeline) {
+// distributed.straggler and distributed.load_imbalance over the counted
+// steps (ranks with too few left out) and every rank's summary.
+std::vector<Finding> Check(StepsByRank& by_rank, const std::vector<RankSummary>& every_row) {
   std::vector<Finding> findings;
-  StepsByRank by_rank = CountedSteps(timeline);
   std::erase_if(by_rank, [](const auto& kv) {
     return static_cast<int64_t>(kv.second.size()) < kRankMinSteps;
   });
   if (by_rank.size() < 2) return findings;
-  std::vector<RankSummary> rows = Summarize(by_rank, timeline, timeline.info.hostname);
+  std::vector<RankSummary> rows;
+  for (const RankSummary& r : every_row) {
+    if (by_rank.count(r.rank)) rows.push_back(r);
+  }
   double mean_step = 0;
   for (const RankSummary& r : rows) mean_step += r.step_s;
   mean_step /= static_cast<double>(rows.size());
@@ -476,6 +551,26 @@ std::vector<Finding> CheckRanks(const Timeline& timeline) {
   imbalance("data_wait", *lo, *hi, lo->data_wait_s, hi->data_wait_s, kDataWaitImbalanceFraction,
             FindImbalance(every, hi->rank, kDataWaitImbalanceFraction, StepDataWait));
   return findings;
+}
+
+}  // namespace
+
+std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
+                                        const std::string& fallback_host) {
+  return Summarize(CountedSteps(StepsOf(timeline, fallback_host)), &timeline.ranks, fallback_host);
+}
+
+std::vector<Finding> CheckRanks(const Timeline& timeline) {
+  StepsByRank by_rank = CountedSteps(StepsOf(timeline, timeline.info.hostname));
+  return Check(by_rank, Summarize(by_rank, &timeline.ranks, timeline.info.hostname));
+}
+
+RankResults JudgeRanks(const JobSteps& job) {
+  StepsByRank by_rank = CountedSteps(job);
+  RankResults out;
+  out.ranks = Summarize(by_rank, job.ranks, job.fallback_host);
+  out.findings = Check(by_rank, out.ranks);
+  return out;
 }
 
 }  // namespace stallscope

@@ -66,6 +66,19 @@ struct StepParts {
 };
 std::vector<StepParts> CountedStepParts(const Timeline& timeline);
 
+// One job's step records, file by file: each part's steps and sync records
+// (the parts are read in place, never copied), the ranks' hellos that name
+// their hosts, and the host of a rank without one.
+struct StepRecords {
+  const std::vector<StepEvent>* steps = nullptr;
+  const std::vector<StepSync>* syncs = nullptr;  // none when null
+};
+struct JobSteps {
+  std::vector<StepRecords> parts;
+  const std::vector<RankInfo>* ranks = nullptr;
+  std::string fallback_host;
+};
+
 // One row per rank that reported steps, by rank. `fallback_host` names the
 // host of ranks whose hello carried none (the run's hostname).
 std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
@@ -74,5 +87,14 @@ std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
 // distributed.straggler and distributed.load_imbalance; nothing for a run
 // with fewer than two ranks.
 std::vector<Finding> CheckRanks(const Timeline& timeline);
+
+// Both over the steps of several files at once (a job of several nodes):
+// the rows as SummarizeRanks, the findings as CheckRanks, from one pass
+// over the steps.
+struct RankResults {
+  std::vector<RankSummary> ranks;
+  std::vector<Finding> findings;
+};
+RankResults JudgeRanks(const JobSteps& job);
 
 }  // namespace stallscope

@@ -37,6 +37,13 @@ Result<RunAnalysis> AnalyzeRunFile(const std::string& path) { return ReadAndAnal
 
 Result<RunAnalysis> AnalyzeRunFiles(const std::vector<std::string>& paths) {
   if (paths.size() == 1) return AnalyzeRunFile(paths.front());
+  // A job's records are a few large vectors per file (steps, sync records,
+  // samples), freed as the job's analysis merges and judges them. Each in a
+  // mapping of its own, what is freed goes back to the system at once, and
+  // the peak is what the job holds, not what freed holes in malloc's heaps
+  // add to it; glibc's default threshold grows to 32 MiB after the first
+  // large free, putting every node's vectors in those heaps.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   // Each node's file read and judged on its own, several at once; the first
   // file (in the order given) that cannot be read is the error.
   std::vector<std::optional<Result<RunAnalysis>>> read(paths.size());

@@ -2,6 +2,7 @@
 // timelines, and the hook records and run-file tables that carry it.
 #include "analyze/rank_rules.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -285,6 +286,95 @@ TEST(LoadImbalance, SustainedComputeOnOneRankIsRaisedWithItsNumbers) {
   EXPECT_NEAR(std::get<double>(Find(f, "spread_step_fraction")->value), 0.08 / 0.19, 1e-9);
   EXPECT_EQ(std::get<int64_t>(Find(f, "steps_over_threshold")->value), 18);
   EXPECT_EQ(std::get<int64_t>(Find(f, "steps_compared")->value), 18);
+}
+
+// A rule's finding, as far as a user reads it: id, severity, summary, and
+// every evidence value.
+std::string Said(const std::vector<Finding>& findings) {
+  std::string out;
+  for (const Finding& f : findings) {
+    out += f.id + " " + std::to_string(static_cast<int>(f.severity)) + " " + f.summary + "\n";
+    for (const Evidence& e : f.evidence) {
+      out += "  " + e.name + "=" +
+             std::visit([](const auto& v) { return fmt::format("{}", v); }, e.value) + "\n";
+    }
+  }
+  return out;
+}
+
+std::string Rows(const std::vector<RankSummary>& rows) {
+  std::string out;
+  for (const RankSummary& r : rows) {
+    out += fmt::format("{} {} {} {:.9f} {:.9f} {:.9f} {:.9f} {:.9f}\n", r.rank, r.hostname, r.steps,
+                       r.step_s, r.data_wait_s, r.compute_s, r.sync_wait_s.value_or(-1),
+                       r.cpu_s.value_or(-1));
+  }
+  return out;
+}
+
+TEST(JudgeRanks, SeveralFilesAreJudgedAsTheirRecordsTogether) {
+  // Rank 2 of 4 is the straggler; the ranks' records in two files, as two
+  // nodes write them, are judged in place as one timeline of all of them.
+  Timeline whole = SyncRun({0.100, 0.100, 0.300, 0.100}, {0.005, 0.005, 0.005, 0.040}, 20);
+  Timeline a, b;
+  for (const StepEvent& e : whole.steps) (e.rank < 2 ? a : b).steps.push_back(e);
+  for (const StepSync& s : whole.step_syncs) (s.rank < 2 ? a : b).step_syncs.push_back(s);
+  JobSteps job;
+  job.parts = {{&a.steps, &a.step_syncs}, {&b.steps, &b.step_syncs}};
+  job.ranks = &whole.ranks;
+  job.fallback_host = whole.info.hostname;
+  RankResults judged = JudgeRanks(job);
+  EXPECT_EQ(Rows(judged.ranks), Rows(SummarizeRanks(whole, whole.info.hostname)));
+  const std::vector<Finding> expected = CheckRanks(whole);
+  ASSERT_EQ(WithId(expected, "distributed.straggler").size(), 1u);
+  EXPECT_EQ(Said(judged.findings), Said(expected));
+  // A part without sync records: its ranks have none, and nothing is judged
+  // on sync waits it lacks.
+  job.parts[1].syncs = nullptr;
+  judged = JudgeRanks(job);
+  ASSERT_EQ(judged.ranks.size(), 4u);
+  EXPECT_TRUE(judged.ranks[0].sync_wait_s.has_value());
+  EXPECT_FALSE(judged.ranks[2].sync_wait_s.has_value());
+  EXPECT_TRUE(WithId(judged.findings, "distributed.straggler").empty());
+}
+
+TEST(JudgeRanks, StepsOutOfOrderOrTwiceTakeTheLastSyncRecordOfTheirNumber) {
+  // The same run three ways: as written; rank 1's steps backwards (a file
+  // appended out of order); and steps 6 and 9 of rank 0 reported twice,
+  // with an earlier sync record of each that a later one replaces.
+  const Timeline plain = SyncRun({0.100, 0.300, 0.100}, {0.005, 0.005, 0.005}, 16);
+  Timeline backwards = plain;
+  std::vector<StepEvent> ones;
+  for (const StepEvent& e : plain.steps) {
+    if (e.rank == 1) ones.push_back(e);
+  }
+  std::erase_if(backwards.steps, [](const StepEvent& e) { return e.rank == 1; });
+  backwards.steps.insert(backwards.steps.end(), ones.rbegin(), ones.rend());
+  EXPECT_EQ(Rows(SummarizeRanks(backwards, "h")), Rows(SummarizeRanks(plain, "h")));
+  EXPECT_EQ(Said(CheckRanks(backwards)), Said(CheckRanks(plain)));
+
+  Timeline twice = plain;
+  for (int step : {6, 9}) {
+    twice.step_syncs.insert(twice.step_syncs.begin(), StepSync{0, step, 0.250, 0.5});
+  }
+  std::vector<RankSummary> rows = SummarizeRanks(twice, "h");
+  EXPECT_EQ(Rows(rows), Rows(SummarizeRanks(plain, "h")));
+  // Step 6 reported again (the same record twice): counted twice, with the
+  // one sync record of its number each time.
+  for (const StepEvent& e : plain.steps) {
+    if (e.rank == 0 && e.step == 6) twice.steps.push_back(e);
+  }
+  rows = SummarizeRanks(twice, "h");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].steps, 15);
+  ASSERT_TRUE(rows[0].sync_wait_s.has_value());
+  EXPECT_NEAR(*rows[0].sync_wait_s, *SummarizeRanks(plain, "h")[0].sync_wait_s, 1e-12);
+  // A straggler is still named, from the steps every rank reported once.
+  const std::vector<Finding> findings = CheckRanks(twice);
+  auto s = WithId(findings, "distributed.straggler");
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(std::get<int64_t>(Find(*s[0], "rank")->value), 1);
+  EXPECT_EQ(std::get<int64_t>(Find(*s[0], "steps_compared")->value), 14);
 }
 
 TEST(HookRecords, SyncAndHostRecordsReachTheSteps) {
