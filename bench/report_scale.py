@@ -98,6 +98,10 @@ def make_node(path, schema, meta, node, args):
             sync = max(0.0005, step_s - compute - wait) if not slow else 0.0008
             steps.append((int(t) + 1, g, s, t, wait, step_s))
             syncs.append((int(t) + 1, g, s, sync, compute * 0.9))
+    # In the order the recorder appends them: each interval's records in
+    # time order, the ranks' records of one moment together.
+    steps.sort(key=lambda row: (row[3], row[1]))
+    syncs.sort(key=lambda row: (row[2], row[1]))
     con.executemany("INSERT INTO samples VALUES (%s)" % ",".join("?" * 21), samples)
     con.executemany("INSERT INTO processes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", processes)
     con.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?)", steps)
@@ -147,8 +151,8 @@ def main():
     counts = sorted(int(x) for x in args.nodes.split(","))
     args.max_nodes = counts[-1]
     binary = os.path.abspath(args.binary)
-    shape = "%d ranks, %g h, %d steps/s, schema of %s" % (args.ranks, args.hours,
-                                                         args.steps_per_s, binary)
+    shape = "%d ranks, %g h, %d steps/s, records in time order, schema of %s" % (
+        args.ranks, args.hours, args.steps_per_s, binary)
     os.makedirs(args.dir, exist_ok=True)
     stamp = os.path.join(args.dir, "shape")
     schema, meta = template_schema(binary)

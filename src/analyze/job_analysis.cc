@@ -107,7 +107,7 @@ Status CheckOneJob(const std::vector<RunAnalysis>& nodes, const std::vector<File
   return Status::Ok();
 }
 
-NodeRow RowOf(const RunAnalysis& run, double shift) {
+NodeRow RowOf(const RunAnalysis& run) {
   const Timeline& t = run.timeline;
   NodeRow row;
   row.path = run.path;
@@ -116,7 +116,6 @@ NodeRow RowOf(const RunAnalysis& run, double shift) {
     row.node_rank = t.node->node_rank;
     row.clock_offset_seconds = t.node->clock_offset_seconds;
   }
-  row.clock_shift_seconds = shift;
   for (int r : RanksIn(t)) row.ranks.push_back(r);
   // The node's ranks, as SummarizeRanks counts their steps.
   double step = 0, wait = 0, sync = 0;
@@ -213,6 +212,8 @@ void SortByTime(std::vector<StepEvent>& steps, std::vector<size_t> ends) {
 
 }  // namespace
 
+NodeRow DescribeNode(const RunAnalysis& node) { return RowOf(node); }
+
 bool KeepWhatTheJobNeeds(RunAnalysis& node) {
   Timeline& t = node.timeline;
   if (!t.node || t.node->node_rank.value_or(0) == 0) return false;
@@ -245,12 +246,22 @@ std::string RankRangeText(const std::vector<int>& ranks) {
   return parts.empty() ? "-" : Join(parts, ", ");
 }
 
-Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
+Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeRow> described) {
   if (nodes.size() < 2) return Status::InvalidArgument("a job of several files needs two or more");
+  if (!described.empty() && described.size() != nodes.size()) {
+    return Status::InvalidArgument("AnalyzeJob: one described row per file, or none");
+  }
   // Node rank order (files without one after, by host, then path).
-  std::stable_sort(nodes.begin(), nodes.end(), [](const RunAnalysis& a, const RunAnalysis& b) {
-    return JobOrder(a) < JobOrder(b);
-  });
+  std::vector<size_t> order(nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return JobOrder(nodes[a]) < JobOrder(nodes[b]); });
+  {
+    std::vector<RunAnalysis> sorted;
+    sorted.reserve(nodes.size());
+    for (size_t i : order) sorted.push_back(std::move(nodes[i]));
+    nodes = std::move(sorted);
+  }
   std::vector<FileClock> clocks;
   for (const RunAnalysis& n : nodes) clocks.push_back(ClockOf(n));
   if (Status s = CheckOneJob(nodes, clocks); !s.ok()) return s;
@@ -258,8 +269,9 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes) {
   // Each file's row, from its own records, before any of them move.
   std::vector<NodeRow> rows;
   for (size_t i = 0; i < nodes.size(); ++i) {
+    rows.push_back(described.empty() ? RowOf(nodes[i]) : std::move(described[order[i]]));
     const bool both = clocks[i].known && clocks[0].known;
-    rows.push_back(RowOf(nodes[i], both ? clocks[i].start - clocks[0].start : 0));
+    rows.back().clock_shift_seconds = both ? clocks[i].start - clocks[0].start : 0;
   }
 
   RunAnalysis job;

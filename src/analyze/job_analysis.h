@@ -35,7 +35,15 @@ inline constexpr double kJobOverlapSlackSeconds = 60.0;
 // records are judged where they are (rank_rules.h JudgeRanks) and then
 // dropped, not merged: a job's steps and sync records are held once, and
 // the timeline's step_syncs is empty.
-Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes);
+// `described`: each file's DescribeNode, in the order of `nodes`, when the
+// caller made them (reading the files in parallel); else none, and
+// AnalyzeJob describes each file itself.
+Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeRow> described = {});
+
+// A file's row of the job's node table, from its own records: host, node
+// rank, ranks, steps per second, waits, peak RSS, swap, disk, CPU, receive
+// rate while syncing (all but the clock shift, which takes the job).
+NodeRow DescribeNode(const RunAnalysis& node);
 
 // What AnalyzeJob needs of a node other than node 0 once AnalyzeRun has
 // judged it: its steps, syncs, epochs, loaders, ranks, samples and facts.

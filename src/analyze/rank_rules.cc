@@ -33,50 +33,90 @@ int64_t StepOf(const RankStep& s) { return s.e->step; }
 // Positions into a rank's steps, compared by their step numbers.
 struct PositionsByStep {
   const std::vector<RankStep>& steps;
-  bool operator()(uint32_t a, int64_t step) const { return StepOf(steps[a]) < step; }
-  bool operator()(int64_t step, uint32_t a) const { return step < StepOf(steps[a]); }
+  bool operator()(size_t a, int64_t step) const { return StepOf(steps[a]) < step; }
+  bool operator()(int64_t step, size_t a) const { return step < StepOf(steps[a]); }
+};
+
+// Ranks to dense slots, in the order first seen: a flat table for the
+// usual global ranks (0 to a million), a hash map for any other. Looked up
+// once per record of a job of millions.
+class RankSlots {
+ public:
+  static constexpr size_t kNone = SIZE_MAX;
+  // The slot of `rank`, made when it has none.
+  size_t Of(int rank) {
+    if (rank >= 0 && rank < kFlatRanks) {
+      const size_t at = static_cast<size_t>(rank);
+      if (at >= flat_.size()) flat_.resize(at + 1, kNoSlot);
+      if (flat_[at] == kNoSlot) {
+        flat_[at] = static_cast<uint32_t>(ranks_.size());
+        ranks_.push_back(rank);
+      }
+      return flat_[at];
+    }
+    auto [it, made] = other_.try_emplace(rank, ranks_.size());
+    if (made) ranks_.push_back(rank);
+    return it->second;
+  }
+  // The slot of `rank`, or kNone.
+  size_t Find(int rank) const {
+    if (rank >= 0 && rank < kFlatRanks) {
+      const size_t at = static_cast<size_t>(rank);
+      return at < flat_.size() && flat_[at] != kNoSlot ? flat_[at] : kNone;
+    }
+    auto it = other_.find(rank);
+    return it == other_.end() ? kNone : it->second;
+  }
+  size_t size() const { return ranks_.size(); }
+  int RankAt(size_t slot) const { return ranks_[slot]; }
+
+ private:
+  static constexpr int kFlatRanks = 1 << 20;
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  std::vector<uint32_t> flat_;
+  std::unordered_map<int, size_t> other_;
+  std::vector<int> ranks_;
 };
 
 StepsByRank CountedSteps(const JobSteps& job) {
   auto counted = [](const StepEvent& e) {
     return e.step >= kRankWarmupSteps && e.step_seconds > 0;
   };
-  std::unordered_map<int, size_t> count;
+  RankSlots slots;
+  std::vector<size_t> count;
   for (const StepRecords& part : job.parts) {
     for (const StepEvent& e : *part.steps) {
-      if (counted(e)) ++count[e.rank];
+      if (!counted(e)) continue;
+      const size_t slot = slots.Of(e.rank);
+      if (slot == count.size()) count.push_back(0);
+      ++count[slot];
     }
   }
   // Per rank: its steps, whether they are in step order (they usually
   // are), and else their positions in step order.
   struct Rank {
-    std::vector<RankStep>* steps = nullptr;
+    std::vector<RankStep> steps;
     bool in_step_order = true;
-    std::vector<uint32_t> by_step;
+    std::vector<size_t> by_step;
     size_t next = 0;  // where the next sync record usually goes
   };
-  StepsByRank by_rank;
-  std::unordered_map<int, Rank> ranks;
-  for (const auto& [rank, n] : count) {
-    std::vector<RankStep>& v = by_rank[rank];
-    v.reserve(n);
-    ranks[rank].steps = &v;
-  }
+  std::vector<Rank> ranks(slots.size());
+  for (size_t i = 0; i < ranks.size(); ++i) ranks[i].steps.reserve(count[i]);
   for (const StepRecords& part : job.parts) {
     for (const StepEvent& e : *part.steps) {
-      if (counted(e)) ranks[e.rank].steps->push_back({&e, nullptr});
+      if (counted(e)) ranks[slots.Find(e.rank)].steps.push_back({&e, nullptr});
     }
   }
-  for (auto& [rank, r] : ranks) {
-    const std::vector<RankStep>& v = *r.steps;
+  for (Rank& r : ranks) {
+    const std::vector<RankStep>& v = r.steps;
     r.in_step_order = std::is_sorted(v.begin(), v.end(), [&](const RankStep& a, const RankStep& b) {
       return StepOf(a) < StepOf(b);
     });
-    if (!r.in_step_order && v.size() <= UINT32_MAX) {
+    if (!r.in_step_order) {
       r.by_step.resize(v.size());
-      for (size_t i = 0; i < v.size(); ++i) r.by_step[i] = static_cast<uint32_t>(i);
+      for (size_t i = 0; i < v.size(); ++i) r.by_step[i] = i;
       std::stable_sort(r.by_step.begin(), r.by_step.end(),
-                       [&](uint32_t a, uint32_t b) { return StepOf(v[a]) < StepOf(v[b]); });
+                       [&](size_t a, size_t b) { return StepOf(v[a]) < StepOf(v[b]); });
     }
   }
   // Each sync record onto every step of its rank and number; a later
@@ -84,10 +124,10 @@ StepsByRank CountedSteps(const JobSteps& job) {
   for (const StepRecords& part : job.parts) {
     if (part.syncs == nullptr) continue;
     for (const StepSync& s : *part.syncs) {
-      auto found = ranks.find(s.rank);
-      if (found == ranks.end()) continue;
-      Rank& r = found->second;
-      std::vector<RankStep>& v = *r.steps;
+      const size_t slot = slots.Find(s.rank);
+      if (slot == RankSlots::kNone) continue;
+      Rank& r = ranks[slot];
+      std::vector<RankStep>& v = r.steps;
       if (r.in_step_order) {
         size_t at = r.next;
         if (at >= v.size() || StepOf(v[at]) != s.step) {
@@ -105,6 +145,9 @@ StepsByRank CountedSteps(const JobSteps& job) {
       }
     }
   }
+  StepsByRank by_rank;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    by_rank.emplace(slots.RankAt(i), std::move(ranks[i].steps));
   return by_rank;
 }
 

@@ -48,11 +48,15 @@ Result<RunAnalysis> AnalyzeRunFiles(const std::vector<std::string>& paths) {
   // file (in the order given) that cannot be read is the error.
   std::vector<std::optional<Result<RunAnalysis>>> read(paths.size());
   std::vector<char> trimmed(paths.size(), 0);
+  std::vector<NodeRow> described(paths.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < paths.size(); i = next++) {
       Result<RunAnalysis> one = ReadAndAnalyze(paths[i], /*node_of_job=*/true);
-      if (one.ok()) trimmed[i] = KeepWhatTheJobNeeds(*one);
+      if (one.ok()) {
+        described[i] = DescribeNode(*one);
+        trimmed[i] = KeepWhatTheJobNeeds(*one);
+      }
       read[i].emplace(std::move(one));
     }
   };
@@ -80,7 +84,7 @@ Result<RunAnalysis> AnalyzeRunFiles(const std::vector<std::string>& paths) {
   // in their threads' malloc arenas, which the job's analysis on this thread
   // does not reuse: hand it back before the analysis grows.
   malloc_trim(0);
-  return AnalyzeJob(std::move(nodes));
+  return AnalyzeJob(std::move(nodes), std::move(described));
 }
 
 Status WriteRunHtml(const RunAnalysis& run, const std::string& html_path) {
