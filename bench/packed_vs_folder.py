@@ -294,10 +294,16 @@ def main():
     args = ap.parse_args()
     warnings.filterwarnings("ignore", message="This DataLoader will create")
 
+    binary = os.path.abspath(args.binary)
+    # The native CRC32C built beside the binary, as `stallscope run` gives a
+    # job (unless STALLSCOPE_CRC32C is set; empty: the pure-Python code).
+    os.environ.setdefault("STALLSCOPE_CRC32C",
+                          os.path.join(os.path.dirname(binary), "libstallscope_crc32c.so"))
     import torch.utils.data as tud
     from stallscope.data import ShardDataset
+    import stallscope.crc32c
+    print("CRC32C: %s" % stallscope.crc32c.IMPLEMENTATION)
 
-    binary = os.path.abspath(args.binary)
     os.makedirs(args.dir, exist_ok=True)
     src = os.path.join(args.dir, "src")
     items = make_source(src, args.files, args.size, args.classes)

@@ -22,9 +22,18 @@ whose shifts, XORs and popcounts run in C over the whole message:
 That runs at ~60-90 MB/s on one core (~5x the table). Inputs under 256
 bytes go through the table. Thread-safe after the first call (the lazily
 built tables are only read afterwards).
-"""
 
-__all__ = ["crc32c", "masked_crc32c", "crc32c_table"]
+The native library (python/native/crc32c.c, libstallscope_crc32c.so,
+several GB/s a core) is used instead when it can be loaded: from the path
+in STALLSCOPE_CRC32C (which `stallscope run`, `ab` and `scale` set for the
+job; set it empty to force the Python code), else from beside this module
+(where an install puts it). IMPLEMENTATION says which one this process
+uses: "native sse4.2 <path>", "native tables <path>" or "python".
+"""
+import ctypes
+import os
+
+__all__ = ["crc32c", "masked_crc32c", "crc32c_table", "IMPLEMENTATION"]
 
 _POLY_REFLECTED = 0x82F63B78     # CRC32C, bit-reflected
 _Q = 0x105EC76F1                 # y^32 + reflected poly bits: the modulus in y
@@ -160,8 +169,8 @@ class _Tables:
 _tables = None
 
 
-def crc32c(data):
-    """CRC32C of a bytes-like object (bytes, bytearray, memoryview)."""
+def _python_crc32c(data):
+    """CRC32C of a bytes-like object by the Python code above."""
     n = len(data)
     if n < _SHORT:
         return crc32c_table(data)
@@ -184,6 +193,57 @@ def crc32c(data):
             r |= bit
         bit <<= 1
     return _mulmod(r, t.y_to_minus_8n(n)) ^ 0xFFFFFFFF
+
+
+def _load_native():
+    """(function, description) of the native library, or (None, "python")."""
+    path = os.environ.get("STALLSCOPE_CRC32C")
+    if path is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        path = os.path.join(here, "libstallscope_crc32c.so")
+        if not os.path.exists(path):
+            return None, "python"
+    if not path:
+        return None, "python"
+    try:
+        lib = ctypes.CDLL(path)
+        fn = lib.stallscope_crc32c
+        kind = lib.stallscope_crc32c_kind
+    except (OSError, AttributeError):
+        # Named but unusable (moved, another architecture): the Python code,
+        # and IMPLEMENTATION says so.
+        return None, "python (%s did not load)" % path
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32]
+    fn.restype = ctypes.c_uint32
+    kind.restype = ctypes.c_char_p
+    return fn, "native %s %s" % (kind().decode(), path)
+
+
+_native, IMPLEMENTATION = _load_native()
+_c_char_p = ctypes.c_char_p
+
+
+def crc32c(data, length=None):
+    """CRC32C of a bytes-like object (bytes, bytearray, memoryview), or of
+    its first `length` bytes (no copy of a bytes object is made for it)."""
+    fn = _native
+    if fn is None:
+        return _python_crc32c(data if length is None else memoryview(data)[:length])
+    n = len(data) if length is None else length
+    if n < 0 or n > len(data):
+        raise ValueError("length %d of a buffer of %d bytes" % (n, len(data)))
+    if isinstance(data, bytes):
+        return fn(_c_char_p(data), n, 0)
+    view = memoryview(data)
+    if not view.contiguous:
+        view = memoryview(view.tobytes())
+    if view.readonly:
+        # ctypes points only at writable buffers or at bytes: a read-only
+        # view (of bytes, an mmap opened for reading) is copied once.
+        return fn(_c_char_p(view[:n].tobytes()), n, 0)
+    if n == 0:
+        return 0
+    return fn(ctypes.addressof(ctypes.c_char.from_buffer(view.cast("B"))), n, 0)
 
 
 def masked_crc32c(data):

@@ -166,7 +166,7 @@ def iter_tfrecord(path, start=0, stop=None, check_crc=True):
             payload = view[:length]
             if check_crc:
                 stored = _unmask(int.from_bytes(view[length:], "little"))
-                computed = crc32c(payload)
+                computed = crc32c(body, length)
                 if stored != computed:
                     raise ShardError("%s: offset %d: data CRC mismatch (stored 0x%08x, "
                                      "computed 0x%08x) in a record of %d bytes"

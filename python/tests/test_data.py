@@ -5,6 +5,7 @@ installed. Standard library only otherwise.
 
     PYTHONPATH=python python3 -m unittest discover -s python/tests -v
 """
+import ctypes
 import importlib.util
 import io
 import json
@@ -18,6 +19,7 @@ import tempfile
 import unittest
 
 import shard_writer as w
+import stallscope.crc32c
 from stallscope import data
 from stallscope.crc32c import crc32c, crc32c_table, masked_crc32c
 from stallscope.example import ExampleError, parse_example
@@ -56,6 +58,77 @@ class Crc32cTest(unittest.TestCase):
 
     def test_mask(self):
         self.assertEqual(masked_crc32c(b"123456789"), w.masked(0xE3069283))
+
+
+class NativeCrc32cTest(unittest.TestCase):
+    """The native library (python/native/crc32c.c) that STALLSCOPE_CRC32C
+    names: ctest and `stallscope run` set it; skipped (failed in CI) when it
+    is not set."""
+
+    def setUp(self):
+        path = os.environ.get("STALLSCOPE_CRC32C")
+        if not path:
+            if os.environ.get("CI") == "true":
+                self.fail("STALLSCOPE_CRC32C is not set: the native CRC32C is not tested")
+            self.skipTest("STALLSCOPE_CRC32C is not set (ctest sets it to the built library)")
+        self.path = path
+        self.lib = ctypes.CDLL(path)
+        self.tables = self.lib.stallscope_crc32c_by_tables
+        self.tables.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32]
+        self.tables.restype = ctypes.c_uint32
+
+    def test_this_process_uses_it(self):
+        self.assertTrue(stallscope.crc32c.IMPLEMENTATION.startswith("native "),
+                        stallscope.crc32c.IMPLEMENTATION)
+        self.assertIn(self.path, stallscope.crc32c.IMPLEMENTATION)
+
+    def test_both_paths_match_the_definition(self):
+        # Lengths around the 8-byte words, the 3 x 4096-byte rounds of the
+        # instruction path, at every alignment, and every kind of buffer.
+        rng = random.Random(11)
+        lengths = list(range(0, 80)) + [4095, 4096, 4097, 12287, 12288, 12289, 24583,
+                                         36871, 100_003, (1 << 20) + 7]
+        for n in lengths:
+            buf = bytes(rng.getrandbits(8) for _ in range(n + 7)) if n < 5000 \
+                else os.urandom(n + 7)
+            for skew in (0, 1, 5):
+                part = buf[skew:skew + n]
+                want = crc32c_table(part) if n < 5000 else stallscope.crc32c._python_crc32c(part)
+                self.assertEqual(crc32c(part), want, (n, skew))
+                self.assertEqual(self.tables(part, n, 0), want, (n, skew))
+                self.assertEqual(crc32c(bytearray(part)), want, (n, skew))
+                self.assertEqual(crc32c(memoryview(buf)[skew:skew + n]), want, (n, skew))
+                self.assertEqual(crc32c(buf[skew:], n), want, (n, skew))
+        self.assertEqual(crc32c(b"123456789"), 0xE3069283)
+        self.assertEqual(self.tables(b"123456789", 9, 0), 0xE3069283)
+        with self.assertRaises(ValueError):
+            crc32c(b"abc", 4)
+
+    def test_a_record_is_checked_and_a_flipped_byte_caught(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "s.tfrecord")
+            payloads = [os.urandom(n) for n in (0, 1, 100, 100_000)]
+            with open(path, "wb") as f:
+                for p in payloads:
+                    f.write(w.frame(p))
+            self.assertEqual([bytes(p) for _, p in data.iter_tfrecord(path)], payloads)
+            with open(path, "r+b") as f:
+                f.seek(os.path.getsize(path) - 50)
+                byte = f.read(1)
+                f.seek(-1, os.SEEK_CUR)
+                f.write(bytes([byte[0] ^ 0x10]))
+            with self.assertRaisesRegex(data.ShardError, "data CRC mismatch"):
+                list(data.iter_tfrecord(path))
+
+    def test_without_it_the_python_code_is_used(self):
+        code = ("import stallscope.crc32c as c; print(c.IMPLEMENTATION); "
+                "print(c.crc32c(b'123456789', 9))")
+        for value, want in (("", "python"), ("/nonexistent/lib.so", "python (/nonexistent")):
+            env = dict(os.environ, STALLSCOPE_CRC32C=value, PYTHONPATH=PYTHON_DIR)
+            out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                 capture_output=True, text=True).stdout.split("\n")
+            self.assertTrue(out[0].startswith(want), out)
+            self.assertEqual(int(out[1]), 0xE3069283)
 
 
 class TfrecordTest(unittest.TestCase):
@@ -388,6 +461,7 @@ class SplitTest(unittest.TestCase):
 LOADER_SCRIPT = r"""
 import json, sys
 import torch.utils.data as tud
+import stallscope.crc32c
 from stallscope import data
 
 def collate(batch):

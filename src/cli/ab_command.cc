@@ -83,9 +83,10 @@ Result<AbRun> RunOnce(const AbFlags& flags, std::vector<std::pair<std::string, s
                       const std::string& capture, int signal_fd) {
   Result<HookReceiver> hook = HookReceiver::Create();
   if (!hook.ok()) return hook.status();
-  env.insert(env.begin(), {{"STALLSCOPE_SOCKET", hook->socket_path()},
-                           {"PYTHONPATH", HookPythonPath()},
-                           {"STALLSCOPE_MAX_STEPS", std::to_string(flags.steps)}});
+  std::vector<std::pair<std::string, std::string>> hook_env = HookEnvironment();
+  hook_env.emplace(hook_env.begin(), "STALLSCOPE_SOCKET", hook->socket_path());
+  hook_env.emplace_back("STALLSCOPE_MAX_STEPS", std::to_string(flags.steps));
+  env.insert(env.begin(), hook_env.begin(), hook_env.end());
   double start = MonotonicSeconds();
   auto start_ns = static_cast<int64_t>(start * 1e9);
   Result<Job> job = StartJob(flags.command, env, capture, flags.json);

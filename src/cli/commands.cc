@@ -97,6 +97,18 @@ int Fail(std::string_view command, const Status& s, bool usage) {
   return Fail(command, s.message(), usage ? kExitUsage : kExitCouldNotRun);
 }
 
+std::vector<std::pair<std::string, std::string>> HookEnvironment() {
+  std::vector<std::pair<std::string, std::string>> env = {{"PYTHONPATH", HookPythonPath()}};
+#ifdef STALLSCOPE_CRC32C_LIBRARY
+  // The TFRecord reader's native CRC32C (python/native/crc32c.c); a value
+  // the user set (empty: the pure-Python code) is kept.
+  if (std::getenv("STALLSCOPE_CRC32C") == nullptr) {
+    env.emplace_back("STALLSCOPE_CRC32C", STALLSCOPE_CRC32C_LIBRARY);
+  }
+#endif
+  return env;
+}
+
 std::string HookPythonPath() {
   std::string pythonpath = STALLSCOPE_PYTHON_DIR;
   if (const char* old = std::getenv("PYTHONPATH"); old && *old)

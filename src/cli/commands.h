@@ -12,6 +12,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -63,5 +65,9 @@ int Fail(std::string_view command, const Status& s, bool usage);
 // PYTHONPATH for a job the hook watches: the hook's directory
 // (STALLSCOPE_PYTHON_DIR), then the PYTHONPATH inherited, when set.
 std::string HookPythonPath();
+// What a job started under the hook gets in its environment: PYTHONPATH
+// (above) and STALLSCOPE_CRC32C, the path of the native CRC32C library
+// stallscope.crc32c loads (unless the user set it).
+std::vector<std::pair<std::string, std::string>> HookEnvironment();
 
 }  // namespace stallscope

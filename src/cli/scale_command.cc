@@ -81,10 +81,9 @@ struct SizeRun {
 Result<SizeRun> RunSize(const ScaleFlags& flags, int procs, int signal_fd) {
   Result<HookReceiver> hook = HookReceiver::Create();
   if (!hook.ok()) return hook.status();
-  std::vector<std::pair<std::string, std::string>> env = {
-      {"STALLSCOPE_SOCKET", hook->socket_path()},
-      {"PYTHONPATH", HookPythonPath()},
-      {"STALLSCOPE_MAX_STEPS", std::to_string(flags.steps)}};
+  std::vector<std::pair<std::string, std::string>> env = HookEnvironment();
+  env.emplace(env.begin(), "STALLSCOPE_SOCKET", hook->socket_path());
+  env.emplace_back("STALLSCOPE_MAX_STEPS", std::to_string(flags.steps));
   Result<Job> job = Status::Ok();
   if (flags.launcher == "torchrun") {
     std::vector<std::string> argv = {"torchrun", "--standalone",

@@ -447,6 +447,34 @@ class Starting(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------
+# What the job's environment carries
+
+class HookEnvironment(unittest.TestCase):
+    def test_the_job_checks_tfrecords_with_the_native_crc32c(self):
+        # `run` names the native CRC32C library (python/native/crc32c.c) for
+        # the job's stallscope.data; a value the user set is kept (empty: the
+        # pure-Python code).
+        out = path("crc-impl.txt")
+        code = ("import stallscope.crc32c as c; open(%r, 'w').write(c.IMPLEMENTATION + "
+                "'\\n' + str(c.crc32c(b'123456789')))" % out)
+        rc, _, err, _ = e2e.run(["run", "--out", path("crc-native.db"), "--", PYTHON, "-c", code])
+        self.assertEqual(rc, 0, err)
+        with open(out) as f:
+            impl, value = f.read().split("\n")
+        self.assertTrue(impl.startswith("native "), impl)
+        self.assertTrue(os.path.isfile(impl.split()[-1]), impl)
+        self.assertEqual(int(value), 0xE3069283)
+        env = dict(os.environ, STALLSCOPE_CRC32C="")
+        rc, _, err, _ = e2e.run(["run", "--out", path("crc-python.db"), "--", PYTHON, "-c", code],
+                                env=env)
+        self.assertEqual(rc, 0, err)
+        with open(out) as f:
+            impl, value = f.read().split("\n")
+        self.assertEqual(impl, "python")
+        self.assertEqual(int(value), 0xE3069283)
+
+
+# ---------------------------------------------------------------------------
 # How the job ends
 
 class Ending(unittest.TestCase):
