@@ -407,7 +407,15 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeR
   }
   {
     // Every rank of every file judged together, each file's records read
-    // where they are: a job's steps and sync records are held once.
+    // where they are: a job's steps and sync records are held once. Each
+    // file's steps first in time order (a stable sort, when they are not
+    // already: a recorder writes them so), as the merged timeline has them,
+    // so a rank's steps are judged in the order they ended.
+    auto by_t = [](const StepEvent& a, const StepEvent& b) { return a.t < b.t; };
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      std::vector<StepEvent>& s = timeline_of(i).steps;
+      if (!std::is_sorted(s.begin(), s.end(), by_t)) std::stable_sort(s.begin(), s.end(), by_t);
+    }
     JobSteps steps;
     for (size_t i = 0; i < nodes.size(); ++i) {
       steps.parts.push_back({&timeline_of(i).steps, &timeline_of(i).step_syncs});
@@ -428,8 +436,8 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeR
   for (size_t i = 0; i < nodes.size(); ++i) Drop(timeline_of(i).step_syncs);
   {
     size_t total = 0;
-    for (const RunAnalysis& n : nodes) total += n.timeline.steps.size();
-    merged.steps.reserve(merged.steps.size() + total);
+    for (size_t i = 0; i < nodes.size(); ++i) total += timeline_of(i).steps.size();
+    merged.steps.reserve(total);
   }
   std::vector<size_t> step_runs = {merged.steps.size()};
   for (size_t i = 1; i < nodes.size(); ++i) {

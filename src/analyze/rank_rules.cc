@@ -194,7 +194,7 @@ StepTable ComparableSteps(const StepsByRank& by_rank, bool need_sync) {
   std::vector<std::span<const RankStep>> kept;
   std::vector<size_t> copy_of;
   constexpr size_t kInPlace = SIZE_MAX;
-  table.copied.reserve(2 * by_rank.size());  // spans into them stay valid
+  table.copied.reserve(2 * by_rank.size());  // at most two columns a rank
   for (const auto& [rank, steps] : by_rank) {
     table.ranks.push_back(rank);
     const bool each_once_in_order =

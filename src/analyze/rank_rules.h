@@ -89,8 +89,10 @@ std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
 std::vector<Finding> CheckRanks(const Timeline& timeline);
 
 // Both over the steps of several files at once (a job of several nodes):
-// the rows as SummarizeRanks, the findings as CheckRanks, from one pass
-// over the steps.
+// the rows as SummarizeRanks, the findings as CheckRanks, from one index
+// of the counted steps (made once for both, not once for each). A rank's
+// steps are taken in the order of the parts and of each part's records:
+// in time order when each part is (AnalyzeJob sorts them so).
 struct RankResults {
   std::vector<RankSummary> ranks;
   std::vector<Finding> findings;

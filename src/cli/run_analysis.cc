@@ -42,7 +42,8 @@ Result<RunAnalysis> AnalyzeRunFiles(const std::vector<std::string>& paths) {
   // mapping of its own, what is freed goes back to the system at once, and
   // the peak is what the job holds, not what freed holes in malloc's heaps
   // add to it; glibc's default threshold grows to 32 MiB after the first
-  // large free, putting every node's vectors in those heaps.
+  // large free, putting every node's vectors in those heaps. (Process-wide
+  // and kept: what runs after, the report's rendering, allocates little.)
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   // Each node's file read and judged on its own, several at once; the first
   // file (in the order given) that cannot be read is the error.

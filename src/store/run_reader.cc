@@ -83,9 +83,11 @@ Status ForEachRow(sqlite3* db, const std::string& path, const char* sql, Row&& r
 // How many rows `table` holds, to reserve for before reading them: its
 // largest rowid (the writer only appends, so it is the count; looked up in
 // the b-tree, not counted), bounded by what the file could hold (a row
-// takes more than 16 bytes) so a damaged rowid reserves no more than the
-// rows would. 0 when unknown. Reading a job's files reserves once rather
-// than doubling into up to twice the rows' memory.
+// takes more than 16 bytes on disk), so a damaged rowid reserves at most
+// file size / 16 rows (a few times the file's size in memory, mostly never
+// touched) instead of whatever it says. 0 when unknown. Reading a job's
+// files reserves once rather than doubling into up to twice the rows'
+// memory.
 size_t RowsHint(sqlite3* db, const std::string& path, const char* max_rowid_sql,
                 int64_t file_bytes) {
   int64_t rows = 0;

@@ -69,6 +69,60 @@ TEST(JobAnalysis, TheStragglerIsNamedAcrossFiles) {
   EXPECT_EQ(job->path, "node-a.db, node-b.db");
 }
 
+TEST(JobAnalysis, RowsTheCallerDescribedFollowTheirFiles) {
+  // Files given out of node order, each with the row its reader thread made
+  // (marked here by its CPU figure): each row stays with its file.
+  std::vector<RunAnalysis> nodes;
+  nodes.push_back(Node("node-b", 1, 0.001, 1000.5));
+  nodes.push_back(Node("node-a", 0, 0.12, 1000.0));
+  std::vector<NodeRow> described = {DescribeNode(nodes[0]), DescribeNode(nodes[1])};
+  EXPECT_EQ(described[0].host, "node-b");
+  described[0].cpu_pct = 11;
+  described[1].cpu_pct = 22;
+  Result<RunAnalysis> job = AnalyzeJob(std::move(nodes), std::move(described));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  ASSERT_EQ(job->nodes.size(), 2u);
+  EXPECT_EQ(job->nodes[0].host, "node-a");
+  EXPECT_DOUBLE_EQ(job->nodes[0].cpu_pct, 22);
+  EXPECT_EQ(job->nodes[1].host, "node-b");
+  EXPECT_DOUBLE_EQ(job->nodes[1].cpu_pct, 11);
+  EXPECT_DOUBLE_EQ(job->nodes[1].clock_shift_seconds, 0.5);  // set by the job, not the reader
+  EXPECT_EQ(job->nodes[1].ranks, std::vector<int>{1});
+  // One row per file, or none.
+  std::vector<RunAnalysis> two;
+  two.push_back(Node("node-b", 1, 0.001, 1000.5));
+  two.push_back(Node("node-a", 0, 0.12, 1000.0));
+  std::vector<NodeRow> one = {DescribeNode(two[0])};
+  EXPECT_FALSE(AnalyzeJob(std::move(two), std::move(one)).ok());
+}
+
+TEST(JobAnalysis, AFileWhoseStepsAreOutOfTimeOrderIsJudgedInTimeOrder) {
+  auto job_of = [](bool reversed) {
+    std::vector<RunAnalysis> nodes;
+    nodes.push_back(Node("node-a", 0, 0.12, 1000.0));
+    nodes.push_back(Node("node-b", 1, 0.001, 1000.5));
+    std::vector<StepEvent>& steps = nodes[1].timeline.steps;
+    // A step number twice, a later record of it last in time.
+    steps.push_back(StepEvent{1, 7, 0.2 * 8 + 0.05, 0.050, 0.25});
+    if (reversed) std::reverse(steps.begin(), steps.end());
+    return AnalyzeJob(std::move(nodes));
+  };
+  Result<RunAnalysis> in_order = job_of(false), backwards = job_of(true);
+  ASSERT_TRUE(in_order.ok() && backwards.ok());
+  ASSERT_EQ(in_order->ranks.size(), 2u);
+  ASSERT_EQ(backwards->ranks.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(in_order->ranks[i].steps, backwards->ranks[i].steps);
+    EXPECT_EQ(in_order->ranks[i].step_s, backwards->ranks[i].step_s);  // the same sum, bit for bit
+    EXPECT_EQ(in_order->ranks[i].data_wait_s, backwards->ranks[i].data_wait_s);
+  }
+  const Finding* a = Find(*in_order, "distributed.straggler");
+  const Finding* b = Find(*backwards, "distributed.straggler");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->summary, b->summary);
+}
+
 TEST(JobAnalysis, FilesOfAnotherJobOrARankTwiceAreRefused) {
   std::vector<RunAnalysis> nodes;
   nodes.push_back(Node("node-a", 0, 0.1, 1000));

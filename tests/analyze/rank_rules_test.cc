@@ -340,8 +340,8 @@ TEST(JudgeRanks, SeveralFilesAreJudgedAsTheirRecordsTogether) {
 
 TEST(JudgeRanks, StepsOutOfOrderOrTwiceTakeTheLastSyncRecordOfTheirNumber) {
   // The same run three ways: as written; rank 1's steps backwards (a file
-  // appended out of order); and steps 6 and 9 of rank 0 reported twice,
-  // with an earlier sync record of each that a later one replaces.
+  // appended out of order); and an earlier sync record of steps 6 and 9
+  // of rank 0 that a later one replaces; then step 6 reported twice.
   const Timeline plain = SyncRun({0.100, 0.300, 0.100}, {0.005, 0.005, 0.005}, 16);
   Timeline backwards = plain;
   std::vector<StepEvent> ones;
