@@ -107,7 +107,9 @@ Status CheckOneJob(const std::vector<RunAnalysis>& nodes, const std::vector<File
   return Status::Ok();
 }
 
-NodeRow RowOf(const RunAnalysis& run) {
+}  // namespace
+
+NodeRow DescribeNode(const RunAnalysis& run) {
   const Timeline& t = run.timeline;
   NodeRow row;
   row.path = run.path;
@@ -158,6 +160,8 @@ NodeRow RowOf(const RunAnalysis& run) {
   return row;
 }
 
+namespace {
+
 // A node's own finding, said of its host: "node-b: ..." with `host` first
 // in the evidence.
 Finding OfHost(Finding f, const std::string& host) {
@@ -177,17 +181,24 @@ void Drop(std::vector<T>& v) {
   std::vector<T>().swap(v);
 }
 
-// The steps in time order, as a stable sort of the whole would leave them:
-// each node's run (ending at `ends`) sorted on its own, usually already,
-// then merged pairwise, the earlier run first among equal times.
-void SortByTime(std::vector<StepEvent>& steps, std::vector<size_t> ends) {
-  auto by_t = [](const StepEvent& a, const StepEvent& b) { return a.t < b.t; };
+// Steps by when they ended (a function object: the sorts and merges inline it).
+constexpr auto EndsBefore = [](const StepEvent& a, const StepEvent& b) { return a.t < b.t; };
+
+// A file's steps in time order, as a stable sort leaves them (a recorder
+// writes them so: usually nothing to do).
+void InTimeOrder(std::vector<StepEvent>& steps) {
+  if (!std::is_sorted(steps.begin(), steps.end(), EndsBefore)) {
+    std::stable_sort(steps.begin(), steps.end(), EndsBefore);
+  }
+}
+
+// Runs of steps each in time order (one a node, ending at `ends`) merged
+// pairwise into one, as a stable sort of the whole would leave them: the
+// earlier run first among equal times.
+void MergeByTime(std::vector<StepEvent>& steps, std::vector<size_t> ends) {
   std::vector<size_t> starts;
   size_t begin = 0;
   for (size_t end : ends) {
-    auto first = steps.begin() + static_cast<std::ptrdiff_t>(begin);
-    auto last = steps.begin() + static_cast<std::ptrdiff_t>(end);
-    if (!std::is_sorted(first, last, by_t)) std::stable_sort(first, last, by_t);
     starts.push_back(begin);
     begin = end;
   }
@@ -201,7 +212,7 @@ void SortByTime(std::vector<StepEvent>& steps, std::vector<size_t> ends) {
       }
       std::inplace_merge(steps.begin() + static_cast<std::ptrdiff_t>(starts[i]),
                          steps.begin() + static_cast<std::ptrdiff_t>(starts[i + 1]),
-                         steps.begin() + static_cast<std::ptrdiff_t>(ends[i + 1]), by_t);
+                         steps.begin() + static_cast<std::ptrdiff_t>(ends[i + 1]), EndsBefore);
       merged_starts.push_back(starts[i]);
       merged_ends.push_back(ends[i + 1]);
     }
@@ -211,8 +222,6 @@ void SortByTime(std::vector<StepEvent>& steps, std::vector<size_t> ends) {
 }
 
 }  // namespace
-
-NodeRow DescribeNode(const RunAnalysis& node) { return RowOf(node); }
 
 bool KeepWhatTheJobNeeds(RunAnalysis& node) {
   Timeline& t = node.timeline;
@@ -269,7 +278,7 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeR
   // Each file's row, from its own records, before any of them move.
   std::vector<NodeRow> rows;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    rows.push_back(described.empty() ? RowOf(nodes[i]) : std::move(described[order[i]]));
+    rows.push_back(described.empty() ? DescribeNode(nodes[i]) : std::move(described[order[i]]));
     const bool both = clocks[i].known && clocks[0].known;
     rows.back().clock_shift_seconds = both ? clocks[i].start - clocks[0].start : 0;
   }
@@ -411,11 +420,7 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeR
     // file's steps first in time order (a stable sort, when they are not
     // already: a recorder writes them so), as the merged timeline has them,
     // so a rank's steps are judged in the order they ended.
-    auto by_t = [](const StepEvent& a, const StepEvent& b) { return a.t < b.t; };
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      std::vector<StepEvent>& s = timeline_of(i).steps;
-      if (!std::is_sorted(s.begin(), s.end(), by_t)) std::stable_sort(s.begin(), s.end(), by_t);
-    }
+    for (size_t i = 0; i < nodes.size(); ++i) InTimeOrder(timeline_of(i).steps);
     JobSteps steps;
     for (size_t i = 0; i < nodes.size(); ++i) {
       steps.parts.push_back({&timeline_of(i).steps, &timeline_of(i).step_syncs});
@@ -449,7 +454,7 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeR
     step_runs.push_back(merged.steps.size());
     Drop(t.steps);
   }
-  SortByTime(merged.steps, std::move(step_runs));
+  MergeByTime(merged.steps, std::move(step_runs));
   job.epochs = SummarizeEpochs(merged);
   job.baseline_json = nodes.front().baseline_json;
   return job;

@@ -22,13 +22,10 @@ struct RankStep {
 };
 using StepsByRank = std::map<int, std::vector<RankStep>>;
 
-// The counted steps of each rank: warm-up left out, sane times only, in the
-// order of the parts and of each part's records; each with the last sync
-// record of its rank and step number (a step reported twice gets it both
-// times). Vectors of pointers, each reserved to its size, rather than a map
-// of every (rank, step): a job of hundreds of ranks over hours holds
-// millions of steps, and this is the one copy the rules make of them.
 int64_t StepOf(const RankStep& s) { return s.e->step; }
+constexpr auto InStepOrder = [](const RankStep& a, const RankStep& b) {
+  return StepOf(a) < StepOf(b);
+};
 
 // Positions into a rank's steps, compared by their step numbers.
 struct PositionsByStep {
@@ -78,6 +75,12 @@ class RankSlots {
   std::vector<int> ranks_;
 };
 
+// The counted steps of each rank: warm-up left out, sane times only, in the
+// order of the parts and of each part's records; each with the last sync
+// record of its rank and step number (a step reported twice gets it both
+// times). Vectors of pointers, each reserved to its size, rather than a map
+// of every (rank, step): a job of hundreds of ranks over hours holds
+// millions of steps, and this is the one copy the rules make of them.
 StepsByRank CountedSteps(const JobSteps& job) {
   auto counted = [](const StepEvent& e) {
     return e.step >= kRankWarmupSteps && e.step_seconds > 0;
@@ -109,14 +112,12 @@ StepsByRank CountedSteps(const JobSteps& job) {
   }
   for (Rank& r : ranks) {
     const std::vector<RankStep>& v = r.steps;
-    r.in_step_order = std::is_sorted(v.begin(), v.end(), [&](const RankStep& a, const RankStep& b) {
-      return StepOf(a) < StepOf(b);
-    });
+    r.in_step_order = std::is_sorted(v.begin(), v.end(), InStepOrder);
     if (!r.in_step_order) {
       r.by_step.resize(v.size());
       for (size_t i = 0; i < v.size(); ++i) r.by_step[i] = i;
       std::stable_sort(r.by_step.begin(), r.by_step.end(),
-                       [&](size_t a, size_t b) { return StepOf(v[a]) < StepOf(v[b]); });
+                       [&](size_t a, size_t b) { return InStepOrder(v[a], v[b]); });
     }
   }
   // Each sync record onto every step of its rank and number; a later
@@ -213,8 +214,9 @@ StepTable ComparableSteps(const StepsByRank& by_rank, bool need_sync) {
     for (const RankStep& s : steps) {
       if (!need_sync || s.sync) v.push_back(s);
     }
-    auto by_step = [](const RankStep& a, const RankStep& b) { return StepOf(a) < StepOf(b); };
-    if (!std::is_sorted(v.begin(), v.end(), by_step)) std::stable_sort(v.begin(), v.end(), by_step);
+    if (!std::is_sorted(v.begin(), v.end(), InStepOrder)) {
+      std::stable_sort(v.begin(), v.end(), InStepOrder);
+    }
     // The last record of a step number.
     std::vector<RankStep>& unique = table.copied.emplace_back();
     unique.reserve(v.size());

@@ -83,8 +83,7 @@ Result<AbRun> RunOnce(const AbFlags& flags, std::vector<std::pair<std::string, s
                       const std::string& capture, int signal_fd) {
   Result<HookReceiver> hook = HookReceiver::Create();
   if (!hook.ok()) return hook.status();
-  std::vector<std::pair<std::string, std::string>> hook_env = HookEnvironment();
-  hook_env.emplace(hook_env.begin(), "STALLSCOPE_SOCKET", hook->socket_path());
+  std::vector<std::pair<std::string, std::string>> hook_env = HookEnvironment(hook->socket_path());
   hook_env.emplace_back("STALLSCOPE_MAX_STEPS", std::to_string(flags.steps));
   env.insert(env.begin(), hook_env.begin(), hook_env.end());
   double start = MonotonicSeconds();

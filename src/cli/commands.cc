@@ -97,8 +97,9 @@ int Fail(std::string_view command, const Status& s, bool usage) {
   return Fail(command, s.message(), usage ? kExitUsage : kExitCouldNotRun);
 }
 
-std::vector<std::pair<std::string, std::string>> HookEnvironment() {
-  std::vector<std::pair<std::string, std::string>> env = {{"PYTHONPATH", HookPythonPath()}};
+std::vector<std::pair<std::string, std::string>> HookEnvironment(const std::string& socket_path) {
+  std::vector<std::pair<std::string, std::string>> env = {{"STALLSCOPE_SOCKET", socket_path},
+                                                          {"PYTHONPATH", HookPythonPath()}};
 #ifdef STALLSCOPE_CRC32C_LIBRARY
   // The TFRecord reader's native CRC32C (python/native/crc32c.c); a value
   // the user set (empty: the pure-Python code) is kept.

@@ -65,9 +65,10 @@ int Fail(std::string_view command, const Status& s, bool usage);
 // PYTHONPATH for a job the hook watches: the hook's directory
 // (STALLSCOPE_PYTHON_DIR), then the PYTHONPATH inherited, when set.
 std::string HookPythonPath();
-// What a job started under the hook gets in its environment: PYTHONPATH
-// (above) and STALLSCOPE_CRC32C, the path of the native CRC32C library
-// stallscope.crc32c loads (unless the user set it).
-std::vector<std::pair<std::string, std::string>> HookEnvironment();
+// What a job started under the hook gets in its environment: the hook's
+// socket (STALLSCOPE_SOCKET), PYTHONPATH (above) and STALLSCOPE_CRC32C, the
+// path of the native CRC32C library stallscope.crc32c loads (unless the
+// user set it).
+std::vector<std::pair<std::string, std::string>> HookEnvironment(const std::string& socket_path);
 
 }  // namespace stallscope

@@ -254,8 +254,7 @@ CommandRunner SetupRun(CLI::App& app) {
     Result<HookReceiver> hook = HookReceiver::Create();
     if (!hook.ok()) return FailedToStart("run", hook.status());
     BlockRecordSignals();
-    std::vector<std::pair<std::string, std::string>> env = HookEnvironment();
-    env.emplace(env.begin(), "STALLSCOPE_SOCKET", hook->socket_path());
+    std::vector<std::pair<std::string, std::string>> env = HookEnvironment(hook->socket_path());
     if (flags->trace_alloc) env.emplace_back("STALLSCOPE_TRACE_ALLOC", "on");
     Result<Job> job = Status::Ok();
     if (*layout) {

@@ -81,8 +81,7 @@ struct SizeRun {
 Result<SizeRun> RunSize(const ScaleFlags& flags, int procs, int signal_fd) {
   Result<HookReceiver> hook = HookReceiver::Create();
   if (!hook.ok()) return hook.status();
-  std::vector<std::pair<std::string, std::string>> env = HookEnvironment();
-  env.emplace(env.begin(), "STALLSCOPE_SOCKET", hook->socket_path());
+  std::vector<std::pair<std::string, std::string>> env = HookEnvironment(hook->socket_path());
   env.emplace_back("STALLSCOPE_MAX_STEPS", std::to_string(flags.steps));
   Result<Job> job = Status::Ok();
   if (flags.launcher == "torchrun") {
