@@ -18,6 +18,8 @@ packages=(
   # build
   g++ cmake ninja-build pkg-config make
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libhwloc-dev
+  # profiler traces: RapidJSON's SAX reader and zlib for `.json.gz`
+  rapidjson-dev zlib1g-dev
   # storage: io_uring for `bench io`, libarchive for WebDataset tar shards
   liburing-dev libarchive-dev
   # the MPI plugin of `bench allreduce` and `cluster` (mpirun in tests)

@@ -54,6 +54,7 @@ CommandRunner SetupPlan(CLI::App& app);  // plan memory / plan loader: cli/plan_
 CommandRunner SetupExporter(CLI::App& app);
 CommandRunner SetupAb(CLI::App& app);
 CommandRunner SetupCluster(CLI::App& app);  // cli/cluster_command.cc
+CommandRunner SetupTrace(CLI::App& app);    // cli/trace_command.cc
 
 int RunCli(int argc, char** argv);
 

@@ -1,0 +1,577 @@
+#include "analyze/trace_breakdown.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "core/text.h"
+
+namespace stallscope {
+namespace {
+
+struct Interval {
+  double start = 0;
+  double end = 0;
+};
+
+// HTA's merge: sorted by start, a row joins the group while its start is at
+// or before the largest end so far (touching intervals merge).
+std::vector<Interval> Merged(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) {
+    return a.start < b.start;
+  });
+  std::vector<Interval> out;
+  for (const Interval& i : v) {
+    if (!out.empty() && i.start <= out.back().end) {
+      out.back().end = std::max(out.back().end, i.end);
+    } else {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+double Length(const std::vector<Interval>& v) {
+  double sum = 0;
+  for (const Interval& i : v) sum += i.end - i.start;
+  return sum;
+}
+
+// Both merged and sorted.
+double IntersectionLength(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  double sum = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    double lo = std::max(a[i].start, b[j].start);
+    double hi = std::min(a[i].end, b[j].end);
+    if (hi > lo) sum += hi - lo;
+    (a[i].end < b[j].end) ? ++i : ++j;
+  }
+  return sum;
+}
+
+// The part of [lo, hi) that `v` (merged, sorted) covers.
+double CoveredIn(const std::vector<Interval>& v, double lo, double hi) {
+  auto it = std::upper_bound(v.begin(), v.end(), lo,
+                             [](double t, const Interval& i) { return t < i.end; });
+  double sum = 0;
+  for (; it != v.end() && it->start < hi; ++it) {
+    sum += std::max(0.0, std::min(hi, it->end) - std::max(lo, it->start));
+  }
+  return sum;
+}
+
+double Round2(double v) { return std::round(v * 100) / 100; }
+
+bool StartsWithAny(std::string_view name, std::initializer_list<std::string_view> prefixes) {
+  for (std::string_view p : prefixes) {
+    if (StartsWith(name, p)) return true;
+  }
+  return false;
+}
+
+// A row as the analyses see it: HTA's rounded times and its event.
+struct Row {
+  double start = 0;
+  double end = 0;
+  const TraceEvent* event = nullptr;
+  double launch = std::numeric_limits<double>::quiet_NaN();  // the CPU launch's start
+};
+
+double StartOf(const TraceEvent& e) { return std::ceil(e.ts); }
+double EndOf(const TraceEvent& e) { return std::floor(e.ts + e.dur); }
+
+}  // namespace
+
+Result<TraceStepRange> ParseTraceStepRange(std::string_view text) {
+  size_t colon = text.find(':');
+  std::optional<int64_t> a, b;
+  if (colon != std::string_view::npos) {
+    a = ParseInt(text.substr(0, colon));
+    b = ParseInt(text.substr(colon + 1));
+  }
+  if (!a || !b || *a < 0 || *b < *a) {
+    return Status::InvalidArgument("--step-range " + std::string(text) +
+                                   ": expected A:B, the first and last step (inclusive), "
+                                   "A <= B, e.g. 10:19");
+  }
+  return TraceStepRange{*a, *b};
+}
+
+KernelType KernelTypeOf(std::string_view name) {
+  if (StartsWithAny(name, {"nccl", "hip", "hccl"}) || name.find("ncclKernel") != name.npos) {
+    return KernelType::kCommunication;
+  }
+  if (StartsWithAny(name, {"Memcpy", "Memset", "hipMemcpy", "hipMemset", "dma"})) {
+    return KernelType::kMemory;
+  }
+  bool launch = false;
+  for (size_t at = name.find("cuda"); at != name.npos; at = name.find("cuda", at + 1)) {
+    if (name.find("LaunchKernel", at) != name.npos) launch = true;
+  }
+  bool excluded = name.find("Memcpy") != name.npos || name.find("Memset") != name.npos ||
+                  name.find("dma") != name.npos || name.find("Sync") != name.npos ||
+                  StartsWith(name, "Stream Wait Event") || launch ||
+                  StartsWithAny(name, {"runFunction", "hip", "job_exe", "packet", "pe_exe",
+                                       "cpum_exe_subgraph", "hccl",
+                                       "collective_subgraph_execution"});
+  return excluded ? KernelType::kOther : KernelType::kComputation;
+}
+
+std::string_view KernelTypeName(KernelType type) {
+  switch (type) {
+    case KernelType::kCommunication:
+      return "COMMUNICATION";
+    case KernelType::kMemory:
+      return "MEMORY";
+    case KernelType::kComputation:
+      return "COMPUTATION";
+    case KernelType::kOther:
+      return "OTHER";
+  }
+  return "OTHER";
+}
+
+Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOptions& options) {
+  TraceRankBreakdown out;
+  out.path = trace.path;
+  out.rank = trace.rank.value_or(0);
+  out.rank_known = trace.rank.has_value();
+  out.world_size = trace.world_size;
+  out.gpu = TraceGpuName(trace);
+  out.legacy = trace.legacy;
+  const std::vector<TraceEvent>& events = trace.events;
+  auto name_of = [&](const TraceEvent& e) -> std::string_view { return trace.names[e.name]; };
+
+  // §1 of the definitions: which rows are the GPU's side of a launch.
+  auto gpu_side = [&](const TraceEvent& e) {
+    if (e.stream >= 0 && e.correlation >= 0) return true;
+    std::string_view n = name_of(e);
+    return n == "Event Sync" || n == "Context Sync";
+  };
+
+  // The steps: CPU-side ProfilerStep#N rows.
+  struct Step {
+    int64_t number;
+    double start, end;
+    uint32_t name;
+  };
+  std::vector<Step> steps;
+  for (const TraceEvent& e : events) {
+    if (gpu_side(e)) continue;
+    if (std::optional<int64_t> n = ProfilerStepNumber(name_of(e))) {
+      steps.push_back({*n, StartOf(e), EndOf(e), e.name});
+    }
+  }
+  std::vector<uint32_t> step_names;
+  for (const Step& s : steps) step_names.push_back(s.name);
+  std::sort(step_names.begin(), step_names.end());
+  step_names.erase(std::unique(step_names.begin(), step_names.end()), step_names.end());
+
+  // Which CPU-side rows are kept: by their start.
+  double keep_from = -std::numeric_limits<double>::infinity();
+  double keep_before = std::numeric_limits<double>::infinity();  // exclusive
+  bool keep_up_to_inclusive = false;
+  bool filtering = false;
+  std::vector<Step> kept_steps;
+  if (options.steps) {
+    for (const Step& s : steps) {
+      if (s.number >= options.steps->first && s.number <= options.steps->last) {
+        kept_steps.push_back(s);
+      }
+    }
+    if (kept_steps.empty()) {
+      std::string have = "no ProfilerStep at all";
+      if (!steps.empty()) {
+        auto [lo, hi] = std::minmax_element(
+            steps.begin(), steps.end(),
+            [](const Step& a, const Step& b) { return a.number < b.number; });
+        have = fmt::format("ProfilerStep#{} to #{}", lo->number, hi->number);
+      }
+      return Status::InvalidArgument(fmt::format("{}: no step in --step-range {}:{} (it has {})",
+                                                 trace.path, options.steps->first,
+                                                 options.steps->last, have));
+    }
+    filtering = true;
+    keep_from = kept_steps.front().start;
+    keep_before = kept_steps.front().end;
+    for (const Step& s : kept_steps) {
+      keep_from = std::min(keep_from, s.start);
+      keep_before = std::max(keep_before, s.end);
+    }
+    keep_up_to_inclusive = true;
+  } else if (step_names.size() >= 2) {
+    filtering = true;
+    if (options.include_last_step) {
+      keep_before = steps.front().end;
+      for (const Step& s : steps) keep_before = std::max(keep_before, s.end);
+      keep_up_to_inclusive = true;
+      kept_steps = steps;
+    } else {
+      double last = steps.front().start;
+      for (const Step& s : steps) last = std::max(last, s.start);
+      keep_before = last;
+      for (const Step& s : steps) {
+        if (s.start < last) kept_steps.push_back(s);
+      }
+      out.last_step_dropped = true;
+    }
+  } else {
+    kept_steps = steps;
+  }
+  std::sort(kept_steps.begin(), kept_steps.end(),
+            [](const Step& a, const Step& b) { return a.start < b.start; });
+  for (const Step& s : kept_steps) out.steps.push_back(s.number);
+  auto cpu_kept = [&](double start) {
+    if (!filtering) return true;
+    if (start < keep_from) return false;
+    return keep_up_to_inclusive ? start <= keep_before : start < keep_before;
+  };
+
+  // The kept CPU launches by correlation: how many, and the first's start.
+  struct Launch {
+    uint32_t count = 0;
+    double start = 0;
+  };
+  std::unordered_map<int64_t, Launch> launches;
+  std::vector<Row> cpu_rows;  // kept CPU-side rows with a role (syncs, the loader)
+  std::vector<Row> rows;      // kept rows with a stream: the GPU's work
+  for (const TraceEvent& e : events) {
+    if (gpu_side(e)) continue;
+    double start = StartOf(e);
+    if (!cpu_kept(start)) continue;
+    if (e.correlation >= 0) {
+      Launch& l = launches[e.correlation];
+      if (l.count++ == 0) l.start = start;
+    }
+    if (e.role != TraceCpuRole::kNone) cpu_rows.push_back({start, EndOf(e), &e});
+    if (e.stream != -1) rows.push_back({start, EndOf(e), &e});  // a launcher with a stream
+  }
+  for (const TraceEvent& e : events) {
+    if (!gpu_side(e)) continue;
+    auto it = e.correlation >= 0 ? launches.find(e.correlation) : launches.end();
+    uint32_t copies = 1;
+    double launch = std::numeric_limits<double>::quiet_NaN();
+    if (it != launches.end()) {
+      copies = it->second.count;
+      launch = it->second.start;
+    } else if (filtering && e.correlation >= 0) {
+      continue;  // its launch is not kept
+    } else if (filtering && !cpu_kept(StartOf(e))) {
+      continue;
+    }
+    if (e.stream == -1) continue;
+    for (uint32_t k = 0; k < copies; ++k) rows.push_back({StartOf(e), EndOf(e), &e, launch});
+  }
+  out.gpu_rows = rows.size();
+  if (trace.legacy) {
+    out.notes.push_back(trace.path +
+                        ": the legacy autograd-profiler format (PyTorch without Kineto): CPU ops "
+                        "and steps only, no GPU figures");
+  }
+  if (!out.rank_known) {
+    out.notes.push_back(trace.path + ": no distributedInfo.rank: taken as rank 0");
+  }
+  if (trace.skipped_events > 0) {
+    out.notes.push_back(fmt::format("{}: {} of {} events lack a field (ts or name): skipped",
+                                    trace.path, trace.skipped_events, trace.complete_events));
+  }
+
+  // Kernel types, one per name.
+  std::vector<int8_t> type_of(trace.names.size(), -1);
+  auto type = [&](const TraceEvent& e) {
+    int8_t& t = type_of[e.name];
+    if (t < 0) t = static_cast<int8_t>(KernelTypeOf(trace.names[e.name]));
+    return static_cast<KernelType>(t);
+  };
+
+  std::vector<Interval> all, compute, comm, memory;
+  for (const Row& r : rows) {
+    all.push_back({r.start, r.end});
+    switch (type(*r.event)) {
+      case KernelType::kComputation:
+        compute.push_back({r.start, r.end});
+        break;
+      case KernelType::kCommunication:
+        comm.push_back({r.start, r.end});
+        break;
+      case KernelType::kMemory:
+        memory.push_back({r.start, r.end});
+        break;
+      case KernelType::kOther:
+        break;
+    }
+  }
+  std::vector<Interval> busy = Merged(std::move(all));
+  std::vector<Interval> compute_u = Merged(std::move(compute));
+  std::vector<Interval> comm_u = Merged(std::move(comm));
+  std::vector<Interval> memory_u = Merged(std::move(memory));
+
+  if (!busy.empty()) {
+    TemporalBreakdown t;
+    double first = busy.front().start, last = busy.front().end;
+    for (const Interval& i : busy) last = std::max(last, i.end);
+    t.kernel_time_us = last - first;
+    t.idle_us = t.kernel_time_us - Length(busy);
+    t.compute_us = Length(compute_u);
+    t.non_compute_us = t.kernel_time_us - t.idle_us - t.compute_us;
+    if (t.kernel_time_us > 0) {
+      t.idle_pct = Round2(t.idle_us / t.kernel_time_us * 100);
+      t.compute_pct = Round2(t.compute_us / t.kernel_time_us * 100);
+      t.non_compute_pct = Round2(t.non_compute_us / t.kernel_time_us * 100);
+    }
+    out.temporal = t;
+
+    // The share of NVML-like sample windows (1/6 s) with any GPU work.
+    constexpr double kWindowUs = 1e6 / 6;
+    uint64_t windows = std::max<uint64_t>(1, std::ceil(t.kernel_time_us / kWindowUs));
+    int64_t seen = 0, marked = -1;
+    for (const Interval& i : busy) {
+      int64_t from = static_cast<int64_t>((i.start - first) / kWindowUs);
+      int64_t to = std::min<int64_t>(static_cast<int64_t>((i.end - first) / kWindowUs),
+                                     static_cast<int64_t>(windows) - 1);
+      from = std::max(from, marked + 1);
+      if (to >= from) {
+        seen += to - from + 1;
+        marked = to;
+      }
+    }
+    out.busy_window_share = std::min(1.0, static_cast<double>(seen) / windows);
+  } else if (!trace.legacy) {
+    out.notes.push_back(trace.path +
+                        ": no GPU rows (kernels, copies) in the steps kept: no GPU figures");
+  }
+
+  out.comm_us = Length(comm_u);
+  if (out.comm_us > 0) {
+    double both = IntersectionLength(compute_u, comm_u);
+    out.comm_comp_overlap_pct = Round2(both / out.comm_us * 100);
+    out.comm_exposed_us = out.comm_us - both;
+  }
+
+  // The kernel-type table: exclusive time with each set of types running.
+  {
+    struct Edge {
+      double t;
+      int delta;
+      int type;
+    };
+    std::vector<Edge> edges;
+    const std::vector<Interval>* unions[3] = {&compute_u, &comm_u, &memory_u};
+    for (int k = 0; k < 3; ++k) {
+      for (const Interval& i : *unions[k]) {
+        edges.push_back({i.start, +1, k});
+        edges.push_back({i.end, -1, k});
+      }
+    }
+    std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
+    std::map<int, double> by_mask;
+    int active[3] = {0, 0, 0};
+    for (size_t i = 0; i < edges.size(); ++i) {
+      active[edges[i].type] += edges[i].delta;
+      if (i + 1 < edges.size() && edges[i + 1].t > edges[i].t) {
+        int mask = (active[0] > 0 ? 1 : 0) | (active[1] > 0 ? 2 : 0) | (active[2] > 0 ? 4 : 0);
+        if (mask != 0) by_mask[mask] += edges[i + 1].t - edges[i].t;
+      }
+    }
+    static constexpr std::string_view kNames[3] = {"COMPUTATION", "COMMUNICATION", "MEMORY"};
+    for (const auto& [mask, us] : by_mask) {
+      std::string label;
+      for (int k = 0; k < 3; ++k) {
+        if ((mask & (1 << k)) == 0) continue;
+        label += label.empty() ? std::string(kNames[k]) : " overlapping " + std::string(kNames[k]);
+      }
+      out.kernel_types.push_back({label, us});
+    }
+    std::sort(out.kernel_types.begin(), out.kernel_types.end(),
+              [](const KernelTypeTime& a, const KernelTypeTime& b) { return a.us > b.us; });
+  }
+
+  // Per kernel name: plain durations.
+  {
+    struct Acc {
+      uint64_t n = 0;
+      double sum = 0, sq = 0, min = 0, max = 0;
+    };
+    std::unordered_map<uint32_t, Acc> acc;
+    for (const Row& r : rows) {
+      if (type(*r.event) == KernelType::kOther) continue;
+      double d = r.end - r.start;
+      Acc& a = acc[r.event->name];
+      a.min = a.n == 0 ? d : std::min(a.min, d);
+      a.max = a.n == 0 ? d : std::max(a.max, d);
+      ++a.n;
+      a.sum += d;
+      a.sq += d * d;
+    }
+    for (const auto& [name, a] : acc) {
+      KernelStats k;
+      k.name = trace.names[name];
+      k.type = KernelTypeOf(k.name);
+      k.count = a.n;
+      k.sum_us = a.sum;
+      k.min_us = a.min;
+      k.max_us = a.max;
+      k.mean_us = a.sum / a.n;
+      k.std_us = a.n > 1 ? std::sqrt(std::max(0.0, (a.sq - a.sum * a.sum / a.n) / (a.n - 1))) : 0;
+      out.kernels.push_back(std::move(k));
+    }
+    std::sort(out.kernels.begin(), out.kernels.end(),
+              [](const KernelStats& a, const KernelStats& b) {
+                return a.sum_us != b.sum_us ? a.sum_us > b.sum_us : a.name < b.name;
+              });
+  }
+
+  // Copies by direction: HTA's concurrent-bandwidth step function.
+  {
+    std::map<std::string, std::vector<std::pair<double, double>>> points;
+    std::map<std::string, CopyStats> stats;
+    for (const Row& r : rows) {
+      if (type(*r.event) != KernelType::kMemory) continue;
+      std::string_view n = name_of(*r.event);
+      std::string kind = StartsWith(n, "Memset") ? "Memset" : std::string(n.substr(0, 11));
+      CopyStats& c = stats[kind];
+      c.kind = kind;
+      ++c.count;
+      c.time_us += r.end - r.start;
+      double bw = std::max(0.0f, r.event->bandwidth_gbps);
+      double end = r.end > r.start ? r.end : r.start + 1;
+      points[kind].push_back({r.start, bw});
+      points[kind].push_back({end, -bw});
+    }
+    for (auto& [kind, p] : points) {
+      std::stable_sort(p.begin(), p.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      CopyStats& c = stats[kind];
+      double run = 0, sum = 0;
+      uint64_t n = 0;
+      for (const auto& [t, d] : p) {
+        run += d;
+        if (run > 1e-9) {
+          c.min_gbps = n == 0 ? run : std::min(c.min_gbps, run);
+          c.max_gbps = n == 0 ? run : std::max(c.max_gbps, run);
+          sum += run;
+          ++n;
+        }
+      }
+      c.mean_gbps = n > 0 ? sum / n : 0;
+      out.copies.push_back(c);
+    }
+  }
+
+  // Idle time per stream (kernels, copies and sets only; no syncs).
+  {
+    std::map<int, std::vector<const Row*>> by_stream;
+    for (const Row& r : rows) {
+      TraceCategory c = r.event->cat;
+      if (c == TraceCategory::kKernel || c == TraceCategory::kMemcpy ||
+          c == TraceCategory::kMemset) {
+        by_stream[r.event->stream].push_back(&r);
+      }
+    }
+    for (auto& [stream, list] : by_stream) {
+      std::stable_sort(list.begin(), list.end(),
+                       [](const Row* a, const Row* b) { return a->start < b->start; });
+      StreamIdle s;
+      s.stream = stream;
+      for (size_t i = 1; i < list.size(); ++i) {
+        double prev_end = list[i - 1]->end;
+        double gap = list[i]->start - prev_end;
+        ++s.gaps;
+        if (!std::isnan(list[i]->launch) && list[i]->launch > prev_end) {
+          s.host_wait_us += gap;
+        } else if (gap < kKernelWaitGapUs) {
+          s.kernel_wait_us += gap;
+        } else {
+          s.other_us += gap;
+        }
+      }
+      out.idle_streams.push_back(s);
+    }
+  }
+
+  // What the host did while the GPU sat idle.
+  std::vector<Interval> loader_ops, sync_ops;
+  for (const Row& r : cpu_rows) {
+    (r.event->role == TraceCpuRole::kDataLoader ? loader_ops : sync_ops)
+        .push_back({r.start, r.end});
+  }
+  std::vector<Interval> loader_u = Merged(loader_ops);
+  std::vector<Interval> sync_u = Merged(sync_ops);
+  for (size_t i = 1; i < busy.size(); ++i) {
+    double lo = busy[i - 1].end, hi = busy[i].start;
+    if (hi <= lo) continue;
+    double gap = hi - lo;
+    double loader = CoveredIn(loader_u, lo, hi);
+    double sync = std::min(gap - loader, CoveredIn(sync_u, lo, hi));
+    out.idle_causes.data_loader_us += loader;
+    out.idle_causes.sync_us += std::max(0.0, sync);
+    out.idle_causes.host_launch_us += std::max(0.0, gap - loader - std::max(0.0, sync));
+    if (gap > kLongIdleGapUs) ++out.idle_causes.long_gaps;
+    if (gap > out.idle_causes.longest_gap_us) {
+      out.idle_causes.longest_gap_us = gap;
+      out.idle_causes.longest_gap_start_us = lo;
+    }
+  }
+
+  // Per step.
+  if (!kept_steps.empty()) {
+    out.wall_us = kept_steps.back().end - kept_steps.front().start;
+    for (const Step& s : kept_steps) {
+      out.wall_us = std::max(out.wall_us, s.end - kept_steps.front().start);
+    }
+    std::vector<TraceStepFigures> figures(kept_steps.size());
+    std::vector<std::vector<Interval>> sync_in(kept_steps.size()), loader_in(kept_steps.size());
+    std::vector<double> longest_sync(kept_steps.size(), 0);
+    auto step_of = [&](double t) -> int {
+      auto it = std::upper_bound(kept_steps.begin(), kept_steps.end(), t,
+                                 [](double x, const Step& s) { return x < s.start; });
+      if (it == kept_steps.begin()) return -1;
+      --it;
+      return t < it->end ? static_cast<int>(it - kept_steps.begin()) : -1;
+    };
+    for (size_t k = 0; k < kept_steps.size(); ++k) {
+      figures[k].step = kept_steps[k].number;
+      figures[k].start_us = kept_steps[k].start;
+      figures[k].dur_us = kept_steps[k].end - kept_steps[k].start;
+    }
+    for (const Row& r : cpu_rows) {
+      int k = step_of(r.start);
+      if (k < 0) continue;
+      if (r.event->role == TraceCpuRole::kDataLoader) {
+        loader_in[k].push_back({r.start, r.end});
+      } else {
+        sync_in[k].push_back({r.start, r.end});
+        if (r.end - r.start >= longest_sync[k]) {
+          longest_sync[k] = r.end - r.start;
+          figures[k].sync_op = name_of(*r.event);
+        }
+      }
+    }
+    for (const Row& r : rows) {
+      if (std::isnan(r.launch)) continue;
+      int k = step_of(r.launch);
+      if (k < 0) continue;
+      if (r.event->cat == TraceCategory::kKernel) {
+        ++figures[k].kernels;
+        if (r.end - r.start < kShortKernelUs) ++figures[k].short_kernels;
+      }
+      if (name_of(*r.event) == "Memcpy HtoD (Pageable -> Device)") {
+        ++figures[k].pageable_h2d;
+        figures[k].pageable_h2d_us += r.end - r.start;
+      }
+    }
+    for (size_t k = 0; k < kept_steps.size(); ++k) {
+      figures[k].sync_us = Length(Merged(std::move(sync_in[k])));
+      figures[k].loader_us = Length(Merged(std::move(loader_in[k])));
+    }
+    out.step_figures = std::move(figures);
+  }
+  return out;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,49 @@
+// The findings a profiler trace shows (trace_breakdown.h's figures of each
+// rank), in the user's words, with evidence that names the rank, the step
+// and the event:
+//
+//  - memory.pageable_h2d: host-to-device copies from pageable memory (the
+//    pin_memory case), and their share of the steps' time.
+//  - code.sync_in_step: a blocking sync (cudaDeviceSynchronize,
+//    cudaStreamSynchronize, synchronous cudaMemcpy, .item(), .cpu()) in most
+//    steps, with the op and its share of the step.
+//  - code.gpu_idle: the GPU idle over the steps, split by what the host was
+//    doing meanwhile (launching, the data loader, a sync), gaps over 500 ms.
+//  - code.util_misleading: launch-bound steps: most kernels under 10 µs, the
+//    GPU busy under half the time while every 1/6 s sample window (what
+//    utilization.gpu reads) had a kernel in it.
+//  - io.input_bound: the data loader's __next__ as a share of the step.
+//  - network.comm_ratio_high: communication kernels not overlapped by
+//    compute, against the steps' time.
+//  - distributed.straggler: across ranks' traces, a rank whose compute is
+//    longer than the others'.
+// One finding per id, the worst rank's figures first, every rank it hit
+// listed. Thresholds are named here; their reasoning is in catalog.cc. Pure.
+#pragma once
+
+#include <vector>
+
+#include "analyze/trace_breakdown.h"
+#include "sample/finding.h"
+
+namespace stallscope {
+
+// code.gpu_idle: idle share of the GPU's active window.
+inline constexpr double kGpuIdleWarningPercent = 20;
+inline constexpr double kGpuIdleCriticalPercent = 40;
+// code.sync_in_step: in at least this share of the steps; severity by the
+// syncs' share of the steps' time.
+inline constexpr double kSyncStepsShare = 0.5;
+inline constexpr double kSyncWarningFraction = 0.05;
+inline constexpr double kSyncCriticalFraction = 0.25;
+// memory.pageable_h2d: severity by the copies' share of the steps' time.
+inline constexpr double kPageableWarningFraction = 0.05;
+inline constexpr double kPageableCriticalFraction = 0.20;
+// code.util_misleading from a trace: at least this share of the kernels are
+// short (trace_breakdown.h's kShortKernelUs); busy and utilization as
+// gpu_rules.h's kUtilMisleading* percentages.
+inline constexpr double kLaunchBoundShortShare = 0.5;
+
+FindingsWithNotes CheckTraces(const std::vector<TraceRankBreakdown>& ranks);
+
+}  // namespace stallscope

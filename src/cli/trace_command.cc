@@ -1,0 +1,142 @@
+// `stallscope trace PATH... [--json] [--rank N] [--step-range A:B]
+// [--include-last-step]`: reads PyTorch profiler traces (a file, or a
+// directory of per-rank files as HTA reads one), gives HTA's breakdowns per
+// rank and the findings they show. Files are read on up to one thread per
+// CPU; each is streamed (probe/trace_file.h). Two files of one rank are an
+// error naming both; different world sizes are a note.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "analyze/report.h"
+#include "analyze/trace_breakdown.h"
+#include "analyze/trace_rules.h"
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "core/host_clock.h"
+#include "core/json_text.h"
+#include "probe/nccl_log_files.h"
+#include "probe/trace_file.h"
+#include "render/trace.h"
+
+namespace stallscope {
+
+CommandRunner SetupTrace(CLI::App& app) {
+  struct Flags {
+    std::vector<std::string> paths;
+    bool json = false;
+    std::optional<int> rank;
+    std::string step_range;
+    bool include_last_step = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  app.add_option("PATH", flags->paths,
+                 "a trace (.json, .json.gz) or a directory of per-rank traces (not recursive)")
+      ->required();
+  app.add_flag("--json", flags->json, "machine output (schema stallscope.trace/1)");
+  app.add_option("--rank", flags->rank, "only this rank's trace");
+  app.add_option("--step-range", flags->step_range,
+                 "ProfilerStep#A to #B, inclusive (A:B); default: all but the last step, as HTA");
+  app.add_flag("--include-last-step", flags->include_last_step,
+               "keep the last ProfilerStep (HTA drops it: it is often cut short)");
+  return [flags]() {
+    TraceOptions options;
+    options.include_last_step = flags->include_last_step;
+    if (!flags->step_range.empty()) {
+      Result<TraceStepRange> range = ParseTraceStepRange(flags->step_range);
+      if (!range.ok()) return Fail("trace", range.status(), /*usage=*/true);
+      if (flags->include_last_step) {
+        return Fail("trace", "--step-range and --include-last-step: give one of them",
+                    kExitUsage);
+      }
+      options.steps = *range;
+    }
+    std::vector<std::string> files;
+    for (const std::string& path : flags->paths) {
+      Result<std::vector<std::string>> in = TraceFilesIn(path);
+      if (!in.ok()) return Fail("trace", in.status(), /*usage=*/false);
+      files.insert(files.end(), in->begin(), in->end());
+    }
+    std::set<std::string> unique(files.begin(), files.end());
+    if (unique.size() != files.size()) return Fail("trace", "a file is named twice", kExitUsage);
+
+    // Read and break down each file, on up to one thread per CPU.
+    std::vector<std::optional<Result<TraceRankBreakdown>>> results(files.size());
+    {
+      ProgressLine progress("reading " + std::to_string(files.size()) + " trace file" +
+                            (files.size() == 1 ? "" : "s") + "...");
+      std::atomic<size_t> next{0};
+      auto work = [&] {
+        for (size_t i = next++; i < files.size(); i = next++) {
+          Result<TraceFile> trace = ReadTraceFile(files[i]);
+          if (!trace.ok()) {
+            results[i] = Result<TraceRankBreakdown>(trace.status());
+            continue;
+          }
+          if (flags->rank && trace->rank.value_or(0) != *flags->rank) continue;
+          results[i] = BreakDownTrace(*trace, options);
+        }
+      };
+      size_t threads =
+          std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+      std::vector<std::thread> pool;
+      for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+      work();
+      for (std::thread& t : pool) t.join();
+    }
+    std::vector<TraceRankBreakdown> ranks;
+    for (std::optional<Result<TraceRankBreakdown>>& r : results) {
+      if (!r) continue;
+      if (!r->ok()) return Fail("trace", r->status(), /*usage=*/false);
+      ranks.push_back(std::move(**r));
+    }
+    if (ranks.empty()) {
+      return Fail("trace", "no trace of rank " + std::to_string(flags->rank.value_or(0)) +
+                               " among the files given",
+                  kExitCouldNotRun);
+    }
+    std::sort(ranks.begin(), ranks.end(),
+              [](const TraceRankBreakdown& a, const TraceRankBreakdown& b) {
+                return a.rank != b.rank ? a.rank < b.rank : a.path < b.path;
+              });
+    for (size_t i = 1; i < ranks.size(); ++i) {
+      if (ranks[i].rank == ranks[i - 1].rank) {
+        return Fail("trace",
+                    "two traces of rank " + std::to_string(ranks[i].rank) + ": " +
+                        ranks[i - 1].path + " and " + ranks[i].path +
+                        " (one file per rank; pass --rank or one job's directory)",
+                    kExitCouldNotRun);
+      }
+    }
+    std::vector<std::string> notes;
+    std::set<int> worlds;
+    for (const TraceRankBreakdown& r : ranks) {
+      if (r.world_size) worlds.insert(*r.world_size);
+      notes.insert(notes.end(), r.notes.begin(), r.notes.end());
+    }
+    if (worlds.size() > 1) {
+      std::string sizes;
+      for (int w : worlds) sizes += (sizes.empty() ? "" : ", ") + std::to_string(w);
+      notes.push_back("the traces give different world sizes (" + sizes +
+                      "): not one job's ranks?");
+    }
+    FindingsWithNotes checked = CheckTraces(ranks);
+    notes.insert(notes.end(), checked.notes.begin(), checked.notes.end());
+    Report report = MakeReport(std::move(checked.findings),
+                               {Layer::kMemory, Layer::kIo, Layer::kNetwork, Layer::kDistributed,
+                                Layer::kCode},
+                               notes);
+    ReportHeader header{"trace", ShortHostname(Root("/")), UtcNow(), 0};
+    std::string out = flags->json ? JsonText(TraceToJson(ranks, header, report)) + "\n"
+                                  : RenderTraceText(ranks, header, report);
+    std::fputs(out.c_str(), stdout);
+    return kExitOk;
+  };
+}
+
+}  // namespace stallscope

@@ -1,0 +1,525 @@
+#include "probe/trace_file.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/reader.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include "core/text.h"
+
+namespace stallscope {
+namespace {
+
+constexpr size_t kBufferBytes = 1 << 20;
+
+// Where the bytes come from: a file, memory, or an inflated gzip stream over
+// one of those. Read returns 0 at the end.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual Result<size_t> Read(char* out, size_t n) = 0;
+};
+
+class FdSource : public ByteSource {
+ public:
+  FdSource(int fd, std::string_view name) : fd_(fd), name_(name) {}
+  Result<size_t> Read(char* out, size_t n) override {
+    while (true) {
+      ssize_t got = ::read(fd_, out, n);
+      if (got >= 0) return static_cast<size_t>(got);
+      if (errno != EINTR) return Status::FromErrno("cannot read " + name_, errno);
+    }
+  }
+
+ private:
+  int fd_;
+  std::string name_;
+};
+
+class MemorySource : public ByteSource {
+ public:
+  explicit MemorySource(std::string_view bytes) : bytes_(bytes) {}
+  Result<size_t> Read(char* out, size_t n) override {
+    size_t k = std::min(n, bytes_.size());
+    std::memcpy(out, bytes_.data(), k);
+    bytes_.remove_prefix(k);
+    return k;
+  }
+
+ private:
+  std::string_view bytes_;
+};
+
+// Gzip members one after another, as `cat a.gz b.gz` makes them.
+class GzipSource : public ByteSource {
+ public:
+  GzipSource(ByteSource& raw, std::string_view name)
+      : raw_(raw), in_(kBufferBytes, '\0'), name_(name) {
+    std::memset(&z_, 0, sizeof(z_));
+    ok_ = inflateInit2(&z_, 15 + 16) == Z_OK;
+  }
+  ~GzipSource() override {
+    if (ok_) inflateEnd(&z_);
+  }
+  GzipSource(const GzipSource&) = delete;
+  GzipSource& operator=(const GzipSource&) = delete;
+
+  Result<size_t> Read(char* out, size_t n) override {
+    if (!ok_) return Status::Unavailable(name_ + ": zlib could not start");
+    z_.next_out = reinterpret_cast<Bytef*>(out);
+    z_.avail_out = static_cast<uInt>(n);
+    while (z_.avail_out == n && !done_) {
+      if (z_.avail_in == 0 && !raw_eof_) {
+        Result<size_t> got = raw_.Read(in_.data(), in_.size());
+        if (!got.ok()) return got.status();
+        raw_eof_ = *got == 0;
+        z_.next_in = reinterpret_cast<Bytef*>(in_.data());
+        z_.avail_in = static_cast<uInt>(*got);
+      }
+      if (z_.avail_in == 0 && raw_eof_) {
+        if (!member_started_) {
+          done_ = true;  // the end, between members
+          break;
+        }
+        return Status::ParseError(name_, 0,
+                                  "the gzip stream ends early, at byte " +
+                                      std::to_string(z_.total_in + consumed_) +
+                                      " of the file: a truncated .gz (cut while copied, or "
+                                      "the job killed while writing it)");
+      }
+      member_started_ = true;
+      int rc = inflate(&z_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        consumed_ += z_.total_in;
+        member_started_ = false;
+        inflateReset(&z_);
+        continue;
+      }
+      if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        return Status::ParseError(
+            name_, 0,
+            "corrupt gzip data at byte " + std::to_string(z_.total_in + consumed_) +
+                " of the file (" + (z_.msg != nullptr ? z_.msg : "zlib error") + ")");
+      }
+    }
+    return n - z_.avail_out;
+  }
+
+ private:
+  ByteSource& raw_;
+  std::string in_;
+  std::string name_;
+  z_stream z_;
+  bool ok_ = false;
+  bool raw_eof_ = false;
+  bool done_ = false;
+  bool member_started_ = false;
+  uint64_t consumed_ = 0;  // compressed bytes of the members already ended
+};
+
+// RapidJSON's input stream over a ByteSource: Peek is '\0' at the end and on
+// a read error, which is kept for the caller to report before the parser's.
+class JsonStream {
+ public:
+  using Ch = char;
+  explicit JsonStream(ByteSource& source) : source_(source), buffer_(kBufferBytes, '\0') {
+    Refill();
+  }
+  Ch Peek() const { return pos_ < len_ ? buffer_[pos_] : '\0'; }
+  Ch Take() {
+    if (pos_ >= len_) return '\0';
+    Ch c = buffer_[pos_++];
+    if (pos_ == len_) Refill();
+    return c;
+  }
+  size_t Tell() const { return static_cast<size_t>(offset_ + pos_); }
+  // Writing is never used (not in-situ parsing).
+  Ch* PutBegin() { return nullptr; }
+  void Put(Ch) {}
+  void Flush() {}
+  size_t PutEnd(Ch*) { return 0; }
+  const Status& error() const { return error_; }
+
+ private:
+  void Refill() {
+    offset_ += len_;
+    pos_ = len_ = 0;
+    if (!error_.ok()) return;
+    Result<size_t> got = source_.Read(buffer_.data(), buffer_.size());
+    if (!got.ok()) {
+      error_ = got.status();
+      return;
+    }
+    len_ = *got;
+  }
+  ByteSource& source_;
+  std::string buffer_;
+  size_t pos_ = 0;
+  size_t len_ = 0;
+  uint64_t offset_ = 0;
+  Status error_;
+};
+
+std::optional<double> NumberOf(std::string_view text) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// The SAX handler: a stack of what each open object or array is, and which
+// field of the current event the last key named.
+class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TraceHandler> {
+ public:
+  explicit TraceHandler(TraceFile& out) : out_(out) {}
+
+  bool Null() { return Scalar(std::string_view()); }
+  bool Bool(bool) { return Scalar(std::string_view()); }
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+    return Scalar(std::string_view(s, n), /*number=*/true);
+  }
+  bool String(const char* s, rapidjson::SizeType n, bool) {
+    return Scalar(std::string_view(s, n), /*number=*/false);
+  }
+  bool Key(const char* s, rapidjson::SizeType n, bool) {
+    key_.assign(s, n);
+    return true;
+  }
+  bool StartObject() { return Open(/*object=*/true); }
+  bool EndObject(rapidjson::SizeType) { return Close(); }
+  bool StartArray() { return Open(/*object=*/false); }
+  bool EndArray(rapidjson::SizeType) { return Close(); }
+
+  bool saw_events() const { return saw_events_; }
+  bool top_is_object() const { return top_ == Frame::kTop; }
+  bool top_seen() const { return top_seen_; }
+
+ private:
+  enum class Frame : uint8_t {
+    kTop,          // the Kineto object
+    kEvents,       // traceEvents, or the legacy bare list
+    kEvent,        // one event
+    kArgs,         // its args
+    kDevices,      // deviceProperties
+    kDevice,       // one of them
+    kDistributed,  // distributedInfo
+    kSkip,         // anything else
+  };
+
+  Frame Current() const { return stack_.empty() ? Frame::kSkip : stack_.back(); }
+
+  bool Open(bool object) {
+    if (stack_.empty() && !top_seen_) {
+      top_seen_ = true;
+      if (object) {
+        top_ = Frame::kTop;
+        stack_.push_back(Frame::kTop);
+      } else {
+        out_.legacy = true;
+        saw_events_ = true;
+        top_ = Frame::kEvents;
+        stack_.push_back(Frame::kEvents);
+      }
+      return true;
+    }
+    Frame next = Frame::kSkip;
+    switch (Current()) {
+      case Frame::kTop:
+        if (!object && key_ == "traceEvents") {
+          next = Frame::kEvents;
+          saw_events_ = true;
+        } else if (!object && key_ == "deviceProperties") {
+          next = Frame::kDevices;
+        } else if (object && key_ == "distributedInfo") {
+          next = Frame::kDistributed;
+        }
+        break;
+      case Frame::kEvents:
+        if (object) {
+          next = Frame::kEvent;
+          event_ = Pending();
+        }
+        break;
+      case Frame::kEvent:
+        if (object && key_ == "args") next = Frame::kArgs;
+        break;
+      case Frame::kDevices:
+        if (object) {
+          next = Frame::kDevice;
+          device_id_ = -1;
+          device_name_.clear();
+        }
+        break;
+      default:
+        break;
+    }
+    stack_.push_back(next);
+    return true;
+  }
+
+  bool Close() {
+    Frame closing = Current();
+    if (!stack_.empty()) stack_.pop_back();
+    if (closing == Frame::kEvent) EndEvent();
+    if (closing == Frame::kDevice && device_id_ >= 0) {
+      out_.devices.emplace_back(device_id_, device_name_);
+    }
+    return true;
+  }
+
+  bool Scalar(std::string_view v, bool number = false) {
+    switch (Current()) {
+      case Frame::kEvent:
+        EventField(v, number);
+        break;
+      case Frame::kArgs:
+        ArgField(v, number);
+        break;
+      case Frame::kDevice:
+        if (key_ == "id") {
+          if (std::optional<double> d = NumberOf(v)) device_id_ = static_cast<int>(*d);
+        } else if (key_ == "name" && !number) {
+          device_name_.assign(v);
+        }
+        break;
+      case Frame::kDistributed:
+        if (key_ == "rank" || key_ == "world_size") {
+          if (std::optional<double> d = NumberOf(v)) {
+            (key_ == "rank" ? out_.rank : out_.world_size) = static_cast<int>(*d);
+          }
+        } else if (key_ == "backend" && !number) {
+          out_.backend.assign(v);
+        }
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+
+  // One event's fields as they come; judged at its end.
+  struct Pending {
+    bool has_ts = false, has_dur = false, has_cat = false, has_name = false;
+    bool has_ph = false, complete_ph = false, fractional = false;
+    double ts = 0, dur = 0;
+    int64_t correlation = -1, stream = -1, device = -1;
+    double bandwidth = -1;
+  };
+
+  void EventField(std::string_view v, bool number) {
+    if (key_ == "name") {
+      event_.has_name = true;
+      name_.assign(v);
+    } else if (key_ == "cat") {
+      event_.has_cat = true;
+      cat_.assign(v);
+    } else if (key_ == "ph") {
+      event_.has_ph = true;
+      event_.complete_ph = v == "X";
+    } else if (key_ == "ts" || key_ == "dur") {
+      std::optional<double> d = NumberOf(v);
+      if (!d) return;  // a string that is no number: the field is missing
+      bool is_ts = key_ == "ts";
+      (is_ts ? event_.has_ts : event_.has_dur) = true;
+      (is_ts ? event_.ts : event_.dur) = *d;
+      if (*d != std::floor(*d)) event_.fractional = true;
+    }
+    (void)number;
+  }
+
+  void ArgField(std::string_view v, bool number) {
+    if (!number) return;  // stream/correlation/device/bandwidth are numbers
+    std::optional<double> d = NumberOf(v);
+    if (!d || !std::isfinite(*d)) return;
+    if (key_ == "stream") {
+      event_.stream = static_cast<int64_t>(*d);
+    } else if (key_ == "correlation") {
+      event_.correlation = static_cast<int64_t>(*d);
+    } else if (key_ == "device") {
+      event_.device = static_cast<int64_t>(*d);
+    } else if (key_ == "memory bandwidth (GB/s)") {
+      event_.bandwidth = *d;
+    }
+  }
+
+  void EndEvent() {
+    // HTA's rows: an event with a dur and a cat, cat not "Trace". The legacy
+    // list has no cat: its complete events are CPU ops.
+    bool legacy_op = out_.legacy && !event_.has_cat && event_.complete_ph;
+    if (!event_.has_dur || !(event_.has_cat || legacy_op)) return;
+    if (event_.has_cat && cat_ == "Trace") return;
+    ++out_.complete_events;
+    if (!event_.has_ts || !event_.has_name || !std::isfinite(event_.ts) ||
+        !std::isfinite(event_.dur)) {
+      ++out_.skipped_events;
+      return;
+    }
+    if (event_.fractional) out_.fractional_times = true;
+    TraceCategory cat = legacy_op ? TraceCategory::kCpuOp : TraceCategoryOf(cat_);
+    TraceCpuRole role = TraceCpuRoleOf(name_);
+    bool step = ProfilerStepNumber(name_).has_value();
+    if (event_.stream == -1 && event_.correlation < 0 && role == TraceCpuRole::kNone && !step) {
+      return;  // counted, not kept
+    }
+    TraceEvent e;
+    e.ts = event_.ts;
+    e.dur = event_.dur;
+    e.correlation = event_.correlation;
+    e.stream = static_cast<int32_t>(std::clamp<int64_t>(event_.stream, -1, INT32_MAX));
+    e.cat = cat;
+    e.role = role;
+    e.device = static_cast<int16_t>(std::clamp<int64_t>(event_.device, -1, INT16_MAX));
+    e.bandwidth_gbps = static_cast<float>(event_.bandwidth);
+    auto [it, added] = names_.try_emplace(name_, static_cast<uint32_t>(out_.names.size()));
+    if (added) out_.names.push_back(name_);
+    e.name = it->second;
+    out_.events.push_back(e);
+  }
+
+  TraceFile& out_;
+  std::vector<Frame> stack_;
+  Frame top_ = Frame::kSkip;
+  bool top_seen_ = false;
+  bool saw_events_ = false;
+  std::string key_;
+  std::string name_;
+  std::string cat_;
+  Pending event_;
+  int device_id_ = -1;
+  std::string device_name_;
+  std::unordered_map<std::string, uint32_t> names_;
+};
+
+Result<TraceFile> ParseFrom(ByteSource& raw, std::string_view source) {
+  // Look at the first two bytes for gzip's magic.
+  std::string head(2, '\0');
+  size_t have = 0;
+  while (have < head.size()) {
+    Result<size_t> got = raw.Read(head.data() + have, head.size() - have);
+    if (!got.ok()) return got.status();
+    if (*got == 0) break;
+    have += *got;
+  }
+  head.resize(have);
+  bool gzip = head.size() == 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
+              static_cast<unsigned char>(head[1]) == 0x8b;
+
+  // The head is put back in front of the rest.
+  class Prefixed : public ByteSource {
+   public:
+    Prefixed(std::string head, ByteSource& rest) : head_(std::move(head)), rest_(rest) {}
+    Result<size_t> Read(char* out, size_t n) override {
+      if (!head_.empty()) {
+        size_t k = std::min(n, head_.size());
+        std::memcpy(out, head_.data(), k);
+        head_.erase(0, k);
+        return k;
+      }
+      return rest_.Read(out, n);
+    }
+
+   private:
+    std::string head_;
+    ByteSource& rest_;
+  } prefixed(head, raw);
+
+  std::unique_ptr<GzipSource> gz;
+  ByteSource* text = &prefixed;
+  if (gzip) {
+    gz = std::make_unique<GzipSource>(prefixed, source);
+    text = gz.get();
+  }
+
+  TraceFile trace;
+  trace.path = std::string(source);
+  JsonStream stream(*text);
+  TraceHandler handler(trace);
+  rapidjson::Reader reader;
+  constexpr unsigned kFlags = rapidjson::kParseIterativeFlag |
+                              rapidjson::kParseNumbersAsStringsFlag |
+                              rapidjson::kParseStopWhenDoneFlag;
+  rapidjson::ParseResult parsed = reader.Parse<kFlags>(stream, handler);
+  if (!stream.error().ok()) {
+    if (stream.error().code() == Status::Code::kParseError) return stream.error();
+    return Status::ParseError(source, 0, stream.error().message());
+  }
+  const char* where = gzip ? " of the uncompressed JSON" : "";
+  if (parsed.IsError()) {
+    std::string what = rapidjson::GetParseError_En(parsed.Code());
+    if (parsed.Code() == rapidjson::kParseErrorDocumentEmpty) what = "empty: no JSON at all";
+    return Status::ParseError(source, 0,
+                              "not a profiler trace: " + what + " at byte " +
+                                  std::to_string(parsed.Offset()) + where);
+  }
+  // Only whitespace may follow the document.
+  while (stream.Peek() == ' ' || stream.Peek() == '\n' || stream.Peek() == '\r' ||
+         stream.Peek() == '\t') {
+    stream.Take();
+  }
+  if (!stream.error().ok()) return Status::ParseError(source, 0, stream.error().message());
+  if (stream.Peek() != '\0') {
+    return Status::ParseError(source, 0,
+                              "not a profiler trace: more after the JSON document, at byte " +
+                                  std::to_string(stream.Tell()) + where);
+  }
+  if (!handler.saw_events()) {
+    return Status::ParseError(source, 0,
+                              handler.top_is_object()
+                                  ? "not a profiler trace: no \"traceEvents\" list"
+                                  : "not a profiler trace: neither an object with "
+                                    "\"traceEvents\" nor a list of events");
+  }
+  trace.bytes = stream.Tell();
+  return trace;
+}
+
+}  // namespace
+
+Result<TraceFile> ReadTraceFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("cannot open " + path, errno);
+  FdSource source(fd, path);
+  Result<TraceFile> out = ParseFrom(source, path);
+  ::close(fd);
+  return out;
+}
+
+Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source) {
+  MemorySource memory(bytes);
+  return ParseFrom(memory, source);
+}
+
+Result<std::vector<std::string>> TraceFilesIn(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno("cannot read " + path, errno);
+  if (!S_ISDIR(st.st_mode)) return std::vector<std::string>{path};
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return Status::FromErrno("cannot list " + path, errno);
+  std::vector<std::string> files;
+  while (dirent* d = ::readdir(dir)) {
+    std::string_view name = d->d_name;
+    if (!EndsWith(name, ".json") && !EndsWith(name, ".gz")) continue;
+    std::string full = path + (EndsWith(path, "/") ? "" : "/") + std::string(name);
+    struct stat fs {};
+    if (::stat(full.c_str(), &fs) == 0 && S_ISREG(fs.st_mode)) files.push_back(full);
+  }
+  ::closedir(dir);
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    return Status::NotFound(path + ": no trace files (*.json, *.json.gz) in the directory");
+  }
+  return files;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,39 @@
+// Reading PyTorch profiler traces: one rank's Chrome-trace JSON, as Kineto
+// writes it (`{"traceEvents": [...], "deviceProperties": [...],
+// "distributedInfo": {...}}`, often gzipped) or as the legacy autograd
+// profiler does (a bare list of events with `"pid": "CPU functions"`).
+//
+// The text is streamed: never whole in memory, read once through RapidJSON's
+// SAX reader (iterative, so no recursion on deep input) from 1 MiB buffers,
+// inflated by zlib when the file starts with gzip's magic (several members
+// allowed). Memory is the events kept (sample/trace.h says which, ~48 bytes
+// each) plus the names, each once. Numbers are read as text and converted
+// with from_chars, so a time reads exactly as Python's float() reads it.
+//
+// Errors name the file and the byte offset (of the JSON text, and of the
+// compressed file for gzip errors); an event missing a field is counted in
+// `skipped_events`, never fatal. Thread-compatible: one call, one file.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "sample/trace.h"
+
+namespace stallscope {
+
+// Reads the trace at `path` (JSON or gzip'd JSON).
+Result<TraceFile> ReadTraceFile(const std::string& path);
+
+// The same over bytes in memory (gzip'd or not); `source` names them in
+// errors. For tests and the fuzzer.
+Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source);
+
+// The trace files PATH names: PATH itself when it is a file, else the
+// `*.json` and `*.gz` files directly in the directory (not recursive, as HTA
+// reads a trace directory), sorted by name. Empty directory: an error.
+Result<std::vector<std::string>> TraceFilesIn(const std::string& path);
+
+}  // namespace stallscope

@@ -1,0 +1,189 @@
+#include "render/trace.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace stallscope {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json Nullable(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+double Pct(double part, double whole) { return whole > 0 ? part / whole * 100 : 0; }
+
+Json RankJson(const TraceRankBreakdown& r) {
+  Json j;
+  j["rank"] = r.rank;
+  j["rank_known"] = r.rank_known;
+  j["world_size"] = r.world_size ? Json(*r.world_size) : Json(nullptr);
+  j["gpu"] = r.gpu;
+  j["trace"] = r.path;
+  j["format"] = r.legacy ? "autograd_legacy" : "kineto";
+  j["steps"] = r.steps;
+  j["last_step_dropped"] = r.last_step_dropped;
+  j["gpu_rows"] = r.gpu_rows;
+  if (r.temporal) {
+    const TemporalBreakdown& t = *r.temporal;
+    j["temporal"] = {{"idle_us", t.idle_us},
+                     {"compute_us", t.compute_us},
+                     {"non_compute_us", t.non_compute_us},
+                     {"kernel_time_us", t.kernel_time_us},
+                     {"idle_pct", t.idle_pct},
+                     {"compute_pct", t.compute_pct},
+                     {"non_compute_pct", t.non_compute_pct}};
+  } else {
+    j["temporal"] = nullptr;
+  }
+  j["comm_comp_overlap_pct"] = Nullable(r.comm_comp_overlap_pct);
+  Json streams = Json::array();
+  for (const StreamIdle& s : r.idle_streams) {
+    double idle = s.host_wait_us + s.kernel_wait_us + s.other_us;
+    streams.push_back({{"stream", s.stream},
+                       {"idle_us", idle},
+                       {"host_wait_us", s.host_wait_us},
+                       {"kernel_wait_us", s.kernel_wait_us},
+                       {"other_us", s.other_us},
+                       {"host_wait_pct", Pct(s.host_wait_us, idle)},
+                       {"kernel_wait_pct", Pct(s.kernel_wait_us, idle)},
+                       {"other_pct", Pct(s.other_us, idle)},
+                       {"gaps", s.gaps}});
+  }
+  const IdleCauses& c = r.idle_causes;
+  j["idle_breakdown"] = {{"streams", streams},
+                         {"gpu_idle_while",
+                          {{"host_launch_us", c.host_launch_us},
+                           {"data_loader_us", c.data_loader_us},
+                           {"sync_us", c.sync_us}}},
+                         {"gaps_over_500ms", c.long_gaps},
+                         {"longest_gap_us", c.longest_gap_us}};
+  double typed = 0;
+  for (const KernelTypeTime& k : r.kernel_types) typed += k.us;
+  Json types = Json::array();
+  for (const KernelTypeTime& k : r.kernel_types) {
+    types.push_back({{"type", k.label}, {"us", k.us}, {"pct", Pct(k.us, typed)}});
+  }
+  j["kernel_types"] = types;
+  Json kernels = Json::array();
+  for (size_t i = 0; i < r.kernels.size() && i < kTraceTopKernels; ++i) {
+    const KernelStats& k = r.kernels[i];
+    kernels.push_back({{"name", k.name},
+                       {"type", KernelTypeName(k.type)},
+                       {"count", k.count},
+                       {"sum_us", k.sum_us},
+                       {"mean_us", k.mean_us},
+                       {"min_us", k.min_us},
+                       {"max_us", k.max_us},
+                       {"std_us", k.std_us}});
+  }
+  j["top_kernels"] = kernels;
+  j["kernel_names"] = r.kernels.size();
+  Json copies = Json::array();
+  for (const CopyStats& s : r.copies) {
+    copies.push_back({{"kind", s.kind},
+                      {"count", s.count},
+                      {"time_us", s.time_us},
+                      {"mean_gbps", s.mean_gbps},
+                      {"min_gbps", s.min_gbps},
+                      {"max_gbps", s.max_gbps}});
+  }
+  j["copies"] = copies;
+  Json steps = Json::array();
+  for (const TraceStepFigures& s : r.step_figures) {
+    steps.push_back({{"step", s.step},
+                     {"dur_us", s.dur_us},
+                     {"sync_us", s.sync_us},
+                     {"sync_op", s.sync_op},
+                     {"data_loader_us", s.loader_us},
+                     {"pageable_h2d_us", s.pageable_h2d_us},
+                     {"kernels", s.kernels},
+                     {"short_kernels", s.short_kernels}});
+  }
+  j["step_figures"] = steps;
+  return j;
+}
+
+std::string Ms(double us) { return fmt::format("{:.1f} ms", us / 1000); }
+
+}  // namespace
+
+Json TraceToJson(const std::vector<TraceRankBreakdown>& ranks, const ReportHeader& header,
+                 const Report& report) {
+  Json report_json = ReportToJson(header, report);
+  Json out;
+  out["schema"] = "stallscope.trace/1";
+  out["command"] = header.command;
+  out["host"] = header.hostname;
+  out["time"] = header.time_utc;
+  Json list = Json::array();
+  for (const TraceRankBreakdown& r : ranks) list.push_back(RankJson(r));
+  out["ranks"] = list;
+  out["verdict"] = report_json["verdict"];
+  out["layers"] = report_json["layers"];
+  out["findings"] = report_json["findings"];
+  out["notes"] = report_json["notes"];
+  return out;
+}
+
+std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
+                            const ReportHeader& header, const Report& report) {
+  std::string out = fmt::format("stallscope trace: {} rank{}\n\n", ranks.size(),
+                                ranks.size() == 1 ? "" : "s");
+  out += fmt::format("{:>5}  {:<24} {:>8} {:>10} {:>7} {:>8} {:>12} {:>9}  {}\n", "rank", "gpu",
+                     "steps", "window", "idle%", "compute%", "non-compute%", "overlap%", "trace");
+  for (const TraceRankBreakdown& r : ranks) {
+    std::string steps = r.steps.empty() ? "-"
+                                         : fmt::format("#{}-{}", *std::min_element(r.steps.begin(),
+                                                                                   r.steps.end()),
+                                                       *std::max_element(r.steps.begin(),
+                                                                         r.steps.end()));
+    std::string gpu = r.gpu.empty() ? (r.legacy ? "(CPU trace)" : "-") : r.gpu;
+    if (gpu.size() > 24) gpu = gpu.substr(0, 23) + "~";
+    if (r.temporal) {
+      const TemporalBreakdown& t = *r.temporal;
+      out += fmt::format("{:>5}  {:<24} {:>8} {:>10} {:>7.2f} {:>8.2f} {:>12.2f} {:>9}  {}\n",
+                         r.rank, gpu, steps, Ms(t.kernel_time_us), t.idle_pct, t.compute_pct,
+                         t.non_compute_pct,
+                         r.comm_comp_overlap_pct ? fmt::format("{:.2f}", *r.comm_comp_overlap_pct)
+                                                 : "-",
+                         r.path);
+    } else {
+      out += fmt::format("{:>5}  {:<24} {:>8} {:>10} {:>7} {:>8} {:>12} {:>9}  {}\n", r.rank, gpu,
+                         steps, "-", "-", "-", "-", "-", r.path);
+    }
+  }
+  for (const TraceRankBreakdown& r : ranks) {
+    if (r.kernel_types.empty() && r.copies.empty()) continue;
+    out += fmt::format("\nrank {}:\n", r.rank);
+    double typed = 0;
+    for (const KernelTypeTime& k : r.kernel_types) typed += k.us;
+    for (const KernelTypeTime& k : r.kernel_types) {
+      out += fmt::format("  {:<48} {:>12} {:>6.1f}%\n", k.label, Ms(k.us), Pct(k.us, typed));
+    }
+    size_t shown = std::min<size_t>(5, r.kernels.size());
+    if (shown > 0) out += "  top kernels (summed time):\n";
+    for (size_t i = 0; i < shown; ++i) {
+      const KernelStats& k = r.kernels[i];
+      std::string name = k.name.size() > 60 ? k.name.substr(0, 59) + "~" : k.name;
+      out += fmt::format("    {:>12} x{:<6} {:<14} {}\n", Ms(k.sum_us), k.count,
+                         KernelTypeName(k.type), name);
+    }
+    for (const CopyStats& c : r.copies) {
+      out += fmt::format("  {:<12} {:>6} ops {:>12}  {:.1f} GB/s mean (max {:.1f})\n", c.kind,
+                         c.count, Ms(c.time_us), c.mean_gbps, c.max_gbps);
+    }
+  }
+  out += "\n";
+  for (const LayerStatus& l : report.layers) {
+    for (const Finding& f : report.findings) {
+      if (f.layer == l.layer) out += FindingText(f, /*with_next=*/true);
+    }
+  }
+  out += VerdictText(report, "nothing in the traces holds the job back");
+  for (const std::string& note : report.notes) out += fmt::format("note: {}\n", note);
+  (void)header;
+  return out;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,78 @@
+// A PyTorch profiler trace as stallscope keeps it: the events of one rank's
+// Chrome-trace JSON (Kineto's, or the legacy autograd profiler's bare list)
+// that the analyses need, in a few bytes each, plus what the file said about
+// itself (rank, world size, GPU). probe/trace_file.h fills it while
+// streaming the file; analyze/trace_breakdown.h and trace_rules.h read it.
+//
+// Kept: every event with a stream (kernels, memcpy, memset, stream syncs),
+// every CPU event with a correlation id (the launches), the ProfilerStep#N
+// rows, and the CPU ops the findings name (synchronisation, the data
+// loader's next). Everything else is counted, not kept. Times are µs as
+// written in the file. Plain data; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stallscope {
+
+// Kineto's `cat`, the ones the analyses tell apart.
+enum class TraceCategory : uint8_t {
+  kKernel,          // "kernel" (and the older "Kernel")
+  kMemcpy,          // "gpu_memcpy"
+  kMemset,          // "gpu_memset"
+  kCudaSync,        // "cuda_sync": Stream Sync, Event Sync, Stream Wait Event
+  kRuntime,         // "cuda_runtime", "cuda_driver" (and the hip ones' spellings)
+  kCpuOp,           // "cpu_op", "operator", and the legacy list's uncategorised events
+  kUserAnnotation,  // "user_annotation": ProfilerStep#N, record_function
+  kGpuAnnotation,   // "gpu_user_annotation"
+  kOther,
+};
+TraceCategory TraceCategoryOf(std::string_view cat);
+
+// What a kept CPU op is to the findings.
+enum class TraceCpuRole : uint8_t {
+  kNone,
+  kSync,        // blocks the host until the GPU catches up
+  kDataLoader,  // enumerate(DataLoader)#_...Iter.__next__
+};
+TraceCpuRole TraceCpuRoleOf(std::string_view name);
+
+struct TraceEvent {
+  double ts = 0;   // start, µs
+  double dur = 0;  // µs
+  int64_t correlation = -1;
+  int32_t stream = -1;  // args.stream; -1 when absent (a CPU-side event)
+  uint32_t name = 0;    // index into TraceFile::names
+  float bandwidth_gbps = -1;  // args["memory bandwidth (GB/s)"] of memcpy/memset; -1 absent
+  TraceCategory cat = TraceCategory::kOther;
+  TraceCpuRole role = TraceCpuRole::kNone;
+  int16_t device = -1;  // args.device of GPU events
+};
+
+// ProfilerStep#N: its number, from the name.
+std::optional<int64_t> ProfilerStepNumber(std::string_view name);
+
+struct TraceFile {
+  std::string path;
+  bool legacy = false;             // the autograd profiler's bare list of events
+  std::optional<int> rank;         // distributedInfo.rank
+  std::optional<int> world_size;   // distributedInfo.world_size
+  std::string backend;             // distributedInfo.backend
+  std::vector<std::pair<int, std::string>> devices;  // deviceProperties: id, name
+  std::vector<std::string> names;  // event names, each once; TraceEvent::name indexes it
+  std::vector<TraceEvent> events;  // in file order
+  bool fractional_times = false;   // some ts or dur not a whole µs
+  uint64_t complete_events = 0;    // every event with a dur and a cat
+  uint64_t skipped_events = 0;     // events missing a field the reader needs
+  uint64_t bytes = 0;              // of JSON text read
+};
+
+// The name of the GPU the trace's kernels ran on: deviceProperties' entry for
+// the first device a GPU event names, else the first entry, else "".
+std::string TraceGpuName(const TraceFile& trace);
+
+}  // namespace stallscope
