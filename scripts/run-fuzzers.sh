@@ -37,6 +37,7 @@ fuzz_one() {
     fuzz_node_summary) seeds=('node-*.summary') ;;
     fuzz_kernel_log) seeds=('kmsg*' 'dmesg-*' 'journal-*') ;;
     fuzz_http_request) seeds=('*.http' hook_datagram) ;;
+    fuzz_trace_file) seeds=('trace-*.json' 'trace-*.json.gz') ;;
     *) seeds=() ;;
   esac
   for s in "${seeds[@]}"; do

@@ -366,6 +366,9 @@ constexpr RuleWithoutAlert kWithout[] = {
      "needs the CPU of the processes outside the job, which the exporter "
      "does not serve; stallscope run reports it"},
     {"io.small_files", "a walk of the dataset: stallscope dataset PATH"},
+    {"code.gpu_idle", "a profiler trace: stallscope trace DIR"},
+    {"code.sync_in_step", "a profiler trace: stallscope trace DIR"},
+    {"memory.pageable_h2d", "a profiler trace: stallscope trace DIR"},
     {"io.remote_fs", "a walk of the dataset: stallscope dataset PATH"},
     {"io.cold_cache",
      "a walk of the dataset or a run's epochs: stallscope dataset, stallscope run"},

@@ -109,7 +109,9 @@ constexpr Rule kRules[] = {
     {"io.input_bound", Layer::kIo,
      "a recorded run: the hook's steps: time next(loader) took over the whole step, per rank "
      "and overall, each rank's first step (worker start-up) left out; the worst rank decides, "
-     "since in synchronous training every rank waits for it",
+     "since in synchronous training every rank waits for it"
+     "; a profiler trace (stallscope trace): the union of the data loader's "
+     "enumerate(DataLoader)...__next__ ops over the kept ProfilerSteps' time, any number of steps",
      "warning at >= 10% of step time; critical at >= 30%; at least 5 steps",
      "seed 1.1: data movement that outgrows the forward pass is the first thing to fix; a GPU "
      "that waits 30% of every step would run 1.4x faster without the wait. Below 10% the loader "
@@ -320,7 +322,9 @@ constexpr Rule kRules[] = {
      "a recorded run with stallscope.ddp(model): per step and rank, the wait in gradient "
      "all-reduce (each bucket from launch to completion, overlaps counted once); for each step "
      "every rank reported, the rank that waited least and how much less than the median of the "
-     "others; each rank's first 2 steps left out",
+     "others; each rank's first 2 steps left out; from profiler traces of two or more ranks "
+     "(stallscope trace): the rank whose compute-kernel time is longest, against the others' "
+     "median, by the same 15% / 30%",
      "fires when one rank is the least-waiting by more than 15% of the step in at least 2 of 3 "
      "compared steps (>= 5) and the others wait for it more than 15% of a step on average; "
      "critical at 30%",
@@ -354,7 +358,10 @@ constexpr Rule kRules[] = {
     {"network.comm_ratio_high", Layer::kNetwork,
      "stallscope scale: the step time at N ranks against the smallest size, (t_N - t_1) / t_N, "
      "the seed's manual estimate of sync time / (compute + sync); the DDP hook's measured sync "
-     "wait beside it; comm / (k * compute + comm) for gradient accumulation k = 2, 4, 8",
+     "wait beside it; comm / (k * compute + comm) for gradient accumulation k = 2, 4, 8; a "
+     "profiler trace "
+     "(stallscope trace): communication kernels no compute kernel overlaps, over the kept "
+     "ProfilerSteps' time (the GPU's active window without steps)",
      "warning over 30%, critical over 50%",
      "seed 3.3: 'over 30% the network is a clear bottleneck; at 5% RDMA gains little'; the "
      "seed's manual method: time one step on 1 GPU and on N, the difference is mostly "
@@ -411,12 +418,43 @@ constexpr Rule kRules[] = {
     {"code.util_misleading", Layer::kCode,
      "NVML utilization.gpu (share of time a kernel ran) against GPM SM activity "
      "(NVML_GPM_METRIC_SM_UTIL, Hopper and newer) of the same GPU: a snapshot's interval, or a "
-     "run's means; SM occupancy, tensor and DRAM activity as evidence",
+     "run's means; SM occupancy, tensor and DRAM activity as evidence; a profiler trace "
+     "(stallscope trace): launch-bound steps, where at least 50% of the kernels run under "
+     "10 us, the GPU is busy under 50% of its active window, and 80% or more of the 1/6 s "
+     "windows NVML samples over hold a kernel (at least 100 kernels)",
      "fires when utilization.gpu >= 80% while SM activity < 50%; critical below 25%. Not judged "
      "without GPM (older GPUs, drivers before R525): a note says so",
      "seed (opening): a GPU at 95% utilization with an epoch twice too long; utilization.gpu "
      "only says some kernel was resident during the sample period, not that the SMs worked "
      "(NVIDIA nvmlUtilization_t docs). 80% is 'looks busy', half the SMs idle is ours"},
+    {"code.gpu_idle", Layer::kCode,
+     "a profiler trace (stallscope trace): HTA's idle time (the GPU's active window minus the "
+     "union of every row with a stream: kernels, copies, syncs, all streams together) over the "
+     "kept ProfilerSteps; each idle gap split by what the host did during it: the data "
+     "loader's __next__, a blocking sync, else launching; gaps over 500 ms counted",
+     "warning at >= 20% idle; critical at >= 40%",
+     "an idle GPU is wall time no kernel tuning recovers: the host, the loader or a sync holds "
+     "it. HTA's temporal breakdown (idle / compute / non-compute) is the measure; 20% idle is "
+     "a step a fifth longer than its GPU work, 40% one that could run 1.7x faster"},
+    {"code.sync_in_step", Layer::kCode,
+     "a profiler trace: CPU ops that block until the GPU catches up (cudaDeviceSynchronize, "
+     "cudaStreamSynchronize, cudaEventSynchronize, synchronous cudaMemcpy, aten::item, "
+     "aten::_local_scalar_dense, their hip spellings) starting in each kept ProfilerStep, "
+     "their union against the step's time",
+     "fires when they run in at least 50% of the steps; warning at >= 5% of the steps' time, "
+     "critical at >= 25%, info below",
+     "a sync each step drains the GPU's queue, so the next kernels wait for the host's launch "
+     "(PyTorch's performance tuning guide: avoid unnecessary CPU-GPU synchronization, "
+     ".item(), .cpu(), print of a CUDA tensor). 5% is a loss read each step that already "
+     "shows in step time; 25% is a quarter of each step spent waiting"},
+    {"memory.pageable_h2d", Layer::kMemory,
+     "a profiler trace: Memcpy HtoD (Pageable -> Device) copies launched in the kept "
+     "ProfilerSteps, their count and time against the steps' time",
+     "info when any; warning at >= 5% of the steps' time; critical at >= 20%",
+     "a copy from pageable memory is staged through a pinned buffer by the driver and "
+     "cannot overlap compute (CUDA C++ Best Practices Guide, pinned memory); "
+     "DataLoader(pin_memory=True) with non_blocking=True copies from pinned pages. 5% / 20% "
+     "follow code.sync_in_step"},
     {"memory.gpu_near_full", Layer::kMemory,
      "NVML memory used / total per GPU (the peak interval of a run); the compute processes "
      "holding it (nvmlDeviceGetComputeRunningProcesses) with their bytes, named from /proc",

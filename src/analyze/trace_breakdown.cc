@@ -21,9 +21,8 @@ struct Interval {
 // HTA's merge: sorted by start, a row joins the group while its start is at
 // or before the largest end so far (touching intervals merge).
 std::vector<Interval> Merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) {
-    return a.start < b.start;
-  });
+  std::sort(v.begin(), v.end(),
+            [](const Interval& a, const Interval& b) { return a.start < b.start; });
   std::vector<Interval> out;
   for (const Interval& i : v) {
     if (!out.empty() && i.start <= out.back().end) {
@@ -113,12 +112,12 @@ KernelType KernelTypeOf(std::string_view name) {
   for (size_t at = name.find("cuda"); at != name.npos; at = name.find("cuda", at + 1)) {
     if (name.find("LaunchKernel", at) != name.npos) launch = true;
   }
-  bool excluded = name.find("Memcpy") != name.npos || name.find("Memset") != name.npos ||
-                  name.find("dma") != name.npos || name.find("Sync") != name.npos ||
-                  StartsWith(name, "Stream Wait Event") || launch ||
-                  StartsWithAny(name, {"runFunction", "hip", "job_exe", "packet", "pe_exe",
-                                       "cpum_exe_subgraph", "hccl",
-                                       "collective_subgraph_execution"});
+  bool excluded =
+      name.find("Memcpy") != name.npos || name.find("Memset") != name.npos ||
+      name.find("dma") != name.npos || name.find("Sync") != name.npos ||
+      StartsWith(name, "Stream Wait Event") || launch ||
+      StartsWithAny(name, {"runFunction", "hip", "job_exe", "packet", "pe_exe", "cpum_exe_subgraph",
+                           "hccl", "collective_subgraph_execution"});
   return excluded ? KernelType::kOther : KernelType::kComputation;
 }
 
@@ -187,9 +186,9 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
     if (kept_steps.empty()) {
       std::string have = "no ProfilerStep at all";
       if (!steps.empty()) {
-        auto [lo, hi] = std::minmax_element(
-            steps.begin(), steps.end(),
-            [](const Step& a, const Step& b) { return a.number < b.number; });
+        auto [lo, hi] =
+            std::minmax_element(steps.begin(), steps.end(),
+                                [](const Step& a, const Step& b) { return a.number < b.number; });
         have = fmt::format("ProfilerStep#{} to #{}", lo->number, hi->number);
       }
       return Status::InvalidArgument(fmt::format("{}: no step in --step-range {}:{} (it has {})",

@@ -119,13 +119,13 @@ struct TraceRankBreakdown {
   bool legacy = false;
   std::vector<int64_t> steps;  // the ProfilerStep numbers kept
   bool last_step_dropped = false;
-  uint64_t gpu_rows = 0;       // kept rows with a stream
+  uint64_t gpu_rows = 0;                        // kept rows with a stream
   std::optional<TemporalBreakdown> temporal;    // nullopt: no GPU rows (CPU-only trace)
   std::optional<double> comm_comp_overlap_pct;  // nullopt: no communication kernels
-  double comm_us = 0;                // union of communication kernels
-  double comm_exposed_us = 0;        // of it, with no compute running
-  double wall_us = 0;                // the kept steps' span on the CPU (0 without steps)
-  double busy_window_share = -1;     // share of 1/6 s windows with any GPU row; -1: none
+  double comm_us = 0;                           // union of communication kernels
+  double comm_exposed_us = 0;                   // of it, with no compute running
+  double wall_us = 0;                           // the kept steps' span on the CPU (0 without steps)
+  double busy_window_share = -1;                // share of 1/6 s windows with any GPU row; -1: none
   std::vector<StreamIdle> idle_streams;
   IdleCauses idle_causes;
   std::vector<KernelTypeTime> kernel_types;

@@ -35,9 +35,10 @@ std::string RanksText(const std::vector<int>& ranks) {
 
 // One finding per id over the ranks: `judge` gives a rank's finding or
 // nothing; the worst (severity, then `score`) is kept, with every rank hit.
-void OverRanks(const std::vector<TraceRankBreakdown>& ranks, std::vector<Finding>& out,
-               const std::function<std::optional<std::pair<Finding, double>>(
-                   const TraceRankBreakdown&)>& judge) {
+void OverRanks(
+    const std::vector<TraceRankBreakdown>& ranks, std::vector<Finding>& out,
+    const std::function<std::optional<std::pair<Finding, double>>(const TraceRankBreakdown&)>&
+        judge) {
   std::optional<std::pair<Finding, double>> worst;
   std::vector<int> hit;
   for (const TraceRankBreakdown& r : ranks) {
@@ -68,15 +69,17 @@ std::optional<std::pair<Finding, double>> GpuIdle(const TraceRankBreakdown& r) {
       {c.host_launch_us, "waiting for the host to launch the next work"},
       {c.data_loader_us, "waiting on the data loader's next batch"},
       {c.sync_us, "behind a blocking sync"}};
-  const auto& top = *std::max_element(std::begin(causes), std::end(causes),
-                                      [](const auto& a, const auto& b) { return a.first < b.first; });
+  const auto& top =
+      *std::max_element(std::begin(causes), std::end(causes),
+                        [](const auto& a, const auto& b) { return a.first < b.first; });
   Finding f;
   f.id = "code.gpu_idle";
   f.layer = Layer::kCode;
   f.severity = t.idle_pct >= kGpuIdleCriticalPercent ? Severity::kCritical : Severity::kWarning;
-  f.summary = fmt::format("rank {}'s GPU sat idle {:.1f}% of its active window over {}, {:.0f}% of "
-                          "that {}",
-                          r.rank, t.idle_pct, StepsText(r), top.first / idle * 100, top.second);
+  f.summary = fmt::format(
+      "rank {}'s GPU sat idle {:.1f}% of its active window over {}, {:.0f}% of "
+      "that {}",
+      r.rank, t.idle_pct, StepsText(r), top.first / idle * 100, top.second);
   f.evidence = {{"rank", static_cast<int64_t>(r.rank)},
                 {"idle_pct", t.idle_pct},
                 {"idle_us", t.idle_us},
@@ -89,14 +92,17 @@ std::optional<std::pair<Finding, double>> GpuIdle(const TraceRankBreakdown& r) {
                 {"steps", StepsText(r)},
                 {"trace", r.path}};
   if (top.first == c.data_loader_us) {
-    f.next = "the data loader: stallscope run -- CMD measures its wait per step; raise "
-             "DataLoader num_workers, pin_memory=True, persistent_workers=True";
+    f.next =
+        "the data loader: stallscope run -- CMD measures its wait per step; raise "
+        "DataLoader num_workers, pin_memory=True, persistent_workers=True";
   } else if (top.first == c.sync_us) {
-    f.next = "remove the per-step sync (.item(), .cpu(), torch.cuda.synchronize()): keep the "
-             "loss as a tensor and read it every N steps";
+    f.next =
+        "remove the per-step sync (.item(), .cpu(), torch.cuda.synchronize()): keep the "
+        "loss as a tensor and read it every N steps";
   } else {
-    f.next = "fewer, larger launches: CUDA graphs (torch.compile(mode=\"reduce-overhead\")), a "
-             "larger batch, fused ops; stallscope trace --json lists the top kernels";
+    f.next =
+        "fewer, larger launches: CUDA graphs (torch.compile(mode=\"reduce-overhead\")), a "
+        "larger batch, fused ops; stallscope trace --json lists the top kernels";
   }
   return std::pair{std::move(f), t.idle_pct};
 }
@@ -112,8 +118,8 @@ std::optional<std::pair<Finding, double>> SyncInStep(const TraceRankBreakdown& r
     ++with;
     sync += s.sync_us;
     ++ops[s.sync_op];
-    if (worst == nullptr || s.sync_us / std::max(1.0, s.dur_us) >
-                                worst->sync_us / std::max(1.0, worst->dur_us)) {
+    if (worst == nullptr ||
+        s.sync_us / std::max(1.0, s.dur_us) > worst->sync_us / std::max(1.0, worst->dur_us)) {
       worst = &s;
     }
   }
@@ -139,8 +145,9 @@ std::optional<std::pair<Finding, double>> SyncInStep(const TraceRankBreakdown& r
                 {"worst_step_sync_ms", worst->sync_us / 1000},
                 {"worst_step_ms", worst->dur_us / 1000},
                 {"trace", r.path}};
-  f.next = "take the sync off the hot path: keep the loss a tensor and call .item() every N "
-           "steps (e.g. 50); no torch.cuda.synchronize() in the loop outside timing code";
+  f.next =
+      "take the sync off the hot path: keep the loss a tensor and call .item() every N "
+      "steps (e.g. 50); no torch.cuda.synchronize() in the loop outside timing code";
   return std::pair{std::move(f), share};
 }
 
@@ -161,9 +168,10 @@ std::optional<std::pair<Finding, double>> PageableH2d(const TraceRankBreakdown& 
   f.id = "memory.pageable_h2d";
   f.layer = Layer::kMemory;
   f.severity = BySeverity(share, kPageableWarningFraction, kPageableCriticalFraction);
-  f.summary = fmt::format("rank {} copies to the GPU from pageable memory: {} copies, {:.1f} ms, "
-                          "{:.1f}% of the steps' time ({})",
-                          r.rank, copies, us / 1000, share * 100, StepsText(r));
+  f.summary = fmt::format(
+      "rank {} copies to the GPU from pageable memory: {} copies, {:.1f} ms, "
+      "{:.1f}% of the steps' time ({})",
+      r.rank, copies, us / 1000, share * 100, StepsText(r));
   f.evidence = {{"rank", static_cast<int64_t>(r.rank)},
                 {"event", std::string("Memcpy HtoD (Pageable -> Device)")},
                 {"copies", static_cast<int64_t>(copies)},
@@ -171,8 +179,9 @@ std::optional<std::pair<Finding, double>> PageableH2d(const TraceRankBreakdown& 
                 {"share_of_step_time", share},
                 {"worst_step", worst->step},
                 {"trace", r.path}};
-  f.next = "DataLoader(pin_memory=True) and tensor.to(device, non_blocking=True); stallscope "
-           "bench h2d measures pinned against pageable on this host";
+  f.next =
+      "DataLoader(pin_memory=True) and tensor.to(device, non_blocking=True); stallscope "
+      "bench h2d measures pinned against pageable on this host";
   return std::pair{std::move(f), share};
 }
 
@@ -183,7 +192,7 @@ std::optional<std::pair<Finding, double>> LaunchBound(const TraceRankBreakdown& 
     kernels += s.kernels;
     short_kernels += s.short_kernels;
   }
-  if (kernels == 0) return std::nullopt;
+  if (kernels < kLaunchBoundMinKernels) return std::nullopt;
   double short_share = static_cast<double>(short_kernels) / kernels;
   double busy_pct = 100 - r.temporal->idle_pct;
   double util_pct = r.busy_window_share * 100;
@@ -194,12 +203,13 @@ std::optional<std::pair<Finding, double>> LaunchBound(const TraceRankBreakdown& 
   Finding f;
   f.id = "code.util_misleading";
   f.layer = Layer::kCode;
-  f.severity = busy_pct < kUtilMisleadingCriticalSmActivePercent ? Severity::kCritical
-                                                                 : Severity::kWarning;
-  f.summary = fmt::format("rank {} is launch-bound: {:.0f}% of its kernels run under {:.0f} µs and "
-                          "the GPU is busy {:.0f}% of the time, while utilization.gpu would read "
-                          "about {:.0f}%",
-                          r.rank, short_share * 100, kShortKernelUs, busy_pct, util_pct);
+  f.severity =
+      busy_pct < kUtilMisleadingCriticalSmActivePercent ? Severity::kCritical : Severity::kWarning;
+  f.summary = fmt::format(
+      "rank {} is launch-bound: {:.0f}% of its kernels run under {:.0f} µs and "
+      "the GPU is busy {:.0f}% of the time, while utilization.gpu would read "
+      "about {:.0f}%",
+      r.rank, short_share * 100, kShortKernelUs, busy_pct, util_pct);
   f.evidence = {{"rank", static_cast<int64_t>(r.rank)},
                 {"source", std::string("trace")},
                 {"kernels", static_cast<int64_t>(kernels)},
@@ -208,8 +218,9 @@ std::optional<std::pair<Finding, double>> LaunchBound(const TraceRankBreakdown& 
                 {"utilization_estimate_pct", util_pct},
                 {"steps", StepsText(r)},
                 {"trace", r.path}};
-  f.next = "fewer, larger kernels: CUDA graphs (torch.compile(mode=\"reduce-overhead\")), fused "
-           "optimizers (foreach/fused=True), a larger batch";
+  f.next =
+      "fewer, larger kernels: CUDA graphs (torch.compile(mode=\"reduce-overhead\")), fused "
+      "optimizers (foreach/fused=True), a larger batch";
   return std::pair{std::move(f), 100 - busy_pct};
 }
 
@@ -226,9 +237,10 @@ std::optional<std::pair<Finding, double>> InputBound(const TraceRankBreakdown& r
   f.id = "io.input_bound";
   f.layer = Layer::kIo;
   f.severity = share >= kInputBoundCriticalFraction ? Severity::kCritical : Severity::kWarning;
-  f.summary = fmt::format("rank {} waits {:.1f}% of its steps' time for the data loader's next "
-                          "batch ({})",
-                          r.rank, share * 100, StepsText(r));
+  f.summary = fmt::format(
+      "rank {} waits {:.1f}% of its steps' time for the data loader's next "
+      "batch ({})",
+      r.rank, share * 100, StepsText(r));
   f.evidence = {{"rank", static_cast<int64_t>(r.rank)},
                 {"source", std::string("trace")},
                 {"event", std::string("enumerate(DataLoader)...__next__")},
@@ -236,8 +248,9 @@ std::optional<std::pair<Finding, double>> InputBound(const TraceRankBreakdown& r
                 {"worst_step", worst->step},
                 {"worst_step_wait_ms", worst->loader_us / 1000},
                 {"trace", r.path}};
-  f.next = "stallscope run -- CMD finds what the loader waits on (CPU, disk, workers); raise "
-           "DataLoader num_workers and prefetch_factor";
+  f.next =
+      "stallscope run -- CMD finds what the loader waits on (CPU, disk, workers); raise "
+      "DataLoader num_workers and prefetch_factor";
   return std::pair{std::move(f), share};
 }
 
@@ -256,9 +269,10 @@ std::optional<std::pair<Finding, double>> CommRatio(const TraceRankBreakdown& r)
   f.id = "network.comm_ratio_high";
   f.layer = Layer::kNetwork;
   f.severity = ratio >= kCommRatioCritical ? Severity::kCritical : Severity::kWarning;
-  f.summary = fmt::format("rank {} spends {:.0f}% of {} in communication kernels that no compute "
-                          "overlaps ({})",
-                          r.rank, ratio * 100, basis, StepsText(r));
+  f.summary = fmt::format(
+      "rank {} spends {:.0f}% of {} in communication kernels that no compute "
+      "overlaps ({})",
+      r.rank, ratio * 100, basis, StepsText(r));
   f.evidence = {{"rank", static_cast<int64_t>(r.rank)},
                 {"source", std::string("trace")},
                 {"comm_ratio", ratio},
@@ -267,8 +281,9 @@ std::optional<std::pair<Finding, double>> CommRatio(const TraceRankBreakdown& r)
                 {"comm_comp_overlap_pct", r.comm_comp_overlap_pct.value_or(0)},
                 {"basis", basis},
                 {"trace", r.path}};
-  f.next = "overlap the all-reduce with backward (DDP bucket_cap_mb, FSDP prefetch), or "
-           "accumulate gradients over more steps; stallscope bench allreduce measures the fabric";
+  f.next =
+      "overlap the all-reduce with backward (DDP bucket_cap_mb, FSDP prefetch), or "
+      "accumulate gradients over more steps; stallscope bench allreduce measures the fabric";
   return std::pair{std::move(f), ratio};
 }
 
@@ -278,9 +293,10 @@ void Straggler(const std::vector<TraceRankBreakdown>& ranks, std::vector<Finding
     if (r.temporal && r.temporal->compute_us > 0) with.push_back(&r);
   }
   if (with.size() < 2) return;
-  const TraceRankBreakdown* slow = *std::max_element(
-      with.begin(), with.end(),
-      [](const auto* a, const auto* b) { return a->temporal->compute_us < b->temporal->compute_us; });
+  const TraceRankBreakdown* slow =
+      *std::max_element(with.begin(), with.end(), [](const auto* a, const auto* b) {
+        return a->temporal->compute_us < b->temporal->compute_us;
+      });
   std::vector<double> others, others_comm;
   for (const auto* r : with) {
     if (r == slow) continue;
@@ -300,9 +316,10 @@ void Straggler(const std::vector<TraceRankBreakdown>& ranks, std::vector<Finding
   f.id = "distributed.straggler";
   f.layer = Layer::kDistributed;
   f.severity = excess >= kStragglerCriticalFraction ? Severity::kCritical : Severity::kWarning;
-  f.summary = fmt::format("rank {} computes {:.0f}% longer than the other ranks' median over "
-                          "their traces; they wait for it in their collectives",
-                          slow->rank, excess * 100);
+  f.summary = fmt::format(
+      "rank {} computes {:.0f}% longer than the other ranks' median over "
+      "their traces; they wait for it in their collectives",
+      slow->rank, excess * 100);
   f.evidence = {{"rank", static_cast<int64_t>(slow->rank)},
                 {"source", std::string("trace")},
                 {"compute_us", slow->temporal->compute_us},
@@ -311,9 +328,10 @@ void Straggler(const std::vector<TraceRankBreakdown>& ranks, std::vector<Finding
                 {"others_median_comm_us", median(others_comm)},
                 {"ranks_compared", static_cast<int64_t>(with.size())},
                 {"trace", slow->path}};
-  f.next = fmt::format("what differs on rank {}: its GPU (clocks, throttling: stallscope "
-                       "snapshot on its host), its data share, or its input",
-                       slow->rank);
+  f.next = fmt::format(
+      "what differs on rank {}: its GPU (clocks, throttling: stallscope "
+      "snapshot on its host), its data share, or its input",
+      slow->rank);
   out.push_back(std::move(f));
 }
 

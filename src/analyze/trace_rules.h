@@ -21,6 +21,7 @@
 // listed. Thresholds are named here; their reasoning is in catalog.cc. Pure.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "analyze/trace_breakdown.h"
@@ -43,6 +44,7 @@ inline constexpr double kPageableCriticalFraction = 0.20;
 // short (trace_breakdown.h's kShortKernelUs); busy and utilization as
 // gpu_rules.h's kUtilMisleading* percentages.
 inline constexpr double kLaunchBoundShortShare = 0.5;
+inline constexpr uint64_t kLaunchBoundMinKernels = 100;
 
 FindingsWithNotes CheckTraces(const std::vector<TraceRankBreakdown>& ranks);
 

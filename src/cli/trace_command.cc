@@ -51,8 +51,7 @@ CommandRunner SetupTrace(CLI::App& app) {
       Result<TraceStepRange> range = ParseTraceStepRange(flags->step_range);
       if (!range.ok()) return Fail("trace", range.status(), /*usage=*/true);
       if (flags->include_last_step) {
-        return Fail("trace", "--step-range and --include-last-step: give one of them",
-                    kExitUsage);
+        return Fail("trace", "--step-range and --include-last-step: give one of them", kExitUsage);
       }
       options.steps = *range;
     }
@@ -96,9 +95,10 @@ CommandRunner SetupTrace(CLI::App& app) {
       ranks.push_back(std::move(**r));
     }
     if (ranks.empty()) {
-      return Fail("trace", "no trace of rank " + std::to_string(flags->rank.value_or(0)) +
-                               " among the files given",
-                  kExitCouldNotRun);
+      return Fail(
+          "trace",
+          "no trace of rank " + std::to_string(flags->rank.value_or(0)) + " among the files given",
+          kExitCouldNotRun);
     }
     std::sort(ranks.begin(), ranks.end(),
               [](const TraceRankBreakdown& a, const TraceRankBreakdown& b) {
@@ -127,10 +127,9 @@ CommandRunner SetupTrace(CLI::App& app) {
     }
     FindingsWithNotes checked = CheckTraces(ranks);
     notes.insert(notes.end(), checked.notes.begin(), checked.notes.end());
-    Report report = MakeReport(std::move(checked.findings),
-                               {Layer::kMemory, Layer::kIo, Layer::kNetwork, Layer::kDistributed,
-                                Layer::kCode},
-                               notes);
+    Report report = MakeReport(
+        std::move(checked.findings),
+        {Layer::kMemory, Layer::kIo, Layer::kNetwork, Layer::kDistributed, Layer::kCode}, notes);
     ReportHeader header{"trace", ShortHostname(Root("/")), UtcNow(), 0};
     std::string out = flags->json ? JsonText(TraceToJson(ranks, header, report)) + "\n"
                                   : RenderTraceText(ranks, header, report);

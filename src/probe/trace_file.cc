@@ -107,10 +107,10 @@ class GzipSource : public ByteSource {
         continue;
       }
       if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        return Status::ParseError(
-            name_, 0,
-            "corrupt gzip data at byte " + std::to_string(z_.total_in + consumed_) +
-                " of the file (" + (z_.msg != nullptr ? z_.msg : "zlib error") + ")");
+        return Status::ParseError(name_, 0,
+                                  "corrupt gzip data at byte " +
+                                      std::to_string(z_.total_in + consumed_) + " of the file (" +
+                                      (z_.msg != nullptr ? z_.msg : "zlib error") + ")");
       }
     }
     return n - z_.avail_out;
@@ -458,9 +458,9 @@ Result<TraceFile> ParseFrom(ByteSource& raw, std::string_view source) {
   if (parsed.IsError()) {
     std::string what = rapidjson::GetParseError_En(parsed.Code());
     if (parsed.Code() == rapidjson::kParseErrorDocumentEmpty) what = "empty: no JSON at all";
-    return Status::ParseError(source, 0,
-                              "not a profiler trace: " + what + " at byte " +
-                                  std::to_string(parsed.Offset()) + where);
+    return Status::ParseError(
+        source, 0,
+        "not a profiler trace: " + what + " at byte " + std::to_string(parsed.Offset()) + where);
   }
   // Only whitespace may follow the document.
   while (stream.Peek() == ' ' || stream.Peek() == '\n' || stream.Peek() == '\r' ||

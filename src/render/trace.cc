@@ -128,26 +128,23 @@ Json TraceToJson(const std::vector<TraceRankBreakdown>& ranks, const ReportHeade
 
 std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
                             const ReportHeader& header, const Report& report) {
-  std::string out = fmt::format("stallscope trace: {} rank{}\n\n", ranks.size(),
-                                ranks.size() == 1 ? "" : "s");
+  std::string out =
+      fmt::format("stallscope trace: {} rank{}\n\n", ranks.size(), ranks.size() == 1 ? "" : "s");
   out += fmt::format("{:>5}  {:<24} {:>8} {:>10} {:>7} {:>8} {:>12} {:>9}  {}\n", "rank", "gpu",
                      "steps", "window", "idle%", "compute%", "non-compute%", "overlap%", "trace");
   for (const TraceRankBreakdown& r : ranks) {
-    std::string steps = r.steps.empty() ? "-"
-                                         : fmt::format("#{}-{}", *std::min_element(r.steps.begin(),
-                                                                                   r.steps.end()),
-                                                       *std::max_element(r.steps.begin(),
-                                                                         r.steps.end()));
+    std::string steps =
+        r.steps.empty() ? "-"
+                        : fmt::format("#{}-{}", *std::min_element(r.steps.begin(), r.steps.end()),
+                                      *std::max_element(r.steps.begin(), r.steps.end()));
     std::string gpu = r.gpu.empty() ? (r.legacy ? "(CPU trace)" : "-") : r.gpu;
     if (gpu.size() > 24) gpu = gpu.substr(0, 23) + "~";
     if (r.temporal) {
       const TemporalBreakdown& t = *r.temporal;
-      out += fmt::format("{:>5}  {:<24} {:>8} {:>10} {:>7.2f} {:>8.2f} {:>12.2f} {:>9}  {}\n",
-                         r.rank, gpu, steps, Ms(t.kernel_time_us), t.idle_pct, t.compute_pct,
-                         t.non_compute_pct,
-                         r.comm_comp_overlap_pct ? fmt::format("{:.2f}", *r.comm_comp_overlap_pct)
-                                                 : "-",
-                         r.path);
+      out += fmt::format(
+          "{:>5}  {:<24} {:>8} {:>10} {:>7.2f} {:>8.2f} {:>12.2f} {:>9}  {}\n", r.rank, gpu, steps,
+          Ms(t.kernel_time_us), t.idle_pct, t.compute_pct, t.non_compute_pct,
+          r.comm_comp_overlap_pct ? fmt::format("{:.2f}", *r.comm_comp_overlap_pct) : "-", r.path);
     } else {
       out += fmt::format("{:>5}  {:<24} {:>8} {:>10} {:>7} {:>8} {:>12} {:>9}  {}\n", r.rank, gpu,
                          steps, "-", "-", "-", "-", "-", r.path);

@@ -19,11 +19,20 @@ TraceCategory TraceCategoryOf(std::string_view cat) {
 }
 
 TraceCpuRole TraceCpuRoleOf(std::string_view name) {
-  static constexpr std::string_view kSyncs[] = {
-      "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-      "cuCtxSynchronize",      "cuStreamSynchronize",   "cuEventSynchronize",   "cuMemcpyDtoH_v2",
-      "hipDeviceSynchronize",  "hipStreamSynchronize",  "hipEventSynchronize",  "hipMemcpy",
-      "aten::item",            "aten::_local_scalar_dense"};
+  static constexpr std::string_view kSyncs[] = {"cudaDeviceSynchronize",
+                                                "cudaStreamSynchronize",
+                                                "cudaEventSynchronize",
+                                                "cudaMemcpy",
+                                                "cuCtxSynchronize",
+                                                "cuStreamSynchronize",
+                                                "cuEventSynchronize",
+                                                "cuMemcpyDtoH_v2",
+                                                "hipDeviceSynchronize",
+                                                "hipStreamSynchronize",
+                                                "hipEventSynchronize",
+                                                "hipMemcpy",
+                                                "aten::item",
+                                                "aten::_local_scalar_dense"};
   for (std::string_view s : kSyncs) {
     if (name == s) return TraceCpuRole::kSync;
   }

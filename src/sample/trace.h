@@ -45,8 +45,8 @@ struct TraceEvent {
   double ts = 0;   // start, µs
   double dur = 0;  // µs
   int64_t correlation = -1;
-  int32_t stream = -1;  // args.stream; -1 when absent (a CPU-side event)
-  uint32_t name = 0;    // index into TraceFile::names
+  int32_t stream = -1;        // args.stream; -1 when absent (a CPU-side event)
+  uint32_t name = 0;          // index into TraceFile::names
   float bandwidth_gbps = -1;  // args["memory bandwidth (GB/s)"] of memcpy/memset; -1 absent
   TraceCategory cat = TraceCategory::kOther;
   TraceCpuRole role = TraceCpuRole::kNone;
@@ -58,10 +58,10 @@ std::optional<int64_t> ProfilerStepNumber(std::string_view name);
 
 struct TraceFile {
   std::string path;
-  bool legacy = false;             // the autograd profiler's bare list of events
-  std::optional<int> rank;         // distributedInfo.rank
-  std::optional<int> world_size;   // distributedInfo.world_size
-  std::string backend;             // distributedInfo.backend
+  bool legacy = false;                               // the autograd profiler's bare list of events
+  std::optional<int> rank;                           // distributedInfo.rank
+  std::optional<int> world_size;                     // distributedInfo.world_size
+  std::string backend;                               // distributedInfo.backend
   std::vector<std::pair<int, std::string>> devices;  // deviceProperties: id, name
   std::vector<std::string> names;  // event names, each once; TraceEvent::name indexes it
   std::vector<TraceEvent> events;  // in file order

@@ -34,6 +34,8 @@
 #include "analyze/run_rules.h"
 #include "analyze/scaling.h"
 #include "analyze/storage_rules.h"
+#include "analyze/trace_breakdown.h"
+#include "analyze/trace_rules.h"
 #include "bench/io_plan.h"
 #include "data/census.h"
 
@@ -359,6 +361,26 @@ std::vector<Tie> Ties() {
                                    PercentOf(kUtilMisleadingSmActivePercent)},
       {"code.util_misleading",
        "critical below " + PercentOf(kUtilMisleadingCriticalSmActivePercent)},
+
+      // code.util_misleading from a trace (analyze/trace_rules.h)
+      {"code.util_misleading",
+       "at least " + Percent(kLaunchBoundShortShare) + " of the kernels run under " +
+           Number(kShortKernelUs) + " us, the GPU is busy under " +
+           PercentOf(kUtilMisleadingSmActivePercent) + " of its active window, and " +
+           PercentOf(kUtilMisleadingUtilPercent) + " or more",
+       Field::kChecks},
+      {"code.util_misleading", "(at least " + Number(kLaunchBoundMinKernels) + " kernels)",
+       Field::kChecks},
+
+      // code.gpu_idle, code.sync_in_step, memory.pageable_h2d (analyze/trace_rules.h)
+      {"code.gpu_idle", "warning at >= " + PercentOf(kGpuIdleWarningPercent) + " idle"},
+      {"code.gpu_idle", "critical at >= " + PercentOf(kGpuIdleCriticalPercent)},
+      {"code.gpu_idle", "gaps over " + Millis(kLongIdleGapUs / 1000) + " counted", Field::kChecks},
+      {"code.sync_in_step", "in at least " + Percent(kSyncStepsShare) + " of the steps"},
+      {"code.sync_in_step", "warning at >= " + Percent(kSyncWarningFraction)},
+      {"code.sync_in_step", "critical at >= " + Percent(kSyncCriticalFraction)},
+      {"memory.pageable_h2d", "warning at >= " + Percent(kPageableWarningFraction)},
+      {"memory.pageable_h2d", "critical at >= " + Percent(kPageableCriticalFraction)},
 
       // memory.gpu_near_full
       {"memory.gpu_near_full", "warning at >= " + Percent(kGpuNearFullWarningFraction) + " used"},

@@ -1,0 +1,41 @@
+// libFuzzer target: the profiler-trace reader (JSON or gzip'd JSON, Kineto
+// or the legacy list) and HTA's breakdown of what it read. Whatever the
+// bytes: an error, or a trace whose breakdown holds its own invariants (the
+// temporal parts add up to the window; percentages within 0..100 where the
+// window is positive; no more kept steps than step rows).
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "analyze/trace_breakdown.h"
+#include "analyze/trace_rules.h"
+#include "probe/trace_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  stallscope::Result<stallscope::TraceFile> trace = stallscope::ParseTraceBytes(bytes, "fuzz");
+  if (!trace.ok()) {
+    if (trace.status().message().find("fuzz") == std::string::npos) std::abort();
+    return 0;
+  }
+  if (trace->skipped_events > trace->complete_events) std::abort();
+  for (bool last : {false, true}) {
+    stallscope::TraceOptions options;
+    options.include_last_step = last;
+    stallscope::Result<stallscope::TraceRankBreakdown> r =
+        stallscope::BreakDownTrace(*trace, options);
+    if (!r.ok()) std::abort();  // only a --step-range can miss
+    if (r->temporal) {
+      const stallscope::TemporalBreakdown& t = *r->temporal;
+      double sum = t.idle_us + t.compute_us + t.non_compute_us;
+      if (std::isfinite(t.kernel_time_us) &&
+          std::fabs(sum - t.kernel_time_us) > 1e-6 * std::max(1.0, std::fabs(t.kernel_time_us))) {
+        std::abort();
+      }
+    }
+    (void)stallscope::CheckTraces({*r});
+  }
+  return 0;
+}

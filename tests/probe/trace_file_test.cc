@@ -1,0 +1,169 @@
+// The trace reader on traces written here in Kineto's and the legacy
+// autograd profiler's forms: what is kept and what only counted, the file's
+// rank, world and GPU, gzip (one member and several), and bad input: not
+// JSON, cut JSON, a cut or corrupt .gz, a JSON without traceEvents, each an
+// error naming the source and the byte offset; an event without a ts is
+// counted and skipped. The real traces of GPU jobs are read by
+// tests/e2e/trace_cli.py.
+#include "probe/trace_file.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <string>
+
+namespace stallscope {
+namespace {
+
+std::string Gzip(const std::string& text) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, text.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+const char kKineto[] = R"json({
+  "schemaVersion": 1,
+  "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85}, 
+                       {"id": 1, "name": "NVIDIA H100 80GB HBM3"}],
+  "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
+  "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1,
+     "ts": 100, "dur": 900, "args": {"External id": 1}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 110, "dur": 20,
+     "args": {"Input Dims": [[2, 3], [3, 4]], "nested": {"stream": 99}}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+     "ts": 120, "dur": 5.5, "args": {"correlation": 42, "cbid": 211}},
+    {"ph": "X", "cat": "kernel", "name": "volta_sgemm", "pid": 1, "tid": 7, "ts": 130,
+     "dur": 50, "args": {"stream": 7, "correlation": 42, "device": 1}},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 1,
+     "tid": 7, "ts": 200, "dur": 10, "args": {"stream": 7, "correlation": 43, "device": 1,
+     "memory bandwidth (GB/s)": 3.25}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::item", "pid": 1, "tid": 1, "ts": 300, "dur": 40},
+    {"ph": "X", "cat": "cpu_op", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+     "pid": 1, "tid": 1, "ts": 400, "dur": 40},
+    {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "ts": 0, "dur": 10000},
+    {"ph": "X", "cat": "cpu_op", "name": "no time", "dur": 3, "args": {"stream": 7}},
+    {"ph": "i", "cat": "cpu_op", "name": "an instant", "ts": 5, "s": "t"},
+    {"ph": "f", "id": 42, "pid": 1, "tid": 7, "ts": 130, "cat": "ac2g", "name": "ac2g"},
+    {"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "python"}}
+  ],
+  "traceName": "rank3.json"
+})json";
+
+TEST(TraceFile, KeepsTheRowsTheAnalysesNeedAndCountsTheRest) {
+  Result<TraceFile> t = ParseTraceBytes(kKineto, "rank3.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_FALSE(t->legacy);
+  EXPECT_EQ(t->rank, 3);
+  EXPECT_EQ(t->world_size, 8);
+  EXPECT_EQ(t->backend, "nccl");
+  ASSERT_EQ(t->devices.size(), 2u);
+  // The GPU the kernels ran on (device 1), not the first listed.
+  EXPECT_EQ(TraceGpuName(*t), "NVIDIA H100 80GB HBM3");
+  // Complete events with a cat other than Trace: 8 (the one without ts skipped).
+  EXPECT_EQ(t->complete_events, 8u);
+  EXPECT_EQ(t->skipped_events, 1u);
+  // Kept: the step, the launch, the kernel, the copy, item, the loader; not aten::mm.
+  ASSERT_EQ(t->events.size(), 6u);
+  EXPECT_EQ(t->names[t->events[0].name], "ProfilerStep#7");
+  EXPECT_EQ(t->events[1].correlation, 42);
+  EXPECT_EQ(t->events[1].stream, -1);
+  EXPECT_EQ(t->events[1].cat, TraceCategory::kRuntime);
+  EXPECT_TRUE(t->fractional_times);  // dur 5.5
+  EXPECT_EQ(t->events[2].stream, 7);
+  EXPECT_EQ(t->events[2].cat, TraceCategory::kKernel);
+  EXPECT_EQ(t->events[2].device, 1);
+  EXPECT_FLOAT_EQ(t->events[3].bandwidth_gbps, 3.25f);
+  EXPECT_EQ(t->events[3].cat, TraceCategory::kMemcpy);
+  EXPECT_EQ(t->events[4].role, TraceCpuRole::kSync);
+  EXPECT_EQ(t->events[5].role, TraceCpuRole::kDataLoader);
+  EXPECT_EQ(t->bytes, sizeof(kKineto) - 1);
+}
+
+TEST(TraceFile, ReadsTheLegacyListAndGzipInOneOrManyMembers) {
+  // As Debian's torch 1.13 (no Kineto) writes it: no cat, pid "CPU functions".
+  std::string legacy = R"([{"name": "ProfilerStep#1", "ph": "X", "ts": 307, "dur": 493, "tid": 1,)"
+                       R"( "pid": "CPU functions", "args": {}},)"
+                       R"( {"name": "aten::item", "ph": "X", "ts": 352, "dur": 1, "tid": 1,)"
+                       R"( "pid": "CPU functions", "args": {}},)"
+                       R"( {"name": "aten::add", "ph": "X", "ts": 360, "dur": 2, "tid": 1,)"
+                       R"( "pid": "CPU functions", "args": {}}])";
+  Result<TraceFile> t = ParseTraceBytes(legacy, "legacy.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_TRUE(t->legacy);
+  EXPECT_FALSE(t->rank.has_value());
+  EXPECT_EQ(t->complete_events, 3u);
+  ASSERT_EQ(t->events.size(), 2u);
+  EXPECT_EQ(t->events[0].cat, TraceCategory::kCpuOp);
+
+  Result<TraceFile> gz = ParseTraceBytes(Gzip(kKineto), "rank3.json.gz");
+  ASSERT_TRUE(gz.ok()) << gz.status().message();
+  EXPECT_EQ(gz->events.size(), 6u);
+  // `cat a.gz b.gz`: two members, one text.
+  std::string text = kKineto;
+  size_t half = text.find("\"traceEvents\"");
+  Result<TraceFile> two =
+      ParseTraceBytes(Gzip(text.substr(0, half)) + Gzip(text.substr(half)), "two.json.gz");
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  EXPECT_EQ(two->events.size(), 6u);
+  EXPECT_EQ(two->bytes, text.size());
+}
+
+TEST(TraceFile, BadInputIsAnErrorNamingTheSourceAndTheByte) {
+  struct Case {
+    std::string bytes;
+    std::string expect;
+  };
+  std::string text = kKineto;
+  std::string gz = Gzip(text);
+  std::string corrupt = gz;
+  corrupt[gz.size() / 2] ^= 0x55;
+  corrupt[gz.size() / 2 + 1] ^= 0x55;
+  const Case cases[] = {
+      {"", "empty: no JSON at all at byte 0"},
+      {"hello", "not a profiler trace: Invalid value. at byte 0"},
+      {text.substr(0, 400), "at byte 400"},
+      {gz.substr(0, gz.size() / 2), "the gzip stream ends early, at byte"},
+      {corrupt, "corrupt gzip data at byte"},
+      {R"({"schemaVersion": 1, "events": []})", "no \"traceEvents\" list"},
+      {"42", "neither an object with \"traceEvents\" nor a list of events"},
+      {text + " {}", "more after the JSON document, at byte " + std::to_string(text.size() + 1)},
+      {std::string(100000, '['), "at byte"},
+  };
+  for (const Case& c : cases) {
+    Result<TraceFile> t = ParseTraceBytes(c.bytes, "bad.json");
+    ASSERT_FALSE(t.ok()) << c.expect;
+    EXPECT_NE(t.status().message().find("bad.json"), std::string::npos) << t.status().message();
+    EXPECT_NE(t.status().message().find(c.expect), std::string::npos)
+        << "wanted \"" << c.expect << "\" in: " << t.status().message();
+  }
+  // A cut .gz names the uncompressed offset only when the JSON itself fails.
+  Result<TraceFile> cut = ParseTraceBytes(Gzip(text.substr(0, 400)), "cut.json.gz");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("at byte 400 of the uncompressed JSON"), std::string::npos)
+      << cut.status().message();
+}
+
+TEST(TraceFile, StepNumbersAndRoles) {
+  EXPECT_EQ(ProfilerStepNumber("ProfilerStep#12"), 12);
+  EXPECT_EQ(ProfilerStepNumber("ProfilerStep # 3 "), 3);
+  EXPECT_EQ(ProfilerStepNumber("ProfilerStep#"), std::nullopt);
+  EXPECT_EQ(ProfilerStepNumber("ProfilerStep#1a"), std::nullopt);
+  EXPECT_EQ(ProfilerStepNumber("MyStep#1"), std::nullopt);
+  EXPECT_EQ(TraceCpuRoleOf("cudaStreamSynchronize"), TraceCpuRole::kSync);
+  EXPECT_EQ(TraceCpuRoleOf("cudaMemcpyAsync"), TraceCpuRole::kNone);
+  EXPECT_EQ(TraceCpuRoleOf("cudaMemcpy"), TraceCpuRole::kSync);
+  EXPECT_EQ(TraceCpuRoleOf("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"),
+            TraceCpuRole::kDataLoader);
+}
+
+}  // namespace
+}  // namespace stallscope
