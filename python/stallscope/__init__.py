@@ -29,6 +29,7 @@ import sys
 import time
 
 from . import _leak
+from . import _profile
 
 __all__ = ["loader", "epoch", "enabled", "ddp"]
 
@@ -56,6 +57,9 @@ _ddp_on = [False]
 # the hook waits, bounded, until every callback is freed.
 _live_callbacks = set()
 _CALLBACK_DRAIN_S = 2.0
+# `run --profile A:B`: this process's profiling window (_profile.Window), or
+# None; a cell, read once per step by the loader generators.
+_window = [None]
 
 
 class _State:
@@ -115,6 +119,10 @@ def _current():
         _failed_path = path
         return None
     _state = st
+    try:
+        _window[0] = _profile.from_env(st.rank)
+    except Exception:
+        _window[0] = None
     _buf.append("hello %d %d %d %d" % (st.pid, st.rank, st.local_rank, st.world_size))
     _buf.append("host %d %d %s" % (st.pid, st.rank, st.host))
     return st
@@ -211,8 +219,28 @@ def _drain_callbacks(limit_s=_CALLBACK_DRAIN_S):
         time.sleep(0.001)
 
 
+def _step_begins():
+    """`run --profile`: a step begins; the window opens, marks or closes."""
+    w = _window[0]
+    if w is None:
+        return
+    if w.done:
+        _window[0] = None
+    else:
+        w.begin()
+
+
+def _finish_window():
+    """Writes the profile of a window still open (the job ends inside it)."""
+    w = _window[0]
+    if w is not None and _state is not None and _state.pid == os.getpid():
+        _window[0] = None
+        w.finish()
+
+
 def _at_exit():
     try:
+        _finish_window()
         if _state is not None and _state.pid == os.getpid():
             _flush()
         if _ddp_on[0]:
@@ -228,6 +256,7 @@ def _after_fork():
     # it must not wait for them at exit.
     del _buf[:]
     _live_callbacks.clear()
+    _window[0] = None            # a worker profiles nothing of its own
     # A worker forked while the parent traced allocations inherits the
     # tracing; it stops it at once (it never flushes, so nothing else would).
     st = _state
@@ -325,6 +354,7 @@ def _end_after_max_steps():
     if not live_group:
         raise SystemExit(0)
     try:
+        _finish_window()         # os._exit skips atexit
         if _ddp_on[0]:
             _drain_callbacks()
         for stream in (sys.stdout, sys.stderr):
@@ -345,6 +375,9 @@ def _timed(inner, batch=_BATCH, period=_PERIOD_NS):
     mono, buf, last = _mono, _buf, _last_send
     st = _state
     cpu = time.process_time_ns
+    win = _window
+    if win[0] is not None:
+        _step_begins()
     t0 = mono()
     c0 = cpu()
     try:
@@ -363,6 +396,8 @@ def _timed(inner, batch=_BATCH, period=_PERIOD_NS):
             if st is not None and st.max_steps and _stop_after(st):
                 _flush()
                 _end_after_max_steps()
+            if win[0] is not None:
+                _step_begins()
             t0 = t2
     except GeneratorExit:
         # Thrown at the yield when the loop is left early (break) and the
@@ -379,6 +414,8 @@ def _timed(inner, batch=_BATCH, period=_PERIOD_NS):
         except Exception:
             pass
         raise
+    if win[0] is not None:
+        win[0].pause()           # the step begun at the last next() was none
     _flush()                     # the loader is exhausted: the epoch's tail goes out
 
 

@@ -3,6 +3,7 @@
 #include "analyze/gpu_rules.h"
 #include "analyze/network_rules.h"
 #include "analyze/report.h"
+#include "analyze/trace_rules.h"
 
 namespace stallscope {
 
@@ -39,11 +40,18 @@ RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
       run.notes.push_back("network: " + network.status().message());
     }
   }
-  // What `run` concluded from outside the timeline (the job's NCCL logs).
-  // A row that does not decode is a note, as a bad baseline is: the timeline
-  // is still worth its report.
+  // What `run` concluded from outside the timeline (the job's NCCL logs,
+  // its profiler traces: one finding per id with the hook's). A row that
+  // does not decode is a note, as a bad baseline is: the timeline is still
+  // worth its report.
   if (stored.ok()) {
-    for (const Finding& f : stored->findings) run.findings.push_back(f);
+    for (const Finding& f : stored->findings) {
+      if (FromTrace(f)) {
+        MergeTraceFinding(run.findings, f);
+      } else {
+        run.findings.push_back(f);
+      }
+    }
     for (const std::string& n : stored->notes) run.notes.push_back(n);
   } else {
     run.notes.push_back("stored findings: " + stored.status().message());

@@ -222,6 +222,20 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
   } else {
     kept_steps = steps;
   }
+  // One window per step number: a step marked twice (a loader that ran out
+  // and was iterated again; ROCm traces repeat a step) spans both marks.
+  std::sort(kept_steps.begin(), kept_steps.end(), [](const Step& a, const Step& b) {
+    return a.number != b.number ? a.number < b.number : a.start < b.start;
+  });
+  std::vector<Step> merged;
+  for (const Step& s : kept_steps) {
+    if (!merged.empty() && merged.back().number == s.number) {
+      merged.back().end = std::max(merged.back().end, s.end);
+    } else {
+      merged.push_back(s);
+    }
+  }
+  kept_steps = std::move(merged);
   std::sort(kept_steps.begin(), kept_steps.end(),
             [](const Step& a, const Step& b) { return a.start < b.start; });
   for (const Step& s : kept_steps) out.steps.push_back(s.number);

@@ -346,6 +346,9 @@ FindingsWithNotes CheckTraces(const std::vector<TraceRankBreakdown>& ranks) {
   OverRanks(ranks, out.findings, SyncInStep);
   OverRanks(ranks, out.findings, GpuIdle);
   OverRanks(ranks, out.findings, LaunchBound);
+  for (Finding& f : out.findings) {
+    if (!FromTrace(f)) f.evidence.insert(f.evidence.begin() + 1, {"source", std::string("trace")});
+  }
   bool any_steps = false, any_gpu = false;
   for (const TraceRankBreakdown& r : ranks) {
     any_steps |= !r.step_figures.empty();
@@ -360,6 +363,39 @@ FindingsWithNotes CheckTraces(const std::vector<TraceRankBreakdown>& ranks) {
     out.notes.push_back("no GPU events in the traces: the GPU-side findings were not judged");
   }
   return out;
+}
+
+bool FromTrace(const Finding& f) {
+  for (const Evidence& e : f.evidence) {
+    if (e.name == "source") {
+      const std::string* v = std::get_if<std::string>(&e.value);
+      return v != nullptr && *v == "trace";
+    }
+  }
+  return false;
+}
+
+void MergeTraceFinding(std::vector<Finding>& findings, Finding from_trace) {
+  auto same = std::find_if(findings.begin(), findings.end(), [&](const Finding& f) {
+    return f.id == from_trace.id && !FromTrace(f);
+  });
+  if (same == findings.end()) {
+    findings.push_back(std::move(from_trace));
+    return;
+  }
+  Finding& kept = *same;
+  if (from_trace.severity > kept.severity) {
+    // The trace saw it worse: its words lead, the hook's evidence follows.
+    std::swap(kept.summary, from_trace.summary);
+    std::swap(kept.next, from_trace.next);
+    kept.severity = from_trace.severity;
+  }
+  kept.evidence.push_back({"sources", std::string("hook, trace")});
+  for (Evidence& e : from_trace.evidence) {
+    if (e.name == "source") continue;
+    kept.evidence.push_back({"trace." + e.name, std::move(e.value)});
+  }
+  kept.evidence.push_back({"trace.summary", std::move(from_trace.summary)});
 }
 
 }  // namespace stallscope

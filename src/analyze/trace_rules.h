@@ -46,6 +46,16 @@ inline constexpr double kPageableCriticalFraction = 0.20;
 inline constexpr double kLaunchBoundShortShare = 0.5;
 inline constexpr uint64_t kLaunchBoundMinKernels = 100;
 
+// Every finding carries {"source": "trace"} in its evidence.
 FindingsWithNotes CheckTraces(const std::vector<TraceRankBreakdown>& ranks);
+
+// True for a finding CheckTraces made.
+bool FromTrace(const Finding& f);
+
+// Adds a trace's finding to a run's: a finding of the same id already there
+// (the hook's, say) stays one finding: the more severe of the two, its
+// evidence followed by the other's (names prefixed "trace."), and
+// "sources": "hook, trace". Otherwise it is appended as it is.
+void MergeTraceFinding(std::vector<Finding>& findings, Finding from_trace);
 
 }  // namespace stallscope

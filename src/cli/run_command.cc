@@ -3,10 +3,12 @@
 // `stallscope report RUN.db`: the findings of a recorded run.
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -15,6 +17,7 @@
 #include "analyze/nccl_log_host.h"
 #include "analyze/nccl_log_rules.h"
 #include "cli/commands.h"
+#include "cli/profile_traces.h"
 #include "cli/run_analysis.h"
 #include "core/atomic_file.h"
 #include "core/file.h"
@@ -26,6 +29,7 @@
 #include "probe/mounts.h"
 #include "probe/nccl_log_files.h"
 #include "probe/snapshot.h"
+#include "probe/trace_file.h"
 #include "record/hook_receiver.h"
 #include "record/job.h"
 #include "record/recorder.h"
@@ -55,6 +59,7 @@ struct RecordFlags {
   std::vector<std::string> command;
   std::vector<std::string> nccl_logs;  // run --nccl-log FILE...
   bool trace_alloc = false;            // run --trace-alloc: STALLSCOPE_TRACE_ALLOC=on
+  std::string profile;                 // run --profile A:B: torch.profiler over steps A..B
 };
 
 void AddRecordFlags(CLI::App& app, RecordFlags& flags) {
@@ -199,6 +204,26 @@ Result<RunInfo> Prepare(const RecordFlags& flags, const std::string& path,
   return info;
 }
 
+// RUN.db.traces/ for `run --profile`, emptied of an earlier run's traces
+// (the run file itself is only overwritten with --force).
+Status MakeProfileDir(const std::string& dir) {
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::FromErrno("cannot make " + dir, errno);
+  }
+  Result<std::vector<std::string>> old = TraceFilesIn(dir);
+  if (old.ok()) {
+    for (const std::string& f : *old) unlink(f.c_str());
+  }
+  return Status::Ok();
+}
+
+std::string AbsolutePath(const std::string& path) {
+  if (!path.empty() && path.front() == '/') return path;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof cwd) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
 int FailedToStart(const char* command, const Status& status) {
   return Fail(command, status, status.code() == Status::Code::kInvalidArgument);
 }
@@ -230,8 +255,24 @@ CommandRunner SetupRun(CLI::App& app) {
   app.add_flag("--trace-alloc", flags->trace_alloc,
                "trace the job's allocations from its first steps (STALLSCOPE_TRACE_ALLOC=on); "
                "without it the hook traces by itself when its RSS keeps rising");
+  app.add_option("--profile", flags->profile,
+                 "A:B: torch.profiler over the job's steps A to B (inclusive, counted from 0 as "
+                 "the hook counts them); one trace per rank in RUN.db.traces/, judged with the "
+                 "run (stallscope trace reads them)");
   app.add_option("command", flags->command, "the command to run, after --")->required();
   return [flags]() {
+    std::optional<TraceStepRange> profile;
+    if (!flags->profile.empty()) {
+      Result<TraceStepRange> range = ParseTraceStepRange(flags->profile);
+      if (!range.ok()) {
+        return Fail("run",
+                    Status::InvalidArgument(
+                        "--profile " + flags->profile +
+                        ": expected A:B, the first and last step (inclusive), e.g. 10:19"),
+                    /*usage=*/true);
+      }
+      profile = *range;
+    }
     // NCCL_DEBUG_FILE: the files already there, so that afterwards only
     // those the job wrote are read as its own.
     std::vector<DebugFileState> nccl_files_before;
@@ -256,6 +297,16 @@ CommandRunner SetupRun(CLI::App& app) {
     BlockRecordSignals();
     std::vector<std::pair<std::string, std::string>> env = HookEnvironment(hook->socket_path());
     if (flags->trace_alloc) env.emplace_back("STALLSCOPE_TRACE_ALLOC", "on");
+    const std::string trace_dir = ProfileTraceDir(path);
+    if (profile) {
+      if (Status made = MakeProfileDir(trace_dir); !made.ok()) {
+        (void)writer->Close();
+        unlink(path.c_str());
+        return FailedToStart("run", made);
+      }
+      env.emplace_back("STALLSCOPE_PROFILE", flags->profile);
+      env.emplace_back("STALLSCOPE_PROFILE_DIR", AbsolutePath(trace_dir));
+    }
     Result<Job> job = Status::Ok();
     if (*layout) {
       const NodeLayout& l = **layout;
@@ -307,6 +358,16 @@ CommandRunner SetupRun(CLI::App& app) {
     if (!nccl_logs.empty()) host = ReadHostRdma(Root("/"), nccl_notes);
     StoredFindings from_logs = NcclLogConclusions(nccl_logs, host, std::move(nccl_notes));
     StoredFindings unsaved;
+    if (profile) {
+      // The traces the hook wrote, judged now and kept with the run.
+      StoredFindings from_traces = JudgeProfileTraces(trace_dir, *profile);
+      if (Status kept = writer->AppendFindings("trace", from_traces.findings, from_traces.notes);
+          !kept.ok()) {
+        std::fprintf(stderr, "stallscope run: %s (printed below, not kept in the run file)\n",
+                     kept.message().c_str());
+        unsaved = std::move(from_traces);
+      }
+    }
     if (Status kept = writer->AppendFindings("nccl-log", from_logs.findings, from_logs.notes);
         !kept.ok()) {
       std::fprintf(stderr, "stallscope run: %s (printed below, not kept in the run file)\n",

@@ -203,7 +203,65 @@ with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup
 """
 
 
+HOOKED_JOB = r"""
+import time, torch, stallscope
+class Slow(torch.utils.data.Dataset):
+    def __len__(self):
+        return 24
+    def __getitem__(self, i):
+        time.sleep(0.02)
+        return torch.randn(32, 64)
+model = torch.nn.Linear(64, 64)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+loader = torch.utils.data.DataLoader(Slow(), batch_size=2, num_workers=0)
+for epoch in range(2):
+    stallscope.epoch(epoch)
+    for batch in stallscope.loader(loader):
+        loss = model(batch).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss.item()
+"""
+
+
 class RealTorchJob(unittest.TestCase):
+    def test_run_profile_writes_one_trace_and_judges_it_with_the_hook(self):
+        tmp = tempfile.mkdtemp(prefix="stallscope-profile-")
+        try:
+            script = os.path.join(tmp, "job.py")
+            with open(script, "w") as f:
+                f.write(HOOKED_JOB)
+            db = os.path.join(tmp, "r.db")
+            # 12 steps an epoch: 9..14 spans the epoch boundary.
+            rc, out, err, _ = common.run(["run", "--profile", "9:14", "--out", db, "--json",
+                                          "--", "/usr/bin/python3", script], timeout=240)
+            self.assertEqual(rc, 0, err[-3000:])
+            trace = os.path.join(db + ".traces", "rank0.json")
+            self.assertTrue(os.path.isfile(trace), os.listdir(tmp))
+            got = common.run_json(self, ["trace", trace, "--json", "--include-last-step"])
+            self.assertEqual(got["ranks"][0]["steps"], list(range(9, 15)))
+            for report in (json.loads(out), common.run_json(self, ["report", db, "--json"])):
+                ids = {}
+                for f in report["findings"]:
+                    self.assertNotIn(f["id"], ids, "one finding per id: %s" % f["id"])
+                    ids[f["id"]] = f
+                bound = ids["io.input_bound"]
+                self.assertEqual(bound["evidence"]["sources"], "hook, trace")
+                self.assertGreater(bound["evidence"]["trace.data_wait_fraction"], 0.5)
+                self.assertIn(bound["evidence"]["trace.worst_step"], range(9, 15))
+                self.assertEqual(ids["code.sync_in_step"]["evidence"]["source"], "trace")
+                self.assertTrue(any("--profile 9:14: 1 rank trace(s)" in n
+                                    for n in report["notes"]), report["notes"])
+            # A bad window is a usage error before anything starts.
+            rc, _, err, _ = common.run(["run", "--profile", "9", "--out", db + "2", "--",
+                                        "/bin/true"])
+            self.assertEqual(rc, 2, err)
+            self.assertIn("--profile 9", err)
+            self.assertFalse(os.path.exists(db + "2"))
+        finally:
+            shutil.rmtree(tmp)
+
     def test_a_slow_loader_and_an_item_each_step(self):
         tmp = tempfile.mkdtemp(prefix="stallscope-trace-job-")
         try:
