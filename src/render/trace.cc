@@ -156,7 +156,7 @@ std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
     double typed = 0;
     for (const KernelTypeTime& k : r.kernel_types) typed += k.us;
     for (const KernelTypeTime& k : r.kernel_types) {
-      out += fmt::format("  {:<48} {:>12} {:>6.1f}%\n", k.label, Ms(k.us), Pct(k.us, typed));
+      out += fmt::format("  {:<56} {:>12} {:>6.1f}%\n", k.label, Ms(k.us), Pct(k.us, typed));
     }
     size_t shown = std::min<size_t>(5, r.kernels.size());
     if (shown > 0) out += "  top kernels (summed time):\n";

@@ -1,0 +1,192 @@
+#!/usr/bin/python3
+"""`stallscope trace` against Holistic Trace Analysis (HTA), on the same traces.
+
+For each directory of traces under --traces (each one HTA
+`TraceAnalysis(trace_dir=...)`), with the last step dropped and kept, it runs
+HTA's own source (--hta-src: a checkout of
+github.com/facebookresearch/HolisticTraceAnalysis; nothing of HTA is in this
+repository) and `stallscope trace DIR --json [--include-last-step]`, and
+compares per rank the idle / compute / non-compute percentages and the
+comm/compute overlap (goal: within 0.05 percentage points). It also times
+the whole analysis of each side and `python3 -c "import json,gzip;
+json.load(gzip.open(F))"` over the same files (the parse any Python reader
+pays first), and prints the ratios.
+
+  bench/trace_vs_hta.py --hta-src DIR --binary build/stallscope
+      [--traces ../shared/traces/hta] [--write-reference FILE]
+
+--write-reference FILE writes HTA's figures as JSON (what
+tests/e2e/trace_cli.py compares with: tests/fixtures/traces/hta_reference.json).
+HTA needs Debian's python3-pandas, python3-plotly, python3-networkx and
+python3-psutil (`apt-get install`); the stallscope side needs nothing.
+"""
+import argparse
+import contextlib
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_TRACES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "traces", "hta")
+FIGURES = ("idle_pct", "compute_pct", "non_compute_pct")
+
+
+def trace_dirs(root):
+    out = []
+    for dirpath, _, files in os.walk(root):
+        if any(f.endswith(".gz") or f.endswith(".json") for f in files):
+            out.append(os.path.relpath(dirpath, root))
+    return sorted(out)
+
+
+def number(v):
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def hta_figures(trace_dir, include_last):
+    """HTA's temporal breakdown, overlap and steps per rank; errors recorded."""
+    from hta.trace_analysis import TraceAnalysis
+    out = {}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        start = time.monotonic()
+        try:
+            ta = TraceAnalysis(trace_dir=trace_dir, include_last_profiler_step=include_last)
+        except Exception as e:
+            return {"error": "%s: %s" % (type(e).__name__, e)}, time.monotonic() - start
+        try:
+            df = ta.get_temporal_breakdown(visualize=False)
+            out["temporal"] = {str(int(r["rank"])): {
+                "idle_pct": number(r["idle_time_pctg"]),
+                "compute_pct": number(r["compute_time_pctg"]),
+                "non_compute_pct": number(r["non_compute_time_pctg"]),
+                "kernel_time_us": number(r["kernel_time(us)"]),
+                "idle_us": number(r["idle_time(us)"])} for _, r in df.iterrows()}
+        except Exception as e:
+            out["temporal"] = {"error": "%s: %s" % (type(e).__name__, e)}
+        try:
+            df = ta.get_comm_comp_overlap(visualize=False)
+            out["overlap"] = {str(int(r["rank"])): number(r["comp_comm_overlap_pctg"])
+                              for _, r in df.iterrows()}
+        except Exception as e:
+            out["overlap"] = {"error": "%s: %s" % (type(e).__name__, e)}
+        try:
+            out["steps"] = {str(r): sorted(int(s) for s in ta.t.get_trace(r)["iteration"].unique()
+                                           if s == s and s >= 0)
+                            for r in ta.t.get_ranks()}
+        except Exception as e:
+            out["steps"] = {"error": "%s: %s" % (type(e).__name__, e)}
+        seconds = time.monotonic() - start
+    return out, seconds
+
+
+def stallscope_figures(binary, trace_dir, include_last):
+    args = [binary, "trace", trace_dir, "--json"] + (["--include-last-step"] if include_last else [])
+    start = time.monotonic()
+    p = subprocess.run(args, capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    if p.returncode != 0:
+        return None, seconds, p.stderr.strip()
+    return json.loads(p.stdout), seconds, ""
+
+
+def json_load_seconds(trace_dir):
+    files = [os.path.join(trace_dir, f) for f in sorted(os.listdir(trace_dir))
+             if f.endswith(".gz") or f.endswith(".json")]
+    code = "import json,gzip,sys\nfor f in sys.argv[1:]:\n json.load(gzip.open(f) if " \
+           "f.endswith('.gz') else open(f))"
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-c", code] + files, check=True)
+    return time.monotonic() - start
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--hta-src", required=True, help="HTA's source checkout (holds hta/)")
+    p.add_argument("--binary", help="stallscope to compare (omit to only write the reference)")
+    p.add_argument("--traces", default=DEFAULT_TRACES)
+    p.add_argument("--write-reference", metavar="FILE")
+    a = p.parse_args()
+    sys.path.insert(0, os.path.abspath(a.hta_src))
+    commit = subprocess.run(["git", "-C", a.hta_src, "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "(not a git checkout)"
+    reference = {"hta_source": commit,
+                 "generated_by": "bench/trace_vs_hta.py --hta-src DIR --write-reference FILE",
+                 "traces": {}}
+    worst = 0.0
+    compared = 0
+    totals = {"hta": 0.0, "stallscope": 0.0, "json_load": 0.0}
+    print("%-44s %-6s %4s %-16s %9s %10s %7s" % ("trace dir", "last", "rank", "figure", "HTA",
+                                                   "stallscope", "diff"))
+    for rel in trace_dirs(a.traces):
+        d = os.path.join(a.traces, rel)
+        entry = {}
+        for include_last, key in ((False, "last_step_dropped"), (True, "last_step_included")):
+            hta, hta_s = hta_figures(d, include_last)
+            entry[key] = hta
+            if not include_last:
+                entry["hta_seconds"] = round(hta_s, 3)
+                totals["hta"] += hta_s
+            if not a.binary:
+                continue
+            ours, our_s, err = stallscope_figures(a.binary, d, include_last)
+            if not include_last:
+                totals["stallscope"] += our_s
+            if ours is None:
+                print("%-44s stallscope failed: %s" % (rel, err))
+                continue
+            by_rank = {str(r["rank"]): r for r in ours["ranks"]}
+            temporal = hta.get("temporal", {})
+            if "error" in temporal or not temporal:
+                print("%-44s %-6s HTA failed (%s); stallscope: %s" % (
+                    rel, "kept" if include_last else "drop", temporal.get("error", "no result"),
+                    "; ".join(ours["notes"])[:120]))
+                continue
+            for rank, fig in temporal.items():
+                mine = (by_rank.get(rank) or {}).get("temporal") or {}
+                for f in FIGURES:
+                    diff = abs((mine.get(f) or 0) - (fig[f] or 0))
+                    worst = max(worst, diff)
+                    compared += 1
+                    print("%-44s %-6s %4s %-16s %9.2f %10.2f %7.2f%s" % (
+                        rel, "kept" if include_last else "drop", rank, f, fig[f], mine.get(f, -1),
+                        diff, "  <-- over 0.05" if diff > 0.05 else ""))
+            for rank, fig in (hta.get("overlap") or {}).items():
+                if rank == "error":
+                    continue
+                mine = (by_rank.get(rank) or {}).get("comm_comp_overlap_pct")
+                diff = 0.0 if fig is None and mine is None else abs((mine or 0) - (fig or 0))
+                worst = max(worst, diff)
+                compared += 1
+                print("%-44s %-6s %4s %-16s %9s %10s %7.2f%s" % (
+                    rel, "kept" if include_last else "drop", rank, "overlap_pct", fig, mine, diff,
+                    "  <-- over 0.05" if diff > 0.05 else ""))
+        if a.binary:
+            totals["json_load"] += json_load_seconds(d)
+        reference["traces"][rel] = entry
+    if a.write_reference:
+        with open(a.write_reference, "w") as f:
+            json.dump(reference, f, indent=1, sort_keys=True)
+            f.write("\n")
+        print("wrote", a.write_reference)
+    if a.binary:
+        print("\n%d figures compared, largest difference %.3f percentage points (goal 0.05)"
+              % (compared, worst))
+        print("whole analysis of every directory (last step dropped), wall seconds:")
+        print("  HTA (in process, after import)  %.2f s" % totals["hta"])
+        print("  json.load(gzip.open(F)) alone  %.2f s" % totals["json_load"])
+        print("  stallscope trace                %.2f s" % totals["stallscope"])
+        if totals["stallscope"] > 0:
+            print("  ratios: HTA / stallscope %.1fx, json.load / stallscope %.1fx" % (
+                totals["hta"] / totals["stallscope"], totals["json_load"] / totals["stallscope"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
