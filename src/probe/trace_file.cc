@@ -136,8 +136,8 @@ class JsonStream {
   explicit JsonStream(ByteSource& source) : source_(source), buffer_(kBufferBytes, '\0') {
     Refill();
   }
-  Ch Peek() const { return pos_ < len_ ? buffer_[pos_] : '\0'; }
-  Ch Take() {
+  [[gnu::always_inline]] Ch Peek() const { return pos_ < len_ ? buffer_[pos_] : '\0'; }
+  [[gnu::always_inline]] Ch Take() {
     if (pos_ >= len_) return '\0';
     Ch c = buffer_[pos_++];
     if (pos_ == len_) Refill();
@@ -152,7 +152,7 @@ class JsonStream {
   const Status& error() const { return error_; }
 
  private:
-  void Refill() {
+  [[gnu::noinline]] void Refill() {
     offset_ += len_;
     pos_ = len_ = 0;
     if (!error_.ok()) return;
@@ -178,6 +178,55 @@ std::optional<double> NumberOf(std::string_view text) {
   return v;
 }
 
+// The keys the reader looks at, known once as the key is read (no copy of
+// every key's text).
+enum class KeyName : uint8_t {
+  kOther,
+  kTraceEvents,
+  kDeviceProperties,
+  kDistributedInfo,
+  kArgs,
+  kId,
+  kName,
+  kRank,
+  kWorldSize,
+  kBackend,
+  kCat,
+  kPh,
+  kTs,
+  kDur,
+  kStream,
+  kCorrelation,
+  kDevice,
+  kBandwidth,
+};
+
+KeyName KeyOf(std::string_view k) {
+  static constexpr std::pair<std::string_view, KeyName> kKeys[] = {
+      {"traceEvents", KeyName::kTraceEvents},
+      {"deviceProperties", KeyName::kDeviceProperties},
+      {"distributedInfo", KeyName::kDistributedInfo},
+      {"args", KeyName::kArgs},
+      {"id", KeyName::kId},
+      {"name", KeyName::kName},
+      {"rank", KeyName::kRank},
+      {"world_size", KeyName::kWorldSize},
+      {"backend", KeyName::kBackend},
+      {"cat", KeyName::kCat},
+      {"ph", KeyName::kPh},
+      {"ts", KeyName::kTs},
+      {"dur", KeyName::kDur},
+      {"stream", KeyName::kStream},
+      {"correlation", KeyName::kCorrelation},
+      {"device", KeyName::kDevice},
+      {"memory bandwidth (GB/s)", KeyName::kBandwidth},
+  };
+  for (const auto& [text, key] : kKeys) {
+    if (k.size() == text.size() && k == text) return key;
+  }
+  return KeyName::kOther;
+}
+
 // The SAX handler: a stack of what each open object or array is, and which
 // field of the current event the last key named.
 class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TraceHandler> {
@@ -193,7 +242,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     return Scalar(std::string_view(s, n), /*number=*/false);
   }
   bool Key(const char* s, rapidjson::SizeType n, bool) {
-    key_.assign(s, n);
+    key_ = KeyOf(std::string_view(s, n));
     return true;
   }
   bool StartObject() { return Open(/*object=*/true); }
@@ -236,12 +285,12 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     Frame next = Frame::kSkip;
     switch (Current()) {
       case Frame::kTop:
-        if (!object && key_ == "traceEvents") {
+        if (!object && key_ == KeyName::kTraceEvents) {
           next = Frame::kEvents;
           saw_events_ = true;
-        } else if (!object && key_ == "deviceProperties") {
+        } else if (!object && key_ == KeyName::kDeviceProperties) {
           next = Frame::kDevices;
-        } else if (object && key_ == "distributedInfo") {
+        } else if (object && key_ == KeyName::kDistributedInfo) {
           next = Frame::kDistributed;
         }
         break;
@@ -252,7 +301,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         }
         break;
       case Frame::kEvent:
-        if (object && key_ == "args") next = Frame::kArgs;
+        if (object && key_ == KeyName::kArgs) next = Frame::kArgs;
         break;
       case Frame::kDevices:
         if (object) {
@@ -287,18 +336,18 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         ArgField(v, number);
         break;
       case Frame::kDevice:
-        if (key_ == "id") {
+        if (key_ == KeyName::kId) {
           if (std::optional<double> d = NumberOf(v)) device_id_ = static_cast<int>(*d);
-        } else if (key_ == "name" && !number) {
+        } else if (key_ == KeyName::kName && !number) {
           device_name_.assign(v);
         }
         break;
       case Frame::kDistributed:
-        if (key_ == "rank" || key_ == "world_size") {
+        if (key_ == KeyName::kRank || key_ == KeyName::kWorldSize) {
           if (std::optional<double> d = NumberOf(v)) {
-            (key_ == "rank" ? out_.rank : out_.world_size) = static_cast<int>(*d);
+            (key_ == KeyName::kRank ? out_.rank : out_.world_size) = static_cast<int>(*d);
           }
-        } else if (key_ == "backend" && !number) {
+        } else if (key_ == KeyName::kBackend && !number) {
           out_.backend.assign(v);
         }
         break;
@@ -318,19 +367,19 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   };
 
   void EventField(std::string_view v, bool number) {
-    if (key_ == "name") {
+    if (key_ == KeyName::kName) {
       event_.has_name = true;
       name_.assign(v);
-    } else if (key_ == "cat") {
+    } else if (key_ == KeyName::kCat) {
       event_.has_cat = true;
       cat_.assign(v);
-    } else if (key_ == "ph") {
+    } else if (key_ == KeyName::kPh) {
       event_.has_ph = true;
       event_.complete_ph = v == "X";
-    } else if (key_ == "ts" || key_ == "dur") {
+    } else if (key_ == KeyName::kTs || key_ == KeyName::kDur) {
       std::optional<double> d = NumberOf(v);
       if (!d) return;  // a string that is no number: the field is missing
-      bool is_ts = key_ == "ts";
+      bool is_ts = key_ == KeyName::kTs;
       (is_ts ? event_.has_ts : event_.has_dur) = true;
       (is_ts ? event_.ts : event_.dur) = *d;
       if (*d != std::floor(*d)) event_.fractional = true;
@@ -342,13 +391,13 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     if (!number) return;  // stream/correlation/device/bandwidth are numbers
     std::optional<double> d = NumberOf(v);
     if (!d || !std::isfinite(*d)) return;
-    if (key_ == "stream") {
+    if (key_ == KeyName::kStream) {
       event_.stream = static_cast<int64_t>(*d);
-    } else if (key_ == "correlation") {
+    } else if (key_ == KeyName::kCorrelation) {
       event_.correlation = static_cast<int64_t>(*d);
-    } else if (key_ == "device") {
+    } else if (key_ == KeyName::kDevice) {
       event_.device = static_cast<int64_t>(*d);
-    } else if (key_ == "memory bandwidth (GB/s)") {
+    } else if (key_ == KeyName::kBandwidth) {
       event_.bandwidth = *d;
     }
   }
@@ -392,7 +441,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   Frame top_ = Frame::kSkip;
   bool top_seen_ = false;
   bool saw_events_ = false;
-  std::string key_;
+  KeyName key_ = KeyName::kOther;
   std::string name_;
   std::string cat_;
   Pending event_;
