@@ -33,4 +33,39 @@ Report MakeReport(std::vector<Finding> findings, const std::vector<Layer>& check
   return report;
 }
 
+void MergeFinding(std::vector<Finding>& findings, Finding more, std::string_view source,
+                  std::string_view existing_source) {
+  auto same = std::find_if(findings.begin(), findings.end(),
+                           [&](const Finding& f) { return f.id == more.id; });
+  if (same == findings.end()) {
+    findings.push_back(std::move(more));
+    return;
+  }
+  Finding& kept = *same;
+  std::string summary = more.summary;
+  if (more.severity > kept.severity) {
+    std::swap(kept.summary, more.summary);
+    std::swap(kept.next, more.next);
+    kept.severity = more.severity;
+    summary = more.summary;  // now the one it replaced
+  }
+  auto sources = std::find_if(kept.evidence.begin(), kept.evidence.end(),
+                              [](const Evidence& e) { return e.name == "sources"; });
+  std::string* listed =
+      sources == kept.evidence.end() ? nullptr : std::get_if<std::string>(&sources->value);
+  if (listed != nullptr) {
+    *listed += ", " + std::string(source);
+  } else {
+    kept.evidence.push_back({"sources", std::string(existing_source) + ", " + std::string(source)});
+  }
+  std::string prefix(source);
+  std::replace(prefix.begin(), prefix.end(), '-', '_');
+  prefix += ".";
+  for (Evidence& e : more.evidence) {
+    if (e.name == "source") continue;
+    kept.evidence.push_back({prefix + e.name, std::move(e.value)});
+  }
+  kept.evidence.push_back({prefix + "summary", std::move(summary)});
+}
+
 }  // namespace stallscope

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sample/finding.h"
@@ -13,5 +14,14 @@ namespace stallscope {
 // finding in layer order, or "none".
 Report MakeReport(std::vector<Finding> findings, const std::vector<Layer>& checked_layers,
                   std::vector<std::string> notes);
+
+// One finding per id across sources: `more`, from `source` ("trace",
+// "nccl-log"), joins the finding of its id already in `findings` (raised by
+// `existing_source`, "hook" or "run"): the more severe of the two leads
+// (summary and next), the other's evidence follows with its names prefixed
+// by the source ("trace.", "nccl_log."), and "sources" lists both. Without
+// such a finding `more` is appended as it is.
+void MergeFinding(std::vector<Finding>& findings, Finding more, std::string_view source,
+                  std::string_view existing_source);
 
 }  // namespace stallscope

@@ -49,7 +49,9 @@ RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
       if (FromTrace(f)) {
         MergeTraceFinding(run.findings, f);
       } else {
-        run.findings.push_back(f);
+        // The job's NCCL logs: one finding with the baseline's of the same
+        // id (network.wrong_interface, network.rdma_unused).
+        MergeFinding(run.findings, f, "nccl-log", "run");
       }
     }
     for (const std::string& n : stored->notes) run.notes.push_back(n);

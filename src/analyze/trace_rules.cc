@@ -8,6 +8,7 @@
 
 #include "analyze/gpu_rules.h"
 #include "analyze/rank_rules.h"
+#include "analyze/report.h"
 #include "analyze/run_io_rules.h"
 #include "analyze/scaling.h"
 
@@ -376,26 +377,7 @@ bool FromTrace(const Finding& f) {
 }
 
 void MergeTraceFinding(std::vector<Finding>& findings, Finding from_trace) {
-  auto same = std::find_if(findings.begin(), findings.end(), [&](const Finding& f) {
-    return f.id == from_trace.id && !FromTrace(f);
-  });
-  if (same == findings.end()) {
-    findings.push_back(std::move(from_trace));
-    return;
-  }
-  Finding& kept = *same;
-  if (from_trace.severity > kept.severity) {
-    // The trace saw it worse: its words lead, the hook's evidence follows.
-    std::swap(kept.summary, from_trace.summary);
-    std::swap(kept.next, from_trace.next);
-    kept.severity = from_trace.severity;
-  }
-  kept.evidence.push_back({"sources", std::string("hook, trace")});
-  for (Evidence& e : from_trace.evidence) {
-    if (e.name == "source") continue;
-    kept.evidence.push_back({"trace." + e.name, std::move(e.value)});
-  }
-  kept.evidence.push_back({"trace.summary", std::move(from_trace.summary)});
+  MergeFinding(findings, std::move(from_trace), "trace", "hook");
 }
 
 }  // namespace stallscope

@@ -52,10 +52,9 @@ FindingsWithNotes CheckTraces(const std::vector<TraceRankBreakdown>& ranks);
 // True for a finding CheckTraces made.
 bool FromTrace(const Finding& f);
 
-// Adds a trace's finding to a run's: a finding of the same id already there
-// (the hook's, say) stays one finding: the more severe of the two, its
-// evidence followed by the other's (names prefixed "trace."), and
-// "sources": "hook, trace". Otherwise it is appended as it is.
+// Adds a trace's finding to a run's: MergeFinding (analyze/report.h) with
+// the hook's of the same id: one finding, "sources": "hook, trace", the
+// trace's evidence as "trace.*".
 void MergeTraceFinding(std::vector<Finding>& findings, Finding from_trace);
 
 }  // namespace stallscope

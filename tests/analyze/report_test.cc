@@ -68,3 +68,50 @@ TEST(Catalog, IdsAreUniqueAndPrefixedByTheirLayer) {
 
 }  // namespace
 }  // namespace stallscope
+
+namespace stallscope {
+namespace {
+
+Finding Made(std::string id, Severity severity, std::string summary, std::string next) {
+  Finding f;
+  f.id = std::move(id);
+  f.layer = Layer::kIo;
+  f.severity = severity;
+  f.summary = std::move(summary);
+  f.next = std::move(next);
+  return f;
+}
+
+TEST(MergeFinding, OneFindingPerIdWithEverySourceInItsEvidence) {
+  Finding hook = Made("io.input_bound", Severity::kWarning, "hook words", "hook next");
+  hook.evidence = {{"data_wait_fraction", 0.2}};
+  Finding trace = Made("io.input_bound", Severity::kCritical, "trace words", "trace next");
+  trace.evidence = {
+      {"rank", int64_t{0}}, {"source", std::string("trace")}, {"data_wait_fraction", 0.4}};
+  std::vector<Finding> findings = {hook};
+  MergeFinding(findings, trace, "trace", "hook");
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.severity, Severity::kCritical);  // the worse one leads
+  EXPECT_EQ(f.summary, "trace words");
+  EXPECT_EQ(f.next, "trace next");
+  ASSERT_EQ(f.evidence.size(), 5u);
+  EXPECT_EQ(f.evidence[0].name, "data_wait_fraction");  // the hook's, first
+  EXPECT_EQ(f.evidence[1].name, "sources");
+  EXPECT_EQ(std::get<std::string>(f.evidence[1].value), "hook, trace");
+  EXPECT_EQ(f.evidence[2].name, "trace.rank");
+  EXPECT_EQ(f.evidence[3].name, "trace.data_wait_fraction");
+  EXPECT_EQ(f.evidence[4].name, "trace.summary");
+  EXPECT_EQ(std::get<std::string>(f.evidence[4].value), "hook words");  // the one replaced
+  // A third source extends the list; another id is appended as it is.
+  Finding log = Made("io.input_bound", Severity::kInfo, "log", "");
+  MergeFinding(findings, log, "nccl-log", "run");
+  EXPECT_EQ(std::get<std::string>(findings[0].evidence[1].value), "hook, trace, nccl-log");
+  EXPECT_EQ(findings[0].evidence.back().name, "nccl_log.summary");
+  MergeFinding(findings, Made("io.small_files", Severity::kInfo, "", ""), "trace", "hook");
+  EXPECT_EQ(findings.size(), 2u);
+  EXPECT_TRUE(findings[1].evidence.empty());
+}
+
+}  // namespace
+}  // namespace stallscope
