@@ -396,9 +396,10 @@ def _timed(inner, batch=_BATCH, period=_PERIOD_NS):
             if st is not None and st.max_steps and _stop_after(st):
                 _flush()
                 _end_after_max_steps()
+            t0 = t2
             if win[0] is not None:
                 _step_begins()
-            t0 = t2
+                t0 = mono()      # starting or writing the profile is no step's time
     except GeneratorExit:
         # Thrown at the yield when the loop is left early (break) and the
         # iterator is dropped: the step in progress ends now.

@@ -55,7 +55,12 @@ class Window:
             self.mark.__enter__()
         except Exception:
             self.done = True
-            self.prof = None
+            prof, self.prof = self.prof, None
+            try:
+                if prof is not None:
+                    prof.stop()  # never left recording for the rest of the job
+            except Exception:
+                pass
 
     def pause(self):
         """The loader ran out: the step just begun was none; its number is

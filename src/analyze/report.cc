@@ -42,13 +42,16 @@ void MergeFinding(std::vector<Finding>& findings, Finding more, std::string_view
     return;
   }
   Finding& kept = *same;
-  std::string summary = more.summary;
+  // The summary that does not lead is kept in the evidence, named by the
+  // source whose words it is.
+  std::string summary_source(source);
   if (more.severity > kept.severity) {
     std::swap(kept.summary, more.summary);
     std::swap(kept.next, more.next);
     kept.severity = more.severity;
-    summary = more.summary;  // now the one it replaced
+    summary_source = existing_source;
   }
+  std::string summary = std::move(more.summary);
   auto sources = std::find_if(kept.evidence.begin(), kept.evidence.end(),
                               [](const Evidence& e) { return e.name == "sources"; });
   std::string* listed =
@@ -65,7 +68,8 @@ void MergeFinding(std::vector<Finding>& findings, Finding more, std::string_view
     if (e.name == "source") continue;
     kept.evidence.push_back({prefix + e.name, std::move(e.value)});
   }
-  kept.evidence.push_back({prefix + "summary", std::move(summary)});
+  std::replace(summary_source.begin(), summary_source.end(), '-', '_');
+  kept.evidence.push_back({summary_source + ".summary", std::move(summary)});
 }
 
 }  // namespace stallscope

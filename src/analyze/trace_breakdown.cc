@@ -81,9 +81,6 @@ struct Row {
   double launch = std::numeric_limits<double>::quiet_NaN();  // the CPU launch's start
 };
 
-double StartOf(const TraceEvent& e) { return std::ceil(e.ts); }
-double EndOf(const TraceEvent& e) { return std::floor(e.ts + e.dur); }
-
 }  // namespace
 
 Result<TraceStepRange> ParseTraceStepRange(std::string_view text) {
@@ -108,9 +105,9 @@ KernelType KernelTypeOf(std::string_view name) {
   if (StartsWithAny(name, {"Memcpy", "Memset", "hipMemcpy", "hipMemset", "dma"})) {
     return KernelType::kMemory;
   }
-  bool launch = false;
-  for (size_t at = name.find("cuda"); at != name.npos; at = name.find("cuda", at + 1)) {
-    if (name.find("LaunchKernel", at) != name.npos) launch = true;
+  bool launch = false;  // cuda...LaunchKernel anywhere in the name, as HTA's pattern finds it
+  for (size_t at = name.find("cuda"); at != name.npos && !launch; at = name.find("cuda", at + 1)) {
+    launch = name.find("LaunchKernel", at) != name.npos;
   }
   bool excluded =
       name.find("Memcpy") != name.npos || name.find("Memset") != name.npos ||
@@ -145,6 +142,12 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
   out.legacy = trace.legacy;
   const std::vector<TraceEvent>& events = trace.events;
   auto name_of = [&](const TraceEvent& e) -> std::string_view { return trace.names[e.name]; };
+  // HTA's rounding, when some ts is fractional: starts up, ends down.
+  const bool round = trace.fractional_times;
+  auto StartOf = [round](const TraceEvent& e) { return round ? std::ceil(e.ts) : e.ts; };
+  auto EndOf = [round](const TraceEvent& e) {
+    return round ? std::floor(e.ts + e.dur) : e.ts + e.dur;
+  };
 
   // §1 of the definitions: which rows are the GPU's side of a launch.
   auto gpu_side = [&](const TraceEvent& e) {
@@ -154,18 +157,26 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
   };
 
   // The steps: CPU-side ProfilerStep#N rows.
+  // A gpu_user_annotation of the step (ROCm, some CUDA traces) counts for
+  // HTA's filter, but the step's window on the host is the CPU one's.
   struct Step {
     int64_t number;
     double start, end;
     uint32_t name;
+    bool gpu_annotation;
   };
   std::vector<Step> steps;
   for (const TraceEvent& e : events) {
     if (gpu_side(e)) continue;
     if (std::optional<int64_t> n = ProfilerStepNumber(name_of(e))) {
-      steps.push_back({*n, StartOf(e), EndOf(e), e.name});
+      steps.push_back({*n, StartOf(e), EndOf(e), e.name, e.cat == TraceCategory::kGpuAnnotation});
     }
   }
+  std::vector<Step> host_steps;
+  for (const Step& st : steps) {
+    if (!st.gpu_annotation) host_steps.push_back(st);
+  }
+  if (host_steps.empty()) host_steps = steps;
   std::vector<uint32_t> step_names;
   for (const Step& s : steps) step_names.push_back(s.name);
   std::sort(step_names.begin(), step_names.end());
@@ -178,7 +189,7 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
   bool filtering = false;
   std::vector<Step> kept_steps;
   if (options.steps) {
-    for (const Step& s : steps) {
+    for (const Step& s : host_steps) {
       if (s.number >= options.steps->first && s.number <= options.steps->last) {
         kept_steps.push_back(s);
       }
@@ -209,36 +220,26 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
       keep_before = steps.front().end;
       for (const Step& s : steps) keep_before = std::max(keep_before, s.end);
       keep_up_to_inclusive = true;
-      kept_steps = steps;
+      kept_steps = host_steps;
     } else {
       double last = steps.front().start;
       for (const Step& s : steps) last = std::max(last, s.start);
       keep_before = last;
-      for (const Step& s : steps) {
+      for (const Step& s : host_steps) {
         if (s.start < last) kept_steps.push_back(s);
       }
       out.last_step_dropped = true;
     }
   } else {
-    kept_steps = steps;
+    kept_steps = host_steps;
   }
-  // One window per step number: a step marked twice (a loader that ran out
-  // and was iterated again; ROCm traces repeat a step) spans both marks.
-  std::sort(kept_steps.begin(), kept_steps.end(), [](const Step& a, const Step& b) {
-    return a.number != b.number ? a.number < b.number : a.start < b.start;
-  });
-  std::vector<Step> merged;
-  for (const Step& s : kept_steps) {
-    if (!merged.empty() && merged.back().number == s.number) {
-      merged.back().end = std::max(merged.back().end, s.end);
-    } else {
-      merged.push_back(s);
-    }
-  }
-  kept_steps = std::move(merged);
+  // Each mark a window of its own, in time order; a step marked twice (a
+  // loader that ran out and was iterated again) is one step of both marks.
   std::sort(kept_steps.begin(), kept_steps.end(),
             [](const Step& a, const Step& b) { return a.start < b.start; });
   for (const Step& s : kept_steps) out.steps.push_back(s.number);
+  std::sort(out.steps.begin(), out.steps.end());
+  out.steps.erase(std::unique(out.steps.begin(), out.steps.end()), out.steps.end());
   auto cpu_kept = [&](double start) {
     if (!filtering) return true;
     if (start < keep_from) return false;
@@ -270,7 +271,7 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
     uint32_t copies = 1;
     double launch = std::numeric_limits<double>::quiet_NaN();
     if (it != launches.end()) {
-      copies = it->second.count;
+      copies = filtering ? it->second.count : 1;  // HTA's join duplicates only when filtering
       launch = it->second.start;
     } else if (filtering && e.correlation >= 0) {
       continue;  // its launch is not kept
@@ -341,9 +342,13 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
 
     // The share of NVML-like sample windows (1/6 s) with any GPU work.
     constexpr double kWindowUs = 1e6 / 6;
-    uint64_t windows = std::max<uint64_t>(1, std::ceil(t.kernel_time_us / kWindowUs));
+    // (a window of more than ~1e13 µs, 115 days, is a trace of bad times:
+    // no estimate rather than a count that overflows)
+    uint64_t windows = t.kernel_time_us < 1e13
+                           ? std::max<uint64_t>(1, std::ceil(t.kernel_time_us / kWindowUs))
+                           : 0;
     int64_t seen = 0, marked = -1;
-    for (const Interval& i : busy) {
+    for (const Interval& i : windows > 0 ? busy : std::vector<Interval>{}) {
       int64_t from = static_cast<int64_t>((i.start - first) / kWindowUs);
       int64_t to = std::min<int64_t>(static_cast<int64_t>((i.end - first) / kWindowUs),
                                      static_cast<int64_t>(windows) - 1);
@@ -353,7 +358,7 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
         marked = to;
       }
     }
-    out.busy_window_share = std::min(1.0, static_cast<double>(seen) / windows);
+    if (windows > 0) out.busy_window_share = std::min(1.0, static_cast<double>(seen) / windows);
   } else if (!trace.legacy) {
     out.notes.push_back(trace.path +
                         ": no GPU rows (kernels, copies) in the steps kept: no GPU figures");
@@ -531,27 +536,33 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
     }
   }
 
-  // Per step.
+  // Per step: each mark's window placed in time order, its figures summed
+  // into its step's.
   if (!kept_steps.empty()) {
-    out.wall_us = kept_steps.back().end - kept_steps.front().start;
-    for (const Step& s : kept_steps) {
-      out.wall_us = std::max(out.wall_us, s.end - kept_steps.front().start);
+    double last_end = kept_steps.front().end;
+    for (const Step& s : kept_steps) last_end = std::max(last_end, s.end);
+    out.wall_us = last_end - kept_steps.front().start;
+    std::vector<TraceStepFigures> figures(out.steps.size());
+    std::vector<size_t> figure_of(kept_steps.size());
+    std::vector<char> started(figures.size(), 0);
+    for (size_t k = 0; k < kept_steps.size(); ++k) {
+      size_t f = std::lower_bound(out.steps.begin(), out.steps.end(), kept_steps[k].number) -
+                 out.steps.begin();
+      figure_of[k] = f;
+      if (!started[f]) figures[f].start_us = kept_steps[k].start;  // the first mark's
+      started[f] = 1;
+      figures[f].step = kept_steps[k].number;
+      figures[f].dur_us += kept_steps[k].end - kept_steps[k].start;
     }
-    std::vector<TraceStepFigures> figures(kept_steps.size());
-    std::vector<std::vector<Interval>> sync_in(kept_steps.size()), loader_in(kept_steps.size());
-    std::vector<double> longest_sync(kept_steps.size(), 0);
+    std::vector<std::vector<Interval>> sync_in(figures.size()), loader_in(figures.size());
+    std::vector<double> longest_sync(figures.size(), 0);
     auto step_of = [&](double t) -> int {
       auto it = std::upper_bound(kept_steps.begin(), kept_steps.end(), t,
                                  [](double x, const Step& s) { return x < s.start; });
       if (it == kept_steps.begin()) return -1;
       --it;
-      return t < it->end ? static_cast<int>(it - kept_steps.begin()) : -1;
+      return t < it->end ? static_cast<int>(figure_of[it - kept_steps.begin()]) : -1;
     };
-    for (size_t k = 0; k < kept_steps.size(); ++k) {
-      figures[k].step = kept_steps[k].number;
-      figures[k].start_us = kept_steps[k].start;
-      figures[k].dur_us = kept_steps[k].end - kept_steps[k].start;
-    }
     for (const Row& r : cpu_rows) {
       int k = step_of(r.start);
       if (k < 0) continue;
@@ -578,7 +589,7 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
         figures[k].pageable_h2d_us += r.end - r.start;
       }
     }
-    for (size_t k = 0; k < kept_steps.size(); ++k) {
+    for (size_t k = 0; k < figures.size(); ++k) {
       figures[k].sync_us = Length(Merged(std::move(sync_in[k])));
       figures[k].loader_us = Length(Merged(std::move(loader_in[k])));
     }

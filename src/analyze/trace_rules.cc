@@ -11,6 +11,7 @@
 #include "analyze/report.h"
 #include "analyze/run_io_rules.h"
 #include "analyze/scaling.h"
+#include "core/stats.h"
 
 namespace stallscope {
 namespace {
@@ -304,12 +305,7 @@ void Straggler(const std::vector<TraceRankBreakdown>& ranks, std::vector<Finding
     others.push_back(r->temporal->compute_us);
     others_comm.push_back(r->comm_us);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  };
-  double typical = median(others);
+  double typical = Median(others);
   if (typical <= 0) return;
   double excess = slow->temporal->compute_us / typical - 1;
   if (excess < kStragglerStepFraction) return;
@@ -326,7 +322,7 @@ void Straggler(const std::vector<TraceRankBreakdown>& ranks, std::vector<Finding
                 {"compute_us", slow->temporal->compute_us},
                 {"others_median_compute_us", typical},
                 {"rank_comm_us", slow->comm_us},
-                {"others_median_comm_us", median(others_comm)},
+                {"others_median_comm_us", Median(others_comm)},
                 {"ranks_compared", static_cast<int64_t>(with.size())},
                 {"trace", slow->path}};
   f.next = fmt::format(

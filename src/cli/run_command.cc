@@ -204,15 +204,27 @@ Result<RunInfo> Prepare(const RecordFlags& flags, const std::string& path,
   return info;
 }
 
-// RUN.db.traces/ for `run --profile`, emptied of an earlier run's traces
-// (the run file itself is only overwritten with --force).
+// RUN.db.traces/ for `run --profile`, emptied of an earlier run's rank
+// traces (the run file itself is only overwritten with --force). A path
+// there that is not a directory of its own (a file, a symlink) is an error:
+// nothing outside the run's output is touched.
 Status MakeProfileDir(const std::string& dir) {
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return Status::FromErrno("cannot make " + dir, errno);
   }
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return Status::FromErrno("cannot read " + dir, errno);
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(dir +
+                                   " exists and is not a directory: --profile writes the "
+                                   "traces there; move it or choose another --out");
+  }
   Result<std::vector<std::string>> old = TraceFilesIn(dir);
   if (old.ok()) {
-    for (const std::string& f : *old) unlink(f.c_str());
+    for (const std::string& f : *old) {
+      std::string_view name = std::string_view(f).substr(f.rfind('/') + 1);
+      if (StartsWith(name, "rank") && EndsWith(name, ".json")) unlink(f.c_str());
+    }
   }
   return Status::Ok();
 }
@@ -365,7 +377,10 @@ CommandRunner SetupRun(CLI::App& app) {
           !kept.ok()) {
         std::fprintf(stderr, "stallscope run: %s (printed below, not kept in the run file)\n",
                      kept.message().c_str());
-        unsaved = std::move(from_traces);
+        unsaved.findings.insert(unsaved.findings.end(), from_traces.findings.begin(),
+                                from_traces.findings.end());
+        unsaved.notes.insert(unsaved.notes.end(), from_traces.notes.begin(),
+                             from_traces.notes.end());
       }
     }
     if (Status kept = writer->AppendFindings("nccl-log", from_logs.findings, from_logs.notes);

@@ -227,6 +227,21 @@ KeyName KeyOf(std::string_view k) {
   return KeyName::kOther;
 }
 
+// A whole number that fits an int32 (ids, ranks, streams, devices);
+// nullopt for anything else, so no cast is ever out of range.
+std::optional<int64_t> SmallIntOf(std::string_view text) {
+  std::optional<double> d = NumberOf(text);
+  if (!d || !std::isfinite(*d) || *d < -2147483648.0 || *d > 2147483647.0) return std::nullopt;
+  return static_cast<int64_t>(*d);
+}
+
+// A correlation id: any whole number int64 holds.
+std::optional<int64_t> IdOf(std::string_view text) {
+  std::optional<double> d = NumberOf(text);
+  if (!d || !std::isfinite(*d) || *d < -9.2e18 || *d > 9.2e18) return std::nullopt;
+  return static_cast<int64_t>(*d);
+}
+
 // The SAX handler: a stack of what each open object or array is, and which
 // field of the current event the last key named.
 class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TraceHandler> {
@@ -337,14 +352,14 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         break;
       case Frame::kDevice:
         if (key_ == KeyName::kId) {
-          if (std::optional<double> d = NumberOf(v)) device_id_ = static_cast<int>(*d);
+          if (std::optional<int64_t> d = SmallIntOf(v)) device_id_ = static_cast<int>(*d);
         } else if (key_ == KeyName::kName && !number) {
           device_name_.assign(v);
         }
         break;
       case Frame::kDistributed:
         if (key_ == KeyName::kRank || key_ == KeyName::kWorldSize) {
-          if (std::optional<double> d = NumberOf(v)) {
+          if (std::optional<int64_t> d = SmallIntOf(v)) {
             (key_ == KeyName::kRank ? out_.rank : out_.world_size) = static_cast<int>(*d);
           }
         } else if (key_ == KeyName::kBackend && !number) {
@@ -382,23 +397,24 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       bool is_ts = key_ == KeyName::kTs;
       (is_ts ? event_.has_ts : event_.has_dur) = true;
       (is_ts ? event_.ts : event_.dur) = *d;
-      if (*d != std::floor(*d)) event_.fractional = true;
+      if (is_ts && *d != std::floor(*d)) event_.fractional = true;  // HTA looks at ts only
     }
     (void)number;
   }
 
   void ArgField(std::string_view v, bool number) {
     if (!number) return;  // stream/correlation/device/bandwidth are numbers
-    std::optional<double> d = NumberOf(v);
-    if (!d || !std::isfinite(*d)) return;
     if (key_ == KeyName::kStream) {
-      event_.stream = static_cast<int64_t>(*d);
+      // Any number is a stream to HTA (some runtimes write a handle there):
+      // one past int32 is kept as INT32_MAX, still "has a stream".
+      if (std::optional<int64_t> d = IdOf(v)) event_.stream = *d;
     } else if (key_ == KeyName::kCorrelation) {
-      event_.correlation = static_cast<int64_t>(*d);
+      if (std::optional<int64_t> d = IdOf(v)) event_.correlation = *d;
     } else if (key_ == KeyName::kDevice) {
-      event_.device = static_cast<int64_t>(*d);
+      if (std::optional<int64_t> d = SmallIntOf(v)) event_.device = *d;
     } else if (key_ == KeyName::kBandwidth) {
-      event_.bandwidth = *d;
+      std::optional<double> d = NumberOf(v);
+      if (d && std::isfinite(*d) && *d >= 0 && *d < 1e30) event_.bandwidth = *d;
     }
   }
 
@@ -409,8 +425,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     if (!event_.has_dur || !(event_.has_cat || legacy_op)) return;
     if (event_.has_cat && cat_ == "Trace") return;
     ++out_.complete_events;
-    if (!event_.has_ts || !event_.has_name || !std::isfinite(event_.ts) ||
-        !std::isfinite(event_.dur)) {
+    // Times beyond ~3e15 years of µs, or that overflow, are no time at all.
+    if (!event_.has_ts || !event_.has_name || !(std::fabs(event_.ts) < 1e17) ||
+        !(std::fabs(event_.dur) < 1e17)) {
       ++out_.skipped_events;
       return;
     }

@@ -65,7 +65,7 @@ struct TraceFile {
   std::vector<std::pair<int, std::string>> devices;  // deviceProperties: id, name
   std::vector<std::string> names;  // event names, each once; TraceEvent::name indexes it
   std::vector<TraceEvent> events;  // in file order
-  bool fractional_times = false;   // some ts or dur not a whole µs
+  bool fractional_times = false;   // some ts not a whole µs: HTA rounds every row then
   uint64_t complete_events = 0;    // every event with a dur and a cat
   uint64_t skipped_events = 0;     // events missing a field the reader needs
   uint64_t bytes = 0;              // of JSON text read

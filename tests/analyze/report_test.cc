@@ -101,8 +101,8 @@ TEST(MergeFinding, OneFindingPerIdWithEverySourceInItsEvidence) {
   EXPECT_EQ(std::get<std::string>(f.evidence[1].value), "hook, trace");
   EXPECT_EQ(f.evidence[2].name, "trace.rank");
   EXPECT_EQ(f.evidence[3].name, "trace.data_wait_fraction");
-  EXPECT_EQ(f.evidence[4].name, "trace.summary");
-  EXPECT_EQ(std::get<std::string>(f.evidence[4].value), "hook words");  // the one replaced
+  EXPECT_EQ(f.evidence[4].name, "hook.summary");  // the words replaced, named by their source
+  EXPECT_EQ(std::get<std::string>(f.evidence[4].value), "hook words");
   // A third source extends the list; another id is appended as it is.
   Finding log = Made("io.input_bound", Severity::kInfo, "log", "");
   MergeFinding(findings, log, "nccl-log", "run");

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "analyze/trace_rules.h"
@@ -52,6 +53,7 @@ class TraceBuilder {
     e.correlation = corr;
     e.cat = cat;
     e.role = TraceCpuRoleOf(name);
+    if (ts != std::floor(ts)) trace_.fractional_times = true;  // as the reader marks it
     auto it = std::find(trace_.names.begin(), trace_.names.end(), name);
     e.name = static_cast<uint32_t>(it - trace_.names.begin());
     if (it == trace_.names.end()) trace_.names.emplace_back(name);
@@ -150,6 +152,22 @@ TEST(TraceBreakdown, TheLastStepIsDroppedByItsLaunchesUnlessAsked) {
   EXPECT_FALSE(BreakDown(one.trace()).last_step_dropped);
 }
 
+TEST(TraceBreakdown, AStepMarkedTwiceIsOneStepOfBothMarksAndGpuAnnotationsAreNoWindow) {
+  TraceBuilder b;
+  b.Step(1, 0, 100).Step(1, 500, 100).Step(2, 600, 100);
+  b.Cpu("ProfilerStep#2", 600, 5000, -1, TraceCategory::kGpuAnnotation);  // the GPU's mark
+  b.Cpu("aten::item", 300, 50);  // between the marks: in no step
+  b.Cpu("aten::item", 520, 10);
+  TraceOptions all;
+  all.include_last_step = true;
+  TraceRankBreakdown r = BreakDown(b.trace(), all);
+  EXPECT_EQ(r.steps, (std::vector<int64_t>{1, 2}));
+  ASSERT_EQ(r.step_figures.size(), 2u);
+  EXPECT_EQ(r.step_figures[0].dur_us, 200);  // both marks, not the 600 µs they span
+  EXPECT_EQ(r.step_figures[0].sync_us, 10);
+  EXPECT_EQ(r.step_figures[1].dur_us, 100);  // the host's window, not the GPU's
+}
+
 TEST(TraceBreakdown, FractionalTimesAreRoundedAsHtaRoundsThem) {
   TraceBuilder b;
   b.Launched("k1", 10.2, 5.5, 7, 0);  // [11, 15)
@@ -158,6 +176,12 @@ TEST(TraceBreakdown, FractionalTimesAreRoundedAsHtaRoundsThem) {
   ASSERT_TRUE(r.temporal);
   EXPECT_EQ(r.temporal->kernel_time_us, 10);  // 11 .. 21
   EXPECT_EQ(r.temporal->idle_us, 6);
+  // Whole ts with a fractional dur: nothing is rounded (HTA looks at ts).
+  TraceBuilder whole;
+  whole.Launched("k1", 10, 5.5, 7, 0).Launched("k2", 20, 1, 7, 0);
+  TraceRankBreakdown w = BreakDown(whole.trace());
+  EXPECT_EQ(w.temporal->kernel_time_us, 11);
+  EXPECT_EQ(w.temporal->idle_us, 4.5);
 }
 
 TEST(TraceBreakdown, KernelTypesByName) {
