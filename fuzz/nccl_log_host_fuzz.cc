@@ -68,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& host : {std::optional<stallscope::HostRdmaPorts>(),
                            std::optional<stallscope::HostRdmaPorts>(
                                stallscope::HostRdmaPorts{"node1", {"mlx5_0:1 InfiniBand"}})}) {
-    for (const stallscope::Finding& f : stallscope::NcclHostNetworkFindings(log, host)) {
+    for (const stallscope::Finding& f : stallscope::NcclHostNetworkFindings(log, host).findings) {
       if (f.layer != stallscope::Layer::kNetwork) abort();
     }
   }

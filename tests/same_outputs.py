@@ -7,7 +7,9 @@ depend on the clock: each fixture host under tests/fixtures (snapshot and
 doctor --quick through --root, text, JSON and HTML), the rule catalog, every
 NCCL log fixture (alone and together, with and without an RDMA host), the
 recorded run files of a folder (report text, JSON, HTML; doctor --run),
-plan memory and plan loader, dataset and pack on small trees, and a set of
+plan memory and plan loader, diff of each pair of run files in name order,
+report of all run files together, trace on the trace fixtures and on
+../shared/traces/hta when it is there, dataset and pack on small trees, and a set of
 bad invocations (their message and exit status), and GPUs through the fake
 NVML when it is built beside AFTER. Each case compares exit
 status, stdout, stderr and every file the command wrote, byte for byte,
@@ -87,6 +89,23 @@ def cases(runs):
         live = os.path.join(FIX, "live_debian12")
         out.append((f"doctor --run {n}", ["doctor", "--quick", "--root", live, "--run", db], []))
         out.append((f"doctor --run {n} json", ["doctor", "--quick", "--root", live, "--run", db, "--json"], []))
+    dbs = sorted(glob.glob(os.path.join(runs, "*.db")))
+    for i in range(1, len(dbs)):
+        a, b = dbs[i - 1], dbs[i]
+        n = os.path.basename(a) + " " + os.path.basename(b)
+        out.append((f"diff {n}", ["diff", a, b], []))
+        out.append((f"diff {n} json", ["diff", a, b, "--json"], []))
+    if len(dbs) >= 2:
+        out.append(("report every run file json", ["report"] + dbs + ["--json"], []))
+    traces = sorted(glob.glob(os.path.join(FIX, "traces", "trace-*")))
+    for t in traces:
+        n = os.path.basename(t)
+        out.append((f"trace {n}", ["trace", t], []))
+        out.append((f"trace {n} json", ["trace", t, "--json", "--include-last-step"], []))
+    hta = os.path.join(ROOT, "..", "shared", "traces", "hta")
+    for d in sorted(glob.glob(os.path.join(hta, "*"))):
+        if os.path.isdir(d):
+            out.append((f"trace hta/{os.path.basename(d)} json", ["trace", d, "--json"], []))
     plans = [
         ["plan", "memory", "--params", "70B", "--gpus", "64", "--gpu-mem", "80GiB"],
         ["plan", "memory", "--params", "7B", "--gpus", "8", "--gpu-mem", "40GiB", "--dtype", "fp32", "--json"],

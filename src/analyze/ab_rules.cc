@@ -68,14 +68,15 @@ AbRunFigures SummarizeAbRun(const std::vector<StepEvent>& steps,
   return r;
 }
 
-std::vector<Finding> CompareAbRuns(const AbRunFigures& a, const AbRunFigures& b,
-                                   const AbChange& change, const std::string& command) {
+FindingsWithNotes CompareAbRuns(const AbRunFigures& a, const AbRunFigures& b,
+                                const AbChange& change, const std::string& command) {
   std::vector<Finding> out;
-  if (a.steady_steps_per_s <= 0 || b.steady_steps_per_s <= 0) return out;
+  if (a.steady_steps_per_s <= 0 || b.steady_steps_per_s <= 0)
+    return FindingsWithNotes{std::move(out), {}};
   double ratio = b.steady_steps_per_s / a.steady_steps_per_s;
   bool faster = ratio >= 1 + kAbMeaningfulChange;
   bool slower = ratio <= 1 - kAbMeaningfulChange;
-  if (!faster && !slower) return out;
+  if (!faster && !slower) return FindingsWithNotes{std::move(out), {}};
   if (change.loader_workers) {
     int w = *change.loader_workers;
     int before = a.loader_workers.value_or(-1);
@@ -115,9 +116,9 @@ std::vector<Finding> CompareAbRuns(const AbRunFigures& a, const AbRunFigures& b,
     f.evidence.push_back({"degraded_loader_workers", static_cast<int64_t>(w)});
     AddRates(f, a, b);
     out.push_back(std::move(f));
-    return out;
+    return FindingsWithNotes{std::move(out), {}};
   }
-  if (change.env.empty()) return out;
+  if (change.env.empty()) return FindingsWithNotes{std::move(out), {}};
   bool network = std::all_of(change.env.begin(), change.env.end(),
                              [](const auto& kv) { return IsNetworkVariable(kv.first); });
   Finding f;
@@ -142,7 +143,7 @@ std::vector<Finding> CompareAbRuns(const AbRunFigures& a, const AbRunFigures& b,
   f.evidence.push_back({"change", EnvText(change)});
   AddRates(f, a, b);
   out.push_back(std::move(f));
-  return out;
+  return FindingsWithNotes{std::move(out), {}};
 }
 
 }  // namespace stallscope

@@ -52,7 +52,7 @@ struct AbChange {
 // The findings of the comparison: io.loader_overhead / io.loader_needed for a
 // loader change, network.env_change / code.env_change for environment
 // changes. Nothing when the rates differ by less than kAbMeaningfulChange.
-std::vector<Finding> CompareAbRuns(const AbRunFigures& as_is, const AbRunFigures& degraded,
-                                   const AbChange& change, const std::string& command);
+FindingsWithNotes CompareAbRuns(const AbRunFigures& as_is, const AbRunFigures& degraded,
+                                const AbChange& change, const std::string& command);
 
 }  // namespace stallscope

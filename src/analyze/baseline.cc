@@ -162,8 +162,8 @@ Result<HostBaseline> ParseBaseline(std::string_view text, std::string_view sourc
   return b;
 }
 
-std::vector<Finding> CompareBaseline(const HostBaseline& baseline, const HostBaseline& now,
-                                     double share, std::vector<std::string>* not_compared) {
+FindingsWithNotes CompareBaseline(const HostBaseline& baseline, const HostBaseline& now,
+                                  double share, std::vector<std::string>* not_compared) {
   std::vector<Finding> findings;
   for (const BaselineMetric& then : baseline.metrics) {
     const BaselineMetric* current = nullptr;
@@ -204,7 +204,7 @@ std::vector<Finding> CompareBaseline(const HostBaseline& baseline, const HostBas
     f.next = NextCheck(then);
     findings.push_back(std::move(f));
   }
-  return findings;
+  return FindingsWithNotes{std::move(findings), {}};
 }
 
 }  // namespace stallscope

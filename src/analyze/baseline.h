@@ -63,7 +63,7 @@ Result<HostBaseline> ParseBaseline(std::string_view text, std::string_view sourc
 // finding per metric of `baseline` that is more than `share` below it `now`,
 // or absent now (a NIC gone). Bench metrics absent now (the bench did not
 // run) are not compared; they are named in `not_compared`.
-std::vector<Finding> CompareBaseline(const HostBaseline& baseline, const HostBaseline& now,
-                                     double share, std::vector<std::string>* not_compared);
+FindingsWithNotes CompareBaseline(const HostBaseline& baseline, const HostBaseline& now,
+                                  double share, std::vector<std::string>* not_compared);
 
 }  // namespace stallscope

@@ -147,12 +147,12 @@ std::string ShellQuote(const std::string& text) {
   return out + "'";
 }
 
-std::vector<Finding> CheckDataset(const DatasetCensus& census, const DatasetContext& context) {
+FindingsWithNotes CheckDataset(const DatasetCensus& census, const DatasetContext& context) {
   std::vector<Finding> out;
   SmallFiles(census, out);
   RemoteFs(census, out);
   ColdCache(census, context, out);
-  return out;
+  return FindingsWithNotes{std::move(out), {}};
 }
 
 }  // namespace stallscope

@@ -37,7 +37,7 @@ struct DatasetContext {
 };
 
 // `path` as the user typed it goes into the commands of `next`.
-std::vector<Finding> CheckDataset(const DatasetCensus& census, const DatasetContext& context);
+FindingsWithNotes CheckDataset(const DatasetCensus& census, const DatasetContext& context);
 
 // "abc" stays; anything with shell metacharacters is single-quoted.
 std::string ShellQuote(const std::string& text);

@@ -36,12 +36,9 @@ struct Triage {
   std::optional<RunAnalysis> run;
   std::vector<std::string> not_compared;
 
-  void Add(std::vector<Finding> more) {
-    for (Finding& f : more) findings.push_back(std::move(f));
-  }
   // The findings, and the notes after those already here.
   void Add(FindingsWithNotes more) {
-    Add(std::move(more.findings));
+    for (Finding& f : more.findings) findings.push_back(std::move(f));
     for (std::string& n : more.notes) notes.push_back(std::move(n));
   }
 };

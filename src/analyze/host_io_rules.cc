@@ -6,9 +6,8 @@
 
 namespace stallscope {
 
-std::vector<Finding> CheckHostDisks(const std::vector<DiskRates>& rates,
-                                    const std::vector<BlockDevice>& devices,
-                                    double window_seconds) {
+FindingsWithNotes CheckHostDisks(const std::vector<DiskRates>& rates,
+                                 const std::vector<BlockDevice>& devices, double window_seconds) {
   std::vector<Finding> findings;
   for (const DiskRates& r : rates) {
     const BlockDevice* device = nullptr;
@@ -41,7 +40,7 @@ std::vector<Finding> CheckHostDisks(const std::vector<DiskRates>& rates,
         r.name);
     findings.push_back(std::move(f));
   }
-  return findings;
+  return FindingsWithNotes{std::move(findings), {}};
 }
 
 }  // namespace stallscope

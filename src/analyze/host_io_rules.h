@@ -14,7 +14,7 @@ namespace stallscope {
 
 // `devices` tells physical disks from partitions and virtual devices (whose
 // IO lands on a disk that is judged itself).
-std::vector<Finding> CheckHostDisks(const std::vector<DiskRates>& rates,
-                                    const std::vector<BlockDevice>& devices, double window_seconds);
+FindingsWithNotes CheckHostDisks(const std::vector<DiskRates>& rates,
+                                 const std::vector<BlockDevice>& devices, double window_seconds);
 
 }  // namespace stallscope

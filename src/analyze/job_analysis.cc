@@ -409,7 +409,9 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeR
   }
 
   CompareNodeIo(job.nodes, job.findings);
-  for (Finding& f : CheckNodeReceive(job.nodes)) job.findings.push_back(std::move(f));
+  FindingsWithNotes receive = CheckNodeReceive(job.nodes);
+  for (Finding& f : receive.findings) job.findings.push_back(std::move(f));
+  for (std::string& n : receive.notes) job.notes.push_back(std::move(n));
   if (std::any_of(job.nodes.begin(), job.nodes.end(),
                   [](const NodeRow& r) { return r.receive_bytes_per_s.has_value(); })) {
     checked.insert(Layer::kNetwork);

@@ -149,12 +149,12 @@ MemoryObservation ObserveMemory(const Snapshot& s) {
   return m;
 }
 
-std::vector<Finding> CheckMemory(const MemoryObservation& observation) {
+FindingsWithNotes CheckMemory(const MemoryObservation& observation) {
   std::vector<Finding> findings;
   for (auto check : {CheckAvailable, CheckSwap, CheckPinned}) {
     if (std::optional<Finding> f = check(observation)) findings.push_back(std::move(*f));
   }
-  return findings;
+  return FindingsWithNotes{std::move(findings), {}};
 }
 
 }  // namespace stallscope

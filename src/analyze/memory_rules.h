@@ -47,6 +47,6 @@ struct MemoryObservation {
 // The numbers the memory rules need, taken from a host snapshot.
 MemoryObservation ObserveMemory(const Snapshot& snapshot);
 
-std::vector<Finding> CheckMemory(const MemoryObservation& observation);
+FindingsWithNotes CheckMemory(const MemoryObservation& observation);
 
 }  // namespace stallscope

@@ -37,8 +37,8 @@ std::string NcclCudaDriverText(int64_t driver) {
   return fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10);
 }
 
-std::vector<Finding> NcclHostNetworkFindings(const NcclLogFile& log,
-                                             const std::optional<HostRdmaPorts>& host) {
+FindingsWithNotes NcclHostNetworkFindings(const NcclLogFile& log,
+                                          const std::optional<HostRdmaPorts>& host) {
   std::vector<Finding> out;
   for (Finding& f : CheckNcclLog(log.summary, host, log.path).findings) {
     if (!IsNetworkHostFinding(f.id)) continue;
@@ -53,7 +53,7 @@ std::vector<Finding> NcclHostNetworkFindings(const NcclLogFile& log,
     }
     out.push_back(std::move(f));
   }
-  return out;
+  return FindingsWithNotes{std::move(out), {}};
 }
 
 std::string DescribeNcclLogFile(const NcclLogFile& log) {
@@ -80,9 +80,11 @@ FindingsWithNotes NcclLogConclusions(const std::vector<NcclLogFile>& logs,
   if (!logs.empty()) {
     for (const NcclLogFile& log : logs) {
       notes.push_back(DescribeNcclLogFile(log));
-      for (Finding& f : NcclHostNetworkFindings(log, host)) out.findings.push_back(std::move(f));
+      Append(out, NcclHostNetworkFindings(log, host));
     }
   }
+  notes.insert(notes.end(), std::make_move_iterator(out.notes.begin()),
+               std::make_move_iterator(out.notes.end()));
   out.notes = std::move(notes);
   return out;
 }

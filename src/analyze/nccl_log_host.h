@@ -33,8 +33,8 @@ std::string NcclCudaDriverText(int64_t driver);
 // The network findings of one log (see the header paragraph), each with
 // evidence "nccl_log" = the file and, where it applies, "nccl_log_line" =
 // "FILE:LINE". `host`: this host's Active RDMA ports (nullopt: unknown).
-std::vector<Finding> NcclHostNetworkFindings(const NcclLogFile& log,
-                                             const std::optional<HostRdmaPorts>& host);
+FindingsWithNotes NcclHostNetworkFindings(const NcclLogFile& log,
+                                          const std::optional<HostRdmaPorts>& host);
 
 // A one-line description of a log read, for the notes of a report:
 // "nccl log F: 67 NCCL lines, 4 rank(s) on 2 host(s), NCCL 2.18.3 (CUDA runtime 12.2)".

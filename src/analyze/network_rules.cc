@@ -558,13 +558,13 @@ NetworkObservation ObserveNetwork(const Snapshot& snapshot) {
   return o;
 }
 
-std::vector<Finding> CheckNetwork(const NetworkObservation& observation) {
+FindingsWithNotes CheckNetwork(const NetworkObservation& observation) {
   std::vector<Finding> out;
   CheckContainerBridge(observation, out);
   CheckWrongInterface(observation, out);
   CheckRdmaUnused(observation, out);
   CheckPortErrors(observation, out);
-  return out;
+  return FindingsWithNotes{std::move(out), {}};
 }
 
 std::optional<Finding> CheckPathMtu(const MtuObservation& o) {

@@ -89,7 +89,7 @@ bool MultiNodeHint(const NetworkObservation& observation, std::string* why);
 // growth need the live host: the caller adds them.
 NetworkObservation ObserveNetwork(const Snapshot& snapshot);
 
-std::vector<Finding> CheckNetwork(const NetworkObservation& observation);
+FindingsWithNotes CheckNetwork(const NetworkObservation& observation);
 
 // network.mtu_mismatch: warning when the three differ; critical when packets
 // the local MTU allows are silently lost on the way (the kernel still

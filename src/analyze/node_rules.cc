@@ -78,7 +78,7 @@ NodeReceive ReceiveWhileSyncing(const Timeline& t) {
   return out;
 }
 
-std::vector<Finding> CheckNodeReceive(const std::vector<NodeRow>& nodes) {
+FindingsWithNotes CheckNodeReceive(const std::vector<NodeRow>& nodes) {
   std::vector<Finding> findings;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeRow& n = nodes[i];
@@ -122,7 +122,7 @@ std::vector<Finding> CheckNodeReceive(const std::vector<NodeRow>& nodes) {
         n.host, n.net_interface);
     findings.push_back(std::move(f));
   }
-  return findings;
+  return FindingsWithNotes{std::move(findings), {}};
 }
 
 void CompareNodeIo(const std::vector<NodeRow>& nodes, std::vector<Finding>& findings) {

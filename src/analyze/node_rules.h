@@ -46,7 +46,7 @@ struct NodeReceive {
 NodeReceive ReceiveWhileSyncing(const Timeline& timeline);
 
 // network.node_receive_slow over the rows (NodeRow::receive_bytes_per_s).
-std::vector<Finding> CheckNodeReceive(const std::vector<NodeRow>& nodes);
+FindingsWithNotes CheckNodeReceive(const std::vector<NodeRow>& nodes);
 
 // Adds to each io.input_bound and io.device_saturated finding of `findings`
 // (host-tagged, their first evidence "host") the median of the other nodes'

@@ -605,9 +605,10 @@ std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
   return Summarize(CountedSteps(StepsOf(timeline, fallback_host)), &timeline.ranks, fallback_host);
 }
 
-std::vector<Finding> CheckRanks(const Timeline& timeline) {
+FindingsWithNotes CheckRanks(const Timeline& timeline) {
   StepsByRank by_rank = CountedSteps(StepsOf(timeline, timeline.info.hostname));
-  return Check(by_rank, Summarize(by_rank, &timeline.ranks, timeline.info.hostname));
+  return FindingsWithNotes{
+      Check(by_rank, Summarize(by_rank, &timeline.ranks, timeline.info.hostname)), {}};
 }
 
 RankResults JudgeRanks(const JobSteps& job) {

@@ -86,7 +86,7 @@ std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
 
 // distributed.straggler and distributed.load_imbalance; nothing for a run
 // with fewer than two ranks.
-std::vector<Finding> CheckRanks(const Timeline& timeline);
+FindingsWithNotes CheckRanks(const Timeline& timeline);
 
 // Both over the steps of several files at once (a job of several nodes):
 // the rows as SummarizeRanks, the findings as CheckRanks, from one index

@@ -33,6 +33,12 @@ Report MakeReport(std::vector<Finding> findings, const std::vector<Layer>& check
   return report;
 }
 
+Report ReportOf(FindingsWithNotes judged, const std::vector<Layer>& checked_layers,
+                std::vector<std::string> notes) {
+  for (std::string& n : judged.notes) notes.push_back(std::move(n));
+  return MakeReport(std::move(judged.findings), checked_layers, std::move(notes));
+}
+
 void MergeFinding(std::vector<Finding>& findings, Finding more, std::string_view source,
                   std::string_view existing_source) {
   auto same = std::find_if(findings.begin(), findings.end(),

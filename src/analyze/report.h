@@ -14,6 +14,9 @@ namespace stallscope {
 // finding in layer order, or "none".
 Report MakeReport(std::vector<Finding> findings, const std::vector<Layer>& checked_layers,
                   std::vector<std::string> notes);
+// The same for what a set of rules concluded: `notes` first, then the rules'.
+Report ReportOf(FindingsWithNotes judged, const std::vector<Layer>& checked_layers,
+                std::vector<std::string> notes);
 
 // One finding per id across sources: `more`, from `source` ("trace",
 // "nccl-log"), joins the finding of its id already in `findings` (raised by

@@ -35,7 +35,9 @@ RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
   if (baseline_json) {
     run.baseline_json = std::move(*baseline_json);
     if (Result<NetworkObservation> network = NetworkFromBaseline(run.baseline_json); network.ok()) {
-      for (Finding& f : CheckNetwork(*network)) run.findings.push_back(std::move(f));
+      FindingsWithNotes judged_network = CheckNetwork(*network);
+      for (Finding& f : judged_network.findings) run.findings.push_back(std::move(f));
+      for (std::string& n : judged_network.notes) run.notes.push_back(std::move(n));
     } else {
       run.notes.push_back("network: " + network.status().message());
     }

@@ -662,7 +662,7 @@ std::optional<Finding> CheckInputBound(const Context& ctx) {
 
 }  // namespace
 
-std::vector<Finding> CheckRunIo(const Timeline& timeline) {
+FindingsWithNotes CheckRunIo(const Timeline& timeline) {
   Context ctx{timeline, MeasureDataWait(timeline), SummarizeEpochs(timeline), {}};
   for (const StepEvent& s : timeline.steps) ctx.steps_by_rank[s.rank].push_back(&s);
   for (auto& [rank, steps] : ctx.steps_by_rank) {
@@ -698,7 +698,7 @@ std::vector<Finding> CheckRunIo(const Timeline& timeline) {
     findings.push_back(explained(*f));
   }
   CheckLoaderConfig(ctx, findings);
-  return findings;
+  return FindingsWithNotes{std::move(findings), {}};
 }
 
 }  // namespace stallscope

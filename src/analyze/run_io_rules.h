@@ -46,6 +46,6 @@ inline constexpr double kDataDiskIdlePercent = 50.0;
 // second and the fourth). io.cold_cache lowers to info the input_bound and
 // cpu_bound_loader findings that hold in epoch 0 only; io.cpu_contention
 // (warning or critical) replaces io.cpu_bound_loader.
-std::vector<Finding> CheckRunIo(const Timeline& timeline);
+FindingsWithNotes CheckRunIo(const Timeline& timeline);
 
 }  // namespace stallscope

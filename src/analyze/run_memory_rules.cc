@@ -80,7 +80,8 @@ std::vector<Finding> CheckWorstMoment(const Timeline& timeline) {
     }
   }
 
-  std::vector<Finding> findings = CheckMemory(m);
+  FindingsWithNotes judged = CheckMemory(m);
+  std::vector<Finding>& findings = judged.findings;
   for (Finding& f : findings) {
     if (f.id == "memory.available_low" && worst) {
       f.summary += fmt::format(", at its lowest {} into the run", FormatDuration(worst->t));
@@ -90,7 +91,7 @@ std::vector<Finding> CheckWorstMoment(const Timeline& timeline) {
       DropEvidence(f, "swap_total_bytes");
     }
   }
-  return findings;
+  return std::move(findings);
 }
 
 struct Series {
@@ -511,14 +512,14 @@ std::vector<std::string> AllocationTraceNotes(const Timeline& timeline) {
   return notes;
 }
 
-std::vector<Finding> CheckRunMemory(const Timeline& timeline) {
+FindingsWithNotes CheckRunMemory(const Timeline& timeline) {
   std::vector<Finding> findings;
   if (std::optional<Finding> f = CheckOomKilled(timeline)) findings.push_back(std::move(*f));
   if (std::optional<Finding> f = CheckRssGrowth(timeline)) findings.push_back(std::move(*f));
   std::vector<Finding> moment = CheckWorstMoment(timeline);
   findings.insert(findings.end(), std::make_move_iterator(moment.begin()),
                   std::make_move_iterator(moment.end()));
-  return findings;
+  return FindingsWithNotes{std::move(findings), {}};
 }
 
 }  // namespace stallscope

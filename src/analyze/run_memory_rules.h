@@ -49,7 +49,7 @@ inline constexpr double kLeakProcessMinCoverage = 0.5;
 
 // memory.available_low, memory.swap_active (via CheckMemory), memory.rss_growth,
 // memory.oom_killed.
-std::vector<Finding> CheckRunMemory(const Timeline& timeline);
+FindingsWithNotes CheckRunMemory(const Timeline& timeline);
 // What the hook's allocation tracing said it did (started, stopped, failed),
 // one line per note: "allocation tracing, rank 0: tracing started: ...".
 std::vector<std::string> AllocationTraceNotes(const Timeline& timeline);

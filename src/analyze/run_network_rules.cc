@@ -156,7 +156,7 @@ Result<NetworkObservation> NetworkFromBaseline(std::string_view snapshot_json) {
   return o;
 }
 
-std::vector<Finding> CheckRunNetwork(const Timeline& timeline) {
+FindingsWithNotes CheckRunNetwork(const Timeline& timeline) {
   // First and last stored reading of each port, in the order first seen.
   std::vector<std::string> order;
   std::map<std::string, std::pair<const PortCounterPoint*, const PortCounterPoint*>> span;

@@ -16,7 +16,7 @@ namespace stallscope {
 
 // network.port_errors over the run: each port's error counters from its
 // first stored reading to its last (run_network_rules.cc).
-std::vector<Finding> CheckRunNetwork(const Timeline& timeline);
+FindingsWithNotes CheckRunNetwork(const Timeline& timeline);
 
 // The network facts of the run's baseline snapshot (stallscope.snapshot/1
 // JSON, as the run file keeps it) for CheckNetwork's host rules; missing or

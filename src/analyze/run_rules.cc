@@ -134,19 +134,12 @@ std::vector<EpochSummary> SummarizeEpochs(const Timeline& timeline) {
 
 FindingsWithNotes CheckRun(const Timeline& timeline, bool rank_rules) {
   FindingsWithNotes out;
-  std::vector<Finding>& findings = out.findings;
-  findings = CheckRunMemory(timeline);
-  std::vector<Finding> io = CheckRunIo(timeline);
-  findings.insert(findings.end(), std::make_move_iterator(io.begin()),
-                  std::make_move_iterator(io.end()));
-  std::vector<Finding> network = CheckRunNetwork(timeline);
-  findings.insert(findings.end(), std::make_move_iterator(network.begin()),
-                  std::make_move_iterator(network.end()));
+  Append(out, CheckRunMemory(timeline));
+  Append(out, CheckRunIo(timeline));
+  Append(out, CheckRunNetwork(timeline));
   FindingsWithNotes gpu = CheckRunGpus(timeline);
-  for (Finding& f : gpu.findings) findings.push_back(std::move(f));
-  if (rank_rules) {
-    for (Finding& f : CheckRanks(timeline)) findings.push_back(std::move(f));  // rank_rules.h
-  }
+  for (Finding& f : gpu.findings) out.findings.push_back(std::move(f));
+  if (rank_rules) Append(out, CheckRanks(timeline));  // rank_rules.h
   for (std::string& n : gpu.notes) out.notes.push_back("gpu: " + n);
   for (std::string& n : AllocationTraceNotes(timeline)) out.notes.push_back(std::move(n));
   return out;

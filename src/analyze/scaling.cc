@@ -102,9 +102,9 @@ ScaleAnalysis AnalyzeScaling(std::vector<ScalePoint> points) {
   return out;
 }
 
-std::vector<Finding> CheckScaling(const ScaleAnalysis& a, const std::string& command) {
+FindingsWithNotes CheckScaling(const ScaleAnalysis& a, const std::string& command) {
   std::vector<Finding> findings;
-  if (a.rows.size() < 2) return findings;
+  if (a.rows.size() < 2) return FindingsWithNotes{std::move(findings), {}};
   const ScaleRow& last = a.rows.back();
   const int n = last.point.procs;
   // The seed's order: memory first, then io, then the network.
@@ -190,7 +190,7 @@ std::vector<Finding> CheckScaling(const ScaleAnalysis& a, const std::string& com
                       "(t_N - t_1) / t_N: the step time added by running on N ranks"};
     findings.push_back(std::move(f));
   }
-  return findings;
+  return FindingsWithNotes{std::move(findings), {}};
 }
 
 }  // namespace stallscope

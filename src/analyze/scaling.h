@@ -89,6 +89,6 @@ std::optional<double> FitAmdahl(const std::vector<std::pair<double, double>>& n_
 
 // distributed.scaling_poor and network.comm_ratio_high. `command` goes into
 // the next checks (e.g. "stallscope run --procs 8 -- CMD").
-std::vector<Finding> CheckScaling(const ScaleAnalysis& analysis, const std::string& command);
+FindingsWithNotes CheckScaling(const ScaleAnalysis& analysis, const std::string& command);
 
 }  // namespace stallscope

@@ -4,7 +4,7 @@
 
 namespace stallscope {
 
-std::vector<Finding> CheckStorageSpeed(const StorageSpeed& s, const StorageThresholds& t) {
+FindingsWithNotes CheckStorageSpeed(const StorageSpeed& s, const StorageThresholds& t) {
   bool sequential_slow = s.sequential_bytes_per_second < t.sequential_bytes_per_second;
   bool random_slow = s.random_iops < t.random_iops;
   if (!sequential_slow && !random_slow) return {};
@@ -53,7 +53,7 @@ std::vector<Finding> CheckStorageSpeed(const StorageSpeed& s, const StorageThres
         "gets: stallscope bench io --iodepth 32 {}; else move the data to a local NVMe disk",
         s.path);
   }
-  return {f};
+  return FindingsWithNotes{{f}, {}};
 }
 
 StorageSpeed SpeedOf(const IoBenchResult& r) {

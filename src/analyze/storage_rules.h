@@ -38,8 +38,7 @@ struct StorageSpeed {
   double random_p99_ms = 0;
 };
 
-std::vector<Finding> CheckStorageSpeed(const StorageSpeed& speed,
-                                       const StorageThresholds& thresholds);
+FindingsWithNotes CheckStorageSpeed(const StorageSpeed& speed, const StorageThresholds& thresholds);
 
 // The figures the verdict rule judges, from a `bench io` result.
 StorageSpeed SpeedOf(const IoBenchResult& result);

@@ -208,7 +208,7 @@ int RunAb(const AbFlags& flags) {
         fb.loader_workers ? std::to_string(*fb.loader_workers) : "unknown",
         *change.loader_workers));
   }
-  std::vector<Finding> findings = CompareAbRuns(fa, fb, change, command);
+  FindingsWithNotes judged = CompareAbRuns(fa, fb, change, command);
   std::vector<Layer> checked = {change.loader_workers ? Layer::kIo : Layer::kCode};
   NcclLogSummary nccl;
   if (!capture.empty()) {
@@ -225,12 +225,10 @@ int RunAb(const AbFlags& flags) {
         notes.push_back("the degraded run printed no NCCL lines (" + capture +
                         "): the job did not initialise NCCL (a CPU or gloo job)");
       }
-      for (Finding& f : CheckNcclLog(nccl, std::nullopt, capture).findings) {
-        findings.push_back(std::move(f));
-      }
+      Append(judged, CheckNcclLog(nccl, std::nullopt, capture));
     }
   }
-  Report report = MakeReport(std::move(findings), checked, notes);
+  Report report = ReportOf(std::move(judged), checked, notes);
   ReportHeader header{"ab", HostName(), UtcNow(), fa.wall_seconds + fb.wall_seconds};
   if (flags.json) {
     nlohmann::ordered_json j = ReportToJson(header, report);

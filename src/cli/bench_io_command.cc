@@ -130,7 +130,7 @@ CommandRunner SetupBenchIo(CLI::App& app) {
       return bad_flag ? kExitUsage : kExitCouldNotRun;
     }
     Report report =
-        MakeReport(CheckStorageSpeed(SpeedOf(*result), thresholds), {Layer::kIo}, result->notes);
+        ReportOf(CheckStorageSpeed(SpeedOf(*result), thresholds), {Layer::kIo}, result->notes);
     ReportHeader header{"bench io", HostName(), time_utc, result->total_seconds};
     std::string out;
     if (flags->json) {

@@ -61,7 +61,7 @@ CommandRunner SetupDataset(CLI::App& app) {
                                   census->residency.files_checked + census->residency.files_failed,
                                   census->files));
     }
-    Report report = MakeReport(CheckDataset(*census, context), {Layer::kIo}, notes);
+    Report report = ReportOf(CheckDataset(*census, context), {Layer::kIo}, notes);
     std::string out;
     if (flags->json) {
       ReportHeader header{"dataset", HostName(), UtcNow(), census->walk_seconds};

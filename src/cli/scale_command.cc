@@ -213,7 +213,7 @@ CommandRunner SetupScale(CLI::App& app) {
     }
     ScaleAnalysis analysis = AnalyzeScaling(points);
     Report report =
-        MakeReport(CheckScaling(analysis, command), {Layer::kNetwork, Layer::kDistributed}, notes);
+        ReportOf(CheckScaling(analysis, command), {Layer::kNetwork, Layer::kDistributed}, notes);
     ReportHeader header{"scale", HostName(), began_utc,
                         static_cast<double>(MonotonicNs() - began_ns) / 1e9};
     if (flags->json) {

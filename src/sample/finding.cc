@@ -2,6 +2,7 @@
 #include "sample/finding.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace stallscope {
 
@@ -45,6 +46,13 @@ std::optional<Severity> SeverityFromName(std::string_view name) {
     if (SeverityName(severity) == name) return severity;
   }
   return std::nullopt;
+}
+
+void Append(FindingsWithNotes& into, FindingsWithNotes more) {
+  into.findings.insert(into.findings.end(), std::make_move_iterator(more.findings.begin()),
+                       std::make_move_iterator(more.findings.end()));
+  into.notes.insert(into.notes.end(), std::make_move_iterator(more.notes.begin()),
+                    std::make_move_iterator(more.notes.end()));
 }
 
 }  // namespace stallscope

@@ -81,4 +81,7 @@ struct FindingsWithNotes {
   std::vector<std::string> notes;
 };
 
+// Moves `more`'s findings and notes to the end of `into`'s, in their order.
+void Append(FindingsWithNotes& into, FindingsWithNotes more);
+
 }  // namespace stallscope

@@ -51,7 +51,7 @@ TEST(AbRules, FasterWithoutWorkersIsLoaderOverhead) {
   AbChange change;
   change.loader_workers = 0;
   change.cpu_count = 2;
-  std::vector<Finding> f = CompareAbRuns(a, b, change, "python train.py");
+  std::vector<Finding> f = CompareAbRuns(a, b, change, "python train.py").findings;
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].id, "io.loader_overhead");
   EXPECT_EQ(f[0].severity, Severity::kWarning);
@@ -68,7 +68,7 @@ TEST(AbRules, SlowerWithoutWorkersMeansTheLoaderIsNeeded) {
   AbRunFigures b = SummarizeAbRun(Steps(50, 0.3, 0.2, 1), {}, 16, 0);
   AbChange change;
   change.loader_workers = 0;
-  std::vector<Finding> f = CompareAbRuns(a, b, change, "x");
+  std::vector<Finding> f = CompareAbRuns(a, b, change, "x").findings;
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].id, "io.loader_needed");
   EXPECT_EQ(f[0].severity, Severity::kInfo);
@@ -81,17 +81,17 @@ TEST(AbRules, WithinNoiseSaysNothingAndEnvChangesPickTheirLayer) {
   AbRunFigures near = SummarizeAbRun(Steps(50, 0.095, 0, 1), {}, 6, 0);
   AbChange workers;
   workers.loader_workers = 0;
-  EXPECT_TRUE(CompareAbRuns(a, near, workers, "x").empty());
+  EXPECT_TRUE(CompareAbRuns(a, near, workers, "x").findings.empty());
   AbRunFigures fast = SummarizeAbRun(Steps(50, 0.05, 0, 1), {}, 3, 0);
   AbChange nccl;
   nccl.env = {{"NCCL_SOCKET_IFNAME", "ib0"}};
-  std::vector<Finding> f = CompareAbRuns(a, fast, nccl, "x");
+  std::vector<Finding> f = CompareAbRuns(a, fast, nccl, "x").findings;
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].id, "network.env_change");
   EXPECT_EQ(f[0].layer, Layer::kNetwork);
   AbChange omp;
   omp.env = {{"OMP_NUM_THREADS", "1"}, {"NCCL_DEBUG", "INFO"}};
-  f = CompareAbRuns(fast, a, omp, "x");
+  f = CompareAbRuns(fast, a, omp, "x").findings;
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].id, "code.env_change");
   EXPECT_EQ(f[0].severity, Severity::kInfo);

@@ -29,23 +29,23 @@ const EvidenceValue* Find(const Finding& f, std::string_view name) {
 
 TEST(Baseline, SameFiguresRaiseNothing) {
   std::vector<std::string> not_compared;
-  EXPECT_TRUE(CompareBaseline(Healthy(), Healthy(), 0.10, &not_compared).empty());
+  EXPECT_TRUE(CompareBaseline(Healthy(), Healthy(), 0.10, &not_compared).findings.empty());
   EXPECT_TRUE(not_compared.empty());
 }
 
 TEST(Baseline, DropWithinShareIsNoise) {
   HostBaseline now = Healthy();
   now.metrics[3].value = 1850;  // 7.5% below
-  EXPECT_TRUE(CompareBaseline(Healthy(), now, 0.10, nullptr).empty());
+  EXPECT_TRUE(CompareBaseline(Healthy(), now, 0.10, nullptr).findings.empty());
   // Higher is never drift.
   now.metrics[3].value = 2600;
-  EXPECT_TRUE(CompareBaseline(Healthy(), now, 0.10, nullptr).empty());
+  EXPECT_TRUE(CompareBaseline(Healthy(), now, 0.10, nullptr).findings.empty());
 }
 
 TEST(Baseline, DropBeyondShareNamesMetricBaselineAndNow) {
   HostBaseline now = Healthy();
   now.metrics[3].value = 1500;  // 25% below
-  std::vector<Finding> f = CompareBaseline(Healthy(), now, 0.10, nullptr);
+  std::vector<Finding> f = CompareBaseline(Healthy(), now, 0.10, nullptr).findings;
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].id, "io.baseline_drift");
   EXPECT_EQ(f[0].layer, Layer::kIo);
@@ -57,14 +57,14 @@ TEST(Baseline, DropBeyondShareNamesMetricBaselineAndNow) {
   EXPECT_NE(f[0].summary.find("25% below"), std::string::npos) << f[0].summary;
   EXPECT_FALSE(f[0].next.empty());
   // A stricter share lets it through only below it.
-  EXPECT_TRUE(CompareBaseline(Healthy(), now, 0.30, nullptr).empty());
+  EXPECT_TRUE(CompareBaseline(Healthy(), now, 0.30, nullptr).findings.empty());
 }
 
 TEST(Baseline, HalfOrWorseIsCriticalAndGoneNicIsFlagged) {
   HostBaseline now = Healthy();
   now.metrics[1].value = 25000;                // 100G renegotiated to 25G
   now.metrics.erase(now.metrics.begin() + 2);  // eth0's MTU no longer known
-  std::vector<Finding> f = CompareBaseline(Healthy(), now, 0.10, nullptr);
+  std::vector<Finding> f = CompareBaseline(Healthy(), now, 0.10, nullptr).findings;
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(f[0].id, "network.baseline_drift");
   EXPECT_EQ(f[0].severity, Severity::kCritical);
@@ -76,7 +76,7 @@ TEST(Baseline, BenchNotRunNowIsNotComparedButNamed) {
   HostBaseline now = Healthy();
   now.metrics.resize(3);  // --quick: no bench figures
   std::vector<std::string> not_compared;
-  EXPECT_TRUE(CompareBaseline(Healthy(), now, 0.10, &not_compared).empty());
+  EXPECT_TRUE(CompareBaseline(Healthy(), now, 0.10, &not_compared).findings.empty());
   EXPECT_EQ(not_compared,
             (std::vector<std::string>{"io.bench.sequential_mb_per_s", "io.bench.random_iops"}));
 }

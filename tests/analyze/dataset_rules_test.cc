@@ -34,7 +34,7 @@ DatasetCensus Census(uint64_t small, uint64_t large) {
 }
 
 TEST(SmallFiles, FiresAtTenThousandWithThePackCommand) {
-  std::vector<Finding> findings = CheckDataset(Census(12000, 0), {});
+  std::vector<Finding> findings = CheckDataset(Census(12000, 0), {}).findings;
   const std::optional<Finding> f = FindCopy(findings, "io.small_files");
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->layer, Layer::kIo);
@@ -51,16 +51,16 @@ TEST(SmallFiles, FiresAtTenThousandWithThePackCommand) {
 }
 
 TEST(SmallFiles, Thresholds) {
-  EXPECT_FALSE(FindCopy(CheckDataset(Census(9999, 0), {}), "io.small_files"));
+  EXPECT_FALSE(FindCopy(CheckDataset(Census(9999, 0), {}).findings, "io.small_files"));
   // Small files that are a minority of the files (a few thousand large ones
   // alongside) still fire only when they are half the files.
-  EXPECT_FALSE(FindCopy(CheckDataset(Census(10000, 10001), {}), "io.small_files"));
-  EXPECT_TRUE(FindCopy(CheckDataset(Census(10000, 10000), {}), "io.small_files"));
+  EXPECT_FALSE(FindCopy(CheckDataset(Census(10000, 10001), {}).findings, "io.small_files"));
+  EXPECT_TRUE(FindCopy(CheckDataset(Census(10000, 10000), {}).findings, "io.small_files"));
   const std::optional<Finding> critical =
-      FindCopy(CheckDataset(Census(150000, 0), {}), "io.small_files");
+      FindCopy(CheckDataset(Census(150000, 0), {}).findings, "io.small_files");
   ASSERT_TRUE(critical.has_value());
   EXPECT_EQ(critical->severity, Severity::kCritical);
-  EXPECT_FALSE(FindCopy(CheckDataset(Census(0, 4), {}), "io.small_files"));
+  EXPECT_FALSE(FindCopy(CheckDataset(Census(0, 4), {}).findings, "io.small_files"));
 }
 
 TEST(RemoteFs, SeverityFollowsWhatIsOnIt) {
@@ -69,7 +69,7 @@ TEST(RemoteFs, SeverityFollowsWhatIsOnIt) {
   nfs.source = "filer:/export/imgs";
   nfs.remote = true;
   nfs.latency = MetadataLatency{1000, 300, 900, 1200, 8000};
-  std::vector<Finding> findings = CheckDataset(nfs, {});
+  std::vector<Finding> findings = CheckDataset(nfs, {}).findings;
   const std::optional<Finding> remote = FindCopy(findings, "io.remote_fs");
   ASSERT_TRUE(remote.has_value());
   EXPECT_EQ(remote->severity, Severity::kCritical);
@@ -86,14 +86,15 @@ TEST(RemoteFs, SeverityFollowsWhatIsOnIt) {
   DatasetCensus big = Census(0, 4);
   big.remote = true;
   big.fs_type = "lustre";
-  const std::optional<Finding> info = FindCopy(CheckDataset(big, {}), "io.remote_fs");
+  const std::optional<Finding> info = FindCopy(CheckDataset(big, {}).findings, "io.remote_fs");
   ASSERT_TRUE(info.has_value());
   EXPECT_EQ(info->severity, Severity::kInfo);
   EXPECT_EQ(EvidenceValueOf(*info, "open_p50_ms"), nullptr);  // none measured
 
   DatasetCensus medium = Census(0, 5000);
   medium.remote = true;
-  EXPECT_EQ(FindCopy(CheckDataset(medium, {}), "io.remote_fs")->severity, Severity::kWarning);
+  EXPECT_EQ(FindCopy(CheckDataset(medium, {}).findings, "io.remote_fs")->severity,
+            Severity::kWarning);
 }
 
 TEST(ColdCache, LowResidencyFitsOrNot) {
@@ -102,7 +103,8 @@ TEST(ColdCache, LowResidencyFitsOrNot) {
   c.residency.resident_fraction = 0.05;
   c.residency.sampled = true;
   DatasetContext big_memory{64ull << 30};
-  const std::optional<Finding> warm_next = FindCopy(CheckDataset(c, big_memory), "io.cold_cache");
+  const std::optional<Finding> warm_next =
+      FindCopy(CheckDataset(c, big_memory).findings, "io.cold_cache");
   ASSERT_TRUE(warm_next.has_value());
   EXPECT_EQ(warm_next->severity, Severity::kWarning);
   EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceValueOf(*warm_next, "resident_fraction")), 0.05);
@@ -112,29 +114,30 @@ TEST(ColdCache, LowResidencyFitsOrNot) {
   EXPECT_NE(warm_next->next.find("xargs -0"), std::string::npos);
 
   DatasetContext small_memory{2ull << 30};  // 1.2 GB > half of 2 GiB
-  const std::optional<Finding> never = FindCopy(CheckDataset(c, small_memory), "io.cold_cache");
+  const std::optional<Finding> never =
+      FindCopy(CheckDataset(c, small_memory).findings, "io.cold_cache");
   ASSERT_TRUE(never.has_value());
   EXPECT_EQ(never->severity, Severity::kInfo);
   EXPECT_NE(never->next.find("stallscope bench io /data/imgs"), std::string::npos);
 
   c.residency.resident_fraction = 0.5;
-  EXPECT_FALSE(FindCopy(CheckDataset(c, big_memory), "io.cold_cache"));
+  EXPECT_FALSE(FindCopy(CheckDataset(c, big_memory).findings, "io.cold_cache"));
 
   // A cold dataset that reads in well under a second is not worth a finding.
   DatasetCensus tiny = Census(10, 0);
   tiny.residency.resident_fraction = 0;
-  EXPECT_FALSE(FindCopy(CheckDataset(tiny, big_memory), "io.cold_cache"));
+  EXPECT_FALSE(FindCopy(CheckDataset(tiny, big_memory).findings, "io.cold_cache"));
   // Nothing looked at: no verdict on the cache.
   DatasetCensus unknown = Census(12000, 0);
   unknown.residency = ResidencyCensus{};
-  EXPECT_FALSE(FindCopy(CheckDataset(unknown, big_memory), "io.cold_cache"));
+  EXPECT_FALSE(FindCopy(CheckDataset(unknown, big_memory).findings, "io.cold_cache"));
 }
 
 TEST(DatasetRules, EveryIdIsInTheCatalog) {
   DatasetCensus c = Census(200000, 0);
   c.remote = true;
   c.residency.resident_fraction = 0;
-  std::vector<Finding> findings = CheckDataset(c, {});
+  std::vector<Finding> findings = CheckDataset(c, {}).findings;
   ASSERT_EQ(findings.size(), 3u);
   for (const Finding& f : findings) {
     const Rule* rule = FindRule(f.id);
@@ -152,7 +155,7 @@ TEST(DatasetRules, ShellQuote) {
   EXPECT_EQ(ShellQuote(""), "''");
   DatasetCensus c = Census(20000, 0);
   c.path = "/data/my imgs/";
-  const std::optional<Finding> f = FindCopy(CheckDataset(c, {}), "io.small_files");
+  const std::optional<Finding> f = FindCopy(CheckDataset(c, {}).findings, "io.small_files");
   ASSERT_TRUE(f.has_value());
   EXPECT_NE(f->next.find("stallscope pack '/data/my imgs/' '/data/my imgs-wds' --format wds"),
             std::string::npos)
@@ -162,7 +165,7 @@ TEST(DatasetRules, ShellQuote) {
 TEST(DatasetRender, JsonCarriesTheContractAndTheCensus) {
   DatasetCensus c = Census(12000, 2);
   c.deepest_path = "/data/imgs/\xff\xfe-not-utf8";
-  Report report = MakeReport(CheckDataset(c, {}), {Layer::kIo}, {"a note"});
+  Report report = MakeReport(CheckDataset(c, {}).findings, {Layer::kIo}, {"a note"});
   nlohmann::ordered_json j =
       DatasetToJson({"dataset", "host", "2026-01-01T00:00:00Z", 1.5}, c, report);
   EXPECT_EQ(j["schema"], "stallscope.report/1");

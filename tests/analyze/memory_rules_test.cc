@@ -19,18 +19,20 @@ MemoryObservation Healthy() {
   return m;
 }
 
-TEST(MemoryRules, HealthyHostHasNoFindings) { EXPECT_TRUE(CheckMemory(Healthy()).empty()); }
+TEST(MemoryRules, HealthyHostHasNoFindings) {
+  EXPECT_TRUE(CheckMemory(Healthy()).findings.empty());
+}
 
 TEST(MemoryRules, AvailableJustAboveTwentyPercentIsQuiet) {
   MemoryObservation m = Healthy();
   m.available_bytes = m.total_bytes / 5 + 1;
-  EXPECT_EQ(Find(CheckMemory(m), "memory.available_low"), nullptr);
+  EXPECT_EQ(Find(CheckMemory(m).findings, "memory.available_low"), nullptr);
 }
 
 TEST(MemoryRules, AvailableBelowTwentyPercentWarns) {
   MemoryObservation m = Healthy();
   m.available_bytes = 10 * kGiB;  // 15.6%
-  auto findings = CheckMemory(m);
+  auto findings = CheckMemory(m).findings;
   const Finding* f = Find(findings, "memory.available_low");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
@@ -42,7 +44,7 @@ TEST(MemoryRules, AvailableBelowTwentyPercentWarns) {
 TEST(MemoryRules, AvailableBelowTenPercentIsCritical) {
   MemoryObservation m = Healthy();
   m.available_bytes = 5 * kGiB;
-  auto findings = CheckMemory(m);
+  auto findings = CheckMemory(m).findings;
   const Finding* f = Find(findings, "memory.available_low");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -54,7 +56,7 @@ TEST(MemoryRules, LowAvailableWhileSwappingIsCritical) {
   m.swap_in_pages = 50;
   m.swap_total_bytes = 8 * kGiB;
   m.swap_used_bytes = 2 * kGiB;
-  auto findings = CheckMemory(m);
+  auto findings = CheckMemory(m).findings;
   const Finding* f = Find(findings, "memory.available_low");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -66,7 +68,7 @@ TEST(MemoryRules, CgroupLimitDecidesInsideAContainer) {
   MemoryObservation m = Healthy();
   m.cgroup_limit_bytes = 4 * kGiB;
   m.cgroup_available_bytes = kGiB / 4;
-  auto findings = CheckMemory(m);
+  auto findings = CheckMemory(m).findings;
   const Finding* f = Find(findings, "memory.available_low");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -78,14 +80,14 @@ TEST(MemoryRules, SwapTrafficWarnsThenTurnsCritical) {
   MemoryObservation m = Healthy();
   m.window_seconds = 2.0;
   m.swap_out_pages = 10;  // 5 pages/s
-  auto findings = CheckMemory(m);
+  auto findings = CheckMemory(m).findings;
   const Finding* f = Find(findings, "memory.swap_active");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
   EXPECT_DOUBLE_EQ(EvidenceOf<double>(*f, "swap_out_pages_per_s"), 5.0);
 
   m.swap_out_pages = 600;  // 300 pages/s
-  findings = CheckMemory(m);
+  findings = CheckMemory(m).findings;
   f = Find(findings, "memory.swap_active");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -95,7 +97,7 @@ TEST(MemoryRules, SwapHeldButIdleIsOnlyInfo) {
   MemoryObservation m = Healthy();
   m.swap_total_bytes = 8 * kGiB;
   m.swap_used_bytes = 3 * kGiB;
-  auto findings = CheckMemory(m);
+  auto findings = CheckMemory(m).findings;
   const Finding* f = Find(findings, "memory.swap_active");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kInfo);
@@ -106,7 +108,7 @@ TEST(MemoryRules, PressureBecomesTheImpact) {
   MemoryObservation m = Healthy();
   m.swap_in_pages = 1000;
   m.memory_pressure_some_pct = 12.5;
-  auto findings = CheckMemory(m);
+  auto findings = CheckMemory(m).findings;
   const Finding* f = Find(findings, "memory.swap_active");
   ASSERT_NE(f, nullptr);
   ASSERT_TRUE(f->impact.has_value());
@@ -119,7 +121,7 @@ TEST(MemoryRules, PinnedUsesTheLargerOfMlockedAndProcessSums) {
   m.process_pinned_bytes = 20 * kGiB;  // 31%
   m.top_pinned_process = "python3 (pid 42)";
   m.top_pinned_bytes = 18 * kGiB;
-  auto findings = CheckMemory(m);
+  auto findings = CheckMemory(m).findings;
   const Finding* f = Find(findings, "memory.pinned_excess");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kWarning);
@@ -127,7 +129,7 @@ TEST(MemoryRules, PinnedUsesTheLargerOfMlockedAndProcessSums) {
   EXPECT_NE(f->summary.find("python3 (pid 42)"), std::string::npos);
 
   m.mlocked_bytes = 40 * kGiB;
-  findings = CheckMemory(m);
+  findings = CheckMemory(m).findings;
   f = Find(findings, "memory.pinned_excess");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -135,7 +137,7 @@ TEST(MemoryRules, PinnedUsesTheLargerOfMlockedAndProcessSums) {
 
 TEST(MemoryRules, ZeroTotalNeverDividesByZero) {
   MemoryObservation m;
-  EXPECT_TRUE(CheckMemory(m).empty());
+  EXPECT_TRUE(CheckMemory(m).findings.empty());
 }
 
 }  // namespace

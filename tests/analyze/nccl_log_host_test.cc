@@ -108,7 +108,7 @@ TEST(NcclHostNetworkFindings, SocketsWhileTheLogShowsIbNameTheFileAndLine) {
   ASSERT_TRUE(log.ok()) << log.status().message();
   EXPECT_EQ(log->first_socket_line, 41u);
   // No host ports known: the log's own NET/IB lines show the RDMA devices.
-  std::vector<Finding> findings = NcclHostNetworkFindings(*log, std::nullopt);
+  std::vector<Finding> findings = NcclHostNetworkFindings(*log, std::nullopt).findings;
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.id, "network.rdma_unused");
@@ -125,7 +125,7 @@ TEST(NcclHostNetworkFindings, LoopbackKeepsNetworkFindingsOnly) {
   Result<NcclLogFile> log =
       ReadNcclLogFile(FixturePath("v2_28_multinode_lo_refused.log"), "--nccl-log");
   ASSERT_TRUE(log.ok());
-  std::vector<Finding> findings = NcclHostNetworkFindings(*log, std::nullopt);
+  std::vector<Finding> findings = NcclHostNetworkFindings(*log, std::nullopt).findings;
   std::vector<std::string> ids;
   for (const Finding& f : findings) {
     ids.push_back(f.id);

@@ -92,16 +92,16 @@ TEST(InterfaceList, NcclSyntax) {
 
 TEST(WrongInterface, DockerHostDefaultsRaiseNothing) {
   NetworkObservation o = Host("docker_host", DockerHostAddresses(), {"WORLD_SIZE=8"});
-  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o).findings, "network.wrong_interface"));
   o = Host("docker_host", DockerHostAddresses(), {"NCCL_SOCKET_IFNAME=eth0"});
-  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o).findings, "network.wrong_interface"));
   o = Host("docker_host", DockerHostAddresses(), {"NCCL_SOCKET_IFNAME=^docker,lo"});
-  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o).findings, "network.wrong_interface"));
 }
 
 TEST(WrongInterface, NamedDockerBridgeIsCritical) {
   NetworkObservation o = Host("docker_host", DockerHostAddresses(), {"NCCL_SOCKET_IFNAME=docker0"});
-  auto findings = CheckNetwork(o);
+  auto findings = CheckNetwork(o).findings;
   std::optional<Finding> f = FindCopy(findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -132,7 +132,7 @@ TEST(WrongInterface, MissingDownAndAddresslessNames) {
   };
   for (const Case& c : cases) {
     NetworkObservation o = Host("docker_host", c.addresses, {"NCCL_SOCKET_IFNAME=" + c.value});
-    auto findings = CheckNetwork(o);
+    auto findings = CheckNetwork(o).findings;
     std::optional<Finding> f = FindCopy(findings, "network.wrong_interface");
     ASSERT_TRUE(f) << c.value;
     EXPECT_EQ(f->severity, Severity::kCritical) << c.value;
@@ -143,7 +143,7 @@ TEST(WrongInterface, MissingDownAndAddresslessNames) {
 TEST(WrongInterface, OneBadNameBesideAGoodOneWarns) {
   NetworkObservation o =
       Host("docker_host", DockerHostAddresses(), {"NCCL_SOCKET_IFNAME==eth0,eth9"});
-  auto findings = CheckNetwork(o);
+  auto findings = CheckNetwork(o).findings;
   std::optional<Finding> f = FindCopy(findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kWarning);
@@ -156,24 +156,24 @@ TEST(WrongInterface, DownInterfaceOnIbHost) {
   InterfaceAddresses a = IbHostAddresses();
   a["ens1f1"].push_back({IpAddress::Family::kIpv4, "10.0.0.9", 24});
   NetworkObservation o = Host("ib_host", a, {"GLOO_SOCKET_IFNAME=ens1f1"});
-  auto findings = CheckNetwork(o);
+  auto findings = CheckNetwork(o).findings;
   std::optional<Finding> f = FindCopy(findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_EQ(EvidenceOf<std::string>(*f, "variable"), "GLOO_SOCKET_IFNAME");
   EXPECT_TRUE(Has(f->summary, "ens1f1 is down")) << f->summary;
   // Gloo takes exact names: "ib" is not ib0.
   o = Host("ib_host", IbHostAddresses(), {"GLOO_SOCKET_IFNAME=ib"});
-  f = FindCopy(CheckNetwork(o), "network.wrong_interface");
+  f = FindCopy(CheckNetwork(o).findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_TRUE(Has(EvidenceOf<std::string>(*f, "problems"), "no interface named 'ib'"));
   o = Host("ib_host", IbHostAddresses(), {"GLOO_SOCKET_IFNAME=ib0", "NCCL_SOCKET_IFNAME=ib"});
-  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o).findings, "network.wrong_interface"));
 }
 
 TEST(WrongInterface, IbHcaNamesADownPortOrNothing) {
   // mlx5_1 (RoCE) is DOWN on ib_host; mlx5_0:1 is ACTIVE.
   NetworkObservation o = Host("ib_host", IbHostAddresses(), {"NCCL_IB_HCA=mlx5_1"});
-  auto findings = CheckNetwork(o);
+  auto findings = CheckNetwork(o).findings;
   std::optional<Finding> f = FindCopy(findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kCritical);
@@ -181,28 +181,28 @@ TEST(WrongInterface, IbHcaNamesADownPortOrNothing) {
   EXPECT_TRUE(Has(f->summary, "falls back to TCP"));
 
   o = Host("ib_host", IbHostAddresses(), {"NCCL_IB_HCA=mlx5_0:2"});
-  f = FindCopy(CheckNetwork(o), "network.wrong_interface");
+  f = FindCopy(CheckNetwork(o).findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_TRUE(Has(f->summary, "no RDMA device starting with 'mlx5_0' with port 2")) << f->summary;
 
   for (const char* fine : {"mlx5_0:1", "mlx5", "=mlx5_0", "^mlx5_1"}) {
     o = Host("ib_host", IbHostAddresses(), {std::string("NCCL_IB_HCA=") + fine});
-    EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface")) << fine;
+    EXPECT_FALSE(FindCopy(CheckNetwork(o).findings, "network.wrong_interface")) << fine;
   }
   o = Host("ib_host", IbHostAddresses(), {"NCCL_IB_HCA=^mlx5_0"});
-  f = FindCopy(CheckNetwork(o), "network.wrong_interface");
+  f = FindCopy(CheckNetwork(o).findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_TRUE(Has(f->summary, "excludes every active RDMA port"));
   // IB disabled: NCCL never reads NCCL_IB_HCA.
   o = Host("ib_host", IbHostAddresses(), {"NCCL_IB_HCA=mlx5_1", "NCCL_IB_DISABLE=1"});
-  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o).findings, "network.wrong_interface"));
 }
 
 TEST(WrongInterface, RouteToMasterLeavesThroughAnotherInterface) {
   InterfaceAddresses a = DockerHostAddresses();
   NetworkObservation o = Host("docker_host", a, {"NCCL_SOCKET_IFNAME=eth0", "WORLD_SIZE=16"});
   o.routes.push_back({"MASTER_ADDR=node0", "172.17.0.9", "172.17.0.1", "docker0", ""});
-  auto findings = CheckNetwork(o);
+  auto findings = CheckNetwork(o).findings;
   std::optional<Finding> f = FindCopy(findings, "network.wrong_interface");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kWarning);  // eth0 itself is usable
@@ -213,13 +213,13 @@ TEST(WrongInterface, RouteToMasterLeavesThroughAnotherInterface) {
 
   // The same route through the interface NCCL was told to use: fine.
   o.routes[0] = {"MASTER_ADDR=node0", "10.1.2.1", "10.1.2.3", "eth0", ""};
-  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o).findings, "network.wrong_interface"));
   // The master is this host: its route goes through lo and says nothing.
   o.routes[0] = {"MASTER_ADDR=localhost", "127.0.0.1", "127.0.0.1", "lo", ""};
-  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o).findings, "network.wrong_interface"));
   // A route that could not be found is not held against the variable.
   o.routes[0] = {"MASTER_ADDR=nowhere", "", "", "", "cannot resolve"};
-  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.wrong_interface"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o).findings, "network.wrong_interface"));
 }
 
 TEST(ContainerBridge, BridgedContainerSeverityFollowsTheJobsSize) {
@@ -227,7 +227,7 @@ TEST(ContainerBridge, BridgedContainerSeverityFollowsTheJobsSize) {
   a["lo"].push_back({IpAddress::Family::kIpv4, "127.0.0.1", 8});
   a["eth0"].push_back({IpAddress::Family::kIpv4, "172.17.0.5", 16});
   NetworkObservation single = Host("bridge_container", a, {});
-  auto findings = CheckNetwork(single);
+  auto findings = CheckNetwork(single).findings;
   std::optional<Finding> f = FindCopy(findings, "network.container_bridge");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kInfo);
@@ -242,12 +242,12 @@ TEST(ContainerBridge, BridgedContainerSeverityFollowsTheJobsSize) {
   EXPECT_TRUE(Has(f->next, "--network host"));
 
   NetworkObservation local = Host("bridge_container", a, {"WORLD_SIZE=4"});
-  EXPECT_EQ(FindCopy(CheckNetwork(local), "network.container_bridge")->severity,
+  EXPECT_EQ(FindCopy(CheckNetwork(local).findings, "network.container_bridge")->severity,
             Severity::kWarning);
 
   NetworkObservation multi =
       Host("bridge_container", a, {"WORLD_SIZE=16", "LOCAL_WORLD_SIZE=8", "NODE_RANK=1"});
-  f = FindCopy(CheckNetwork(multi), "network.container_bridge");
+  f = FindCopy(CheckNetwork(multi).findings, "network.container_bridge");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kCritical);
   EXPECT_EQ(EvidenceOf<std::string>(*f, "multi_node_hint"), "WORLD_SIZE=16 > LOCAL_WORLD_SIZE=8");
@@ -255,7 +255,7 @@ TEST(ContainerBridge, BridgedContainerSeverityFollowsTheJobsSize) {
   // Multi-node told by the route: MASTER_ADDR is reached off this host.
   NetworkObservation routed = Host("bridge_container", a, {"WORLD_SIZE=2"});
   routed.routes.push_back({"MASTER_ADDR=10.0.0.1", "10.0.0.1", "172.17.0.5", "eth0", ""});
-  EXPECT_EQ(FindCopy(CheckNetwork(routed), "network.container_bridge")->severity,
+  EXPECT_EQ(FindCopy(CheckNetwork(routed).findings, "network.container_bridge")->severity,
             Severity::kCritical);
 }
 
@@ -263,24 +263,24 @@ TEST(ContainerBridge, HostNetworkOrNoContainerIsQuiet) {
   // docker_host is the host side: it has eth0 (a NIC) and docker0.
   NetworkObservation host = Host("docker_host", DockerHostAddresses(), {"WORLD_SIZE=16"});
   host.container.in_container = true;  // --network host: the host's interfaces are visible
-  EXPECT_FALSE(FindCopy(CheckNetwork(host), "network.container_bridge"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(host).findings, "network.container_bridge"));
   // A veth outside Docker's range and no container clue: a namespace, not Docker.
   InterfaceAddresses a;
   a["eth0"].push_back({IpAddress::Family::kIpv4, "10.200.0.2", 24});
   NetworkObservation ns = Host("bridge_container", a, {});
   ns.container = ContainerInfo{};
-  EXPECT_FALSE(FindCopy(CheckNetwork(ns), "network.container_bridge"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(ns).findings, "network.container_bridge"));
   // A Kubernetes pod: its CNI address is routable between nodes.
   ns.container.in_container = true;
   ns.container.runtime = "kubernetes";
-  EXPECT_FALSE(FindCopy(CheckNetwork(ns), "network.container_bridge"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(ns).findings, "network.container_bridge"));
   ns.container.runtime = "docker";
-  EXPECT_TRUE(FindCopy(CheckNetwork(ns), "network.container_bridge"));
+  EXPECT_TRUE(FindCopy(CheckNetwork(ns).findings, "network.container_bridge"));
 }
 
 TEST(RdmaUnused, ActivePortWithIbDisabled) {
   NetworkObservation o = Host("ib_host", IbHostAddresses(), {"NCCL_IB_DISABLE=1"});
-  auto findings = CheckNetwork(o);
+  auto findings = CheckNetwork(o).findings;
   std::optional<Finding> f = FindCopy(findings, "network.rdma_unused");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kWarning);
@@ -289,14 +289,14 @@ TEST(RdmaUnused, ActivePortWithIbDisabled) {
   EXPECT_EQ(EvidenceOf<std::string>(*f, "setting"), "NCCL_IB_DISABLE=1");
 
   o = Host("ib_host", IbHostAddresses(), {"NCCL_NET=Socket"});
-  ASSERT_TRUE(FindCopy(CheckNetwork(o), "network.rdma_unused"));
+  ASSERT_TRUE(FindCopy(CheckNetwork(o).findings, "network.rdma_unused"));
   for (const char* quiet : {"NCCL_IB_DISABLE=0", "NCCL_NET=IB", "WORLD_SIZE=2"}) {
     o = Host("ib_host", IbHostAddresses(), {quiet});
-    EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.rdma_unused")) << quiet;
+    EXPECT_FALSE(FindCopy(CheckNetwork(o).findings, "network.rdma_unused")) << quiet;
   }
   // No RDMA at all: nothing to leave unused.
   o = Host("docker_host", DockerHostAddresses(), {"NCCL_IB_DISABLE=1"});
-  EXPECT_FALSE(FindCopy(CheckNetwork(o), "network.rdma_unused"));
+  EXPECT_FALSE(FindCopy(CheckNetwork(o).findings, "network.rdma_unused"));
 }
 
 TEST(PortErrors, NicErrorsAndDropsOverAWindow) {
@@ -323,7 +323,7 @@ TEST(PortErrors, NicErrorsAndDropsOverAWindow) {
   o.port_deltas = NicErrorDeltas({quiet, erring, dropping, loopback, reset});
   ASSERT_EQ(o.port_deltas.size(), 3u);  // lo and the reset interface are left out
   EXPECT_EQ(o.port_deltas[0].packets, 200000u);
-  auto findings = FindAllCopies(CheckNetwork(o), "network.port_errors");
+  auto findings = FindAllCopies(CheckNetwork(o).findings, "network.port_errors");
   ASSERT_EQ(findings.size(), 2u);
   EXPECT_EQ(EvidenceOf<std::string>(findings[0], "interface"), "eth1");
   EXPECT_EQ(findings[0].severity, Severity::kWarning);
@@ -333,7 +333,7 @@ TEST(PortErrors, NicErrorsAndDropsOverAWindow) {
   EXPECT_NEAR(EvidenceOf<double>(findings[1], "drop_fraction"), 0.02, 1e-9);
   // Without a window (nothing sampled) there is no verdict on counters.
   o.window_seconds.reset();
-  EXPECT_TRUE(FindAllCopies(CheckNetwork(o), "network.port_errors").empty());
+  EXPECT_TRUE(FindAllCopies(CheckNetwork(o).findings, "network.port_errors").empty());
 }
 
 TEST(PortErrors, RdmaSymbolErrorsAndLinkDowned) {
@@ -344,11 +344,12 @@ TEST(PortErrors, RdmaSymbolErrorsAndLinkDowned) {
   NetworkObservation o;
   o.window_seconds = 1.0;
   o.port_deltas = RdmaErrorDeltas(*before, after);
-  EXPECT_TRUE(FindAllCopies(CheckNetwork(o), "network.port_errors").empty()) << "nothing grew";
+  EXPECT_TRUE(FindAllCopies(CheckNetwork(o).findings, "network.port_errors").empty())
+      << "nothing grew";
 
   *after[0].ports[0].symbol_errors += 12;
   o.port_deltas = RdmaErrorDeltas(*before, after);
-  auto findings = FindAllCopies(CheckNetwork(o), "network.port_errors");
+  auto findings = FindAllCopies(CheckNetwork(o).findings, "network.port_errors");
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(EvidenceOf<std::string>(findings[0], "port"), "mlx5_0:1");
   EXPECT_EQ(EvidenceOf<int64_t>(findings[0], "symbol_errors"), 12);
@@ -356,7 +357,7 @@ TEST(PortErrors, RdmaSymbolErrorsAndLinkDowned) {
 
   *after[0].ports[0].link_downed += 1;
   o.port_deltas = RdmaErrorDeltas(*before, after);
-  findings = FindAllCopies(CheckNetwork(o), "network.port_errors");
+  findings = FindAllCopies(CheckNetwork(o).findings, "network.port_errors");
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].severity, Severity::kCritical);
   EXPECT_EQ(EvidenceOf<int64_t>(findings[0], "link_downed"), 1);

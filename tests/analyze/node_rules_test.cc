@@ -87,10 +87,10 @@ TEST(NodeReceive, SyncRecordsThatMatchNoStepFallBackToTheSteppingSamples) {
 TEST(NodeReceiveSlow, RatesWhileSyncingAreNotComparedWithRatesWhileStepping) {
   std::vector<NodeRow> rows = {Row("a", 100e6), Row("b", 100e6), Row("c", 10e6)};
   rows[2].receive_during_sync = false;  // c measured otherwise: nothing to compare it with
-  EXPECT_TRUE(CheckNodeReceive(rows).empty());
+  EXPECT_TRUE(CheckNodeReceive(rows).findings.empty());
   rows[1].receive_during_sync = false;
   rows[1].receive_bytes_per_s = 100e6;
-  std::vector<Finding> f = CheckNodeReceive(rows);
+  std::vector<Finding> f = CheckNodeReceive(rows).findings;
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(std::get<std::string>(f[0].evidence.front().value), "c");
 }
@@ -108,7 +108,7 @@ TEST(NodeReceive, NoInterfaceOrTooFewSamplesIsNoRate) {
 TEST(NodeReceiveSlow, FiresBelowHalfTheOthersMedianOnly) {
   std::vector<NodeRow> rows = {Row("a", 100e6), Row("b", 90e6), Row("c", 110e6),
                                Row("d", 0.49 * 100e6)};
-  std::vector<Finding> f = CheckNodeReceive(rows);
+  std::vector<Finding> f = CheckNodeReceive(rows).findings;
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].id, "network.node_receive_slow");
   EXPECT_EQ(f[0].severity, Severity::kWarning);
@@ -118,17 +118,17 @@ TEST(NodeReceiveSlow, FiresBelowHalfTheOthersMedianOnly) {
   EXPECT_NE(f[0].next.find("on d"), std::string::npos) << f[0].next;
   // Just at half: not under it.
   rows[3].receive_bytes_per_s = kNodeReceiveShare * 100e6;
-  EXPECT_TRUE(CheckNodeReceive(rows).empty());
+  EXPECT_TRUE(CheckNodeReceive(rows).findings.empty());
 }
 
 TEST(NodeReceiveSlow, AQuietJobOrANodeWithoutARateIsNotJudged) {
   // The others' median under the floor: the interface carries too little.
   std::vector<NodeRow> quiet = {Row("a", 0.9 * kNodeReceiveFloorBytesPerSecond), Row("b", 0)};
-  EXPECT_TRUE(CheckNodeReceive(quiet).empty());
+  EXPECT_TRUE(CheckNodeReceive(quiet).findings.empty());
   std::vector<NodeRow> loud = {Row("a", kNodeReceiveFloorBytesPerSecond), Row("b", 0)};
-  EXPECT_EQ(CheckNodeReceive(loud).size(), 1u);
+  EXPECT_EQ(CheckNodeReceive(loud).findings.size(), 1u);
   std::vector<NodeRow> unknown = {Row("a", 100e6), Row("b", std::nullopt)};
-  EXPECT_TRUE(CheckNodeReceive(unknown).empty());
+  EXPECT_TRUE(CheckNodeReceive(unknown).findings.empty());
 }
 
 TEST(CompareNodeIo, TheOtherNodesFiguresGoBesideAHostsInputBound) {

@@ -84,7 +84,7 @@ TEST(Straggler, NamesTheRankTheOthersWaitFor) {
   // Rank 2 of 4 computes 200 ms more: the others wait ~200 ms in sync.
   Timeline t = SyncRun({0.100, 0.100, 0.300, 0.100}, {0.005, 0.005, 0.005, 0.005}, 20);
   t.ranks[2].hostname = "gpu-node-3";
-  std::vector<Finding> findings = CheckRanks(t);
+  std::vector<Finding> findings = CheckRanks(t).findings;
   auto s = WithId(findings, "distributed.straggler");
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(std::get<int64_t>(Find(*s[0], "rank")->value), 2);
@@ -104,7 +104,7 @@ TEST(Straggler, NamesTheRankTheOthersWaitFor) {
 
 TEST(Straggler, ASlowLoaderMakesItTooAndSaysSo) {
   Timeline t = SyncRun({0.100, 0.100}, {0.005, 0.120}, 20);
-  std::vector<Finding> findings = CheckRanks(t);
+  std::vector<Finding> findings = CheckRanks(t).findings;
   auto s = WithId(findings, "distributed.straggler");
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(std::get<int64_t>(Find(*s[0], "rank")->value), 1);
@@ -125,7 +125,7 @@ TEST(Straggler, ABalancedRunRaisesNothing) {
   for (StepSync& e : t.step_syncs) {
     if (e.step % 2) e.sync_seconds += e.rank == 1 ? 0.005 : -0.005;
   }
-  EXPECT_TRUE(CheckRanks(t).empty());
+  EXPECT_TRUE(CheckRanks(t).findings.empty());
 }
 
 TEST(Straggler, JitterThatAlternatesIsNotSustained) {
@@ -138,21 +138,21 @@ TEST(Straggler, JitterThatAlternatesIsNotSustained) {
     bool slow = (e.step % 2) == e.rank;
     e.sync_seconds = slow ? 0.010 : 0.070;
   }
-  EXPECT_TRUE(WithId(CheckRanks(t), "distributed.straggler").empty());
+  EXPECT_TRUE(WithId(CheckRanks(t).findings, "distributed.straggler").empty());
 }
 
 TEST(Straggler, NeedsTheSyncWaitAndTwoRanks) {
   // Without stallscope.ddp there is no sync wait: no straggler call, and the
   // compute spread is not judged (step - data wait includes the sync).
   Timeline t = SyncRun({0.100, 0.300}, {0.005, 0.005}, 20, /*with_sync=*/false);
-  EXPECT_TRUE(CheckRanks(t).empty());
+  EXPECT_TRUE(CheckRanks(t).findings.empty());
   EXPECT_FALSE(SummarizeRanks(t)[0].sync_wait_s);
   // One rank: nothing to compare.
   Timeline one = SyncRun({0.100}, {0.050}, 20);
-  EXPECT_TRUE(CheckRanks(one).empty());
+  EXPECT_TRUE(CheckRanks(one).findings.empty());
   // Too few steps after the warm-up.
   Timeline short_run = SyncRun({0.100, 0.300}, {0.005, 0.005}, 6);
-  EXPECT_TRUE(CheckRanks(short_run).empty());
+  EXPECT_TRUE(CheckRanks(short_run).findings.empty());
 }
 
 TEST(LoadImbalance, ComputeSpreadWithoutAStraggler) {
@@ -160,7 +160,7 @@ TEST(LoadImbalance, ComputeSpreadWithoutAStraggler) {
   // little as the slowest, so no single rank is the one waited for; the
   // spread (80 ms of a 190 ms step) is imbalance.
   Timeline t = SyncRun({0.100, 0.180, 0.180, 0.180}, {0.0, 0.0, 0.0, 0.0}, 20);
-  std::vector<Finding> findings = CheckRanks(t);
+  std::vector<Finding> findings = CheckRanks(t).findings;
   EXPECT_TRUE(WithId(findings, "distributed.straggler").empty());
   auto imbalance = WithId(findings, "distributed.load_imbalance");
   ASSERT_EQ(imbalance.size(), 1u);
@@ -177,7 +177,7 @@ TEST(LoadImbalance, ComputeSpreadHoldsWhenTheBusyRanksTradePlaces) {
   for (StepSync& e : t.step_syncs) {
     if (e.rank > 0 && e.step % 3 == e.rank - 1) e.sync_seconds -= 0.004;
   }
-  std::vector<Finding> findings = CheckRanks(t);
+  std::vector<Finding> findings = CheckRanks(t).findings;
   EXPECT_TRUE(WithId(findings, "distributed.straggler").empty());
   auto imbalance = WithId(findings, "distributed.load_imbalance");
   ASSERT_EQ(imbalance.size(), 1u);
@@ -212,7 +212,7 @@ TEST(LoadImbalance, TransientDataWaitSpikesRaiseNothing) {
   ASSERT_EQ(rows.size(), 2u);
   const double mean_step = (rows[0].step_s + rows[1].step_s) / 2;
   ASSERT_GT((rows[1].data_wait_s - rows[0].data_wait_s) / mean_step, kDataWaitImbalanceFraction);
-  EXPECT_TRUE(WithId(CheckRanks(t), "distributed.load_imbalance").empty());
+  EXPECT_TRUE(WithId(CheckRanks(t).findings, "distributed.load_imbalance").empty());
 }
 
 TEST(LoadImbalance, AlternatingSlowRankRaisesNothing) {
@@ -225,7 +225,7 @@ TEST(LoadImbalance, AlternatingSlowRankRaisesNothing) {
   std::vector<RankSummary> rows = SummarizeRanks(t);
   const double mean_step = (rows[0].step_s + rows[1].step_s) / 2;
   ASSERT_GT((rows[1].data_wait_s - rows[0].data_wait_s) / mean_step, kDataWaitImbalanceFraction);
-  EXPECT_TRUE(WithId(CheckRanks(t), "distributed.load_imbalance").empty());
+  EXPECT_TRUE(WithId(CheckRanks(t).findings, "distributed.load_imbalance").empty());
   // The same for compute, measured with stallscope.ddp: rank 1 computes
   // 310 ms in even steps, rank 0 160 ms in odd ones, both 110 ms otherwise;
   // the means are 75 ms apart, 23% of the 320 ms step, over the 20%.
@@ -238,8 +238,8 @@ TEST(LoadImbalance, AlternatingSlowRankRaisesNothing) {
   }
   std::vector<RankSummary> crows = SummarizeRanks(c);
   ASSERT_GT((crows[1].compute_s - crows[0].compute_s) / 0.320, kComputeImbalanceFraction);
-  EXPECT_TRUE(WithId(CheckRanks(c), "distributed.load_imbalance").empty());
-  EXPECT_TRUE(WithId(CheckRanks(c), "distributed.straggler").empty());
+  EXPECT_TRUE(WithId(CheckRanks(c).findings, "distributed.load_imbalance").empty());
+  EXPECT_TRUE(WithId(CheckRanks(c).findings, "distributed.straggler").empty());
 }
 
 TEST(LoadImbalance, SustainedDataWaitOnOneRankIsRaisedWithItsNumbers) {
@@ -247,7 +247,7 @@ TEST(LoadImbalance, SustainedDataWaitOnOneRankIsRaisedWithItsNumbers) {
   // 12), 5 ms otherwise; rank 0 always 5 ms.
   Timeline t =
       DataWaitRun([](int rank, int64_t step) { return rank == 1 && step >= 6 ? 0.060 : 0.005; });
-  std::vector<Finding> findings = CheckRanks(t);
+  std::vector<Finding> findings = CheckRanks(t).findings;
   auto imbalance = WithId(findings, "distributed.load_imbalance");
   ASSERT_EQ(imbalance.size(), 1u) << (findings.empty() ? "" : findings[0].summary);
   const Finding& f = *imbalance[0];
@@ -266,7 +266,7 @@ TEST(LoadImbalance, SustainedDataWaitOnOneRankIsRaisedWithItsNumbers) {
   // One step fewer than 2 of 3 (11 of 18): not sustained.
   Timeline fewer =
       DataWaitRun([](int rank, int64_t step) { return rank == 1 && step >= 9 ? 0.060 : 0.005; });
-  EXPECT_TRUE(WithId(CheckRanks(fewer), "distributed.load_imbalance").empty());
+  EXPECT_TRUE(WithId(CheckRanks(fewer).findings, "distributed.load_imbalance").empty());
 }
 
 TEST(LoadImbalance, SustainedComputeOnOneRankIsRaisedWithItsNumbers) {
@@ -274,7 +274,7 @@ TEST(LoadImbalance, SustainedComputeOnOneRankIsRaisedWithItsNumbers) {
   // is no straggler: ranks 2 and 3 compute nearly as much, so the median
   // rank waits in sync only 10 ms more than rank 1.
   Timeline t = SyncRun({0.100, 0.180, 0.170, 0.170}, {0.0, 0.0, 0.0, 0.0}, 20);
-  std::vector<Finding> findings = CheckRanks(t);
+  std::vector<Finding> findings = CheckRanks(t).findings;
   EXPECT_TRUE(WithId(findings, "distributed.straggler").empty());
   auto imbalance = WithId(findings, "distributed.load_imbalance");
   ASSERT_EQ(imbalance.size(), 1u);
@@ -325,7 +325,7 @@ TEST(JudgeRanks, SeveralFilesAreJudgedAsTheirRecordsTogether) {
   job.fallback_host = whole.info.hostname;
   RankResults judged = JudgeRanks(job);
   EXPECT_EQ(Rows(judged.ranks), Rows(SummarizeRanks(whole, whole.info.hostname)));
-  const std::vector<Finding> expected = CheckRanks(whole);
+  const std::vector<Finding> expected = CheckRanks(whole).findings;
   ASSERT_EQ(WithId(expected, "distributed.straggler").size(), 1u);
   EXPECT_EQ(Said(judged.findings), Said(expected));
   // A part without sync records: its ranks have none, and nothing is judged
@@ -351,7 +351,7 @@ TEST(JudgeRanks, StepsOutOfOrderOrTwiceTakeTheLastSyncRecordOfTheirNumber) {
   std::erase_if(backwards.steps, [](const StepEvent& e) { return e.rank == 1; });
   backwards.steps.insert(backwards.steps.end(), ones.rbegin(), ones.rend());
   EXPECT_EQ(Rows(SummarizeRanks(backwards, "h")), Rows(SummarizeRanks(plain, "h")));
-  EXPECT_EQ(Said(CheckRanks(backwards)), Said(CheckRanks(plain)));
+  EXPECT_EQ(Said(CheckRanks(backwards).findings), Said(CheckRanks(plain).findings));
 
   Timeline twice = plain;
   for (int step : {6, 9}) {
@@ -370,7 +370,7 @@ TEST(JudgeRanks, StepsOutOfOrderOrTwiceTakeTheLastSyncRecordOfTheirNumber) {
   ASSERT_TRUE(rows[0].sync_wait_s.has_value());
   EXPECT_NEAR(*rows[0].sync_wait_s, *SummarizeRanks(plain, "h")[0].sync_wait_s, 1e-12);
   // A straggler is still named, from the steps every rank reported once.
-  const std::vector<Finding> findings = CheckRanks(twice);
+  const std::vector<Finding> findings = CheckRanks(twice).findings;
   auto s = WithId(findings, "distributed.straggler");
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(std::get<int64_t>(Find(*s[0], "rank")->value), 1);

@@ -102,7 +102,7 @@ TEST_F(RunNetworkTest, PortErrorsOverARunThroughTheRunFile) {
   // mlx5_0:1 and mlx5_1:1: first, 6 (mlx5_0 only) and last.
   EXPECT_EQ(timeline->port_counters.size(), 2u + 9u + 3u + 2u);
 
-  std::vector<Finding> findings = CheckRunNetwork(*timeline);
+  std::vector<Finding> findings = CheckRunNetwork(*timeline).findings;
   ASSERT_EQ(findings.size(), 2u);
   const Finding& nic = findings[0];
   EXPECT_EQ(nic.id, "network.port_errors");
@@ -122,7 +122,7 @@ TEST_F(RunNetworkTest, PortErrorsOverARunThroughTheRunFile) {
 
 TEST(RunNetwork, QuietRunAndNoCountersSayNothing) {
   Timeline t;
-  EXPECT_TRUE(CheckRunNetwork(t).empty());
+  EXPECT_TRUE(CheckRunNetwork(t).findings.empty());
   PortCounterTracker tracker;
   for (int i = 0; i <= 5; ++i) {
     for (PortCounterPoint& p : tracker.Update(
@@ -131,7 +131,8 @@ TEST(RunNetwork, QuietRunAndNoCountersSayNothing) {
     }
   }
   EXPECT_EQ(t.port_counters.size(), 2u);
-  EXPECT_TRUE(CheckRunNetwork(t).empty()) << "errors counted before the run are not the run's";
+  EXPECT_TRUE(CheckRunNetwork(t).findings.empty())
+      << "errors counted before the run are not the run's";
 }
 
 // The baseline as `run` writes it (SnapshotToJson of a snapshot of the
@@ -160,7 +161,7 @@ TEST(RunNetwork, HostRulesOnTheBaselineSnapshot) {
   EXPECT_TRUE(o->container.in_container);
   EXPECT_EQ(o->environment.WorldSize(), 16);
 
-  std::vector<Finding> findings = CheckNetwork(*o);
+  std::vector<Finding> findings = CheckNetwork(*o).findings;
   std::vector<std::string> ids;
   for (const Finding& f : findings) ids.push_back(f.id);
   EXPECT_EQ(ids, (std::vector<std::string>{"network.container_bridge", "network.wrong_interface"}));
@@ -177,7 +178,7 @@ TEST(RunNetwork, HostRulesOnTheBaselineSnapshot) {
   ASSERT_TRUE(o.ok());
   ASSERT_EQ(o->infiniband.size(), 2u);
   EXPECT_EQ(o->infiniband[0].ports[0].state->code, 4);
-  findings = CheckNetwork(*o);
+  findings = CheckNetwork(*o).findings;
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].id, "network.rdma_unused");
 }

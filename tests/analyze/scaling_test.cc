@@ -70,12 +70,12 @@ TEST(Scaling, ABaseAboveOneAndAFasterStep) {
   EXPECT_EQ(a.base_procs, 2);
   EXPECT_DOUBLE_EQ(a.rows[1].efficiency, 0.95);
   EXPECT_DOUBLE_EQ(a.rows[1].comm_ratio, 0.0);
-  EXPECT_TRUE(CheckScaling(a, "cmd").empty());
+  EXPECT_TRUE(CheckScaling(a, "cmd").findings.empty());
 }
 
 TEST(ScalingRules, PoorEfficiencyAndHighCommRatio) {
   ScaleAnalysis a = AnalyzeScaling({Point(1, 100, 0.64), Point(2, 160, 0.80), Point(4, 256, 1.0)});
-  std::vector<Finding> f = CheckScaling(a, "python3 train.py");
+  std::vector<Finding> f = CheckScaling(a, "python3 train.py").findings;
   const Finding* poor = Find(f, "distributed.scaling_poor");
   ASSERT_NE(poor, nullptr);  // 0.64 < 0.7
   EXPECT_EQ(poor->severity, Severity::kWarning);
@@ -98,7 +98,7 @@ TEST(ScalingRules, PoorEfficiencyAndHighCommRatio) {
 TEST(ScalingRules, EightAgainstFourUnderOnePointFive) {
   // 4 ranks at 0.9 efficiency, 8 at 5.0x (0.625, also poor), and 8 vs 4 = 5.0/3.6 = 1.39x.
   ScaleAnalysis a = AnalyzeScaling({Point(1, 100, 1.0), Point(4, 360, 1.05), Point(8, 500, 1.1)});
-  std::vector<Finding> fa = CheckScaling(a, "x");
+  std::vector<Finding> fa = CheckScaling(a, "x").findings;
   const Finding* poor = Find(fa, "distributed.scaling_poor");
   ASSERT_NE(poor, nullptr);
   EXPECT_NE(poor->summary.find("8 against 4"), std::string::npos) << poor->summary;
@@ -112,12 +112,12 @@ TEST(ScalingRules, EightAgainstFourUnderOnePointFive) {
   EXPECT_TRUE(saw_gain);
   // Good efficiency at 8 but a weak doubling still fires: 1:100, 4:400, 8:560 (0.7 exactly).
   ScaleAnalysis b = AnalyzeScaling({Point(1, 100, 1.0), Point(4, 400, 1.0), Point(8, 560, 1.0)});
-  std::vector<Finding> fb = CheckScaling(b, "x");
+  std::vector<Finding> fb = CheckScaling(b, "x").findings;
   const Finding* weak = Find(fb, "distributed.scaling_poor");
   ASSERT_NE(weak, nullptr);  // 560/400 = 1.4 < 1.5
   // A healthy curve raises nothing: 0.9 efficiency, 8 vs 4 = 1.8x.
   ScaleAnalysis c = AnalyzeScaling({Point(1, 100, 1.0), Point(4, 400, 1.0), Point(8, 720, 1.1)});
-  EXPECT_TRUE(CheckScaling(c, "x").empty());
+  EXPECT_TRUE(CheckScaling(c, "x").findings.empty());
 }
 
 TEST(ScalePoints, FromHookSteps) {

@@ -26,13 +26,13 @@ const EvidenceValue* Find(const Finding& f, std::string_view name) {
 }
 
 TEST(StorageRules, FastStorageRaisesNothing) {
-  EXPECT_TRUE(CheckStorageSpeed(Fast(), StorageThresholds{}).empty());
+  EXPECT_TRUE(CheckStorageSpeed(Fast(), StorageThresholds{}).findings.empty());
 }
 
 TEST(StorageRules, SlowSequentialIsCriticalWithEvidence) {
   StorageSpeed s = Fast();
   s.sequential_bytes_per_second = 312e6;
-  std::vector<Finding> f = CheckStorageSpeed(s, StorageThresholds{});
+  std::vector<Finding> f = CheckStorageSpeed(s, StorageThresholds{}).findings;
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].id, "io.storage_slow");
   EXPECT_EQ(f[0].layer, Layer::kIo);
@@ -48,7 +48,7 @@ TEST(StorageRules, SlowSequentialIsCriticalWithEvidence) {
 TEST(StorageRules, SlowRandomPointsAtPacking) {
   StorageSpeed s = Fast();
   s.random_iops = 180;  // a spinning disk
-  std::vector<Finding> f = CheckStorageSpeed(s, StorageThresholds{});
+  std::vector<Finding> f = CheckStorageSpeed(s, StorageThresholds{}).findings;
   ASSERT_EQ(f.size(), 1u);
   EXPECT_NE(f[0].summary.find("180 IOPS"), std::string::npos);
   EXPECT_NE(f[0].next.find("stallscope pack"), std::string::npos);
@@ -60,7 +60,7 @@ TEST(StorageRules, BothSlowOnRemoteSaysCopyLocally) {
   s.remote = true;
   s.sequential_bytes_per_second = 110e6;
   s.random_iops = 900;
-  std::vector<Finding> f = CheckStorageSpeed(s, StorageThresholds{});
+  std::vector<Finding> f = CheckStorageSpeed(s, StorageThresholds{}).findings;
   ASSERT_EQ(f.size(), 1u);
   EXPECT_NE(f[0].summary.find(" and "), std::string::npos);
   EXPECT_NE(f[0].next.find("local"), std::string::npos);
@@ -69,9 +69,10 @@ TEST(StorageRules, BothSlowOnRemoteSaysCopyLocally) {
 
 TEST(StorageRules, ThresholdsAreTheFlags) {
   StorageSpeed s = Fast();
-  EXPECT_EQ(CheckStorageSpeed(s, StorageThresholds{2e9, 5000}).size(), 1u);
-  EXPECT_TRUE(CheckStorageSpeed(s, StorageThresholds{1.8e9, 40000}).empty());  // at = passes
-  EXPECT_TRUE(CheckStorageSpeed(StorageSpeed{}, StorageThresholds{0, 0}).empty());
+  EXPECT_EQ(CheckStorageSpeed(s, StorageThresholds{2e9, 5000}).findings.size(), 1u);
+  EXPECT_TRUE(
+      CheckStorageSpeed(s, StorageThresholds{1.8e9, 40000}).findings.empty());  // at = passes
+  EXPECT_TRUE(CheckStorageSpeed(StorageSpeed{}, StorageThresholds{0, 0}).findings.empty());
 }
 
 }  // namespace

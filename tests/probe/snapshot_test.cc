@@ -33,7 +33,7 @@ TEST(Snapshot, SwapHostShowsLowMemoryAndIdleSwap) {
   ASSERT_TRUE(m.memory_pressure_some_pct.has_value());
   EXPECT_DOUBLE_EQ(*m.memory_pressure_some_pct, 38.12);
 
-  std::vector<Finding> findings = CheckMemory(m);
+  std::vector<Finding> findings = CheckMemory(m).findings;
   const Finding* low = Find(findings, "memory.available_low");
   ASSERT_NE(low, nullptr);
   EXPECT_EQ(low->severity, Severity::kWarning);  // 12%, no swap traffic
@@ -55,7 +55,7 @@ TEST(Snapshot, SwapTrafficBetweenTwoSamplesTurnsCritical) {
   EXPECT_DOUBLE_EQ(s.interval_seconds, 2.0);
   EXPECT_DOUBLE_EQ(s.vm_rates.swap_out_bytes_per_s, 500.0 * s.page_size_bytes);
 
-  std::vector<Finding> findings = CheckMemory(ObserveMemory(s));
+  std::vector<Finding> findings = CheckMemory(ObserveMemory(s)).findings;
   const Finding* swap = Find(findings, "memory.swap_active");
   ASSERT_NE(swap, nullptr);
   EXPECT_EQ(swap->severity, Severity::kCritical);  // 600 pages/s
@@ -72,7 +72,7 @@ TEST(Snapshot, ContainerLimitIsWhatTheJobCanUse) {
   ASSERT_TRUE(s.cgroup->limit_bytes.has_value());
   EXPECT_EQ(*s.cgroup->limit_bytes, 4 * kGiB);
 
-  std::vector<Finding> findings = CheckMemory(ObserveMemory(s));
+  std::vector<Finding> findings = CheckMemory(ObserveMemory(s)).findings;
   const Finding* low = Find(findings, "memory.available_low");
   ASSERT_NE(low, nullptr) << "host has 200 GiB free, the container's limit is nearly used";
   EXPECT_EQ(low->severity, Severity::kCritical);
@@ -88,7 +88,7 @@ TEST(Snapshot, CapturedDebianHostIsHealthy) {
   EXPECT_GT(s.after.memory.total_bytes, 0u);
   EXPECT_FALSE(s.interfaces.empty());
   EXPECT_FALSE(s.disk_rates.empty());
-  EXPECT_TRUE(CheckMemory(ObserveMemory(s)).empty());
+  EXPECT_TRUE(CheckMemory(ObserveMemory(s)).findings.empty());
 }
 
 TEST(Snapshot, MissingMeminfoIsAnErrorNamingTheFile) {

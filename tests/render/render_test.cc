@@ -17,7 +17,7 @@ Report SwappingHost() {
   m.swap_total_bytes = 4ull << 30;
   m.swap_used_bytes = 1ull << 30;
   m.memory_pressure_some_pct = 30;
-  return MakeReport(CheckMemory(m), {Layer::kMemory}, {"no GPU probe yet"});
+  return MakeReport(CheckMemory(m).findings, {Layer::kMemory}, {"no GPU probe yet"});
 }
 
 const ReportHeader kHeader{"doctor", "node-1", "2026-11-29T12:00:00Z", 1.0};
