@@ -120,6 +120,10 @@ def cases(runs):
         out.append((" ".join(p), p, []))
     pack = os.path.join(FIX, "pack")
     out.append(("dataset fixtures/pack json", ["dataset", pack, "--json", "--threads", "1"], []))
+    live = os.path.join(FIX, "live_debian12")
+    out.append(("doctor --data fixtures/pack", ["doctor", "--quick", "--root", live, "--data", pack], []))
+    out.append(("doctor --data fixtures/pack json",
+                ["doctor", "--quick", "--root", live, "--data", pack, "--json"], []))
     out.append(("cluster --help", ["cluster", "--help"], []))
     bad = [
         ["doctor", "--interval", "x"], ["doctor", "--run", "/nonexistent.db"],

@@ -1,7 +1,7 @@
 // A recorded run judged: the one analysis behind `run`, `watch`, `report
 // RUN.db` (text, --json, --html) and `doctor --run RUN.db`. From what the
 // run file holds (its timeline, its baseline snapshot, the findings `run`
-// stored beside them; cli/run_analysis.h reads them), the run rules'
+// stored beside them; app/run_files.h reads them), the run rules'
 // findings, the network host rules over the baseline, the notes, and the
 // per-epoch and per-rank tables. Pure; thread-safe.
 #pragma once

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "app/run_files.h"
 #include "cli/commands.h"
 #include "cli/run_analysis.h"
 #include "core/atomic_file.h"

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "app/run_files.h"
 #include "cli/commands.h"
 #include "cli/run_analysis.h"
 #include "core/atomic_file.h"

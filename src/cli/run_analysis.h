@@ -1,7 +1,6 @@
-// A run file read, judged and printed: store/ reads the timeline, the
-// baseline and the stored findings, analyze/run_analysis.h judges them,
-// render/run_report.h renders them. Touches only the
-// file named; thread-compatible.
+// A run's findings printed as `run`, `watch` and `report` print them: read
+// and judged by app/run_files.h, rendered by render/run_report.h. Touches
+// only the file named; thread-compatible.
 #pragma once
 
 #include <cstdio>
@@ -15,13 +14,6 @@
 
 namespace stallscope {
 
-// Errors name the file (missing, not SQLite, not a run file).
-Result<RunAnalysis> AnalyzeRunFile(const std::string& path);
-// One file as AnalyzeRunFile; several as one job (analyze/job_analysis.h):
-// the error names the file that cannot be read, or the files of different
-// jobs.
-Result<RunAnalysis> AnalyzeRunFiles(const std::vector<std::string>& paths);
-
 // The findings of a run as `run`, `watch` and `report` print them: the JSON
 // on stdout, or the text on `text_out`; kExitOk.
 int PrintRunReport(const char* command, const RunAnalysis& run, bool json, std::FILE* text_out,
@@ -31,8 +23,5 @@ int PrintRunReport(const char* command, const RunAnalysis& run, bool json, std::
 // file cannot be read.
 int PrintRunReport(const char* command, const std::string& path, bool json, std::FILE* text_out,
                    const std::vector<NcclLogFile>& nccl_logs = {}, StoredFindings unsaved = {});
-
-// `report RUN.db --html F`: the page of the run, written atomically.
-Status WriteRunHtml(const RunAnalysis& run, const std::string& html_path);
 
 }  // namespace stallscope

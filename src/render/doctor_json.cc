@@ -7,7 +7,9 @@
 #include "analyze/alert_rules.h"
 #include "analyze/catalog.h"
 #include "analyze/triage_table.h"
+#include "core/json_text.h"
 #include "render/html_report.h"
+#include "render/prometheus_rules.h"
 #include "render/report.h"
 
 namespace stallscope {
@@ -124,6 +126,28 @@ std::string RenderDoctorHtml(const Snapshot& snapshot, const Report& report, con
   }
   in.host_baseline = &now;
   return RenderHtmlReport(in);
+}
+
+Result<std::string> RulesOutput(const std::string& asked, bool json, const std::string& window) {
+  std::string format = asked.empty() ? (json ? "json" : "text") : asked;
+  if (json && format != "json") {
+    return Status::InvalidArgument("--json and --format " + format + ": give one of them");
+  }
+  if (!window.empty() && format != "prometheus") {
+    return Status::InvalidArgument("--window is for --format prometheus");
+  }
+  if (format == "text") return RulesText();
+  if (format == "json") return JsonText(RulesJson()) + "\n";
+  if (format == "prometheus") {
+    PrometheusRuleOptions options;
+    if (!window.empty()) {
+      Result<double> seconds = ParseAlertWindow(window);
+      if (!seconds.ok()) return Status::InvalidArgument("--window " + seconds.status().message());
+      options.window_seconds = *seconds;
+    }
+    return PrometheusRulesYaml(options);
+  }
+  return Status::InvalidArgument("--format " + format + ": expected text, json or prometheus");
 }
 
 }  // namespace stallscope

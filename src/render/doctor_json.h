@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyze/doctor_triage.h"
+#include "core/status.h"
 #include "sample/finding.h"
 #include "sample/snapshot.h"
 
@@ -36,5 +37,11 @@ std::string RenderDoctorHtml(const Snapshot& snapshot, const Report& report, con
 // `doctor --rules`: id, layer, what it checks, threshold, source.
 std::string RulesText();
 nlohmann::ordered_json RulesJson();
+// `doctor --rules` in the format asked for: text (the default), json (also
+// with --json alone), or prometheus (the triage as recording and alerting
+// rules, every duration a multiple of `window`, default 5m). InvalidArgument
+// naming the flag for --json with another format, --window without
+// prometheus, a bad window or an unknown format.
+Result<std::string> RulesOutput(const std::string& format, bool json, const std::string& window);
 
 }  // namespace stallscope

@@ -1,8 +1,10 @@
-// Profiler traces read for the command line: a list of trace files broken
-// down on up to one thread per CPU (`stallscope trace`), and the traces
-// `run --profile A:B` had the hook write beside the run file, judged into
-// the findings `run` keeps in the run file (source "trace"), so that
-// `report` shows them later with the hook's.
+// Profiler traces read for `stallscope trace` and `run --profile`: a list of
+// trace files broken down on up to one thread per CPU, and the traces
+// `run --profile A:B` had the hook write beside the run file (RUN.db.traces/,
+// made and emptied of an earlier run's rank traces here), judged into the
+// findings `run` keeps in the run file (source "trace"), so that `report`
+// shows them later with the hook's. Reads only the files and the directory
+// named; writes only in RUN.db.traces/.
 #pragma once
 
 #include <optional>
@@ -24,6 +26,16 @@ Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<st
 
 // Where `run --profile` has the hook write its traces: RUN.db.traces/.
 std::string ProfileTraceDir(const std::string& run_path);
+
+// RUN.db.traces/ made, or emptied of an earlier run's rank*.json (the run
+// file itself is only overwritten with --force). A path there that is not a
+// directory of its own (a file, a symlink) is an error: nothing outside the
+// run's output is touched.
+Status MakeProfileDir(const std::string& dir);
+
+// `path` made absolute against the working directory (for the hook, which
+// may change it); unchanged when that cannot be read.
+std::string AbsolutePath(const std::string& path);
 
 // The findings and notes of the traces in `dir` (every step the hook
 // recorded, A to B), or a note saying why there are none.

@@ -1,0 +1,122 @@
+#include "app/profile_traces.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <thread>
+
+#include "analyze/trace_rules.h"
+#include "core/text.h"
+#include "probe/trace_file.h"
+
+namespace stallscope {
+
+Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<std::string>& files,
+                                                            const TraceOptions& options,
+                                                            std::optional<int> rank) {
+  std::vector<std::optional<Result<TraceRankBreakdown>>> results(files.size());
+  {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < files.size(); i = next++) {
+        Result<TraceFile> trace = ReadTraceFile(files[i]);
+        if (!trace.ok()) {
+          results[i] = Result<TraceRankBreakdown>(trace.status());
+          continue;
+        }
+        if (rank && trace->rank.value_or(0) != *rank) continue;
+        results[i] = BreakDownTrace(*trace, options);
+      }
+    };
+    size_t threads =
+        std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+  }
+  std::vector<TraceRankBreakdown> ranks;
+  for (std::optional<Result<TraceRankBreakdown>>& r : results) {
+    if (!r) continue;
+    if (!r->ok()) return r->status();
+    ranks.push_back(std::move(**r));
+  }
+  if (ranks.empty()) {
+    return Status::NotFound("no trace of rank " + std::to_string(rank.value_or(0)) +
+                            " among the files given");
+  }
+  std::sort(ranks.begin(), ranks.end(),
+            [](const TraceRankBreakdown& a, const TraceRankBreakdown& b) {
+              return a.rank != b.rank ? a.rank < b.rank : a.path < b.path;
+            });
+  for (size_t i = 1; i < ranks.size(); ++i) {
+    if (ranks[i].rank == ranks[i - 1].rank) {
+      return Status::InvalidArgument("two traces of rank " + std::to_string(ranks[i].rank) + ": " +
+                                     ranks[i - 1].path + " and " + ranks[i].path +
+                                     " (one file per rank; pass --rank or one job's directory)");
+    }
+  }
+  return ranks;
+}
+
+std::string ProfileTraceDir(const std::string& run_path) { return run_path + ".traces"; }
+
+FindingsWithNotes JudgeProfileTraces(const std::string& dir, const TraceStepRange& range) {
+  FindingsWithNotes out;
+  std::string asked = std::to_string(range.first) + ":" + std::to_string(range.last);
+  Result<std::vector<std::string>> files = TraceFilesIn(dir);
+  if (!files.ok()) {
+    out.notes.push_back("--profile " + asked + ": no profiler trace in " + dir +
+                        " (the job timed fewer steps through stallscope.loader, or "
+                        "torch.profiler could not start)");
+    return out;
+  }
+  TraceOptions options;
+  options.include_last_step = true;  // the hook closed the window after step B
+  Result<std::vector<TraceRankBreakdown>> ranks = BreakDownTraceFiles(*files, options, {});
+  if (!ranks.ok()) {
+    out.notes.push_back("--profile " + asked + ": " + ranks.status().message());
+    return out;
+  }
+  out = CheckTraces(*ranks);
+  for (const TraceRankBreakdown& r : *ranks) {
+    out.notes.insert(out.notes.end(), r.notes.begin(), r.notes.end());
+  }
+  out.notes.push_back("--profile " + asked + ": " + std::to_string(ranks->size()) +
+                      " rank trace(s) in " + dir + " (stallscope trace " + dir +
+                      " for the breakdowns)");
+  return out;
+}
+
+Status MakeProfileDir(const std::string& dir) {
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::FromErrno("cannot make " + dir, errno);
+  }
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return Status::FromErrno("cannot read " + dir, errno);
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(dir +
+                                   " exists and is not a directory: --profile writes the "
+                                   "traces there; move it or choose another --out");
+  }
+  Result<std::vector<std::string>> old = TraceFilesIn(dir);
+  if (old.ok()) {
+    for (const std::string& f : *old) {
+      std::string_view name = std::string_view(f).substr(f.rfind('/') + 1);
+      if (StartsWith(name, "rank") && EndsWith(name, ".json")) unlink(f.c_str());
+    }
+  }
+  return Status::Ok();
+}
+
+std::string AbsolutePath(const std::string& path) {
+  if (!path.empty() && path.front() == '/') return path;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof cwd) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,171 @@
+#include "app/run_job.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "analyze/nccl_log_host.h"
+#include "core/host_clock.h"
+#include "core/json_text.h"
+#include "net/route.h"
+#include "probe/mounts.h"
+#include "probe/snapshot.h"
+#include "render/snapshot.h"
+
+namespace stallscope {
+
+Result<std::string> RunFilePath(const Root& root, const RunRequest& request, int node_rank,
+                                bool several_nodes) {
+  const std::string host = ShortHostname(root);
+  if (!request.out.empty()) return ExpandRunFileName(request.out, host, node_rank);
+  time_t now = time(nullptr);
+  struct tm tm;
+  localtime_r(&now, &tm);
+  char stamp[32];
+  strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return fmt::format("stallscope-run-{}{}-{}.db", host.empty() ? "host" : host,
+                     several_nodes ? fmt::format("-node{}", node_rank) : "", stamp);
+}
+
+Result<std::optional<NodeLayout>> ResolveRunLayout(const RunRequest& request,
+                                                   const EnvLookup& env) {
+  if (request.procs == 0) {
+    if (request.nnodes || request.node_rank || !request.master_addr.empty() ||
+        request.master_port) {
+      return Status::InvalidArgument(
+          "--nnodes, --node-rank, --master-addr and --master-port place the ranks --procs K "
+          "starts; without --procs the command starts its ranks itself (torchrun, deepspeed)");
+    }
+    return std::optional<NodeLayout>();
+  }
+  NodeLayoutFlags wanted{request.procs, request.nnodes, request.node_rank, request.master_addr,
+                         request.master_port};
+  Result<NodeLayout> layout = ResolveNodeLayout(wanted, env);
+  if (!layout.ok()) return layout.status();
+  if (layout->nnodes > 1 || !request.master_addr.empty()) {
+    Result<net::PeerAddress> peer = net::ResolvePeer(layout->master_addr, 0);
+    if (!peer.ok()) {
+      return Status::InvalidArgument(
+          fmt::format("--master-addr {}: does not resolve on this host ({})", layout->master_addr,
+                      peer.status().message()));
+    }
+  }
+  return std::optional<NodeLayout>(std::move(*layout));
+}
+
+Result<RunInfo> PrepareRunFile(const Root& root, const RunRequest& request, const std::string& path,
+                               std::optional<RunWriter>& writer) {
+  if (!(request.interval_seconds >= 0.05 && request.interval_seconds <= 3600)) {
+    return Status::InvalidArgument(fmt::format(
+        "--interval {}: must be between 0.05 and 3600 seconds", request.interval_seconds));
+  }
+  Result<RunWriter> created = RunWriter::Create(path, request.force);
+  if (!created.ok()) return created.status();
+  writer.emplace(std::move(*created));
+  RunInfo info;
+  info.interval_seconds = request.interval_seconds;
+  if (!request.data.empty()) {
+    Result<PathDevice> device = DeviceForPath(root, request.data);
+    if (!device.ok()) return Status::InvalidArgument("--data " + device.status().message());
+    info.data_device = device->disk;
+  }
+  Result<Snapshot> baseline = TakeSnapshot(root, SnapshotOptions{0.25});
+  if (!baseline.ok()) return baseline.status();
+  if (Status s = writer->WriteBaseline(JsonText(SnapshotToJson(*baseline), -1)); !s.ok()) return s;
+  info.hostname = baseline->hostname;
+  info.started_utc = baseline->time_utc;
+  info.cpu_count = static_cast<int>(baseline->after.cpu.per_cpu.size());
+  info.mem_total_bytes = baseline->after.memory.total_bytes;
+  if (baseline->cgroup) info.cgroup_limit_bytes = baseline->cgroup->limit_bytes;
+  info.start_monotonic_seconds = MonotonicSeconds();
+  return info;
+}
+
+RecordOptions RunRecordOptions(const std::optional<NodeLayout>& layout, int master_port) {
+  RecordOptions options;
+  if (layout) {
+    options.node.node_rank = layout->node_rank;
+    options.node.nnodes = layout->nnodes;
+    options.node.procs_per_node = layout->procs;
+    options.node.world_size = layout->world_size();
+    options.node.master_addr = layout->master_addr;
+    options.node.master_port = master_port;
+    options.node.launcher_job = layout->launcher_job;
+    options.node.source = layout->source;
+    if (layout->nnodes > 1) {
+      options.clock_port = master_port;
+      if (layout->node_rank == 0) {
+        options.serve_clock = true;
+      } else {
+        options.clock_peer = layout->master_addr;
+      }
+    }
+  } else {
+    options.node_from_ranks = true;
+  }
+  // Loopback carries none of the other nodes' traffic (MASTER_ADDR that
+  // resolves to 127.0.1.1 on node 0 through /etc/hosts, as Debian writes
+  // it): no interface, no rates, rather than a node that looks idle.
+  options.interface_toward = [](const std::string& master) {
+    std::string name = net::RouteTo(master, "MASTER_ADDR=" + master).interface;
+    return name == "lo" ? std::string() : name;
+  };
+  return options;
+}
+
+std::vector<NcclLogFile> ReadJobNcclLogs(const Root& root, const RunRequest& request,
+                                         const std::string& debug_file_pattern,
+                                         const std::vector<DebugFileState>& before,
+                                         std::vector<std::string>& notes, std::FILE* err) {
+  std::vector<std::string> paths = request.nccl_logs;
+  if (!debug_file_pattern.empty()) {
+    std::vector<std::string> found =
+        DebugFilesWritten(before, ListNcclDebugFiles(debug_file_pattern, ShortHostname(root)));
+    if (found.empty()) {
+      notes.push_back(fmt::format(
+          "nccl: NCCL_DEBUG_FILE={} is set but the job wrote no such file on this host (is "
+          "NCCL_DEBUG=INFO set?)",
+          debug_file_pattern));
+    }
+    for (std::string& p : found) {
+      if (std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(std::move(p));
+    }
+  }
+  std::vector<NcclLogFile> logs;
+  for (const std::string& path : paths) {
+    bool named = std::find(request.nccl_logs.begin(), request.nccl_logs.end(), path) !=
+                 request.nccl_logs.end();
+    Result<NcclLogFile> log = ReadNcclLogFile(path, named ? "--nccl-log" : "NCCL_DEBUG_FILE");
+    if (!log.ok()) {
+      notes.push_back("nccl: " + log.status().message());
+      std::fprintf(err, "stallscope run: %s\n", log.status().message().c_str());
+      continue;
+    }
+    logs.push_back(std::move(*log));
+  }
+  return logs;
+}
+
+FindingsWithNotes KeepRunConclusions(RunWriter& writer,
+                                     const std::optional<FindingsWithNotes>& from_traces,
+                                     FindingsWithNotes from_logs, std::FILE* err) {
+  FindingsWithNotes unsaved;
+  if (from_traces) {
+    if (Status kept = writer.AppendFindings("trace", from_traces->findings, from_traces->notes);
+        !kept.ok()) {
+      std::fprintf(err, "stallscope run: %s (printed below, not kept in the run file)\n",
+                   kept.message().c_str());
+      Append(unsaved, *from_traces);
+    }
+  }
+  if (Status kept = writer.AppendFindings("nccl-log", from_logs.findings, from_logs.notes);
+      !kept.ok()) {
+    std::fprintf(err, "stallscope run: %s (printed below, not kept in the run file)\n",
+                 kept.message().c_str());
+    Append(unsaved, std::move(from_logs));
+  }
+  return unsaved;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,85 @@
+// The steps of `stallscope run` and `watch` around the recording loop, as
+// functions of their inputs: where the run file goes, the node layout of
+// `run --procs` (checked before anything starts), the run file made and its
+// baseline snapshot taken under a probe root, the record options of a
+// layout, the NCCL logs the job wrote, and what `run` concluded beyond the
+// timeline (NCCL logs, profiler traces) kept in the run file. The command
+// (cli/run_command.cc) parses flags, calls these and prints. Reads under the
+// root it is given; writes only the run file and RUN.db.traces/;
+// thread-compatible.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/file.h"
+#include "core/status.h"
+#include "dist/node_layout.h"
+#include "probe/nccl_log_files.h"
+#include "record/recorder.h"
+#include "sample/finding.h"
+#include "sample/nccl_log.h"
+#include "store/run_writer.h"
+
+namespace stallscope {
+
+// What `run` and `watch` were asked for, beside the command.
+struct RunRequest {
+  double interval_seconds = 1.0;
+  std::string out;  // --out, with %h and %r; empty: the default name
+  bool force = false;
+  std::string data;  // --data: the dataset's path, its disk watched as the data disk
+  // run --procs K [--nnodes N --node-rank R --master-addr A --master-port P]
+  int procs = 0;
+  std::optional<int> nnodes;
+  std::optional<int> node_rank;
+  std::string master_addr;
+  std::optional<int> master_port;
+  std::vector<std::string> nccl_logs;  // --nccl-log FILE...
+};
+
+// The run file's name: --out with %h and %r expanded, or
+// stallscope-run-HOST-YYYYMMDD-HHMMSS.db (with -nodeR for a node of several),
+// HOST from the root's hostname and the time local.
+Result<std::string> RunFilePath(const Root& root, const RunRequest& request, int node_rank,
+                                bool several_nodes);
+
+// The layout of `run --procs` from the flags and srun's or mpirun's
+// environment (`env`), checked before anything starts, the master's address
+// too (it must resolve here); nullopt without --procs, where the flags of
+// several nodes are refused.
+Result<std::optional<NodeLayout>> ResolveRunLayout(const RunRequest& request, const EnvLookup& env);
+
+// The run file created (not over an existing one without `force`), the
+// baseline snapshot of the root written into it, and the facts of the run
+// before the job starts, so that an unwritable --out or a bad --interval
+// fails before anything runs.
+Result<RunInfo> PrepareRunFile(const Root& root, const RunRequest& request, const std::string& path,
+                               std::optional<RunWriter>& writer);
+
+// The recorder's options for the ranks of a layout (`master_port` as the
+// launcher chose it): the node's place, the clock exchange across nodes, the
+// interface toward the master; without a layout, the node read off the
+// ranks' environment.
+RecordOptions RunRecordOptions(const std::optional<NodeLayout>& layout, int master_port);
+
+// The NCCL logs of a job read once it ended: the files named by --nccl-log,
+// and those matching NCCL_DEBUG_FILE (`debug_file_pattern`, empty when not
+// set) that were not there before it started (`before`). A file that cannot
+// be read is a note, and said on `err`: the job ran, its report still comes
+// out.
+std::vector<NcclLogFile> ReadJobNcclLogs(const Root& root, const RunRequest& request,
+                                         const std::string& debug_file_pattern,
+                                         const std::vector<DebugFileState>& before,
+                                         std::vector<std::string>& notes, std::FILE* err);
+
+// What `run` concluded beyond the timeline kept in the run file, each under
+// its source ("trace", "nccl-log"), so that `report RUN.db` shows it later.
+// What the file could not keep is said on `err` and returned, to be printed
+// with the report all the same.
+FindingsWithNotes KeepRunConclusions(RunWriter& writer,
+                                     const std::optional<FindingsWithNotes>& from_traces,
+                                     FindingsWithNotes from_logs, std::FILE* err);
+
+}  // namespace stallscope
