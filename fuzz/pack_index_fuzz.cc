@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "data/pack_index.h"
+#include "sample/pack_index.h"
 #include "data/tar_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -44,6 +44,7 @@ VOLATILE = [
     (re.compile(rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?"), b"<time>"),
     (re.compile(rb'"(window_seconds|interval_seconds|seconds|(stat|open)_p\d+_us)": [0-9.e+-]+'),
      rb'"\1": <measured>'),
+    (re.compile(rb'"bytes_per_second": [0-9.e+-]+'), b'"bytes_per_second": <measured>'),
     (re.compile(rb"window_seconds=[0-9.]+"), b"window_seconds=<measured>"),
     (re.compile(rb"(<code>window_seconds</code></td><td>)[0-9.]+"), rb"\1<measured>"),
     (re.compile(rb"sampling the host for [0-9.]+ s\.\.\.[^\n]*"), b"<progress>"),
@@ -120,6 +121,9 @@ def cases(runs):
         out.append((" ".join(p), p, []))
     pack = os.path.join(FIX, "pack")
     out.append(("dataset fixtures/pack json", ["dataset", pack, "--json", "--threads", "1"], []))
+    out.append(("pack fixtures/input_formats json",
+                ["pack", os.path.join(FIX, "input_formats"), "packed", "--json", "--format", "wds"],
+                ["packed/manifest.json"]))
     live = os.path.join(FIX, "live_debian12")
     out.append(("doctor --data fixtures/pack", ["doctor", "--quick", "--root", live, "--data", pack], []))
     out.append(("doctor --data fixtures/pack json",

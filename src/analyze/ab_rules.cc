@@ -146,4 +146,43 @@ FindingsWithNotes CompareAbRuns(const AbRunFigures& a, const AbRunFigures& b,
   return FindingsWithNotes{std::move(out), {}};
 }
 
+Result<AbPlan> PlanAb(int64_t steps, int loader_workers, double timeout_seconds,
+                      const std::vector<std::string>& env, int cpu_count) {
+  if (steps < 2 || steps > 1000000) {
+    return Status::InvalidArgument(fmt::format("--steps {}: must be between 2 and 1000000", steps));
+  }
+  if (loader_workers < -1 || loader_workers > 1024) {
+    return Status::InvalidArgument(
+        fmt::format("--loader-workers {}: must be between 0 and 1024", loader_workers));
+  }
+  if (!(timeout_seconds > 0)) return Status::InvalidArgument("--timeout must be positive");
+  AbPlan plan;
+  plan.change.cpu_count = cpu_count;
+  if (loader_workers >= 0) {
+    plan.change.loader_workers = loader_workers;
+    plan.degraded_env.push_back({"STALLSCOPE_LOADER_WORKERS", std::to_string(loader_workers)});
+    plan.what = fmt::format("num_workers={}", loader_workers);
+  }
+  for (const std::string& e : env) {
+    size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0 || e.find_first_of(" \t") < eq) {
+      return Status::InvalidArgument("--env " + e + ": expected NAME=VALUE");
+    }
+    std::string key = e.substr(0, eq);
+    if (key.starts_with("STALLSCOPE_")) {
+      return Status::InvalidArgument(
+          "--env " + e + ": STALLSCOPE_* variables are ab's own (use --loader-workers)");
+    }
+    plan.change.env.push_back({key, e.substr(eq + 1)});
+    plan.degraded_env.push_back(plan.change.env.back());
+    if (key == "NCCL_DEBUG") plan.nccl_debug = true;
+    plan.what += (plan.what.empty() ? "" : " ") + e;
+  }
+  if (plan.degraded_env.empty()) {
+    return Status::InvalidArgument(
+        "nothing to change: give --loader-workers N and/or --env NAME=VALUE");
+  }
+  return plan;
+}
+
 }  // namespace stallscope

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/status.h"
 #include "sample/finding.h"
 #include "sample/timeline.h"
 
@@ -48,6 +49,20 @@ struct AbChange {
   std::vector<std::pair<std::string, std::string>> env;  // --env K=V
   int cpu_count = 0;                                     // of this host
 };
+
+// The experiment asked for: --steps, --loader-workers (-1: unchanged),
+// --timeout and --env NAME=VALUE, checked (InvalidArgument naming the flag:
+// a count out of range, a malformed or STALLSCOPE_* variable, nothing to
+// change). `degraded_env` is what run B gets; `nccl_debug`: --env set
+// NCCL_DEBUG, so B's output is captured and read as an NCCL log.
+struct AbPlan {
+  AbChange change;
+  std::vector<std::pair<std::string, std::string>> degraded_env;
+  bool nccl_debug = false;
+  std::string what;  // "num_workers=0 NCCL_P2P_DISABLE=1"
+};
+Result<AbPlan> PlanAb(int64_t steps, int loader_workers, double timeout_seconds,
+                      const std::vector<std::string>& env, int cpu_count);
 
 // The findings of the comparison: io.loader_overhead / io.loader_needed for a
 // loader change, network.env_change / code.env_change for environment

@@ -104,53 +104,13 @@ Result<AbRun> RunOnce(const AbFlags& flags, std::vector<std::pair<std::string, s
   return run;
 }
 
-std::string Describe(const AbFlags& flags) {
-  std::string out;
-  if (flags.loader_workers >= 0) out = fmt::format("num_workers={}", flags.loader_workers);
-  for (const std::string& e : flags.env) out += (out.empty() ? "" : " ") + e;
-  return out;
-}
-
 int RunAb(const AbFlags& flags) {
-  if (flags.steps < 2 || flags.steps > 1000000) {
-    return Fail("ab", fmt::format("--steps {}: must be between 2 and 1000000", flags.steps),
-                kExitUsage);
-  }
-  if (flags.loader_workers < -1 || flags.loader_workers > 1024) {
-    return Fail(
-        "ab", fmt::format("--loader-workers {}: must be between 0 and 1024", flags.loader_workers),
-        kExitUsage);
-  }
-  if (!(flags.timeout > 0)) return Fail("ab", "--timeout must be positive", kExitUsage);
-  AbChange change;
-  change.cpu_count = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  std::vector<std::pair<std::string, std::string>> degraded_env;
-  if (flags.loader_workers >= 0) {
-    change.loader_workers = flags.loader_workers;
-    degraded_env.push_back({"STALLSCOPE_LOADER_WORKERS", std::to_string(flags.loader_workers)});
-  }
-  bool nccl_debug = false;
-  for (const std::string& e : flags.env) {
-    size_t eq = e.find('=');
-    if (eq == std::string::npos || eq == 0 || e.find_first_of(" \t") < eq) {
-      return Fail("ab", "--env " + e + ": expected NAME=VALUE", kExitUsage);
-    }
-    std::string key = e.substr(0, eq);
-    if (key.starts_with("STALLSCOPE_")) {
-      return Fail("ab",
-                  "--env " + e + ": STALLSCOPE_* variables are ab's own (use --loader-workers)",
-                  kExitUsage);
-    }
-    change.env.push_back({key, e.substr(eq + 1)});
-    degraded_env.push_back(change.env.back());
-    if (key == "NCCL_DEBUG") nccl_debug = true;
-  }
-  if (degraded_env.empty()) {
-    return Fail("ab", "nothing to change: give --loader-workers N and/or --env NAME=VALUE",
-                kExitUsage);
-  }
+  Result<AbPlan> plan = PlanAb(flags.steps, flags.loader_workers, flags.timeout, flags.env,
+                               static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  if (!plan.ok()) return Fail("ab", plan.status(), /*usage=*/true);
+  const AbChange& change = plan->change;
   std::string capture;
-  if (nccl_debug) {
+  if (plan->nccl_debug) {
     const char* base = std::getenv("TMPDIR");
     std::string pattern = std::string(base && *base ? base : "/tmp") + "/stallscope-ab-XXXXXX";
     std::vector<char> dir(pattern.begin(), pattern.end());
@@ -159,7 +119,7 @@ int RunAb(const AbFlags& flags) {
     capture = std::string(dir.data()) + "/degraded.log";
   }
   std::string command = JoinCommand(flags.command);
-  std::string what = Describe(flags);
+  const std::string& what = plan->what;
   BlockRecordSignals();
   Result<int> signal_fd = OpenRecordSignalFd();
   if (!signal_fd.ok()) return Fail("ab", signal_fd.status(), false);
@@ -176,7 +136,7 @@ int RunAb(const AbFlags& flags) {
     return Fail("ab", a.status().message(), a.status().IsNotFound() ? 127 : kExitCouldNotRun);
   std::fprintf(stderr, "stallscope ab: run B (degraded: %s)%s\n", what.c_str(),
                capture.empty() ? "" : fmt::format(", output to {}", capture).c_str());
-  Result<AbRun> b = RunOnce(flags, degraded_env, capture, *signal_fd);
+  Result<AbRun> b = RunOnce(flags, plan->degraded_env, capture, *signal_fd);
   if (!b.ok()) return Fail("ab", b.status().message(), kExitCouldNotRun);
 
   AbRunFigures fa =
@@ -232,17 +192,7 @@ int RunAb(const AbFlags& flags) {
   ReportHeader header{"ab", HostName(), UtcNow(), fa.wall_seconds + fb.wall_seconds};
   if (flags.json) {
     nlohmann::ordered_json j = ReportToJson(header, report);
-    j["ab"]["command"] = command;
-    j["ab"]["steps"] = flags.steps;
-    j["ab"]["change"] = what;
-    j["ab"]["as_is"] = AbFiguresToJson(fa);
-    j["ab"]["degraded"] = AbFiguresToJson(fb);
-    j["ab"]["speedup"] =
-        fa.steady_steps_per_s > 0 ? fb.steady_steps_per_s / fa.steady_steps_per_s : 0.0;
-    if (!capture.empty()) {
-      j["ab"]["degraded_log"] = capture;
-      j["ab"]["nccl_lines"] = nccl.nccl_lines;
-    }
+    j["ab"] = AbToJson(command, flags.steps, what, fa, fb, capture, nccl.nccl_lines);
     std::fputs((JsonText(j) + "\n").c_str(), stdout);
   } else {
     std::string out = "\n" + RenderAbTable(fa, fb, what) + "\n" + RenderReportText(header, report);

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "data/pack_index.h"
+#include "sample/pack_index.h"
 
 namespace stallscope {
 
@@ -45,23 +45,6 @@ struct PackOptions {
   bool skip_unreadable = false;  // go on past files that cannot be read, count them
   bool verify = false;           // re-read every record after packing
   std::function<void(const PackProgress&)> progress;
-};
-
-struct SkippedFile {
-  std::string path;  // relative to SRC
-  std::string reason;
-};
-
-struct PackSummary {
-  Manifest manifest;
-  uint64_t files = 0;      // packed
-  uint64_t bytes_in = 0;   // of the packed files
-  uint64_t bytes_out = 0;  // of the shards
-  uint64_t hidden_skipped = 0;
-  std::vector<SkippedFile> skipped;  // with --skip-unreadable
-  uint64_t samples_skipped = 0;
-  bool verified = false;
-  double seconds = 0;
 };
 
 Result<PackSummary> Pack(const PackOptions& options);

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "data/pack_index.h"
+#include "sample/pack_index.h"
 #include "data/shard_file.h"
 
 namespace stallscope {

@@ -43,4 +43,23 @@ nlohmann::ordered_json AbFiguresToJson(const AbRunFigures& r) {
   return j;
 }
 
+nlohmann::ordered_json AbToJson(const std::string& command, int64_t steps,
+                                const std::string& change, const AbRunFigures& as_is,
+                                const AbRunFigures& degraded, const std::string& degraded_log,
+                                uint64_t nccl_lines) {
+  nlohmann::ordered_json j;
+  j["command"] = command;
+  j["steps"] = steps;
+  j["change"] = change;
+  j["as_is"] = AbFiguresToJson(as_is);
+  j["degraded"] = AbFiguresToJson(degraded);
+  j["speedup"] =
+      as_is.steady_steps_per_s > 0 ? degraded.steady_steps_per_s / as_is.steady_steps_per_s : 0.0;
+  if (!degraded_log.empty()) {
+    j["degraded_log"] = degraded_log;
+    j["nccl_lines"] = nccl_lines;
+  }
+  return j;
+}
+
 }  // namespace stallscope

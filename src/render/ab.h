@@ -13,5 +13,12 @@ namespace stallscope {
 std::string RenderAbTable(const AbRunFigures& as_is, const AbRunFigures& degraded,
                           const std::string& change);
 nlohmann::ordered_json AbFiguresToJson(const AbRunFigures& run);
+// The report's "ab" object: the command, the steps asked for, the change,
+// both runs' figures and B's speed against A's; with `degraded_log` (B's
+// output captured for NCCL_DEBUG), that file and its NCCL line count.
+nlohmann::ordered_json AbToJson(const std::string& command, int64_t steps,
+                                const std::string& change, const AbRunFigures& as_is,
+                                const AbRunFigures& degraded, const std::string& degraded_log,
+                                uint64_t nccl_lines);
 
 }  // namespace stallscope

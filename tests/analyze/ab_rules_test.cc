@@ -99,3 +99,36 @@ TEST(AbRules, WithinNoiseSaysNothingAndEnvChangesPickTheirLayer) {
 
 }  // namespace
 }  // namespace stallscope
+
+namespace stallscope {
+namespace {
+
+TEST(PlanAb, TheChangeFromTheFlagsOrTheFlagThatIsWrong) {
+  Result<AbPlan> plan = PlanAb(60, 0, 600, {"NCCL_P2P_DISABLE=1", "NCCL_DEBUG=INFO"}, 8);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->what, "num_workers=0 NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO");
+  EXPECT_TRUE(plan->nccl_debug);
+  EXPECT_EQ(plan->change.loader_workers, 0);
+  EXPECT_EQ(plan->change.cpu_count, 8);
+  ASSERT_EQ(plan->degraded_env.size(), 3u);
+  EXPECT_EQ(plan->degraded_env[0].first, "STALLSCOPE_LOADER_WORKERS");
+  EXPECT_EQ(plan->degraded_env[2].second, "INFO");
+  plan = PlanAb(60, -1, 600, {"OMP_NUM_THREADS=1"}, 8);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->change.loader_workers.has_value());
+  EXPECT_FALSE(plan->nccl_debug);
+
+  auto error = [](Result<AbPlan> p) { return p.ok() ? std::string() : p.status().message(); };
+  EXPECT_NE(error(PlanAb(1, 0, 600, {}, 8)).find("--steps 1"), std::string::npos);
+  EXPECT_NE(error(PlanAb(60, 2000, 600, {}, 8)).find("--loader-workers 2000"), std::string::npos);
+  EXPECT_NE(error(PlanAb(60, 0, 0, {}, 8)).find("--timeout"), std::string::npos);
+  EXPECT_NE(error(PlanAb(60, -1, 600, {"A B=1"}, 8)).find("expected NAME=VALUE"),
+            std::string::npos);
+  EXPECT_NE(error(PlanAb(60, -1, 600, {"=1"}, 8)).find("expected NAME=VALUE"), std::string::npos);
+  EXPECT_NE(error(PlanAb(60, -1, 600, {"STALLSCOPE_MAX_STEPS=3"}, 8)).find("ab's own"),
+            std::string::npos);
+  EXPECT_NE(error(PlanAb(60, -1, 600, {}, 8)).find("nothing to change"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stallscope

@@ -1,4 +1,4 @@
-#include "data/pack_index.h"
+#include "sample/pack_index.h"
 
 #include <fmt/format.h>
 

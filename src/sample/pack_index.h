@@ -1,6 +1,7 @@
 // The index (.idx) of a shard and the manifest.json of a packed folder,
 // schema stallscope.pack/1 (docs/pack-format.md): how they are written and
-// parsed. Pure functions over text; thread-safe.
+// parsed, and what a pack did (its summary). Pure functions over text;
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -54,5 +55,23 @@ inline constexpr std::string_view kPackSchema = "stallscope.pack/1";
 std::string ManifestToJson(const Manifest& m);
 // Errors name `source`; shard and index names must be plain file names.
 Result<Manifest> ParseManifest(std::string_view text, std::string_view source);
+
+// What a pack did (data/packer.h), as `pack` prints it (render/pack.h).
+struct SkippedFile {
+  std::string path;  // relative to SRC
+  std::string reason;
+};
+
+struct PackSummary {
+  Manifest manifest;
+  uint64_t files = 0;      // packed
+  uint64_t bytes_in = 0;   // of the packed files
+  uint64_t bytes_out = 0;  // of the shards
+  uint64_t hidden_skipped = 0;
+  std::vector<SkippedFile> skipped;  // with --skip-unreadable
+  uint64_t samples_skipped = 0;
+  bool verified = false;
+  double seconds = 0;
+};
 
 }  // namespace stallscope
