@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sample/pack_index.h"
 #include "data/tar_reader.h"
+#include "sample/pack_index.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

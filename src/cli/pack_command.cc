@@ -21,7 +21,6 @@
 namespace stallscope {
 namespace {
 
-
 std::string Bar(const PackProgress& p, double seconds) {
   double frac = p.bytes_total
                     ? static_cast<double>(p.bytes_done) / p.bytes_total

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "sample/pack_index.h"
 #include "data/shard_file.h"
+#include "sample/pack_index.h"
 
 namespace stallscope {
 
