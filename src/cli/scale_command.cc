@@ -218,10 +218,7 @@ CommandRunner SetupScale(CLI::App& app) {
                         static_cast<double>(MonotonicNs() - began_ns) / 1e9};
     if (flags->json) {
       nlohmann::ordered_json j = ReportToJson(header, report);
-      j["scale"] = ScaleToJson(analysis);
-      j["scale"]["command"] = command;
-      j["scale"]["steps"] = flags->steps;
-      j["scale"]["launcher"] = flags->launcher;
+      j["scale"] = ScaleToJson(analysis, command, flags->steps, flags->launcher);
       std::fputs((JsonText(j) + "\n").c_str(), stdout);
     } else {
       std::fputs(

@@ -148,7 +148,8 @@ std::string RenderScaleTable(const ScaleAnalysis& a) {
   return out;
 }
 
-nlohmann::ordered_json ScaleToJson(const ScaleAnalysis& a) {
+nlohmann::ordered_json ScaleToJson(const ScaleAnalysis& a, const std::string& command,
+                                   int64_t steps, const std::string& launcher) {
   nlohmann::ordered_json j;
   j["base_procs"] = a.base_procs;
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
@@ -173,6 +174,9 @@ nlohmann::ordered_json ScaleToJson(const ScaleAnalysis& a) {
     acc.push_back({{"k", x.k}, {"comm_ratio", x.comm_ratio}, {"efficiency", x.efficiency}});
   }
   j["gradient_accumulation"] = std::move(acc);
+  j["command"] = command;
+  j["steps"] = steps;
+  j["launcher"] = launcher;
   return j;
 }
 

@@ -28,6 +28,9 @@ std::string RenderNodeTable(const std::vector<NodeRow>& nodes);
 nlohmann::ordered_json NodesToJson(const std::vector<NodeRow>& nodes);
 
 std::string RenderScaleTable(const ScaleAnalysis& analysis);
-nlohmann::ordered_json ScaleToJson(const ScaleAnalysis& analysis);
+// The report's "scale" object: the analysis, then the command, the steps a
+// point ran and the launcher that started its ranks.
+nlohmann::ordered_json ScaleToJson(const ScaleAnalysis& analysis, const std::string& command,
+                                   int64_t steps, const std::string& launcher);
 
 }  // namespace stallscope
