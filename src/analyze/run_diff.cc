@@ -216,11 +216,14 @@ struct SideHost {
   std::optional<double> rank_cpu, worker_cpu, host_cpu, iowait;
   std::optional<double> rss_peak, rss_slope, swap_peak, swap_rate;
   std::string busiest_other;  // outside the tree, at least 25% of a CPU on average
+  // The interface toward the master (multi-node runs) and its rates, MiB/s.
+  std::string net_interface;
+  std::optional<double> net_rx, net_tx;
 };
 
 SideHost HostFigures(const std::vector<RunAnalysis>& runs) {
   SideHost h;
-  std::vector<double> util, await, read, rank_cpu, worker_cpu, host_cpu, iowait, swap;
+  std::vector<double> util, await, read, rank_cpu, worker_cpu, host_cpu, iowait, swap, rx, tx;
   double rss_peak = 0, swap_peak = 0;
   std::vector<double> slopes;
   std::map<std::string, double> other_cpu;
@@ -228,6 +231,7 @@ SideHost HostFigures(const std::vector<RunAnalysis>& runs) {
   for (const RunAnalysis& run : runs) {
     const Timeline& t = run.timeline;
     if (h.data_device.empty()) h.data_device = t.info.data_device;
+    if (h.net_interface.empty() && t.node) h.net_interface = t.node->net_interface;
     // The slope over the steps' span (start-up and the exit's freeing left
     // out), from at least kSlopeSamples samples in it.
     double from = 0, to = 1e300;
@@ -250,6 +254,8 @@ SideHost HostFigures(const std::vector<RunAnalysis>& runs) {
       host_cpu.push_back(s.cpu_busy_percent);
       iowait.push_back(s.cpu_iowait_percent);
       swap.push_back(s.swap_in_pages_per_s + s.swap_out_pages_per_s);
+      if (s.net_rx_bytes_per_s) rx.push_back(*s.net_rx_bytes_per_s / (1 << 20));
+      if (s.net_tx_bytes_per_s) tx.push_back(*s.net_tx_bytes_per_s / (1 << 20));
       rss_peak = std::max(rss_peak, static_cast<double>(s.tree_rss_bytes));
       swap_peak = std::max(swap_peak, static_cast<double>(s.swap_used_bytes));
       if (s.t >= from && s.t <= to) {
@@ -276,6 +282,8 @@ SideHost HostFigures(const std::vector<RunAnalysis>& runs) {
   h.host_cpu = mean(host_cpu);
   h.iowait = mean(iowait);
   h.swap_rate = mean(swap);
+  h.net_rx = mean(rx);
+  h.net_tx = mean(tx);
   h.rss_peak = rss_peak;
   h.swap_peak = swap_peak;
   if (!slopes.empty()) h.rss_slope = Mean(slopes);
@@ -378,6 +386,12 @@ void CompareHost(const SideHost& a, const SideHost& b, Changes& changes) {
   changes.Number("memory.swap_peak_bytes", a.swap_peak, b.swap_peak, "bytes", 64.0 * (1 << 20),
                  0.5);
   changes.Number("memory.swap_pages_per_s", a.swap_rate, b.swap_rate, "pages/s", 10, 0.5);
+  // The NIC toward the master: its rates only where both runs recorded them.
+  if (a.net_rx && b.net_rx) changes.Text("net.interface", a.net_interface, b.net_interface);
+  if (a.net_rx && b.net_rx) {
+    changes.Number("net.receive_mib_per_s", a.net_rx, b.net_rx, "MiB/s", 1, 0.2);
+    changes.Number("net.transmit_mib_per_s", a.net_tx, b.net_tx, "MiB/s", 1, 0.2);
+  }
 }
 
 // The baseline snapshot's parts diff compares, merged over a side's runs.
@@ -494,8 +508,29 @@ std::string JoinHosts(const std::vector<std::string>& hosts) {
 
 }  // namespace
 
-RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysis>& b) {
+std::optional<DiffGpuSide> GpuSideOf(const std::vector<TraceRankBreakdown>& ranks) {
+  DiffGpuSide g;
+  for (const TraceRankBreakdown& r : ranks) {
+    if (!r.temporal || r.steps.empty()) continue;
+    const double steps = static_cast<double>(r.steps.size());
+    g.compute_s += r.temporal->compute_us / 1e6 / steps;
+    g.non_compute_s += r.temporal->non_compute_us / 1e6 / steps;
+    g.idle_s += r.temporal->idle_us / 1e6 / steps;
+    g.steps += static_cast<int64_t>(r.steps.size());
+    ++g.ranks;
+  }
+  if (g.ranks == 0) return std::nullopt;
+  g.compute_s /= g.ranks;
+  g.non_compute_s /= g.ranks;
+  g.idle_s /= g.ranks;
+  return g;
+}
+
+RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysis>& b,
+                 const std::optional<DiffGpuSide>& gpu_a, const std::optional<DiffGpuSide>& gpu_b) {
   RunDiff d;
+  d.gpu_a = gpu_a;
+  d.gpu_b = gpu_b;
   const SideSteps sa = CollectSteps(a), sb = CollectSteps(b);
   d.a = Describe(a, sa);
   d.b = Describe(b, sb);
@@ -564,7 +599,42 @@ RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysi
       if (c.cause) causes.push_back(DiffChange{c.what, c.a_s, c.b_s, "s/step", c.share});
     }
   }
+  if (gpu_a && gpu_b) {
+    // The GPU's view of the same step. No per-step spread here (the traces
+    // cover a window of steps): a part is a cause when the step changed and
+    // the part is not under 2 ms and under 10% of its value.
+    const double total = d.a.step_s && d.b.step_s ? *d.b.step_s - *d.a.step_s : 0;
+    auto gpu = [&](const char* what, double a_s, double b_s) {
+      DiffComponent c{what, a_s, b_s, std::nullopt, false};
+      if (d.step_change_beyond_noise && total != 0) {
+        c.share = c.change_s() / total;
+        const double change = std::abs(c.change_s());
+        c.cause = !(change < kDiffMinChangeSeconds &&
+                    change < kDiffMinChangeFraction * std::max(a_s, b_s));
+      }
+      d.gpu_components.push_back(c);
+    };
+    gpu("gpu.compute", gpu_a->compute_s, gpu_b->compute_s);
+    gpu("gpu.communication_and_copies", gpu_a->non_compute_s, gpu_b->non_compute_s);
+    gpu("gpu.idle", gpu_a->idle_s, gpu_b->idle_s);
+    std::stable_sort(d.gpu_components.begin(), d.gpu_components.end(),
+                     [](const DiffComponent& x, const DiffComponent& y) {
+                       return x.share.value_or(-1e9) > y.share.value_or(-1e9);
+                     });
+    for (const DiffComponent& c : d.gpu_components) {
+      if (c.cause) causes.push_back(DiffChange{c.what, c.a_s, c.b_s, "s/step", c.share});
+    }
+  } else if (gpu_a || gpu_b) {
+    d.notes.push_back(fmt::format(
+        "{}: no profiler trace with GPU rows beside the run file (record with stallscope run "
+        "--profile A:B on a GPU job): the GPU's time is not compared",
+        fmt::join(gpu_a ? d.b.files : d.a.files, " ")));
+  }
 
+  // Both decompositions' causes by share, largest first: of the same change.
+  std::stable_sort(causes.begin(), causes.end(), [](const DiffChange& x, const DiffChange& y) {
+    return x.share.value_or(-1e9) > y.share.value_or(-1e9);
+  });
   d.changes = std::move(causes);
   Changes changes(&d.changes);
   changes.Text("command", d.a.command, d.b.command);

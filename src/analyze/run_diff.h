@@ -27,8 +27,15 @@
 //   settings, what the loader read, the data disk, the tree's CPU by role,
 //   the host's CPU, memory (RSS peak and slope, swap), the NCCL/torch
 //   environment and the host of the baseline snapshot, the command line,
-//   the world size, and findings present in one run and not the other.
-//   Numbers change when they moved by more than a stated margin each.
+//   the world size, the NIC toward the master (multi-node runs), and
+//   findings present in one run and not the other. Numbers change when they
+//   moved by more than a stated margin each.
+// - The step on the GPU, where both sides have profiler traces (`run
+//   --profile`, RUN.db.traces/): HTA's temporal breakdown a step, mean over
+//   the ranks: the kernels' compute, their communication and copies, and the
+//   GPU's idle time in its active window. A second decomposition of the same
+//   step, seen from the GPU: its shares are of the same change in step time
+//   and are not added to the hook's.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +46,7 @@
 #include <vector>
 
 #include "analyze/run_analysis.h"
+#include "analyze/trace_breakdown.h"
 
 namespace stallscope {
 
@@ -90,6 +98,19 @@ struct DiffChange {
   std::optional<double> share;  // the step components' share; nullopt for the others
 };
 
+// The GPU's side of one run's steps, from its profiler traces: a step's
+// seconds, mean over the ranks with GPU rows.
+struct DiffGpuSide {
+  int ranks = 0;      // traces with GPU rows
+  int64_t steps = 0;  // kept steps, over those ranks
+  double compute_s = 0;
+  double non_compute_s = 0;  // communication, memcpy and memset
+  double idle_s = 0;
+};
+
+// nullopt: no trace with GPU rows and steps (a CPU-only trace, or none).
+std::optional<DiffGpuSide> GpuSideOf(const std::vector<TraceRankBreakdown>& ranks);
+
 struct RunDiff {
   DiffSide a, b;
   std::optional<double> slowdown;  // nullopt: a side without steps
@@ -99,12 +120,19 @@ struct RunDiff {
   bool same_world_size = false;
   std::vector<DiffRank> ranks;  // ranks with steps on both sides
   std::vector<DiffComponent> components;
+  // "gpu.compute", "gpu.communication_and_copies", "gpu.idle": where both
+  // sides have GPU traces; by share as `components`.
+  std::vector<DiffComponent> gpu_components;
+  std::optional<DiffGpuSide> gpu_a, gpu_b;
   // The causes among the components first (by share, largest first), then
   // the other changes in a fixed order.
   std::vector<DiffChange> changes;
   std::vector<std::string> notes;  // what could not be compared, by file
 };
 
-RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysis>& b);
+// `gpu_a`, `gpu_b`: each side's GPU figures (GpuSideOf), where it has them.
+RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysis>& b,
+                 const std::optional<DiffGpuSide>& gpu_a = std::nullopt,
+                 const std::optional<DiffGpuSide>& gpu_b = std::nullopt);
 
 }  // namespace stallscope

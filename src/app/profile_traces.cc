@@ -91,6 +91,27 @@ FindingsWithNotes JudgeProfileTraces(const std::string& dir, const TraceStepRang
   return out;
 }
 
+std::vector<TraceRankBreakdown> ReadRunTraces(const std::vector<std::string>& run_paths,
+                                              std::vector<std::string>& notes) {
+  std::vector<TraceRankBreakdown> out;
+  TraceOptions options;
+  options.include_last_step = true;  // the hook closed the window after step B
+  for (const std::string& run : run_paths) {
+    const std::string dir = ProfileTraceDir(run);
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    Result<std::vector<std::string>> files = TraceFilesIn(dir);
+    if (!files.ok()) continue;  // an empty directory: the window never opened
+    Result<std::vector<TraceRankBreakdown>> ranks = BreakDownTraceFiles(*files, options, {});
+    if (!ranks.ok()) {
+      notes.push_back("traces of " + run + ": " + ranks.status().message());
+      continue;
+    }
+    for (TraceRankBreakdown& r : *ranks) out.push_back(std::move(r));
+  }
+  return out;
+}
+
 Status MakeProfileDir(const std::string& dir) {
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return Status::FromErrno("cannot make " + dir, errno);

@@ -27,6 +27,12 @@ Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<st
 // Where `run --profile` has the hook write its traces: RUN.db.traces/.
 std::string ProfileTraceDir(const std::string& run_path);
 
+// The traces beside each run file (RUN.db.traces/, every step the hook
+// recorded), for `diff`: none where a run has no such directory; a trace
+// that cannot be read is a note naming it, and the others are still read.
+std::vector<TraceRankBreakdown> ReadRunTraces(const std::vector<std::string>& run_paths,
+                                              std::vector<std::string>& notes);
+
 // RUN.db.traces/ made, or emptied of an earlier run's rank*.json (the run
 // file itself is only overwritten with --force). A path there that is not a
 // directory of its own (a file, a symlink) is an error: nothing outside the

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "app/profile_traces.h"
 #include "app/run_files.h"
 #include "cli/commands.h"
 #include "cli/run_analysis.h"
@@ -74,7 +75,12 @@ CommandRunner SetupDiff(CLI::App& app) {
     std::vector<RunAnalysis> side_a, side_b;
     if (Status s = read(a, &side_a); !s.ok()) return Fail("diff", s, /*usage=*/false);
     if (Status s = read(b, &side_b); !s.ok()) return Fail("diff", s, /*usage=*/false);
-    RunDiff diff = DiffRuns(side_a, side_b);
+    // The GPU's time where the runs were profiled (run --profile).
+    std::vector<std::string> trace_notes;
+    std::optional<DiffGpuSide> gpu_a = GpuSideOf(ReadRunTraces(a, trace_notes));
+    std::optional<DiffGpuSide> gpu_b = GpuSideOf(ReadRunTraces(b, trace_notes));
+    RunDiff diff = DiffRuns(side_a, side_b, gpu_a, gpu_b);
+    diff.notes.insert(diff.notes.end(), trace_notes.begin(), trace_notes.end());
     if (!flags->html.empty()) {
       if (Status s = WriteFileAtomically(flags->html, RenderDiffHtml(diff)); !s.ok()) {
         return Fail("diff", s, /*usage=*/false);

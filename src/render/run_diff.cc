@@ -106,6 +106,18 @@ std::string RenderDiffText(const RunDiff& d) {
                          c.cause ? "  <- " + CauseMark(c) : "");
     }
   }
+  if (!d.gpu_components.empty()) {
+    out += fmt::format(
+        "\nthe step on the GPU, from the profiler traces ({} and {} rank(s); the same change, "
+        "seen from the GPU):\n",
+        d.gpu_a->ranks, d.gpu_b->ranks);
+    for (const DiffComponent& c : d.gpu_components) {
+      out += fmt::format("  {:<28} {:>10} -> {:>10}  {:>10}  {:>6}{}\n", c.what, Ms(c.a_s),
+                         Ms(c.b_s), SignedMs(c.change_s()),
+                         c.share ? fmt::format("{:.0f}%", 100 * *c.share) : "-",
+                         c.cause ? "  <- " + CauseMark(c) : "");
+    }
+  }
   bool others = false;
   for (const DiffChange& c : d.changes) {
     if (c.share) continue;
@@ -150,6 +162,21 @@ Json DiffJson(const RunDiff& d) {
                           {"cause", c.cause}});
   }
   j["components"] = components;
+  if (d.gpu_a && d.gpu_b) {
+    Json gpu = Json::array();
+    for (const DiffComponent& c : d.gpu_components) {
+      gpu.push_back({{"what", c.what},
+                     {"a", c.a_s},
+                     {"b", c.b_s},
+                     {"unit", "s/step"},
+                     {"change", c.change_s()},
+                     {"share_of_slowdown", c.share ? Json(*c.share) : Json()},
+                     {"cause", c.cause}});
+    }
+    j["gpu_components"] = gpu;
+    j["gpu_ranks"] = {{"a", d.gpu_a->ranks}, {"b", d.gpu_b->ranks}};
+    j["gpu_steps"] = {{"a", d.gpu_a->steps}, {"b", d.gpu_b->steps}};
+  }
   Json changes = Json::array();
   for (const DiffChange& c : d.changes) {
     Json e;
@@ -210,6 +237,19 @@ std::string RenderDiffHtml(const RunDiff& d) {
         "<h2>The step, a step</h2>\n<table class=\"components\"><tr><th>part</th><th>A</th>"
         "<th>B</th><th>change</th><th>share of the change</th><th></th></tr>\n";
     for (const DiffComponent& c : d.components) {
+      out += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+          e(c.what), Ms(c.a_s), Ms(c.b_s), SignedMs(c.change_s()),
+          c.share ? fmt::format("{:.0f}%", 100 * *c.share) : "-", e(CauseMark(c)));
+    }
+    out += "</table>\n";
+  }
+  if (!d.gpu_components.empty()) {
+    out +=
+        "<h2>The step on the GPU (profiler traces)</h2>\n<table class=\"components\"><tr>"
+        "<th>part</th><th>A</th><th>B</th><th>change</th><th>share of the change</th><th></th>"
+        "</tr>\n";
+    for (const DiffComponent& c : d.gpu_components) {
       out += fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
           e(c.what), Ms(c.a_s), Ms(c.b_s), SignedMs(c.change_s()),

@@ -205,6 +205,82 @@ TEST(DiffRuns, HostAndDiskFiguresBeyondTheirMargins) {
   EXPECT_EQ(cpus->b, 4);
 }
 
+TEST(DiffRuns, TheNicTowardTheMasterWhereBothRunsRecordedIt) {
+  Timeline a = Job(1, 40, 0.1, 0.01);
+  Timeline b = Job(1, 40, 0.1, 0.01);
+  a.node = NodeInfo{};
+  a.node->net_interface = "eth0";
+  b.node = a.node;
+  for (TimelineSample& s : a.samples)
+    s.net_rx_bytes_per_s = s.net_tx_bytes_per_s = 400.0 * (1 << 20);
+  for (TimelineSample& s : b.samples) {
+    s.net_rx_bytes_per_s = 90.0 * (1 << 20);   // from 400 MiB/s: listed
+    s.net_tx_bytes_per_s = 380.0 * (1 << 20);  // 5%: under its 20% margin
+  }
+  RunDiff d = DiffRuns({Analyzed("a.db", a)}, {Analyzed("b.db", b)});
+  const DiffChange* rx = Change(d, "net.receive_mib_per_s");
+  ASSERT_NE(rx, nullptr);
+  EXPECT_DOUBLE_EQ(rx->a.get<double>(), 400);
+  EXPECT_DOUBLE_EQ(rx->b.get<double>(), 90);
+  EXPECT_EQ(rx->unit, "MiB/s");
+  EXPECT_EQ(Change(d, "net.transmit_mib_per_s"), nullptr);
+  EXPECT_EQ(Change(d, "net.interface"), nullptr);  // the same NIC
+  // One side without rates (a single-node run): nothing compared.
+  Timeline c = Job(1, 40, 0.1, 0.01);
+  d = DiffRuns({Analyzed("a.db", a)}, {Analyzed("c.db", c)});
+  EXPECT_EQ(Change(d, "net.receive_mib_per_s"), nullptr);
+}
+
+TraceRankBreakdown GpuRank(int rank, int steps, double compute_ms, double other_ms,
+                           double idle_ms) {
+  TraceRankBreakdown r;
+  r.rank = rank;
+  for (int i = 0; i < steps; ++i) r.steps.push_back(i);
+  r.temporal = TemporalBreakdown{};
+  r.temporal->compute_us = compute_ms * 1e3 * steps;
+  r.temporal->non_compute_us = other_ms * 1e3 * steps;
+  r.temporal->idle_us = idle_ms * 1e3 * steps;
+  return r;
+}
+
+TEST(DiffRuns, TheStepOnTheGpuFromTraces) {
+  // Two ranks each; B's GPU waits 60 ms more a step (its loader starved it).
+  std::optional<DiffGpuSide> ga = GpuSideOf({GpuRank(0, 5, 80, 10, 8), GpuRank(1, 5, 80, 10, 12)});
+  std::optional<DiffGpuSide> gb = GpuSideOf({GpuRank(0, 5, 80, 10, 68), GpuRank(1, 5, 80, 10, 72)});
+  ASSERT_TRUE(ga && gb);
+  EXPECT_EQ(ga->ranks, 2);
+  EXPECT_EQ(ga->steps, 10);
+  EXPECT_NEAR(ga->idle_s, 0.010, 1e-12);
+  EXPECT_NEAR(gb->idle_s, 0.070, 1e-12);
+  EXPECT_NEAR(ga->compute_s, 0.080, 1e-12);
+  RunDiff d = DiffRuns({Analyzed("a.db", Job(1, 40, 0.100, 0.002))},
+                       {Analyzed("b.db", Job(1, 40, 0.160, 0.062))}, ga, gb);
+  ASSERT_EQ(d.gpu_components.size(), 3u);
+  EXPECT_EQ(d.gpu_components[0].what, "gpu.idle");
+  ASSERT_TRUE(d.gpu_components[0].share);
+  EXPECT_NEAR(*d.gpu_components[0].share, 1.0, 0.03);
+  EXPECT_TRUE(d.gpu_components[0].cause);
+  for (size_t i = 1; i < 3; ++i) EXPECT_FALSE(d.gpu_components[i].cause) << i;
+  const DiffChange* idle = Change(d, "gpu.idle");
+  ASSERT_NE(idle, nullptr);
+  ASSERT_TRUE(idle->share);
+  EXPECT_EQ(Change(d, "gpu.compute"), nullptr);
+  // Causes by share over both decompositions: data_wait and gpu.idle lead.
+  ASSERT_GE(d.changes.size(), 2u);
+  EXPECT_GE(*d.changes[0].share, *d.changes[1].share);
+
+  // A CPU-only trace has no GPU side; one side only is a note naming the other.
+  TraceRankBreakdown cpu;
+  cpu.steps = {0, 1};
+  EXPECT_FALSE(GpuSideOf({cpu}));
+  d = DiffRuns({Analyzed("a.db", Job(1, 40, 0.1, 0.01))}, {Analyzed("b.db", Job(1, 40, 0.1, 0.01))},
+               ga, std::nullopt);
+  EXPECT_TRUE(d.gpu_components.empty());
+  bool noted = false;
+  for (const std::string& n : d.notes) noted |= n.rfind("b.db: no profiler trace", 0) == 0;
+  EXPECT_TRUE(noted);
+}
+
 TEST(DiffRuns, SeveralFilesASideAreOneJob) {
   // Two nodes' files a side, rank 1 on the second node slowed in B.
   Timeline a0 = Job(1, 40, 0.1, 0.01), a1 = Job(1, 40, 0.1, 0.01);

@@ -16,6 +16,17 @@ DataLoader), one thing changed at a time.
   share, and nothing else listed.
 - The same job with an NCCL variable set: env.NCCL_P2P_DISABLE is listed,
   and still no cause.
+- The data moved from the local disk (in the page cache) to a loop device
+  whose reads a blkio/io cgroup throttles to 6 MiB/s, its cache dropped
+  (the guide's story of images moved to slower storage): the data wait
+  first, the data disk listed as changed to the loop device. Needs root
+  (skips with a message without it; fails under CI=true).
+- GPU time from profiler traces: the same pair with HTA's trace_diff
+  traces (../shared/traces/hta/trace_diff, control and test) beside the run
+  files as `run --profile` leaves them (RUN.db.traces/): the GPU's parts a
+  step, each equal to `stallscope trace`'s temporal breakdown over its
+  steps; no cause (the step did not change). Outside CI a missing
+  ../shared skips this part with a message; with CI=true it fails.
 - `--html F`: the page charts both runs and lists the changes; an existing
   F is not overwritten without --force.
 - Bad input: a file that is not a run file names the file (exit 1); one run
@@ -24,6 +35,7 @@ DataLoader), one thing changed at a time.
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -33,6 +45,7 @@ import e2e_common as common  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "train_cpu.py")
+IO_JOB = os.path.join(ROOT, "tests", "e2e", "jobs", "io_stories.py")
 
 
 class Diff(unittest.TestCase):
@@ -56,6 +69,47 @@ class Diff(unittest.TestCase):
 
     def diff(self, a, b):
         return common.run_json(self, ["diff", a, b, "--json"])
+
+    def make_folder(self, folder, files, drop_cache):
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        args = ["/usr/bin/python3", IO_JOB, "--make-dir", folder, str(files), "--file-kib", "48"]
+        proc = subprocess.run(args + (["--drop-cache"] if drop_cache else []),
+                              capture_output=True, env=env, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr.decode()[-2000:])
+
+    def test_data_moved_to_throttled_storage(self):
+        # B's images on a loop device read at 6 MiB/s, their cache dropped:
+        # one epoch of 400 files of 48 KiB takes about 3 s to read there,
+        # against 25 steps of 40 ms on A's cached copy.
+        mnt, loop, into_cgroup = common.throttled_loop_mount(self, self.tmp, 6 << 20)
+        local = os.path.join(self.tmp, "local-images")
+        moved = os.path.join(mnt, "images")
+        self.make_folder(local, 400, drop_cache=False)
+        self.make_folder(moved, 400, drop_cache=True)
+        job = ["--epochs", "1", "--batch-size", "16", "--decode-ms", "2", "--step-ms", "40"]
+
+        def record(name, folder, preexec=None):
+            out = os.path.join(self.tmp, name + ".db")
+            rc, _, err, _ = common.run(
+                ["run", "--interval", "0.25", "--data", folder, "--out", out, "--",
+                 "/usr/bin/python3", IO_JOB, "--dir", folder] + job,
+                timeout=180, preexec=preexec)
+            self.assertEqual(rc, 0, err[-3000:])
+            return out
+
+        a = record("local", local)
+        b = record("throttled", moved, preexec=into_cgroup)
+        d = self.diff(a, b)
+        self.assertGreater(d["slowdown"], 1.5, d)
+        self.assertTrue(d["step_change_beyond_noise"])
+        first = d["changes"][0]
+        self.assertEqual(first["what"], "data_wait", d["changes"])
+        self.assertGreater(first["share_of_slowdown"], 0.5, first)
+        listed = {x["what"]: x for x in d["changes"]}
+        self.assertIn("disk.data_device", listed, d["changes"])
+        self.assertEqual(listed["disk.data_device"]["b"], os.path.basename(loop))
+        self.assertNotEqual(listed["disk.data_device"]["a"], os.path.basename(loop))
+        self.assertNotIn("loader.num_workers", listed)
 
     def test_workers_two_to_zero(self):
         # Each step sleeps 60 ms (a device's step time): two workers decode
@@ -106,6 +160,47 @@ class Diff(unittest.TestCase):
         with open(page) as f:
             self.assertEqual(f.read(), html)
 
+    def check_gpu_time_from_traces(self, a, b):
+        shared = os.path.join(os.path.dirname(ROOT), "shared", "traces", "hta", "trace_diff")
+        if not os.path.isdir(shared):
+            if os.environ.get("CI") == "true":
+                self.fail("%s is missing (CI=true): the real traces are part of the test" % shared)
+            sys.stderr.write("\n  %s is missing: diff's GPU time not checked (it runs in CI)\n"
+                             % shared)
+            return
+        expected = {}
+        for side, db, name in (("a", a, "control"), ("b", b, "test")):
+            trace = os.path.join(shared, name, name + ".json.gz")
+            os.makedirs(db + ".traces", exist_ok=True)
+            shutil.copy(trace, os.path.join(db + ".traces", name + ".json.gz"))
+            t = common.run_json(self, ["trace", trace, "--json", "--include-last-step"])
+            r = t["ranks"][0]
+            steps = len(r["steps"])
+            tb = r["temporal"]
+            expected[side] = {"gpu.compute": tb["compute_us"] / 1e6 / steps,
+                              "gpu.communication_and_copies": tb["non_compute_us"] / 1e6 / steps,
+                              "gpu.idle": tb["idle_us"] / 1e6 / steps, "steps": steps}
+        try:
+            d = self.diff(a, b)
+            rc, text, err, _ = common.run(["diff", a, b])
+        finally:
+            shutil.rmtree(a + ".traces")
+            shutil.rmtree(b + ".traces")
+        self.assertEqual(d["gpu_ranks"], {"a": 1, "b": 1})
+        self.assertEqual(d["gpu_steps"], {"a": expected["a"]["steps"], "b": expected["b"]["steps"]})
+        parts = {c["what"]: c for c in d["gpu_components"]}
+        self.assertEqual(sorted(parts), ["gpu.communication_and_copies", "gpu.compute", "gpu.idle"])
+        for what, c in parts.items():
+            self.assertAlmostEqual(c["a"], expected["a"][what], places=9)
+            self.assertAlmostEqual(c["b"], expected["b"][what], places=9)
+            self.assertEqual(c["unit"], "s/step")
+            if not d["step_change_beyond_noise"]:
+                self.assertIsNone(c["share_of_slowdown"])
+                self.assertFalse(c["cause"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("the step on the GPU, from the profiler traces (1 and 1 rank(s)", text)
+        self.assertRegex(text, r"gpu\.idle +[0-9.]+ ms ->")
+
     def test_slower_decode(self):
         job = ["--batch-size", "16", "--epochs", "2", "--steps-per-epoch", "20", "--workers", "1",
                "--step-ms", "10"]
@@ -133,6 +228,8 @@ class Diff(unittest.TestCase):
             self.assertIsNone(c["share_of_slowdown"], c)
         self.assertEqual([c for c in d["changes"] if c["share_of_slowdown"] is not None], [])
         self.assertEqual([c["what"] for c in d["changes"] if c["what"].startswith(("loader.", "env.", "command"))], [])
+
+        self.check_gpu_time_from_traces(a, b)
 
         env = dict(os.environ, NCCL_P2P_DISABLE="1")
         c = self.record("env", job, env=env)

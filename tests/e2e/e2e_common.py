@@ -1,5 +1,6 @@
 """Shared pieces of the end-to-end tests: running the real binary, reading
-its JSON, and memory cgroups made for one test and always removed.
+its JSON, memory cgroups made for one test and always removed, and a loop
+device whose reads a blkio/io cgroup throttles.
 
 The scripts run as `/usr/bin/python3 SCRIPT PATH_TO_STALLSCOPE`; only the
 standard library is used.
@@ -9,6 +10,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -354,3 +356,75 @@ def parse_size(text):
         raise ValueError("not a size: %r" % text)
     scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
     return float(m.group(1)) * scale[m.group(2)]
+
+
+def skip_or_fail(why):
+    """Skips the test with `why`, or fails it under CI=true (it must run there)."""
+    if os.environ.get("CI") == "true":
+        raise AssertionError(why + " (CI=true: this test must run)")
+    raise unittest.SkipTest(why)
+
+
+def _sh(*args):
+    proc = subprocess.run(list(args), capture_output=True, timeout=120)
+    if proc.returncode != 0:
+        raise AssertionError("%s: %s" % (" ".join(args), proc.stderr.decode()))
+    return proc.stdout.decode().strip()
+
+
+def _throttle_cgroup(test, major, minor, read_bps):
+    """A blkio (v1) or io (v2) cgroup reading major:minor at read_bps; its
+    cgroup.procs path. Removed when the test ends."""
+    name = "stallscope-e2e-io-%d-%d" % (os.getpid(), minor)
+    v1 = "/sys/fs/cgroup/blkio"
+    if os.path.isdir(v1):
+        path = os.path.join(v1, name)
+        os.mkdir(path)
+        test.addCleanup(os.rmdir, path)
+        with open(os.path.join(path, "blkio.throttle.read_bps_device"), "w") as f:
+            f.write("%d:%d %d" % (major, minor, read_bps))
+        return os.path.join(path, "cgroup.procs")
+    root = "/sys/fs/cgroup"
+    if not os.path.exists(os.path.join(root, "cgroup.controllers")):
+        skip_or_fail("neither a cgroup v1 blkio hierarchy nor cgroup v2 here")
+    with open(os.path.join(root, "cgroup.controllers")) as f:
+        if "io" not in f.read().split():
+            skip_or_fail("the cgroup v2 io controller is not available")
+    with open(os.path.join(root, "cgroup.subtree_control"), "w") as f:
+        f.write("+io")
+    path = os.path.join(root, name)
+    os.mkdir(path)
+    test.addCleanup(os.rmdir, path)
+    with open(os.path.join(path, "io.max"), "w") as f:
+        f.write("%d:%d rbps=%d" % (major, minor, read_bps))
+    return os.path.join(path, "cgroup.procs")
+
+
+def throttled_loop_mount(test, tmp, read_bps, size_bytes=192 << 20):
+    """An ext4 loop device mounted under tmp, and a cgroup that reads it at
+    read_bps: (mount point, loop device, a preexec_fn that puts the child in
+    that cgroup). Skips (fails under CI=true) without root or the tools.
+    Everything is undone when the test ends, pass or fail."""
+    if os.geteuid() != 0:
+        skip_or_fail("a loop device and a blkio cgroup need root")
+    for tool_name in ("losetup", "mkfs.ext4", "mount"):
+        if not shutil.which(tool_name):
+            skip_or_fail("%s is missing" % tool_name)
+    image = os.path.join(tmp, "disk-%d.img" % len(os.listdir(tmp)))
+    with open(image, "wb") as f:
+        f.truncate(size_bytes)
+    _sh("mkfs.ext4", "-q", "-F", image)
+    loop = _sh("losetup", "--find", "--show", image)
+    test.addCleanup(subprocess.run, ["losetup", "-d", loop], capture_output=True)
+    mnt = image + ".mnt"
+    os.mkdir(mnt)
+    _sh("mount", loop, mnt)
+    test.addCleanup(subprocess.run, ["umount", "-l", mnt], capture_output=True)
+    rdev = os.stat(loop).st_rdev
+    procs = _throttle_cgroup(test, os.major(rdev), os.minor(rdev), read_bps)
+
+    def into_cgroup():
+        with open(procs, "w") as f:
+            f.write(str(os.getpid()))
+
+    return mnt, loop, into_cgroup

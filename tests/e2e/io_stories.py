@@ -55,10 +55,7 @@ def have_torch():
     return subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
 
 
-def skip_or_fail(why):
-    if os.environ.get("CI") == "true":
-        raise AssertionError(why + " (CI=true: this test must run)")
-    raise unittest.SkipTest(why)
+skip_or_fail = e2e.skip_or_fail
 
 
 def make(*args):
@@ -179,63 +176,11 @@ class ColdCache(unittest.TestCase):
     def setUpClass(cls):
         if not have_torch():
             skip_or_fail("%s cannot import torch (apt install python3-torch)" % PYTHON)
-        if os.geteuid() != 0:
-            skip_or_fail("a loop device and a blkio cgroup need root")
-        for tool in ("losetup", "mkfs.ext4", "mount"):
-            if not shutil.which(tool):
-                skip_or_fail("%s is missing" % tool)
-
-    def sh(self, *args):
-        proc = subprocess.run(list(args), capture_output=True, timeout=120)
-        self.assertEqual(proc.returncode, 0, "%s: %s" % (" ".join(args), proc.stderr.decode()))
-        return proc.stdout.decode().strip()
-
-    def throttle_cgroup(self, major, minor):
-        """A blkio (v1) or io (v2) cgroup reading major:minor at READ_BPS;
-        returns its cgroup.procs path."""
-        name = "stallscope-e2e-io-%d" % os.getpid()
-        v1 = "/sys/fs/cgroup/blkio"
-        if os.path.isdir(v1):
-            path = os.path.join(v1, name)
-            os.mkdir(path)
-            self.addCleanup(os.rmdir, path)
-            with open(os.path.join(path, "blkio.throttle.read_bps_device"), "w") as f:
-                f.write("%d:%d %d" % (major, minor, self.READ_BPS))
-            return os.path.join(path, "cgroup.procs")
-        root = "/sys/fs/cgroup"
-        if not os.path.exists(os.path.join(root, "cgroup.controllers")):
-            skip_or_fail("neither a cgroup v1 blkio hierarchy nor cgroup v2 here")
-        with open(os.path.join(root, "cgroup.controllers")) as f:
-            if "io" not in f.read().split():
-                skip_or_fail("the cgroup v2 io controller is not available")
-        with open(os.path.join(root, "cgroup.subtree_control"), "w") as f:
-            f.write("+io")
-        path = os.path.join(root, name)
-        os.mkdir(path)
-        self.addCleanup(os.rmdir, path)
-        with open(os.path.join(path, "io.max"), "w") as f:
-            f.write("%d:%d rbps=%d" % (major, minor, self.READ_BPS))
-        return os.path.join(path, "cgroup.procs")
 
     def test_first_epoch_reads_the_disk_and_the_later_ones_the_cache(self):
-        image = os.path.join(TMP, "disk.img")
-        with open(image, "wb") as f:
-            f.truncate(192 << 20)
-        self.sh("mkfs.ext4", "-q", "-F", image)
-        loop = self.sh("losetup", "--find", "--show", image)
-        self.addCleanup(subprocess.run, ["losetup", "-d", loop], capture_output=True)
-        mnt = os.path.join(TMP, "mnt")
-        os.mkdir(mnt)
-        self.sh("mount", loop, mnt)
-        self.addCleanup(subprocess.run, ["umount", "-l", mnt], capture_output=True)
-        rdev = os.stat(loop).st_rdev
-        procs = self.throttle_cgroup(os.major(rdev), os.minor(rdev))
+        mnt, loop, into_cgroup = e2e.throttled_loop_mount(self, TMP, self.READ_BPS)
         folder = os.path.join(mnt, "images")
         make("--make-dir", folder, "1200", "--file-kib", "48", "--drop-cache")
-
-        def into_cgroup():
-            with open(procs, "w") as f:
-                f.write(str(os.getpid()))
 
         # Later epochs: 75 steps of 40 ms, the 2 workers decoding a batch in
         # 16 ms, so they keep up with room to spare (a loaded host's
