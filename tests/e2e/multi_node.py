@@ -147,6 +147,26 @@ class TwoNodes(unittest.TestCase):
         self.assertEqual({r["rank"]: r["steps"] for r in self.report["ranks"]}, counted)
         self.assertEqual(sorted(counted), [0, 1])
 
+    def test_diff_of_two_jobs_across_nodes(self):
+        # diff --a A1 --a A2 --b B1 --b B2: the healthy job (each rank 300 ms
+        # a step) against this one (rank 1 on node-b 200 ms slower a step,
+        # rank 0 waiting for it in the sync): each side one job of two nodes.
+        healthy = FILES.get("healthy")
+        if healthy is None:
+            _, healthy, _ = record_two_nodes(self, "healthy-for-diff", slow_rank=None)
+        args = ["diff", "--a", healthy[0], "--a", healthy[1],
+                "--b", self.files[0], "--b", self.files[1], "--json"]
+        d = e2e.run_json(self, args)
+        self.assertEqual(d["a"]["files"], healthy)
+        self.assertEqual(d["b"]["files"], self.files)
+        self.assertEqual((d["a"]["world_size"], d["b"]["world_size"]), (2, 2))
+        self.assertTrue(d["same_world_size"])
+        self.assertTrue({"node-a", "node-b"} <= set(d["a"]["hosts"]), d["a"]["hosts"])
+        self.assertEqual([r["rank"] for r in d["ranks"]], [0, 1])
+        # The two sides' steps pooled over both files: every counted step.
+        self.assertEqual(d["b"]["steps"], sum(r["steps"] for r in self.report["ranks"]))
+        self.assertFalse(any(c["what"].startswith("loader.") for c in d["changes"]), d["changes"])
+
     def test_text_report_has_the_node_table(self):
         rc, text, err, _ = e2e.run(["report"] + self.files)
         self.assertEqual(rc, 0, err)
@@ -227,7 +247,8 @@ class TwoNodes(unittest.TestCase):
 @unittest.skipUnless(have_torch(), "needs Debian's python3-torch at /usr/bin/python3")
 class HealthyTwoNodes(unittest.TestCase):
     def test_no_straggler(self):
-        report, _, _ = record_two_nodes(self, "healthy", slow_rank=None)
+        report, files, _ = record_two_nodes(self, "healthy", slow_rank=None)
+        FILES["healthy"] = files
         self.assertIsNone(e2e.finding(report, "distributed.straggler"),
                           json.dumps(report["findings"], indent=1))
         self.assertEqual(len(report["nodes"]), 2)
