@@ -81,6 +81,51 @@ std::string CauseMark(const DiffComponent& c) {
   return c.share && *c.share < 0 ? "beyond noise, against the change" : "a cause";
 }
 
+std::string ShareText(const DiffComponent& c) {
+  return c.share ? fmt::format("{:.0f}%", 100 * *c.share) : "-";
+}
+
+// One line a part: A -> B, the change, its share; `width`: the names' column.
+std::string ComponentLines(const std::vector<DiffComponent>& parts, int width) {
+  std::string out;
+  for (const DiffComponent& c : parts) {
+    out += fmt::format("  {:<{}} {:>10} -> {:>10}  {:>10}  {:>6}{}\n", c.what, width, Ms(c.a_s),
+                       Ms(c.b_s), SignedMs(c.change_s()), ShareText(c),
+                       c.cause ? "  <- " + CauseMark(c) : "");
+  }
+  return out;
+}
+
+Json ComponentsJson(const std::vector<DiffComponent>& parts) {
+  Json out = Json::array();
+  for (const DiffComponent& c : parts) {
+    out.push_back({{"what", c.what},
+                   {"a", c.a_s},
+                   {"b", c.b_s},
+                   {"unit", "s/step"},
+                   {"change", c.change_s()},
+                   {"share_of_slowdown", c.share ? Json(*c.share) : Json()},
+                   {"cause", c.cause}});
+  }
+  return out;
+}
+
+// A table of the parts under `title`; "" without parts.
+std::string ComponentsHtml(std::string_view title, const std::vector<DiffComponent>& parts) {
+  if (parts.empty()) return "";
+  std::string out = fmt::format(
+      "<h2>{}</h2>\n<table class=\"components\"><tr><th>part</th><th>A</th>"
+      "<th>B</th><th>change</th><th>share of the change</th><th></th></tr>\n",
+      HtmlEscape(title));
+  for (const DiffComponent& c : parts) {
+    out +=
+        fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                    HtmlEscape(c.what), Ms(c.a_s), Ms(c.b_s), SignedMs(c.change_s()), ShareText(c),
+                    HtmlEscape(CauseMark(c)));
+  }
+  return out + "</table>\n";
+}
+
 }  // namespace
 
 std::string RenderDiffText(const RunDiff& d) {
@@ -99,24 +144,14 @@ std::string RenderDiffText(const RunDiff& d) {
   }
   if (!d.components.empty()) {
     out += "\nthe step, a step (A -> B, the change, its share of the change in step time):\n";
-    for (const DiffComponent& c : d.components) {
-      out += fmt::format("  {:<10} {:>10} -> {:>10}  {:>10}  {:>6}{}\n", c.what, Ms(c.a_s),
-                         Ms(c.b_s), SignedMs(c.change_s()),
-                         c.share ? fmt::format("{:.0f}%", 100 * *c.share) : "-",
-                         c.cause ? "  <- " + CauseMark(c) : "");
-    }
+    out += ComponentLines(d.components, 10);
   }
   if (!d.gpu_components.empty()) {
     out += fmt::format(
         "\nthe step on the GPU, from the profiler traces ({} and {} rank(s); the same change, "
         "seen from the GPU):\n",
         d.gpu_a->ranks, d.gpu_b->ranks);
-    for (const DiffComponent& c : d.gpu_components) {
-      out += fmt::format("  {:<28} {:>10} -> {:>10}  {:>10}  {:>6}{}\n", c.what, Ms(c.a_s),
-                         Ms(c.b_s), SignedMs(c.change_s()),
-                         c.share ? fmt::format("{:.0f}%", 100 * *c.share) : "-",
-                         c.cause ? "  <- " + CauseMark(c) : "");
-    }
+    out += ComponentLines(d.gpu_components, 28);
   }
   bool others = false;
   for (const DiffChange& c : d.changes) {
@@ -151,29 +186,9 @@ Json DiffJson(const RunDiff& d) {
                      {"slowdown", r.slowdown}});
   }
   j["ranks"] = ranks;
-  Json components = Json::array();
-  for (const DiffComponent& c : d.components) {
-    components.push_back({{"what", c.what},
-                          {"a", c.a_s},
-                          {"b", c.b_s},
-                          {"unit", "s/step"},
-                          {"change", c.change_s()},
-                          {"share_of_slowdown", c.share ? Json(*c.share) : Json()},
-                          {"cause", c.cause}});
-  }
-  j["components"] = components;
+  j["components"] = ComponentsJson(d.components);
   if (d.gpu_a && d.gpu_b) {
-    Json gpu = Json::array();
-    for (const DiffComponent& c : d.gpu_components) {
-      gpu.push_back({{"what", c.what},
-                     {"a", c.a_s},
-                     {"b", c.b_s},
-                     {"unit", "s/step"},
-                     {"change", c.change_s()},
-                     {"share_of_slowdown", c.share ? Json(*c.share) : Json()},
-                     {"cause", c.cause}});
-    }
-    j["gpu_components"] = gpu;
+    j["gpu_components"] = ComponentsJson(d.gpu_components);
     j["gpu_ranks"] = {{"a", d.gpu_a->ranks}, {"b", d.gpu_b->ranks}};
     j["gpu_steps"] = {{"a", d.gpu_a->steps}, {"b", d.gpu_b->steps}};
   }
@@ -232,31 +247,8 @@ std::string RenderDiffHtml(const RunDiff& d) {
         [](const DiffSide& s) { return s.step_series; });
   chart("chart-data-wait", "data wait of the lowest rank, ms",
         [](const DiffSide& s) { return s.data_wait_series; });
-  if (!d.components.empty()) {
-    out +=
-        "<h2>The step, a step</h2>\n<table class=\"components\"><tr><th>part</th><th>A</th>"
-        "<th>B</th><th>change</th><th>share of the change</th><th></th></tr>\n";
-    for (const DiffComponent& c : d.components) {
-      out += fmt::format(
-          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-          e(c.what), Ms(c.a_s), Ms(c.b_s), SignedMs(c.change_s()),
-          c.share ? fmt::format("{:.0f}%", 100 * *c.share) : "-", e(CauseMark(c)));
-    }
-    out += "</table>\n";
-  }
-  if (!d.gpu_components.empty()) {
-    out +=
-        "<h2>The step on the GPU (profiler traces)</h2>\n<table class=\"components\"><tr>"
-        "<th>part</th><th>A</th><th>B</th><th>change</th><th>share of the change</th><th></th>"
-        "</tr>\n";
-    for (const DiffComponent& c : d.gpu_components) {
-      out += fmt::format(
-          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-          e(c.what), Ms(c.a_s), Ms(c.b_s), SignedMs(c.change_s()),
-          c.share ? fmt::format("{:.0f}%", 100 * *c.share) : "-", e(CauseMark(c)));
-    }
-    out += "</table>\n";
-  }
+  out += ComponentsHtml("The step, a step", d.components);
+  out += ComponentsHtml("The step on the GPU (profiler traces)", d.gpu_components);
   out += "<h2>What else changed</h2>\n";
   bool others = false;
   for (const DiffChange& c : d.changes) {
