@@ -387,8 +387,8 @@ void CompareHost(const SideHost& a, const SideHost& b, Changes& changes) {
                  0.5);
   changes.Number("memory.swap_pages_per_s", a.swap_rate, b.swap_rate, "pages/s", 10, 0.5);
   // The NIC toward the master: its rates only where both runs recorded them.
-  if (a.net_rx && b.net_rx) changes.Text("net.interface", a.net_interface, b.net_interface);
   if (a.net_rx && b.net_rx) {
+    changes.Text("net.interface", a.net_interface, b.net_interface);
     changes.Number("net.receive_mib_per_s", a.net_rx, b.net_rx, "MiB/s", 1, 0.2);
     changes.Number("net.transmit_mib_per_s", a.net_tx, b.net_tx, "MiB/s", 1, 0.2);
   }
@@ -506,6 +506,17 @@ std::string JoinHosts(const std::vector<std::string>& hosts) {
   return fmt::format("{}", fmt::join(sorted, ","));
 }
 
+// By share, largest first; those without a share last. For parts and changes.
+constexpr auto LargerShareFirst = [](const auto& x, const auto& y) {
+  return x.share.value_or(-1e9) > y.share.value_or(-1e9);
+};
+
+// A part's change is noise when under 2 ms a step and under 10% of its value.
+bool SmallChange(const DiffComponent& c) {
+  const double change = std::abs(c.change_s());
+  return change < kDiffMinChangeSeconds && change < kDiffMinChangeFraction * std::max(c.a_s, c.b_s);
+}
+
 }  // namespace
 
 std::optional<DiffGpuSide> GpuSideOf(const std::vector<TraceRankBreakdown>& ranks) {
@@ -579,22 +590,15 @@ RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysi
                       false};
       if (d.step_change_beyond_noise) {
         c.share = c.change_s() / total;
-        // Noise: under 2 ms a step and under 10% of its value; or within
-        // the spread of the two runs.
-        const double change = std::abs(c.change_s());
-        const bool small = change < kDiffMinChangeSeconds &&
-                           change < kDiffMinChangeFraction * std::max(c.a_s, c.b_s);
-        c.cause = !small && BeyondSpread(sa, sb, part, with_sync);
+        // Noise: a small change, or within the spread of the two runs.
+        c.cause = !SmallChange(c) && BeyondSpread(sa, sb, part, with_sync);
       }
       d.components.push_back(c);
     };
     component("data_wait", Part::kDataWait);
     if (with_sync) component("sync_wait", Part::kSyncWait);
     component("compute", Part::kCompute);
-    std::stable_sort(d.components.begin(), d.components.end(),
-                     [](const DiffComponent& x, const DiffComponent& y) {
-                       return x.share.value_or(-1e9) > y.share.value_or(-1e9);
-                     });
+    std::stable_sort(d.components.begin(), d.components.end(), LargerShareFirst);
     for (const DiffComponent& c : d.components) {
       if (c.cause) causes.push_back(DiffChange{c.what, c.a_s, c.b_s, "s/step", c.share});
     }
@@ -608,19 +612,14 @@ RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysi
       DiffComponent c{what, a_s, b_s, std::nullopt, false};
       if (d.step_change_beyond_noise && total != 0) {
         c.share = c.change_s() / total;
-        const double change = std::abs(c.change_s());
-        c.cause = !(change < kDiffMinChangeSeconds &&
-                    change < kDiffMinChangeFraction * std::max(a_s, b_s));
+        c.cause = !SmallChange(c);
       }
       d.gpu_components.push_back(c);
     };
     gpu("gpu.compute", gpu_a->compute_s, gpu_b->compute_s);
     gpu("gpu.communication_and_copies", gpu_a->non_compute_s, gpu_b->non_compute_s);
     gpu("gpu.idle", gpu_a->idle_s, gpu_b->idle_s);
-    std::stable_sort(d.gpu_components.begin(), d.gpu_components.end(),
-                     [](const DiffComponent& x, const DiffComponent& y) {
-                       return x.share.value_or(-1e9) > y.share.value_or(-1e9);
-                     });
+    std::stable_sort(d.gpu_components.begin(), d.gpu_components.end(), LargerShareFirst);
     for (const DiffComponent& c : d.gpu_components) {
       if (c.cause) causes.push_back(DiffChange{c.what, c.a_s, c.b_s, "s/step", c.share});
     }
@@ -632,9 +631,7 @@ RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysi
   }
 
   // Both decompositions' causes by share, largest first: of the same change.
-  std::stable_sort(causes.begin(), causes.end(), [](const DiffChange& x, const DiffChange& y) {
-    return x.share.value_or(-1e9) > y.share.value_or(-1e9);
-  });
+  std::stable_sort(causes.begin(), causes.end(), LargerShareFirst);
   d.changes = std::move(causes);
   Changes changes(&d.changes);
   changes.Text("command", d.a.command, d.b.command);

@@ -13,6 +13,19 @@
 #include "probe/trace_file.h"
 
 namespace stallscope {
+namespace {
+
+// rank*.json in `dir`: what the hook writes there, and only that.
+void RemoveRankTraces(const std::string& dir) {
+  Result<std::vector<std::string>> old = TraceFilesIn(dir);
+  if (!old.ok()) return;
+  for (const std::string& f : *old) {
+    std::string_view name = std::string_view(f).substr(f.rfind('/') + 1);
+    if (StartsWith(name, "rank") && EndsWith(name, ".json")) unlink(f.c_str());
+  }
+}
+
+}  // namespace
 
 Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<std::string>& files,
                                                             const TraceOptions& options,
@@ -102,12 +115,14 @@ std::vector<TraceRankBreakdown> ReadRunTraces(const std::vector<std::string>& ru
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
     Result<std::vector<std::string>> files = TraceFilesIn(dir);
     if (!files.ok()) continue;  // an empty directory: the window never opened
-    Result<std::vector<TraceRankBreakdown>> ranks = BreakDownTraceFiles(*files, options, {});
-    if (!ranks.ok()) {
-      notes.push_back("traces of " + run + ": " + ranks.status().message());
-      continue;
+    for (const std::string& file : *files) {
+      Result<std::vector<TraceRankBreakdown>> ranks = BreakDownTraceFiles({file}, options, {});
+      if (!ranks.ok()) {
+        notes.push_back("traces of " + run + ": " + ranks.status().message());
+        continue;
+      }
+      for (TraceRankBreakdown& r : *ranks) out.push_back(std::move(r));
     }
-    for (TraceRankBreakdown& r : *ranks) out.push_back(std::move(r));
   }
   return out;
 }
@@ -123,14 +138,15 @@ Status MakeProfileDir(const std::string& dir) {
                                    " exists and is not a directory: --profile writes the "
                                    "traces there; move it or choose another --out");
   }
-  Result<std::vector<std::string>> old = TraceFilesIn(dir);
-  if (old.ok()) {
-    for (const std::string& f : *old) {
-      std::string_view name = std::string_view(f).substr(f.rfind('/') + 1);
-      if (StartsWith(name, "rank") && EndsWith(name, ".json")) unlink(f.c_str());
-    }
-  }
+  RemoveRankTraces(dir);
   return Status::Ok();
+}
+
+void ClearProfileDir(const std::string& dir) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  RemoveRankTraces(dir);
+  rmdir(dir.c_str());  // only when empty: anything else in it stays
 }
 
 std::string AbsolutePath(const std::string& path) {

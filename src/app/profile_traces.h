@@ -28,8 +28,9 @@ Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<st
 std::string ProfileTraceDir(const std::string& run_path);
 
 // The traces beside each run file (RUN.db.traces/, every step the hook
-// recorded), for `diff`: none where a run has no such directory; a trace
-// that cannot be read is a note naming it, and the others are still read.
+// recorded), for `diff`: none where a run has no such directory; each file
+// read on its own, one that cannot be read a note naming it, the others
+// still read.
 std::vector<TraceRankBreakdown> ReadRunTraces(const std::vector<std::string>& run_paths,
                                               std::vector<std::string>& notes);
 
@@ -38,6 +39,12 @@ std::vector<TraceRankBreakdown> ReadRunTraces(const std::vector<std::string>& ru
 // directory of its own (a file, a symlink) is an error: nothing outside the
 // run's output is touched.
 Status MakeProfileDir(const std::string& dir);
+
+// The rank traces an earlier `run --profile` left in RUN.db.traces/
+// (rank*.json), removed, and the directory too when nothing else is in it;
+// nothing when it is not a directory of its own. For a run file made anew
+// without --profile.
+void ClearProfileDir(const std::string& dir);
 
 // `path` made absolute against the working directory (for the hook, which
 // may change it); unchanged when that cannot be read.

@@ -9,6 +9,7 @@
 // thread-compatible.
 #pragma once
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>

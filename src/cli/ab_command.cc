@@ -185,7 +185,10 @@ int RunAb(const AbFlags& flags) {
         notes.push_back("the degraded run printed no NCCL lines (" + capture +
                         "): the job did not initialise NCCL (a CPU or gloo job)");
       }
-      Append(judged, CheckNcclLog(nccl, std::nullopt, capture));
+      // The log's findings; its notes are nccl-log's own (ab says what it ran).
+      for (Finding& f : CheckNcclLog(nccl, std::nullopt, capture).findings) {
+        judged.findings.push_back(std::move(f));
+      }
     }
   }
   Report report = ReportOf(std::move(judged), checked, notes);

@@ -12,7 +12,7 @@
 #include "app/profile_traces.h"
 #include "app/run_files.h"
 #include "cli/commands.h"
-#include "cli/run_analysis.h"
+#include "cli/progress.h"
 #include "core/atomic_file.h"
 #include "core/json_text.h"
 #include "render/run_diff.h"
@@ -77,8 +77,12 @@ CommandRunner SetupDiff(CLI::App& app) {
     if (Status s = read(b, &side_b); !s.ok()) return Fail("diff", s, /*usage=*/false);
     // The GPU's time where the runs were profiled (run --profile).
     std::vector<std::string> trace_notes;
-    std::optional<DiffGpuSide> gpu_a = GpuSideOf(ReadRunTraces(a, trace_notes));
-    std::optional<DiffGpuSide> gpu_b = GpuSideOf(ReadRunTraces(b, trace_notes));
+    std::optional<DiffGpuSide> gpu_a, gpu_b;
+    {
+      ProgressLine progress("reading the runs' profiler traces...");
+      gpu_a = GpuSideOf(ReadRunTraces(a, trace_notes));
+      gpu_b = GpuSideOf(ReadRunTraces(b, trace_notes));
+    }
     RunDiff diff = DiffRuns(side_a, side_b, gpu_a, gpu_b);
     diff.notes.insert(diff.notes.end(), trace_notes.begin(), trace_notes.end());
     if (!flags->html.empty()) {

@@ -8,46 +8,21 @@
 // Every input is checked before anything is sampled, so bad usage costs
 // nothing and leaves no file behind.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <memory>
-#include <variant>
 
-#include "analyze/alert_rules.h"
 #include "analyze/baseline.h"
-#include "analyze/catalog.h"
-#include "analyze/dataset_rules.h"
 #include "analyze/doctor_triage.h"
-#include "analyze/gpu_rules.h"
-#include "analyze/host_io_rules.h"
-#include "analyze/memory_rules.h"
-#include "analyze/nccl_log_host.h"
-#include "analyze/network_rules.h"
-#include "analyze/report.h"
-#include "analyze/storage_rules.h"
-#include "analyze/triage_table.h"
 #include "app/doctor_host.h"
-#include "bench/io_bench.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
-#include "cli/run_analysis.h"
 #include "core/atomic_file.h"
-#include "core/file.h"
 #include "core/json_text.h"
-#include "core/units.h"
-#include "data/census.h"
-#include "net/host_observation.h"
-#include "probe/gpu_probe.h"
-#include "probe/nccl_log_files.h"
-#include "probe/snapshot.h"
-#include "render/bench_io.h"
 #include "render/doctor_json.h"
 #include "render/doctor_text.h"
 #include "render/html_report.h"
-#include "render/prometheus_rules.h"
 #include "render/report.h"
 
 namespace stallscope {

@@ -3,6 +3,7 @@
 // `stallscope report RUN.db`: the findings of a recorded run.
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -152,6 +153,10 @@ CommandRunner SetupRun(CLI::App& app) {
       }
       env.emplace_back("STALLSCOPE_PROFILE", flags->profile);
       env.emplace_back("STALLSCOPE_PROFILE_DIR", AbsolutePath(trace_dir));
+    } else {
+      // The run file is new: traces an earlier run of that name left are
+      // not this run's (diff would read them as its GPU time).
+      ClearProfileDir(trace_dir);
     }
     Result<Job> job = Status::Ok();
     if (*layout) {

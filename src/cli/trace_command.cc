@@ -6,12 +6,10 @@
 // error naming both; different world sizes are a note.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
-#include <thread>
 
 #include "analyze/report.h"
 #include "analyze/trace_breakdown.h"

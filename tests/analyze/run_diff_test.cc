@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 
 namespace stallscope {
@@ -267,7 +268,10 @@ TEST(DiffRuns, TheStepOnTheGpuFromTraces) {
   EXPECT_EQ(Change(d, "gpu.compute"), nullptr);
   // Causes by share over both decompositions: data_wait and gpu.idle lead.
   ASSERT_GE(d.changes.size(), 2u);
+  ASSERT_TRUE(d.changes[0].share && d.changes[1].share);
   EXPECT_GE(*d.changes[0].share, *d.changes[1].share);
+  std::set<std::string> leading = {d.changes[0].what, d.changes[1].what};
+  EXPECT_EQ(leading, (std::set<std::string>{"data_wait", "gpu.idle"}));
 
   // A CPU-only trace has no GPU side; one side only is a note naming the other.
   TraceRankBreakdown cpu;

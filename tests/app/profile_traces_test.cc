@@ -82,6 +82,35 @@ TEST_F(ProfileTracesTest, TracesJudgedOrANoteWhyNot) {
   EXPECT_NE(other.status().message().find("no trace of rank 3"), std::string::npos);
 }
 
+TEST_F(ProfileTracesTest, RunTracesReadFileByFileAndClearedForANewRun) {
+  const std::string traces = ProfileTraceDir(Path("r.db"));
+  ASSERT_TRUE(MakeProfileDir(traces).ok());
+  fs::copy_file(kFixtures + "/traces/trace-kineto-small.json", traces + "/rank0.json");
+  std::ofstream(traces + "/rank1.json") << "{\"traceEvents\": [";  // cut short
+  std::vector<std::string> notes;
+  std::vector<TraceRankBreakdown> read = ReadRunTraces({Path("r.db"), Path("none.db")}, notes);
+  ASSERT_EQ(read.size(), 1u);  // the good file, though the other is cut
+  EXPECT_TRUE(read[0].temporal.has_value());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("traces of " + Path("r.db")), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("rank1.json"), std::string::npos) << notes[0];
+
+  // A new run of that name without --profile: the old rank traces go, a
+  // user's file stays (and with it the directory).
+  std::ofstream(traces + "/notes.txt") << "mine";
+  ClearProfileDir(traces);
+  EXPECT_FALSE(fs::exists(traces + "/rank0.json"));
+  EXPECT_FALSE(fs::exists(traces + "/rank1.json"));
+  EXPECT_TRUE(fs::exists(traces + "/notes.txt"));
+  fs::remove(traces + "/notes.txt");
+  ClearProfileDir(traces);
+  EXPECT_FALSE(fs::exists(traces));
+  ClearProfileDir(traces);  // nothing there: nothing done
+  notes.clear();
+  EXPECT_TRUE(ReadRunTraces({Path("r.db")}, notes).empty());
+  EXPECT_TRUE(notes.empty());
+}
+
 TEST(ProfileTraces, AbsolutePathAgainstTheWorkingDirectory) {
   EXPECT_EQ(AbsolutePath("/a/b"), "/a/b");
   char cwd[4096];
