@@ -27,8 +27,10 @@ Marks Plain(std::string_view text) {
     size_t end = text.find('\n', start);
     std::string_view l =
         text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    if (m.ib == 0 && l.find("NET/IB : Using") != std::string_view::npos) m.ib = line;
-    if (l.find("via NET/Socket") != std::string_view::npos) {
+    // A NET/IB line counts up to the socket line's needle, on its own line too.
+    const size_t ib = l.find("NET/IB : Using"), socket = l.find("via NET/Socket");
+    if (m.ib == 0 && ib != std::string_view::npos && ib < socket) m.ib = line;
+    if (socket != std::string_view::npos) {
       m.socket = line;
       break;
     }

@@ -1061,19 +1061,28 @@ void NcclLineMarks::Feed(std::string_view chunk) {
   if (!carry_.empty()) {
     std::string seam = carry_;
     seam.append(chunk.substr(0, std::min(chunk.size(), kCarry)));
-    if (Find(seam, kSocketNeedle) < carry_.size()) socket = line_;
-    if (ib_line_ == 0 && Find(seam, kIbNeedle) < carry_.size()) ib_line_ = line_;
+    const size_t socket_at = Find(seam, kSocketNeedle), ib_at = Find(seam, kIbNeedle);
+    if (socket_at < carry_.size()) socket = line_;
+    if (ib_line_ == 0 && ib_at < carry_.size() && ib_at < socket_at) ib_line_ = line_;
   }
+  const bool socket_in_seam = socket != 0;
+  size_t ib_at = std::string_view::npos;  // where this chunk's first NET/IB line is
   if (ib_line_ == 0) {
     if (size_t at = Find(chunk, kIbNeedle); at != std::string_view::npos) {
       ib_line_ = line_ + Newlines(chunk.substr(0, at));
+      ib_at = at;
     }
   }
   if (socket == 0) {
     if (size_t at = Find(chunk, kSocketNeedle); at != std::string_view::npos) {
       socket = line_ + Newlines(chunk.substr(0, at));
+      // Only what comes before the socket line's needle counts, also on its
+      // own line (fed whole or in pieces, the same answer).
+      if (ib_at != std::string_view::npos && ib_at > at) ib_line_ = 0;
     }
   }
+  // A NET/IB needle of this chunk comes after a socket needle of the seam.
+  if (socket_in_seam && ib_at != std::string_view::npos) ib_line_ = 0;
   if (socket != 0) {
     socket_line_ = socket;
     if (ib_line_ > socket_line_) ib_line_ = 0;  // only NET/IB lines up to the socket one

@@ -75,6 +75,25 @@ TEST(NcclCudaRuntime, FromTheVersionSuffixOfEveryFixture) {
   EXPECT_NE(std::find(runtimes.begin(), runtimes.end(), "12.2"), runtimes.end());
 }
 
+TEST(NcclLineMarks, AnIbNeedleAfterTheSocketOneOnItsLineDoesNotCount) {
+  // The fuzzer's find: both needles on one line, the socket's first. Fed
+  // whole, in pieces of every size, the same answer: no IB line before it.
+  const std::string text =
+      "a:1:1 [0] NCCL INFO x\n"
+      "a:1:1 [0] via NET/Socket NCCL INFO NET/IB : Using [0]mlx5_0:1/IB\n"
+      "a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB\n";
+  for (size_t step = 1; step <= text.size(); ++step) {
+    NcclLineMarks m;
+    for (size_t at = 0; at < text.size(); at += step)
+      m.Feed(std::string_view(text).substr(at, step));
+    EXPECT_EQ(m.first_socket_line(), 2u) << step;
+    EXPECT_EQ(m.first_ib_line(), 0u) << step;
+  }
+  NcclLineMarks before;
+  before.Feed("a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB via NET/Socket\n");
+  EXPECT_EQ(before.first_ib_line(), 1u);  // the IB needle first on the line: it counts
+}
+
 TEST(NcclLineMarks, SameLinesWhateverTheChunking) {
   std::string text = Fixture("v2_18_socket_while_ib_found.log");
   // grep -n on the fixture: NET/IB first on line 17, "via NET/Socket" on 41.
