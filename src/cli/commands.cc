@@ -8,6 +8,8 @@
 #include <map>
 #include <string>
 
+#include "core/version.h"
+
 namespace stallscope {
 namespace {
 
@@ -65,7 +67,7 @@ std::span<const Command> Commands() { return kCommands; }
 int RunCli(int argc, char** argv) {
   CLI::App app{"stallscope: finds why training is slower than its hardware", "stallscope"};
   app.require_subcommand(0, 1);
-  app.set_version_flag("--version", "stallscope 0.1.0");
+  app.set_version_flag("--version", VersionLine());
   std::map<CLI::App*, CommandRunner> runners;
   for (const Command& c : kCommands) {
     CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));

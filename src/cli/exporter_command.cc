@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "core/file.h"
 #include "core/host_clock.h"
+#include "core/version.h"
 #include "export/hook_listener.h"
 #include "export/host_metrics.h"
 #include "export/http_server.h"
@@ -49,7 +50,7 @@ void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& j
               double scrape_seconds) {
   out.Family("stallscope_exporter_build_info", MetricType::kGauge,
              "The exporter's version; always 1.");
-  out.Add("stallscope_exporter_build_info", {{"version", "0.1.0"}}, 1);
+  out.Add("stallscope_exporter_build_info", {{"version", std::string(Version())}}, 1);
   struct Row {
     const char* name;
     const char* help;
