@@ -99,12 +99,13 @@ def commands():
     """Every leaf command as a tuple of words, with its --help text."""
     top = help_text([])
     names = []
-    for line in section(top, "commands:"):
+    listed = section(top, "commands:") or section(top, "Subcommands:")
+    for line in listed:
         m = COMMAND_LINE.match(line)
         if m:
             names.append(m.group(1))
     if not names:
-        raise AssertionError("no commands: list in the top-level --help:\n" + top)
+        raise AssertionError("no command list in the top-level --help:\n" + top)
     leaves = []
     for name in names:
         text = help_text([name])
