@@ -11,6 +11,8 @@
   `plan memory`), so a new command or flag needs only its page. A command
   `A B` is documented on docs/commands/A-B.md if it exists, else on
   docs/commands/A.md.
+- The docs speak the user's words: "seed" only as a random seed (`pack
+  --seed`), no issue numbers, no paths of the machine they were written on.
 """
 
 import glob
@@ -170,6 +172,31 @@ class Links(unittest.TestCase):
                 f.write("[ok](there.md) [bad](missing.md#a) see `docs/no-such-page.md`\n"
                         "```\n[in a block](ignored.md)\n```\n[web](https://example.org/x.md)\n")
             self.assertEqual(broken_links(page), [(1, "missing.md#a"), (1, "docs/no-such-page.md")])
+
+
+# A line may say "seed" only about a random seed.
+RANDOM_SEED = re.compile(r"--seed|seed=|\"seed\"|input and seed|random seed", re.IGNORECASE)
+# Words of the project's own bookkeeping, or of one machine, that mean nothing to a reader.
+NOT_FOR_READERS = re.compile(r"\b[Ii]ssue \d+|\bsession \d+|/work/|\.\./shared/")
+
+
+class Wording(unittest.TestCase):
+    def lines(self):
+        for page in doc_pages():
+            with open(page, encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    yield "%s:%d" % (os.path.relpath(page, ROOT), number), line
+
+    def test_seed_only_as_a_random_seed(self):
+        bad = [where for where, line in self.lines()
+               if re.search(r"seed", line, re.IGNORECASE) and not RANDOM_SEED.search(line)]
+        self.assertEqual(bad, [], "'seed' not meaning a random seed (give the reasoning instead): "
+                         + ", ".join(bad))
+
+    def test_no_issue_numbers_or_machine_paths(self):
+        bad = ["%s: %s" % (where, NOT_FOR_READERS.search(line).group(0))
+               for where, line in self.lines() if NOT_FOR_READERS.search(line)]
+        self.assertEqual(bad, [], "issue numbers or machine paths in the docs:\n  " + "\n  ".join(bad))
 
 
 class FlagsOnPages(unittest.TestCase):
