@@ -4,7 +4,7 @@ JOBS ?= 2
 BUILD ?= build
 CMAKE_FLAGS ?= -DSTALLSCOPE_WERROR=ON
 
-.PHONY: doctor test deps build unit e2e san-build asan fuzz bench format format-check clean
+.PHONY: doctor test deps build install deb unit e2e san-build asan fuzz bench format format-check clean
 
 doctor: build
 	./$(BUILD)/stallscope doctor
@@ -22,6 +22,8 @@ test: build
 # stallscope against (scripts/setup.sh).
 DEPS ?= test
 doctor: DEPS = build
+install: DEPS = build
+deb: DEPS = deb
 bench: DEPS = bench
 deps:
 	@scripts/setup.sh $(DEPS)
@@ -29,6 +31,20 @@ deps:
 build: deps
 	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The binary, the Python hook, its CRC32C library, the MPI plugin, the man
+# page, the bash completion and the docs under PREFIX (docs/install.md); the
+# binary finds its files from its own place, so PREFIX may be moved later.
+# DESTDIR stages the tree elsewhere, as packagers do.
+PREFIX ?= /usr/local
+install: build
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The Debian package, $(BUILD)/stallscope_VERSION_ARCH.deb (CPack's DEB
+# generator; cmake/install.cmake says what goes in and its Depends).
+deb: build
+	cd $(BUILD) && cpack -G DEB
+	@ls -1 $(BUILD)/stallscope_*.deb
 
 # Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and the
 # fuzzers, from one clang build (build-san): its library objects carry both the

@@ -5,6 +5,7 @@
 #   scripts/setup.sh [test]  that, and what the tests run against (`make test`)
 #   scripts/setup.sh bench   that, and the peer tools only the benches use
 #                            (`make bench`: hyperfine, wrk, node_exporter, ...)
+#   scripts/setup.sh deb     what building needs, and dpkg-shlibdeps (`make deb`)
 # so CI and a fresh Debian 12 box need nothing else, and `make doctor` on a
 # user's host installs no servers. Debian starts some packages' services on
 # install (prometheus on :9090): the tests use only their binaries, so a
@@ -12,8 +13,8 @@
 set -euo pipefail
 mode=${1:-test}
 case "$mode" in
-  build | test | bench) ;;
-  *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
+  build | test | bench | deb) ;;
+  *) echo "usage: $0 [build|test|bench|deb]" >&2; exit 2 ;;
 esac
 
 packages=(
@@ -46,6 +47,12 @@ test_packages=(
   python3-yaml
   # the HTML report's test renders the page in headless Chromium
   chromium
+  # the package's test builds the .deb (dpkg-shlibdeps) and reads it back
+  dpkg-dev
+)
+deb_packages=(
+  # `make deb`: CPack's DEB generator asks dpkg-shlibdeps for the Depends
+  dpkg-dev
 )
 
 bench_packages=(
@@ -60,6 +67,7 @@ bench_packages=(
 case "$mode" in
   test) packages+=("${test_packages[@]}") ;;
   bench) packages+=("${test_packages[@]}" "${bench_packages[@]}") ;;
+  deb) packages+=("${deb_packages[@]}") ;;
 esac
 services=(prometheus prometheus-node-exporter)
 

@@ -6,8 +6,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "cli/help_pages.h"
+#include "cli/hook_files.h"
 #include "core/version.h"
 
 namespace stallscope {
@@ -31,7 +35,8 @@ constexpr Command kCommands[] = {
      SetupNcclLog},
     {"dataset", "census of a dataset folder: files, sizes, fs type, page cache, small files",
      SetupDataset},
-    {"bench", "active tests: bench io PATH (storage as fio measures it)", SetupBench},
+    {"bench", "active tests: io (storage, as fio), h2d (host<->GPU copies), allreduce (MPI/NCCL)",
+     SetupBench},
     {"pack", "packs small files into TFRecord or WebDataset shards, with an index", SetupPack},
     {"net", "net serve / net probe HOST: TCP throughput, latency, path MTU between two hosts",
      SetupNet},
@@ -49,47 +54,87 @@ constexpr Command kCommands[] = {
      "under mpirun/srun: every node's GPUs, driver, CPU, kernel, MTUs, NCCL env, clock; "
      "what differs",
      SetupCluster},
+    {"hook-env",
+     "the environment a job started elsewhere (srun, Kubernetes, the exporter's) needs "
+     "for the Python hook",
+     SetupHookEnv},
 };
-
-std::string Usage() {
-  std::string out =
-      "stallscope: finds why training is slower than its hardware\n\n"
-      "usage: stallscope COMMAND [OPTIONS]   (stallscope COMMAND --help for its options)\n\n"
-      "commands:\n";
-  for (const Command& c : kCommands) out += fmt::format("  {:<10} {}\n", c.name, c.summary);
-  return out;
-}
 
 }  // namespace
 
 std::span<const Command> Commands() { return kCommands; }
 
-int RunCli(int argc, char** argv) {
+namespace {
+
+// The whole command tree, each command's runner beside it.
+struct CommandTree {
   CLI::App app{"stallscope: finds why training is slower than its hardware", "stallscope"};
-  app.require_subcommand(0, 1);
-  app.set_version_flag("--version", VersionLine());
   std::map<CLI::App*, CommandRunner> runners;
+};
+
+std::unique_ptr<CommandTree> BuildTree() {
+  auto tree = std::make_unique<CommandTree>();
+  tree->app.require_subcommand(0, 1);
+  tree->app.set_version_flag("--version", VersionLine());
   for (const Command& c : kCommands) {
-    CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
-    runners[sub] = c.setup(*sub);
+    CLI::App* sub = tree->app.add_subcommand(std::string(c.name), std::string(c.summary));
+    tree->runners[sub] = c.setup(*sub);
   }
+  return tree;
+}
+
+int Dispatch(CommandTree& tree, int argc, const char* const* argv) {
   try {
-    app.parse(argc, argv);
+    tree.app.parse(argc, argv);
   } catch (const CLI::Success& e) {
     if (argc >= 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) {
-      std::fputs(Usage().c_str(), stdout);
+      std::fputs(Usage(tree.app).c_str(), stdout);
       return kExitOk;
     }
-    return app.exit(e);
+    return tree.app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    tree.app.exit(e);
     return kExitUsage;
   }
-  for (auto& [sub, run] : runners) {
+  for (auto& [sub, run] : tree.runners) {
     if (sub->parsed()) return run();
   }
-  std::fputs(Usage().c_str(), stderr);
+  std::fputs(Usage(tree.app).c_str(), stderr);
   return kExitUsage;
+}
+
+// `stallscope help [COMMAND [SUBCOMMAND]]`: what `COMMAND ... --help`
+// prints; and the build's hidden --man-page and --bash-completion.
+int Help(CommandTree& tree, const char* argv0, const std::vector<std::string>& words) {
+  if (words.size() == 1 && words[0] == "--man-page") {
+    std::fputs(ManPage(tree.app).c_str(), stdout);
+    return kExitOk;
+  }
+  if (words.size() == 1 && words[0] == "--bash-completion") {
+    std::fputs(BashCompletion(tree.app).c_str(), stdout);
+    return kExitOk;
+  }
+  if (words.empty()) {
+    std::fputs(Usage(tree.app).c_str(), stdout);
+    return kExitOk;
+  }
+  if (Result<CLI::App*> found = FindCommand(tree.app, words); !found.ok()) {
+    return Fail("help", found.status().message() + " (stallscope --help lists them)", kExitUsage);
+  }
+  std::vector<const char*> args = {argv0};
+  for (const std::string& w : words) args.push_back(w.c_str());
+  args.push_back("--help");
+  return Dispatch(tree, static_cast<int>(args.size()), args.data());
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  std::unique_ptr<CommandTree> tree = BuildTree();
+  if (argc >= 2 && std::string_view(argv[1]) == "help") {
+    return Help(*tree, argv[0], std::vector<std::string>(argv + 2, argv + argc));
+  }
+  return Dispatch(*tree, argc, argv);
 }
 
 int Fail(std::string_view command, std::string_view message, int code) {
@@ -103,20 +148,30 @@ int Fail(std::string_view command, const Status& s, bool usage) {
 }
 
 std::vector<std::pair<std::string, std::string>> HookEnvironment(const std::string& socket_path) {
+  HookFiles files = FindHookFiles();
+  if (!files.found) {
+    static bool told = false;  // once per process: scale starts many jobs
+    if (!told) {
+      std::fprintf(stderr,
+                   "stallscope: warning: no Python hook at %s (nor beside this binary in "
+                   "../lib/stallscope/python): the job's steps will not be recorded; install "
+                   "stallscope with `cmake --install` or `make install`\n",
+                   files.python_dir.c_str());
+      told = true;
+    }
+  }
   std::vector<std::pair<std::string, std::string>> env = {{"STALLSCOPE_SOCKET", socket_path},
                                                           {"PYTHONPATH", HookPythonPath()}};
-#ifdef STALLSCOPE_CRC32C_LIBRARY
   // The TFRecord reader's native CRC32C (python/native/crc32c.c); a value
   // the user set (empty: the pure-Python code) is kept.
-  if (std::getenv("STALLSCOPE_CRC32C") == nullptr) {
-    env.emplace_back("STALLSCOPE_CRC32C", STALLSCOPE_CRC32C_LIBRARY);
+  if (std::getenv("STALLSCOPE_CRC32C") == nullptr && !files.crc32c_library.empty()) {
+    env.emplace_back("STALLSCOPE_CRC32C", files.crc32c_library);
   }
-#endif
   return env;
 }
 
 std::string HookPythonPath() {
-  std::string pythonpath = STALLSCOPE_PYTHON_DIR;
+  std::string pythonpath = FindHookFiles().python_dir;
   if (const char* old = std::getenv("PYTHONPATH"); old && *old)
     pythonpath += ":" + std::string(old);
   return pythonpath;

@@ -55,6 +55,7 @@ CommandRunner SetupExporter(CLI::App& app);
 CommandRunner SetupAb(CLI::App& app);
 CommandRunner SetupCluster(CLI::App& app);  // cli/cluster_command.cc
 CommandRunner SetupTrace(CLI::App& app);    // cli/trace_command.cc
+CommandRunner SetupHookEnv(CLI::App& app);  // cli/hook_env_command.cc
 
 int RunCli(int argc, char** argv);
 
@@ -63,13 +64,18 @@ int Fail(std::string_view command, std::string_view message, int code);
 // The same with s.message(); kExitUsage when `usage`, else kExitCouldNotRun.
 int Fail(std::string_view command, const Status& s, bool usage);
 
-// PYTHONPATH for a job the hook watches: the hook's directory
-// (STALLSCOPE_PYTHON_DIR), then the PYTHONPATH inherited, when set.
+// PYTHONPATH for a job the hook watches: the hook's directory (installed
+// beside the binary, or the build tree's: cli/hook_files.h), then the PYTHONPATH inherited, when
+// set.
 std::string HookPythonPath();
 // What a job started under the hook gets in its environment: the hook's
 // socket (STALLSCOPE_SOCKET), PYTHONPATH (above) and STALLSCOPE_CRC32C, the
 // path of the native CRC32C library stallscope.crc32c loads (unless the
 // user set it).
+// Warns once on stderr when the hook is not found.
 std::vector<std::pair<std::string, std::string>> HookEnvironment(const std::string& socket_path);
+// What `stallscope hook-env` prints for a job started elsewhere: PYTHONPATH
+// (the hook's directory alone), STALLSCOPE_SOCKET and STALLSCOPE_CRC32C.
+std::vector<std::pair<std::string, std::string>> HookEnvLines(const std::string& socket_path);
 
 }  // namespace stallscope

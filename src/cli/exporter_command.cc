@@ -140,9 +140,12 @@ int RunExporter(const ExporterFlags& flags) {
   }
   std::fprintf(stderr,
                "stallscope exporter: serving http://%s/metrics (Ctrl-C stops)\n"
-               "stallscope exporter: jobs report with STALLSCOPE_SOCKET=%s "
-               "PYTHONPATH=%s (import stallscope; stallscope.loader(...))\n",
-               server->bound_address().c_str(), hook->path().c_str(), STALLSCOPE_PYTHON_DIR);
+               "stallscope exporter: jobs report with this environment (stallscope hook-env "
+               "prints it; import stallscope; stallscope.loader(...)):\n",
+               server->bound_address().c_str());
+  for (const auto& [name, value] : HookEnvLines(hook->path())) {
+    std::fprintf(stderr, "%s=%s\n", name.c_str(), value.c_str());
+  }
 
   auto handler = [&](const HttpRequestHead& request) -> HttpResponse {
     if (request.path != "/metrics") {
