@@ -126,7 +126,7 @@ std::string ManPage(CLI::App& app) {
   out +=
       ".SH ENVIRONMENT\n"
       ".TP\n.B STALLSCOPE_SOCKET\nthe Unix datagram socket the Python hook reports to\n"
-      ".TP\n.B PYTHONPATH\nholds the hook's directory in a hooked job (stallscope hook-env)\n"
+      ".TP\n.B PYTHONPATH\nholds the hook's directory in a hooked job (stallscope hook\\-env)\n"
       ".TP\n.B STALLSCOPE_CRC32C\nthe hook's native CRC32C library; empty: pure Python\n"
       ".TP\n.B STALLSCOPE_MPI_PLUGIN\nthe MPI plugin to load instead of the installed one\n"
       ".SH FILES\n"
