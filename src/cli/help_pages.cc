@@ -54,8 +54,8 @@ std::string OptionSynopsis(const CLI::Option& opt) {
 void ManOptions(CLI::App& app, std::string& out) {
   for (const CLI::Option* opt : app.get_options()) {
     if (opt == app.get_help_ptr()) continue;
-    out += fmt::format(".TP\n.B {}\n{}\n", Roff(OptionSynopsis(*opt)),
-                       Roff(opt->get_description()));
+    out +=
+        fmt::format(".TP\n.B {}\n{}\n", Roff(OptionSynopsis(*opt)), Roff(opt->get_description()));
   }
 }
 
@@ -96,8 +96,9 @@ Result<CLI::App*> FindCommand(CLI::App& app, const std::vector<std::string>& wor
         return Status::InvalidArgument(
             fmt::format("'{}': stallscope {} has no subcommands", word, path));
       }
-      return Status::InvalidArgument(fmt::format("'{}' is not a command of stallscope{}{}: one of {}",
-                                                 word, path.empty() ? "" : " ", path, names));
+      return Status::InvalidArgument(
+          fmt::format("'{}' is not a command of stallscope{}{}: one of {}", word,
+                      path.empty() ? "" : " ", path, names));
     }
     path += (path.empty() ? "" : " ") + word;
     at = next;

@@ -15,8 +15,8 @@ namespace stallscope {
 
 std::vector<std::pair<std::string, std::string>> HookEnvLines(const std::string& socket_path) {
   HookFiles files = FindHookFiles();
-  std::vector<std::pair<std::string, std::string>> lines = {
-      {"PYTHONPATH", files.python_dir}, {"STALLSCOPE_SOCKET", socket_path}};
+  std::vector<std::pair<std::string, std::string>> lines = {{"PYTHONPATH", files.python_dir},
+                                                            {"STALLSCOPE_SOCKET", socket_path}};
   if (!files.crc32c_library.empty()) lines.emplace_back("STALLSCOPE_CRC32C", files.crc32c_library);
   return lines;
 }
