@@ -103,8 +103,9 @@ class MovedPrefix(unittest.TestCase):
         # The job prints which hook it imported, then trains.
         job = os.path.join(self.tmp, "job.py")
         with open(job, "w") as f:
-            f.write("import runpy, sys\nimport stallscope\n"
+            f.write("import runpy, sys\nimport stallscope, stallscope.crc32c\n"
                     "sys.stderr.write('hook at %%s\\n' %% stallscope.__file__)\n"
+                    "sys.stderr.write('crc32c %%s\\n' %% stallscope.crc32c.IMPLEMENTATION)\n"
                     "sys.argv[0] = %r\nrunpy.run_path(%r, run_name='__main__')\n"
                     % (EXAMPLE, EXAMPLE))
         db = os.path.join(self.tmp, "run.db")
@@ -118,6 +119,9 @@ class MovedPrefix(unittest.TestCase):
         self.assertTrue(hook.group(1).startswith(os.path.join(self.lib, "python") + os.sep),
                         "the job imported %s, not the moved prefix's hook" % hook.group(1))
         self.assertNotIn("no Python hook", err)
+        # The moved CRC32C library, loaded (not the build tree's).
+        self.assertRegex(err, r"(?m)^crc32c native .*%s$" %
+                         re.escape(os.path.join(self.lib, "libstallscope_crc32c.so")))
         with sqlite3.connect(db) as con:
             steps = con.execute("select count(*) from steps").fetchone()[0]
         self.assertEqual(steps, EPOCHS * STEPS_PER_EPOCH, "every step the hook timed")
