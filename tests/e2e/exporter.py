@@ -93,9 +93,14 @@ class Exporter(unittest.TestCase):
         if not ready.wait(10):
             cls.proc.kill()
             raise AssertionError("exporter did not start: %s" % "".join(cls.stderr))
-        # Two ranks of one job report through the hook, as the docs say.
-        env = dict(os.environ, STALLSCOPE_SOCKET=cls.sock, PYTHONPATH=PYTHON_DIR,
-                   STALLSCOPE_JOB="e2e-job")
+        # Two ranks of one job report through the hook, as the docs say: with
+        # the environment `hook-env` prints for the exporter's socket.
+        hook_env = subprocess.run([common.BINARY, "hook-env", "--hook-socket", cls.sock],
+                                  capture_output=True, text=True, check=True).stdout
+        cls.hook_env_lines = hook_env.splitlines()
+        env = dict(os.environ, **dict(line.split("=", 1) for line in cls.hook_env_lines))
+        assert env["PYTHONPATH"] == PYTHON_DIR, env["PYTHONPATH"]
+        env["STALLSCOPE_JOB"] = "e2e-job"
         jobs = [subprocess.Popen(["/usr/bin/python3", "-c", JOB], env=dict(env, RANK=str(r)))
                 for r in (0, 1)]
         for j in jobs:
@@ -120,6 +125,16 @@ class Exporter(unittest.TestCase):
         body = r.read().decode()
         c.close()
         return r.status, r.getheader("Content-Type"), body
+
+    def test_start_prints_the_hook_environment(self):
+        # The exporter prints at start what `hook-env --hook-socket` prints.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not all(
+                line + "\n" in self.stderr for line in self.hook_env_lines):
+            time.sleep(0.05)
+        self.assertIn("STALLSCOPE_SOCKET=" + self.sock, self.hook_env_lines)
+        for line in self.hook_env_lines:
+            self.assertIn(line + "\n", self.stderr)
 
     def test_metrics_pass_promtool_and_match_proc(self):
         status, ctype, body = self.fetch()
