@@ -5,11 +5,22 @@
 namespace stallscope {
 namespace {
 
-std::optional<uint64_t> DiskBytes(const BoundarySample& b, const std::string& disk) {
+// A disk the recorder left out of a sample had read nothing since boot;
+// one absent from every sample was not read at all (`seen` false).
+std::optional<uint64_t> DiskBytes(const BoundarySample& b, const std::string& disk, bool seen) {
   for (const auto& [name, bytes] : b.disk_read_bytes) {
     if (name == disk) return bytes;
   }
-  return std::nullopt;
+  return seen ? std::optional<uint64_t>(0) : std::nullopt;
+}
+
+bool SeenIn(const std::vector<BoundarySample>& samples, const std::string& disk) {
+  for (const BoundarySample& b : samples) {
+    for (const auto& entry : b.disk_read_bytes) {
+      if (entry.first == disk) return true;
+    }
+  }
+  return false;
 }
 
 // b - a, when both are known and the counter did not go back (a process
@@ -29,7 +40,7 @@ std::string BoundaryDisk(const Timeline& timeline) {
   std::string busiest;
   double most = 0;
   for (const auto& [name, bytes] : last.disk_read_bytes) {
-    std::optional<double> read = Grew(DiskBytes(first, name), bytes);
+    std::optional<double> read = Grew(DiskBytes(first, name, true), bytes);
     if (read && *read > most) {
       most = *read;
       busiest = name;
@@ -42,6 +53,7 @@ std::vector<BoundarySpan> BoundarySpans(const Timeline& timeline) {
   std::vector<BoundarySpan> spans;
   const std::vector<BoundarySample>& b = timeline.boundaries;
   const std::string disk = BoundaryDisk(timeline);
+  const bool seen = !disk.empty() && SeenIn(b, disk);
   int last_marked = 0;
   for (const EpochEvent& e : timeline.epochs) last_marked = std::max(last_marked, e.epoch);
   for (size_t i = 0; i + 1 < b.size(); ++i) {
@@ -54,10 +66,10 @@ std::vector<BoundarySpan> BoundarySpans(const Timeline& timeline) {
     span.start_s = b[i].t;
     span.seconds = b[i + 1].t - b[i].t;
     std::optional<double> from_disk =
-        disk.empty() ? std::nullopt : Grew(DiskBytes(b[i], disk), DiskBytes(b[i + 1], disk));
-    std::optional<double> from_tree =
-        b[i + 1].processes > 0 ? Grew(b[i].tree_read_bytes, b[i + 1].tree_read_bytes)
-                               : std::nullopt;
+        seen ? Grew(DiskBytes(b[i], disk, seen), DiskBytes(b[i + 1], disk, seen)) : std::nullopt;
+    std::optional<double> from_tree = b[i + 1].processes > 0
+                                          ? Grew(b[i].tree_read_bytes, b[i + 1].tree_read_bytes)
+                                          : std::nullopt;
     if (from_disk && from_tree) {
       span.read_bytes = std::min(*from_disk, *from_tree);
     } else {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "analyze/epoch_figures.h"
@@ -119,6 +120,7 @@ struct EpochReadFigures {
   double first_bytes = 0, first_seconds = 0;
   double later_bytes = 0, later_seconds = 0;
   const char* source = "";  // "boundary samples" or "interval samples"
+  std::string disk;         // the disk counted; "" when the run's data disk is unknown
 };
 
 // From the boundary samples: exact differences. nullopt when the file has
@@ -127,6 +129,7 @@ std::optional<EpochReadFigures> ReadsFromBoundaries(const Timeline& timeline,
                                                     const std::vector<EpochSummary>& epochs) {
   EpochReadFigures r;
   r.source = "boundary samples";
+  r.disk = BoundaryDisk(timeline);
   bool first = false, later = false;
   for (const BoundarySpan& span : BoundarySpans(timeline)) {
     if (!span.read_bytes) continue;
@@ -175,6 +178,7 @@ EpochReadFigures ReadsFromIntervals(const Timeline& timeline,
   };
   EpochReadFigures r;
   r.source = "interval samples";
+  r.disk = timeline.info.data_device;
   for (size_t k = 1; k < epochs.size(); ++k) {
     auto [bytes, seconds] = read_in(epochs[k].start_s, epochs[k].start_s + epochs[k].duration_s);
     r.later_bytes += bytes;
@@ -206,7 +210,7 @@ std::optional<Finding> CheckColdCache(const Timeline& timeline,
   const double later_rate = reads.later_seconds > 0 ? reads.later_bytes / reads.later_seconds : 0;
   if (later_rate > kColdCacheLaterReadShare * first_rate) return std::nullopt;
 
-  const std::string& device = timeline.info.data_device;
+  const std::string& device = reads.disk;
   const std::string disk = device.empty() ? std::string("the data disk") : device;
   std::vector<LoaderInput> inputs = WhatTheLoaderReads(timeline);
   const double run_s = timeline.info.duration_seconds.value_or(timeline.samples.back().t);

@@ -48,7 +48,9 @@ BoundarySample MakeBoundarySample(double t, std::optional<int> epoch, const Proc
     if (io_read) b.tree_read_bytes = read;
   }
   for (const DiskCounters& d : disks.devices) {
-    if (whole_disks.count(d.name)) {
+    // A disk that has read nothing since boot (an idle loop device) is left
+    // out: readers take its absence for 0.
+    if (whole_disks.count(d.name) && d.sectors_read > 0) {
       b.disk_read_bytes.emplace_back(d.name, d.sectors_read * kDiskstatsSectorBytes);
     }
   }

@@ -40,7 +40,7 @@ class EpochBoundaryClock {
 
 // One reading at `t`: the tree's processes (none when `tree` is null: the
 // job is gone) and the bytes read from each of `whole_disks` found in
-// `disks`.
+// `disks` (those that read nothing since boot left out).
 BoundarySample MakeBoundarySample(double t, std::optional<int> epoch, const ProcessTree* tree,
                                   const DiskstatsSample& disks,
                                   const std::set<std::string>& whole_disks,

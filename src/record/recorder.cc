@@ -49,6 +49,10 @@ struct EpochProgress {
   uint64_t peak_rss_bytes = 0;
 };
 
+// Epoch starts whose RSS is kept for the epoch line at once: marks come at
+// most one per 50 ms, and the line drops them as it prints.
+constexpr size_t kMaxEpochsKeptForTheLine = 4096;
+
 // One interval's figures from two host samples and the process tree.
 class IntervalSampler {
  public:
@@ -604,9 +608,16 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   EpochBoundaryClock boundary_clock;
   bool end_read = false;
   bool boundary_failed = false;
+  // The tree's RSS at the readings of epoch starts, for the epoch line of an
+  // epoch that no interval sample fell inside (dropped once printed).
+  std::map<int, uint64_t> rss_at_epoch_start;
   auto take_boundary = [&](std::optional<int> epoch) {
     const double t = static_cast<double>(MonotonicNs() - start_ns) / 1e9;
-    Status s = writer.AppendBoundarySample(sampler.Boundary(t, epoch, whole_disks));
+    const BoundarySample reading = sampler.Boundary(t, epoch, whole_disks);
+    if (epoch && rss_at_epoch_start.size() < kMaxEpochsKeptForTheLine) {
+      rss_at_epoch_start[*epoch] = reading.tree_rss_bytes;
+    }
+    Status s = writer.AppendBoundarySample(reading);
     if (!s.ok() && !boundary_failed) {
       boundary_failed = true;
       std::fprintf(status, "stallscope: %s (per-epoch figures fall back to the intervals)\n",
@@ -689,8 +700,15 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     for (const EpochEvent& e : events.epochs) {
       if (e.rank != lead) continue;
       count_steps_before(e.t);
-      if (epoch.epoch >= 0) std::fputs(EpochLine(epoch, e.t).c_str(), status);
-      epoch = EpochProgress{e.epoch, e.t, 0, 0, 0, 0};
+      // Its RSS at its start and at the next one's, read when they were marked.
+      const uint64_t rss_at_next =
+          rss_at_epoch_start.count(e.epoch) ? rss_at_epoch_start[e.epoch] : 0;
+      if (epoch.epoch >= 0) {
+        epoch.peak_rss_bytes = std::max(epoch.peak_rss_bytes, rss_at_next);
+        std::fputs(EpochLine(epoch, e.t).c_str(), status);
+      }
+      rss_at_epoch_start.erase(rss_at_epoch_start.begin(), rss_at_epoch_start.find(e.epoch));
+      epoch = EpochProgress{e.epoch, e.t, 0, 0, 0, rss_at_next};
     }
     count_steps_before(std::numeric_limits<double>::infinity());
     epoch.peak_rss_bytes = std::max(epoch.peak_rss_bytes, sample->tree_rss_bytes);

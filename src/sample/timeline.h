@@ -122,7 +122,8 @@ struct BoundarySample {
   // adds them to the parent that waited for them). nullopt when unreadable.
   std::optional<uint64_t> tree_read_bytes;
   // Whole disks (/proc/diskstats, partitions and ram/zram left out): bytes
-  // read since boot.
+  // read since boot. A disk that had read nothing is left out: absent from
+  // one sample and present in another of the file, it read 0.
   std::vector<std::pair<std::string, uint64_t>> disk_read_bytes;
 };
 

@@ -55,22 +55,24 @@ TEST(MakeBoundarySample, SumsTheTreeAndKeepsTheWholeDisksAsked) {
   c.io.reset();
   tree.processes = {a, b, c};
   DiskstatsSample disks;
-  disks.devices.resize(3);
+  disks.devices.resize(4);
   disks.devices[0].name = "vda";
   disks.devices[0].sectors_read = 10;
   disks.devices[1].name = "vda1";
   disks.devices[1].sectors_read = 9;
   disks.devices[2].name = "loop7";
   disks.devices[2].sectors_read = 2048;
-  BoundarySample s = MakeBoundarySample(2.5, 3, &tree, disks, {"vda", "loop7"}, 100);
+  disks.devices[3].name = "loop3";  // attached, never read: left out
+  disks.devices[3].sectors_read = 0;
+  BoundarySample s = MakeBoundarySample(2.5, 3, &tree, disks, {"vda", "loop7", "loop3"}, 100);
   EXPECT_DOUBLE_EQ(s.t, 2.5);
   EXPECT_EQ(s.epoch, std::optional<int>(3));
   EXPECT_EQ(s.processes, 3);
   EXPECT_EQ(s.tree_rss_bytes, 3000u);
   EXPECT_DOUBLE_EQ(s.tree_cpu_seconds, 6.0);
   EXPECT_EQ(s.tree_read_bytes, std::optional<uint64_t>(12288));
-  EXPECT_EQ(s.disk_read_bytes, (std::vector<std::pair<std::string, uint64_t>>{
-                                   {"vda", 5120}, {"loop7", 1048576}}));
+  EXPECT_EQ(s.disk_read_bytes,
+            (std::vector<std::pair<std::string, uint64_t>>{{"vda", 5120}, {"loop7", 1048576}}));
   // The job gone: no tree, the disks still read.
   s = MakeBoundarySample(9, std::nullopt, nullptr, disks, {"loop7"}, 100);
   EXPECT_EQ(s.processes, 0);
