@@ -224,7 +224,7 @@ class IntervalSampler {
   // are untouched (their deltas run from the previous interval).
   BoundarySample Boundary(double t, std::optional<int> epoch,
                           const std::set<std::string>& whole_disks) {
-    Result<ProcessTree> tree = tree_.Sample();
+    Result<ProcessTree> tree = tree_.Sample(/*every_io=*/true);
     DiskstatsSample disks;
     if (Result<DiskstatsSample> read = ReadDiskstats(root_); read.ok()) disks = std::move(*read);
     return MakeBoundarySample(t, epoch, tree.ok() ? &*tree : nullptr, disks, whole_disks,
