@@ -707,7 +707,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
         epoch.peak_rss_bytes = std::max(epoch.peak_rss_bytes, rss_at_next);
         std::fputs(EpochLine(epoch, e.t).c_str(), status);
       }
-      rss_at_epoch_start.erase(rss_at_epoch_start.begin(), rss_at_epoch_start.find(e.epoch));
+      rss_at_epoch_start.erase(rss_at_epoch_start.begin(), rss_at_epoch_start.lower_bound(e.epoch));
       epoch = EpochProgress{e.epoch, e.t, 0, 0, 0, rss_at_next};
     }
     count_steps_before(std::numeric_limits<double>::infinity());
