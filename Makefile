@@ -18,9 +18,11 @@ test: build
 	@echo "== all test stages passed =="
 
 # `make doctor` installs only what building needs; `make test` also what the
-# tests run against (scripts/setup.sh).
+# tests run against; `make bench` also the peer tools the benches time
+# stallscope against (scripts/setup.sh).
 DEPS ?= test
 doctor: DEPS = build
+bench: DEPS = bench
 deps:
 	@scripts/setup.sh $(DEPS)
 
@@ -54,6 +56,8 @@ fuzz: san-build
 	@echo "== fuzzers, $(FUZZ_SECONDS) s each =="
 	scripts/run-fuzzers.sh $(SAN_BUILD) $(FUZZ_SECONDS) $(JOBS)
 
+# The sampler against pidstat + iostat; the other benches (bench/, each row of
+# docs/performance.md names its command) find their peer tools installed too.
 bench: build
 	bench/sample_cost.sh ./$(BUILD)
 

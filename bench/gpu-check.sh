@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu-check.sh: every GPU path of stallscope on a machine with an NVIDIA GPU,
-# in under 5 minutes, as one short table at the end:
+# as one short table at the end (its time on a GPU is not measured yet):
 #   1. build stallscope (Release, no tests) unless STALLSCOPE_BIN names one;
 #   2. start a small CUDA workload (PyTorch matmuls, ~60 s) on GPU 0;
 #   3. `snapshot --json` while it runs: the NVML section (utilization, memory,

@@ -13,7 +13,12 @@ json.load(gzip.open(F))"` over the same files (the parse any Python reader
 pays first), and prints the ratios.
 
   bench/trace_vs_hta.py --hta-src DIR --binary build/stallscope
-      [--traces ../shared/traces/hta] [--write-reference FILE]
+      [--traces DIR] [--write-reference FILE]
+
+HTA is not a Debian package: without a checkout (--hta-src) and its
+dependencies, or without the traces (--traces: HTA's test traces, by default
+../shared/traces/hta beside the checkout), the bench says what is missing
+and skips (exit 0), so `make bench`-style runs on a fresh Debian go on.
 
 --write-reference FILE writes HTA's figures as JSON (what
 tests/e2e/trace_cli.py compares with: tests/fixtures/traces/hta_reference.json).
@@ -107,13 +112,37 @@ def json_load_seconds(trace_dir):
     return time.monotonic() - start
 
 
+def why_skipped(a):
+    """Why the comparison cannot run here (HTA or the traces missing), or None."""
+    if not a.hta_src:
+        return ("HTA is not a Debian package; pass --hta-src DIR, a checkout of "
+                "github.com/facebookresearch/HolisticTraceAnalysis")
+    if not os.path.isdir(os.path.join(a.hta_src, "hta")):
+        return "--hta-src %s holds no hta/ folder: not an HTA checkout" % a.hta_src
+    if not os.path.isdir(a.traces) or not trace_dirs(a.traces):
+        return "no traces under %s (--traces DIR: HTA's test traces)" % a.traces
+    sys.path.insert(0, os.path.abspath(a.hta_src))
+    try:
+        import hta.trace_analysis  # noqa: F401  (pandas and the rest, from Debian)
+    except ImportError as e:
+        return ("HTA cannot be imported (%s): it needs Debian's python3-pandas, "
+                "python3-plotly, python3-networkx and python3-psutil" % e)
+    finally:
+        sys.path.pop(0)
+    return None
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--hta-src", required=True, help="HTA's source checkout (holds hta/)")
+    p.add_argument("--hta-src", help="HTA's source checkout (holds hta/)")
     p.add_argument("--binary", help="stallscope to compare (omit to only write the reference)")
     p.add_argument("--traces", default=DEFAULT_TRACES)
     p.add_argument("--write-reference", metavar="FILE")
     a = p.parse_args()
+    missing = why_skipped(a)
+    if missing:
+        print("trace_vs_hta: skipped: %s" % missing)
+        return 0
     sys.path.insert(0, os.path.abspath(a.hta_src))
     commit = subprocess.run(["git", "-C", a.hta_src, "rev-parse", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "(not a git checkout)"

@@ -3,6 +3,8 @@
 # root it runs apt-get; otherwise it prints the exact line to run and exits 1.
 #   scripts/setup.sh build   what building needs (`make doctor`)
 #   scripts/setup.sh [test]  that, and what the tests run against (`make test`)
+#   scripts/setup.sh bench   that, and the peer tools only the benches use
+#                            (`make bench`: hyperfine, wrk, node_exporter, ...)
 # so CI and a fresh Debian 12 box need nothing else, and `make doctor` on a
 # user's host installs no servers. Debian starts some packages' services on
 # install (prometheus on :9090): the tests use only their binaries, so a
@@ -10,8 +12,8 @@
 set -euo pipefail
 mode=${1:-test}
 case "$mode" in
-  build | test) ;;
-  *) echo "usage: $0 [build|test]" >&2; exit 2 ;;
+  build | test | bench) ;;
+  *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
 esac
 
 packages=(
@@ -46,8 +48,20 @@ test_packages=(
   chromium
 )
 
-[ "$mode" = test ] && packages+=("${test_packages[@]}")
-services=(prometheus)
+bench_packages=(
+  # the peer tools the bench/ scripts time stallscope against, and their timers:
+  # hyperfine (doctor_quick, dataset_walk, pack_vs_tar, nccl_log_vs_grep),
+  # GNU time's peak RSS, curl and node_exporter (exporter_scrape), the sqlite3
+  # shell (report_scale), wrk to load the exporter by hand
+  # (`wrk -c 64 -d 10s http://127.0.0.1:9400/metrics`)
+  hyperfine time wrk curl sqlite3 prometheus-node-exporter
+)
+
+case "$mode" in
+  test) packages+=("${test_packages[@]}") ;;
+  bench) packages+=("${test_packages[@]}" "${bench_packages[@]}") ;;
+esac
+services=(prometheus prometheus-node-exporter)
 
 missing=()
 for p in "${packages[@]}"; do

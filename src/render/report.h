@@ -1,5 +1,5 @@
 // Rendering a Report (doctor, report, run): readable text for people and the
-// `stallscope.report/1` JSON of DESIGN.md for machines. Pure: a Report in, a
+// `stallscope.report/1` JSON (docs/findings.md) for machines. Pure: a Report in, a
 // string out. Thread-safe.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Finding, Verdict and Report: the analysis contract of DESIGN.md.
+// Finding, Verdict and Report: the analysis contract of docs/findings.md.
 //
 // A Finding is one rule's conclusion: a stable id from the catalog, the layer
 // of the triage it belongs to, a severity, a one-line summary in the user's

@@ -20,7 +20,7 @@ import unittest
 MIB = 1 << 20
 GIB = 1 << 30
 
-# The triage order of DESIGN.md "Findings".
+# The triage order of docs/findings.md.
 LAYERS = ["memory", "io", "network", "distributed", "code"]
 SEVERITIES = ["info", "warning", "critical"]
 
@@ -115,7 +115,7 @@ def finding(report, finding_id):
 
 
 def check_report(test, report):
-    """The report contract of DESIGN.md: fields, layer order, verdict rule."""
+    """The report contract of docs/findings.md: fields, layer order, verdict rule."""
     test.assertEqual(report.get("schema"), "stallscope.report/1")
     test.assertIn("verdict", report)
     test.assertIn("layer", report["verdict"])
