@@ -3,6 +3,11 @@ for the same number of samples at the same interval, and compares the CPU
 time (user + system, from the kernel's rusage of each child) they spent.
 
 Each side is a whole process, start-up included, as a user would run it.
+
+Then the boundary samples `run` takes at epoch marks (the tree and
+/proc/diskstats, record/epoch_boundaries.h): the sampler again with 1 of them
+in each interval (an epoch an interval) and with 19 (at a 1 s interval, the
+most their 50 ms spacing allows), against the same pidstat + iostat.
 """
 import os
 import resource
@@ -31,10 +36,11 @@ def spawn_tree(count):
     raise SystemExit("could not start the process tree")
 
 
-def cpu_of(commands):
+def cpu_of(commands, boundaries=0):
     """Runs the commands side by side; returns their summed user+sys seconds."""
+    env = dict(os.environ, SAMPLE_COST_BOUNDARIES=str(boundaries))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL) for c in commands]
+    procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, env=env) for c in commands]
     for p in procs:
         if p.wait() != 0:
             raise SystemExit(f"{p.args[0]} failed with {p.returncode}")
@@ -59,6 +65,11 @@ def run_both(root, pids, samples, interval):
     return ours, busy, theirs
 
 
+def run_boundaries(root, samples, interval, per_interval):
+    """The sampler's CPU s with `per_interval` boundary samples in each interval."""
+    return cpu_of([[SAMPLER, str(root.pid), str(samples), str(interval)]], per_interval)
+
+
 def main():
     global SAMPLER
     SAMPLER, samples, interval = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
@@ -73,6 +84,8 @@ def main():
     try:
         ours, busy, theirs = run_both(root, pids, samples, interval)
         ours_short, busy_short, theirs_short = run_both(root, pids, short, interval)
+        bounded = {b: (run_boundaries(root, samples, interval, b),
+                       run_boundaries(root, short, interval, b)) for b in (1, 19)}
     finally:
         os.killpg(root.pid, 15)
         root.wait()
@@ -97,6 +110,14 @@ def main():
               f"(no member quiet: {theirs_each / busy_each:.1f}x)")
     else:
         print("  ratio: not measurable (the clock ticks are coarser than the difference)")
+    print("boundary samples (the tree and /proc/diskstats at each epoch mark, at most one per 50 ms):")
+    for b, (whole, whole_short) in bounded.items():
+        each = (whole - whole_short) / extra
+        one = (each - ours_each) / b if each > ours_each else 0.0
+        print(f"  {b:2d} an interval: {whole * 1e3:8.1f} ms CPU in all, {each * 1e3:7.3f} ms per "
+              f"interval with them, {one * 1e3:6.3f} ms per boundary sample; "
+              f"pidstat+iostat / this: {theirs_each / each:.1f}x" if each > 0 else
+              f"  {b:2d} an interval: not measurable")
 
 
 SAMPLER = None

@@ -141,8 +141,10 @@ constexpr Rule kRules[] = {
      "of a uniform random sample of 10,000 when there are more; the time the uncached part "
      "takes at the seed's storage floor (500 MB/s sequential plus one 5000-IOPS read per small "
      "file). A recorded run: the hook's epochs (epoch 0 against the median later epoch) and "
-     "the data disk's reads (iostat rkB/s) in each; the data disk is --data's, else the device "
-     "behind what the workers read",
+     "the data disk's reads in each: the difference of the boundary samples taken at each "
+     "epoch mark (the disk's sectors read, no more than the tree's read_bytes), or in run "
+     "files without them the interval samples' rkB/s shared pro rata; the data disk is "
+     "--data's, else the device behind what the workers read",
      "dataset: fires when < 20% of the bytes are cached and that uncached read takes >= 1 s at "
      "the floor; warning when the data fits in half the RAM (epoch 1 will be slower than the "
      "rest), info when it does not (every epoch reads storage). A run: fires when epoch 0 took "

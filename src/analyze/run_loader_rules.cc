@@ -5,14 +5,16 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <tuple>
 
+#include "analyze/epoch_figures.h"
 #include "analyze/run_inputs.h"
 #include "analyze/run_io_rules.h"
 #include "core/stats.h"
 #include "core/units.h"
 
 namespace stallscope {
-namespace {}  // namespace
 
 std::optional<Finding> CheckCpuContention(const Timeline& timeline,
                                           const std::optional<DataWait>& wait) {
@@ -110,15 +112,49 @@ std::optional<double> DataWaitAfterFirstEpoch(const Timeline& timeline,
   return w->worst_rank_fraction;
 }
 
-std::optional<Finding> CheckColdCache(const Timeline& timeline,
-                                      const std::vector<EpochSummary>& epochs) {
-  if (epochs.size() < 2 || timeline.samples.empty()) return std::nullopt;
-  // Bytes read from the data disk in [start, end]: each interval's rate
-  // over the part of it inside (an interval spanning an epoch's end is
-  // shared by both epochs).
-  // The job's own reads from storage (its processes' read_bytes), where
-  // recorded: what the data disk read for others (a library load, another
-  // job on the system disk) is not the job's cold cache.
+namespace {
+
+// What epoch 0 and the later epochs read from the data disk, and over how
+// many seconds.
+struct EpochReadFigures {
+  double first_bytes = 0, first_seconds = 0;
+  double later_bytes = 0, later_seconds = 0;
+  const char* source = "";  // "boundary samples" or "interval samples"
+  std::string disk;         // the disk counted; "" when the run's data disk is unknown
+};
+
+// From the boundary samples: exact differences. nullopt when the file has
+// none, or none that bound epoch 0 alone and some later epoch.
+std::optional<EpochReadFigures> ReadsFromBoundaries(const Timeline& timeline,
+                                                    const std::vector<EpochSummary>& epochs) {
+  EpochReadFigures r;
+  r.source = "boundary samples";
+  r.disk = BoundaryDisk(timeline);
+  bool first = false, later = false;
+  for (const BoundarySpan& span : BoundarySpans(timeline)) {
+    if (!span.read_bytes) continue;
+    if (span.first_epoch == epochs[0].epoch && span.last_epoch == epochs[0].epoch) {
+      r.first_bytes = *span.read_bytes;
+      r.first_seconds = span.seconds;
+      first = true;
+    } else if (span.first_epoch > epochs[0].epoch && span.seconds > 0) {
+      r.later_bytes += *span.read_bytes;
+      r.later_seconds += span.seconds;
+      later = true;
+    }
+  }
+  if (!first || !later) return std::nullopt;
+  return r;
+}
+
+// From the interval samples: each interval's rate over the part of it
+// inside the epoch (an interval spanning an epoch's end is shared by both
+// epochs, so an epoch shorter than an interval gets a share of its
+// neighbour's reads). The job's own reads from storage (its processes'
+// read_bytes), where recorded: what the data disk read for others (a
+// library load, another job on the system disk) is not the job's cold cache.
+EpochReadFigures ReadsFromIntervals(const Timeline& timeline,
+                                    const std::vector<EpochSummary>& epochs) {
   std::map<double, double> job_read_kib;
   for (const ProcessPoint& p : timeline.processes) {
     if (p.read_kib_per_s) job_read_kib[p.t] += *p.read_kib_per_s;
@@ -140,27 +176,41 @@ std::optional<Finding> CheckColdCache(const Timeline& timeline,
     }
     return std::pair(bytes, seconds);
   };
+  EpochReadFigures r;
+  r.source = "interval samples";
+  r.disk = timeline.info.data_device;
+  for (size_t k = 1; k < epochs.size(); ++k) {
+    auto [bytes, seconds] = read_in(epochs[k].start_s, epochs[k].start_s + epochs[k].duration_s);
+    r.later_bytes += bytes;
+    r.later_seconds += seconds;
+  }
+  std::tie(r.first_bytes, r.first_seconds) =
+      read_in(epochs[0].start_s, epochs[0].start_s + epochs[0].duration_s);
+  return r;
+}
+
+}  // namespace
+
+std::optional<Finding> CheckColdCache(const Timeline& timeline,
+                                      const std::vector<EpochSummary>& epochs) {
+  if (epochs.size() < 2 || timeline.samples.empty()) return std::nullopt;
   const EpochSummary& first = epochs[0];
   std::vector<double> later;
-  double later_bytes = 0, later_seconds = 0;
-  for (size_t k = 1; k < epochs.size(); ++k) {
-    later.push_back(epochs[k].duration_s);
-    auto [bytes, seconds] = read_in(epochs[k].start_s, epochs[k].start_s + epochs[k].duration_s);
-    later_bytes += bytes;
-    later_seconds += seconds;
-  }
+  for (size_t k = 1; k < epochs.size(); ++k) later.push_back(epochs[k].duration_s);
   const double typical = Median(later);
   if (typical <= 0 || first.duration_s < kColdCacheSlowdown * typical ||
       first.duration_s - typical < kColdCacheMinSeconds) {
     return std::nullopt;
   }
-  auto [first_bytes, first_seconds] = read_in(first.start_s, first.start_s + first.duration_s);
-  if (first_bytes < kColdCacheMinReadBytes || first_seconds <= 0) return std::nullopt;
-  const double first_rate = first_bytes / first_seconds;
-  const double later_rate = later_seconds > 0 ? later_bytes / later_seconds : 0;
+  std::optional<EpochReadFigures> exact = ReadsFromBoundaries(timeline, epochs);
+  const EpochReadFigures reads = exact ? *exact : ReadsFromIntervals(timeline, epochs);
+  const double first_bytes = reads.first_bytes;
+  if (first_bytes < kColdCacheMinReadBytes || reads.first_seconds <= 0) return std::nullopt;
+  const double first_rate = first_bytes / reads.first_seconds;
+  const double later_rate = reads.later_seconds > 0 ? reads.later_bytes / reads.later_seconds : 0;
   if (later_rate > kColdCacheLaterReadShare * first_rate) return std::nullopt;
 
-  const std::string& device = timeline.info.data_device;
+  const std::string& device = reads.disk;
   const std::string disk = device.empty() ? std::string("the data disk") : device;
   std::vector<LoaderInput> inputs = WhatTheLoaderReads(timeline);
   const double run_s = timeline.info.duration_seconds.value_or(timeline.samples.back().t);
@@ -179,7 +229,8 @@ std::optional<Finding> CheckColdCache(const Timeline& timeline,
                 {"epoch0_read_bytes", static_cast<int64_t>(first_bytes)},
                 {"epoch0_read_bytes_per_s", first_rate},
                 {"later_read_bytes_per_s", later_rate},
-                {"epochs", static_cast<int64_t>(epochs.size())}};
+                {"epochs", static_cast<int64_t>(epochs.size())},
+                {"measured_from", std::string(reads.source)}};
   if (!inputs.empty()) f.evidence.push_back({"input", inputs[0].path});
   if (run_s > 0) {
     f.impact = Impact{std::clamp((first.duration_s - typical) / run_s, 0.0, 1.0), std::nullopt,

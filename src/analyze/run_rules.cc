@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 
+#include "analyze/epoch_figures.h"
 #include "analyze/gpu_rules.h"
 #include "analyze/rank_rules.h"
 
@@ -70,6 +71,24 @@ std::optional<DataWait> MeasureDataWait(const Timeline& timeline, double after_t
   return w;
 }
 
+namespace {
+
+// An epoch's reads, CPU and RSS from the boundary samples that bound it
+// alone (epochs shorter than an interval have no interval sample inside).
+void AddBoundaryFigures(const Timeline& timeline, std::vector<EpochSummary>& epochs) {
+  for (const BoundarySpan& span : BoundarySpans(timeline)) {
+    if (span.first_epoch != span.last_epoch) continue;
+    for (EpochSummary& e : epochs) {
+      if (e.epoch != span.first_epoch) continue;
+      e.read_bytes = span.read_bytes;
+      e.cpu_seconds = span.cpu_seconds;
+      e.peak_tree_rss_bytes = std::max(e.peak_tree_rss_bytes, span.rss_bytes);
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<EpochSummary> SummarizeEpochs(const Timeline& timeline) {
   // Ranks mark the same epoch at slightly different times: the earliest mark
   // starts it.
@@ -129,6 +148,7 @@ std::vector<EpochSummary> SummarizeEpochs(const Timeline& timeline) {
       e.peak_tree_rss_bytes = std::max(e.peak_tree_rss_bytes, (*it)->tree_rss_bytes);
     }
   }
+  AddBoundaryFigures(timeline, epochs);
   return epochs;
 }
 

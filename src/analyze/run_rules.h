@@ -58,6 +58,11 @@ struct EpochSummary {
   double steps_per_s = 0;
   std::optional<double> data_wait_fraction;  // all ranks' steps in the epoch; nullopt: none
   uint64_t peak_tree_rss_bytes = 0;          // 0: no sample inside the epoch
+  // From the boundary samples (analyze/epoch_figures.h), where the file has
+  // them and they bound this epoch alone: what the job read from the data
+  // disk in it, and its tree's CPU time.
+  std::optional<double> read_bytes;
+  std::optional<double> cpu_seconds;
 };
 
 // Empty when the hook reported no epochs.

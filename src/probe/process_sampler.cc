@@ -360,7 +360,8 @@ bool ProcessTreeSampler::ParentStays(const Member& m) const {
   return parent != members_.end() && parent->second.sample.state != 'Z';
 }
 
-int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow, bool may_skip) {
+int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow, bool may_skip,
+                                   bool every_io) {
   const bool first = m.read_in < 0;
   slow = slow || first;
   std::optional<ProcStat> stat = std::move(m.first_stat);
@@ -460,7 +461,8 @@ int ProcessTreeSampler::ReadMember(int32_t pid, Member& m, bool slow, bool may_s
   // are cumulative; none is lost).
   // (schedstat read above and moved: it ran, if under a tick.)
   const bool ticked = first || sched_read || stat->utime_ticks + stat->stime_ticks != ticks_before;
-  if (options_.read_io && (!m.io_denied || slow) && (ticked || slow || s.state == 'D' || !s.io)) {
+  if (options_.read_io && (!m.io_denied || slow) &&
+      (ticked || slow || every_io || s.state == 'D' || !s.io)) {
     int err = ReadKept(m.io, pid, "io", budget_);
     Result<ProcessIo> io = err == 0 && !buffer_.empty() ? ParseProcessIo(buffer_.view(), "io")
                                                         : Result<ProcessIo>(Status::NotFound("io"));
@@ -573,10 +575,10 @@ void ProcessTreeSampler::Order(ProcessTree& tree) {
   }
 }
 
-Result<ProcessTree> ProcessTreeSampler::Sample() {
+Result<ProcessTree> ProcessTreeSampler::Sample(bool every_io) {
   auto not_found = [&] { return Status::NotFound("pid " + std::to_string(root_pid_)); };
   if (root_pid_ <= 0) return not_found();
-  const bool slow = samples_ % options_.slow_every == 0;
+  const bool slow = !every_io && cadence_samples_++ % options_.slow_every == 0;
   ++samples_;
   ProcessTree tree;
   tree.root_pid = root_pid_;
@@ -592,7 +594,7 @@ Result<ProcessTree> ProcessTreeSampler::Sample() {
 
   // Reads a member; the iterator past it (past its place, if it is gone).
   auto read = [&](Members::iterator it, bool may_skip) {
-    int err = ReadMember(it->first, it->second, slow, may_skip);
+    int err = ReadMember(it->first, it->second, slow, may_skip, every_io);
     if (err == 0) {
       it->second.read_in = samples_;
       return std::next(it);

@@ -109,16 +109,20 @@ class ProcessTreeSampler {
   ProcessTreeSampler(const Root& root, int32_t root_pid, ProcessSamplerOptions options = {});
 
   // The tree now. Errors: NotFound("pid N") when the root is gone; the
-  // error of opening /proc itself.
-  Result<ProcessTree> Sample();
+  // error of opening /proc itself. `every_io`: every member's io read now,
+  // not carried over from an earlier reading for one that ran under a clock
+  // tick (a boundary sample, whose differences must be exact); such a
+  // sample never reads the slow files, and the slow ones keep their
+  // cadence.
+  Result<ProcessTree> Sample(bool every_io = false);
 
   // Descriptors held now: the /proc directory and the members' kept files.
   int open_files() const { return open_files_ + proc_dir_.is_open() + loadavg_.is_open(); }
   // Samples that listed all of /proc (the first and the slow ones, or every
   // sample where only the new pids cannot be listed, as on a fixture root).
   int64_t full_listings() const { return full_listings_; }
-  // Samples taken so far (slow fields are read when this is a multiple of
-  // slow_every, counting from 0).
+  // Samples taken so far (slow fields are read when the samples other than
+  // every_io ones are a multiple of slow_every, counting from 0).
   int64_t samples() const { return samples_; }
   // Slow reads skipped so far because the member was quiet.
   int64_t quiet_skips() const { return quiet_skips_; }
@@ -185,7 +189,7 @@ class ProcessTreeSampler {
   // 0, or the errno that leaves the member out of this sample.
   // `may_skip`: an idle single-threaded member (schedstat unchanged) has
   // nothing more read.
-  int ReadMember(int32_t pid, Member& member, bool slow, bool may_skip);
+  int ReadMember(int32_t pid, Member& member, bool slow, bool may_skip, bool every_io = false);
   // Its parent is a member, and not a zombie (a child of one is reparented
   // once it is reaped).
   bool ParentStays(const Member& member) const;
@@ -205,7 +209,8 @@ class ProcessTreeSampler {
   ProcessSamplerOptions options_;
   double ticks_per_second_ = 100;
   uint64_t page_size_bytes_ = 4096;
-  int budget_ = 0;  // descriptors members may hold
+  int budget_ = 0;               // descriptors members may hold
+  int64_t cadence_samples_ = 0;  // samples that count for slow_every (every_io ones do not)
   int open_files_ = 0;
   int64_t samples_ = 0;
   uint64_t membership_changes_ = 0;  // members admitted or dropped so far

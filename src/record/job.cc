@@ -183,6 +183,13 @@ std::optional<JobExit> Job::Poll() {
   return exit;
 }
 
+bool Job::ExitedUnreaped() const {
+  if (pid_ <= 0 || reaped_ || !is_child_) return false;
+  siginfo_t info{};
+  return waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == pid_;
+}
+
 void Job::Forward(int signal) const {
   if (pid_ > 0 && !reaped_) kill(pid_, signal);
 }

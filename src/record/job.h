@@ -75,6 +75,10 @@ class Job {
   // Non-blocking: the exit once the job has ended, nullopt while it runs.
   // For an attached process only "gone" is known (exit unknown: both unset).
   std::optional<JobExit> Poll();
+  // A started job whose command has exited and is not reaped yet: its
+  // counters in /proc (its own and those of the children it waited for)
+  // can still be read once. Always false for an attached process.
+  bool ExitedUnreaped() const;
   void Forward(int signal) const;
 
  private:

@@ -31,6 +31,7 @@
 #include "probe/snapshot.h"
 #include "probe/vmstat.h"
 #include "record/clock_exchange.h"
+#include "record/epoch_boundaries.h"
 #include "record/input_tracker.h"
 #include "record/port_counters.h"
 #include "sample/disk_rates.h"
@@ -47,6 +48,10 @@ struct EpochProgress {
   double step_seconds = 0;
   uint64_t peak_rss_bytes = 0;
 };
+
+// Epoch starts whose RSS is kept for the epoch line at once: marks come at
+// most one per 50 ms, and the line drops them as it prints.
+constexpr size_t kMaxEpochsKeptForTheLine = 4096;
 
 // One interval's figures from two host samples and the process tree.
 class IntervalSampler {
@@ -212,6 +217,18 @@ class IntervalSampler {
     previous_ = std::move(*host);
     have_previous_ = true;
     return s;
+  }
+
+  // A boundary sample now (record/epoch_boundaries.h): the tree read by the
+  // same sampler as the intervals, and /proc/diskstats. The interval figures
+  // are untouched (their deltas run from the previous interval).
+  BoundarySample Boundary(double t, std::optional<int> epoch,
+                          const std::set<std::string>& whole_disks) {
+    Result<ProcessTree> tree = tree_.Sample(/*every_io=*/true);
+    DiskstatsSample disks;
+    if (Result<DiskstatsSample> read = ReadDiskstats(root_); read.ok()) disks = std::move(*read);
+    return MakeBoundarySample(t, epoch, tree.ok() ? &*tree : nullptr, disks, whole_disks,
+                              ticks_per_second_);
   }
 
   const std::string& disk_name() const { return disk_name_; }
@@ -478,9 +495,15 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   size_t allocation_reports = 0;
 
   std::set<std::string> disks;
+  // Boundary samples read every whole disk that can hold a dataset: loop and
+  // device-mapper ones too (the data disk may be learnt as one), not RAM.
+  std::set<std::string> whole_disks;
   if (auto devices = ReadBlockDevices(root); devices.ok()) {
     for (const BlockDevice& d : *devices) {
       if (!d.is_partition && !d.is_virtual) disks.insert(d.name);
+      if (!d.is_partition && !d.name.starts_with("ram") && !d.name.starts_with("zram")) {
+        whole_disks.insert(d.name);
+      }
     }
   }
   IntervalSampler sampler(root, job.pid(), info.data_device, std::move(disks),
@@ -580,8 +603,36 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   bool ended = false;
   std::set<int> ranks_seen;
 
+  // Boundary samples: at each new epoch mark, and when the job's command
+  // exits (before it is reaped, while its counters can still be read).
+  EpochBoundaryClock boundary_clock;
+  bool end_read = false;
+  bool boundary_failed = false;
+  // The tree's RSS at the readings of epoch starts, for the epoch line of an
+  // epoch that no interval sample fell inside (dropped once printed).
+  std::map<int, uint64_t> rss_at_epoch_start;
+  auto take_boundary = [&](std::optional<int> epoch) {
+    const double t = static_cast<double>(MonotonicNs() - start_ns) / 1e9;
+    const BoundarySample reading = sampler.Boundary(t, epoch, whole_disks);
+    if (epoch && rss_at_epoch_start.size() < kMaxEpochsKeptForTheLine) {
+      rss_at_epoch_start[*epoch] = reading.tree_rss_bytes;
+    }
+    Status s = writer.AppendBoundarySample(reading);
+    if (!s.ok() && !boundary_failed) {
+      boundary_failed = true;
+      std::fprintf(status, "stallscope: %s (per-epoch figures fall back to the intervals)\n",
+                   s.message().c_str());
+    }
+  };
+  auto take_due_boundary = [&] {
+    boundary_clock.Mark(events.epochs);
+    const double now_s = static_cast<double>(MonotonicNs() - start_ns) / 1e9;
+    if (std::optional<int> epoch = boundary_clock.TakeDue(now_s)) take_boundary(epoch);
+  };
+
   auto record_interval = [&](int64_t now_ns) -> Status {
     if (hook) hook->Drain(start_ns, events);
+    if (!ended) take_due_boundary();
     double t = static_cast<double>(now_ns - start_ns) / 1e9;
     const double realtime = RealtimeSeconds();
     points.clear();
@@ -649,8 +700,15 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     for (const EpochEvent& e : events.epochs) {
       if (e.rank != lead) continue;
       count_steps_before(e.t);
-      if (epoch.epoch >= 0) std::fputs(EpochLine(epoch, e.t).c_str(), status);
-      epoch = EpochProgress{e.epoch, e.t, 0, 0, 0, 0};
+      // Its RSS at its start and at the next one's, read when they were marked.
+      const uint64_t rss_at_next =
+          rss_at_epoch_start.count(e.epoch) ? rss_at_epoch_start[e.epoch] : 0;
+      if (epoch.epoch >= 0) {
+        epoch.peak_rss_bytes = std::max(epoch.peak_rss_bytes, rss_at_next);
+        std::fputs(EpochLine(epoch, e.t).c_str(), status);
+      }
+      rss_at_epoch_start.erase(rss_at_epoch_start.begin(), rss_at_epoch_start.lower_bound(e.epoch));
+      epoch = EpochProgress{e.epoch, e.t, 0, 0, 0, rss_at_next};
     }
     count_steps_before(std::numeric_limits<double>::infinity());
     epoch.peak_rss_bytes = std::max(epoch.peak_rss_bytes, sample->tree_rss_bytes);
@@ -689,7 +747,11 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   Status failure;
   while (!ended) {
     int64_t now = MonotonicNs();
-    int timeout_ms = static_cast<int>(std::max<int64_t>(0, (next_tick - now) / 1000000));
+    int64_t wake = next_tick;
+    if (std::optional<double> due = boundary_clock.DueAt()) {
+      wake = std::min(wake, start_ns + static_cast<int64_t>(*due * 1e9));
+    }
+    int timeout_ms = static_cast<int>(std::max<int64_t>(0, (wake - now + 999999) / 1000000));
     struct pollfd fds[3] = {{signal_fd, POLLIN, 0},
                             {hook ? hook->fd() : -1, POLLIN, 0},
                             {clock_server ? clock_server->fd() : -1, POLLIN, 0}};
@@ -711,6 +773,12 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
       }
     }
     if (hook && (fds[1].revents & POLLIN)) hook->Drain(start_ns, events);
+    if (!end_read && job.ExitedUnreaped()) {
+      end_read = true;
+      take_boundary(std::nullopt);
+    } else if (!end_read) {
+      take_due_boundary();
+    }
     if (std::optional<JobExit> exit = job.Poll()) {
       outcome.exit = *exit;
       ended = true;

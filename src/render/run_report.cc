@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "analyze/nccl_log_rules.h"
@@ -39,14 +40,24 @@ std::string DescribeRunEnd(const RunInfo& info, size_t samples) {
 
 std::string RenderEpochTable(const std::vector<EpochSummary>& epochs) {
   if (epochs.empty()) return "";
-  std::string out = fmt::format("{:>6}{:>10}{:>10}{:>9}{:>11}{:>11}{:>14}\n", "epoch", "start s",
+  // What each epoch read, where boundary samples measured it (newer files).
+  const bool reads = std::any_of(epochs.begin(), epochs.end(),
+                                 [](const EpochSummary& e) { return e.read_bytes.has_value(); });
+  std::string out = fmt::format("{:>6}{:>10}{:>10}{:>9}{:>11}{:>11}{:>14}", "epoch", "start s",
                                 "seconds", "steps", "steps/s", "data wait", "peak tree RSS");
+  out += reads ? fmt::format("{:>11}\n", "disk read") : "\n";
   for (const EpochSummary& e : epochs) {
     out += fmt::format(
-        "{:>6}{:>10.1f}{:>10.1f}{:>9}{:>11.1f}{:>11}{:>14}\n", e.epoch, e.start_s, e.duration_s,
+        "{:>6}{:>10.1f}{:>10.1f}{:>9}{:>11.1f}{:>11}{:>14}", e.epoch, e.start_s, e.duration_s,
         e.steps, e.steps_per_s,
         e.data_wait_fraction ? fmt::format("{:.0f}%", *e.data_wait_fraction * 100) : "-",
         e.peak_tree_rss_bytes ? FormatBytes(e.peak_tree_rss_bytes) : "-");
+    if (reads) {
+      out += fmt::format("{:>11}\n",
+                         e.read_bytes ? FormatBytes(static_cast<uint64_t>(*e.read_bytes)) : "-");
+    } else {
+      out += "\n";
+    }
   }
   return out;
 }
@@ -54,15 +65,19 @@ std::string RenderEpochTable(const std::vector<EpochSummary>& epochs) {
 nlohmann::ordered_json EpochsToJson(const std::vector<EpochSummary>& epochs) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const EpochSummary& e : epochs) {
-    out.push_back(
-        {{"epoch", e.epoch},
-         {"start_seconds", e.start_s},
-         {"duration_seconds", e.duration_s},
-         {"steps", e.steps},
-         {"steps_per_s", e.steps_per_s},
-         {"data_wait_fraction", e.data_wait_fraction ? nlohmann::ordered_json(*e.data_wait_fraction)
-                                                     : nlohmann::ordered_json(nullptr)},
-         {"peak_tree_rss_bytes", e.peak_tree_rss_bytes}});
+    nlohmann::ordered_json epoch = {
+        {"epoch", e.epoch},
+        {"start_seconds", e.start_s},
+        {"duration_seconds", e.duration_s},
+        {"steps", e.steps},
+        {"steps_per_s", e.steps_per_s},
+        {"data_wait_fraction", e.data_wait_fraction ? nlohmann::ordered_json(*e.data_wait_fraction)
+                                                    : nlohmann::ordered_json(nullptr)},
+        {"peak_tree_rss_bytes", e.peak_tree_rss_bytes}};
+    // From boundary samples only (files that have them).
+    if (e.read_bytes) epoch["read_bytes"] = static_cast<int64_t>(*e.read_bytes);
+    if (e.cpu_seconds) epoch["cpu_seconds"] = *e.cpu_seconds;
+    out.push_back(std::move(epoch));
   }
   return out;
 }

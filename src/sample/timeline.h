@@ -101,6 +101,32 @@ struct TimelineSample {
   std::optional<double> net_tx_bytes_per_s;
 };
 
+// A boundary sample: the job's counters read when the hook marked the start
+// of an epoch (at most one per kMinBoundarySpacingSeconds; a mark that comes
+// sooner is read once that much has passed, under the latest epoch begun),
+// and once more when the job ended (`epoch` nullopt). The counters run from
+// the start of each process, not from the previous sample, so the
+// difference of two boundary samples is what the job did between them,
+// exactly, wherever the interval ticks fall.
+inline constexpr double kMinBoundarySpacingSeconds = 0.05;
+
+struct BoundarySample {
+  double t = 0;              // seconds since start, when read
+  std::optional<int> epoch;  // the epoch that began; nullopt: the job's end
+  int processes = 0;         // of the job's tree
+  uint64_t tree_rss_bytes = 0;
+  // CPU time (user + system) of the tree's living processes.
+  double tree_cpu_seconds = 0;
+  // read_bytes of /proc/PID/io over the tree's living processes: bytes that
+  // reached the block layer, the reaped children's included (the kernel
+  // adds them to the parent that waited for them). nullopt when unreadable.
+  std::optional<uint64_t> tree_read_bytes;
+  // Whole disks (/proc/diskstats, partitions and ram/zram left out): bytes
+  // read since boot. A disk that had read nothing is left out: absent from
+  // one sample and present in another of the file, it read 0.
+  std::vector<std::pair<std::string, uint64_t>> disk_read_bytes;
+};
+
 // One process of the tree at one sample: for "which process grows".
 struct ProcessPoint {
   double t = 0;
@@ -261,6 +287,7 @@ struct Timeline {
   bool memory_peaks_recorded = false;              // false: the file predates the table
   std::vector<InputSeen> inputs;                   // what the job's processes read
   std::vector<OtherProcessPoint> other_processes;  // CPU taken outside the tree
+  std::vector<BoundarySample> boundaries;          // by time; empty in files that predate them
   // false: the file predates tables inputs and other_processes (and the
   // processes' run delay and reads), so the rules that need them judge
   // from what older files hold.

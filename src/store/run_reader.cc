@@ -203,6 +203,49 @@ Result<Database> OpenRunFile(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// Table boundary_samples, where the file has it: the rows of one sample
+// (one per disk) into one BoundarySample, by time.
+Status ReadBoundarySamples(sqlite3* db, const std::string& path, Timeline& timeline) {
+  bool present = false;
+  Status st = ForEachRow(
+      db, path, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'boundary_samples'",
+      [&](Columns&) { present = true; });
+  if (!st.ok() || !present) return st;
+  std::optional<int64_t> last;
+  st = ForEachRow(db, path,
+                  "SELECT boundary, t_seconds, epoch, processes, tree_rss_bytes, "
+                  "tree_cpu_seconds, tree_read_bytes, disk, disk_read_bytes "
+                  "FROM boundary_samples ORDER BY boundary, rowid",
+                  [&](Columns& c) {
+                    const int64_t boundary = c.Int();
+                    if (boundary != last) {
+                      last = boundary;
+                      BoundarySample& b = timeline.boundaries.emplace_back();
+                      b.t = c.Real();
+                      b.epoch = c.Optional<int>();
+                      b.processes = c.Int32();
+                      b.tree_rss_bytes = c.Bytes();
+                      b.tree_cpu_seconds = c.Real();
+                      b.tree_read_bytes = c.Optional<uint64_t>();
+                    } else {
+                      for (int i = 0; i < 6; ++i) c.Skip();
+                    }
+                    std::string disk = c.Text();
+                    std::optional<uint64_t> bytes = c.Optional<uint64_t>();
+                    if (!disk.empty() && bytes) {
+                      timeline.boundaries.back().disk_read_bytes.emplace_back(std::move(disk),
+                                                                              *bytes);
+                    }
+                  });
+  std::stable_sort(timeline.boundaries.begin(), timeline.boundaries.end(),
+                   [](const BoundarySample& a, const BoundarySample& b) { return a.t < b.t; });
+  return st;
+}
+
+}  // namespace
+
 Result<Timeline> ReadRun(const std::string& path) {
   Result<Database> opened = OpenRunFile(path);
   if (!opened.ok()) return opened.status();
@@ -553,6 +596,8 @@ Result<Timeline> ReadRun(const std::string& path) {
                     });
     if (!st.ok()) return st;
   }
+  st = ReadBoundarySamples(db, path, timeline);
+  if (!st.ok()) return st;
   sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
   return timeline;
 }

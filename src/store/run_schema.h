@@ -220,6 +220,24 @@ CREATE TABLE IF NOT EXISTS other_processes (
 );
 )sql";
 
+// The boundary samples (sample/timeline.h BoundarySample), created with the
+// first: one row per whole disk per sample (one row with disk '' when no
+// disk could be read), `boundary` numbering the samples 0, 1, 2, ...
+inline constexpr std::string_view kCreateBoundarySamples = R"sql(
+CREATE TABLE IF NOT EXISTS boundary_samples (
+  boundary INTEGER NOT NULL,
+  interval INTEGER NOT NULL,
+  t_seconds REAL NOT NULL,
+  epoch INTEGER,
+  processes INTEGER NOT NULL,
+  tree_rss_bytes INTEGER NOT NULL,
+  tree_cpu_seconds REAL NOT NULL,
+  tree_read_bytes INTEGER,
+  disk TEXT NOT NULL,
+  disk_read_bytes INTEGER
+);
+)sql";
+
 // "<path>: <what>: <SQLite's message>". The errno of the refused system call,
 // when SQLite reports one, decides the code as Status::FromErrno does (so a
 // missing directory is NotFound); SQLITE_NOTADB is a ParseError of the file;

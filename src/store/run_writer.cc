@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -567,6 +568,35 @@ Status RunWriter::AppendOtherProcesses(std::span<const OtherProcessPoint> points
         Binder bind(statement);
         return bind.Int(interval).Real(p.t).Int(p.pid).Text(p.comm).Real(p.cpu_percent).ok();
       });
+}
+
+Status RunWriter::AppendBoundarySample(const BoundarySample& sample) {
+  // One row per disk; a sample without disks still has its row.
+  const size_t rows = std::max<size_t>(1, sample.disk_read_bytes.size());
+  Status st = AppendRows(
+      "boundary samples", store::kCreateBoundarySamples,
+      "INSERT INTO boundary_samples (boundary, interval, t_seconds, epoch, processes, "
+      "tree_rss_bytes, tree_cpu_seconds, tree_read_bytes, disk, disk_read_bytes) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      rows, [&](sqlite3_stmt* statement, size_t i) {
+        Binder bind(statement);
+        bind.Int(next_boundary_)
+            .Int(next_interval_)
+            .Real(sample.t)
+            .Optional(sample.epoch)
+            .Int(sample.processes)
+            .Bytes(sample.tree_rss_bytes)
+            .Real(sample.tree_cpu_seconds)
+            .Optional(sample.tree_read_bytes);
+        if (i < sample.disk_read_bytes.size()) {
+          bind.Text(sample.disk_read_bytes[i].first).Bytes(sample.disk_read_bytes[i].second);
+        } else {
+          bind.Text("").Null();
+        }
+        return bind.ok();
+      });
+  if (st.ok()) ++next_boundary_;
+  return st;
 }
 
 Status RunWriter::AppendAllocations(std::span<const AllocationReport> reports) {

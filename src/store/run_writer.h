@@ -80,8 +80,12 @@ class RunWriter {
   // appended, into other_processes (created on first use). No-op before the
   // first interval or without rows.
   Status AppendOtherProcesses(std::span<const OtherProcessPoint> points);
+  // One boundary sample, in its own transaction, into boundary_samples
+  // (created on first use), under the interval being recorded.
+  Status AppendBoundarySample(const BoundarySample& sample);
   // Intervals committed so far; the next one is numbered this.
   int64_t intervals() const { return next_interval_; }
+  int64_t boundary_samples() const { return next_boundary_; }
   const std::string& path() const { return path_; }
 
   // Finalizes the statements and closes the database, which folds the WAL
@@ -116,6 +120,7 @@ class RunWriter {
 
   std::string path_;
   int64_t next_interval_ = 0;
+  int64_t next_boundary_ = 0;
   // Declared before the statements so that it is destroyed after them.
   Database db_;
   Statement begin_, commit_, rollback_;

@@ -325,6 +325,40 @@ TEST_F(FixtureTreeCopy, IoIsReadAgainAfterATickInDStateAndOnSlowSamples) {
   EXPECT_EQ(worker_read(), 19000003000u);  // sample 5: a slow sample
 }
 
+TEST_F(FixtureTreeCopy, EveryIoSampleReadsIoWithoutATickAndKeepsTheSlowCadence) {
+  // A boundary sample: a member that ran under a tick has its io read now,
+  // not at its next tick; the slow files keep their cadence.
+  ProcessSamplerOptions options = Options();
+  options.slow_every = 2;
+  options.quiet_slow_every = 1;  // a quiet member's slow files read on every slow sample
+  ProcessTreeSampler sampler(Root(dir_.string()), 100, options);
+  ASSERT_TRUE(sampler.Sample().ok());  // sample 0: everything read (slow)
+  std::string io = Slurp(Proc("101/io"));
+  size_t at = io.find("read_bytes: ") + 12;
+  io.replace(at, io.find('\n', at) - at, "19000001000");
+  WriteFile(Proc("101/io"), io);
+  std::string status = Slurp(Proc("100/status"));
+  status.replace(status.find("VmPeak:\t30000000"), 16, "VmPeak:\t31000000");
+  WriteFile(Proc("100/status"), status);
+  auto read = [&](bool every_io, uint64_t& worker_read, uint64_t& root_peak) {
+    Result<ProcessTree> tree = sampler.Sample(every_io);
+    ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+    const ProcessSample* worker = Find(*tree, 101);
+    const ProcessSample* root = Find(*tree, 100);
+    ASSERT_TRUE(worker && worker->io && root);
+    worker_read = worker->io->read_bytes;
+    root_peak = root->vm_peak_bytes;
+  };
+  uint64_t bytes = 0, peak = 0;
+  read(false, bytes, peak);  // no tick: carried over
+  EXPECT_EQ(bytes, 19000000000u);
+  read(true, bytes, peak);  // every io: read, though no tick; not a slow sample
+  EXPECT_EQ(bytes, 19000001000u);
+  EXPECT_EQ(peak, 30000000ull * 1024);
+  read(false, bytes, peak);  // the 2nd that counts for the cadence: slow
+  EXPECT_EQ(peak, 31000000ull * 1024);
+}
+
 TEST_F(FixtureTreeCopy, IdleSingleThreadedMemberHasOnlyItsSchedstatRead) {
   // Worker 101 made single-threaded: while its schedstat stands still, its
   // stat is not read (a change there shows on the next slow sample); once

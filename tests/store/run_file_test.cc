@@ -591,6 +591,62 @@ TEST_F(RunFileTest, AllocationReportsRoundTripWithTheirInterval) {
   EXPECT_TRUE(read->allocations.empty());
 }
 
+TEST_F(RunFileTest, BoundarySamplesRoundTripAndOlderFilesLackThem) {
+  const std::string path = Path("boundaries.db");
+  BoundarySample epoch0;
+  epoch0.t = 2.25;
+  epoch0.epoch = 0;
+  epoch0.processes = 3;
+  epoch0.tree_rss_bytes = 3ull << 30;
+  epoch0.tree_cpu_seconds = 4.5;
+  epoch0.tree_read_bytes = 1ull << 40;
+  epoch0.disk_read_bytes = {{"loop7", 5ull << 30}, {"vda", 123456789}};
+  BoundarySample end;  // the job's end: no epoch, no tree reads, no disks
+  end.t = 14.75;
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+    TimelineSample sample;
+    sample.t = 1;
+    ASSERT_TRUE(writer->AppendInterval(sample, {}, {}, {}, {}).ok());
+    ASSERT_TRUE(writer->AppendBoundarySample(epoch0).ok());
+    ASSERT_TRUE(writer->AppendBoundarySample(end).ok());
+    EXPECT_EQ(writer->boundary_samples(), 2);
+  }
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_EQ(read->boundaries.size(), 2u);
+  const BoundarySample& a = read->boundaries[0];
+  EXPECT_DOUBLE_EQ(a.t, 2.25);
+  EXPECT_EQ(a.epoch, std::optional<int>(0));
+  EXPECT_EQ(a.processes, 3);
+  EXPECT_EQ(a.tree_rss_bytes, 3ull << 30);
+  EXPECT_DOUBLE_EQ(a.tree_cpu_seconds, 4.5);
+  EXPECT_EQ(a.tree_read_bytes, std::optional<uint64_t>(1ull << 40));
+  EXPECT_EQ(a.disk_read_bytes, epoch0.disk_read_bytes);
+  const BoundarySample& b = read->boundaries[1];
+  EXPECT_DOUBLE_EQ(b.t, 14.75);
+  EXPECT_FALSE(b.epoch.has_value());
+  EXPECT_FALSE(b.tree_read_bytes.has_value());
+  EXPECT_TRUE(b.disk_read_bytes.empty());
+  // One row per disk, under the interval being recorded.
+  EXPECT_EQ(Query(path,
+                  "SELECT boundary, interval, epoch, disk, disk_read_bytes FROM "
+                  "boundary_samples ORDER BY rowid"),
+            (std::vector<std::string>{"0|1|0|loop7|5368709120", "0|1|0|vda|123456789", "1|1|||"}));
+  // A file from before the table reads as having none.
+  const std::string old = Path("no-boundaries.db");
+  {
+    Result<RunWriter> writer = RunWriter::Create(old, false);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+  }
+  read = ReadRun(old);
+  ASSERT_TRUE(read.ok());
+  EXPECT_TRUE(read->boundaries.empty());
+}
+
 TEST_F(RunFileTest, BaselineRoundTripsAndIsReplaced) {
   const std::string path = Path("run.db");
   const std::string json =

@@ -11,7 +11,9 @@ Making the data: --make-zip PATH N, --make-dir PATH N [--file-kib K]; with
 (posix_fadvise DONTNEED: this job's files only, not the host's cache).
 
 --decode-ms M spends M ms of CPU per item after reading it; --step-ms M
-sleeps M ms per step (a device's step time: the CPU free meanwhile).
+sleeps M ms per step (a device's step time: the CPU free meanwhile);
+--first-step-cpu-s S spends S s of CPU in the rank on its first step (a
+first batch that compiles), without reading anything.
 """
 import argparse
 import os
@@ -137,6 +139,7 @@ def main():
     p.add_argument("--decode-ms", type=float, default=0.0)
     p.add_argument("--step-ms", type=float, default=0.0)
     p.add_argument("--shuffle", action="store_true")
+    p.add_argument("--first-step-cpu-s", type=float, default=0.0)
     args = p.parse_args()
     if args.make_zip:
         make_zip(args.make_zip[0], int(args.make_zip[1]), args.member_kib)
@@ -161,6 +164,8 @@ def main():
         stallscope.epoch(epoch)
         t0, n = time.monotonic(), 0
         for x, y in stallscope.loader(data):
+            if epoch == 0 and n == 0:
+                burn(args.first_step_cpu_s * 1000.0)
             loss = loss_fn(model(x), y)
             if args.step_ms:
                 time.sleep(args.step_ms / 1000.0)
