@@ -29,9 +29,7 @@ struct BlockMasks {
 }
 
 #if defined(__x86_64__)
-inline uint64_t Mask16(__m128i bytes) {
-  return static_cast<uint16_t>(_mm_movemask_epi8(bytes));
-}
+inline uint64_t Mask16(__m128i bytes) { return static_cast<uint16_t>(_mm_movemask_epi8(bytes)); }
 
 inline BlockMasks Sse2Block(const char* p) {
   const __m128i newline = _mm_set1_epi8('\n'), n = _mm_set1_epi8('N');
@@ -58,8 +56,9 @@ __attribute__((target("avx2"))) inline uint64_t Mask32(__m256i bytes) {
 __attribute__((target("avx2"))) inline uint64_t Closer32(__m256i v) {
   const __m256i cr = _mm256_set1_epi8('\r'), esc = _mm256_set1_epi8('\x1b');
   const __m256i bar = _mm256_set1_epi8('|');
-  return Mask32(_mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, cr), _mm256_cmpeq_epi8(v, esc)),
-                                _mm256_cmpeq_epi8(v, bar)));
+  return Mask32(
+      _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, cr), _mm256_cmpeq_epi8(v, esc)),
+                      _mm256_cmpeq_epi8(v, bar)));
 }
 
 __attribute__((target("avx2"))) inline BlockMasks Avx2Block(const char* p) {
@@ -67,7 +66,8 @@ __attribute__((target("avx2"))) inline BlockMasks Avx2Block(const char* p) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
   BlockMasks b;
-  b.newlines = Mask32(_mm256_cmpeq_epi8(lo, newline)) | Mask32(_mm256_cmpeq_epi8(hi, newline)) << 32;
+  b.newlines = Mask32(_mm256_cmpeq_epi8(lo, newline)) | Mask32(_mm256_cmpeq_epi8(hi, newline))
+                                                            << 32;
   b.n = Mask32(_mm256_cmpeq_epi8(lo, n)) | Mask32(_mm256_cmpeq_epi8(hi, n)) << 32;
   b.closer = Closer32(lo) | Closer32(hi) << 32;
   return b;

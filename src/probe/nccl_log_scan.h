@@ -38,8 +38,8 @@ class LineScanner {
 
   // Where the scan is (for the implementation in nccl_log_scan.cc).
   struct Position {
-    size_t base = 0;  // the first byte of the block the masks are of
-    size_t pos = 0;   // the next line's first byte, in [base, base + 64)
+    size_t base = 0;                           // the first byte of the block the masks are of
+    size_t pos = 0;                            // the next line's first byte, in [base, base + 64)
     uint64_t newlines = 0, n = 0, closer = 0;  // the block's masks
     bool loaded = false;
   };

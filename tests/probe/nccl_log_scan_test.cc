@@ -83,7 +83,8 @@ TEST(NcclLogScan, EmptyLinesAndNoLines) {
   ExpectSameReading(std::string(200, '\n'));
   ExpectSameReading("NCCL");
   ExpectSameReading("NCC");
-  ExpectSameReading(std::string(63, 'a') + "\n" + std::string(64, 'b') + "\n" + std::string(65, 'N'));
+  ExpectSameReading(std::string(63, 'a') + "\n" + std::string(64, 'b') + "\n" +
+                    std::string(65, 'N'));
 }
 
 TEST(NcclLogScan, RandomText) {
