@@ -269,7 +269,7 @@ size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out, bool may_h
   out->pid = pid;
   out->tid = tid;
   out->cuda_dev = dev;
-  out->message = line.substr(message);
+  out->message = std::string_view(s + message, n - message);  // message <= n
   return message;
 }
 
@@ -286,7 +286,8 @@ size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* 
   if (s[at - 1] != ' ' || s[at - 2] != ']') return 0;
   // Each number's digits are found first, then read forwards: no running
   // power of ten to multiply by.
-  size_t k = DigitsBefore(s, at - 2, 7);
+  // One digit, the common case, before the loop.
+  size_t k = IsDigit(s[at - 3]) && !IsDigit(s[at - 4]) ? at - 3 : DigitsBefore(s, at - 2, 7);
   const size_t digits = at - 2 - k;
   const int64_t dev = DigitsValue(s + k, digits);
   // "[-1]" (and any other sign) is the general reader's.
@@ -313,7 +314,7 @@ size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* 
   out->tid = ids[0];
   out->pid = ids[1];
   out->cuda_dev = static_cast<int>(dev);
-  out->message = line.substr(message);
+  out->message = std::string_view(s + message, n - message);  // message <= n
   return message;
 }
 

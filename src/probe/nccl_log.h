@@ -5,9 +5,10 @@
 // with ReadNcclLog, which feeds it a file descriptor, as every parser of a
 // file the machine wrote lives beside its reader. The summary's types are in
 // sample/nccl_log.h, the findings read from it in analyze/nccl_log_rules.h.
-// Every line is visited: NCCL's own are found by their "NCCL" marker (memchr
-// on 'N'), other programs' lines are counted and a few read (nccl-tests'
-// rank table, libfabric; nccl_log_other.cc); no regex. Ranks of several
+// Every line is visited: lines and their "NCCL" markers are found by one
+// vector pass (probe/nccl_log_scan.h), other programs' lines are counted and
+// a few read (nccl-tests' rank table, libfabric; nccl_log_other.cc); no
+// regex. Ranks of several
 // processes and hosts may be interleaved in any order: NCCL prefixes its
 // lines "host:pid:tid [cudaDev] NCCL INFO ..." (WARN adds "file:line", TRACE
 // a time and "func:line"), and launchers and log systems put their own
@@ -129,9 +130,9 @@ class NcclLogParser {
   static constexpr size_t kRankSlots = 2 * 8192;  // a power of two >= 2 * kNcclMaxRanks
   static_assert(kRankSlots >= 2 * kNcclMaxRanks && (kRankSlots & (kRankSlots - 1)) == 0);
   std::vector<size_t> rank_slots_;
-  // Recently seen ranks by (pid, dev), with the key kept beside the index
-  // (a hit reads one slot, not the rank and its process). A rank past the
-  // caps (kNoRank) is not kept: it is looked up each time, as before.
+  // Recently seen ranks by (pid, dev), two ways to a slot, with the key kept
+  // beside the index (a hit reads one slot, not the rank and its process).
+  // A rank past the caps (kNoRank) is not kept: it is looked up each time.
   struct RecentRank {
     int64_t pid = 0;
     int32_t dev = 0;
