@@ -25,6 +25,8 @@ compare() {  # LABEL SMALL BIG GOAL
   bytes=$(stat -c %s "$big")
   echo "== $label log: $big ($bytes bytes, $(wc -l <"$big") lines, $(grep -c NCCL "$big") with NCCL)"
   cat "$big" >/dev/null  # warm the page cache for both tools
+  # Other work on the machine slows both tools, not always alike: say how busy it was.
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
   # --output=pipe: GNU grep stops at the first match when its stdout is /dev/null.
   hyperfine --output=pipe --warmup 1 --runs 5 --export-json "$work/hyperfine-$label.json" \
     "grep -c NCCL $big" "$bin nccl-log $big --json"
@@ -40,6 +42,7 @@ print("ratio (stallscope throughput / grep throughput): %.2f  (goal >= %s)" % (g
 cpu = [r["user"] + r["system"] for r in results]
 print("CPU (user+sys): grep %.3f s, stallscope %.3f s, ratio %.2f" % (cpu[0], cpu[1], cpu[0] / cpu[1]))
 PY
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   for f in "$small" "$big"; do
     rss=$(/usr/bin/time -v "$bin" nccl-log "$f" --json 2>&1 >/dev/null |
           awk -F': ' '/Maximum resident set size/ {print $2}')

@@ -3,7 +3,8 @@
 // summary (the chunk boundaries fall mid-line), and the fast line-prefix
 // reader must agree with the general one on every line it accepts. The
 // readers of launchers' prefixes run on every line, and what they return
-// must lie inside it; ValidUtf8 must return valid UTF-8.
+// must lie inside it; ValidUtf8 must return valid UTF-8. The line scanner
+// must find the lines, markers and closer-look bytes a plain reading finds.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include "analyze/nccl_log_rules.h"
 #include "probe/nccl_log.h"
 #include "probe/nccl_log_line.h"
+#include "probe/nccl_log_scan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -31,11 +33,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& p : whole.processes) (void)p.Name();
   (void)stallscope::ParseNcclInterfaces(text);
   // Line by line, the fast prefix reader must agree with the general one
-  // wherever it answers.
+  // wherever it answers, and the scanner with a plain reading.
+  stallscope::LineScanner scanner(text);
+  stallscope::ScannedLine scanned[3];
+  size_t scanned_count = 0, scanned_next = 0;
   for (std::string_view rest = text; !rest.empty();) {
     size_t nl = rest.find('\n');
     std::string_view line = rest.substr(0, nl);
     rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    if (scanned_next == scanned_count) {
+      scanned_count = scanner.Next(scanned, 1 + size % 3);
+      scanned_next = 0;
+      if (scanned_count == 0) abort();
+    }
+    const stallscope::ScannedLine& s = scanned[scanned_next++];
+    if (s.text.data() != line.data() || s.text.size() != line.size() ||
+        s.nccl != line.find("NCCL") ||
+        s.plain != (line.find_first_of("\r\x1b|") == std::string_view::npos)) {
+      abort();
+    }
     stallscope::LineHead head = stallscope::ReadLineHead(line);
     if (head.content > line.size()) abort();
     std::string_view host = stallscope::NcclHostOf(line);
@@ -64,6 +80,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     stallscope::NcclLinePrefix fast;
     if (stallscope::FastNcclLinePrefix(line, &fast) == 0) continue;
+    // Told the line holds no '|', the fast reader answers the same.
+    stallscope::NcclLinePrefix told;
+    if (s.plain && stallscope::FastNcclLinePrefix(line, &told, false) == 0) abort();
     std::optional<stallscope::NcclLinePrefix> general = stallscope::ParseNcclLinePrefix(line);
     if (!general || general->host != fast.host || general->pid != fast.pid ||
         general->tid != fast.tid || general->cuda_dev != fast.cuda_dev ||
@@ -71,5 +90,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       abort();
     }
   }
+  if (scanned_next != scanned_count || scanner.Next(scanned, 1) != 0) abort();
   return 0;
 }

@@ -9,6 +9,7 @@
 #include "core/text.h"
 #include "probe/file_blocks.h"
 #include "probe/nccl_log_line.h"
+#include "probe/nccl_log_scan.h"
 
 namespace stallscope {
 namespace {
@@ -38,6 +39,30 @@ std::optional<std::string_view> After(std::string_view s, std::string_view key) 
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Where the run of at most `most` digits that ends at s[end] begins.
+size_t DigitsBefore(const char* s, size_t end, size_t most) {
+  size_t k = end;
+  while (k > 0 && IsDigit(s[k - 1]) && end - k < most) --k;
+  return k;
+}
+
+// The value of n (at most 18) decimal digits at s.
+int64_t DigitsValue(const char* s, size_t n) {
+  int64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v = v * 10 + (s[i] - '0');
+  return v;
+}
+
+// The bytes of a host name as NCCL prints it: IsHostChar's less '.', where
+// NCCL cuts the name.
+struct HostNameTable {
+  bool ok[256] = {};
+  constexpr HostNameTable() {
+    for (int c = 0; c < 256; ++c) ok[c] = kHostChars.ok[c] && c != '.';
+  }
+};
+constexpr HostNameTable kHostNameChars;
 
 // The first "NCCL" in [p, end), or nullptr. memchr on 'N' runs at memory
 // speed and 'N' is rare in the lines around NCCL's (hostnames and training
@@ -103,13 +128,16 @@ bool SameEnds(const char* x, const char* y, size_t n) {
   return ((a0 ^ b0) | (a1 ^ b1)) == 0;
 }
 
-// a == b for the short strings hostnames are, without a memcmp call.
-bool SameText(const std::string& a, std::string_view b) {
-  size_t n = a.size();
-  if (n != b.size()) return false;
-  if (n >= 8 && n <= 16) return SameEnds<uint64_t>(a.data(), b.data(), n);
-  if (n >= 4 && n < 8) return SameEnds<uint32_t>(a.data(), b.data(), n);
-  return a == b;
+// The first b.size() (at most 16) bytes at a equal b, without a memcmp
+// call: hostnames are short.
+bool SameShortText(const char* a, std::string_view b) {
+  size_t n = b.size();
+  if (n >= 8) return SameEnds<uint64_t>(a, b.data(), n);
+  if (n >= 4) return SameEnds<uint32_t>(a, b.data(), n);
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
 }
 
 bool IsIpv4(std::string_view s) {
@@ -144,7 +172,7 @@ uint64_t Newlines(std::string_view s) {
 // answer; anything else (a launcher's tag, WARN's "file:line", TRACE's time,
 // CALL's missing [dev], an odd number) returns false and the line takes the
 // general path. The hot loop of the 1 GB benchmark is this function.
-size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out) {
+size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out, bool may_hold_bar) {
   const char* s = line.data();
   const size_t n = line.size();
   if (n == 0 || s[0] == '[' || s[0] == ':') return 0;
@@ -232,18 +260,21 @@ size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out) {
   size_t message = j + std::min(rest.size(), word + 1);
   // A console's repeat after " | " is the general reader's to cut. `line`
   // may run on past its end: only this line's bytes are looked at.
-  const char* nl = static_cast<const char*>(memchr(s + message, '\n', n - message));
-  size_t end = nl ? static_cast<size_t>(nl - s) : n;
-  if (memchr(s + message, '|', end - message)) return 0;
+  if (may_hold_bar) {
+    const char* nl = static_cast<const char*>(memchr(s + message, '\n', n - message));
+    size_t end = nl ? static_cast<size_t>(nl - s) : n;
+    if (memchr(s + message, '|', end - message)) return 0;
+  }
   out->host = std::string_view(s, c1);
   out->pid = pid;
   out->tid = tid;
   out->cuda_dev = dev;
-  out->message = line.substr(message);
+  out->message = std::string_view(s + message, n - message);  // message <= n
   return message;
 }
 
-size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* out) {
+size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* out,
+                              bool may_hold_bar) {
   // "...host:pid:tid [dev] NCCL INFO msg" with anything before the host: read
   // back from the marker, one byte at a time, no search. Lines of other
   // shapes (WARN's file:line, a host that may begin in a glued timestamp, a
@@ -253,49 +284,37 @@ size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* 
   if (at < 8 || at + 9 > n || __builtin_memcmp(s + at, "NCCL INFO", 9) != 0) return 0;
   if (at + 9 < n && s[at + 9] != ' ') return 0;
   if (s[at - 1] != ' ' || s[at - 2] != ']') return 0;
-  size_t k = at - 2;
-  int dev = 0;
-  int scale = 1;
-  size_t digits = 0;
-  while (k > 0 && IsDigit(s[k - 1]) && digits < 7) {
-    dev += (s[k - 1] - '0') * scale;
-    scale *= 10;
-    --k;
-    ++digits;
-  }
+  // Each number's digits are found first, then read forwards: no running
+  // power of ten to multiply by.
+  // One digit, the common case, before the loop.
+  size_t k = IsDigit(s[at - 3]) && !IsDigit(s[at - 4]) ? at - 3 : DigitsBefore(s, at - 2, 7);
+  const size_t digits = at - 2 - k;
+  const int64_t dev = DigitsValue(s + k, digits);
   // "[-1]" (and any other sign) is the general reader's.
   if (digits == 0 || dev >= 1 << 20 || (k > 0 && s[k - 1] == '-')) return 0;
   if (k < 2 || s[k - 1] != '[' || s[k - 2] != ' ') return 0;
   k -= 2;
   int64_t ids[2] = {0, 0};  // tid, then pid
   for (int64_t& id : ids) {
-    size_t end = k;
-    int64_t v = 0;
-    int64_t place = 1;
-    while (k > 0 && IsDigit(s[k - 1]) && end - k < 18) {
-      v += (s[k - 1] - '0') * place;
-      place *= 10;
-      --k;
-    }
+    const size_t end = k;
+    k = DigitsBefore(s, end, 18);
     if (k == end || k == 0 || s[k - 1] != ':') return 0;
-    id = v;
+    id = DigitsValue(s + k, end - k);
     --k;
   }
   const size_t host_end = k;
-  while (k > 0 && IsHostChar(s[k - 1])) {
-    if (s[k - 1] == '.') return 0;
-    --k;
-  }
+  while (k > 0 && kHostNameChars.ok[static_cast<unsigned char>(s[k - 1])]) --k;
+  if (k > 0 && s[k - 1] == '.') return 0;  // NCCL cuts host names at '.'
   if (k == host_end || IsDigit(s[k])) return 0;
   size_t message = std::min(n, at + 10);
-  if (memchr(s + message, '|', n - message)) return 0;
+  if (may_hold_bar && memchr(s + message, '|', n - message)) return 0;
   out->level = NcclLinePrefix::Level::kInfo;
   out->host = std::string_view(s + k, host_end - k);
   out->host_at = k;
   out->tid = ids[0];
   out->pid = ids[1];
-  out->cuda_dev = dev;
-  out->message = line.substr(message);
+  out->cuda_dev = static_cast<int>(dev);
+  out->message = std::string_view(s + message, n - message);  // message <= n
   return message;
 }
 
@@ -494,9 +513,7 @@ std::string_view ParseNcclVersion(std::string_view s) {
   return !s.empty() && IsDigit(s[0]) ? s : std::string_view();
 }
 
-NcclLogParser::NcclLogParser() {
-  for (size_t& r : recent_ranks_) r = kNoRank;
-}
+NcclLogParser::NcclLogParser() { recent_ranks_.resize(size_t{1} << kRecentRankBits); }
 
 void NcclLogParser::Feed(std::string_view chunk) {
   summary_.bytes += chunk.size();
@@ -515,15 +532,13 @@ void NcclLogParser::Feed(std::string_view chunk) {
     std::string line = std::move(tail_);
     tail_.clear();
     ++line_no_;
-    AnyLine(line);
+    AnyLine(Unscanned(line));
     cutting_ = false;
     chunk.remove_prefix(take + 1);
   }
   const char* last = static_cast<const char*>(memrchr(chunk.data(), '\n', chunk.size()));
   size_t complete = last ? static_cast<size_t>(last - chunk.data()) + 1 : 0;
-  has_cr_ = memchr(chunk.data(), '\r', complete) != nullptr;
   ScanLines(chunk.substr(0, complete));
-  has_cr_ = true;  // the tail, and lines fed whole
   std::string_view rest = chunk.substr(complete);
   if (rest.size() > kNcclMaxLineBytes) {
     rest = rest.substr(0, kNcclMaxLineBytes);
@@ -534,20 +549,31 @@ void NcclLogParser::Feed(std::string_view chunk) {
 }
 
 void NcclLogParser::ScanLines(std::string_view text) {
-  const char* p = text.data();
-  const char* end = p + text.size();
-  while (p < end) {
-    const char* nl = static_cast<const char*>(memchr(p, '\n', end - p));
-    const char* stop = nl ? nl : end;
-    std::string_view line(p, stop - p);
-    p = stop + 1;
-    if (line.size() > kNcclMaxLineBytes) {
-      ++summary_.dropped;  // cut, as a line split across Feeds is
-      line = line.substr(0, kNcclMaxLineBytes);
+  LineScanner scanner(text);
+  ScannedLine lines[64];
+  while (size_t count = scanner.Next(lines, std::size(lines))) {
+    for (size_t i = 0; i < count; ++i) {
+      ScannedLine& line = lines[i];
+      if (line.text.size() > kNcclMaxLineBytes) {
+        ++summary_.dropped;  // cut, as a line split across Feeds is
+        line.text = line.text.substr(0, kNcclMaxLineBytes);
+        if (line.nccl != std::string_view::npos && line.nccl + 4 > kNcclMaxLineBytes) {
+          line.nccl = std::string_view::npos;
+        }
+      }
+      ++line_no_;
+      AnyLine(line);
     }
-    ++line_no_;
-    AnyLine(line);
   }
+}
+
+ScannedLine NcclLogParser::Unscanned(std::string_view line) {
+  ScannedLine scanned;
+  scanned.text = line;
+  if (const char* hit = FindNccl(line.data(), line.data() + line.size())) {
+    scanned.nccl = static_cast<size_t>(hit - line.data());
+  }
+  return scanned;  // not plain: the closer looks are taken
 }
 
 namespace {
@@ -562,19 +588,16 @@ bool IsTerminalWidth(size_t n) {
 
 }  // namespace
 
-void NcclLogParser::AnyLine(std::string_view line) {
+void NcclLogParser::AnyLine(const ScannedLine& scanned) {
+  std::string_view line = scanned.text;
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   // A progress bar's carriage returns put several lines on one (looked for
-  // only in chunks that have one).
-  if (has_cr_ && memchr(line.data(), '\r', line.size())) {
+  // only in lines the scanner did not find plain).
+  if (!scanned.plain && memchr(line.data(), '\r', line.size())) {
     for (size_t from = 0; from <= line.size();) {
       size_t at = line.find('\r', from);
       if (at == std::string_view::npos) at = line.size();
-      std::string_view part = line.substr(from, at - from);
-      bool keep = has_cr_;
-      has_cr_ = false;  // the part holds none
-      AnyLine(part);
-      has_cr_ = keep;
+      AnyLine(Unscanned(line.substr(from, at - from)));  // the part holds none
       from = at + 1;
     }
     return;
@@ -586,18 +609,18 @@ void NcclLogParser::AnyLine(std::string_view line) {
     wrapped_.clear();
     const uint64_t now = line_no_;
     line_no_ = wrapped_line_no_;
-    bool rest_of_it =
-        !line.empty() && line[0] != ' ' && line[0] != '\t' && line.size() <= held.size() &&
-        !FindNccl(line.data(), line.data() + line.size()) && ReadLineHead(line).content == 0;
+    bool rest_of_it = !line.empty() && line[0] != ' ' && line[0] != '\t' &&
+                      line.size() <= held.size() && scanned.nccl == std::string_view::npos &&
+                      ReadLineHead(line).content == 0;
     if (rest_of_it) {
       held.append(line);
       ++summary_.joined_lines;
-      Dispatch(held);
+      Dispatch(Unscanned(held));
       line_no_ = now;
       longest_line_ = std::max(longest_line_, line.size());
       return;
     }
-    Dispatch(held);
+    Dispatch(Unscanned(held));
     line_no_ = now;
   }
   // Held only when no line so far was longer: a log that has one is not
@@ -611,30 +634,39 @@ void NcclLogParser::AnyLine(std::string_view line) {
     last_width_ = line.size();
   }
   longest_line_ = std::max(longest_line_, line.size());
-  if (may_be_wrapped && FindNccl(line.data(), line.data() + line.size())) {
+  if (may_be_wrapped && scanned.nccl != std::string_view::npos) {
     wrapped_.assign(line.data(), line.size());
     wrapped_line_no_ = line_no_;
     return;
   }
-  Dispatch(line);
+  if (line.size() == scanned.text.size()) {
+    Dispatch(scanned);
+  } else {
+    ScannedLine without_cr = scanned;
+    without_cr.text = line;
+    Dispatch(without_cr);
+  }
 }
 
-void NcclLogParser::Dispatch(std::string_view line) {
+void NcclLogParser::Dispatch(const ScannedLine& line) {
   // Most lines of a dense log are NCCL's own: its prefix is tried right at
-  // the line's start, before any search.
+  // the line's start, before anything else, unless the last NCCL lines all
+  // had a launcher's prefix in front (then the fast reader would only fail).
+  const bool try_fast = fast_misses_ < kFastMissesBeforeSkip;
   NcclLinePrefix fast;
-  if (size_t head = FastNcclLinePrefix(line, &fast)) {
-    ++summary_.nccl_lines;
-    fast.message = line.substr(head);
-    Prefixed(fast);
+  if (try_fast) {
+    if (size_t head = FastNcclLinePrefix(line.text, &fast, !line.plain)) {
+      ++summary_.nccl_lines;
+      fast.message = line.text.substr(head);
+      Prefixed(fast);
+      return;
+    }
+  }
+  if (line.nccl == std::string_view::npos) {
+    Other(line.text);
     return;
   }
-  const char* hit = FindNccl(line.data(), line.data() + line.size());
-  if (!hit) {
-    Other(line);
-    return;
-  }
-  Line(line, static_cast<size_t>(hit - line.data()));
+  Line(line, try_fast);
 }
 
 NcclLogSummary NcclLogParser::Finish() {
@@ -642,13 +674,13 @@ NcclLogSummary NcclLogParser::Finish() {
     std::string line = std::move(tail_);
     tail_.clear();
     ++line_no_;
-    AnyLine(line);
+    AnyLine(Unscanned(line));
   }
   if (!wrapped_.empty()) {
     std::string held = std::move(wrapped_);
     wrapped_.clear();
     line_no_ = wrapped_line_no_;
-    Dispatch(held);
+    Dispatch(Unscanned(held));
   }
   cutting_ = false;
   // Versions printed under a tag whose process never printed a prefixed line.
@@ -671,23 +703,35 @@ NcclLogSummary NcclLogParser::Finish() {
   return std::move(summary_);
 }
 
-size_t NcclLogParser::RankFor(const NcclLinePrefix& prefix) {
-  // Interleaved ranks: a small cache on (pid, dev), checked against the
-  // host, spares hashing the host on nearly every line.
-  static_assert(kRecentRanks == 256);
-  uint64_t mixed =
-      ((static_cast<uint64_t>(prefix.pid) << 12) ^ static_cast<uint64_t>(prefix.cuda_dev + 1)) *
-      0x9e3779b97f4a7c15ull;  // Fibonacci hashing: the top 8 bits
-  size_t& cached = recent_ranks_[mixed >> 56];
-  if (cached != kNoRank) {
-    const NcclRank& r = summary_.ranks[cached];
-    if (r.cuda_dev == prefix.cuda_dev) {
-      const NcclProcess& p = summary_.processes[r.process];
-      if (p.pid == prefix.pid && SameText(p.host, prefix.host)) return cached;
-    }
+bool NcclLogParser::IsRecent(const RecentRank& recent, const NcclLinePrefix& prefix) const {
+  const std::string_view host = prefix.host;
+  if (recent.pid != prefix.pid || recent.dev != prefix.cuda_dev ||
+      recent.host_size != host.size()) {
+    return false;
   }
+  if (host.size() <= sizeof(recent.host)) return SameShortText(recent.host, host);
+  return summary_.processes[summary_.ranks[recent.rank].process].host == host;
+}
+
+size_t NcclLogParser::RankFor(const NcclLinePrefix& prefix) {
+  // Interleaved ranks: a small cache on (pid, dev), two ways to a slot,
+  // checked against the host, spares hashing the host on nearly every line.
+  uint64_t key = (static_cast<uint64_t>(prefix.pid) * 0x9e3779b97f4a7c15ull) ^
+                 (static_cast<uint64_t>(prefix.cuda_dev + 1) * 0xc2b2ae3d27d4eb4full);
+  key ^= key >> 29;
+  key *= 0xbf58476d1ce4e5b9ull;
+  key ^= key >> 32;
+  RecentRank* ways = &recent_ranks_[(key >> (64 - kRecentRankBits)) & ~size_t{1}];
+  if (IsRecent(ways[0], prefix)) return ways[0].rank;
+  if (IsRecent(ways[1], prefix)) return ways[1].rank;
   size_t found = LookUpRank(prefix);
-  cached = found;
+  if (found == kNoRank) return found;
+  RecentRank& put = ways[0].host_size == UINT32_MAX ? ways[0] : ways[1];
+  put.pid = prefix.pid;
+  put.dev = prefix.cuda_dev;
+  put.host_size = static_cast<uint32_t>(prefix.host.size());
+  memcpy(put.host, prefix.host.data(), std::min(prefix.host.size(), sizeof(put.host)));
+  put.rank = found;
   return found;
 }
 
@@ -739,20 +783,28 @@ size_t NcclLogParser::LookUpRank(const NcclLinePrefix& prefix) {
   return found;
 }
 
-void NcclLogParser::Line(std::string_view line, size_t first_nccl) {
+void NcclLogParser::Line(const ScannedLine& scanned, bool fast_tried) {
   ++summary_.nccl_lines;
-  if (memchr(line.data(), '\x1b', line.size())) {
+  std::string_view line = scanned.text;
+  size_t first_nccl = scanned.nccl;
+  NcclLinePrefix fast;
+  if (!scanned.plain && memchr(line.data(), '\x1b', line.size())) {
+    // The fast reader takes the line as it is, escape codes and all, when
+    // it can: the same answer whether Dispatch tried it or not.
+    if (!fast_tried && FastNcclLinePrefix(line, &fast)) {
+      Prefixed(fast);
+      return;
+    }
     scratch_ = WithoutEscapes(line);
     line = scratch_;
     first_nccl = 0;
+    if (FastNcclLinePrefix(line, &fast)) {
+      Prefixed(fast);  // its escape codes hid a plain line
+      return;
+    }
   }
-  NcclLinePrefix fast;
   std::optional<NcclLinePrefix> prefix;
-  if (line.data() == scratch_.data() && FastNcclLinePrefix(line, &fast)) {
-    Prefixed(fast);  // its escape codes hid a plain line
-    return;
-  }
-  if (BackwardNcclLinePrefix(line, first_nccl, &fast)) {
+  if (BackwardNcclLinePrefix(line, first_nccl, &fast, !scanned.plain)) {
     prefix = fast;
   } else {
     prefix = ParseNcclLinePrefix(line, first_nccl);

@@ -5,9 +5,10 @@
 // with ReadNcclLog, which feeds it a file descriptor, as every parser of a
 // file the machine wrote lives beside its reader. The summary's types are in
 // sample/nccl_log.h, the findings read from it in analyze/nccl_log_rules.h.
-// Every line is visited: NCCL's own are found by their "NCCL" marker (memchr
-// on 'N'), other programs' lines are counted and a few read (nccl-tests'
-// rank table, libfabric; nccl_log_other.cc); no regex. Ranks of several
+// Every line is visited: lines and their "NCCL" markers are found by one
+// vector pass (probe/nccl_log_scan.h), other programs' lines are counted and
+// a few read (nccl-tests' rank table, libfabric; nccl_log_other.cc); no
+// regex. Ranks of several
 // processes and hosts may be interleaved in any order: NCCL prefixes its
 // lines "host:pid:tid [cudaDev] NCCL INFO ..." (WARN adds "file:line", TRACE
 // a time and "func:line"), and launchers and log systems put their own
@@ -35,6 +36,7 @@
 
 #include "core/status.h"
 #include "probe/nccl_log_line.h"
+#include "probe/nccl_log_scan.h"
 #include "sample/nccl_log.h"
 
 namespace stallscope {
@@ -59,13 +61,16 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
 // 0 when the line has another shape (then only ParseNcclLinePrefix can
 // tell). Where it accepts a line, both give the same answer. `line` may run
 // on past a newline (the rest of a buffer): the prefix never includes one,
-// and the message is cut by the caller.
-size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out);
+// and the message is cut by the caller. `may_hold_bar` false: the caller
+// knows the line holds no '|' (a console's repeat), which is then not
+// looked for.
+size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out, bool may_hold_bar = true);
 // The same for "...host:pid:tid [dev] NCCL INFO msg" behind a launcher's
 // prefix, read back from `at`, where the line's first "NCCL" is: the
 // offset of the message, or 0 when the general reader must tell. Where it
 // accepts a line, ParseNcclLinePrefix gives the same answer.
-size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* out);
+size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* out,
+                              bool may_hold_bar = true);
 // " [0]eth0:10.0.0.1<0> [1]ib0:192.168.1.1<0>" or " eth0:10.0.0.1<0>" (after "Using").
 std::vector<NcclInterface> ParseNcclInterfaces(std::string_view text);
 // "2.18.3+cuda12.2" from "NCCL version 2.18.3+cuda12.2" (and trailing junk cut).
@@ -81,7 +86,11 @@ class NcclLogParser {
 
  private:
   void ScanLines(std::string_view complete);
-  void Line(std::string_view line, size_t first_nccl = 0);
+  // A line the scanner did not see (a cut one, a part of one, a joined one):
+  // its marker found, its closer looks all to be taken.
+  static ScannedLine Unscanned(std::string_view line);
+  // An NCCL line; `fast_tried`: Dispatch tried FastNcclLinePrefix on it.
+  void Line(const ScannedLine& line, bool fast_tried);
   size_t Prefixed(const NcclLinePrefix& prefix);  // the rank, or kNoRank
   void Info(size_t rank, std::string_view msg);
   void Warn(size_t rank, std::string_view msg);
@@ -94,8 +103,8 @@ class NcclLogParser {
   void LibfabricLine(std::string_view text);
   void TorchLine(std::string_view text, const LineHead& head);
   // A line of either kind, once a wrapped one is joined back.
-  void AnyLine(std::string_view line);
-  void Dispatch(std::string_view line);
+  void AnyLine(const ScannedLine& line);
+  void Dispatch(const ScannedLine& line);
   // The launcher's tag on a line NCCL prefixed, remembered for its process.
   void RememberTag(const LineHead& head, size_t rank);
   size_t ProcessOfTag(const LineHead& head) const;
@@ -121,9 +130,19 @@ class NcclLogParser {
   static constexpr size_t kRankSlots = 2 * 8192;  // a power of two >= 2 * kNcclMaxRanks
   static_assert(kRankSlots >= 2 * kNcclMaxRanks && (kRankSlots & (kRankSlots - 1)) == 0);
   std::vector<size_t> rank_slots_;
-  // Recently seen ranks by (pid, dev), checked against the host on a hit.
-  static constexpr size_t kRecentRanks = 256;
-  size_t recent_ranks_[kRecentRanks];
+  // Recently seen ranks by (pid, dev), two ways to a slot, with the key kept
+  // beside the index (a hit reads one slot, not the rank and its process).
+  // A rank past the caps (kNoRank) is not kept: it is looked up each time.
+  struct RecentRank {
+    int64_t pid = 0;
+    int32_t dev = 0;
+    uint32_t host_size = UINT32_MAX;  // UINT32_MAX: an empty slot
+    char host[16] = {};               // the first 16 bytes of the host
+    size_t rank = kNoRank;
+  };
+  static constexpr int kRecentRankBits = 10;  // 40 KiB; 128 ranks rarely share a slot
+  std::vector<RecentRank> recent_ranks_;
+  bool IsRecent(const RecentRank& recent, const NcclLinePrefix& prefix) const;
   size_t last_process_ = kNoRank;  // for a bare "NCCL version" line
   // Launcher tags (LineHead::tag_key) to processes, and bare versions seen
   // under a tag before its process printed a prefixed line.
@@ -140,7 +159,6 @@ class NcclLogParser {
   size_t width_lines_ = 0;        // lines in a row seen at one terminal width
   uint64_t line_no_ = 0;          // the line being read, 1-based
   uint64_t wrapped_line_no_ = 0;  // the held line's
-  bool has_cr_ = true;            // the chunk being scanned holds a '\r'
   // NCCL lines in a row with a prefix before the host: past a few, the fast
   // reader is not tried (Dispatch).
   static constexpr uint32_t kFastMissesBeforeSkip = 8;

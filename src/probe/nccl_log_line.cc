@@ -2,12 +2,38 @@
 // codes and borders (see nccl_log_line.h for the forms).
 #include "probe/nccl_log_line.h"
 
+#include <algorithm>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace stallscope {
 namespace {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// The first c in s[from, limit) (limit cut at s's end), npos if none. The
+// spans searched here are a few bytes, shorter than a library call's setup:
+// sixteen bytes at a time where s has them (SSE2), else a plain loop.
+size_t FindNear(std::string_view s, char c, size_t from, size_t limit) {
+  limit = std::min(limit, s.size());
+#if defined(__SSE2__)
+  const __m128i needle = _mm_set1_epi8(c);
+  for (; from < limit && from + 16 <= s.size(); from += 16) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + from));
+    if (unsigned hits = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, needle)))) {
+      const size_t at = from + static_cast<size_t>(__builtin_ctz(hits));
+      return at < limit ? at : std::string_view::npos;
+    }
+  }
+#endif
+  for (size_t i = from; i < limit; ++i) {
+    if (s[i] == c) return i;
+  }
+  return std::string_view::npos;
+}
 
 // n decimal digits at s[i..i+n).
 bool DigitsAt(std::string_view s, size_t i, size_t n) {
@@ -180,7 +206,20 @@ uint64_t Mix(uint64_t key, std::string_view text) {
     h = (h ^ w) * 0x100000001b3ull;
     h ^= h >> 29;
   }
-  for (; i < text.size(); ++i) h = (h ^ static_cast<unsigned char>(text[i])) * 0x100000001b3ull;
+  if (i < text.size()) {
+    // The last bytes as one word: the last eight (overlapping the words
+    // before), or the few there are.
+    uint64_t w = 0;
+    if (text.size() >= 8) {
+      __builtin_memcpy(&w, text.data() + text.size() - 8, 8);
+    } else {
+      for (size_t k = 0; k < text.size(); ++k) {
+        w |= static_cast<uint64_t>(static_cast<unsigned char>(text[k])) << (8 * k);
+      }
+    }
+    h = (h ^ w) * 0x100000001b3ull;
+    h ^= h >> 29;
+  }
   h ^= h >> 32;
   return h | 1;  // never 0, which means "no tag"
 }
@@ -206,10 +245,10 @@ size_t TagLength(std::string_view s, LineHead* head, uint64_t* key) {
   std::string_view host;
   int64_t pid = 0;
   if (s[0] == '[') {
-    size_t close = s.substr(0, 65).find(']');
+    size_t close = FindNear(s, ']', 0, 65);
     if (close == std::string_view::npos || close < 2) return 0;
     std::string_view inside = s.substr(1, close - 1);
-    if (inside.find(' ') != std::string_view::npos) return 0;
+    if (FindNear(s, ' ', 1, close) != std::string_view::npos) return 0;
     size_t after = close + 1;
     // Open MPI 5's tag-detailed "[1,0][nodeA:2001]<stderr>: ".
     if (after < s.size() && s[after] == '[') {
@@ -221,26 +260,27 @@ size_t TagLength(std::string_view s, LineHead* head, uint64_t* key) {
     }
     // "[1,5]<stdout>:" (Open MPI), "[0]<stdout>:" (Horovod).
     if (after < s.size() && s[after] == '<') {
-      size_t gt = s.find('>', after);
-      if (gt == std::string_view::npos || gt - after > 10) return 0;
+      size_t gt = FindNear(s, '>', after, after + 11);
+      if (gt == std::string_view::npos) return 0;
       after = gt + 1;
     }
     if (after < s.size() && s[after] == ':') {
       len = after + 1;  // also "[rank3]:", "[default3]:"
     } else if (after < s.size() && s[after] == ' ' &&
-               (DigitsAt(inside, 0, inside.size()) || inside.find('/') != std::string_view::npos ||
+               (DigitsAt(inside, 0, inside.size()) ||
+                FindNear(s, '/', 1, close) != std::string_view::npos ||
                 inside.substr(0, 4) == "rank")) {
       len = after;  // "[3] " (MPICH -l), "[pod/job-0/main] " (kubectl --prefix)
     } else {
       return 0;
     }
   } else if (s[0] == '<') {  // "<stdout>:" after an Open MPI timestamp
-    size_t gt = s.find('>');
-    if (gt == std::string_view::npos || gt > 10 || gt + 1 >= s.size() || s[gt + 1] != ':') return 0;
+    size_t gt = FindNear(s, '>', 0, 11);
+    if (gt == std::string_view::npos || gt + 1 >= s.size() || s[gt + 1] != ':') return 0;
     len = gt + 2;
   } else if (s[0] == '(') {
-    size_t close = s.find(')');
-    if (close == std::string_view::npos || close > 96) return 0;
+    size_t close = FindNear(s, ')', 0, 97);
+    if (close == std::string_view::npos) return 0;
     std::string_view inside = s.substr(1, close - 1);
     size_t at = inside.find("pid=");
     if (at == std::string_view::npos || (at > 0 && inside[at - 1] != ' ')) return 0;
@@ -298,8 +338,8 @@ size_t TimestampLength(std::string_view s) {
       while (d < s.size() && IsDigit(s[d])) ++d;
       if (d >= s.size() || !(s[d] == '-' || s[d] == '/' || s[d] == ':' || s[d] == '.')) return 0;
     }
-    size_t close = s.substr(0, 49).find(']');
-    if (close == std::string_view::npos || close > 48) return 0;
+    size_t close = FindNear(s, ']', 0, 49);
+    if (close == std::string_view::npos) return 0;
     std::string_view inside = s.substr(1, close - 1);
     while (!inside.empty() && inside[0] == ' ') inside.remove_prefix(1);
     if (inside.empty()) return 0;
