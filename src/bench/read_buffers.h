@@ -1,6 +1,7 @@
 // The memory that `bench io`'s reads land in: one block per read in flight,
-// all in one region aligned to 2 MiB and asked to be backed by transparent
-// huge pages, touched before the timed loop. Owned by one job; not
+// all in one region, touched before the timed loop. For blocks larger than
+// a page the region is aligned to 2 MiB and asked to be backed by
+// transparent huge pages. Owned by one job; not
 // thread-safe.
 //
 // Why it matters: the kernel turns an O_DIRECT read into one request per
@@ -20,6 +21,7 @@
 namespace stallscope {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+inline constexpr size_t kSmallPageBytes = 4096;
 
 class ReadBuffers {
  public:
@@ -36,7 +38,7 @@ class ReadBuffers {
 
  private:
   char* base_ = nullptr;
-  size_t bytes_ = 0;  // rounded up to whole huge pages
+  size_t bytes_ = 0;  // rounded up to whole pages of the alignment
   uint32_t block_bytes_ = 0;
 };
 
