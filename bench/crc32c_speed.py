@@ -7,8 +7,8 @@ and the native library's table path alone, which CPUs without SSE 4.2 take.
     /usr/bin/python3 bench/crc32c_speed.py --library build/libstallscope_crc32c.so \\
         [--mib 256] [--rounds 5]
 
-Each figure is the best of --rounds (one thread, so per core); the goal of
-issue 25 is verification at 2 GB/s or more per core.
+Each figure is the best of --rounds (one thread, so per core); the goal
+is verification at 2 GB/s or more per core.
 """
 import argparse
 import os

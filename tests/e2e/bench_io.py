@@ -271,6 +271,47 @@ class RealFileSystems(unittest.TestCase):
         self.assertIn("24.0 MiB free", err)
         self.assertEqual(os.listdir(self.dir), [])
 
+    def test_one_device_request_per_sequential_read(self):
+        # A loop device of its own, so that its request counter holds only
+        # this bench's reads. Its max_segments (128) is below a 1 MiB read's
+        # 256 pages: into 4 KiB pages scattered in memory the read would go
+        # out as two or more requests; into a huge page as one (the read
+        # buffers, src/bench/read_buffers.h). Counts, not timing.
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            if "[never]" in f.read():
+                self.skipTest("transparent huge pages are off: 1 MiB reads may split")
+        mnt, loop, _ = e2e.throttled_loop_mount(self, self.dir, 1 << 40)
+        dev = os.path.basename(loop)
+        with open("/sys/block/%s/queue/max_sectors_kb" % dev) as f:
+            if int(f.read()) < 1024:
+                self.skipTest("%s takes requests under 1 MiB: every read splits" % dev)
+
+        def reads_completed():
+            with open("/sys/block/%s/stat" % dev) as f:
+                return int(f.read().split()[0])
+
+        jobs, depth = 2, 4
+        before = reads_completed()
+        report = e2e.run_json(self, ["bench", "io", mnt, "--json", "--size", "64M", "--runtime",
+                                     "0.5", "--jobs", str(jobs), "--iodepth", str(depth),
+                                     "--files", "0"])
+        device_reads = reads_completed() - before
+        b = check_contract(self, report)
+        self.assertTrue(b["direct"], b["read_mode"])
+        sequential, random_ios = b["sequential"]["ios"], b["random"]["ios"]
+        self.assertGreater(sequential, 20)
+        # 4 KiB random reads are one request each; what is left is the
+        # sequential reads', plus the reads in flight at each phase's end
+        # (not counted by the bench) and the file system's own metadata.
+        slack = 2 * jobs * depth + 64
+        per_read = (device_reads - random_ios) / sequential
+        self.assertLessEqual(device_reads - random_ios, 1.05 * sequential + slack,
+                             "%.2f device requests per 1 MiB read (%d device reads, %d "
+                             "sequential + %d random)" % (per_read, device_reads, sequential,
+                                                          random_ios))
+        # And none merged away: at least one request per read.
+        self.assertGreaterEqual(device_reads, sequential + random_ios)
+
     def test_ramfs_refuses_o_direct_so_reads_are_buffered(self):
         # ramfs has no free-space figure (statfs says 0): the file must already
         # be there, which is the reuse path.
