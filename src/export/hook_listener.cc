@@ -21,6 +21,29 @@ bool FillAddress(const std::string& path, struct sockaddr_un& addr) {
   return true;
 }
 
+// The socket's directory must be one only the exporter's user can change:
+// other users' jobs need to enter it (so it stays 0755), but whoever can
+// write it can replace the socket with their own and read every job's
+// records. A symlink, another user's directory or a group/other-writable
+// one is refused, naming the path, its owner and its mode.
+Status CheckSocketDirectory(const std::string& dir) {
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) return Status::FromErrno(dir, errno);
+  const uid_t me = geteuid();
+  const bool real_directory = S_ISDIR(st.st_mode);
+  if (real_directory && st.st_uid == me && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0) {
+    return Status::Ok();
+  }
+  std::string what = S_ISLNK(st.st_mode) ? "a symlink"
+                     : real_directory    ? "a directory"
+                                         : "not a directory";
+  return Status::InvalidArgument(fmt::format(
+      "{}: {} owned by uid {} with mode {:04o}; the hook socket's directory must be a real "
+      "directory owned by uid {} (the exporter's user) and writable by no one else. Remove it "
+      "or give --hook-socket another path",
+      dir, what, st.st_uid, st.st_mode & 07777, me));
+}
+
 }  // namespace
 
 std::string DefaultHookSocketPath() {
@@ -39,7 +62,12 @@ Result<HookListener> HookListener::Bind(const std::string& path) {
   size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) {
     std::string dir = path.substr(0, slash);
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Status::FromErrno(dir, errno);
+    if (mkdir(dir.c_str(), 0755) == 0) {
+      chmod(dir.c_str(), 0755);  // enterable by other users' jobs whatever the umask
+    } else if (errno != EEXIST) {
+      return Status::FromErrno(dir, errno);
+    }
+    if (Status checked = CheckSocketDirectory(dir); !checked.ok()) return checked;
   }
   struct stat st;
   if (lstat(path.c_str(), &st) == 0) {

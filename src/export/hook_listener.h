@@ -3,7 +3,9 @@
 // started with STALLSCOPE_SOCKET=<path> reports to the exporter on its
 // host, where `run` instead makes a private socket per run.
 //
-// Bind() creates the parent directory when missing (0755), refuses a path
+// Bind() creates the parent directory when missing (0755) and refuses it,
+// naming its owner and mode, unless it is a real directory (not a symlink)
+// owned by the exporter's user and writable by no one else. It refuses a path
 // another live exporter is bound to (a datagram connect() succeeds), and
 // replaces a stale socket file left by one that died; it never removes
 // anything that is not a socket. The socket file is removed on destruction.
