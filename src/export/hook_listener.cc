@@ -6,9 +6,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
+
+#include "core/text.h"
 
 namespace stallscope {
 namespace {
@@ -93,11 +97,16 @@ Result<HookListener> HookListener::Bind(const std::string& path) {
   l.path_ = path;
   int size = 4 << 20;
   setsockopt(l.fd_, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  int one = 1;  // each datagram carries its sender's pid/uid/gid (SCM_CREDENTIALS)
+  setsockopt(l.fd_, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
   return l;
 }
 
 HookListener::HookListener(HookListener&& other) noexcept
-    : fd_(other.fd_), path_(std::move(other.path_)) {
+    : fd_(other.fd_),
+      path_(std::move(other.path_)),
+      allowed_uids_(std::move(other.allowed_uids_)),
+      refused_senders_(other.refused_senders_) {
   other.fd_ = -1;
   other.path_.clear();
 }
@@ -105,6 +114,8 @@ HookListener::HookListener(HookListener&& other) noexcept
 HookListener& HookListener::operator=(HookListener&& other) noexcept {
   std::swap(fd_, other.fd_);
   std::swap(path_, other.path_);
+  std::swap(allowed_uids_, other.allowed_uids_);
+  std::swap(refused_senders_, other.refused_senders_);
   return *this;
 }
 
@@ -116,13 +127,51 @@ HookListener::~HookListener() {
 void HookListener::Drain(const std::function<void(std::string_view)>& on_datagram) {
   char buffer[65536];
   for (;;) {
-    ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+    iovec io{buffer, sizeof buffer};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+    msghdr msg{};
+    msg.msg_iov = &io;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0) {
       if (errno == EINTR) continue;
       return;
     }
+    if (!allowed_uids_.empty()) {
+      bool allowed = false;
+      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+          ucred sender;
+          std::memcpy(&sender, CMSG_DATA(c), sizeof sender);
+          allowed = std::find(allowed_uids_.begin(), allowed_uids_.end(), sender.uid) !=
+                    allowed_uids_.end();
+        }
+      }
+      if (!allowed) {
+        ++refused_senders_;
+        continue;
+      }
+    }
     on_datagram(std::string_view(buffer, static_cast<size_t>(n)));
   }
+}
+
+Result<std::vector<uid_t>> ParseUidList(const std::string& text) {
+  std::vector<uid_t> uids;
+  for (std::string_view raw : Split(text, ',')) {
+    std::string_view entry = Trim(raw);
+    if (entry.empty()) continue;
+    uint32_t uid = 0;
+    auto [end, error] = std::from_chars(entry.data(), entry.data() + entry.size(), uid);
+    if (error != std::errc() || end != entry.data() + entry.size()) {
+      return Status::InvalidArgument("--allow-uid " + std::string(entry) +
+                                     ": not a numeric uid (`id -u NAME` prints one)");
+    }
+    uids.push_back(static_cast<uid_t>(uid));
+  }
+  return uids;
 }
 
 }  // namespace stallscope

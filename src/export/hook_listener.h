@@ -12,9 +12,13 @@
 // Not thread-safe; one owner.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -31,6 +35,12 @@ class HookListener {
 
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }
+  // Only datagrams sent by these uids are passed on (the kernel's
+  // SCM_CREDENTIALS, which a sender cannot forge); the others are dropped
+  // and counted. Empty (the default): everyone who can write the socket.
+  void AllowUids(std::vector<uid_t> uids) { allowed_uids_ = std::move(uids); }
+  uint64_t refused_senders() const { return refused_senders_; }
+
   // Every waiting datagram, without blocking.
   void Drain(const std::function<void(std::string_view)>& on_datagram);
 
@@ -38,7 +48,12 @@ class HookListener {
   HookListener() = default;
   int fd_ = -1;
   std::string path_;
+  std::vector<uid_t> allowed_uids_;
+  uint64_t refused_senders_ = 0;
 };
+
+// "0,1000,1001" for --allow-uid: numeric uids; a bad entry names itself.
+Result<std::vector<uid_t>> ParseUidList(const std::string& text);
 
 // /run/stallscope/hook.sock for root; else $XDG_RUNTIME_DIR/stallscope/hook.sock,
 // else /tmp/stallscope-<uid>/hook.sock.

@@ -369,5 +369,46 @@ class HookSocketDirectory(unittest.TestCase):
             p.stderr.close()
 
 
+class HookSenders(unittest.TestCase):
+    """--allow-uid: the kernel's SCM_CREDENTIALS decide who may report."""
+
+    def test_allow_uid_drops_and_counts_other_users(self):
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("sending as another uid needs root and setpriv")
+        tmp = tempfile.mkdtemp(prefix="stallscope-senders-e2e-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.chmod(tmp, 0o755)
+        sock = os.path.join(tmp, "hook.sock")
+        p = subprocess.Popen([common.BINARY, "exporter", "--listen", "127.0.0.1:0",
+                              "--hook-socket", sock, "--allow-uid", str(os.geteuid())],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(p.stderr.close)
+        self.addCleanup(p.wait, 5)
+        self.addCleanup(p.terminate)
+        line = p.stderr.readline()
+        while line and "serving http://" not in line:
+            line = p.stderr.readline()
+        self.assertIn("serving http://", line)
+        address = line.split("http://")[1].split("/metrics")[0]
+        os.chmod(sock, 0o777)  # anyone may write it; --allow-uid alone decides
+        send = ("import socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
+                "s.sendto(b'not a hook record\\n', %r)" % sock)
+        other = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534",
+                                "--clear-groups", "/usr/bin/python3", "-c", send],
+                               capture_output=True, text=True, timeout=30)
+        self.assertEqual(other.returncode, 0, other.stderr)
+        subprocess.run(["/usr/bin/python3", "-c", send], check=True, timeout=30)
+        with urllib.request.urlopen("http://%s/metrics" % address, timeout=10) as r:
+            body = r.read().decode()
+        # Uid 65534's garbage never reached the parser; our own did.
+        self.assertEqual(sample_value(body, "stallscope_exporter_hook_refused_senders_total "), 1)
+        self.assertEqual(sample_value(body, "stallscope_exporter_hook_malformed_lines_total "), 1)
+
+    def test_bad_allow_uid_names_the_entry(self):
+        rc, _, err, _ = common.run(["exporter", "--allow-uid", "0,bob"], timeout=10)
+        self.assertEqual(rc, 2)
+        self.assertIn("--allow-uid bob: not a numeric uid", err)
+
+
 if __name__ == "__main__":
     common.main()
