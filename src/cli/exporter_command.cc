@@ -159,7 +159,8 @@ int RunExporter(const ExporterFlags& flags) {
       return {404, "text/plain; charset=utf-8", "not found: the metrics are at /metrics\n", {}};
     }
     int64_t start = MonotonicNs();
-    hook->Drain([&](std::string_view d) { jobs.Ingest(d, start); });  // the freshest figures
+    hook->Drain(
+        [&](std::string_view d, int pid) { jobs.Ingest(d, start, pid); });  // the freshest figures
     Exposition out;
     std::vector<std::string> notes;
     host.Emit(out, notes);
@@ -177,7 +178,7 @@ int RunExporter(const ExporterFlags& flags) {
       {hook->fd(),
        [&]() {
          int64_t now = MonotonicNs();
-         hook->Drain([&](std::string_view d) { jobs.Ingest(d, now); });
+         hook->Drain([&](std::string_view d, int pid) { jobs.Ingest(d, now, pid); });
          return true;
        }},
       {sfd, [&]() { return false; }},

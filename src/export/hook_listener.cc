@@ -124,7 +124,7 @@ HookListener::~HookListener() {
   if (!path_.empty()) unlink(path_.c_str());
 }
 
-void HookListener::Drain(const std::function<void(std::string_view)>& on_datagram) {
+void HookListener::Drain(const std::function<void(std::string_view, int sender_pid)>& on_datagram) {
   char buffer[65536];
   for (;;) {
     iovec io{buffer, sizeof buffer};
@@ -139,22 +139,21 @@ void HookListener::Drain(const std::function<void(std::string_view)>& on_datagra
       if (errno == EINTR) continue;
       return;
     }
-    if (!allowed_uids_.empty()) {
-      bool allowed = false;
-      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
-          ucred sender;
-          std::memcpy(&sender, CMSG_DATA(c), sizeof sender);
-          allowed = std::find(allowed_uids_.begin(), allowed_uids_.end(), sender.uid) !=
-                    allowed_uids_.end();
-        }
-      }
-      if (!allowed) {
-        ++refused_senders_;
-        continue;
+    bool credentials = false;
+    ucred sender{};
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+        std::memcpy(&sender, CMSG_DATA(c), sizeof sender);
+        credentials = true;
       }
     }
-    on_datagram(std::string_view(buffer, static_cast<size_t>(n)));
+    if (!allowed_uids_.empty() &&
+        (!credentials || std::find(allowed_uids_.begin(), allowed_uids_.end(), sender.uid) ==
+                             allowed_uids_.end())) {
+      ++refused_senders_;
+      continue;
+    }
+    on_datagram(std::string_view(buffer, static_cast<size_t>(n)), credentials ? sender.pid : 0);
   }
 }
 
