@@ -43,11 +43,12 @@ struct ExporterFlags {
   std::string listen = "127.0.0.1:9400";
   double interval = 5;
   std::string hook_socket;
+  std::string allow_uid;
   std::string root = "/";
 };
 
-void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& jobs, size_t notes,
-              double scrape_seconds) {
+void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& jobs,
+              const HookListener& hook, size_t notes, double scrape_seconds) {
   out.Family("stallscope_exporter_build_info", MetricType::kGauge,
              "The exporter's version; always 1.");
   out.Add("stallscope_exporter_build_info", {{"version", std::string(Version())}}, 1);
@@ -71,6 +72,9 @@ void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& j
       {"stallscope_exporter_hook_refused_records_total",
        "Hook records ignored because the process table was full.",
        static_cast<double>(jobs.refused_records())},
+      {"stallscope_exporter_hook_refused_senders_total",
+       "Hook datagrams dropped because their sender's uid is not in --allow-uid.",
+       static_cast<double>(hook.refused_senders())},
       {"stallscope_exporter_hook_expired_processes_total",
        "Ranks dropped after reporting nothing for 300 s.",
        static_cast<double>(jobs.expired_processes())},
@@ -104,9 +108,12 @@ int RunExporter(const ExporterFlags& flags) {
                 kExitUsage);
   }
   std::string socket_path = flags.hook_socket.empty() ? DefaultHookSocketPath() : flags.hook_socket;
+  Result<std::vector<uid_t>> allowed_uids = ParseUidList(flags.allow_uid);
+  if (!allowed_uids.ok()) return Fail("exporter", allowed_uids.status().message(), kExitUsage);
   Result<HookListener> hook = HookListener::Bind(socket_path);
   if (!hook.ok())
     return Fail("exporter", "--hook-socket " + hook.status().message(), kExitCouldNotRun);
+  hook->AllowUids(std::move(*allowed_uids));
   Result<HttpServer> server = HttpServer::Listen(*address, HttpServerOptions{});
   if (!server.ok())
     return Fail("exporter", "--listen " + server.status().message(), kExitCouldNotRun);
@@ -152,13 +159,14 @@ int RunExporter(const ExporterFlags& flags) {
       return {404, "text/plain; charset=utf-8", "not found: the metrics are at /metrics\n", {}};
     }
     int64_t start = MonotonicNs();
-    hook->Drain([&](std::string_view d) { jobs.Ingest(d, start); });  // the freshest figures
+    hook->Drain(
+        [&](std::string_view d, int pid) { jobs.Ingest(d, start, pid); });  // the freshest figures
     Exposition out;
     std::vector<std::string> notes;
     host.Emit(out, notes);
     if (std::string note = trees.Update(jobs); !note.empty()) notes.push_back(note);
     jobs.Emit(out, hostname, start);
-    EmitSelf(out, server->counts(), jobs, notes.size(), (MonotonicNs() - start) / 1e9);
+    EmitSelf(out, server->counts(), jobs, *hook, notes.size(), (MonotonicNs() - start) / 1e9);
     for (const std::string& n : notes) {
       if (told.size() < 64 && told.insert(n).second) {
         std::fprintf(stderr, "stallscope exporter: note: %s\n", n.c_str());
@@ -170,7 +178,7 @@ int RunExporter(const ExporterFlags& flags) {
       {hook->fd(),
        [&]() {
          int64_t now = MonotonicNs();
-         hook->Drain([&](std::string_view d) { jobs.Ingest(d, now); });
+         hook->Drain([&](std::string_view d, int pid) { jobs.Ingest(d, now, pid); });
          return true;
        }},
       {sfd, [&]() { return false; }},
@@ -198,6 +206,9 @@ CommandRunner SetupExporter(CLI::App& app) {
   app.add_option(
       "--hook-socket", flags->hook_socket,
       "where jobs send hook records (STALLSCOPE_SOCKET); default " + DefaultHookSocketPath());
+  app.add_option("--allow-uid", flags->allow_uid,
+                 "only these uids may report through the hook socket (comma separated); "
+                 "others are dropped and counted (default: whoever can write the socket)");
   app.add_option("--root", flags->root,
                  "read /proc, /sys and /dev under DIR instead of / (a copied host tree, a "
                  "test fixture)")

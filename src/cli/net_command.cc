@@ -90,6 +90,7 @@ CommandRunner SetupNet(CLI::App& app) {
     net::ServeOptions serve;
     net::ProbeOptions probe;
     bool json = false;
+    std::string allow;
   };
   auto flags = std::make_shared<Flags>();
   flags->serve.port = net::kDefaultPort;
@@ -103,6 +104,21 @@ CommandRunner SetupNet(CLI::App& app) {
   serve->add_option("--port", flags->serve.port, "TCP and UDP port")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
+  serve->add_option("--allow", flags->allow,
+                    "who may connect or probe: IPv4/IPv6 CIDRs or addresses, comma separated "
+                    "(default: everyone)");
+  serve
+      ->add_option("--max-seconds", flags->serve.max_stream_seconds,
+                   "the longest throughput stream a client gets; longer asks are cut here")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
+  serve->add_option("--max-bytes", flags->serve.max_stream_bytes,
+                    "the most one stream may send before it is cut (default: no cap)");
+  serve
+      ->add_option("--udp-rate", flags->serve.udp_replies_per_second,
+                   "path-MTU answers a second per source address (also the burst)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1000000.0));
 
   CLI::App* probe = app.add_subcommand(
       "probe", "TCP throughput, latency and path MTU towards a host running `net serve`");
@@ -122,7 +138,15 @@ CommandRunner SetupNet(CLI::App& app) {
       ->capture_default_str();
 
   return [flags, serve, probe]() {
-    if (serve->parsed()) return Serve(flags->serve);
+    if (serve->parsed()) {
+      Result<net::AllowList> allow = net::AllowList::Parse(flags->allow);
+      if (!allow.ok()) {
+        std::fprintf(stderr, "stallscope net serve: %s\n", allow.status().message().c_str());
+        return kExitUsage;
+      }
+      flags->serve.allow = std::move(*allow);
+      return Serve(flags->serve);
+    }
     if (probe->parsed()) return Probe(flags->probe, flags->json);
     return kExitUsage;
   };

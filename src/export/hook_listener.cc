@@ -6,9 +6,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
+
+#include "core/text.h"
 
 namespace stallscope {
 namespace {
@@ -19,6 +23,29 @@ bool FillAddress(const std::string& path, struct sockaddr_un& addr) {
   if (path.size() >= sizeof addr.sun_path) return false;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   return true;
+}
+
+// The socket's directory must be one only the exporter's user can change:
+// other users' jobs need to enter it (so it stays 0755), but whoever can
+// write it can replace the socket with their own and read every job's
+// records. A symlink, another user's directory or a group/other-writable
+// one is refused, naming the path, its owner and its mode.
+Status CheckSocketDirectory(const std::string& dir) {
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) return Status::FromErrno(dir, errno);
+  const uid_t me = geteuid();
+  const bool real_directory = S_ISDIR(st.st_mode);
+  if (real_directory && st.st_uid == me && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0) {
+    return Status::Ok();
+  }
+  std::string what = S_ISLNK(st.st_mode) ? "a symlink"
+                     : real_directory    ? "a directory"
+                                         : "not a directory";
+  return Status::InvalidArgument(fmt::format(
+      "{}: {} owned by uid {} with mode {:04o}; the hook socket's directory must be a real "
+      "directory owned by uid {} (the exporter's user) and writable by no one else. Remove it "
+      "or give --hook-socket another path",
+      dir, what, st.st_uid, st.st_mode & 07777, me));
 }
 
 }  // namespace
@@ -39,7 +66,12 @@ Result<HookListener> HookListener::Bind(const std::string& path) {
   size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) {
     std::string dir = path.substr(0, slash);
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Status::FromErrno(dir, errno);
+    if (mkdir(dir.c_str(), 0755) == 0) {
+      chmod(dir.c_str(), 0755);  // enterable by other users' jobs whatever the umask
+    } else if (errno != EEXIST) {
+      return Status::FromErrno(dir, errno);
+    }
+    if (Status checked = CheckSocketDirectory(dir); !checked.ok()) return checked;
   }
   struct stat st;
   if (lstat(path.c_str(), &st) == 0) {
@@ -65,11 +97,16 @@ Result<HookListener> HookListener::Bind(const std::string& path) {
   l.path_ = path;
   int size = 4 << 20;
   setsockopt(l.fd_, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  int one = 1;  // each datagram carries its sender's pid/uid/gid (SCM_CREDENTIALS)
+  setsockopt(l.fd_, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
   return l;
 }
 
 HookListener::HookListener(HookListener&& other) noexcept
-    : fd_(other.fd_), path_(std::move(other.path_)) {
+    : fd_(other.fd_),
+      path_(std::move(other.path_)),
+      allowed_uids_(std::move(other.allowed_uids_)),
+      refused_senders_(other.refused_senders_) {
   other.fd_ = -1;
   other.path_.clear();
 }
@@ -77,6 +114,8 @@ HookListener::HookListener(HookListener&& other) noexcept
 HookListener& HookListener::operator=(HookListener&& other) noexcept {
   std::swap(fd_, other.fd_);
   std::swap(path_, other.path_);
+  std::swap(allowed_uids_, other.allowed_uids_);
+  std::swap(refused_senders_, other.refused_senders_);
   return *this;
 }
 
@@ -85,16 +124,53 @@ HookListener::~HookListener() {
   if (!path_.empty()) unlink(path_.c_str());
 }
 
-void HookListener::Drain(const std::function<void(std::string_view)>& on_datagram) {
+void HookListener::Drain(const std::function<void(std::string_view, int sender_pid)>& on_datagram) {
   char buffer[65536];
   for (;;) {
-    ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+    iovec io{buffer, sizeof buffer};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+    msghdr msg{};
+    msg.msg_iov = &io;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0) {
       if (errno == EINTR) continue;
       return;
     }
-    on_datagram(std::string_view(buffer, static_cast<size_t>(n)));
+    bool credentials = false;
+    ucred sender{};
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+        std::memcpy(&sender, CMSG_DATA(c), sizeof sender);
+        credentials = true;
+      }
+    }
+    if (!allowed_uids_.empty() &&
+        (!credentials || std::find(allowed_uids_.begin(), allowed_uids_.end(), sender.uid) ==
+                             allowed_uids_.end())) {
+      ++refused_senders_;
+      continue;
+    }
+    on_datagram(std::string_view(buffer, static_cast<size_t>(n)), credentials ? sender.pid : 0);
   }
+}
+
+Result<std::vector<uid_t>> ParseUidList(const std::string& text) {
+  std::vector<uid_t> uids;
+  for (std::string_view raw : Split(text, ',')) {
+    std::string_view entry = Trim(raw);
+    if (entry.empty()) continue;
+    uint32_t uid = 0;
+    auto [end, error] = std::from_chars(entry.data(), entry.data() + entry.size(), uid);
+    if (error != std::errc() || end != entry.data() + entry.size()) {
+      return Status::InvalidArgument("--allow-uid " + std::string(entry) +
+                                     ": not a numeric uid (`id -u NAME` prints one)");
+    }
+    uids.push_back(static_cast<uid_t>(uid));
+  }
+  return uids;
 }
 
 }  // namespace stallscope

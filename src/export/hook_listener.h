@@ -3,16 +3,22 @@
 // started with STALLSCOPE_SOCKET=<path> reports to the exporter on its
 // host, where `run` instead makes a private socket per run.
 //
-// Bind() creates the parent directory when missing (0755), refuses a path
+// Bind() creates the parent directory when missing (0755) and refuses it,
+// naming its owner and mode, unless it is a real directory (not a symlink)
+// owned by the exporter's user and writable by no one else. It refuses a path
 // another live exporter is bound to (a datagram connect() succeeds), and
 // replaces a stale socket file left by one that died; it never removes
 // anything that is not a socket. The socket file is removed on destruction.
 // Not thread-safe; one owner.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -29,14 +35,26 @@ class HookListener {
 
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }
-  // Every waiting datagram, without blocking.
-  void Drain(const std::function<void(std::string_view)>& on_datagram);
+  // Only datagrams sent by these uids are passed on (the kernel's
+  // SCM_CREDENTIALS, which a sender cannot forge); the others are dropped
+  // and counted. Empty (the default): everyone who can write the socket.
+  void AllowUids(std::vector<uid_t> uids) { allowed_uids_ = std::move(uids); }
+  uint64_t refused_senders() const { return refused_senders_; }
+
+  // Every waiting datagram, without blocking, with its sender's pid as the
+  // kernel gives it (0 when it gave none).
+  void Drain(const std::function<void(std::string_view, int sender_pid)>& on_datagram);
 
  private:
   HookListener() = default;
   int fd_ = -1;
   std::string path_;
+  std::vector<uid_t> allowed_uids_;
+  uint64_t refused_senders_ = 0;
 };
+
+// "0,1000,1001" for --allow-uid: numeric uids; a bad entry names itself.
+Result<std::vector<uid_t>> ParseUidList(const std::string& text);
 
 // /run/stallscope/hook.sock for root; else $XDG_RUNTIME_DIR/stallscope/hook.sock,
 // else /tmp/stallscope-<uid>/hook.sock.

@@ -44,7 +44,7 @@ void JobTable::Name(JobProcess& p, std::string name) {
   });
 }
 
-void JobTable::Ingest(std::string_view datagram, int64_t now_ns) {
+void JobTable::Ingest(std::string_view datagram, int64_t now_ns, int sender_pid) {
   for (std::string_view line : SplitLines(datagram)) {
     if (Trim(line).empty()) continue;
     std::vector<std::string_view> f = SplitFields(line);
@@ -58,6 +58,7 @@ void JobTable::Ingest(std::string_view datagram, int64_t now_ns) {
       ++malformed_;
       continue;
     }
+    if (sender_pid > 0) pid = sender_pid;
     if (f[0] == "job") {
       std::string name = f.size() == 4 ? CleanJobName(f[3]) : std::string();
       if (name.empty()) {

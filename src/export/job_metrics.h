@@ -86,7 +86,10 @@ class JobTable {
       : max_processes_(max_processes), expiry_ns_(static_cast<int64_t>(expiry_seconds * 1e9)) {}
 
   // One datagram of hook records received at now_ns (monotonic).
-  void Ingest(std::string_view datagram, int64_t now_ns);
+  // sender_pid: the process that sent the datagram, as the kernel says
+  // (SCM_CREDENTIALS); when above 0 it stands in for each record's own pid
+  // field, so a process cannot report as another one.
+  void Ingest(std::string_view datagram, int64_t now_ns, int sender_pid = 0);
   // The tree of the process `pid` as read now (the root first, then its
   // descendants): its RSS, CPU and run delay by role. Unknown pids are
   // ignored.

@@ -26,7 +26,7 @@ constexpr size_t kStreamChunkBytes = 128 << 10;
 constexpr int kWarmupPings = 5;
 constexpr double kMtuProbeWaitSeconds = 0.2;  // per datagram: a LAN answers in well under 1 ms
 constexpr int kMtuProbeAttempts = 2;          // a lost probe is sent once more
-constexpr uint64_t kSmallestMtuProbe = 64;
+constexpr uint64_t kSmallestMtuProbe = kMinMtuProbeBytes;  // the least a server answers
 constexpr uint64_t kLargestUdpPayload = 65507;
 
 // Owns one socket descriptor.
@@ -370,6 +370,12 @@ Result<ProbeResult> RunProbe(const ProbeOptions& o,
   }
   r.peer_interface = welcome.interface;
   if (welcome.mtu) r.peer_mtu = welcome.mtu;
+  if (o.throughput && welcome.max_duration_ms > 0 &&
+      o.duration_seconds * 1000 > welcome.max_duration_ms) {
+    return Status::InvalidArgument(
+        fmt::format("--duration {:g}: {} allows streams of at most {:g} s (its --max-seconds)",
+                    o.duration_seconds, Where(o), welcome.max_duration_ms / 1000.0));
+  }
 
   say(fmt::format("latency: {} round trips", o.pings));
   Result<LatencyResult> latency = MeasureLatency(*peer, o);

@@ -33,6 +33,17 @@ inline constexpr size_t kMaxBodyBytes = 512;
 inline constexpr size_t kMaxInterfaceNameBytes = 15;  // IFNAMSIZ - 1
 inline constexpr size_t kMaxErrorTextBytes = 256;
 inline constexpr uint16_t kDefaultPort = 9309;
+// The largest MtuAck: header, four u32 and the longest interface name.
+inline constexpr size_t kMaxMtuAckBytes = kHeaderBytes + 16 + 1 + kMaxInterfaceNameBytes;
+// The smallest MtuProbe datagram net serve answers. A bare probe is 16
+// bytes and its ack up to 40: answering it would send back 2.5 times what
+// arrived, which makes the server an amplifier for spoofed sources. A
+// probe must be at least as large as the largest ack, so an answer never
+// exceeds its question; 64 keeps that margin should the ack grow and is
+// far below any MTU (IPv4 guarantees 576, IPv6 1280), so it costs the
+// path-MTU search nothing.
+inline constexpr size_t kMinMtuProbeBytes = 64;
+static_assert(kMaxMtuAckBytes <= kMinMtuProbeBytes);
 
 enum class MessageType : uint8_t {
   kHello = 1,       // client -> server (TCP): which test this connection runs

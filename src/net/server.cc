@@ -14,7 +14,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/units.h"
@@ -29,6 +31,9 @@ constexpr size_t kStreamBufferBytes = 256 << 10;
 constexpr size_t kDatagramBufferBytes = 65536;
 constexpr int kBusyResponders = 4;  // connections beyond the cap that still hear "busy"
 constexpr uint64_t kMaxPingsPerConnection = 1000000;
+constexpr double kStreamGraceSeconds = 5;  // an honest client's stream may end this much late
+constexpr size_t kMaxRateSources = 4096;   // source addresses the UDP rate limit remembers
+constexpr size_t kMaxNotedSources = 4096;  // addresses logged once; past that, only counted
 
 std::mutex log_mutex;
 
@@ -66,6 +71,17 @@ void Refuse(int fd, const std::string& why) {
   (void)WriteMessage(fd, ErrorMessage{why}, DeadlineIn(1.0));
 }
 
+// A connection from outside --allow: told why in one Error (if the socket
+// takes it at once), then closed; no thread, no wait.
+void RefuseAddress(int fd, const sockaddr_storage& from) {
+  std::vector<uint8_t> bytes =
+      Encode(ErrorMessage{fmt::format("{} is not in this server's --allow list",
+                                      AddressText(reinterpret_cast<const sockaddr*>(&from)))});
+  (void)::send(fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);
+}
+
 // One of the max_connections test slots, held while a sink or echo test
 // runs; released when the work is done (before the last answer is sent, so
 // a client that opens its next test right after finds the slot free).
@@ -85,19 +101,33 @@ class Slot {
   bool held_ = true;
 };
 
+// Ends a sink stream at a cap: the client hears which, then the FIN.
+void CutStream(int fd, const ServeOptions& options, const std::string& peer,
+               const std::string& why) {
+  Refuse(fd, "stream cut at " + why);
+  ::shutdown(fd, SHUT_WR);
+  Log(options.log, fmt::format("{}: sink stream cut at {}", peer, why));
+}
+
 void ServeSink(int fd, const Hello& hello, const ServeOptions& options, const std::string& peer,
                Slot& slot) {
   std::vector<uint8_t> buffer(kStreamBufferBytes);
-  const double limit =
-      std::min(options.max_stream_seconds, static_cast<double>(hello.duration_ms) / 1000.0) + 5.0;
+  // A client that asks for more than the cap is cut at the cap; one that
+  // asks for less gets a grace for its late start and its last send.
+  const double asked = static_cast<double>(hello.duration_ms) / 1000.0;
+  const bool over_cap = asked > options.max_stream_seconds;
+  const double limit = over_cap ? options.max_stream_seconds : asked + kStreamGraceSeconds;
   const int64_t start = MonotonicNs();
+  const int64_t end = start + static_cast<int64_t>(limit * 1e9);
   int64_t first = 0;
   int64_t last = 0;
   uint64_t bytes = 0;
   while (true) {
-    if (static_cast<double>(MonotonicNs() - start) / 1e9 > limit) {
-      Refuse(fd, fmt::format("stream ran past its {:.0f} s", limit));
-      Log(options.log, fmt::format("{}: sink stream ran past {:.0f} s, closed", peer, limit));
+    if (MonotonicNs() >= end) {
+      CutStream(fd, options, peer,
+                over_cap ? fmt::format("the server's cap of {:g} s (--max-seconds; {:g} s asked)",
+                                       options.max_stream_seconds, asked)
+                         : fmt::format("{:g} s, past the {:g} s asked", limit, asked));
       return;
     }
     ssize_t n = ::recv(fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
@@ -105,13 +135,20 @@ void ServeSink(int fd, const Hello& hello, const ServeOptions& options, const st
       last = MonotonicNs();
       if (first == 0) first = last;
       bytes += static_cast<uint64_t>(n);
+      if (options.max_stream_bytes > 0 && bytes > options.max_stream_bytes) {
+        CutStream(fd, options, peer,
+                  fmt::format("the server's cap of {} (--max-bytes {})",
+                              FormatBytes(options.max_stream_bytes), options.max_stream_bytes));
+        return;
+      }
       continue;
     }
     if (n == 0) break;
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      Status waited = WaitFor(fd, POLLIN, DeadlineIn(options.idle_timeout_seconds), "stream");
-      if (!waited.ok()) {
+      Status waited =
+          WaitFor(fd, POLLIN, std::min(DeadlineIn(options.idle_timeout_seconds), end), "stream");
+      if (!waited.ok() && MonotonicNs() < end) {
         Log(options.log, fmt::format("{}: sink stream silent for {:.0f} s, closed", peer,
                                      options.idle_timeout_seconds));
         return;
@@ -201,9 +238,49 @@ void ServeConnection(int fd, std::string peer, std::atomic<int>& running,
   }
 }
 
+// What the listener thread keeps about sources: the UDP rate limit, the
+// addresses already logged (each kind of trouble once per address), and
+// the counts logged when serving ends.
+struct Gate {
+  explicit Gate(const ServeOptions& o)
+      : options(o), limiter(o.udp_replies_per_second, o.udp_replies_per_second, kMaxRateSources) {}
+  void NoteOnce(const char* kind, const SourceAddress& address, const std::string& line) {
+    if (noted.size() >= kMaxNotedSources) return;
+    if (noted.insert(std::string(kind) + " " + SourceText(address)).second) {
+      Log(options.log, line + " (logged once per address)");
+    }
+  }
+  void LogCounts() const {
+    if (refused_connections + refused_datagrams + ignored_datagrams + rate_limited == 0) return;
+    Log(options.log,
+        fmt::format("refused {} connections and {} datagrams from outside --allow, ignored {} "
+                    "datagrams, held back {} answers over --udp-rate",
+                    refused_connections, refused_datagrams, ignored_datagrams, rate_limited));
+  }
+  const ServeOptions& options;
+  ReplyRateLimiter limiter;
+  std::set<std::string> noted;
+  uint64_t refused_connections = 0;
+  uint64_t refused_datagrams = 0;
+  uint64_t ignored_datagrams = 0;
+  uint64_t rate_limited = 0;
+};
+
+// False (and noted) when `from` may not use this server.
+bool Admits(Gate& gate, const sockaddr_storage& from, const char* what) {
+  SourceAddress source = SourceOf(reinterpret_cast<const sockaddr*>(&from));
+  if (gate.options.allow.Allows(source)) return true;
+  gate.NoteOnce(what, source,
+                fmt::format("{}: not in --allow, {} refused", SourceText(source), what));
+  return false;
+}
+
 // Answers every datagram waiting on the UDP socket (at most 64 a round, so
-// a flood cannot starve the listener).
-void AnswerDatagrams(int udp, std::vector<uint8_t>& buffer, const ServeOptions& options) {
+// a flood cannot starve the listener). Nothing goes to a source outside
+// --allow, to a probe smaller than kMinMtuProbeBytes, or past a source's
+// --udp-rate; an answer is never larger than the datagram it answers.
+void AnswerDatagrams(int udp, std::vector<uint8_t>& buffer, Gate& gate) {
+  const ServeOptions& options = gate.options;
   for (int round = 0; round < 64; ++round) {
     sockaddr_storage from{};
     iovec io{buffer.data(), buffer.size()};
@@ -217,12 +294,31 @@ void AnswerDatagrams(int udp, std::vector<uint8_t>& buffer, const ServeOptions& 
     msg.msg_controllen = sizeof control;
     ssize_t n = ::recvmsg(udp, &msg, MSG_DONTWAIT);
     if (n < 0) return;  // EAGAIN: drained
+    if (!Admits(gate, from, "datagrams")) {
+      ++gate.refused_datagrams;
+      continue;
+    }
+    const SourceAddress source = SourceOf(reinterpret_cast<const sockaddr*>(&from));
     Result<Message> m = ParseMessage(
         std::span<const uint8_t>(buffer.data(), static_cast<size_t>(n)), /*allow_padding=*/true);
     const MtuProbe* probe = m.ok() ? std::get_if<MtuProbe>(&*m) : nullptr;
-    if (probe == nullptr || (msg.msg_flags & MSG_TRUNC)) {
-      Log(options.log, fmt::format("{}: ignored a datagram of {} bytes: {}", PeerText(from), n,
-                                   m.ok() ? "not an MtuProbe" : m.status().message()));
+    if (probe == nullptr || (msg.msg_flags & MSG_TRUNC) ||
+        static_cast<size_t>(n) < kMinMtuProbeBytes) {
+      ++gate.ignored_datagrams;
+      gate.NoteOnce("ignored", source,
+                    fmt::format("{}: ignored a datagram of {} bytes: {}", PeerText(from), n,
+                                !m.ok()            ? m.status().message()
+                                : probe == nullptr ? std::string("not an MtuProbe")
+                                : static_cast<size_t>(n) < kMinMtuProbeBytes
+                                    ? fmt::format("under {} bytes", kMinMtuProbeBytes)
+                                    : std::string("truncated")));
+      continue;
+    }
+    if (!gate.limiter.Allow(source, MonotonicNs())) {
+      ++gate.rate_limited;
+      gate.NoteOnce("rate", source,
+                    fmt::format("{}: over --udp-rate {:g} answers a second, the rest held back",
+                                SourceText(source), options.udp_replies_per_second));
       continue;
     }
     int ifindex = 0;
@@ -247,6 +343,7 @@ void AnswerDatagrams(int udp, std::vector<uint8_t>& buffer, const ServeOptions& 
       ack.mtu = static_cast<uint32_t>(InterfaceMtu(ack.interface).value_or(0));
     }
     std::vector<uint8_t> reply = Encode(ack);
+    if (reply.size() > static_cast<size_t>(n)) continue;  // never more than what arrived
     ::sendto(udp, reply.data(), reply.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from),
              msg.msg_namelen);
   }
@@ -332,6 +429,7 @@ Status NetServer::Serve(const std::atomic<bool>& stop) {
   std::vector<Worker> workers;
   std::atomic<int> running{0};  // sink and echo tests in progress
   std::vector<uint8_t> datagram(kDatagramBufferBytes);
+  Gate gate(options_);
   auto reap = [&](bool all) {
     for (auto it = workers.begin(); it != workers.end();) {
       if (all) ::shutdown(it->fd, SHUT_RDWR);
@@ -354,12 +452,17 @@ Status NetServer::Serve(const std::atomic<bool>& stop) {
       return failed;
     }
     if (rc <= 0) continue;
-    if (fds[1].revents & POLLIN) AnswerDatagrams(udp_, datagram, options_);
+    if (fds[1].revents & POLLIN) AnswerDatagrams(udp_, datagram, gate);
     if (fds[0].revents & POLLIN) {
       sockaddr_storage from{};
       socklen_t length = sizeof from;
       int fd = ::accept4(tcp_, reinterpret_cast<sockaddr*>(&from), &length, SOCK_CLOEXEC);
       if (fd < 0) continue;
+      if (!Admits(gate, from, "connections")) {
+        ++gate.refused_connections;
+        RefuseAddress(fd, from);
+        continue;
+      }
       if (static_cast<int>(workers.size()) >= options_.max_connections + kBusyResponders) {
         ::close(fd);  // past even the busy answers: no thread, no memory
         continue;
@@ -375,6 +478,7 @@ Status NetServer::Serve(const std::atomic<bool>& stop) {
     }
   }
   reap(true);
+  gate.LogCounts();
   return Status::Ok();
 }
 

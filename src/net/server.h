@@ -21,16 +21,20 @@
 #include <string>
 
 #include "core/status.h"
+#include "net/admission.h"
 
 namespace stallscope::net {
 
 struct ServeOptions {
-  std::string bind = "0.0.0.0";      // an address of this host, IPv4 or IPv6
-  uint16_t port = 0;                 // 0: any free port (tests); the CLI passes kDefaultPort
-  int max_connections = 16;          // sink/echo tests at once; a probe runs up to --streams
-  double idle_timeout_seconds = 10;  // no byte from a peer for this long ends it
-  double max_stream_seconds = 60;    // the longest sink stream accepted
-  std::FILE* log = nullptr;          // one line per connection and per bad datagram
+  std::string bind = "0.0.0.0";        // an address of this host, IPv4 or IPv6
+  uint16_t port = 0;                   // 0: any free port (tests); the CLI passes kDefaultPort
+  int max_connections = 16;            // sink/echo tests at once; a probe runs up to --streams
+  double idle_timeout_seconds = 10;    // no byte from a peer for this long ends it
+  double max_stream_seconds = 60;      // --max-seconds: the longest sink stream accepted
+  uint64_t max_stream_bytes = 0;       // --max-bytes: the most one sink stream may send; 0 no cap
+  AllowList allow;                     // --allow: who may connect or probe; empty: everyone
+  double udp_replies_per_second = 50;  // --udp-rate: MTU acks per source address, also the burst
+  std::FILE* log = nullptr;            // one line per connection and per bad datagram
 };
 
 class NetServer {

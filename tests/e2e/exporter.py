@@ -306,5 +306,109 @@ class Exporter(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "other.sock")))
 
 
+class HookSocketDirectory(unittest.TestCase):
+    """The hook socket's directory is refused unless only the exporter's user can change it."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="stallscope-hookdir-e2e-")
+        os.chmod(self.tmp, 0o755)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def refused(self, directory):
+        rc, _, err, _ = common.run(["exporter", "--listen", "127.0.0.1:0", "--hook-socket",
+                                    os.path.join(directory, "hook.sock")], timeout=10)
+        self.assertEqual(rc, 1, err)
+        self.assertIn(directory + ": ", err)
+        self.assertFalse(os.path.exists(os.path.join(directory, "hook.sock")))
+        return err
+
+    def test_planted_symlink_is_refused(self):
+        target = os.path.join(self.tmp, "elsewhere")
+        os.mkdir(target, 0o755)
+        link = os.path.join(self.tmp, "planted")
+        os.symlink(target, link)
+        err = self.refused(link)
+        self.assertIn("a symlink owned by uid %d" % os.geteuid(), err)
+        self.assertFalse(os.path.exists(os.path.join(target, "hook.sock")))
+
+    def test_directory_of_another_user_or_writable_by_others_is_refused(self):
+        writable = os.path.join(self.tmp, "writable")
+        os.mkdir(writable)
+        os.chmod(writable, 0o777)
+        self.assertIn("a directory owned by uid %d with mode 0777" % os.geteuid(),
+                      self.refused(writable))
+        if os.geteuid() != 0:
+            self.skipTest("chown to another uid needs root")
+        other = os.path.join(self.tmp, "other")
+        os.mkdir(other, 0o755)
+        os.chown(other, 65534, 65534)
+        err = self.refused(other)
+        self.assertIn("a directory owned by uid 65534 with mode 0755", err)
+        self.assertIn("owned by uid %d (the exporter's user)" % os.geteuid(), err)
+
+    def test_good_directory_is_used_and_stays_enterable(self):
+        good = os.path.join(self.tmp, "good")  # created by the exporter, 0755
+        sock = os.path.join(good, "hook.sock")
+        p = subprocess.Popen([common.BINARY, "exporter", "--listen", "127.0.0.1:0",
+                              "--hook-socket", sock],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 10
+            while not os.path.exists(sock) and time.monotonic() < deadline:
+                self.assertIsNone(p.poll(), p.stderr.read() if p.poll() is not None else "")
+                time.sleep(0.05)
+            self.assertTrue(os.path.exists(sock))
+            self.assertEqual(os.stat(good).st_mode & 0o777, 0o755)
+            self.assertEqual(os.stat(good).st_uid, os.geteuid())
+        finally:
+            p.terminate()
+            p.wait(5)
+            p.stdout.close()
+            p.stderr.close()
+
+
+class HookSenders(unittest.TestCase):
+    """--allow-uid: the kernel's SCM_CREDENTIALS decide who may report."""
+
+    def test_allow_uid_drops_and_counts_other_users(self):
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("sending as another uid needs root and setpriv")
+        tmp = tempfile.mkdtemp(prefix="stallscope-senders-e2e-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.chmod(tmp, 0o755)
+        sock = os.path.join(tmp, "hook.sock")
+        p = subprocess.Popen([common.BINARY, "exporter", "--listen", "127.0.0.1:0",
+                              "--hook-socket", sock, "--allow-uid", str(os.geteuid())],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(p.stderr.close)
+        self.addCleanup(p.wait, 5)
+        self.addCleanup(p.terminate)
+        line = p.stderr.readline()
+        while line and "serving http://" not in line:
+            line = p.stderr.readline()
+        self.assertIn("serving http://", line)
+        address = line.split("http://")[1].split("/metrics")[0]
+        os.chmod(sock, 0o777)  # anyone may write it; --allow-uid alone decides
+        send = ("import socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
+                "s.sendto(b'not a hook record\\n', %r)" % sock)
+        other = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534",
+                                "--clear-groups", "/usr/bin/python3", "-c", send],
+                               capture_output=True, text=True, timeout=30)
+        self.assertEqual(other.returncode, 0, other.stderr)
+        subprocess.run(["/usr/bin/python3", "-c", send], check=True, timeout=30)
+        with urllib.request.urlopen("http://%s/metrics" % address, timeout=10) as r:
+            body = r.read().decode()
+        # Uid 65534's garbage never reached the parser; our own did.
+        self.assertEqual(sample_value(body, "stallscope_exporter_hook_refused_senders_total "), 1)
+        self.assertEqual(sample_value(body, "stallscope_exporter_hook_malformed_lines_total "), 1)
+
+    def test_bad_allow_uid_names_the_entry(self):
+        rc, _, err, _ = common.run(["exporter", "--allow-uid", "0,bob"], timeout=10)
+        self.assertEqual(rc, 2)
+        self.assertIn("--allow-uid bob: not a numeric uid", err)
+
+
 if __name__ == "__main__":
     common.main()

@@ -68,6 +68,18 @@ TEST(JobTable, SilentProcessesExpire) {
   EXPECT_EQ(Render(t, 1000 * kSecond), "");
 }
 
+TEST(JobTable, TheSendersPidStandsInForTheRecordsOwn) {
+  JobTable t(16, 300);
+  // A process that claims to be pid 100 is filed under the pid the kernel gave.
+  t.Ingest("hello 100 0 0 1\njob 100 0 victim\n", kSecond, 4242);
+  ASSERT_EQ(t.processes().size(), 1u);
+  EXPECT_EQ(t.processes().begin()->first, 4242);
+  EXPECT_EQ(t.processes().begin()->second.pid, 4242);
+  // Without credentials, the record's own pid is used, as before.
+  t.Ingest("hello 100 0 0 1\n", kSecond);
+  EXPECT_EQ(t.processes().count(100), 1u);
+}
+
 TEST(JobTable, ProcessCapBoundsMemory) {
   JobTable t(4, 300);
   for (int pid = 1; pid <= 100; ++pid) {
