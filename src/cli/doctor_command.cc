@@ -46,7 +46,8 @@ int Fail(const Status& s, bool usage) { return stallscope::Fail("doctor", s, usa
 CommandRunner SetupDoctor(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
   app.add_flag("--json", flags->json, "machine output (schema stallscope.report/1)");
-  app.add_flag("--rules", flags->rules, "print the rule catalog: id, layer, threshold, source");
+  app.add_flag("--rules", flags->rules,
+               "print the rule catalog: id, layer, threshold, reasoning, reference");
   app.add_option("--format", flags->format,
                  "with --rules: text (default), json, or prometheus (the triage as Prometheus "
                  "recording and alerting rules, deploy/prometheus/stallscope.rules.yml)");

@@ -46,7 +46,9 @@ class Rules(unittest.TestCase):
         rc, out, err, seconds = e2e.run(["doctor", "--rules", "--json"])
         self.assertEqual(rc, 0, err)
         self.assertLess(seconds, 0.9, "--rules must print the catalog without sampling")
-        rules = json.loads(out)
+        catalog = json.loads(out)
+        self.assertEqual(catalog["schema"], "stallscope.rules/1")
+        rules = catalog["rules"]
         self.assertIsInstance(rules, list)
         ids = [r["id"] for r in rules]
         self.assertEqual(len(ids), len(set(ids)), "duplicate rule ids: %s" % ids)
@@ -55,8 +57,10 @@ class Rules(unittest.TestCase):
         for r in rules:
             self.assertRegex(r["id"], r"^(memory|io|network|distributed|code)\.[a-z0-9_]+$")
             self.assertEqual(r["layer"], r["id"].split(".")[0], r["id"])
-            for key in ("checks", "threshold", "source"):
+            for key in ("checks", "threshold", "reasoning"):
                 self.assertTrue(r.get(key, "").strip(), "%s has no %s" % (r["id"], key))
+            self.assertNotIn("source", r)
+            self.assertTrue(r["reference"] is None or "https://" in r["reference"], r["id"])
         available = next(r for r in rules if r["id"] == "memory.available_low")
         self.assertIn("20%", available["threshold"])
         self.assertIn("10%", available["threshold"])
@@ -64,15 +68,20 @@ class Rules(unittest.TestCase):
     def test_rules_text_matches_json(self):
         rc, out, err, _ = e2e.run(["doctor", "--rules"])
         self.assertEqual(rc, 0, err)
-        rules = json.loads(e2e.run(["doctor", "--rules", "--json"])[1])
+        rules = json.loads(e2e.run(["doctor", "--rules", "--json"])[1])["rules"]
         blocks = {}
-        for block in re.split(r"\n\s*\n", out.strip()):
+        preface, _, body = out.partition("\n\n" + rules[0]["id"])
+        for term in ("layer", "evidence", "the hook", "next step"):
+            self.assertIn(term, preface)
+        for block in re.split(r"\n\s*\n", (rules[0]["id"] + body).strip()):
             blocks[block.split()[0]] = block
         self.assertEqual(sorted(blocks), sorted(r["id"] for r in rules))
         for r in rules:
             flat = " ".join(blocks[r["id"]].split())
             self.assertIn(" ".join(r["threshold"].split()), flat, r["id"])
-            self.assertIn(" ".join(r["source"].split()), flat, r["id"])
+            self.assertIn(" ".join(r["reasoning"].split()), flat, r["id"])
+            self.assertNotIn("fires: fires", flat, r["id"])
+            self.assertNotIn("prometheus: none", flat.lower(), r["id"])
 
 
 class BadUsage(unittest.TestCase):
