@@ -84,6 +84,40 @@ class Rules(unittest.TestCase):
             self.assertNotIn("prometheus: none", flat.lower(), r["id"])
 
 
+class FailOn(unittest.TestCase):
+    """--fail-on LEVEL: a pre-flight gate, exit 4 when a finding reaches LEVEL."""
+
+    FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+
+    def doctor(self, host, *args):
+        return e2e.run(["doctor", "--quick", "--json", "--root",
+                        os.path.join(self.FIXTURES, host)] + list(args))
+
+    def test_gate_on_a_host_with_a_warning(self):
+        rc, out, err, _ = self.doctor("swap_host")
+        self.assertEqual(rc, 0, err)
+        severities = {f["severity"] for f in json.loads(out)["findings"]}
+        self.assertIn("warning", severities)
+        self.assertNotIn("critical", severities)
+        rc, out, err, _ = self.doctor("swap_host", "--fail-on", "warning")
+        self.assertEqual(rc, 4, err)
+        self.assertIn("memory.available_low", out, "the report is printed before the gate")
+        rc, _, err, _ = self.doctor("swap_host", "--fail-on", "critical")
+        self.assertEqual(rc, 0, err)
+
+    def test_gate_on_a_healthy_host(self):
+        rc, out, err, _ = self.doctor("live_debian12", "--fail-on", "warning")
+        self.assertEqual(json.loads(out)["findings"], [])
+        self.assertEqual(rc, 0, err)
+
+    def test_bad_level_is_bad_usage(self):
+        for args in (["--fail-on", "info"], ["--fail-on", "bogus"], ["--rules", "--fail-on", "warning"]):
+            rc, out, err, _ = e2e.run(["doctor"] + args)
+            self.assertEqual(rc, 2, (args, err))
+            self.assertIn("--fail-on", err)
+            self.assertEqual(out, "")
+
+
 class BadUsage(unittest.TestCase):
     def usage_error(self, args, *names):
         rc, out, err, seconds = e2e.run(args)
