@@ -84,7 +84,7 @@ CommandRunner SetupBenchIo(CLI::App& app) {
                  "sequential threshold in MB/s for io.storage_slow (default 500)")
       ->capture_default_str();
   app.add_option("--min-rand-iops", flags->min_rand_iops,
-                 "random 4 KiB threshold in IOPS for io.storage_slow (seed: 5000)")
+                 "random 4 KiB threshold in IOPS for io.storage_slow (default 5000)")
       ->capture_default_str();
   app.add_flag(
       "--json", flags->json,
