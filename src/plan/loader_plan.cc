@@ -28,12 +28,9 @@ Result<LoaderPlan> PlanLoader(const LoaderPlanInput& in) {
   // loading never runs in the training loop (num_workers=0).
   plan.num_workers = std::max(1, in.cores / 2 / in.gpus);
   auto& a = plan.assumptions;
-  a.push_back(
-      fmt::format("num_workers: half of {} cores shared by {} GPU process{} (a steady start: each "
-                  "worker needs a core)",
-                  in.cores, in.gpus, in.gpus == 1 ? "" : "es"));
-  a.push_back(
-      "prefetch_factor=4, persistent_workers=True, pin_memory=True: the usual starting point");
+  a.push_back(fmt::format("num_workers: half of {} cores shared by {} GPU process{}", in.cores,
+                          in.gpus, in.gpus == 1 ? "" : "es"));
+  a.push_back("prefetch_factor=4, persistent_workers=True, pin_memory=True: the usual start");
   if (in.batch_bytes == 0) {
     plan.warnings.push_back(
         "batch bytes unknown (give --batch-bytes or --batch-size with --sample-bytes): the "
