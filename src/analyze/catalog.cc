@@ -8,22 +8,28 @@ constexpr Rule kRules[] = {
      "MemAvailable (or, in a memory-limited cgroup, limit minus working set) against MemTotal "
      "(or the limit)",
      "warning below 20%; critical below 10%, or below 20% while swap is active",
-     "seed 1.3: available under 20% of total with swap activity always slows training; "
-     "under 10% the page cache that feeds the data loader is already gone"},
+     "available under 20% of total with swap activity always slows training; "
+     "under 10% the page cache that feeds the data loader is already gone",
+     "Linux kernel documentation, The /proc Filesystem (meminfo): "
+     "https://docs.kernel.org/filesystems/proc.html"},
     {"memory.swap_active", Layer::kMemory,
      "pages swapped in+out per second (/proc/vmstat pswpin, pswpout) over the sampling window; "
      "swap in use (SwapTotal - SwapFree)",
      "warning at >= 1 page/s; critical at >= 256 pages/s (1 MiB/s with 4 KiB pages); "
      "info when swap holds pages but none moved",
-     "seed 1.3: any swap traffic means memory is short, and it delays the host allocations "
-     "that host-to-GPU copies wait on"},
+     "any swap traffic means memory is short, and it delays the host allocations "
+     "that host-to-GPU copies wait on",
+     "Linux kernel documentation, The /proc Filesystem (meminfo): "
+     "https://docs.kernel.org/filesystems/proc.html"},
     {"memory.pinned_excess", Layer::kMemory,
      "page-locked memory: the larger of meminfo Mlocked and the sum of VmLck+VmPin of every "
      "process, against MemTotal",
      "warning above 25% of MemTotal; critical above 50%",
      "pinned pages can be neither swapped nor reclaimed: pin_memory buffers of num_workers x "
-     "prefetch_factor batches (seed 2.2) squeeze the page cache the loader reads through; "
-     "our threshold, the seed gives none"},
+     "prefetch_factor batches squeeze the page cache the loader reads through; "
+     "our threshold, no public source gives one",
+     "PyTorch documentation, torch.utils.data (DataLoader): "
+     "https://pytorch.org/docs/stable/data.html"},
     {"memory.rss_growth", Layer::kMemory,
      "a recorded run: the Theil-Sen slope (median of pairwise slopes, robust to ~29% outliers) "
      "of the process tree's RSS after the first third of the training (the hook's first to "
@@ -31,12 +37,12 @@ constexpr Rule kRules[] = {
      "5 before); the middle and last thirds fitted apart; each process's own slope to name the "
      "one that grows; the memory still available at the end; and where the hook's own "
      "allocation tracing placed it (the line, the container holding the tensors)",
-     "fires when the last two thirds grow, the last third at >= 0.7x the middle third's pace "
+     "when the last two thirds grow, the last third at >= 0.7x the middle third's pace "
      "(bytes per step when the hook reports steps, so slower steps are not a plateau), "
      "the growth exceeds 3 sigma of the noise, and either exceeds 10% of the RSS it started "
      "from and 64 MiB or the memory left runs out within 24 h at this slope; critical when it "
      "runs out within 1 h, else warning",
-     "seed 1.2: a leak is RSS that 'only rises' when sampled every 30 s (tensors appended to a "
+     "a leak is RSS that 'only rises' when sampled every 30 s (tensors appended to a "
      "list grew to 100+ GB in 15 h before the OOM kill). Loading a model, filling caches and "
      "starting workers also raise RSS, then plateau: so the first third is left out and a "
      "slowing last third is not a leak. 10% / 64 MiB / 24 h are ours: below them a rise is "
@@ -48,8 +54,10 @@ constexpr Rule kRules[] = {
      "kernel kept (the OOM report's RSS of the victim, else the memory cgroup's peak), or "
      "'unknown', never 0; and the limit",
      "critical whenever it happened",
-     "seed 1.2: a slow leak ends in an OOM kill, and in distributed training one killed rank "
-     "hangs all the others; nothing else the run shows matters more"},
+     "a slow leak ends in an OOM kill, and in distributed training one killed rank "
+     "hangs all the others; nothing else the run shows matters more",
+     "Linux kernel documentation, Control Group v2 (memory.events oom_kill): "
+     "https://docs.kernel.org/admin-guide/cgroup-v2.html"},
     {"io.device_saturated", Layer::kIo,
      "a recorded run: iostat -x figures of the disk behind the data, per interval: %util, await "
      "(ms), read kB/s; doctor: each physical disk over its sampling window (a warning at most: "
@@ -57,38 +65,42 @@ constexpr Rule kRules[] = {
      "an interval is saturated at %util >= 90 and await >= 20 ms; critical when >= 30% of the "
      "intervals are (at least 3), warning when 3 in a row are; one level lower when the hook "
      "measured that the steps do not wait for data (< 10% of step time)",
-     "seed 2.1: '%util near 100 for long, await over tens of ms: the bottleneck is most likely "
+     "'%util near 100 for long, await over tens of ms: the bottleneck is most likely "
      "the storage'. 90 / 20 ms put numbers on 'near 100' and 'tens of ms'; 3 intervals in a row "
      "separate sustained from a blip; 30% of the run makes it the job's condition, not a "
-     "burst (a checkpoint write, an epoch start)"},
+     "burst (a checkpoint write, an epoch start)",
+     "Linux kernel documentation, I/O statistics fields: "
+     "https://docs.kernel.org/admin-guide/iostats.html"},
     {"io.cpu_bound_loader", Layer::kIo,
      "a recorded run: per interval, each loader worker's (a process below a rank) CPU and its "
      "run-queue delay (/proc/PID/schedstat: runnable, waiting for a CPU) over the interval, the "
      "data disk's %util, and what the workers were caught reading (/proc/PID/fd: an archive, a "
      "compressed file, a directory); run files without the run delay: the workers' CPU against "
      "the CPUs the ranks leave them, and the host's CPU busy share",
-     "fires when in >= 50% of the intervals the workers were on a CPU or waiting for one >= 80% "
+     "when in >= 50% of the intervals the workers were on a CPU or waiting for one >= 80% "
      "of the time, >= 50% on it, while the data disk was < 50% busy; in older run files, when "
      "the workers use >= 90% of those CPUs in >= 50% of the intervals, or the host is >= 95% "
      "busy in >= 50% of them while steps wait >= 10% for data; critical when the steps wait "
      ">= 30% (io.input_bound's critical level), info when they were measured and do not, else "
      "warning; not reported beside a warning or critical io.cpu_contention; info when "
      "io.cold_cache explains the waits",
-     "seed 2.4: decompressing a zip on every read made 'the CPU the new bottleneck', with two "
+     "decompressing a zip on every read made 'the CPU the new bottleneck', with two "
      "workers at 70% of a CPU each on a quiet 2-CPU host and an idle disk: CPU time alone "
      "misses it, CPU time plus the time spent waiting for a CPU is the whole interval. A worker "
      "that sleeps on the disk is neither. Workers that already have every CPU cannot be helped "
-     "by more workers (seed 2.2: num_workers=32 only blew up memory). 80% / 50% / half the run "
-     "are ours"},
+     "by more workers (num_workers=32 only blew up memory). 80% / 50% / half the run "
+     "are ours",
+     "PyTorch documentation, torch.utils.data (DataLoader): "
+     "https://pytorch.org/docs/stable/data.html"},
     {"io.cpu_contention", Layer::kIo,
      "a recorded run: per interval, the host's busy CPU (/proc/stat) minus what the job's tree "
      "used, as a share of all CPUs; the top processes outside the tree by CPU (their stat, read "
      "in intervals where the tree left >= half a CPU busy); the workers' run delay; the data "
      "wait share",
-     "fires when processes outside the tree take >= 25% of the CPUs in >= 50% of the intervals; "
+     "when processes outside the tree take >= 25% of the CPUs in >= 50% of the intervals; "
      "critical when the steps wait >= 30% for data, warning at >= 10%, info when they were "
      "measured and do not",
-     "seed 2.4's first diagnosis went wrong this way: a throttled-disk job looked CPU-bound only "
+     "a common first diagnosis goes wrong this way: a throttled-disk job looked CPU-bound only "
      "because another process held the CPUs. The loader is not the cause then, and no loader "
      "setting fixes it: the CPUs must come back. 25% (half a CPU of two) and half the run are "
      "ours"},
@@ -101,11 +113,13 @@ constexpr Rule kRules[] = {
      "epochs average < 30 s or the measured restart wait is >= 5% of an epoch; "
      "prefetch_queue_large: warning when num_workers x prefetch_factor > 64; "
      "workers_exceed_cpus: warning when the ranks' workers outnumber the CPUs",
-     "seed 2.2: num_workers, prefetch_factor, pin_memory and persistent_workers decide the "
+     "num_workers, prefetch_factor, pin_memory and persistent_workers decide the "
      "pipeline; num_workers x prefetch_factor is the prefetch queue, too long eats memory and "
      "swaps; start at half the CPUs, prefetch_factor=4, persistent_workers=True (rebuilding "
-     "workers each epoch adds minutes); seed 1.1: pin_memory=True lets the DMA copy directly. "
-     "30 s, 5% and 64 are ours"},
+     "workers each epoch adds minutes); pin_memory=True lets the DMA copy directly. "
+     "30 s, 5% and 64 are ours",
+     "PyTorch documentation, torch.utils.data (DataLoader): "
+     "https://pytorch.org/docs/stable/data.html"},
     {"io.input_bound", Layer::kIo,
      "a recorded run: the hook's steps: time next(loader) took over the whole step, per rank "
      "and overall, each rank's first step (worker start-up) left out; the worst rank decides, "
@@ -113,33 +127,35 @@ constexpr Rule kRules[] = {
      "; a profiler trace (stallscope trace): the union of the data loader's "
      "enumerate(DataLoader)...__next__ ops over the kept ProfilerSteps' time, any number of steps",
      "warning at >= 10% of step time; critical at >= 30%; at least 5 steps",
-     "seed 1.1: data movement that outgrows the forward pass is the first thing to fix; a GPU "
+     "data movement that outgrows the forward pass is the first thing to fix; a GPU "
      "that waits 30% of every step would run 1.4x faster without the wait. Below 10% the loader "
      "overlaps well and the rest is hand-off noise. 30% matches network.comm_ratio_high; the "
-     "design's example (48%) is critical"},
+     "design's example (48%) is critical",
+     "PyTorch Performance Tuning Guide: "
+     "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"},
     {"io.small_files", Layer::kIo,
      "stallscope dataset: files under 1 MiB (the walk's size histogram), their count and "
      "share of the files",
-     "fires at >= 10,000 small files that are >= 50% of the files; critical at >= 100,000 or "
+     "at >= 10,000 small files that are >= 50% of the files; critical at >= 100,000 or "
      "when the data is on a remote file system, else warning",
-     "seed 2 and 2.2: 500k images of a few hundred KB in folders crush IOPS to tens of MB/s, "
+     "500k images of a few hundred KB in folders crush IOPS to tens of MB/s, "
      "and packing them into large files (TFRecord) made training ~1.8x faster with 70% less IO "
-     "wait. 1 MiB is the seed's fio block size (bs=1M): a smaller file is one small random "
-     "read plus an open. At the seed's floor of 5000 IOPS, 10,000 files cost >= 2 s per epoch "
+     "wait. 1 MiB is the usual fio block size (bs=1M): a smaller file is one small random "
+     "read plus an open. At a modest floor of 5000 IOPS, 10,000 files cost >= 2 s per epoch "
      "and 100,000 cost >= 20 s; below 10,000 the cost is noise (our threshold)"},
     {"io.remote_fs", Layer::kIo,
      "stallscope dataset: the file system under the path (mountinfo type and statfs magic: nfs, "
      "lustre, gpfs, cifs/smb, ceph, beegfs, 9p, network FUSE daemons), the open and stat "
      "latency p50/p99 measured on a random sample of up to 1000 files",
-     "fires whenever the data is remote; critical when io.small_files' condition holds too, "
+     "whenever the data is remote; critical when io.small_files' condition holds too, "
      "warning at >= 1000 files, info for fewer (a few large files stream well)",
-     "seed 2.3: remote IO pays in metadata (open, permission checks, listing), not in large "
+     "remote IO pays in metadata (open, permission checks, listing), not in large "
      "sequential reads; walking the dataset every epoch on NFS is 'a disaster'; copy to local "
      "SSD or pack into large files. 1000 files is ours"},
     {"io.cold_cache", Layer::kIo,
      "stallscope dataset: page-cache residency (mmap + mincore, as vmtouch) of every file, or "
      "of a uniform random sample of 10,000 when there are more; the time the uncached part "
-     "takes at the seed's storage floor (500 MB/s sequential plus one 5000-IOPS read per small "
+     "takes at a modest storage floor (500 MB/s sequential plus one 5000-IOPS read per small "
      "file). A recorded run: the hook's epochs (epoch 0 against the median later epoch) and "
      "the data disk's reads in each: the difference of the boundary samples taken at each "
      "epoch mark (the disk's sectors read, no more than the tree's read_bytes), or in run "
@@ -151,17 +167,17 @@ constexpr Rule kRules[] = {
      ">= 1.5x the median later epoch and >= 2 s more, read >= 16 MiB from the data disk, and "
      "the later epochs read < 20% of its rate; warning. io.input_bound and io.cpu_bound_loader "
      "drop to info when the steps after epoch 0 wait < 10% for data",
-     "seed 2.1: a first epoch abnormally slow followed by normal ones is the cold/warm page "
+     "a first epoch abnormally slow followed by normal ones is the cold/warm page "
      "cache difference, not a program bug. 20%, 1 s, half the RAM, 1.5x, 2 s and 16 MiB are "
      "ours: a cold cache shows as a first epoch clearly slower that read what the later ones "
      "did not"},
     {"io.storage_slow", Layer::kIo,
      "stallscope bench io PATH: sequential 1 MiB reads (O_DIRECT, io_uring; 4 jobs at queue "
-     "depth 1 by default, as the seed's fio line) in MB/s and random 4 KiB reads in IOPS on a "
+     "depth 1 by default, as the usual fio line) in MB/s and random 4 KiB reads in IOPS on a "
      "test file under PATH",
      "critical when sequential reads are below 500 MB/s or random 4 KiB reads below 5000 IOPS "
      "(--min-seq-mbps, --min-rand-iops change them)",
-     "seed 2.3: 'if sequential reads are below 500MB/s or random 4K read IOPS below 5000, this "
+     "'if sequential reads are below 500MB/s or random 4K read IOPS below 5000, this "
      "storage is most likely unfit as a direct source of training data'; measured as its fio "
      "line does (--bs=1M --direct=1 --numjobs=4)"},
     {"network.wrong_interface", Layer::kNetwork,
@@ -177,10 +193,12 @@ constexpr Rule kRules[] = {
      "interface the variable does not allow. nccl-log: critical when a chosen interface is "
      "loopback, a docker/br-/veth/virbr bridge or in 172.17.0.0/16 and the job spans hosts "
      "(hosts in the log, NCCL's nNodes, or NET connections); info on one host",
-     "seed 3.3: NCCL picks a routed interface on its own and on multi-NIC machines often the "
+     "NCCL picks a routed interface on its own and on multi-NIC machines often the "
      "wrong one, so traffic goes to the wrong subnet; the fix is NCCL_SOCKET_IFNAME=ib0/eth0. "
      "A name that matches nothing makes NCCL fail or fall back to lo/docker0; an HCA list with "
-     "no active port makes NCCL fall back to sockets"},
+     "no active port makes NCCL fall back to sockets",
+     "NCCL documentation, Environment Variables: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"},
     {"network.container_bridge", Layer::kNetwork,
      "the interfaces a process sees: a veth (iflink differs from ifindex, no device) or an "
      "address in Docker's bridge range 172.17.0.0/16, no host NIC, bond, IPoIB or docker0 in "
@@ -188,10 +206,12 @@ constexpr Rule kRules[] = {
      "size from WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK/GROUP_RANK and the route to MASTER_ADDR",
      "critical when the job spans hosts (WORLD_SIZE > LOCAL_WORLD_SIZE, NODE_RANK > 0, or "
      "MASTER_ADDR reached off this host); warning when WORLD_SIZE > 1; info otherwise",
-     "seed 3.3: on Docker's default bridge network other hosts cannot reach the container's "
+     "on Docker's default bridge network other hosts cannot reach the container's "
      "172.17.0.x address ('Connect to 172.17.0.x timed out' is not a code problem); use "
      "--network host or hostNetwork. One host's ranks share the container, so only a multi-host "
-     "job breaks"},
+     "job breaks",
+     "NCCL documentation, Troubleshooting: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"network.rdma_unused", Layer::kNetwork,
      "InfiniBand/RoCE ports in state ACTIVE (/sys/class/infiniband) against NCCL_IB_DISABLE "
      "and NCCL_NET in the job's environment (an NCCL log that shows NET/Socket: nccl-log, "
@@ -201,9 +221,11 @@ constexpr Rule kRules[] = {
      "NET/Socket while the log lists RDMA devices (NET/IB : Using) or, for the log's lines of "
      "this host, its ports are ACTIVE (also when NCCL saw no device: a container without "
      "/dev/infiniband); critical from 8 hosts",
-     "seed 3.1: RDMA/RoCE bypasses the kernel's TCP stack with far lower latency and CPU cost; "
-     "beyond 8 nodes it is 'basically required'; seed 3.3: keep NCCL_IB_DISABLE=0 when using "
-     "RDMA. Warning, not critical: at 4 nodes or fewer TCP 'can still cope'"},
+     "RDMA/RoCE bypasses the kernel's TCP stack with far lower latency and CPU cost; "
+     "beyond 8 nodes it is 'basically required'; keep NCCL_IB_DISABLE=0 when using "
+     "RDMA. Warning, not critical: at 4 nodes or fewer TCP 'can still cope'",
+     "NCCL documentation, Environment Variables: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"},
     {"network.port_errors", Layer::kNetwork,
      "growth over the sampling window (doctor's interval; the whole run for run/report) of "
      "/proc/net/dev errors (errs+fifo+frame, errs+fifo+colls+carrier) and drops per NIC "
@@ -211,7 +233,7 @@ constexpr Rule kRules[] = {
      "NIC: warning at >= 1 error, or >= 10 drops that are >= 0.1% of the packets; critical at "
      "errors >= 0.1% or drops >= 1% of the packets. RDMA: warning when symbol or receive errors "
      "grow, critical when link_downed grows (the link flapped)",
-     "seed 3.1/3.2: packet loss makes TCP retransmit and NCCL time out, and incast overflows "
+     "packet loss makes TCP retransmit and NCCL time out, and incast overflows "
      "switch buffers even below full bandwidth. A healthy link counts no CRC/frame errors at "
      "all, hence any one; TCP's rate falls as 1/sqrt(loss), so 0.1% already costs severalfold. "
      "Drops also count unhandled protocols, hence the 10-drop floor; the levels are ours"},
@@ -222,7 +244,7 @@ constexpr Rule kRules[] = {
      "of the other nodes'",
      "warning when a node received under 50% of the others' median while that median is at "
      "least 1 MB/s, each over at least 3 samples",
-     "seed 4.3: 'the slowest node sets the ceiling'; seed 3.3: NCCL picks a routed interface on "
+     "'the slowest node sets the ceiling'; NCCL picks a routed interface on "
      "its own and on multi-NIC machines often the wrong one, so one node's share may leave by "
      "a management NIC or a bridge. In synchronous "
      "data-parallel training every node sends and receives about the same bytes per step, so "
@@ -237,39 +259,47 @@ constexpr Rule kRules[] = {
      "the kernel still believes the local MTU (no ICMP told it): full-size packets vanish. "
      "cluster: warning when the MTU of the interface in use (NCCL_SOCKET_IFNAME's, else the "
      "route's), or of a same-named NIC, differs between nodes",
-     "seed 3.3: MTU 1500 against 9000 jumbo frames gives 'small pings pass, large pings fail'; "
+     "MTU 1500 against 9000 jumbo frames gives 'small pings pass, large pings fail'; "
      "check with ping -M do -s 1472. TCP survives through MSS negotiation, datagrams and RoCE "
-     "do not"},
+     "do not",
+     "NCCL documentation, Troubleshooting: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"network.connect_failed", Layer::kNetwork,
      "nccl-log: NCCL WARNs that give up on a peer: 'Connect to ADDR failed : REASON', "
      "'PollConnect to ADDR failed with error', 'Call to recv from ADDR failed', 'Connection "
      "closed by remote peer ADDR', 'exceeded timeouts/retries'; the peers, reasons and counts",
      "critical whenever one is logged; INFO 'Call to connect returned ..., retrying' alone does "
      "not fire (NCCL waits for a peer that is not listening yet)",
-     "seed 3.3: 'NCCL init timeout' and 'connect timed out / socket read timed out' are the two "
+     "'NCCL init timeout' and 'connect timed out / socket read timed out' are the two "
      "most common errors, usually container networking (172.17.0.x) or a firewall rather than "
-     "hardware; a WARN means NCCL gave up and the job cannot train"},
+     "hardware; a WARN means NCCL gave up and the job cannot train",
+     "NCCL documentation, Troubleshooting: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"distributed.nccl_version_mismatch", Layer::kDistributed,
      "nccl-log: the 'NCCL version X' each process printed (a bare line goes to the process "
      "printed just before it), and NCCL's own 'Mismatched NCCL version detected' WARN",
      "critical when two or more versions appear, or NCCL warned of a mismatch",
      "NCCL's wire protocol between ranks is only guaranteed within one version: mixed builds "
-     "hang or fail at init (NCCL checks it from 2.2x). The seed's advice to compare the hosts "
-     "(cluster) applies: every host must run the same image"},
+     "hang or fail at init (NCCL checks it from 2.2x). The usual advice to compare the hosts "
+     "(cluster) applies: every host must run the same image",
+     "NCCL documentation, Troubleshooting: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"distributed.init_incomplete", Layer::kDistributed,
      "nccl-log: per rank (host:pid and [cudaDev]), 'Init START' against 'Init COMPLETE' lines; "
      "before 2.18 (no START), a process with NCCL INFO lines and no COMPLETE at all, only on "
      "positive evidence: other ranks completed, or the log shows trouble (errors, connect "
      "retries, lost peers, a WARN that is not harmless alone such as libibverbs missing)",
-     "fires on a START with no COMPLETE, or no COMPLETE with that evidence; critical when other "
+     "on a START with no COMPLETE, or no COMPLETE with that evidence; critical when other "
      "ranks completed (they wait for the missing ones) or there was trouble, warning otherwise; "
      "a log that just ends before init is a note, 'init state unknown'; not judged without INFO "
      "lines (NCCL_DEBUG=WARN). Verdict order over an NCCL log's critical findings, cause before "
      "consequence: nccl_cuda_failure, oob_socket_failed, root_unreachable, duplicate_address, "
      "wrong_interface, link_local_interface, nccl_version_mismatch, connect_timeout, "
      "connect_failed, rdma_unused, then init_incomplete",
-     "seed 3.3: an NCCL init that never finishes is one of the two most common distributed "
-     "failures; one missing rank stalls every other rank until the collective times out"},
+     "an NCCL init that never finishes is one of the two most common distributed "
+     "failures; one missing rank stalls every other rank until the collective times out",
+     "NCCL documentation, Troubleshooting: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"distributed.nccl_cuda_failure", Layer::kDistributed,
      "nccl-log: WARNs of the GPU side of NCCL's set-up: 'Cuda failure 'initialization error'', "
      "'invalid argument', 'failed to open CUDA IPC handle', peer access; per host and device, "
@@ -277,21 +307,27 @@ constexpr Rule kRules[] = {
      "critical whenever one is logged",
      "NCCL cannot run a collective without its buffers on the GPU and, within a host, the "
      "peers' memory handles: a driver/runtime mismatch, a GPU in a bad state or containers "
-     "that cannot share IPC handles stop init, and every other rank waits (seed 3.3)"},
+     "that cannot share IPC handles stop init, and every other rank waits",
+     "NCCL documentation, Troubleshooting: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"network.oob_socket_failed", Layer::kNetwork,
      "nccl-log: 'Socket creation failed : Address family not supported' (2.3-2.23), 'Call to "
      "socket failed' (2.24+), or NET/IB listing devices with an empty out-of-band interface "
      "('; OOB :') while IB is not disabled",
      "critical whenever one is seen",
      "IB connections start with a handshake over a plain socket on the OOB interface; without "
-     "one no IB connection is made and init fails"},
+     "one no IB connection is made and init fails",
+     "NCCL documentation, Troubleshooting: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"network.root_unreachable", Layer::kNetwork,
      "nccl-log: 'No interface found in the same subnet as remote address A<port>' (then 'bind "
      "failed'): the root, the local addresses the process printed, the FILE:LINE",
      "critical whenever one is logged",
      "NCCL picks the interface to reach the bootstrap root by subnet; with none in the root's "
      "subnet it cannot connect, and MASTER_ADDR/NCCL_COMM_ID names the wrong address or "
-     "NCCL_SOCKET_IFNAME the wrong interface"},
+     "NCCL_SOCKET_IFNAME the wrong interface",
+     "NCCL documentation, Troubleshooting: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"network.connect_timeout", Layer::kNetwork,
      "nccl-log: connects that time out and retry ('Call to connect returned Connection timed "
      "out, retrying', 2.24+ '... retrying (N/M)', 'No route to host', 'exceeded timeouts'), "
@@ -299,27 +335,35 @@ constexpr Rule kRules[] = {
      "warning on such retries or failures; critical when some rank then never finished init "
      "(distributed.init_incomplete's evidence)",
      "a refused connect returns at once (nobody listens yet, which NCCL waits out); a timeout "
-     "means packets are dropped or unroutable: a firewall, a security group, a wrong route"},
+     "means packets are dropped or unroutable: a firewall, a security group, a wrong route",
+     "NCCL documentation, Troubleshooting: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"network.duplicate_address", Layer::kNetwork,
      "nccl-log: the first bootstrap address (the one NCCL listens on) of every process, by host",
      "critical when two hosts announce the same address (any range; loopback is "
      "network.wrong_interface's)",
      "a NAT or a container bridge gives every host the same address: each rank that dials it "
-     "reaches itself or nobody, and init hangs (seed 3.3's container networking)"},
+     "reaches itself or nobody, and init hangs (container networking)",
+     "NCCL documentation, Troubleshooting: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"network.link_local_interface", Layer::kNetwork,
      "nccl-log: interfaces NCCL chose for bootstrap, NET/Socket and IB's OOB with an fe80:: "
      "address or a tunnel device's name (ip6tnl, tunl, sit, gre)",
      "critical when it is the first bootstrap interface (the one bootstrap uses), warning when "
      "listed elsewhere on a job of several hosts, info on one host",
      "a link-local address reaches only its own link and a tunnel adds a hop NCCL does not "
-     "expect; bootstrap on one fails across hosts"},
+     "expect; bootstrap on one fails across hosts",
+     "NCCL documentation, Environment Variables: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"},
     {"distributed.nccl_warning", Layer::kDistributed,
      "nccl-log: every NCCL WARN that none of the other rules reads (connect failures, Cuda "
      "failures, version mismatches, ...) nor is harmless on its own (libibverbs or a net plugin "
      "missing), each with its first FILE:LINE, who printed it and its count",
      "warning whenever one is left",
      "an NCCL WARN is NCCL saying something went wrong; a log with one unexplained must not "
-     "read as healthy"},
+     "read as healthy",
+     "NCCL documentation, Environment Variables: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"},
     {"distributed.straggler", Layer::kDistributed,
      "a recorded run with stallscope.ddp(model): per step and rank, the wait in gradient "
      "all-reduce (each bucket from launch to completion, overlaps counted once); for each step "
@@ -327,10 +371,10 @@ constexpr Rule kRules[] = {
      "others; each rank's first 2 steps left out; from profiler traces of two or more ranks "
      "(stallscope trace): the rank whose compute-kernel time is longest, against the others' "
      "median, by the same 15% / 30%",
-     "fires when one rank is the least-waiting by more than 15% of the step in at least 2 of 3 "
+     "when one rank is the least-waiting by more than 15% of the step in at least 2 of 3 "
      "compared steps (>= 5) and the others wait for it more than 15% of a step on average; "
      "critical at 30%",
-     "seed 3.4 / 4.3: in synchronous training every step waits for the slowest GPU (one V100 "
+     "in synchronous training every step waits for the slowest GPU (one V100 "
      "among A100s sets the pace). Step time is equal across ranks, so the sync wait names the "
      "rank: the straggler launches its all-reduce last and waits least. 15% is the issue's "
      "threshold for 'waiting'. 2 steps in 3 separates sustained from jitter: ranks that share "
@@ -344,7 +388,7 @@ constexpr Rule kRules[] = {
      "is already named distributed.straggler) or the data-wait spread exceeds 10%, and it is "
      "sustained: the rank with the most is over the least by that share of the step in at "
      "least 2 of 3 steps every rank reported (>= 5), as for distributed.straggler",
-     "seed 4.3: samples of very different sizes make per-step compute vary across GPUs and "
+     "samples of very different sizes make per-step compute vary across GPUs and "
      "every rank waits for the slowest; 10% matches io.input_bound's warning level, 20% for "
      "compute leaves room for normal jitter; ours. 2 steps in 3 as for distributed.straggler: "
      "the spread of the means alone fired on a healthy 2-rank run on CI's 2 loaded CPUs, where "
@@ -354,26 +398,26 @@ constexpr Rule kRules[] = {
      "size; speedup and efficiency against the smallest size; the Amdahl serial fraction",
      "warning when efficiency at the largest size is under 0.7, critical under 0.5; also when "
      "doubling from 4 or more ranks gains under 1.5x",
-     "seed 4.4: strong scaling of 3.2x on 4 GPUs (0.8) is already good; 'if 8 GPUs give less "
+     "strong scaling of 3.2x on 4 GPUs is already good; 'if 8 GPUs give less "
      "than 1.5x of 4, go back to the communication ratio and IO instead of adding GPUs'. 0.7 "
-     "leaves a margin below the seed's good case"},
+     "leaves a margin below that good case"},
     {"network.comm_ratio_high", Layer::kNetwork,
      "stallscope scale: the step time at N ranks against the smallest size, (t_N - t_1) / t_N, "
-     "the seed's manual estimate of sync time / (compute + sync); the DDP hook's measured sync "
+     "the manual estimate of sync time / (compute + sync); the DDP hook's measured sync "
      "wait beside it; comm / (k * compute + comm) for gradient accumulation k = 2, 4, 8; a "
      "profiler trace "
      "(stallscope trace): communication kernels no compute kernel overlaps, over the kept "
      "ProfilerSteps' time (the GPU's active window without steps)",
      "warning over 30%, critical over 50%",
-     "seed 3.3: 'over 30% the network is a clear bottleneck; at 5% RDMA gains little'; the "
-     "seed's manual method: time one step on 1 GPU and on N, the difference is mostly "
-     "communication; gradient accumulation first, the network upgrade last (4.2)"},
+     "'over 30% the network is a clear bottleneck; at 5% RDMA gains little'; the "
+     "manual method: time one step on 1 GPU and on N, the difference is mostly "
+     "communication; gradient accumulation first, the network upgrade last"},
     {"memory.baseline_drift", Layer::kMemory,
      "doctor --baseline B.json: MemTotal, the cgroup memory limit and SwapTotal against the "
      "baseline saved by doctor --save-baseline on this host when it was healthy",
      "warning when a figure is more than --drift (default 10%) below its baseline or gone; "
      "critical at 50% or more below",
-     "seed 5.3: keep a baseline of every host so a slow drift is traced to the hour; "
+     "keep a baseline of every host so a slow drift is traced to the hour; "
      "SuperBench flags a node whose metric falls a set share below its baseline. 10% is "
      "above run-to-run noise of fixed figures; 50% means a part is missing (a DIMM, half the "
      "limit). Ours"},
@@ -382,7 +426,7 @@ constexpr Rule kRules[] = {
      "without --quick) both then and now, its sequential MB/s and random 4 KiB IOPS",
      "warning when a figure is more than --drift (default 10%) below its baseline or gone; "
      "critical at 50% or more below; bench figures not measured now are not compared",
-     "seed 2.4: an epoch that grew from 10 to 18 minutes was a storage path changed by a "
+     "an epoch that grew from 10 to 18 minutes was a storage path changed by a "
      "'temporary optimization'; SuperBench's baseline comparison finds such a drift before the "
      "job does. The bench of doctor is short (2 s a phase), so 10% leaves room for its noise"},
     {"network.baseline_drift", Layer::kNetwork,
@@ -391,31 +435,31 @@ constexpr Rule kRules[] = {
      "warning when a figure is more than --drift (default 10%) below its baseline or the "
      "interface is gone; critical at 50% or more below (100G renegotiated to 25G, MTU 9000 "
      "to 1500)",
-     "seed 3.3: an MTU that differs from the fabric's ('large pings fail, small ones pass') "
+     "an MTU that differs from the fabric's ('large pings fail, small ones pass') "
      "and a link that came up slower stall every all-reduce; a saved baseline shows the "
      "change. Ours"},
     {"io.loader_overhead", Layer::kIo,
      "stallscope ab --loader-workers N: steady steps/s (first 10% of steps left out) of CMD "
      "with its DataLoader rebuilt with num_workers=N against CMD as is",
      "warning when the degraded run is >= 10% faster (kAbMeaningfulChange)",
-     "seed 5.3: degraded comparison runs; 'much faster with num_workers=0' means worker "
+     "degraded comparison runs; 'much faster with num_workers=0' means worker "
      "start-up / IPC overhead or more workers than cores. 10% is ours: short CPU runs of the "
      "example job repeat within a few percent"},
     {"io.loader_needed", Layer::kIo, "stallscope ab --loader-workers N: the same step rates",
      "info when the degraded run is >= 10% slower; its next step depends on the data wait "
      "share of the run as is (>= 10%: still input-bound)",
-     "seed 5.3: slower without workers means the loader does real work and the data path "
+     "slower without workers means the loader does real work and the data path "
      "matters. 10% as io.loader_overhead"},
     {"network.env_change", Layer::kNetwork,
      "stallscope ab --env NAME=VALUE with only NCCL_*/UCX_*/GLOO_*/FI_* variables: the same "
      "step rates",
      "warning when >= 10% faster with the change, info when >= 10% slower",
-     "seed 5.3: a change that makes the run much faster was touching the bottleneck; 10% ours"},
+     "a change that makes the run much faster was touching the bottleneck; 10% ours"},
     {"code.env_change", Layer::kCode,
      "stallscope ab --env NAME=VALUE with any other variable (OMP_NUM_THREADS, ...): the same "
      "step rates",
      "warning when >= 10% faster with the change, info when >= 10% slower",
-     "seed 5.3, as network.env_change"},
+     "as network.env_change"},
     // gpu (analyze/gpu_rules.h): NVML through gpu/gpu_probe.h.
     {"code.util_misleading", Layer::kCode,
      "NVML utilization.gpu (share of time a kernel ran) against GPM SM activity "
@@ -424,11 +468,13 @@ constexpr Rule kRules[] = {
      "(stallscope trace): launch-bound steps, where at least 50% of the kernels run under "
      "10 us, the GPU is busy under 50% of its active window, and 80% or more of the 1/6 s "
      "windows NVML samples over hold a kernel (at least 100 kernels)",
-     "fires when utilization.gpu >= 80% while SM activity < 50%; critical below 25%. Not judged "
+     "when utilization.gpu >= 80% while SM activity < 50%; critical below 25%. Not judged "
      "without GPM (older GPUs, drivers before R525): a note says so",
-     "seed (opening): a GPU at 95% utilization with an epoch twice too long; utilization.gpu "
+     "a GPU at 95% utilization with an epoch twice too long; utilization.gpu "
      "only says some kernel was resident during the sample period, not that the SMs worked "
-     "(NVIDIA nvmlUtilization_t docs). 80% is 'looks busy', half the SMs idle is ours"},
+     "(NVIDIA nvmlUtilization_t docs). 80% is 'looks busy', half the SMs idle is ours",
+     "NVIDIA DCGM documentation, profiling metrics (SM activity): "
+     "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/feature-overview.html"},
     {"code.gpu_idle", Layer::kCode,
      "a profiler trace (stallscope trace): HTA's idle time (the GPU's active window minus the "
      "union of every row with a stream: kernels, copies, syncs, all streams together) over the "
@@ -443,12 +489,14 @@ constexpr Rule kRules[] = {
      "cudaStreamSynchronize, cudaEventSynchronize, synchronous cudaMemcpy, aten::item, "
      "aten::_local_scalar_dense, their hip spellings) starting in each kept ProfilerStep, "
      "their union against the step's time",
-     "fires when they run in at least 50% of the steps; warning at >= 5% of the steps' time, "
+     "when they run in at least 50% of the steps; warning at >= 5% of the steps' time, "
      "critical at >= 25%, info below",
      "a sync each step drains the GPU's queue, so the next kernels wait for the host's launch "
      "(PyTorch's performance tuning guide: avoid unnecessary CPU-GPU synchronization, "
      ".item(), .cpu(), print of a CUDA tensor). 5% is a loss read each step that already "
-     "shows in step time; 25% is a quarter of each step spent waiting"},
+     "shows in step time; 25% is a quarter of each step spent waiting",
+     "PyTorch Performance Tuning Guide: "
+     "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"},
     {"memory.pageable_h2d", Layer::kMemory,
      "a profiler trace: Memcpy HtoD (Pageable -> Device) copies launched in the kept "
      "ProfilerSteps, their count and time against the steps' time",
@@ -461,9 +509,10 @@ constexpr Rule kRules[] = {
      "NVML memory used / total per GPU (the peak interval of a run); the compute processes "
      "holding it (nvmlDeviceGetComputeRunningProcesses) with their bytes, named from /proc",
      "warning at >= 95% used; critical at >= 99%",
-     "seed 1 (memory first): 'GPU memory near full' is a memory-layer cause; the caching "
+     "'GPU memory near full' is a memory-layer cause; the caching "
      "allocator keeps freed blocks, so >= 95% leaves no headroom for a larger batch or a "
-     "fragmented allocation (CUDA out of memory). 95 / 99 are ours"},
+     "fragmented allocation (CUDA out of memory). 95 / 99 are ours",
+     "PyTorch documentation, CUDA semantics: https://pytorch.org/docs/stable/notes/cuda.html"},
     {"code.gpu_throttled", Layer::kCode,
      "NVML current clock-throttle (clocks event) reasons per GPU while it is not idle: "
      "sw_power_cap, hw_slowdown, sw/hw_thermal_slowdown, hw_power_brake_slowdown; SM clock "
@@ -472,8 +521,9 @@ constexpr Rule kRules[] = {
      "Critical for a hardware reason (hw_slowdown, hw thermal, power brake) or an SM clock "
      "< 70% of max while throttled, else warning",
      "compute-bound kernels slow in proportion to the SM clock; a power cap or heat makes "
-     "one GPU the straggler every rank waits for (seed 4: the slowest rank sets the pace). "
-     "20% of the run separates a condition from a burst; 70% is ours"},
+     "one GPU the straggler every rank waits for (the slowest rank sets the pace). "
+     "20% of the run separates a condition from a burst; 70% is ours",
+     "NVIDIA NVML API reference (clock event reasons): https://docs.nvidia.com/deploy/nvml-api/"},
     // distributed: bench allreduce and cluster (analyze/allreduce_rules.h, cluster_rules.h)
     {"network.allreduce_slow", Layer::kNetwork,
      "bench allreduce: busbw (algbw x 2(n-1)/n) of the largest size against the line rate of "
@@ -483,20 +533,24 @@ constexpr Rule kRules[] = {
      "judged only across hosts and at >= 64 MiB; warning below 50% of the line rate, critical "
      "below 25%. One host: no comparison (shared memory or loopback)",
      "nccl-tests' published busbw on healthy IB/RoCE fabrics is 80-95% of the line rate at "
-     "large sizes, so under half means something on the path is wrong (seed 3: TCP instead of "
+     "large sizes, so under half means something on the path is wrong (TCP instead of "
      "RDMA, the wrong NIC, MTU, errors); below 64 MiB an all-reduce is latency-bound. 50 / 25 "
-     "are ours"},
+     "are ours",
+     "nccl-tests, Performance (algorithm and bus bandwidth): "
+     "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"},
     {"distributed.allreduce_wrong", Layer::kDistributed,
      "bench allreduce: every element of every size against the exact sum (small integers, so "
      "float sums are exact in any order), summed over the ranks (#wrong)",
      "critical at one wrong element",
      "a collective that returns wrong data corrupts gradients silently; no number of wrong "
-     "elements is acceptable (nccl-tests reports the same count as #wrong)"},
+     "elements is acceptable (nccl-tests reports the same count as #wrong)",
+     "nccl-tests, Performance (algorithm and bus bandwidth): "
+     "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"},
     {"distributed.heterogeneous_gpus", Layer::kDistributed,
      "cluster: the GPU models (NVML names) and counts every rank's node reports",
      "warning when two or more models appear in one job; info when only the counts per node "
      "differ",
-     "seed 4: in synchronous data parallelism the slowest rank sets every step's pace, and "
+     "in synchronous data parallelism the slowest rank sets every step's pace, and "
      "mixed GPU models are its first cause"},
     {"distributed.clock_offset", Layer::kDistributed,
      "cluster: each rank's CLOCK_REALTIME against rank 0's, from the MPI ping-pong round "

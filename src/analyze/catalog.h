@@ -1,5 +1,6 @@
 // The rule catalog: every finding id stallscope can raise, its layer, its
-// threshold in words and where that threshold comes from. The ids are stable
+// threshold in words, the reasoning behind that threshold and a public
+// reference for it where there is one. The ids are stable
 // (scripts and dashboards key on them); `stallscope doctor --rules` prints
 // this table. A rule's code lives in analyze/<layer>_rules.cc and uses the
 // named constants declared beside its entry here. Immutable; thread-safe.
@@ -17,7 +18,9 @@ struct Rule {
   Layer layer;
   std::string_view checks;     // what it looks at
   std::string_view threshold;  // when it fires, with severities
-  std::string_view source;     // why that threshold
+  std::string_view reasoning;  // why that threshold, in its own words
+  // A public source for it (kernel, NCCL or PyTorch docs, a paper), or empty.
+  std::string_view reference = {};
 };
 
 std::span<const Rule> RuleCatalog();

@@ -111,7 +111,7 @@ void ColdCache(const DatasetCensus& c, const DatasetContext& context, std::vecto
                 {"files_checked", static_cast<int64_t>(r.files_checked)},
                 {"sampled", r.sampled},
                 {"bytes", static_cast<int64_t>(c.bytes)},
-                {"cold_read_seconds_at_seed_floor", seconds}};
+                {"cold_read_seconds_at_floor", seconds}};
   if (context.memory_total_bytes) {
     f.evidence.push_back({"memory_total_bytes", static_cast<int64_t>(*context.memory_total_bytes)});
   }

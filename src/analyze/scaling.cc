@@ -109,7 +109,7 @@ FindingsWithNotes CheckScaling(const ScaleAnalysis& a, const std::string& comman
   const int n = last.point.procs;
   // The seed's order: memory first, then io, then the network.
   const std::string triage = fmt::format(
-      "in the seed's order: memory (`stallscope doctor` on the node), then io (`stallscope run "
+      "in this order: memory (`stallscope doctor` on the node), then io (`stallscope run "
       "--procs {} -- {}`: data wait and stragglers per rank), then the network (`mpirun -np {} "
       "stallscope bench allreduce`)",
       n, command, n);

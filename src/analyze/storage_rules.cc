@@ -39,7 +39,8 @@ FindingsWithNotes CheckStorageSpeed(const StorageSpeed& s, const StorageThreshol
   };
   if (s.remote) {
     f.next = fmt::format(
-        "copy the data set to a local SSD/NVMe disk once before training (seed 2.3), or pack it "
+        "copy the data set to a local SSD/NVMe disk once before training (remote reads pay a round "
+        "trip per open), or pack it "
         "into large shards to cut round trips: stallscope pack SRC OUT --format wds; then "
         "stallscope bench io LOCAL_DIR");
   } else if (random_slow && !sequential_slow) {

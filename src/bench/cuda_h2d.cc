@@ -91,11 +91,11 @@ H2dVerdict JudgeH2d(const std::vector<H2dSample>& samples) {
   if (v.pinned_over_pageable_h2d) {
     double r = *v.pinned_over_pageable_h2d;
     if (r >= kPinnedClearWinRatio) {
-      v.lines.push_back(fmt::format(
-          "pinned host memory copies to the GPU {:.1f}x faster than pageable: use "
-          "DataLoader(pin_memory=True) and .to(device, non_blocking=True) (seed 2.1: DMA needs "
-          "page-locked pages; pageable ones go through a staging copy)",
-          r));
+      v.lines.push_back(
+          fmt::format("pinned host memory copies to the GPU {:.1f}x faster than pageable: use "
+                      "DataLoader(pin_memory=True) and .to(device, non_blocking=True) (DMA needs "
+                      "page-locked pages; pageable ones go through a staging copy)",
+                      r));
     } else if (r >= kPinnedNoWinRatio) {
       v.lines.push_back(fmt::format(
           "pinned is {:.2f}x faster than pageable: pin_memory=True pays modestly here; keep the "

@@ -81,10 +81,10 @@ CommandRunner SetupBenchIo(CLI::App& app) {
                "read through the page cache (after dropping the file's pages) even where "
                "O_DIRECT works");
   app.add_option("--min-seq-mbps", flags->min_seq_mbps,
-                 "sequential threshold in MB/s for io.storage_slow (seed: 500)")
+                 "sequential threshold in MB/s for io.storage_slow (default 500)")
       ->capture_default_str();
   app.add_option("--min-rand-iops", flags->min_rand_iops,
-                 "random 4 KiB threshold in IOPS for io.storage_slow (seed: 5000)")
+                 "random 4 KiB threshold in IOPS for io.storage_slow (default 5000)")
       ->capture_default_str();
   app.add_flag(
       "--json", flags->json,

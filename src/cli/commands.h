@@ -26,6 +26,8 @@ namespace stallscope {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitCouldNotRun = 1;
 inline constexpr int kExitUsage = 2;
+// `doctor --fail-on LEVEL`: a finding reached LEVEL (3 is bench h2d's no GPU).
+inline constexpr int kExitGateReached = 4;
 
 using CommandRunner = std::function<int()>;
 

@@ -34,6 +34,7 @@ struct Flags {
   bool rules = false;
   std::string format;      // --rules --format text|json|prometheus
   std::string window;      // --rules --format prometheus --window 5m
+  std::string fail_on;     // --fail-on warning|critical: a pre-flight gate
   std::string root = "/";  // --root DIR: a fixture or copied tree
 };
 
@@ -41,12 +42,29 @@ constexpr double kQuickIntervalSeconds = 0.25;
 
 int Fail(const Status& s, bool usage) { return stallscope::Fail("doctor", s, usage); }
 
+// --fail-on's level: warning or critical; anything else is bad usage.
+Result<std::optional<Severity>> FailOnLevel(const std::string& value) {
+  if (value.empty()) return std::optional<Severity>();
+  if (value == "warning") return std::optional<Severity>(Severity::kWarning);
+  if (value == "critical") return std::optional<Severity>(Severity::kCritical);
+  return Status::InvalidArgument("--fail-on " + value + ": expected warning or critical");
+}
+
+// Whether any finding reached `level` (a warning gate trips on a critical).
+bool ReachedLevel(const Report& report, Severity level) {
+  for (const Finding& finding : report.findings) {
+    if (finding.severity >= level) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 CommandRunner SetupDoctor(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
   app.add_flag("--json", flags->json, "machine output (schema stallscope.report/1)");
-  app.add_flag("--rules", flags->rules, "print the rule catalog: id, layer, threshold, source");
+  app.add_flag("--rules", flags->rules,
+               "print the rule catalog: id, layer, threshold, reasoning, reference");
   app.add_option("--format", flags->format,
                  "with --rules: text (default), json, or prometheus (the triage as Prometheus "
                  "recording and alerting rules, deploy/prometheus/stallscope.rules.yml)");
@@ -84,11 +102,20 @@ CommandRunner SetupDoctor(CLI::App& app) {
                  "read /proc, /sys and /dev under DIR instead of / (a copied host tree, a "
                  "test fixture)")
       ->capture_default_str();
+  app.add_option("--fail-on", flags->fail_on,
+                 "warning or critical: exit 4 when a finding reaches that level (a pre-flight "
+                 "gate for a job script or CI); without it doctor exits 0 whatever it found");
   app.add_option("--drift", flags->request.drift_percent,
                  "percent below the baseline that counts as drift")
       ->capture_default_str();
   return [flags, interval]() {
     const Flags& f = *flags;
+    Result<std::optional<Severity>> fail_on = FailOnLevel(f.fail_on);
+    if (!fail_on.ok()) return Fail(fail_on.status(), true);
+    if (f.rules && *fail_on) {
+      return Fail(Status::InvalidArgument("--fail-on is for the doctor's check, not --rules"),
+                  true);
+    }
     if (f.rules) {
       Result<std::string> out = RulesOutput(f.format, f.json, f.window);
       if (!out.ok()) return Fail(out.status(), true);
@@ -151,6 +178,7 @@ CommandRunner SetupDoctor(CLI::App& app) {
       if (!f.request.html.empty()) out += "html report: " + f.request.html + "\n";
     }
     std::fputs(out.c_str(), stdout);
+    if (*fail_on && ReachedLevel(report, **fail_on)) return kExitGateReached;
     return kExitOk;
   };
 }

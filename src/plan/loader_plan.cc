@@ -28,10 +28,9 @@ Result<LoaderPlan> PlanLoader(const LoaderPlanInput& in) {
   // loading never runs in the training loop (num_workers=0).
   plan.num_workers = std::max(1, in.cores / 2 / in.gpus);
   auto& a = plan.assumptions;
-  a.push_back(fmt::format("num_workers: half of {} cores shared by {} GPU process{} (seed 2.2)",
-                          in.cores, in.gpus, in.gpus == 1 ? "" : "es"));
-  a.push_back(
-      "prefetch_factor=4, persistent_workers=True, pin_memory=True: the seed's start (2.2)");
+  a.push_back(fmt::format("num_workers: half of {} cores shared by {} GPU process{}", in.cores,
+                          in.gpus, in.gpus == 1 ? "" : "es"));
+  a.push_back("prefetch_factor=4, persistent_workers=True, pin_memory=True: the usual start");
   if (in.batch_bytes == 0) {
     plan.warnings.push_back(
         "batch bytes unknown (give --batch-bytes or --batch-size with --sample-bytes): the "
@@ -51,8 +50,8 @@ Result<LoaderPlan> PlanLoader(const LoaderPlanInput& in) {
       FormatBytes(in.available_bytes)));
   if (plan.queue_bytes <= plan.queue_budget_bytes) return plan;
 
-  plan.seed_workers = plan.num_workers;
-  plan.seed_queue_bytes = plan.queue_bytes;
+  plan.suggested_workers = plan.num_workers;
+  plan.suggested_queue_bytes = plan.queue_bytes;
   // Shrink the queue depth first (down to 2), then the workers.
   while (plan.prefetch_factor > kMinPrefetchFactor &&
          queue(plan.num_workers, plan.prefetch_factor) > plan.queue_budget_bytes)
@@ -63,10 +62,11 @@ Result<LoaderPlan> PlanLoader(const LoaderPlanInput& in) {
   plan.queue_bytes = queue(plan.num_workers, plan.prefetch_factor);
   plan.fits = plan.queue_bytes <= plan.queue_budget_bytes;
   plan.warnings.push_back(fmt::format(
-      "the seed's start ({} workers x prefetch 4) would queue {} against {} available: cut to "
+      "the usual start ({} workers x prefetch 4) would queue {} against {} available: cut to "
       "{} workers x prefetch {} = {}",
-      *plan.seed_workers, FormatBytes(*plan.seed_queue_bytes), FormatBytes(in.available_bytes),
-      plan.num_workers, plan.prefetch_factor, FormatBytes(plan.queue_bytes)));
+      *plan.suggested_workers, FormatBytes(*plan.suggested_queue_bytes),
+      FormatBytes(in.available_bytes), plan.num_workers, plan.prefetch_factor,
+      FormatBytes(plan.queue_bytes)));
   if (!plan.fits) {
     plan.warnings.push_back(fmt::format(
         "even 1 worker x prefetch {} queues {}, over the budget of {}: batches this large need "

@@ -23,7 +23,7 @@
 
 namespace stallscope {
 
-inline constexpr int kSeedPrefetchFactor = 4;  // seed 2.2
+inline constexpr int kStartPrefetchFactor = 4;  // seed 2.2
 // Below this prefetch_factor a single slow read is no longer hidden (PyTorch's
 // own default is 2): shrinking the queue stops here and drops workers instead.
 inline constexpr int kMinPrefetchFactor = 2;
@@ -43,15 +43,15 @@ struct LoaderPlanInput {
 
 struct LoaderPlan {
   int num_workers = 0;  // per process
-  int prefetch_factor = kSeedPrefetchFactor;
+  int prefetch_factor = kStartPrefetchFactor;
   bool persistent_workers = true;
   bool pin_memory = true;
   uint64_t queue_bytes = 0;         // all processes' queues together
   uint64_t queue_budget_bytes = 0;  // kQueueShareOfAvailable of available
   bool fits = true;
   // The seed's start (half the cores, prefetch 4) when it was cut to fit.
-  std::optional<int> seed_workers;
-  std::optional<uint64_t> seed_queue_bytes;
+  std::optional<int> suggested_workers;
+  std::optional<uint64_t> suggested_queue_bytes;
   std::vector<std::string> warnings;
   std::vector<std::string> assumptions;
 };

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "core/version.h"
+
 namespace stallscope {
 
 double AverageBusBandwidth(const std::vector<AllreduceRow>& rows) {
@@ -40,6 +42,7 @@ std::string RenderAllreduceText(const AllreduceRun& run) {
 nlohmann::ordered_json AllreduceToJson(const AllreduceRun& run) {
   nlohmann::ordered_json j;
   j["schema"] = "stallscope.bench_allreduce/1";
+  j["version"] = Version();
   j["backend"] = run.backend;
   j["library"] = run.description;
   j["ranks"] = run.ranks;

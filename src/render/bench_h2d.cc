@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/units.h"
+#include "core/version.h"
 
 namespace stallscope {
 namespace {

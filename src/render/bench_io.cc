@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/units.h"
+#include "core/version.h"
 
 namespace stallscope {
 namespace {
@@ -77,6 +78,7 @@ std::string RenderIoBenchText(const IoBenchResult& r, const StorageThresholds& t
 nlohmann::ordered_json IoBenchToJson(const IoBenchResult& r, const StorageThresholds& t) {
   nlohmann::ordered_json out;
   out["schema"] = "stallscope.bench_io/1";
+  out["version"] = Version();
   out["path"] = r.path;
   out["fs_type"] = r.fs_type;
   out["device"] = r.device;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "core/version.h"
+
 namespace stallscope {
 
 std::string RenderClusterText(const ClusterComparison& c) {
@@ -53,6 +55,7 @@ nlohmann::ordered_json ClusterToJson(const ClusterComparison& c,
                                      const std::vector<ClockOffset>& offsets) {
   nlohmann::ordered_json j;
   j["schema"] = "stallscope.cluster/1";
+  j["version"] = Version();
   j["ranks"] = c.ranks;
   j["nodes"] = c.nodes;
   j["columns"] = c.columns;

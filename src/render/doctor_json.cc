@@ -8,6 +8,7 @@
 #include "analyze/catalog.h"
 #include "analyze/triage_table.h"
 #include "core/json_text.h"
+#include "core/version.h"
 #include "render/html_report.h"
 #include "render/prometheus_rules.h"
 #include "render/report.h"
@@ -17,7 +18,7 @@ namespace stallscope {
 namespace {
 
 // Where a catalog id stands in the fleet's rules: the alert's name with its
-// levels, or why it has none.
+// levels, "none: why" when it has none for a reason, or "none".
 std::string PrometheusLine(std::string_view id) {
   std::vector<std::string> levels;
   for (const RuleGroup& g : PrometheusRules()) {
@@ -35,28 +36,62 @@ std::string PrometheusLine(std::string_view id) {
   return "none";
 }
 
+// The terms a reader meets first, explained once above the rules.
+constexpr std::string_view kRulesPreface =
+    "stallscope's rules, one per finding it can raise.\n"
+    "\n"
+    "Each finding belongs to a layer: memory, io, network, distributed or code, the\n"
+    "parts of a training job that can slow it down. A rule looks at evidence: numbers\n"
+    "read from the kernel, the GPU driver, NCCL's log, or the hook (the small Python\n"
+    "module that `stallscope run` loads into a PyTorch job to time its steps and data\n"
+    "waits). When the evidence crosses the threshold below, the finding is raised with\n"
+    "a severity (info, warning, critical) and a next step: the command or change that\n"
+    "confirms or fixes it. `doctor --rules --json` gives the same catalog to scripts.\n"
+    "\n";
+
+// A catalog field as a sentence: its own full stop, or one added.
+std::string Sentence(std::string_view text) {
+  std::string out(text);
+  if (!out.ends_with('.')) out += '.';
+  return out;
+}
+
 }  // namespace
 
 std::string RulesText() {
-  std::string out;
+  std::string out(kRulesPreface);
   for (const Rule& r : RuleCatalog()) {
-    out += fmt::format(
-        "{}  [{}]\n  checks:    {}\n  fires:     {}\n  because:   {}\n  prometheus: {}\n\n", r.id,
-        LayerName(r.layer), r.checks, r.threshold, r.source, PrometheusLine(r.id));
+    out += fmt::format("{}  [{} layer]\n  It looks at {}\n  Raised {}\n  Why: {}\n", r.id,
+                       LayerName(r.layer), Sentence(r.checks), Sentence(r.threshold),
+                       Sentence(r.reasoning));
+    if (!r.reference.empty()) out += fmt::format("  Reference: {}\n", r.reference);
+    std::string alert = PrometheusLine(r.id);
+    if (alert.starts_with("none: ")) {
+      out += fmt::format("  No Prometheus alert: {}\n", Sentence(alert.substr(6)));
+    } else if (alert != "none") {
+      out += fmt::format("  Prometheus alert: {}\n", Sentence(alert));
+    }
+    out += "\n";
   }
   return out;
 }
 
 nlohmann::ordered_json RulesJson() {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  nlohmann::ordered_json rules = nlohmann::ordered_json::array();
   for (const Rule& r : RuleCatalog()) {
-    out.push_back({{"id", r.id},
-                   {"layer", LayerName(r.layer)},
-                   {"checks", r.checks},
-                   {"threshold", r.threshold},
-                   {"source", r.source},
-                   {"prometheus", PrometheusLine(r.id)}});
+    rules.push_back({{"id", r.id},
+                     {"layer", LayerName(r.layer)},
+                     {"checks", r.checks},
+                     {"threshold", r.threshold},
+                     {"reasoning", r.reasoning},
+                     {"reference", r.reference.empty() ? nlohmann::ordered_json(nullptr)
+                                                       : nlohmann::ordered_json(r.reference)},
+                     {"prometheus", PrometheusLine(r.id)}});
   }
+  nlohmann::ordered_json out;
+  out["schema"] = "stallscope.rules/1";
+  out["version"] = Version();
+  out["rules"] = rules;
   return out;
 }
 

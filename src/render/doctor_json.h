@@ -34,7 +34,10 @@ std::string RenderDoctorHtml(const Snapshot& snapshot, const Report& report, con
                              const std::vector<std::pair<Layer, std::string>>& why,
                              const HostBaseline& now);
 
-// `doctor --rules`: id, layer, what it checks, threshold, source.
+// `doctor --rules`: the terms explained once, then per rule its id, layer,
+// what it checks, threshold, reasoning, public reference and alert, as prose.
+// The JSON is {"schema": "stallscope.rules/1", "version", "rules": [...]},
+// each rule with "reasoning", "reference" (or null) and "prometheus".
 std::string RulesText();
 nlohmann::ordered_json RulesJson();
 // `doctor --rules` in the format asked for: text (the default), json (also

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/units.h"
+#include "core/version.h"
 
 namespace stallscope {
 namespace {
@@ -16,6 +17,7 @@ nlohmann::ordered_json PackResultJson(const std::string& src, const std::string&
                                       PackFormat format, const PackSummary& s) {
   nlohmann::ordered_json j;
   j["schema"] = "stallscope.pack_result/1";
+  j["version"] = Version();
   j["src"] = src;
   j["out"] = out_dir;
   j["format"] = PackFormatName(format);

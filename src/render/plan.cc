@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/units.h"
+#include "core/version.h"
 
 namespace stallscope {
 namespace {
@@ -97,6 +98,7 @@ nlohmann::ordered_json MemoryPlanToJson(const MemoryPlan& plan) {
   const MemoryPlanInput& in = plan.input;
   json out;
   out["schema"] = "stallscope.plan_memory/1";
+  out["version"] = Version();
   out["input"] = {{"params", in.model.params},
                   {"layers", in.model.layers},
                   {"hidden", in.model.hidden},
@@ -152,6 +154,7 @@ nlohmann::ordered_json LoaderPlanToJson(const LoaderPlan& plan, const LoaderPlan
   using json = nlohmann::ordered_json;
   json out;
   out["schema"] = "stallscope.plan_loader/1";
+  out["version"] = Version();
   out["input"] = {{"batch_bytes", in.batch_bytes},
                   {"batch_size", in.batch_size ? json(*in.batch_size) : json(nullptr)},
                   {"cores", in.cores},
@@ -165,8 +168,9 @@ nlohmann::ordered_json LoaderPlanToJson(const LoaderPlan& plan, const LoaderPlan
   out["queue_bytes"] = plan.queue_bytes;
   out["queue_budget_bytes"] = plan.queue_budget_bytes;
   out["fits"] = plan.fits;
-  out["seed_workers"] = plan.seed_workers ? json(*plan.seed_workers) : json(nullptr);
-  out["seed_queue_bytes"] = plan.seed_queue_bytes ? json(*plan.seed_queue_bytes) : json(nullptr);
+  out["suggested_workers"] = plan.suggested_workers ? json(*plan.suggested_workers) : json(nullptr);
+  out["suggested_queue_bytes"] =
+      plan.suggested_queue_bytes ? json(*plan.suggested_queue_bytes) : json(nullptr);
   out["dataloader"] = DataLoaderLine(plan, in);
   out["warnings"] = plan.warnings;
   out["assumptions"] = plan.assumptions;

@@ -4,6 +4,8 @@
 
 #include <variant>
 
+#include "core/version.h"
+
 namespace stallscope {
 
 std::string EvidenceText(const EvidenceValue& value) {
@@ -94,6 +96,7 @@ nlohmann::ordered_json EvidenceToJson(const std::vector<Evidence>& evidence) {
 nlohmann::ordered_json ReportToJson(const ReportHeader& header, const Report& report) {
   nlohmann::ordered_json out;
   out["schema"] = "stallscope.report/1";
+  out["version"] = Version();
   out["command"] = header.command;
   out["host"] = header.hostname;
   out["time"] = header.time_utc;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/units.h"
+#include "core/version.h"
 #include "render/html_report.h"
 #include "render/svg_chart.h"
 
@@ -171,6 +172,7 @@ std::string RenderDiffText(const RunDiff& d) {
 Json DiffJson(const RunDiff& d) {
   Json j;
   j["schema"] = "stallscope.diff/1";
+  j["version"] = Version();
   j["a"] = SideJson(d.a);
   j["b"] = SideJson(d.b);
   j["slowdown"] = d.slowdown ? Json(*d.slowdown) : Json();

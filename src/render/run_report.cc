@@ -169,6 +169,10 @@ nlohmann::ordered_json RunReportJson(std::string_view command, const RunAnalysis
   nlohmann::ordered_json j = ReportToJson(header, report);
   j["run"] = RunInfoToJson(timeline.info);
   j["run"]["file"] = run.path;
+  // The version that wrote the run file; null: older than that record.
+  j["run"]["written_by"] = timeline.written_by.empty()
+                               ? nlohmann::ordered_json(nullptr)
+                               : nlohmann::ordered_json(timeline.written_by);
   j["run"]["samples"] = timeline.samples.size();
   j["epochs"] = EpochsToJson(run.epochs);
   j["ranks"] = RanksToJson(run.ranks);
@@ -208,6 +212,10 @@ std::string RenderRunReportText(std::string_view command, const RunAnalysis& run
   } else {
     out += fmt::format("run files, one job: {}\n", run.path);
   }
+  out +=
+      fmt::format("written by: {}\n", timeline.written_by.empty()
+                                          ? "stallscope of an unknown version (an older run file)"
+                                          : "stallscope " + timeline.written_by);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/units.h"
+#include "core/version.h"
 #include "render/gpu.h"
 #include "sample/memory.h"
 
@@ -400,6 +401,7 @@ Json TopologyJson(const Snapshot& s) {
 nlohmann::ordered_json SnapshotToJson(const Snapshot& s) {
   Json j;
   j["schema"] = "stallscope.snapshot/1";
+  j["version"] = Version();
   j["host"] = s.hostname;
   j["kernel"] = s.kernel;
   j["time"] = s.time_utc;

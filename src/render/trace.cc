@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/version.h"
+
 namespace stallscope {
 namespace {
 
@@ -113,6 +115,7 @@ Json TraceToJson(const std::vector<TraceRankBreakdown>& ranks, const ReportHeade
   Json report_json = ReportToJson(header, report);
   Json out;
   out["schema"] = "stallscope.trace/1";
+  out["version"] = Version();
   out["command"] = header.command;
   out["host"] = header.hostname;
   out["time"] = header.time_utc;

@@ -272,6 +272,9 @@ struct MemoryPeak {
 
 struct Timeline {
   RunInfo info;
+  // The stallscope version that wrote the file (meta key stallscope_version);
+  // empty for a file older than that key: the version is unknown.
+  std::string written_by;
   std::optional<NodeInfo> node;  // nullopt: the file predates table node
   std::vector<TimelineSample> samples;
   std::vector<ProcessPoint> processes;

@@ -262,6 +262,12 @@ Result<Timeline> ReadRun(const std::string& path) {
   auto reserve = [&](auto& rows, const char* max_rowid_sql) {
     rows.reserve(RowsHint(db, path, max_rowid_sql, file_bytes));
   };
+  if (Status version =
+          ForEachRow(db, path, "SELECT value FROM meta WHERE key = 'stallscope_version'",
+                     [&](Columns& c) { timeline.written_by = c.Text(); });
+      !version.ok()) {
+    return version;
+  }
   Status st = ForEachRow(
       db, path,
       "SELECT command, hostname, started_utc, start_monotonic_seconds, interval_seconds, "

@@ -12,6 +12,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/version.h"
 #include "store/run_file.h"
 #include "store/run_schema.h"
 #include "store/stored_findings.h"
@@ -166,6 +167,8 @@ Status RunWriter::Prepare() {
   schema += store::kCreateInputs;
   schema += "INSERT INTO meta (key, value) VALUES ('schema', '";
   schema += kTimelineSchema;
+  schema += "');\nINSERT INTO meta (key, value) VALUES ('stallscope_version', '";
+  schema += Version();
   schema += "');\nPRAGMA user_version = " + std::to_string(kTimelineSchemaVersion) + ";\nCOMMIT;";
   if (sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr) != SQLITE_OK ||
       sqlite3_exec(db, schema.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {

@@ -5,7 +5,7 @@
 // computed from the constants, so a constant that changes without its
 // catalog entry fails here, naming the rule.
 //
-// The threshold field is searched; a number that only the checks or source
+// The threshold field is searched; a number that only the checks or reasoning
 // text states is searched there. Rules with no such number are listed at the
 // end of the file.
 #include <gtest/gtest.h>
@@ -116,7 +116,7 @@ std::string Int(int64_t value) { return std::to_string(value); }
 
 // --- The ties. ---
 
-enum class Field { kThreshold, kChecks, kSource };
+enum class Field { kThreshold, kChecks, kReasoning };
 
 std::string_view FieldName(Field field) {
   switch (field) {
@@ -124,8 +124,8 @@ std::string_view FieldName(Field field) {
       return "threshold";
     case Field::kChecks:
       return "checks";
-    case Field::kSource:
-      return "source";
+    case Field::kReasoning:
+      return "reasoning";
   }
   return "?";
 }
@@ -136,8 +136,8 @@ std::string_view FieldOf(const Rule& rule, Field field) {
       return rule.threshold;
     case Field::kChecks:
       return rule.checks;
-    case Field::kSource:
-      return rule.source;
+    case Field::kReasoning:
+      return rule.reasoning;
   }
   return {};
 }
@@ -215,14 +215,14 @@ std::vector<Tie> Ties() {
       {"io.loader_config",
        "restart wait is >= " + Percent(kWorkerRestartCostFraction) + " of an epoch"},
       {"io.loader_config", "num_workers x prefetch_factor > " + Int(kMaxPrefetchBatches)},
-      {"io.loader_config", "prefetch_factor=" + Int(kSuggestedPrefetchFactor), Field::kSource},
+      {"io.loader_config", "prefetch_factor=" + Int(kSuggestedPrefetchFactor), Field::kReasoning},
 
       // io.input_bound
       {"io.input_bound", "warning at >= " + Percent(kInputBoundWarningFraction) + " of step time"},
       {"io.input_bound", "critical at >= " + Percent(kInputBoundCriticalFraction)},
       {"io.input_bound", "at least " + Int(kInputBoundMinSteps) + " steps"},
       {"io.input_bound", Percent(kCommRatioHigh) + " matches network.comm_ratio_high",
-       Field::kSource},
+       Field::kReasoning},
 
       // io.small_files
       {"io.small_files", "files under " + MiB(static_cast<double>(kSmallFileBytes)),
@@ -234,11 +234,11 @@ std::vector<Tie> Ties() {
        "floor of " + Number(kFloorRandomIops) + " IOPS, " + Grouped(kSmallFilesMinCount) +
            " files cost >= " +
            Seconds(static_cast<double>(kSmallFilesMinCount) / kFloorRandomIops) + " per epoch",
-       Field::kSource},
+       Field::kReasoning},
       {"io.small_files",
        Grouped(kSmallFilesCriticalCount) +
            " cost >= " + Seconds(static_cast<double>(kSmallFilesCriticalCount) / kFloorRandomIops),
-       Field::kSource},
+       Field::kReasoning},
 
       // io.remote_fs
       {"io.remote_fs",
@@ -324,7 +324,7 @@ std::vector<Tie> Ties() {
                                          ")"},
       {"distributed.load_imbalance",
        Percent(kInputBoundWarningFraction) + " matches io.input_bound's warning level",
-       Field::kSource},
+       Field::kReasoning},
 
       // distributed.scaling_poor
       {"distributed.scaling_poor", "largest size is under " + Number(kScalingPoorEfficiency) +

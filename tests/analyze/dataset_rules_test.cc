@@ -109,7 +109,7 @@ TEST(ColdCache, LowResidencyFitsOrNot) {
   EXPECT_EQ(warm_next->severity, Severity::kWarning);
   EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceValueOf(*warm_next, "resident_fraction")), 0.05);
   EXPECT_TRUE(std::get<bool>(*EvidenceValueOf(*warm_next, "sampled")));
-  EXPECT_NEAR(std::get<double>(*EvidenceValueOf(*warm_next, "cold_read_seconds_at_seed_floor")),
+  EXPECT_NEAR(std::get<double>(*EvidenceValueOf(*warm_next, "cold_read_seconds_at_floor")),
               0.95 * (1.2e9 / 500e6 + 12000 / 5000.0), 1e-9);
   EXPECT_NE(warm_next->next.find("xargs -0"), std::string::npos);
 

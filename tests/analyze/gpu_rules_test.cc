@@ -173,7 +173,7 @@ TEST(GpuRules, EveryIdIsInTheCatalog) {
     const Rule* r = FindRule(id);
     ASSERT_NE(r, nullptr) << id;
     EXPECT_FALSE(r->threshold.empty());
-    EXPECT_FALSE(r->source.empty());
+    EXPECT_FALSE(r->reasoning.empty());
   }
   EXPECT_EQ(FindRule("code.gpu_throttled")->layer, Layer::kCode);
   EXPECT_EQ(FindRule("memory.gpu_near_full")->layer, Layer::kMemory);

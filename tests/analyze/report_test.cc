@@ -60,7 +60,7 @@ TEST(Catalog, IdsAreUniqueAndPrefixedByTheirLayer) {
     std::string prefix = std::string(LayerName(rule.layer)) + ".";
     EXPECT_EQ(rule.id.substr(0, prefix.size()), prefix) << rule.id;
     EXPECT_FALSE(rule.threshold.empty()) << rule.id;
-    EXPECT_FALSE(rule.source.empty()) << rule.id;
+    EXPECT_FALSE(rule.reasoning.empty()) << rule.id;
   }
   EXPECT_NE(FindRule("memory.available_low"), nullptr);
   EXPECT_EQ(FindRule("memory.nonexistent"), nullptr);

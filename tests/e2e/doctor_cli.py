@@ -46,7 +46,9 @@ class Rules(unittest.TestCase):
         rc, out, err, seconds = e2e.run(["doctor", "--rules", "--json"])
         self.assertEqual(rc, 0, err)
         self.assertLess(seconds, 0.9, "--rules must print the catalog without sampling")
-        rules = json.loads(out)
+        catalog = json.loads(out)
+        self.assertEqual(catalog["schema"], "stallscope.rules/1")
+        rules = catalog["rules"]
         self.assertIsInstance(rules, list)
         ids = [r["id"] for r in rules]
         self.assertEqual(len(ids), len(set(ids)), "duplicate rule ids: %s" % ids)
@@ -55,8 +57,10 @@ class Rules(unittest.TestCase):
         for r in rules:
             self.assertRegex(r["id"], r"^(memory|io|network|distributed|code)\.[a-z0-9_]+$")
             self.assertEqual(r["layer"], r["id"].split(".")[0], r["id"])
-            for key in ("checks", "threshold", "source"):
+            for key in ("checks", "threshold", "reasoning"):
                 self.assertTrue(r.get(key, "").strip(), "%s has no %s" % (r["id"], key))
+            self.assertNotIn("source", r)
+            self.assertTrue(r["reference"] is None or "https://" in r["reference"], r["id"])
         available = next(r for r in rules if r["id"] == "memory.available_low")
         self.assertIn("20%", available["threshold"])
         self.assertIn("10%", available["threshold"])
@@ -64,15 +68,54 @@ class Rules(unittest.TestCase):
     def test_rules_text_matches_json(self):
         rc, out, err, _ = e2e.run(["doctor", "--rules"])
         self.assertEqual(rc, 0, err)
-        rules = json.loads(e2e.run(["doctor", "--rules", "--json"])[1])
+        rules = json.loads(e2e.run(["doctor", "--rules", "--json"])[1])["rules"]
         blocks = {}
-        for block in re.split(r"\n\s*\n", out.strip()):
+        preface, _, body = out.partition("\n\n" + rules[0]["id"])
+        for term in ("layer", "evidence", "the hook", "next step"):
+            self.assertIn(term, preface)
+        for block in re.split(r"\n\s*\n", (rules[0]["id"] + body).strip()):
             blocks[block.split()[0]] = block
         self.assertEqual(sorted(blocks), sorted(r["id"] for r in rules))
         for r in rules:
             flat = " ".join(blocks[r["id"]].split())
             self.assertIn(" ".join(r["threshold"].split()), flat, r["id"])
-            self.assertIn(" ".join(r["source"].split()), flat, r["id"])
+            self.assertIn(" ".join(r["reasoning"].split()), flat, r["id"])
+            self.assertNotIn("fires: fires", flat, r["id"])
+            self.assertNotIn("prometheus: none", flat.lower(), r["id"])
+
+
+class FailOn(unittest.TestCase):
+    """--fail-on LEVEL: a pre-flight gate, exit 4 when a finding reaches LEVEL."""
+
+    FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+
+    def doctor(self, host, *args):
+        return e2e.run(["doctor", "--quick", "--json", "--root",
+                        os.path.join(self.FIXTURES, host)] + list(args))
+
+    def test_gate_on_a_host_with_a_warning(self):
+        rc, out, err, _ = self.doctor("swap_host")
+        self.assertEqual(rc, 0, err)
+        severities = {f["severity"] for f in json.loads(out)["findings"]}
+        self.assertIn("warning", severities)
+        self.assertNotIn("critical", severities)
+        rc, out, err, _ = self.doctor("swap_host", "--fail-on", "warning")
+        self.assertEqual(rc, 4, err)
+        self.assertIn("memory.available_low", out, "the report is printed before the gate")
+        rc, _, err, _ = self.doctor("swap_host", "--fail-on", "critical")
+        self.assertEqual(rc, 0, err)
+
+    def test_gate_on_a_healthy_host(self):
+        rc, out, err, _ = self.doctor("live_debian12", "--fail-on", "warning")
+        self.assertEqual(json.loads(out)["findings"], [])
+        self.assertEqual(rc, 0, err)
+
+    def test_bad_level_is_bad_usage(self):
+        for args in (["--fail-on", "info"], ["--fail-on", "bogus"], ["--rules", "--fail-on", "warning"]):
+            rc, out, err, _ = e2e.run(["doctor"] + args)
+            self.assertEqual(rc, 2, (args, err))
+            self.assertIn("--fail-on", err)
+            self.assertEqual(out, "")
 
 
 class BadUsage(unittest.TestCase):

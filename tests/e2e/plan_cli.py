@@ -114,7 +114,7 @@ class PlanMemory(unittest.TestCase):
 
 
 class PlanLoader(unittest.TestCase):
-    def test_seed_start_fits(self):
+    def test_usual_start_fits(self):
         plan = e2e.run_json(self, ["plan", "loader", "--batch-bytes", "96MiB", "--cores", "16",
                                    "--available", "64GiB", "--batch-size", "64", "--json"])
         self.assertEqual(plan["schema"], "stallscope.plan_loader/1")
@@ -131,7 +131,7 @@ class PlanLoader(unittest.TestCase):
                                    "4MiB", "--cores", "16", "--available", "16GiB"])
         self.assertEqual(rc, 0, err)
         # 8 x 4 x 1 GiB = 32 GiB against 8 GiB: prefetch 2, then 4 workers.
-        self.assertIn("warning: the seed's start (8 workers x prefetch 4) would queue 32.0 GiB", out)
+        self.assertIn("warning: the usual start (8 workers x prefetch 4) would queue 32.0 GiB", out)
         self.assertIn("num_workers=4, prefetch_factor=2", out)
 
     def test_this_hosts_cores_and_memory(self):

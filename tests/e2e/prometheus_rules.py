@@ -389,7 +389,7 @@ class PrometheusRules(unittest.TestCase):
         self.assertEqual(rc, 0, out)
 
     def test_alerts_are_named_and_labelled_from_the_catalog(self):
-        catalog = common.run_json(self, ["doctor", "--rules", "--json"])
+        catalog = common.run_json(self, ["doctor", "--rules", "--json"])["rules"]
         ids = {r["id"] for r in catalog}
         alerts = [r for r in self.rules if "alert" in r]
         self.assertGreaterEqual(len(alerts), 30)

@@ -42,8 +42,8 @@ TEST(LoaderPlan, CutsPrefetchThenWorkersToFit) {
   // 8 workers x 4 x 1 GiB = 32 GiB against a budget of 8 GiB (half of 16).
   Result<LoaderPlan> plan = PlanLoader({kGiB, std::nullopt, 16, 16 * kGiB, 1});
   ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->seed_workers, 8);
-  EXPECT_EQ(plan->seed_queue_bytes, 32 * kGiB);
+  EXPECT_EQ(plan->suggested_workers, 8);
+  EXPECT_EQ(plan->suggested_queue_bytes, 32 * kGiB);
   EXPECT_EQ(plan->prefetch_factor, 2);
   EXPECT_EQ(plan->num_workers, 4);
   EXPECT_EQ(plan->queue_bytes, 8 * kGiB);

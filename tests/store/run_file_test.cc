@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/version.h"
 #include "store/run_reader.h"
 #include "store/run_writer.h"
 
@@ -315,6 +316,25 @@ TEST_F(RunFileTest, UnknownsStayUnknownAndExtremesSurvive) {
   // NULL in SQL, not 0, for what is unknown.
   EXPECT_EQ(Query(path, "SELECT ifnull(exit_code, 'NULL'), cgroup_limit_bytes IS NULL FROM run"),
             std::vector<std::string>{"NULL|1"});
+}
+
+TEST_F(RunFileTest, RecordsTheVersionThatWroteIt) {
+  const std::string path = Path("run.db");
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    ASSERT_TRUE(writer->WriteRunInfo(FinishedRun()).ok());
+  }
+  EXPECT_EQ(Query(path, "SELECT value FROM meta WHERE key = 'stallscope_version'"),
+            std::vector<std::string>{std::string(Version())});
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->written_by, Version());
+  // A file written before the key existed still reads; the version is unknown.
+  Execute(path, "DELETE FROM meta WHERE key = 'stallscope_version'");
+  read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->written_by, "");
 }
 
 TEST_F(RunFileTest, TablesAreQueryableByTheirDocumentedColumns) {
