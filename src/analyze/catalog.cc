@@ -234,7 +234,8 @@ constexpr Rule kRules[] = {
      "cable-unplugged messages since boot (source kernel_log in the evidence)",
      "NIC: warning at >= 1 error, or >= 10 drops that are >= 0.1% of the packets; critical at "
      "errors >= 0.1% or drops >= 1% of the packets. RDMA: warning when symbol or receive errors "
-     "grow, critical when link_downed grows (the link flapped)",
+     "grow, critical when link_downed grows (the link flapped); a link-down message in the "
+     "kernel log: warning",
      "packet loss makes TCP retransmit and NCCL time out, and incast overflows "
      "switch buffers even below full bandwidth. A healthy link counts no CRC/frame errors at "
      "all, hence any one; TCP's rate falls as 1/sqrt(loss), so 0.1% already costs severalfold. "
