@@ -402,6 +402,22 @@ constexpr RuleWithoutAlert kWithout[] = {
     {"code.gpu_throttled",
      "needs the GPU's maximum clock and throttle reasons, which the "
      "exporter does not serve; stallscope doctor on the node"},
+    {"io.pcie_degraded",
+     "needs each GPU's trained PCIe link against its maximum (sysfs), which the exporter "
+     "does not serve; stallscope doctor on the node"},
+    {"network.link_degraded",
+     "needs each NIC's trained PCIe link against its maximum (sysfs), which the exporter "
+     "does not serve; stallscope doctor on the node"},
+    {"memory.gpu_ecc",
+     "needs the GPU's ECC error counters, which the exporter does not serve; "
+     "stallscope doctor on the node"},
+    {"memory.gpu_remap",
+     "needs the GPU's row remapper state, which the exporter does not serve; "
+     "stallscope doctor on the node"},
+    {"code.gpu_persistence_off",
+     "a setting of the node rather than a condition of a job; stallscope doctor on the node"},
+    {"code.gpu_xid",
+     "needs the kernel log, which the exporter does not read; stallscope doctor on the node"},
     {"network.allreduce_slow", "an active benchmark: stallscope bench allreduce"},
     {"distributed.allreduce_wrong", "an active benchmark: stallscope bench allreduce"},
     {"distributed.heterogeneous_gpus", "every node's GPU models at once: stallscope cluster"},

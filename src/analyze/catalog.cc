@@ -229,10 +229,13 @@ constexpr Rule kRules[] = {
     {"network.port_errors", Layer::kNetwork,
      "growth over the sampling window (doctor's interval; the whole run for run/report) of "
      "/proc/net/dev errors (errs+fifo+frame, errs+fifo+colls+carrier) and drops per NIC "
-     "(loopback left out), and of RDMA port counters symbol_error, port_rcv_errors, link_downed",
+     "(loopback left out), and of RDMA port counters symbol_error, port_rcv_errors, link_downed; "
+     "doctor also reads the kernel log for mlx5/InfiniBand link-down, lost-carrier and "
+     "cable-unplugged messages since boot (source kernel_log in the evidence)",
      "NIC: warning at >= 1 error, or >= 10 drops that are >= 0.1% of the packets; critical at "
      "errors >= 0.1% or drops >= 1% of the packets. RDMA: warning when symbol or receive errors "
-     "grow, critical when link_downed grows (the link flapped)",
+     "grow, critical when link_downed grows (the link flapped); a link-down message in the "
+     "kernel log: warning",
      "packet loss makes TCP retransmit and NCCL time out, and incast overflows "
      "switch buffers even below full bandwidth. A healthy link counts no CRC/frame errors at "
      "all, hence any one; TCP's rate falls as 1/sqrt(loss), so 0.1% already costs severalfold. "
@@ -524,6 +527,68 @@ constexpr Rule kRules[] = {
      "one GPU the straggler every rank waits for (the slowest rank sets the pace). "
      "20% of the run separates a condition from a burst; 70% is ours",
      "NVIDIA NVML API reference (clock event reasons): https://docs.nvidia.com/deploy/nvml-api/"},
+    // GPU and link health (analyze/gpu_health_rules.h)
+    {"io.pcie_degraded", Layer::kIo,
+     "sysfs current_link_speed / current_link_width of each NVIDIA GPU against its "
+     "max_link_speed / max_link_width and the upstream port's (the lower of the two is what "
+     "the link could train at); the copy ceiling of each (lanes x GT/s after 8b/10b or "
+     "128b/130b encoding); NVML utilization.gpu",
+     "fires when the GPU trained narrower (always) or slower (only while utilization.gpu >= "
+     "10%: GPUs slow an idle link to save power); critical when the trained ceiling is <= 25% "
+     "of the possible one, else warning",
+     "host-to-device copies (the batch, pinned or not) cannot go faster than the link: x8 of "
+     "x16 or Gen3 of Gen4 halves them, and nothing in a training log says so. A link that "
+     "trained down points at a riser, a slot, a BIOS setting or a card not seated. One step "
+     "down (half the width or one generation) halves the ceiling: a warning; 25% is two "
+     "steps (x4 of x16, or x8 one generation down): critical",
+     "Linux kernel documentation, sysfs PCI attributes (current_link_speed, max_link_width): "
+     "https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-bus-pci"},
+    {"network.link_degraded", Layer::kNetwork,
+     "sysfs current_link_speed / current_link_width of each NIC and InfiniBand/RoCE HCA "
+     "against its max_link_* and the upstream port's",
+     "fires when the device trained narrower or slower than both ends can do; critical when "
+     "the trained ceiling is <= 25% of the possible one, else warning",
+     "a 200 Gb/s HCA on a x8 Gen4 link (126 Gb/s) cannot reach its line rate: all-reduce "
+     "busbw falls with it while every port counter stays clean, so only the link's own "
+     "training says why",
+     "Linux kernel documentation, sysfs PCI attributes (current_link_speed, max_link_width): "
+     "https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-bus-pci"},
+    {"memory.gpu_ecc", Layer::kMemory,
+     "NVML ECC error counts per GPU: uncorrectable volatile (since the driver loaded) and "
+     "aggregate (the GPU's life), correctable volatile at both ends of the sampling window; "
+     "retired pages and remapped rows beside them",
+     "critical at >= 1 volatile uncorrectable error; warning at >= 1 aggregate uncorrectable "
+     "error with no volatile one, or at >= 1 correctable error counted during the window",
+     "an uncorrectable error ends the process that touched it (Xid 48/94/95) and may have "
+     "corrupted what it computed; the lifetime count says the GPU had them before; "
+     "correctable errors that grow while you watch are memory on its way out (DCGM's "
+     "diagnostics treat both the same way)",
+     "NVIDIA GPU Memory Error Management: "
+     "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/"},
+    {"memory.gpu_remap", Layer::kMemory,
+     "NVML row remapper state per GPU (nvmlDeviceGetRemappedRows: pending, failure)",
+     "warning when a remap is pending; critical when a remap failed",
+     "a pending remap takes effect only at the next GPU reset, so until then the bad row is "
+     "still used; a failed remap means the bank has no spare rows left, which NVIDIA treats "
+     "as a reason to replace the GPU",
+     "NVIDIA GPU Memory Error Management (row remapping): "
+     "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/"},
+    {"code.gpu_persistence_off", Layer::kCode,
+     "NVML persistence mode per GPU (nvmlDeviceGetPersistenceMode)", "info when it is off",
+     "without persistence (or nvidia-persistenced) the driver deinitializes an idle GPU, so "
+     "every job start and every nvidia-smi pays seconds of initialization, and state such as "
+     "application clocks is lost between jobs",
+     "NVIDIA Driver Persistence: https://docs.nvidia.com/deploy/driver-persistence/"},
+    {"code.gpu_xid", Layer::kCode,
+     "NVIDIA driver Xid errors in the kernel log (/dev/kmsg, or klogctl where it is missing), "
+     "'NVRM: Xid (PCI:bus): N, ...', counted per GPU by bus id since boot, with the meaning of "
+     "13, 31, 43, 45, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95",
+     "critical for Xid 48 (double-bit ECC), 64 (remap failed), 79 (fell off the bus) or 95 "
+     "(uncontained ECC); warning for any other",
+     "these are the errors nvidia-bug-report.sh and DCGM look for first: after 48/64/79/95 the "
+     "GPU needs a reset or replacement before a job can trust it; 13/31/43/45 are usually the "
+     "application's own fault, but the same Xid repeating on one GPU only points at the GPU",
+     "NVIDIA Xid Errors: https://docs.nvidia.com/deploy/xid-errors/"},
     // distributed: bench allreduce and cluster (analyze/allreduce_rules.h, cluster_rules.h)
     {"network.allreduce_slow", Layer::kNetwork,
      "bench allreduce: busbw (algbw x 2(n-1)/n) of the largest size against the line rate of "

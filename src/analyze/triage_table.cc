@@ -19,12 +19,17 @@ constexpr Suspect kTable[] = {
     {Layer::kMemory, "too much page-locked (pinned) memory squeezes the page cache",
      "grep Mlocked /proc/meminfo; grep -E 'VmLck|VmPin' /proc/PID/status",
      "stallscope doctor --quick", "memory.pinned_excess"},
+    {Layer::kMemory, "GPU memory errors: uncorrectable ECC, rows pending or failing remap",
+     "nvidia-smi -q -d ECC,ROW_REMAPPER", "stallscope doctor --quick",
+     "memory.gpu_ecc memory.gpu_remap"},
     // Then io (5.1 step 2).
     {Layer::kIo, "the data disk saturated: %util near 100, await tens of ms", "iostat -x 1",
      "stallscope run --data /data -- python train.py", "io.device_saturated"},
     {Layer::kIo, "storage too slow to feed training (< 500 MB/s sequential, < 5000 IOPS)",
      "fio --name=seq_read --rw=read --bs=1M --direct=1 --numjobs=4 --runtime=30",
      "stallscope bench io /data", "io.storage_slow"},
+    {Layer::kIo, "a GPU's PCIe link trained at x8 or a generation down: copies at half speed",
+     "sudo lspci -vv | grep -E 'LnkCap|LnkSta'", "stallscope doctor --quick", "io.pcie_degraded"},
     {Layer::kIo, "hundreds of thousands of small files crush IOPS",
      "find /data -type f | wc -l; du -sh /data", "stallscope dataset /data", "io.small_files"},
     {Layer::kIo, "remote file system pays for every open/stat/readdir", "df -T /data; mount",
@@ -48,6 +53,9 @@ constexpr Suspect kTable[] = {
     {Layer::kNetwork, "port errors, drops, link flaps",
      "ip -s link; cat /sys/class/infiniband/*/ports/*/counters/symbol_error",
      "stallscope doctor --quick", "network.port_errors"},
+    {Layer::kNetwork, "a NIC or HCA on a narrower or slower PCIe link than it can use",
+     "cat /sys/class/net/IF/device/current_link_width", "stallscope doctor --quick",
+     "network.link_degraded"},
     {Layer::kNetwork, "gradient sync over 30% of the step", "time one step on 1 GPU and on N GPUs",
      "stallscope scale --procs 1,2,4 -- CMD", "network.comm_ratio_high"},
     // Distributed: the slowest rank sets the pace (seed 4.3, 4.4).
@@ -63,6 +71,9 @@ constexpr Suspect kTable[] = {
     {Layer::kCode, "utilization high but SM activity low (small kernels, syncs)",
      "nvidia-smi dmon -s u vs DCGM SM activity", "stallscope run -- python train.py",
      "code.util_misleading"},
+    {Layer::kCode, "the GPU driver reports Xid errors (79: fell off the bus, 48: ECC)",
+     "dmesg -T | grep -i xid; nvidia-smi -q | grep -i persistence", "stallscope doctor --quick",
+     "code.gpu_xid code.gpu_persistence_off"},
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "analyze/dataset_rules.h"
+#include "analyze/gpu_health_rules.h"
 #include "analyze/gpu_rules.h"
 #include "analyze/network_rules.h"
 #include "analyze/report.h"
@@ -139,18 +140,26 @@ Result<HostDiagnosis> DiagnoseHost(const Root& root, const DoctorRequest& reques
   // The guide's order: memory, io, network, then distributed and code.
   TriageMemory(d.snapshot, t);
   TriageHostDisks(d.snapshot, t);
+  // GPUs' and NICs' PCIe links: io.pcie_degraded, network.link_degraded.
+  t.Add(CheckPcieLinks(d.snapshot.pcie_links, d.snapshot.gpus));
   TriageDataset(request, d.snapshot, t, progress);
   t.checked.push_back(Layer::kNetwork);
   t.Add(CheckNetwork(net::ObserveHostNetwork(root, d.snapshot, request.peers, rdma_before)));
+  if (std::optional<Finding> ports = PortLogFinding(d.snapshot.port_events, "since boot")) {
+    MergeFinding(t.findings, std::move(*ports), "kernel_log", "counters");
+  }
   if (!inputs.nccl_logs.empty()) {
     TriageNcclLogs(inputs.nccl_logs, ReadHostRdma(root, t.notes), t);
   }
   // GPUs through NVML: memory.gpu_near_full and the code.* findings.
   if (d.snapshot.gpus.available) {
     t.Add(CheckGpuObservation(d.snapshot.gpus, GpuProcessNames(root, d.snapshot.gpus)));
+    t.Add(CheckGpuHealth(d.snapshot.gpus, d.snapshot.gpu_ecc_corrected_growth));
   } else {
     t.notes.push_back("gpu: " + d.snapshot.gpus.absent_reason);
   }
+  // Xids count with or without NVML: a GPU that fell off the bus may be gone from it.
+  t.Add(CheckGpuXids(d.snapshot.xids, d.snapshot.gpus, "since boot"));
   if (inputs.run) TriageRun(std::move(*inputs.run), t);
   d.now = BaselineFromSnapshot(d.snapshot, t.bench ? &*t.bench : nullptr);
   if (inputs.baseline) TriageBaseline(*inputs.baseline, d.now, request.drift_percent / 100, t);

@@ -196,4 +196,28 @@ std::vector<int> ReadMemoryNodes(const Root& root) {
   return {};
 }
 
+void JudgeAgainstLink(const PcieLink& link, const std::vector<H2dSample>& samples, H2dVerdict& v) {
+  std::optional<double> ceiling = PcieCeilingBytesPerSecond(link.current);
+  uint64_t largest = 0;
+  for (const H2dSample& s : samples) largest = std::max(largest, s.size_bytes);
+  const H2dSample* pinned =
+      Find(samples, largest, CopyDirection::kHostToDevice, HostMemory::kPinned, true);
+  if (!ceiling || !pinned || largest == 0) return;
+  v.pinned_h2d_over_link_ceiling = pinned->bytes_per_second / *ceiling;
+  const PcieLinkEnd expected = PcieExpected(link);
+  std::optional<double> possible = PcieCeilingBytesPerSecond(expected);
+  std::string line = fmt::format(
+      "pinned copies to the GPU reach {:.1f} GB/s, {:.0f}% of its PCIe link's {:.1f} GB/s "
+      "ceiling ({})",
+      pinned->bytes_per_second / 1e9, 100 * *v.pinned_h2d_over_link_ceiling, *ceiling / 1e9,
+      PcieEndText(link.current));
+  if (possible && *possible > *ceiling * 1.001) {
+    line += fmt::format(
+        "; the link trained below the {} its GPU and port can do ({:.1f} GB/s): the link caps "
+        "these copies (stallscope doctor: io.pcie_degraded; lspci -vv -s {})",
+        PcieEndText(expected), *possible / 1e9, link.pci_address);
+  }
+  v.lines.push_back(std::move(line));
+}
+
 }  // namespace stallscope

@@ -56,6 +56,13 @@ NumaPlacement ChooseNumaNodes(std::optional<int> gpu_node, const std::vector<int
 // The verdict of one GPU's samples, at the largest size measured.
 H2dVerdict JudgeH2d(const std::vector<H2dSample>& samples);
 
+// The verdict's line on the copies against the GPU's trained PCIe link: the
+// pinned h2d rate at the largest size as a share of the link's ceiling, and
+// whether the link trained below what it and its port can do (then the
+// link, not the host, caps the copies: io.pcie_degraded). Pure.
+void JudgeAgainstLink(const PcieLink& link, const std::vector<H2dSample>& samples,
+                      H2dVerdict& verdict);
+
 // "0-1,3" -> {0,1,3} (the kernel's list format, as in has_memory); nullopt
 // when malformed or absurd (over 4096 entries).
 std::optional<std::vector<int>> ParseNodeList(std::string_view text);

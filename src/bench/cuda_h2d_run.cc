@@ -20,6 +20,7 @@
 #include "bench/cuda_h2d.h"
 #include "bench/cuda_runtime.h"
 #include "core/file.h"
+#include "probe/pcie_link.h"
 
 namespace stallscope {
 namespace {
@@ -194,6 +195,14 @@ void RunGpu(const CudaRuntime& cuda, const H2dOptions& options, const std::vecto
   if (api.DeviceGetPCIBusId(bus_id, sizeof(bus_id) - 1, gpu.index) == kCudaSuccess)
     gpu.pci_bus_id = bus_id;
   gpu.numa_node = ReadPciNumaNode(options.root, gpu.pci_bus_id);
+  if (std::optional<std::string> address = CudaBusIdToSysfs(gpu.pci_bus_id)) {
+    Result<PcieLink> link = ReadPcieLink(options.root, PcieDeviceKind::kGpu, *address, *address);
+    if (link.ok()) {
+      gpu.link = std::move(*link);
+    } else {
+      gpu.notes.push_back("no PCIe link figures: " + link.status().message());
+    }
+  }
   NumaPlacement placement = ChooseNumaNodes(gpu.numa_node, memory_nodes);
   if (!placement.local)
     gpu.notes.push_back("no NUMA node information: host buffers not bound");
@@ -257,6 +266,7 @@ void RunGpu(const CudaRuntime& cuda, const H2dOptions& options, const std::vecto
     }
   }
   gpu.verdict = JudgeH2d(gpu.samples);
+  if (gpu.link) JudgeAgainstLink(*gpu.link, gpu.samples, gpu.verdict);
 }
 
 }  // namespace

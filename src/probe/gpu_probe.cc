@@ -285,6 +285,16 @@ GpuObservation GpuProbe::Sample() {
                                              NVML_VOLATILE_ECC, &ecc),
                 d, "nvmlDeviceGetTotalEccErrors"))
         s.ecc_volatile_uncorrected = ecc;
+      if (!d.lost && nvml.DeviceGetTotalEccErrors &&
+          Check(nvml.DeviceGetTotalEccErrors(d.handle, NVML_MEMORY_ERROR_TYPE_CORRECTED,
+                                             NVML_AGGREGATE_ECC, &ecc),
+                d, "nvmlDeviceGetTotalEccErrors"))
+        s.ecc_aggregate_corrected = ecc;
+      if (!d.lost && nvml.DeviceGetTotalEccErrors &&
+          Check(nvml.DeviceGetTotalEccErrors(d.handle, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                                             NVML_AGGREGATE_ECC, &ecc),
+                d, "nvmlDeviceGetTotalEccErrors"))
+        s.ecc_aggregate_uncorrected = ecc;
       if (!d.lost && nvml.DeviceGetRetiredPages) {
         unsigned total = 0;
         bool any = false;
@@ -307,7 +317,18 @@ GpuObservation GpuProbe::Sample() {
                   "nvmlDeviceGetRemappedRows")) {
           s.remapped_rows = corr + unc;
           s.remap_pending = pending != 0;
+          s.remap_failed = failed != 0;
         }
+      }
+      int mode = 0;
+      if (!d.lost && nvml.DeviceGetPersistenceMode &&
+          Check(nvml.DeviceGetPersistenceMode(d.handle, &mode), d, "nvmlDeviceGetPersistenceMode"))
+        s.persistence_mode = mode == NVML_FEATURE_ENABLED;
+      unsigned mig_now = 0, mig_next = 0;
+      if (!d.lost && nvml.DeviceGetMigMode &&
+          Check(nvml.DeviceGetMigMode(d.handle, &mig_now, &mig_next), d, "nvmlDeviceGetMigMode")) {
+        s.mig_mode = mig_now == NVML_FEATURE_ENABLED;
+        s.mig_mode_pending = mig_next == NVML_FEATURE_ENABLED;
       }
       if (!d.lost) {
         // _v2 (24-byte entries), else v1 (16-byte); never _v3 (see nvml_api.h).

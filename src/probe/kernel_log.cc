@@ -1,10 +1,12 @@
-// The OOM killer's reports in the kernel log (see kernel_log.h).
+// The kernel log: OOM kills, Xids, port events (see kernel_log.h).
 #include "probe/kernel_log.h"
 
 #include <fcntl.h>
+#include <sys/klog.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 
 #include "core/file.h"
@@ -106,14 +108,102 @@ std::optional<OomKill> ParseKill(std::string_view message) {
   return kill;
 }
 
+// "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen
+// off the bus." (older drivers: "NVRM: Xid (0000:01:00): 13, ...").
+std::optional<GpuXid> ParseXid(std::string_view message) {
+  constexpr std::string_view kXid = "NVRM: Xid (";
+  size_t at = message.find(kXid);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = message.substr(at + kXid.size());
+  size_t close = rest.find("): ");
+  if (close == std::string_view::npos || close > 32) return std::nullopt;
+  std::string_view bus = rest.substr(0, close);
+  if (bus.substr(0, 4) == "PCI:") bus.remove_prefix(4);
+  rest.remove_prefix(close + 3);
+  size_t digits = 0;
+  while (digits < rest.size() && digits < 5 &&
+         std::isdigit(static_cast<unsigned char>(rest[digits])))
+    ++digits;
+  if (digits == 0 ||
+      (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits]))))
+    return std::nullopt;
+  GpuXid xid;
+  xid.xid = static_cast<int>(*ParseInt(rest.substr(0, digits)));
+  for (char c : bus) xid.bus_id += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  rest.remove_prefix(digits);
+  if (size_t p = rest.find("pid="); p != std::string_view::npos) {
+    std::string_view v = rest.substr(p + 4);
+    size_t n = 0;
+    while (n < v.size() && n < 9 && std::isdigit(static_cast<unsigned char>(v[n]))) ++n;
+    if (n > 0) xid.pid = static_cast<int>(*ParseInt(v.substr(0, n)));
+  }
+  if (size_t p = rest.find("name="); p != std::string_view::npos) {
+    std::string_view v = rest.substr(p + 5);
+    v = v.substr(0, v.find(','));
+    if (v != "<unknown>") xid.process = std::string(Trim(v));
+  }
+  xid.message = std::string(Trim(message));
+  return xid;
+}
+
+// An mlx5 / InfiniBand port whose link went down or lost its cable:
+// "mlx5_core 0000:5e:00.0 ens1f0np0: Link down", "mlx5_core 0000:5e:00.0:
+// Port module event: module 0, Cable unplugged", "ib0: lost carrier".
+std::optional<PortLogEvent> ParsePortEvent(std::string_view message) {
+  static constexpr std::string_view kDown[] = {"Link down",    "link down",       "Link is Down",
+                                               "lost carrier", "Cable unplugged", "module absent",
+                                               "PORT_DOWN"};
+  bool down = false;
+  for (std::string_view needle : kDown) down |= message.find(needle) != std::string_view::npos;
+  if (!down) return std::nullopt;
+  std::string_view s = Trim(message);
+  bool rdma =
+      s.substr(0, 4) == "mlx5" || s.substr(0, 4) == "mlx4" || s.substr(0, 10) == "infiniband" ||
+      (s.size() > 2 && s.substr(0, 2) == "ib" && std::isdigit(static_cast<unsigned char>(s[2])));
+  if (!rdma) return std::nullopt;
+  PortLogEvent event;
+  // The device: the first PCI address on the line, else its first word.
+  for (size_t i = 0; i + 12 <= s.size(); ++i) {
+    std::string_view candidate = s.substr(i, 12);
+    if (candidate[4] == ':' && candidate[7] == ':' && candidate[10] == '.' &&
+        (i == 0 || s[i - 1] == ' ')) {
+      event.device = std::string(candidate);
+      break;
+    }
+  }
+  if (event.device.empty()) {
+    std::string_view word = s.substr(0, s.find_first_of(" :"));
+    event.device = std::string(word);
+  }
+  event.message = std::string(s);
+  return event;
+}
+
+// "<6>[  190.838925] message": klogctl's priority prefix dropped.
+std::string_view DropPriority(std::string_view line) {
+  if (line.size() > 2 && line.front() == '<') {
+    size_t close = line.find('>');
+    if (close != std::string_view::npos && close <= 4 && IsDigits(line.substr(1, close - 1)))
+      return line.substr(close + 1);
+  }
+  return line;
+}
+
 }  // namespace
 
-std::vector<OomKill> ParseOomKills(std::string_view text) {
-  std::vector<OomKill> kills;
+KernelLogEvents ParseKernelLog(std::string_view text) {
+  KernelLogEvents events;
   size_t number = 0;
   for (std::string_view line : SplitLines(text)) {
     ++number;
-    if (line.find(kKilled) == std::string_view::npos) continue;
+    const bool kill_line = line.find(kKilled) != std::string_view::npos;
+    const bool xid_line = line.find("NVRM: Xid") != std::string_view::npos;
+    const bool port_line =
+        !kill_line && !xid_line &&
+        (line.find("mlx") != std::string_view::npos || line.find("ib") != std::string_view::npos ||
+         line.find("infiniband") != std::string_view::npos);
+    if (!kill_line && !xid_line && !port_line) continue;
+    line = DropPriority(line);
     std::optional<double> t;
     std::string_view message = line;
     if (!SplitKmsgRecord(line, t, message) && !SplitDmesgLine(line, t, message)) {
@@ -122,33 +212,89 @@ std::vector<OomKill> ParseOomKills(std::string_view text) {
         message = line.substr(k + 9);
       }
     }
-    std::optional<OomKill> kill = ParseKill(message);
-    if (!kill) continue;
-    kill->monotonic_seconds = t;
-    kill->line = number;
-    kills.push_back(std::move(*kill));
+    if (kill_line) {
+      if (std::optional<OomKill> kill = ParseKill(message)) {
+        kill->monotonic_seconds = t;
+        kill->line = number;
+        events.kills.push_back(std::move(*kill));
+      }
+    } else if (xid_line) {
+      if (std::optional<GpuXid> xid = ParseXid(message)) {
+        xid->monotonic_seconds = t;
+        xid->line = number;
+        events.xids.push_back(std::move(*xid));
+      }
+    } else if (std::optional<PortLogEvent> event = ParsePortEvent(message)) {
+      event->monotonic_seconds = t;
+      event->line = number;
+      events.port_events.push_back(std::move(*event));
+    }
   }
-  return kills;
+  return events;
 }
 
-Result<std::vector<OomKill>> ReadOomKills(const Root& root, std::optional<double> since) {
+std::vector<OomKill> ParseOomKills(std::string_view text) { return ParseKernelLog(text).kills; }
+
+std::vector<GpuXid> ParseXids(std::string_view text) { return ParseKernelLog(text).xids; }
+
+namespace {
+
+// Appends what `complete` (whole lines) holds at or after `since`, its line
+// numbers counted on from `lines_before`.
+void Collect(std::string_view complete, std::optional<double> since, size_t& lines_before,
+             KernelLogEvents& into) {
+  KernelLogEvents found = ParseKernelLog(complete);
+  auto kept = [&](const std::optional<double>& t) { return !(since && t && *t < *since); };
+  for (OomKill& k : found.kills) {
+    if (!kept(k.monotonic_seconds)) continue;
+    k.line += lines_before;
+    into.kills.push_back(std::move(k));
+  }
+  for (GpuXid& x : found.xids) {
+    if (!kept(x.monotonic_seconds)) continue;
+    x.line += lines_before;
+    into.xids.push_back(std::move(x));
+  }
+  for (PortLogEvent& e : found.port_events) {
+    if (!kept(e.monotonic_seconds)) continue;
+    e.line += lines_before;
+    into.port_events.push_back(std::move(e));
+  }
+  lines_before += static_cast<size_t>(std::count(complete.begin(), complete.end(), '\n'));
+}
+
+// The live ring buffer through klogctl(2), for a host without /dev/kmsg.
+Result<KernelLogEvents> ReadKlogctl(std::optional<double> since) {
+  int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, nullptr, 0);
+  if (size <= 0) return Status::FromErrno("cannot read the kernel log (klogctl)", errno);
+  std::string buffer(static_cast<size_t>(std::min(size, 64 << 20)), '\0');
+  int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buffer.data(), static_cast<int>(buffer.size()));
+  if (n < 0) return Status::FromErrno("cannot read the kernel log (klogctl)", errno);
+  buffer.resize(static_cast<size_t>(n));
+  KernelLogEvents events;
+  size_t lines = 0;
+  Collect(buffer, since, lines, events);
+  events.source = "klogctl";
+  return events;
+}
+
+}  // namespace
+
+Result<KernelLogEvents> ReadKernelLog(const Root& root, std::optional<double> since) {
   const std::string path = root.Path("/dev/kmsg");
   int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno("cannot read the kernel log " + path, errno);
+  if (fd < 0) {
+    const int error = errno;
+    if (error == ENOENT && root.IsLive()) return ReadKlogctl(since);
+    return Status::FromErrno("cannot read the kernel log " + path, error);
+  }
   // /dev/kmsg gives one record a read, a fixture file any chunk: keep whole
   // lines, judge each as it completes, so memory stays one record's worth
-  // plus the kills.
-  std::vector<OomKill> kills;
+  // plus the events.
+  KernelLogEvents events;
+  events.source = path;
   std::string pending;
   size_t lines_before = 0;
-  auto judge = [&](std::string_view complete) {
-    for (OomKill& k : ParseOomKills(complete)) {
-      if (since && k.monotonic_seconds && *k.monotonic_seconds < *since) continue;
-      k.line += lines_before;
-      kills.push_back(std::move(k));
-    }
-    lines_before += static_cast<size_t>(std::count(complete.begin(), complete.end(), '\n'));
-  };
   char buffer[16384];
   Status failure;
   // A ring buffer is a few MiB at most; something that never ends (a
@@ -162,7 +308,7 @@ Result<std::vector<OomKill>> ReadOomKills(const Root& root, std::optional<double
       pending.append(buffer, static_cast<size_t>(n));
       size_t last = pending.rfind('\n');
       if (last != std::string::npos) {
-        judge(std::string_view(pending).substr(0, last + 1));
+        Collect(std::string_view(pending).substr(0, last + 1), since, lines_before, events);
         pending.erase(0, last + 1);
       }
       if (pending.size() > (1u << 20)) pending.clear();  // no newline in 1 MiB: not a log
@@ -175,8 +321,14 @@ Result<std::vector<OomKill>> ReadOomKills(const Root& root, std::optional<double
   }
   close(fd);
   if (!failure.ok()) return failure;
-  if (!pending.empty()) judge(pending);
-  return kills;
+  if (!pending.empty()) Collect(pending, since, lines_before, events);
+  return events;
+}
+
+Result<std::vector<OomKill>> ReadOomKills(const Root& root, std::optional<double> since) {
+  Result<KernelLogEvents> events = ReadKernelLog(root, since);
+  if (!events.ok()) return events.status();
+  return std::move(events->kills);
 }
 
 }  // namespace stallscope

@@ -1,7 +1,9 @@
-// The kernel log's reports of OOM kills: which process the OOM killer ended
-// and how much memory it held then, as `dmesg | grep -i 'killed process'`
-// shows them. `run` reads them after a job died of SIGKILL, so a job killed
-// before the first sample still has its peak, from what the kernel kept.
+// The kernel log probe: the OOM killer's reports (which process it ended and
+// how much memory it held then, as `dmesg | grep -i 'killed process'` shows
+// them), NVIDIA Xid errors and mlx5/InfiniBand link-down messages
+// (sample/kernel_events.h), read in one pass. `run` reads the kills after a
+// job died of SIGKILL, so a job killed before the first sample still has its
+// peak; `doctor` and `run` read the Xids and port events.
 //
 // ParseOomKills is pure (text in, kills out) and takes every form a user has
 // the log in: /dev/kmsg records ("6,1234,190838925,-;message"), dmesg lines
@@ -10,9 +12,11 @@
 // "...Killed process PID (COMM) total-vm:NkB, anon-rss:NkB, file-rss:NkB[,
 // shmem-rss:NkB, UID:U pgtables:NkB oom_score_adj:N]" (mm/oom_kill.c); the
 // oom_reaper's later "reaped process ... now anon-rss:0kB" is not a kill.
-// ReadOomKills reads /dev/kmsg under a Root without blocking and without
+// ReadKernelLog reads /dev/kmsg under a Root without blocking and without
 // consuming it (every reader of /dev/kmsg has its own position), 64 MiB at
-// most. Stateless; thread-safe.
+// most; on the live root without a /dev/kmsg (some containers) it asks
+// klogctl(2) for the ring buffer instead. No program is spawned. Stateless;
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +27,7 @@
 
 #include "core/file.h"
 #include "core/status.h"
+#include "sample/kernel_events.h"
 
 namespace stallscope {
 
@@ -47,6 +52,25 @@ struct OomKill {
 // a kill line whose pid is not a number is skipped too (it cannot be matched
 // to a process). Never fails: a kernel log is not ours to reject.
 std::vector<OomKill> ParseOomKills(std::string_view text);
+
+// Everything the probe looks for in a kernel log, in order of the text.
+struct KernelLogEvents {
+  std::vector<OomKill> kills;
+  std::vector<GpuXid> xids;
+  std::vector<PortLogEvent> port_events;
+  std::string source;  // what was read: "/dev/kmsg", "klogctl", a file
+};
+
+// Every kill, Xid and port event in `text` (any of the forms above). Never
+// fails.
+KernelLogEvents ParseKernelLog(std::string_view text);
+// The Xids of `text` alone.
+std::vector<GpuXid> ParseXids(std::string_view text);
+
+// What /dev/kmsg under `root` still holds, at or after `since` seconds of
+// CLOCK_MONOTONIC when given (records without a time are kept). An
+// unreadable log is an error naming the file and the errno.
+Result<KernelLogEvents> ReadKernelLog(const Root& root, std::optional<double> since = std::nullopt);
 
 // The kills /dev/kmsg under `root` still holds, at or after `since` seconds
 // of CLOCK_MONOTONIC when given (records without a time are kept). An

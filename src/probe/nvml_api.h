@@ -29,6 +29,11 @@
  *    numMetrics entries only, so our array may be shorter than NVIDIA's
  *    NVML_GPM_METRIC_MAX (98 in CUDA 12.0, larger later); we ask for 8.
  *  - GPM metric ids from nvmlGpmMetricId_t (CUDA 12 nvml.h).
+ *  - nvmlDeviceGetPersistenceMode(device, nvmlEnableState_t*) and
+ *    nvmlDeviceGetMigMode(device, unsigned* current, unsigned* pending):
+ *    nvmlEnableState_t is an int-sized enum, 0 disabled, 1 enabled.
+ *    nvmlDeviceGetTotalEccErrors' counter type 1 is the aggregate (lifetime)
+ *    count, 0 the volatile one (since the driver loaded).
  */
 #ifndef STALLSCOPE_GPU_NVML_API_H_
 #define STALLSCOPE_GPU_NVML_API_H_
@@ -103,6 +108,10 @@ typedef struct nvmlProcessInfo_v2_st {
 #define NVML_MEMORY_ERROR_TYPE_CORRECTED 0
 #define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
 #define NVML_VOLATILE_ECC 0
+#define NVML_AGGREGATE_ECC 1
+/* nvmlEnableState_t */
+#define NVML_FEATURE_DISABLED 0
+#define NVML_FEATURE_ENABLED 1
 /* nvmlPageRetirementCause_t */
 #define NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS 0
 #define NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR 1
@@ -183,6 +192,8 @@ typedef nvmlReturn_t (*nvmlDeviceGetRetiredPages_fn)(nvmlDevice_t, int, unsigned
                                                      unsigned long long*);
 typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t, unsigned int*, unsigned int*,
                                                      unsigned int*, unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetPersistenceMode_fn)(nvmlDevice_t, int*);
+typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t, unsigned int*, unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_v2_fn)(nvmlDevice_t, unsigned int*,
                                                                    nvmlProcessInfo_v2_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_fn)(nvmlDevice_t, unsigned int*,

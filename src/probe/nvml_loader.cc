@@ -100,6 +100,8 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   Resolve(h, "nvmlDeviceGetTotalEccErrors", lib->DeviceGetTotalEccErrors);
   Resolve(h, "nvmlDeviceGetRetiredPages", lib->DeviceGetRetiredPages);
   Resolve(h, "nvmlDeviceGetRemappedRows", lib->DeviceGetRemappedRows);
+  Resolve(h, "nvmlDeviceGetPersistenceMode", lib->DeviceGetPersistenceMode);
+  Resolve(h, "nvmlDeviceGetMigMode", lib->DeviceGetMigMode);
   Resolve(h, "nvmlDeviceGetComputeRunningProcesses_v2", lib->DeviceGetComputeProcessesV2);
   Resolve(h, "nvmlDeviceGetComputeRunningProcesses", lib->DeviceGetComputeProcessesV1);
   Resolve(h, "nvmlGpmQueryDeviceSupport", lib->GpmQueryDeviceSupport);

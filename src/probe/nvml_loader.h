@@ -57,6 +57,8 @@ class NvmlLibrary {
   nvmlDeviceGetTotalEccErrors_fn DeviceGetTotalEccErrors = nullptr;
   nvmlDeviceGetRetiredPages_fn DeviceGetRetiredPages = nullptr;
   nvmlDeviceGetRemappedRows_fn DeviceGetRemappedRows = nullptr;
+  nvmlDeviceGetPersistenceMode_fn DeviceGetPersistenceMode = nullptr;
+  nvmlDeviceGetMigMode_fn DeviceGetMigMode = nullptr;
   nvmlDeviceGetComputeRunningProcesses_v2_fn DeviceGetComputeProcessesV2 = nullptr;
   nvmlDeviceGetComputeRunningProcesses_fn DeviceGetComputeProcessesV1 = nullptr;
   nvmlGpmQueryDeviceSupport_fn GpmQueryDeviceSupport = nullptr;

@@ -17,7 +17,9 @@
 #include "probe/gpu_probe.h"
 #include "probe/host_sampler.h"
 #include "probe/infiniband.h"
+#include "probe/kernel_log.h"
 #include "probe/net_dev.h"
+#include "probe/pcie_link.h"
 #include "probe/process_tree.h"
 #include "probe/topology.h"
 #include "sample/disk_rates.h"
@@ -89,6 +91,17 @@ void ReadStaticFacts(const Root& root, Snapshot& s) {
   } else {
     s.notes.push_back("topology: " + topology.status().message());
   }
+  if (s.topology) s.pcie_links = ReadPcieLinks(root, *s.topology, &s.notes);
+
+  if (Result<KernelLogEvents> log = ReadKernelLog(root); log.ok()) {
+    s.kernel_log_read = true;
+    s.xids = std::move(log->xids);
+    s.port_events = std::move(log->port_events);
+  } else if (root.IsLive() || !log.status().IsNotFound()) {
+    // A fixture tree without dev/kmsg has no log to speak of.
+    s.notes.push_back("kernel log: " + log.status().message() +
+                      " (Xid errors and port link-down messages not checked)");
+  }
 
   Result<TrainingEnvironment> env = ReadEnvironmentUnder(root);
   KeepOrNote(std::move(env), s.environment, s.notes, "environment");
@@ -144,7 +157,8 @@ Result<Snapshot> TakeSnapshot(const Root& root, const SnapshotOptions& options) 
   s.before = std::move(*before);
   // GPUs: this sample starts GPM's interval, the one after the wait ends it.
   std::unique_ptr<GpuProbe> gpu = GpuProbe::Open(root);
-  if (gpu->available()) (void)gpu->Sample();
+  GpuObservation first;
+  if (gpu->available()) first = gpu->Sample();
   // The static facts are read inside the interval: their cost overlaps the wait.
   ReadStaticFacts(root, s);
   double remaining = options.interval_seconds - (MonotonicSeconds() - s.before.monotonic_seconds);
@@ -153,6 +167,14 @@ Result<Snapshot> TakeSnapshot(const Root& root, const SnapshotOptions& options) 
   if (!after.ok()) return after.status();
   s.after = std::move(*after);
   s.gpus = gpu->Sample();
+  for (const GpuState& now : s.gpus.gpus) {
+    for (const GpuState& then : first.gpus) {
+      if (then.index == now.index && then.ecc_volatile_corrected && now.ecc_volatile_corrected &&
+          *now.ecc_volatile_corrected > *then.ecc_volatile_corrected)
+        s.gpu_ecc_corrected_growth.emplace_back(
+            now.index, *now.ecc_volatile_corrected - *then.ecc_volatile_corrected);
+    }
+  }
   s.time_utc = UtcNow();
   ComputeSnapshotRates(s);
   return s;

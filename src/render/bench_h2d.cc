@@ -105,6 +105,7 @@ nlohmann::ordered_json H2dToJson(const H2dResult& result) {
     g["pinned_over_pageable_h2d"] = opt(gpu.verdict.pinned_over_pageable_h2d);
     g["pinned_over_pageable_d2h"] = opt(gpu.verdict.pinned_over_pageable_d2h);
     g["remote_over_local_h2d"] = opt(gpu.verdict.remote_over_local_h2d);
+    g["pinned_h2d_over_link_ceiling"] = opt(gpu.verdict.pinned_h2d_over_link_ceiling);
     g["verdict"] = gpu.verdict.lines;
     g["notes"] = gpu.notes;
     gpus.push_back(g);

@@ -54,6 +54,17 @@ std::string RenderGpuText(const GpuObservation& o) {
         OrNa(g.ecc_volatile_corrected, "{}"), OrNa(g.ecc_volatile_uncorrected, "{}"),
         OrNa(g.retired_pages, "{}"), OrNa(g.remapped_rows, "{}"),
         g.remap_pending ? " (remap pending: reset the GPU)" : "");
+    if (g.ecc_aggregate_uncorrected || g.persistence_mode || g.mig_mode || g.remap_failed) {
+      auto on_off = [](const std::optional<bool>& v) { return !v ? "n/a" : *v ? "on" : "off"; };
+      out += fmt::format(
+          "    ECC lifetime corrected {} uncorrected {}  persistence {}  MIG {}{}{}\n",
+          OrNa(g.ecc_aggregate_corrected, "{}"), OrNa(g.ecc_aggregate_uncorrected, "{}"),
+          on_off(g.persistence_mode), on_off(g.mig_mode),
+          g.mig_mode_pending && g.mig_mode && *g.mig_mode_pending != *g.mig_mode
+              ? fmt::format(" ({} after reset)", on_off(g.mig_mode_pending))
+              : "",
+          g.remap_failed ? "  ROW REMAP FAILED" : "");
+    }
     if (g.gpm) {
       const GpmMetrics& m = *g.gpm;
       out += fmt::format(
@@ -111,6 +122,12 @@ nlohmann::ordered_json GpusToJson(const GpuObservation& o) {
     d["retired_pages"] = OrNull(g.retired_pages);
     d["remapped_rows"] = OrNull(g.remapped_rows);
     d["remap_pending"] = g.remap_pending;
+    d["ecc_aggregate_corrected"] = OrNull(g.ecc_aggregate_corrected);
+    d["ecc_aggregate_uncorrected"] = OrNull(g.ecc_aggregate_uncorrected);
+    d["remap_failed"] = g.remap_failed;
+    d["persistence_mode"] = OrNull(g.persistence_mode);
+    d["mig_mode"] = OrNull(g.mig_mode);
+    d["mig_mode_pending"] = OrNull(g.mig_mode_pending);
     nlohmann::ordered_json procs = nlohmann::ordered_json::array();
     for (const GpuProcess& p : g.processes) {
       procs.push_back({{"pid", p.pid}, {"used_bytes", p.used_bytes}});

@@ -151,6 +151,35 @@ std::string TopologySection(const Snapshot& s) {
   return out;
 }
 
+// PCIe links (lspci -vv's LnkSta against LnkCap), only when there are any.
+std::string PcieSection(const Snapshot& s) {
+  if (s.pcie_links.empty()) return "";
+  std::string out = "pcie links (trained / device max / upstream port max)\n";
+  for (const PcieLink& l : s.pcie_links) {
+    std::optional<double> ceiling = PcieCeilingBytesPerSecond(l.current);
+    out += fmt::format("  {} {} ({}): {} / {} / {}{}\n", PcieDeviceKindName(l.kind), l.name,
+                       l.pci_address, PcieEndText(l.current), PcieEndText(l.max),
+                       l.port_address.empty() ? "no port" : PcieEndText(l.port_max),
+                       ceiling ? fmt::format("  ceiling {:.1f} GB/s", *ceiling / 1e9) : "");
+  }
+  return out;
+}
+
+// What the kernel log holds about GPUs and RDMA ports, when it was read.
+std::string KernelLogSection(const Snapshot& s) {
+  if (!s.kernel_log_read) return "";
+  std::string out =
+      fmt::format("kernel log since boot: {} Xid error(s), {} port link-down message(s)\n",
+                  s.xids.size(), s.port_events.size());
+  for (const GpuXid& x : s.xids) {
+    std::string_view meaning = XidMeaning(x.xid);
+    out +=
+        fmt::format("  Xid {} on {}{}{}\n", x.xid, x.bus_id, meaning.empty() ? "" : ": ", meaning);
+  }
+  for (const PortLogEvent& e : s.port_events) out += fmt::format("  {}\n", e.message);
+  return out;
+}
+
 std::string EnvironmentSection(const Snapshot& s) {
   if (s.environment.variables.empty()) {
     return "training environment: no NCCL_*, GLOO_*, CUDA_VISIBLE_DEVICES or launcher variables "
@@ -174,7 +203,8 @@ std::string RenderSnapshotText(const Snapshot& s) {
                            s.container.evidence.empty() ? "" : s.container.evidence.front())
              : "container: none detected\n";
   out += "\n" + MemorySection(s) + "\n" + CpuSection(s) + "\n" + DiskSection(s) + "\n" +
-         NetworkSection(s) + "\n" + TopologySection(s) + "\n" + EnvironmentSection(s);
+         NetworkSection(s) + "\n" + TopologySection(s) + PcieSection(s) + KernelLogSection(s) +
+         "\n" + EnvironmentSection(s);
   out += "\n" + RenderGpuText(s.gpus);
   out += fmt::format("processes: {}, RSS {} in all\n", s.processes.processes,
                      FormatBytes(s.processes.rss_bytes));
@@ -396,6 +426,45 @@ Json TopologyJson(const Snapshot& s) {
           {"gpus", placements(t.gpus)}};
 }
 
+Json PcieJson(const Snapshot& s) {
+  Json out = Json::array();
+  auto end = [](const PcieLinkEnd& e) -> Json {
+    return {{"speed_gts", OrNull(e.speed_gts)}, {"width", OrNull(e.width)}};
+  };
+  for (const PcieLink& l : s.pcie_links) {
+    out.push_back({{"kind", PcieDeviceKindName(l.kind)},
+                   {"name", l.name},
+                   {"pci_address", l.pci_address},
+                   {"current", end(l.current)},
+                   {"max", end(l.max)},
+                   {"port_address", l.port_address.empty() ? Json(nullptr) : Json(l.port_address)},
+                   {"port_max", l.port_address.empty() ? Json(nullptr) : end(l.port_max)},
+                   {"ceiling_bytes_per_s", OrNull(PcieCeilingBytesPerSecond(l.current))}});
+  }
+  return out;
+}
+
+Json KernelLogJson(const Snapshot& s) {
+  if (!s.kernel_log_read) return nullptr;
+  Json xids = Json::array();
+  for (const GpuXid& x : s.xids) {
+    xids.push_back({{"xid", x.xid},
+                    {"bus_id", x.bus_id},
+                    {"meaning", std::string(XidMeaning(x.xid))},
+                    {"pid", OrNull(x.pid)},
+                    {"process", x.process},
+                    {"monotonic_seconds", OrNull(x.monotonic_seconds)},
+                    {"message", x.message}});
+  }
+  Json ports = Json::array();
+  for (const PortLogEvent& e : s.port_events) {
+    ports.push_back({{"device", e.device},
+                     {"monotonic_seconds", OrNull(e.monotonic_seconds)},
+                     {"message", e.message}});
+  }
+  return {{"xids", xids}, {"port_events", ports}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json SnapshotToJson(const Snapshot& s) {
@@ -415,7 +484,9 @@ nlohmann::ordered_json SnapshotToJson(const Snapshot& s) {
   j["interfaces"] = InterfacesJson(s);
   j["infiniband"] = InfinibandJson(s);
   j["topology"] = TopologyJson(s);
+  j["pcie_links"] = PcieJson(s);
   j["gpus"] = GpusToJson(s.gpus);
+  j["kernel_log"] = KernelLogJson(s);
   Json env = Json::object();
   for (const EnvironmentVariable& v : s.environment.variables) env[v.name] = v.value;
   j["environment"] = env;

@@ -61,11 +61,17 @@ struct GpuState {
   std::optional<double> power_limit_w;
   std::optional<double> pcie_tx_kib_per_s;  // NVML's KB/s over its last 20 ms
   std::optional<double> pcie_rx_kib_per_s;
-  std::optional<uint64_t> ecc_volatile_corrected;
+  std::optional<uint64_t> ecc_volatile_corrected;  // since the driver loaded
   std::optional<uint64_t> ecc_volatile_uncorrected;
+  std::optional<uint64_t> ecc_aggregate_corrected;  // over the GPU's life
+  std::optional<uint64_t> ecc_aggregate_uncorrected;
   std::optional<unsigned> retired_pages;  // both causes together
   std::optional<unsigned> remapped_rows;  // correctable + uncorrectable
-  bool remap_pending = false;
+  bool remap_pending = false;             // a row waits for a GPU reset to be remapped
+  bool remap_failed = false;              // a row could not be remapped: no spare left
+  std::optional<bool> persistence_mode;   // nvidia-smi -pm
+  std::optional<bool> mig_mode;           // MIG enabled now
+  std::optional<bool> mig_mode_pending;   // what the next GPU reset applies
   std::vector<GpuProcess> processes;
   std::optional<GpmMetrics> gpm;  // nullopt: no GPM on this GPU (or not yet two samples)
   std::string gpm_note;           // why not, in words, when gpm is absent

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sample/pcie.h"
+
 namespace stallscope {
 
 enum class HostMemory { kPinned, kPageable };
@@ -43,13 +45,16 @@ struct H2dSample {
 struct H2dVerdict {
   std::optional<double> pinned_over_pageable_h2d, pinned_over_pageable_d2h;
   std::optional<double> remote_over_local_h2d;  // pinned, largest size
-  std::vector<std::string> lines;               // what it means, in words
+  // Pinned local h2d at the largest size / the trained link's ceiling.
+  std::optional<double> pinned_h2d_over_link_ceiling;
+  std::vector<std::string> lines;  // what it means, in words
 };
 
 struct H2dGpu {
   int index = 0;
   std::string name, pci_bus_id;
   std::optional<int> numa_node;  // from sysfs; nullopt when -1 or unreadable
+  std::optional<PcieLink> link;  // the GPU's PCIe link from sysfs, when it reads
   std::vector<H2dSample> samples;
   H2dVerdict verdict;
   std::vector<std::string> notes;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sample/container.h"
@@ -16,8 +17,10 @@
 #include "sample/disk.h"
 #include "sample/environment.h"
 #include "sample/gpu.h"
+#include "sample/kernel_events.h"
 #include "sample/memory.h"
 #include "sample/network.h"
+#include "sample/pcie.h"
 #include "sample/pressure.h"
 #include "sample/process.h"
 #include "sample/topology.h"
@@ -69,6 +72,13 @@ struct Snapshot {
   ProcessTotals processes;  // every process of the host
   PinnedHolder top_pinned;
   GpuObservation gpus;  // NVML; GPM over the snapshot's interval
+  // ECC corrected errors each GPU (by index) counted during the interval.
+  std::vector<std::pair<unsigned, uint64_t>> gpu_ecc_corrected_growth;
+  std::vector<PcieLink> pcie_links;  // every GPU, NIC and HCA on PCIe
+  // The kernel log since boot (what its ring buffer still holds).
+  bool kernel_log_read = false;
+  std::vector<GpuXid> xids;
+  std::vector<PortLogEvent> port_events;
 
   // What could not be read, in the user's words: degradations, not errors.
   std::vector<std::string> notes;

@@ -25,6 +25,7 @@
 #include "analyze/catalog.h"
 #include "analyze/cluster_rules.h"
 #include "analyze/dataset_rules.h"
+#include "analyze/gpu_health_rules.h"
 #include "analyze/gpu_rules.h"
 #include "analyze/memory_rules.h"
 #include "analyze/network_rules.h"
@@ -390,6 +391,11 @@ std::vector<Tie> Ties() {
       {"code.gpu_throttled", ">= " + Percent(kThrottledRunFraction) + " of the busy samples"},
       {"code.gpu_throttled", "SM clock < " + Percent(kThrottledCriticalClockFraction) + " of max"},
 
+      // io.pcie_degraded, network.link_degraded (analyze/gpu_health_rules.h)
+      {"io.pcie_degraded", "utilization.gpu >= " + PercentOf(kPcieBusyUtilPercent)},
+      {"io.pcie_degraded", "<= " + Percent(kPcieDegradedCriticalShare) + " of the possible"},
+      {"network.link_degraded", "<= " + Percent(kPcieDegradedCriticalShare) + " of the possible"},
+
       // network.allreduce_slow
       {"network.allreduce_slow", "at >= " + MiB(static_cast<double>(kAllreduceJudgeMinBytes))},
       {"network.allreduce_slow",
@@ -458,6 +464,9 @@ TEST(CatalogThresholds, IdsAreUniqueAndEveryRuleHasAThreshold) {
 
 // Catalog rules without a tie, and why:
 //   memory.oom_killed: "critical whenever it happened"; no number.
+//   memory.gpu_ecc, memory.gpu_remap: ">= 1 error", "pending" / "failed"; no constant.
+//   code.gpu_persistence_off: "info when it is off"; no number.
+//   code.gpu_xid: the Xid numbers are NVIDIA's (sample/kernel_events.h), not thresholds.
 //   network.rdma_unused: "critical from 8 hosts" is kRdmaRequiredNodes, local to
 //     analyze/nccl_log_rules.cc (an unnamed namespace), not in a header; the rest
 //     (NCCL_IB_DISABLE "anything but 0") is a value of the variable, not a threshold.

@@ -88,6 +88,45 @@ TEST(H2d, VerdictSaysWhatPinnedAndNumaMean) {
   EXPECT_TRUE(JudgeH2d({}).lines.empty());
 }
 
+TEST(H2d, PinnedCopiesAgainstTheTrainedLink) {
+  std::vector<H2dSample> samples = {
+      Sample(CopyDirection::kHostToDevice, HostMemory::kPinned, true, 13),
+      Sample(CopyDirection::kHostToDevice, HostMemory::kPageable, true, 9)};
+  PcieLink link;
+  link.pci_address = "0000:17:00.0";
+  link.current = {16.0, 8};  // x8 Gen4 trained, of x16 Gen4 on both ends
+  link.max = {16.0, 16};
+  link.port_address = "0000:16:01.0";
+  link.port_max = {16.0, 16};
+  // x8 at 16 GT/s with 128b/130b: 8 x 16e9 x 128/130 / 8 bits = 15.75 GB/s.
+  ASSERT_NEAR(*PcieCeilingBytesPerSecond(link.current), 15.75e9, 0.01e9);
+  H2dVerdict v;
+  JudgeAgainstLink(link, samples, v);
+  ASSERT_TRUE(v.pinned_h2d_over_link_ceiling.has_value());
+  EXPECT_NEAR(*v.pinned_h2d_over_link_ceiling, 13 / 15.75, 1e-3);
+  ASSERT_EQ(v.lines.size(), 1u);
+  EXPECT_NE(v.lines[0].find("83% of its PCIe link"), std::string::npos) << v.lines[0];
+  EXPECT_NE(v.lines[0].find("trained below"), std::string::npos) << v.lines[0];
+  EXPECT_NE(v.lines[0].find("io.pcie_degraded"), std::string::npos) << v.lines[0];
+  EXPECT_NE(v.lines[0].find("lspci -vv -s 0000:17:00.0"), std::string::npos) << v.lines[0];
+
+  // A link at its full width: the share, and no blame on the link.
+  link.current = {16.0, 16};
+  H2dVerdict full;
+  JudgeAgainstLink(link, samples, full);
+  EXPECT_NEAR(*full.pinned_h2d_over_link_ceiling, 13 / 31.5, 1e-3);
+  ASSERT_EQ(full.lines.size(), 1u);
+  EXPECT_EQ(full.lines[0].find("trained below"), std::string::npos) << full.lines[0];
+
+  // No pinned h2d sample, or no speed figure: nothing to say.
+  H2dVerdict none;
+  JudgeAgainstLink(link, {samples[1]}, none);
+  link.current.speed_gts.reset();
+  JudgeAgainstLink(link, samples, none);
+  EXPECT_FALSE(none.pinned_h2d_over_link_ceiling.has_value());
+  EXPECT_TRUE(none.lines.empty());
+}
+
 TEST(H2d, ParsesSysfsText) {
   EXPECT_EQ(*ParseNodeList("0-1,3\n"), (std::vector<int>{0, 1, 3}));
   EXPECT_TRUE(ParseNodeList("")->empty());

@@ -14,7 +14,9 @@
  *       temp power_mw power_limit_mw pcie_tx pcie_rx ecc_corrected
  *       ecc_uncorrected retired remapped gpm (1: supported) gpm.sm_util
  *       gpm.sm_occupancy gpm.tensor gpm.dram_bw gpm.pcie_tx gpm.pcie_rx
- *       gpm.nvlink_tx gpm.nvlink_rx
+ *       gpm.nvlink_tx gpm.nvlink_rx ecc_agg_corrected ecc_agg_uncorrected
+ *       remap_pending remap_failed (row counts) persistence (0/1) mig (0/1)
+ *       mig_pending (0/1; mig's value when not given)
  *   gpu.I.procs PID:BYTES,PID:BYTES
  *   gpu.I.lost_after N    from sample N on (0-based), every call on the GPU
  *                         returns NVML_ERROR_GPU_IS_LOST
@@ -35,14 +37,16 @@ enum {
   K_MEM_TOTAL, K_MEM_USED, K_UTIL, K_MEM_UTIL, K_SM_CLOCK, K_SM_CLOCK_MAX, K_THROTTLE, K_TEMP,
   K_POWER, K_POWER_LIMIT, K_PCIE_TX, K_PCIE_RX, K_ECC_CORR, K_ECC_UNC, K_RETIRED, K_REMAPPED,
   K_GPM, K_GPM_SM_UTIL, K_GPM_OCC, K_GPM_TENSOR, K_GPM_DRAM, K_GPM_PCIE_TX, K_GPM_PCIE_RX,
-  K_GPM_NVL_TX, K_GPM_NVL_RX, K_COUNT
+  K_GPM_NVL_TX, K_GPM_NVL_RX, K_ECC_AGG_CORR, K_ECC_AGG_UNC, K_REMAP_PENDING, K_REMAP_FAILED,
+  K_PERSISTENCE, K_MIG, K_MIG_PENDING, K_COUNT
 };
 static const char* const kKeys[K_COUNT] = {
     "mem_total", "mem_used", "util", "mem_util", "sm_clock", "sm_clock_max", "throttle",
     "temp", "power_mw", "power_limit_mw", "pcie_tx", "pcie_rx", "ecc_corrected",
     "ecc_uncorrected", "retired", "remapped", "gpm", "gpm.sm_util", "gpm.sm_occupancy",
     "gpm.tensor", "gpm.dram_bw", "gpm.pcie_tx", "gpm.pcie_rx", "gpm.nvlink_tx",
-    "gpm.nvlink_rx"};
+    "gpm.nvlink_rx", "ecc_agg_corrected", "ecc_agg_uncorrected", "remap_pending",
+    "remap_failed", "persistence", "mig", "mig_pending"};
 
 struct Series {
   int n;
@@ -290,10 +294,15 @@ EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, int counter, uns
 EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, int counter,
                                                 unsigned long long* count) {
   CHECK_DEVICE(d);
-  if (counter != NVML_VOLATILE_ECC) return NVML_ERROR_NOT_SUPPORTED;
+  int key;
+  if (counter == NVML_VOLATILE_ECC)
+    key = type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? K_ECC_CORR : K_ECC_UNC;
+  else if (counter == NVML_AGGREGATE_ECC)
+    key = type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? K_ECC_AGG_CORR : K_ECC_AGG_UNC;
+  else
+    return NVML_ERROR_INVALID_ARGUMENT;
   double v;
-  if (!Value(d, type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? K_ECC_CORR : K_ECC_UNC,
-             SampleIndex(d), &v))
+  if (!Value(d, key, SampleIndex(d), &v))
     return NVML_ERROR_NOT_SUPPORTED;
   *count = (unsigned long long)v;
   return NVML_SUCCESS;
@@ -320,8 +329,27 @@ EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned* corr, un
   if (!Value(d, K_REMAPPED, SampleIndex(d), &v)) return NVML_ERROR_NOT_SUPPORTED;
   *corr = 0;
   *unc = (unsigned)v;
-  *pending = 0;
-  *failed = 0;
+  double pending_rows = 0, failed_rows = 0;
+  Value(d, K_REMAP_PENDING, SampleIndex(d), &pending_rows);
+  Value(d, K_REMAP_FAILED, SampleIndex(d), &failed_rows);
+  *pending = (unsigned)pending_rows;
+  *failed = (unsigned)failed_rows;
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, int* mode) {
+  CHECK_DEVICE(d);
+  double v;
+  if (!Value(d, K_PERSISTENCE, SampleIndex(d), &v)) return NVML_ERROR_NOT_SUPPORTED;
+  *mode = v != 0 ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned* current, unsigned* pending) {
+  CHECK_DEVICE(d);
+  double now, next;
+  if (!Value(d, K_MIG, SampleIndex(d), &now)) return NVML_ERROR_NOT_SUPPORTED;
+  if (!Value(d, K_MIG_PENDING, SampleIndex(d), &next)) next = now;
+  *current = now != 0 ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  *pending = next != 0 ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
   return NVML_SUCCESS;
 }
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned* count,

@@ -116,5 +116,73 @@ TEST(OomKills, UnreadableLogNamesTheFile) {
   EXPECT_NE(kills.status().message().find("No such file"), std::string::npos);
 }
 
+// Xids and port events: the dmesg -T form of drivers 470-535 (with and
+// without "PCI:", with pid='<unknown>', an upper-case bus, a three-digit
+// Xid) and the /dev/kmsg records of the gpu_health_host fixture.
+TEST(KernelLogXids, DmesgFormsOfSeveralDrivers) {
+  KernelLogEvents events = ParseKernelLog(Fixture("dmesg-T-xid-470-535"));
+  ASSERT_EQ(events.xids.size(), 5u);
+  EXPECT_EQ(events.xids[0].xid, 31);
+  EXPECT_EQ(events.xids[0].bus_id, "0000:07:00");
+  EXPECT_EQ(events.xids[0].pid, 3460);
+  EXPECT_EQ(events.xids[0].process, "python");
+  EXPECT_EQ(events.xids[0].line, 2u);
+  EXPECT_FALSE(events.xids[0].monotonic_seconds.has_value());  // -T: wall clock only
+  EXPECT_EQ(events.xids[1].xid, 45);
+  EXPECT_EQ(events.xids[2].xid, 79);
+  EXPECT_EQ(events.xids[2].bus_id, "0000:1b:00");  // lower-cased
+  EXPECT_FALSE(events.xids[2].pid.has_value());    // pid='<unknown>'
+  EXPECT_EQ(events.xids[2].process, "");
+  EXPECT_EQ(events.xids[2].message,
+            "NVRM: Xid (PCI:0000:1B:00): 79, pid='<unknown>', "
+            "name=<unknown>, GPU has fallen off the bus.");
+  EXPECT_EQ(events.xids[3].xid, 154);
+  EXPECT_EQ(events.xids[4].xid, 13);
+  EXPECT_EQ(events.xids[4].bus_id, "0000:02:00");  // the pre-"PCI:" form
+  // mlx5's cable event and link down are port events; ipoib's "link becomes
+  // ready" and a non-RDMA NIC's "NIC Link is Down" are not.
+  ASSERT_EQ(events.port_events.size(), 2u);
+  EXPECT_EQ(events.port_events[0].device, "0000:5e:00.0");
+  EXPECT_NE(events.port_events[0].message.find("Cable unplugged"), std::string::npos);
+  EXPECT_EQ(events.port_events[1].message, "mlx5_core 0000:5e:00.0 ens1f0np0: Link down");
+  EXPECT_TRUE(events.kills.empty());
+  EXPECT_EQ(ParseXids(Fixture("dmesg-T-xid-470-535")).size(), 5u);
+}
+
+TEST(KernelLogXids, KmsgRecordsReadUnderARootWithTheirTimes) {
+  Result<KernelLogEvents> events = ReadKernelLog(Root(STALLSCOPE_FIXTURES "/gpu_health_host"));
+  ASSERT_TRUE(events.ok()) << events.status().ToString();
+  ASSERT_EQ(events->xids.size(), 7u);
+  EXPECT_EQ(events->xids.back().xid, 79);
+  EXPECT_EQ(events->xids.back().bus_id, "0000:b1:00");
+  ASSERT_TRUE(events->xids.back().monotonic_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*events->xids.back().monotonic_seconds, 700.112233);
+  ASSERT_EQ(events->port_events.size(), 1u);  // "Link up" is not an event
+  EXPECT_EQ(events->port_events[0].device, "0000:ca:00.0");
+  // Since a time: only what came after.
+  Result<KernelLogEvents> later =
+      ReadKernelLog(Root(STALLSCOPE_FIXTURES "/gpu_health_host"), 600.0);
+  ASSERT_TRUE(later.ok());
+  ASSERT_EQ(later->xids.size(), 1u);
+  EXPECT_EQ(later->xids[0].xid, 79);
+  EXPECT_TRUE(later->port_events.empty());
+}
+
+TEST(KernelLogXids, KlogctlPrioritiesAndGarbage) {
+  KernelLogEvents events = ParseKernelLog(
+      "<4>[  512.345700] NVRM: Xid (PCI:0000:17:00): 48, pid=8802, name=python3, An "
+      "uncorrectable double bit error (DBE) has been detected\n"
+      "NVRM: Xid (PCI:0000:17:00): , pid=1\n"
+      "NVRM: Xid (PCI:0000:17:00): 123456, too many digits\n"
+      "NVRM: Xid (\n"
+      "mlx5_core: Link down\n");
+  ASSERT_EQ(events.xids.size(), 1u);
+  EXPECT_EQ(events.xids[0].xid, 48);
+  ASSERT_TRUE(events.xids[0].monotonic_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*events.xids[0].monotonic_seconds, 512.3457);
+  ASSERT_EQ(events.port_events.size(), 1u);
+  EXPECT_EQ(events.port_events[0].device, "mlx5_core");
+}
+
 }  // namespace
 }  // namespace stallscope
