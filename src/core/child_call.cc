@@ -64,8 +64,8 @@ void WriteAll(int fd, const std::string& text) {
 }  // namespace
 
 Result<ChildAnswer> CallInChild(const ChildWork& work, double deadline_seconds) {
-  void* page = ::mmap(nullptr, kStepBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                      -1, 0);
+  void* page =
+      ::mmap(nullptr, kStepBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) return Status::FromErrno("mmap", errno);
   char* step_page = static_cast<char*>(page);
   std::strcpy(step_page, "starting");
@@ -87,8 +87,8 @@ Result<ChildAnswer> CallInChild(const ChildWork& work, double deadline_seconds) 
 
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(deadline_seconds));
+      Clock::now() +
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_seconds));
   std::string text;
   bool closed = false;
   while (!closed) {

@@ -79,7 +79,7 @@ class RemoteFs(unittest.TestCase):
             self.assertIn("stat", notes[0])
             self.assertIn("storage bench are missing", notes[0])
             # The rest of the report is there.
-            self.assertIn("memory", report["checked"])
+            self.assertIn("memory", [layer["layer"] for layer in report["layers"]])
 
 
 if __name__ == "__main__":
