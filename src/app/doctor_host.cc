@@ -1,6 +1,9 @@
 #include "app/doctor_host.h"
 
+#include <dirent.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "analyze/dataset_rules.h"
@@ -11,11 +14,13 @@
 #include "app/run_files.h"
 #include "bench/io_bench.h"
 #include "core/atomic_file.h"
+#include "core/child_call.h"
 #include "core/text.h"
 #include "data/census.h"
 #include "net/host_observation.h"
 #include "probe/gpu_probe.h"
 #include "probe/nccl_log_files.h"
+#include "probe/remote_path.h"
 #include "probe/snapshot.h"
 
 namespace stallscope {
@@ -27,11 +32,49 @@ constexpr uint64_t kDoctorBenchBytes = 256ull << 20;
 constexpr double kDoctorBenchSeconds = 2.0;
 constexpr uint64_t kDoctorBenchMetadataFiles = 256;
 
+// The calls the census starts with (stat, statfs, open and readdir of the
+// data path), in a child process: the exit code is 0 when they answer
+// (whatever they answer), and the child allocates nothing (doctor's sampler
+// may have threads).
+ChildAnswer TouchDataPath(const char* path, const ChildStep& step) {
+  struct stat st {};
+  step("stat");
+  ::stat(path, &st);
+  struct statfs fs {};
+  step("statfs");
+  ::statfs(path, &fs);
+  step("open/readdir");
+  if (DIR* dir = ::opendir(path)) {
+    ::readdir(dir);
+    ::closedir(dir);
+  }
+  return {};
+}
+
+// On a remote mount: the note to give when the data path does not answer
+// within the deadline, else nullopt (a local path is never touched here).
+std::optional<std::string> DeadMountNote(const std::string& path) {
+  std::optional<MountEntry> remote = RemoteMountHolding(Root("/"), path);
+  if (!remote) return std::nullopt;
+  Result<ChildAnswer> answer =
+      CallInChild([&](const ChildStep& step) { return TouchDataPath(path.c_str(), step); },
+                  kRemoteCallDeadlineSeconds);
+  if (answer.ok()) return std::nullopt;
+  return fmt::format(
+      "io: no answer from the {} within {:.0f} s to the {} of {}: the dataset's census and the "
+      "storage bench are missing; the file server or the link to it may be down",
+      DescribeMount(*remote), kRemoteCallDeadlineSeconds, answer.status().message(), path);
+}
+
 // --data: the census and, without --quick, the storage bench beside the data.
 void TriageDataset(const DoctorRequest& r, const Snapshot& snapshot, Triage& t,
                    const Progress& progress) {
   if (r.data.empty()) {
     t.notes.push_back("io: the dataset and its storage were not checked; pass --data PATH");
+    return;
+  }
+  if (std::optional<std::string> dead = DeadMountNote(r.data)) {
+    t.notes.push_back(*dead);
     return;
   }
   CensusOptions options;
@@ -84,7 +127,9 @@ Result<DoctorInputs> CheckDoctorInputs(const DoctorRequest& r) {
     return Status::InvalidArgument(
         fmt::format("--drift {}: must be a percentage between 0 and 100", r.drift_percent));
   }
-  if (!r.data.empty() && ::access(r.data.c_str(), F_OK) != 0) {
+  // On a remote mount the path is looked at later, in a child process.
+  if (!r.data.empty() && !RemoteMountHolding(Root("/"), r.data) &&
+      ::access(r.data.c_str(), F_OK) != 0) {
     return Status::InvalidArgument(fmt::format("--data {}: no such file or directory", r.data));
   }
   if (!r.html.empty()) {

@@ -1,6 +1,9 @@
 // `stallscope dataset PATH [--json] [--threads N]`: the census of a dataset
 // folder (files, sizes, depth, file system, page cache, metadata latency) and
 // the io findings on it (small files, remote file system, cold cache).
+// On a remote mount the census runs in a child process with a deadline
+// (probe/remote_path.h): a dead server cannot hang the command, which then
+// reports what it knows without the census.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -13,21 +16,71 @@
 #include "analyze/report.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "core/child_call.h"
 #include "core/file.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
 #include "data/census.h"
 #include "probe/meminfo.h"
+#include "probe/remote_path.h"
 #include "render/dataset.h"
 
 namespace stallscope {
+namespace {
+
+struct DatasetFlags {
+  std::string path;
+  bool json = false;
+  int threads = 0;
+};
+
+int Print(const ChildAnswer& answer) {
+  std::fputs(answer.err.c_str(), stderr);
+  std::fputs(answer.out.c_str(), stdout);
+  return answer.exit_code;
+}
+
+// The census (or, when `given`, that one) judged and rendered: what the
+// command prints, and its exit code.
+ChildAnswer DatasetAnswer(const DatasetFlags& flags, const ChildStep& step,
+                          const DatasetCensus* given) {
+  Result<DatasetCensus> census = given ? Result<DatasetCensus>(*given) : [&] {
+    CensusOptions options;
+    options.threads = flags.threads;
+    options.step = step;
+    return TakeCensus(flags.path, options);
+  }();
+  if (!census.ok()) {
+    const Status::Code code = census.status().code();
+    const bool usage = code == Status::Code::kNotFound || code == Status::Code::kInvalidArgument;
+    return {usage ? kExitUsage : kExitCouldNotRun, "",
+            "stallscope dataset: " + census.status().message() + "\n"};
+  }
+  DatasetContext context;
+  std::vector<std::string> notes = census->notes;
+  if (Result<MemInfo> memory = ReadMemInfo(Root("/")); memory.ok()) {
+    context.memory_total_bytes = memory->total_bytes;
+  } else {
+    notes.push_back("memory size unknown (" + memory.status().message() +
+                    "): io.cold_cache assumes the data fits in the page cache");
+  }
+  if (census->residency.sampled) {
+    notes.push_back(fmt::format("page-cache residency from a random sample of {} of {} files",
+                                census->residency.files_checked + census->residency.files_failed,
+                                census->files));
+  }
+  Report report = ReportOf(CheckDataset(*census, context), {Layer::kIo}, notes);
+  if (flags.json) {
+    ReportHeader header{"dataset", HostName(), UtcNow(), census->walk_seconds};
+    return {kExitOk, JsonText(DatasetToJson(header, *census, report)) + "\n", ""};
+  }
+  return {kExitOk, RenderDatasetText(*census, report), ""};
+}
+
+}  // namespace
+
 CommandRunner SetupDataset(CLI::App& app) {
-  struct Flags {
-    std::string path;
-    bool json = false;
-    int threads = 0;
-  };
-  auto flags = std::make_shared<Flags>();
+  auto flags = std::make_shared<DatasetFlags>();
   app.add_option("PATH", flags->path, "the dataset folder (or one file)")->required();
   app.add_flag("--json", flags->json,
                "machine output (schema stallscope.report/1 plus a \"dataset\" object)");
@@ -36,41 +89,30 @@ CommandRunner SetupDataset(CLI::App& app) {
                  "systems)")
       ->check(CLI::Range(1, 1024));
   return [flags]() {
-    CensusOptions options;
-    options.threads = flags->threads;
-    Result<DatasetCensus> census = [&] {
+    std::optional<MountEntry> remote = RemoteMountHolding(Root("/"), flags->path);
+    if (!remote) return Print(DatasetAnswer(*flags, {}, nullptr));
+    Result<ChildAnswer> answer = [&] {
       ProgressLine progress(fmt::format("walking {}...", flags->path));
-      return TakeCensus(flags->path, options);
+      return CallInChild(
+          [&](const ChildStep& step) { return DatasetAnswer(*flags, step, nullptr); },
+          kRemoteCallDeadlineSeconds);
     }();
-    if (!census.ok()) {
-      const Status::Code code = census.status().code();
-      const bool usage = code == Status::Code::kNotFound || code == Status::Code::kInvalidArgument;
-      std::fprintf(stderr, "stallscope dataset: %s\n", census.status().message().c_str());
-      return usage ? kExitUsage : kExitCouldNotRun;
-    }
-    DatasetContext context;
-    std::vector<std::string> notes = census->notes;
-    if (Result<MemInfo> memory = ReadMemInfo(Root("/")); memory.ok()) {
-      context.memory_total_bytes = memory->total_bytes;
-    } else {
-      notes.push_back("memory size unknown (" + memory.status().message() +
-                      "): io.cold_cache assumes the data fits in the page cache");
-    }
-    if (census->residency.sampled) {
-      notes.push_back(fmt::format("page-cache residency from a random sample of {} of {} files",
-                                  census->residency.files_checked + census->residency.files_failed,
-                                  census->files));
-    }
-    Report report = ReportOf(CheckDataset(*census, context), {Layer::kIo}, notes);
-    std::string out;
-    if (flags->json) {
-      ReportHeader header{"dataset", HostName(), UtcNow(), census->walk_seconds};
-      out = JsonText(DatasetToJson(header, *census, report)) + "\n";
-    } else {
-      out = RenderDatasetText(*census, report);
-    }
-    std::fputs(out.c_str(), stdout);
-    return kExitOk;
+    if (answer.ok()) return Print(*answer);
+    // The census is missing: say so, with what the mount table knows.
+    DatasetCensus census;
+    census.path = flags->path;
+    census.resolved_path = flags->path;
+    census.fs_type = remote->fs_type;
+    census.mount_point = remote->mount_point;
+    census.source = remote->source;
+    census.remote = true;
+    const std::string note = fmt::format(
+        "no answer from the {} within {:.0f} s to the {}: the census (files, sizes, page cache, "
+        "open/stat latency) is missing; the file server or the link to it may be down",
+        DescribeMount(*remote), kRemoteCallDeadlineSeconds, answer.status().message());
+    std::fprintf(stderr, "stallscope dataset: %s\n", note.c_str());
+    census.notes.push_back(note);
+    return Print(DatasetAnswer(*flags, {}, &census));
   };
 }
 

@@ -231,8 +231,12 @@ void DescribeFileSystem(DatasetCensus& c) {
 
 Result<DatasetCensus> TakeCensus(const std::string& path, const CensusOptions& options) {
   if (path.empty()) return Status::InvalidArgument("empty dataset path");
+  const auto step = [&](const std::string& what) {
+    if (options.step) options.step(what);
+  };
   DatasetCensus c;
   c.path = path;
+  step("stat of " + path);
   char* resolved = ::realpath(path.c_str(), nullptr);
   if (resolved == nullptr) return Status::FromErrno(path, errno);
   c.resolved_path = resolved;
@@ -273,6 +277,7 @@ Result<DatasetCensus> TakeCensus(const std::string& path, const CensusOptions& o
                                           capacity, options.unreadable_examples));
       pointers.push_back(visitors.back().get());
     }
+    step("readdir/stat of the walk of " + c.resolved_path);
     Status walked = Walk(c.resolved_path, pointers);
     if (!walked.ok()) return walked;
     for (const auto& v : visitors) {
@@ -309,7 +314,9 @@ Result<DatasetCensus> TakeCensus(const std::string& path, const CensusOptions& o
   paths.reserve(sample.size());
   for (SampledFile& f : sample) paths.push_back(std::move(f.path));
 
+  step("statfs of " + c.resolved_path);
   DescribeFileSystem(c);
+  step("open/mmap of the sampled files under " + c.resolved_path);
   c.residency = MeasureSampleResidency(paths, c.threads);
   c.residency.sampled = c.files > paths.size();
   if (c.residency.files_failed > 0) {
@@ -317,6 +324,7 @@ Result<DatasetCensus> TakeCensus(const std::string& path, const CensusOptions& o
                       " file(s) could not be mapped, first: " + c.residency.first_error);
   }
   if (!paths.empty()) {
+    step("open/stat of the sampled files under " + c.resolved_path);
     c.latency = MeasureLatency(paths, options.latency_sample_files, options.latency_budget_seconds);
   }
   if (c.unreadable > 0) {

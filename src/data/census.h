@@ -11,8 +11,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -30,6 +32,10 @@ struct CensusOptions {
   double latency_budget_seconds = 2.0;  // stop measuring latency after this
   uint64_t seed = 0;                    // 0: random
   size_t unreadable_examples = 10;
+  // Called before each kind of call on the data ("readdir/stat of the walk
+  // of /data"), so a caller that gives up on a dead mount can name the call
+  // that did not answer (core/child_call.h). May be empty.
+  std::function<void(std::string_view what)> step;
 };
 
 // NotFound / PermissionDenied naming the path when it cannot be walked; a

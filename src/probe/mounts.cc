@@ -36,29 +36,6 @@ std::vector<std::string_view> SplitOnSpace(std::string_view line) {
 
 bool IsOctal(char c) { return c >= '0' && c <= '7'; }
 
-// "/a//b/./c/../d/" -> "/a/b/d". Only for absolute paths.
-std::string NormalizePath(std::string_view path) {
-  std::vector<std::string_view> parts;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t slash = path.find('/', i);
-    if (slash == std::string_view::npos) slash = path.size();
-    std::string_view part = path.substr(i, slash - i);
-    if (part == "..") {
-      if (!parts.empty()) parts.pop_back();
-    } else if (!part.empty() && part != ".") {
-      parts.push_back(part);
-    }
-    i = slash + 1;
-  }
-  std::string out;
-  for (std::string_view part : parts) {
-    out += '/';
-    out += part;
-  }
-  return out.empty() ? "/" : out;
-}
-
 std::optional<std::pair<uint32_t, uint32_t>> ParseDeviceNumber(std::string_view text) {
   size_t colon = text.find(':');
   if (colon == std::string_view::npos) return std::nullopt;
@@ -209,6 +186,40 @@ bool IsRemoteFsType(std::string_view fs_type) {
   return std::find(std::begin(kRemote), std::end(kRemote), fs_type) != std::end(kRemote);
 }
 
+std::string NormalizePath(std::string_view path) {
+  std::vector<std::string_view> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t slash = path.find('/', i);
+    if (slash == std::string_view::npos) slash = path.size();
+    std::string_view part = path.substr(i, slash - i);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    i = slash + 1;
+  }
+  std::string out;
+  for (std::string_view part : parts) {
+    out += '/';
+    out += part;
+  }
+  return out.empty() ? "/" : out;
+}
+
+bool IsRemoteMount(const MountEntry& mount) {
+  if (IsRemoteFsType(mount.fs_type)) return true;
+  if (mount.fs_type != "fuse" && mount.fs_type != "fuseblk") return false;
+  // "sshfs#user@host:/path": the daemon before '#'; else the source itself.
+  std::string_view daemon = mount.source;
+  daemon = daemon.substr(0, daemon.find('#'));
+  if (const size_t slash = daemon.rfind('/'); slash != std::string_view::npos) {
+    daemon.remove_prefix(slash + 1);
+  }
+  return !daemon.empty() && IsRemoteFsType("fuse." + std::string(daemon));
+}
+
 const MountEntry* FindMountForPath(const std::vector<MountEntry>& mounts, std::string_view path) {
   const MountEntry* best = nullptr;
   size_t best_length = 0;
@@ -249,7 +260,7 @@ Result<PathDevice> DeviceForPath(const Root& root, const std::string& path) {
   out.mount = *mount;
   out.fs_type = mount->fs_type;
   out.source = mount->source;
-  out.remote = IsRemoteFsType(mount->fs_type);
+  out.remote = IsRemoteMount(*mount);
 
   if (root.IsLive()) {
     struct statfs fs {};

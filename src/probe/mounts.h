@@ -48,10 +48,18 @@ Result<std::vector<MountEntry>> ReadMountinfo(const Root& root);
 // "\040" -> " " and the like; a backslash not followed by 3 octal digits stays.
 std::string DecodeMountinfoEscapes(std::string_view text);
 
+// "/a//b/./c/../d/" -> "/a/b/d", by the text alone. Only for absolute paths.
+std::string NormalizePath(std::string_view path);
+
 // Network and cluster file systems, where every open/stat/readdir is a round
 // trip: nfs, nfs4, cifs, smb3, lustre, gpfs, beegfs, ceph, glusterfs, ... and
 // FUSE daemons that talk to a server (fuse.sshfs, fuse.s3fs, fuse.gcsfuse, ...).
 bool IsRemoteFsType(std::string_view fs_type);
+
+// IsRemoteFsType of the mount's type; or, for a plain "fuse"/"fuseblk" type
+// that names no daemon, the daemon some FUSE clients write in the source
+// field instead: "sshfs#user@host:/path", "s3fs", "/usr/bin/s3fs".
+bool IsRemoteMount(const MountEntry& mount);
 
 // The mount holding `path` (absolute, normalized): the longest mount point
 // that is `path` or a parent directory of it; the last such line when several
@@ -73,7 +81,7 @@ struct PathDevice {
   // For a device-mapper or md device: the whole disks under it (from slaves/,
   // followed down), where its IO ends up. Empty otherwise.
   std::vector<std::string> backing_disks;
-  bool remote = false;  // IsRemoteFsType(fs_type)
+  bool remote = false;  // IsRemoteMount(mount)
 };
 
 // `path` must be absolute. NotFound when it does not exist (live root) or no

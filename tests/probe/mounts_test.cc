@@ -114,6 +114,32 @@ TEST(IsRemoteFsType, NetworkAndLocal) {
   }
 }
 
+// Some FUSE clients mount with the plain type "fuse" and put the daemon in
+// the source field ("sshfs#user@host:/path", or the daemon's name alone).
+TEST(IsRemoteMount, PlainFuseNamesItsDaemonInTheSource) {
+  std::vector<MountEntry> mounts = MustParse(kFixtures + "/fuse_sources");
+  auto remote = [&](std::string_view path) {
+    const MountEntry* m = FindMountForPath(mounts, path);
+    EXPECT_NE(m, nullptr) << path;
+    return m != nullptr && IsRemoteMount(*m);
+  };
+  EXPECT_TRUE(remote("/mnt/old-sshfs/train"));
+  EXPECT_TRUE(remote("/mnt/bucket"));
+  EXPECT_TRUE(remote("/mnt/path-daemon/x"));
+  EXPECT_TRUE(remote("/mnt/blk"));
+  EXPECT_TRUE(remote("/mnt/typed"));
+  EXPECT_FALSE(remote("/mnt/squash"));       // a local FUSE file system
+  EXPECT_FALSE(remote("/mnt/unnamed"));      // no daemon named anywhere
+  EXPECT_FALSE(remote("/mnt/local-typed"));  // the source is read for FUSE only
+  EXPECT_FALSE(remote("/home"));
+
+  Result<PathDevice> d = DeviceForPath(Root(kFixtures + "/fuse_sources"), "/mnt/old-sshfs/a");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->fs_type, "fuse");
+  EXPECT_EQ(d->source, "sshfs#me@filer:/export/data");
+  EXPECT_TRUE(d->remote);
+}
+
 TEST(FindMountForPath, LongestPrefixOnComponentBoundaries) {
   std::vector<MountEntry> mounts = MustParse(kFixtures + "/disk_host");
   auto point = [&](std::string_view path) {
