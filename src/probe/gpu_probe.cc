@@ -274,27 +274,21 @@ GpuObservation GpuProbe::Sample() {
           Check(nvml.DeviceGetPcieThroughput(d.handle, NVML_PCIE_UTIL_RX_BYTES, &v), d,
                 "nvmlDeviceGetPcieThroughput"))
         s.pcie_rx_kib_per_s = v;
-      unsigned long long ecc = 0;
-      if (!d.lost && nvml.DeviceGetTotalEccErrors &&
-          Check(nvml.DeviceGetTotalEccErrors(d.handle, NVML_MEMORY_ERROR_TYPE_CORRECTED,
-                                             NVML_VOLATILE_ECC, &ecc),
-                d, "nvmlDeviceGetTotalEccErrors"))
-        s.ecc_volatile_corrected = ecc;
-      if (!d.lost && nvml.DeviceGetTotalEccErrors &&
-          Check(nvml.DeviceGetTotalEccErrors(d.handle, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
-                                             NVML_VOLATILE_ECC, &ecc),
-                d, "nvmlDeviceGetTotalEccErrors"))
-        s.ecc_volatile_uncorrected = ecc;
-      if (!d.lost && nvml.DeviceGetTotalEccErrors &&
-          Check(nvml.DeviceGetTotalEccErrors(d.handle, NVML_MEMORY_ERROR_TYPE_CORRECTED,
-                                             NVML_AGGREGATE_ECC, &ecc),
-                d, "nvmlDeviceGetTotalEccErrors"))
-        s.ecc_aggregate_corrected = ecc;
-      if (!d.lost && nvml.DeviceGetTotalEccErrors &&
-          Check(nvml.DeviceGetTotalEccErrors(d.handle, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
-                                             NVML_AGGREGATE_ECC, &ecc),
-                d, "nvmlDeviceGetTotalEccErrors"))
-        s.ecc_aggregate_uncorrected = ecc;
+      // Volatile counts are since the driver loaded, aggregate ones the
+      // GPU's lifetime; corrected and uncorrected for each.
+      auto ecc_count = [&](int error_type, int counter) -> std::optional<uint64_t> {
+        unsigned long long ecc = 0;
+        if (d.lost || !nvml.DeviceGetTotalEccErrors ||
+            !Check(nvml.DeviceGetTotalEccErrors(d.handle, error_type, counter, &ecc), d,
+                   "nvmlDeviceGetTotalEccErrors"))
+          return std::nullopt;
+        return ecc;
+      };
+      s.ecc_volatile_corrected = ecc_count(NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC);
+      s.ecc_volatile_uncorrected = ecc_count(NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC);
+      s.ecc_aggregate_corrected = ecc_count(NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC);
+      s.ecc_aggregate_uncorrected =
+          ecc_count(NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC);
       if (!d.lost && nvml.DeviceGetRetiredPages) {
         unsigned total = 0;
         bool any = false;
