@@ -115,7 +115,9 @@ std::string ManPage(CLI::App& app) {
       ".SH DESCRIPTION\n"
       "stallscope records a training job with the host under it and says which layer "
       "(memory, io, network, distributed, code) holds it back, with the evidence.\n"
-      "Exit status: 0 the check ran, whatever it found; 1 it could not run; 2 bad usage.\n"
+      "Exit status: 0 the check ran, whatever it found; 1 it could not run; 2 bad usage; "
+      "3 no GPU (bench h2d); 4 doctor \\-\\-fail\\-on: a finding reached that level. "
+      "run exits with CMD's status (127 not found, 126 not executable).\n"
       ".SH OPTIONS\n.TP\n.B \\-\\-help\nthe commands and their summaries\n"
       ".TP\n.B \\-\\-version\nthe version and the git commit it was built from\n"
       ".SH COMMANDS\n",
