@@ -20,14 +20,6 @@ from e2e_common import MIB
 SMALL_FILES = 12000
 
 
-def drop_from_cache(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 def find_count_and_bytes(path):
     """What the classic tools say: find -type f | wc -l and find -printf %s."""
     count = int(subprocess.run("find '%s' -type f | wc -l" % path, shell=True, check=True,
@@ -67,7 +59,7 @@ class Trees(unittest.TestCase):
         os.sync()
         for root, _, files in os.walk(cls.small):
             for name in files:
-                drop_from_cache(os.path.join(root, name))
+                e2e.drop_file_from_cache(os.path.join(root, name))
         cls.large = os.path.join(cls.base, "large")
         os.makedirs(os.path.join(cls.large, "shards"))
         for i in range(4):

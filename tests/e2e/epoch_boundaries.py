@@ -57,11 +57,7 @@ def files_under(root):
 def drop_cache(root):
     """Drops the page cache of the files under root (theirs only)."""
     for path in files_under(root):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+        e2e.drop_file_from_cache(path)
 
 
 def warm_cache(root):
