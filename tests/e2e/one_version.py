@@ -74,6 +74,8 @@ class OneVersion(unittest.TestCase):
             ("report", ["report", self.runs[0], "--json"]),
             ("diff", ["diff", self.runs[0], self.runs[1], "--json"]),
             ("nccl-log", ["nccl-log", NCCL_LOG, "--json"]),
+            ("trace", ["trace", os.path.join(FIXTURES, "traces", "trace-kineto-small.json"),
+                       "--json"]),
             ("dataset", ["dataset", self.data, "--json"]),
             ("plan memory", ["plan", "memory", "--params", "7.5B", "--gpus", "8", "--gpu-mem",
                              "80GiB", "--dtype", "fp16", "--layers", "32", "--json"]),
