@@ -111,9 +111,9 @@ Status CheckNotRecorded(const std::string& path) {
   const bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   close(fd);
   if (held) {
-    return Status::InvalidArgument(path +
-                                   " is being recorded by another stallscope run; name "
-                                   "another --out, or wait until that run ends");
+    return Status::Unavailable(path +
+                               " is being recorded by another stallscope run; name another "
+                               "--out, or wait until that run ends");
   }
   return Status::Ok();
 }
