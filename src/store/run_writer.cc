@@ -24,6 +24,8 @@ namespace {
 // SQLite keeps the files of a database beside it under these suffixes.
 constexpr const char* kSideFiles[] = {"-wal", "-shm", "-journal"};
 
+// The -wal is checkpointed into the file once it holds this many pages.
+constexpr int kCheckpointPages = 1000;
 // How long a write waits for a lock held by someone else (a `sqlite3 RUN.db`
 // session writing to the file) before the interval fails.
 constexpr int kBusyTimeoutMs = 2000;
@@ -202,7 +204,12 @@ Status RunWriter::Prepare() {
   schema += "');\nINSERT INTO meta (key, value) VALUES ('stallscope_version', '";
   schema += Version();
   schema += "');\nPRAGMA user_version = " + std::to_string(kTimelineSchemaVersion) + ";\nCOMMIT;";
-  if (sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr) != SQLITE_OK ||
+  // The log is folded into the file whenever it passes kCheckpointPages
+  // pages (4 MiB at SQLite's 4 KiB page), by the commit that passed it, so
+  // it stays that small however long the run (docs/timeline-schema.md).
+  const std::string checkpoint = "PRAGMA wal_autocheckpoint=" + std::to_string(kCheckpointPages);
+  if (sqlite3_exec(db, checkpoint.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK ||
+      sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr) != SQLITE_OK ||
       sqlite3_exec(db, schema.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
     return Fail("cannot create the tables");
   }
