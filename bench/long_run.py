@@ -115,7 +115,7 @@ def grow(db, target):
     tables = [r[0] for r in con.execute(
         "select name from sqlite_master where type = 'table' and sql like '%interval INTEGER%'")]
     copies = 1
-    while n * (copies + 1) <= target:
+    while n * copies < target:
         for table in tables:
             cols = [r[1] for r in con.execute("pragma table_info(%s)" % table)]
             shifted = ["interval + %d" % (n * copies) if c == "interval"
