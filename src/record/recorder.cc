@@ -582,10 +582,9 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     TimelineSample first;
     nic_rates(0, first);  // the counters the first interval's rates start from
   }
-  if (Status s = writer.WriteNode(node); !s.ok()) {
-    close(signal_fd);
-    return s;
-  }
+  // Its failure (the file system full since the file was made) stops the
+  // recording below, said once; the job, already running, goes on.
+  const Status node_written = writer.WriteNode(node);
   std::optional<ClockServer> clock_server;
   if (options.serve_clock) {
     if (Result<ClockServer> opened = ClockServer::Open(options.clock_port); opened.ok()) {
@@ -626,6 +625,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   // The tree's RSS at the readings of epoch starts, for the epoch line of an
   // epoch that no interval sample fell inside (dropped once printed).
   std::map<int, uint64_t> rss_at_epoch_start;
+  if (!node_written.ok()) stop_recording(node_written);
   auto take_boundary = [&](std::optional<int> epoch) {
     const double t = static_cast<double>(MonotonicNs() - start_ns) / 1e9;
     const BoundarySample reading = sampler.Boundary(t, epoch, whole_disks);

@@ -1,6 +1,6 @@
-// The hook's socket directories that a `run` or `watch` killed with SIGKILL
-// left behind ($TMPDIR/stallscope-PID-XXXXXX/hook.sock): the next `run` or
-// `watch` of the same user removes them. A directory is removed only when
+// The hook's socket directories that a `run` killed with SIGKILL left
+// behind ($TMPDIR/stallscope-PID-XXXXXX/hook.sock): the next `run` of the
+// same user removes them. A directory is removed only when
 // all of these hold: its name carries a pid, it is a real directory (not a
 // link) owned by this user, that pid no longer exists, and its socket
 // refuses a datagram (no process has it bound). Anything else in it keeps
