@@ -159,8 +159,9 @@ int RunExporter(const ExporterFlags& flags) {
       return {404, "text/plain; charset=utf-8", "not found: the metrics are at /metrics\n", {}};
     }
     int64_t start = MonotonicNs();
-    hook->Drain(
-        [&](std::string_view d, int pid) { jobs.Ingest(d, start, pid); });  // the freshest figures
+    hook->Drain([&](std::string_view d, int pid, int64_t uid) {
+      jobs.Ingest(d, start, pid, uid);
+    });  // the freshest figures
     Exposition out;
     std::vector<std::string> notes;
     host.Emit(out, notes);
@@ -178,7 +179,8 @@ int RunExporter(const ExporterFlags& flags) {
       {hook->fd(),
        [&]() {
          int64_t now = MonotonicNs();
-         hook->Drain([&](std::string_view d, int pid) { jobs.Ingest(d, now, pid); });
+         hook->Drain(
+             [&](std::string_view d, int pid, int64_t uid) { jobs.Ingest(d, now, pid, uid); });
          return true;
        }},
       {sfd, [&]() { return false; }},
