@@ -258,6 +258,10 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   bool efa_missing = false;
   for (const std::string& p : log.libfabric_empty_providers)
     efa_missing = efa_missing || p == "efa";
+  for (const NcclWarning& w : log.warnings)
+    efa_missing = efa_missing || w.text.find("No EFA devices") != std::string::npos;
+  for (const NcclProcess& p : log.processes) libibverbs_missing |= p.libibverbs_missing;
+  bool signs_only = true;  // no process judged had channels or a network over sockets
   const bool efa_failed = !log.libfabric_efa_failures.empty();
   std::vector<std::string> processes;
   std::set<std::string> ib_seen;
@@ -270,7 +274,18 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   for (size_t i = 0; i < log.processes.size(); ++i) {
     const NcclProcess& p = log.processes[i];
     bool socket = socket_by_process[i] > 0 || (p.network == "Socket" && nodes > 1);
-    if (!socket) continue;
+    // Before any channel line, the unambiguous signs alone: an IPoIB
+    // interface under the sockets with libibverbs missing, EFA looked for
+    // and absent. RDMA shown in use rules them out.
+    bool ipoib_listed = false;
+    for (const NcclInterface& iface : p.net_socket.empty() ? p.bootstrap : p.net_socket)
+      ipoib_listed = ipoib_listed || IsIpoib(iface.name);
+    bool rdma_in_use = UsesNet(p, "IB") || (!p.channel_nets.empty() && !UsesNet(p, "Socket")) ||
+                       (!p.network.empty() && p.network != "Socket");
+    bool signs = !rdma_in_use && ((ipoib_listed && (libibverbs_missing || p.ib_no_device)) ||
+                                  efa_missing || efa_failed);
+    if (!socket && !signs) continue;
+    if (socket) signs_only = false;
     if (p.ib_disabled) {
       disabled_on_purpose = true;
       continue;
@@ -283,7 +298,15 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
           "NCCL found RDMA devices and still chose sockets (NCCL_NET=Socket, or the IB "
           "transport failed to initialize)");
     }
-    for (const NcclInterface& iface : p.bootstrap.empty() ? p.net_socket : p.bootstrap) {
+    for (const NcclWarning& w : log.warnings) {
+      if (w.first_seen_by != p.Name() || w.text.find("NET/IB : Unable to") == std::string::npos)
+        continue;
+      fires = true;
+      reason(fmt::format("NET/IB could not use its device ({}) and NCCL fell back to sockets",
+                         w.text.substr(w.text.find("Unable"))));
+      break;
+    }
+    for (const NcclInterface& iface : p.net_socket.empty() ? p.bootstrap : p.net_socket) {
       if (!IsIpoib(iface.name)) continue;
       fires = true;
       reason(fmt::format(
@@ -331,7 +354,9 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
       reason("NCCL could not open libibverbs: the image lacks rdma-core");
     if (fires) {
       processes.push_back(p.Name());
-      uint64_t line = p.socket_channel_line != 0 ? p.socket_channel_line : p.socket_line;
+      uint64_t line = p.socket_channel_line != 0 ? p.socket_channel_line
+                      : p.socket_line != 0       ? p.socket_line
+                                                 : p.bootstrap_line;
       if (line != 0 && (first_line == 0 || line < first_line)) first_line = line;
     }
   }
@@ -354,7 +379,9 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   Finding f;
   f.id = "network.rdma_unused";
   f.layer = Layer::kNetwork;
-  f.severity = nodes >= kRdmaRequiredNodes ? Severity::kCritical : Severity::kWarning;
+  // On signs alone (no channel line) at most a warning: the scale is a guess.
+  f.severity =
+      nodes >= kRdmaRequiredNodes && !signs_only ? Severity::kCritical : Severity::kWarning;
   f.summary = fmt::format("gradients cross hosts over TCP sockets although RDMA is there: {}",
                           reasons.front());
   f.evidence = {{"processes_on_sockets", JoinCapped(processes)},
@@ -362,7 +389,9 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
                 {"socket_connections", static_cast<int64_t>(socket_connections)},
                 {"hosts", static_cast<int64_t>(nodes)},
                 {"rdma_devices_in_log", ib_list.empty() ? "none" : JoinCapped(ib_list)},
-                {"nccl_ib_disable", false}};
+                {"nccl_ib_disable", false},
+                {"judged_from", signs_only ? "signs alone: the log shows no channel yet"
+                                           : "the channels' transport"}};
   if (host && !host->active_ports.empty()) {
     f.evidence.push_back({"host_active_ports", JoinCapped(host->active_ports)});
   }
@@ -394,22 +423,47 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   out.push_back(std::move(f));
 }
 
+// "2.18.1" of "2.18.1+cuda12.1": the part PyTorch prints too.
+std::string_view VersionNumber(std::string_view v) { return v.substr(0, v.find('+')); }
+
 void VersionMismatch(const NcclLogSummary& log, std::string_view source,
                      std::vector<Finding>& out) {
-  std::map<std::string, std::vector<std::string>> by_version;
-  std::map<std::string, uint64_t> line_of;  // each version's first line
+  // By version number; each with who printed it and which lines say so.
+  struct Seen {
+    std::string shown;  // the fullest form printed
+    std::vector<std::string> names;
+    std::set<std::string> from;
+    uint64_t line = 0;
+  };
+  std::map<std::string, Seen> by_version;
+  auto add = [&](std::string_view version, std::string name, std::string from, uint64_t line) {
+    Seen& seen = by_version[std::string(VersionNumber(version))];
+    if (version.size() > seen.shown.size()) seen.shown = std::string(version);
+    if (!name.empty() && std::find(seen.names.begin(), seen.names.end(), name) == seen.names.end())
+      seen.names.push_back(std::move(name));
+    seen.from.insert(std::move(from));
+    if (line != 0 && (seen.line == 0 || line < seen.line)) seen.line = line;
+  };
   for (const NcclProcess& p : log.processes) {
-    if (p.version.empty()) continue;
-    by_version[p.version].push_back(p.Name());
-    uint64_t& line = line_of[p.version];
-    if (line == 0 || (p.version_line != 0 && p.version_line < line)) line = p.version_line;
+    if (!p.version.empty()) add(p.version, p.Name(), "NCCL's version line", p.version_line);
   }
-  for (const std::string& v : log.unattributed_versions) by_version[v];
+  for (const std::string& v : log.unattributed_versions)
+    add(v, "", "NCCL's version line, printed without a prefix", 0);
+  for (const std::string& v : log.torch_error_versions)
+    add(v, "", "PyTorch's error text", log.torch_error_version_line);
+  for (const NcclTorchGroup& g : log.torch_groups) {
+    if (!g.nccl_version.empty())
+      add(g.nccl_version, g.process, "PyTorch's ProcessGroupNCCL line", 0);
+  }
   if (by_version.size() < 2 && log.version_mismatch_warnings == 0) return;
   std::vector<std::string> parts;
-  for (const auto& [version, names] : by_version) {
-    parts.push_back(names.empty() ? fmt::format("{} (printed without a prefix)", version)
-                                  : fmt::format("{} on {}", version, JoinCapped(names, 4)));
+  std::set<std::string> how;
+  for (const auto& [number, seen] : by_version) {
+    std::string from = fmt::format("{}", fmt::join(seen.from, ", "));
+    how.insert(seen.from.begin(), seen.from.end());
+    parts.push_back(seen.names.empty() ? fmt::format("{} (from {})", seen.shown, from)
+                                       : fmt::format("{} on {} (from {})", seen.shown,
+                                                     JoinCapped(seen.names, 4), from));
   }
   Finding f;
   f.id = "distributed.nccl_version_mismatch";
@@ -420,10 +474,12 @@ void VersionMismatch(const NcclLogSummary& log, std::string_view source,
                   : "NCCL reported mismatched versions between ranks";
   f.evidence = {{"versions", fmt::format("{}", fmt::join(parts, "; "))},
                 {"distinct_versions", static_cast<int64_t>(by_version.size())},
-                {"nccl_mismatch_warnings", static_cast<int64_t>(log.version_mismatch_warnings)}};
+                {"nccl_mismatch_warnings", static_cast<int64_t>(log.version_mismatch_warnings)},
+                {"inferred_from", fmt::format("{}", fmt::join(how, "; "))}};
   std::vector<std::string> places;
-  for (const auto& [version, line] : line_of) {
-    if (line != 0) places.push_back(fmt::format("{} ({})", NcclLogPlace(source, line), version));
+  for (const auto& [number, seen] : by_version) {
+    if (seen.line != 0)
+      places.push_back(fmt::format("{} ({})", NcclLogPlace(source, seen.line), seen.shown));
   }
   if (!places.empty())
     f.evidence.push_back({"version_lines", fmt::format("{}", fmt::join(places, "; "))});
@@ -436,10 +492,17 @@ void VersionMismatch(const NcclLogSummary& log, std::string_view source,
 void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vector<Finding>& out) {
   // INFO retries alone are NCCL waiting for a peer that is not listening yet;
   // only a WARN (a connection given up) makes the finding.
-  if (log.peer_failures.empty()) return;
+  // "No interface found in the same subnet" tried no connect: that is
+  // network.root_unreachable's.
+  std::vector<const NcclPeerFailure*> failures;
+  for (const NcclPeerFailure& p : log.peer_failures) {
+    if (p.reason != "no local interface in the same subnet") failures.push_back(&p);
+  }
+  if (failures.empty()) return;
   std::vector<std::string> peers;
   int64_t docker_peers = 0;
-  for (const NcclPeerFailure& p : log.peer_failures) {
+  for (const NcclPeerFailure* pf : failures) {
+    const NcclPeerFailure& p = *pf;
     peers.push_back(fmt::format("{} ({}{})", p.peer, p.reason.empty() ? "failed" : p.reason,
                                 p.count > 1 ? fmt::format(", {}x", p.count) : ""));
     if (StartsWith(p.peer, "172.17.")) ++docker_peers;
@@ -448,11 +511,11 @@ void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vect
   f.id = "network.connect_failed";
   f.layer = Layer::kNetwork;
   f.severity = Severity::kCritical;
-  const NcclPeerFailure& first = log.peer_failures.front();
-  f.summary = fmt::format("NCCL could not reach {} peer(s): {} {}", log.peer_failures.size(),
-                          first.peer, first.reason.empty() ? "failed" : first.reason);
+  const NcclPeerFailure& first = *failures.front();
+  f.summary = fmt::format("NCCL could not reach {} peer(s): {} {}", failures.size(), first.peer,
+                          first.reason.empty() ? "failed" : first.reason);
   f.evidence = {{"peers", JoinCapped(peers)},
-                {"peer_count", static_cast<int64_t>(log.peer_failures.size())},
+                {"peer_count", static_cast<int64_t>(failures.size())},
                 {"connect_retries", static_cast<int64_t>(log.connect_retries)}};
   if (!log.connect_retry_reason.empty()) {
     f.evidence.push_back({"retry_reason", log.connect_retry_reason});
@@ -470,7 +533,16 @@ void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vect
   const std::string who =
       first.first_seen_by.empty() ? "the host that failed" : first.first_seen_by;
   std::string check;
-  if (!address.empty()) {
+  const NcclProcess* seer = nullptr;
+  for (const NcclProcess& p : log.processes) {
+    if (p.Name() == first.first_seen_by) seer = &p;
+  }
+  if (!address.empty() && NcclAddressRedacted(address)) {
+    check = fmt::format(
+        "the peer's address is redacted in this log ({}): take it from the unredacted log or "
+        "the peer host's `ip -br addr`, then `nc -vz` it{} from this host",
+        peer, port.empty() ? " on NCCL's port" : " on port " + port);
+  } else if (!address.empty()) {
     check = port.empty() ? fmt::format("`nc -vz {}` on NCCL's port", address)
                          : fmt::format("`nc -vz {} {}`", address, port);
     check += fmt::format(
@@ -478,11 +550,20 @@ void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vect
         "`stallscope net probe {}`",
         address);
   } else {
+    // Other hosts' addresses: never the failing host's own (another of its
+    // processes, or an address it holds too), never a redacted one.
     std::vector<std::string> others;
     for (const NcclProcess& p : log.processes) {
-      if (p.Name() == first.first_seen_by || p.bootstrap.empty()) continue;
+      if (p.bootstrap.empty() || (seer && p.host == seer->host)) continue;
       const std::string& a = p.bootstrap[0].address;
-      if (!a.empty() && std::find(others.begin(), others.end(), a) == others.end()) {
+      bool own = false;
+      if (seer) {
+        for (const auto* list : {&seer->bootstrap, &seer->net_socket}) {
+          for (const NcclInterface& i : *list) own = own || i.address == a;
+        }
+      }
+      if (!own && !NcclAddressRedacted(a) &&
+          std::find(others.begin(), others.end(), a) == others.end()) {
         others.push_back(a);
       }
     }
@@ -504,15 +585,20 @@ void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vect
   out.push_back(std::move(f));
 }
 
-// Whether the log shows a failure around init: errors, retries, peers lost,
-// WARNs that are not harmless on their own.
-bool InitTrouble(const NcclLogSummary& log) {
-  if (log.system_errors + log.remote_errors + log.timeouts > 0) return true;
-  if (log.connect_retries > 0 || !log.peer_failures.empty()) return true;
+// What in the log shows a rank stopped, in words; empty when nothing does
+// (the log may just end): a timeout, an error the job printed, lost peers,
+// retries, a WARN NCCL did not carry on from. Not a fallback NCCL went on
+// from, nor a WARN that is harmless alone.
+std::string StopEvidence(const NcclLogSummary& log) {
+  if (log.timeouts > 0) return "timeout (NCCL's or the watchdog's)";
+  if (log.system_errors + log.remote_errors + log.torch_nccl_errors > 0)
+    return "error the job printed (NCCL error, unhandled system error, remote process exited)";
+  if (!log.peer_failures.empty()) return "peer lost or unreachable";
+  if (log.connect_retries > 0) return "connects retried";
   for (const NcclWarning& w : log.warnings) {
-    if (!NcclWarningBenign(w.text)) return true;
+    if (!NcclWarningBenign(w.text) && !NcclWarningFallback(w.text)) return "WARN: " + w.text;
   }
-  return false;
+  return "";
 }
 
 // Ranks that never finished init on positive evidence: START without
@@ -528,17 +614,20 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
     completed_by_process[r.process] += r.init_completed;
     completed_ranks += r.init_completed > 0;
   }
-  const bool trouble = InitTrouble(log);
+  const std::string stop = StopEvidence(log);
+  const bool trouble = !stop.empty();
   std::vector<std::string> stuck;
   std::set<std::string> hosts;
   uint64_t unknown = 0;
   uint64_t open_start_line = 0;  // the first Init START left open
+  const NcclRank* unknown_start = nullptr;
   for (const NcclRank& r : log.ranks) {
     bool started_not_done = r.init_started > r.init_completed;
     bool never = r.init_completed == 0 && completed_by_process[r.process] == 0;
     if (!started_not_done && !never) continue;
-    if (!started_not_done && completed_ranks == 0 && !trouble) {
-      ++unknown;
+    if (completed_ranks == 0 && !trouble) {
+      ++unknown;  // an excerpt that ends is no rank stopped
+      if (started_not_done && unknown_start == nullptr) unknown_start = &r;
       continue;
     }
     stuck.push_back(RankName(log, r));
@@ -549,16 +638,24 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
     }
   }
   if (unknown > 0 && stuck.empty()) {
+    std::string wait;
+    if (unknown_start) {
+      const NcclProcess& p = log.processes[unknown_start->process];
+      wait =
+          fmt::format("; if the job hangs there, `py-spy dump --pid {}` on {} shows where {} waits",
+                      p.pid, p.host, p.Name());
+    }
     notes.push_back(fmt::format(
-        "init state unknown: {} rank(s) printed no Init COMPLETE, but nothing says init failed "
-        "(no Init START left open, no error, no retry): the log may end before init does",
-        unknown));
+        "init state unknown: {} rank(s) printed no Init COMPLETE, but nothing says a rank "
+        "stopped (no later error, no timeout, no lost peer, no other rank done): the log may "
+        "end before init does{}",
+        unknown, wait));
   }
   if (stuck.empty()) return false;
   Finding f;
   f.id = "distributed.init_incomplete";
   f.layer = Layer::kDistributed;
-  f.severity = completed_ranks > 0 || trouble ? Severity::kCritical : Severity::kWarning;
+  f.severity = Severity::kCritical;
   std::vector<std::string> host_list(hosts.begin(), hosts.end());
   f.summary = fmt::format("{} of {} rank(s) never finished NCCL init (on {}){}", stuck.size(),
                           log.ranks.size(), JoinCapped(host_list, 4),
@@ -567,7 +664,10 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
                 {"incomplete_ranks", static_cast<int64_t>(stuck.size())},
                 {"completed_ranks", static_cast<int64_t>(completed_ranks)},
                 {"warnings", static_cast<int64_t>(log.warn_lines)},
-                {"trouble_in_log", trouble}};
+                {"trouble_in_log", trouble},
+                {"stopped_by", completed_ranks > 0 && !trouble
+                                   ? std::string("other ranks completed and wait for these")
+                                   : stop}};
   // Where to read: the first init left open, else the first trouble.
   uint64_t at = open_start_line;
   if (at == 0 && !log.peer_failures.empty()) at = log.peer_failures.front().first_line;
@@ -687,6 +787,7 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
   CheckNcclDuplicateAddress(log, source, out);
   WrongInterface(log, source, out);
   CheckNcclLinkLocal(log, NcclJobNodes(log), source, out);
+  CheckNcclPluginFallback(log, source, out);
   RdmaUnused(log, host, source, out, result.notes);
   ConnectFailed(log, source, out);
   VersionMismatch(log, source, out);

@@ -947,10 +947,29 @@ void NcclLogParser::Unprefixed(std::string_view line) {
     return;
   }
   TorchLine(s, head);
+  TorchErrorLine(s);
   if (Contains(s, "unhandled system error")) ++summary_.system_errors;
   if (Contains(s, "remote process exited")) ++summary_.remote_errors;
   if (Contains(s, "collective operation timeout") || Contains(s, "Timeout waiting")) {
     ++summary_.timeouts;
+  }
+}
+
+// PyTorch's error naming NCCL ("NCCL error in: ...", DistBackendError) and
+// the NCCL version in its text.
+void NcclLogParser::TorchErrorLine(std::string_view s) {
+  if (!Contains(s, "NCCL error") && !Contains(s, "DistBackendError")) return;
+  ++summary_.torch_nccl_errors;
+  std::string_view version = NcclVersionInTorchError(s);
+  if (version.empty()) return;
+  if (summary_.torch_error_version_line == 0) summary_.torch_error_version_line = line_no_;
+  for (const std::string& v : summary_.torch_error_versions) {
+    if (v == version) return;
+  }
+  if (summary_.torch_error_versions.size() < kNcclMaxProcesses) {
+    summary_.torch_error_versions.emplace_back(version);
+  } else {
+    ++summary_.dropped;
   }
 }
 
@@ -994,6 +1013,7 @@ void NcclLogParser::Algorithm(std::string_view text) {
 void NcclLogParser::Warn(size_t rank, std::string_view msg) {
   if (rank != kNoRank) ++summary_.ranks[rank].warnings;
   msg = Trim(msg);
+  if (rank != kNoRank) ReadNcclFallbackWarn(msg, line_no_, ProcessOf(rank));
   std::optional<std::string_view> connect_to = After(msg, "Connect to ");
   if (!connect_to) connect_to = After(msg, ": connect to ");  // 2.27+
   if (connect_to) {
