@@ -63,7 +63,11 @@ bool InDockerRange(std::string_view address) {  // 172.16.0.0/12, Docker's bridg
 // its network (`alone`).
 std::string BadInterfaceReason(const NcclInterface& i, bool alone) {
   if (i.name == "lo" || StartsWith(i.address, "127.") || i.address == "::1") return "loopback";
-  if (StartsWith(i.name, "virbr")) return "libvirt NAT bridge";
+  // libvirt's default network is 192.168.122.0/24, NATed: by name and
+  // address; a virbr that holds the process's only address is its network.
+  if (StartsWith(i.name, "virbr")) {
+    return StartsWith(i.address, "192.168.122.") || !alone ? "libvirt NAT bridge" : "";
+  }
   if (StartsWith(i.name, "docker") || StartsWith(i.name, "br-") || StartsWith(i.name, "veth")) {
     if (InDockerRange(i.address) || !alone) return "container bridge";
     return "";
@@ -132,6 +136,7 @@ void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vec
     std::vector<std::string> processes;
     uint64_t first_line = 0;
     std::set<std::string> good;  // other interfaces these processes listed, not bad ones
+    bool by_name_only = false;   // a bridge's name, its address no sign of one
   };
   std::map<std::string, Use> bad;  // by "name:address"
   for (const NcclProcess& p : log.processes) {
@@ -140,6 +145,9 @@ void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vec
       if (reason.empty()) continue;
       Use& use = bad[InterfaceText(*u.iface)];
       use.reason = reason;
+      use.by_name_only =
+          (reason == "libvirt NAT bridge" && !StartsWith(u.iface->address, "192.168.122.")) ||
+          (reason == "container bridge" && !InDockerRange(u.iface->address));
       use.roles.insert(u.role);
       uint64_t line = LineOfUse(p, u.role);
       if (line != 0 && (use.first_line == 0 || line < use.first_line)) use.first_line = line;
@@ -185,7 +193,8 @@ void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vec
                   {"used_for", roles},
                   {"processes", JoinCapped(use.processes)},
                   {"process_count", static_cast<int64_t>(use.processes.size())},
-                  {"hosts", static_cast<int64_t>(nodes)}};
+                  {"hosts", static_cast<int64_t>(nodes)},
+                  {"judged_by", use.by_name_only ? "name" : "address"}};
     if (use.first_line != 0) {
       f.evidence.push_back({"first_at", NcclLogPlace(source, use.first_line)});
     }
@@ -814,11 +823,22 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
   return result;
 }
 
+// A finding that rests on an interface's name alone comes after every one
+// with direct evidence (a used interface that fails, a failed call).
+int VerdictRank(const Finding& f) {
+  int rank = NcclCauseRank(f.id);
+  for (const Evidence& e : f.evidence) {
+    const std::string* v = std::get_if<std::string>(&e.value);
+    if (e.name == "judged_by" && v && *v == "name") rank += 1000;
+  }
+  return rank;
+}
+
 void PreferNcclCause(Report& report) {
   const Finding* best = nullptr;
   for (const Finding& f : report.findings) {
     if (f.severity != Severity::kCritical) continue;
-    if (!best || NcclCauseRank(f.id) < NcclCauseRank(best->id)) best = &f;
+    if (!best || VerdictRank(f) < VerdictRank(*best)) best = &f;
   }
   if (best) report.verdict = Verdict{best->layer, best->id, best->summary};
 }

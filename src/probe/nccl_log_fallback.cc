@@ -89,9 +89,8 @@ void PluginLine(NcclProcess& p, std::string_view m, uint64_t line) {
     Failed(p, FirstName(names.substr(0, names.find('\''))), m.substr(colon + 3, all - colon - 3),
            line);
   } else if (StartsWith(m, "No plugin found (")) {  // 2.19-2.22, one per name tried
-    std::string_view name = m.substr(17, m.find(')') == std::string_view::npos
-                                             ? std::string_view::npos
-                                             : m.find(')') - 17);
+    std::string_view name = m.substr(
+        17, m.find(')') == std::string_view::npos ? std::string_view::npos : m.find(')') - 17);
     if (NamesAPlugin(name)) Failed(p, name, "not found (No such file or directory)", line);
   } else if (StartsWith(m, "Could not find:")) {  // 2.23+
     std::string_view names = m.substr(15);
@@ -136,8 +135,7 @@ void ReadNcclFallbackWarn(std::string_view msg, uint64_t line, NcclProcess& p) {
       reason = Trim(reason.substr(0, reason.size() - 23));
       while (!reason.empty() && reason.back() == '.') reason.remove_suffix(1);
     }
-    Failed(p, p.net_plugin.empty() ? "aws-ofi-nccl" : std::string_view(p.net_plugin), reason,
-           line);
+    Failed(p, p.net_plugin.empty() ? "aws-ofi-nccl" : std::string_view(p.net_plugin), reason, line);
   }
 }
 

@@ -406,5 +406,23 @@ TEST(NcclInitIncomplete, TheNextCheckFollowsTheEvidence) {
       << f->next;
 }
 
+TEST(NcclCauses, AnInterfacesNameAloneComesAfterAFailedCall) {
+  // br-1 by name only (its address is no Docker one), then a refused connect.
+  auto r = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using [0]br-1:10.9.0.1<0> [1]eth0:10.0.0.1<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+      "\n"
+      "b:2:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.9.0.1<5> failed "
+      ": Connection refused\n");
+  const Finding* f = Of(r, "network.wrong_interface");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "judged_by"), "name");
+  ASSERT_NE(Of(r, "network.connect_failed"), nullptr);
+  Report report = MakeReport(r.findings, {Layer::kNetwork, Layer::kDistributed}, r.notes);
+  PreferNcclCause(report);
+  EXPECT_EQ(report.verdict.finding, "network.connect_failed");
+}
+
 }  // namespace
 }  // namespace stallscope
