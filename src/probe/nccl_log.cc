@@ -166,6 +166,27 @@ uint64_t Newlines(std::string_view s) {
 
 }  // namespace
 
+// A placeholder written where the host was when the log was redacted,
+// "<cluster_name>", "[hostname]" (after any launcher tag glued before it):
+// the host, as a name; empty when the glued part ends in none. A launcher's
+// own "<stdout>", "[1,0]" are no host.
+static std::string_view RedactedHostPlaceholder(std::string_view glued) {
+  if (glued.size() < 3) return {};
+  char open = glued.back() == '>' ? '<' : glued.back() == ']' ? '[' : 0;
+  if (open == 0) return {};
+  size_t begin = glued.rfind(open);
+  if (begin == std::string_view::npos || glued.size() - begin < 3) return {};
+  std::string_view inside = glued.substr(begin + 1, glued.size() - begin - 2);
+  bool letter = false;
+  for (char c : inside) {
+    if (!IsHostChar(c) && c != '_') return {};
+    letter = letter || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  }
+  if (!letter || inside == "stdout" || inside == "stderr" || inside == "stdin") return {};
+  if (StartsWith(inside, "default") || StartsWith(inside, "rank")) return {};  // torchrun's
+  return glued.substr(begin);
+}
+
 // The shape nearly every NCCL line has, "host:pid:tid [dev] NCCL INFO msg",
 // read in one forward pass over its first bytes with no library call. It
 // accepts only lines on which ParseNcclLinePrefix would give the same
@@ -395,6 +416,7 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
         if (!host.empty() && (dot || (IsDigit(host[0]) && h > 0 && glued[h - 1] == ':'))) {
           host = NcclHostOf(glued);
         }
+        if (host.empty()) host = RedactedHostPlaceholder(glued);
         // A host name ends the glued part; with none ("[1,5]<stdout>:2001:2002")
         // the line is still NCCL's when its [dev] follows.
         bool dev_follows =
