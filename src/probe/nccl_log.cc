@@ -968,6 +968,12 @@ void NcclLogParser::Unprefixed(std::string_view line) {
     }
     return;
   }
+  // Not NCCL's own line (PyTorch's, the program's, naming NCCL): counted
+  // with the other programs' lines, not as an NCCL line.
+  if (!Contains(s, "NCCL INFO") && !Contains(s, "NCCL WARN")) {
+    --summary_.nccl_lines;
+    ++summary_.other_lines;
+  }
   TorchLine(s, head);
   TorchErrorLine(s);
   if (Contains(s, "unhandled system error")) ++summary_.system_errors;

@@ -177,6 +177,15 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
                     log.torch_groups.size(), g.global_rank, g.size,
                     g.nccl_version.empty() ? "" : ", NCCL " + g.nccl_version);
   }
+  if (log.libfabric_lines > 0) {
+    // Its routine warnings (a provider it looked for and did not find, ...)
+    // are counted here, not only in the JSON.
+    uint64_t named = log.libfabric_efa_failures.size() + log.libfabric_empty_providers.size();
+    out += fmt::format(
+        "libfabric: {} line(s) of its own ({} named below, the rest routine: providers and "
+        "options it reports while it looks for a fabric)\n",
+        log.libfabric_lines, named);
+  }
   if (!log.libfabric_efa_failures.empty()) {
     out += fmt::format("libfabric: {} EFA failure(s); first: {}\n",
                        log.libfabric_efa_failures.size(), log.libfabric_efa_failures.front());

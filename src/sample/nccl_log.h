@@ -149,9 +149,10 @@ struct NcclTorchGroup {
 
 struct NcclLogSummary {
   uint64_t bytes = 0;
-  uint64_t nccl_lines = 0;        // lines holding "NCCL" (or an NCCL prefix before 2.3's)
+  uint64_t nccl_lines = 0;        // NCCL's own lines (a prefix, or its bare "NCCL version")
   uint64_t attributed_lines = 0;  // of them, lines given to a host:pid
-  uint64_t other_lines = 0;       // other programs' lines (a launcher's prefix alone is none)
+  uint64_t other_lines = 0;       // other programs' lines, PyTorch's naming NCCL too (a launcher's
+                                  // prefix alone is none)
   uint64_t folded_repeats = 0;    // lines Ray folded into " [repeated Nx across cluster]"
   uint64_t joined_lines = 0;      // NCCL lines a terminal had wrapped, joined back
   uint64_t info_lines = 0;

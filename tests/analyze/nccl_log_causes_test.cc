@@ -424,5 +424,29 @@ TEST(NcclCauses, AnInterfacesNameAloneComesAfterAFailedCall) {
   EXPECT_EQ(report.verdict.finding, "network.connect_failed");
 }
 
+TEST(NcclCauses, PyTorchsLinesAreOtherLinesAndNameTheirNcclVersion) {
+  NcclLogSummary log = ParseNcclLog(
+      "a:1:1 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
+      "[rank1]: torch.distributed.DistBackendError: NCCL error in: ../ProcessGroupNCCL.cpp:1970, "
+      "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.18.1\n");
+  EXPECT_EQ(log.nccl_lines, 1u);
+  EXPECT_EQ(log.other_lines, 1u);
+  EXPECT_EQ(log.torch_nccl_errors, 1u);
+  ASSERT_EQ(log.torch_error_versions.size(), 1u);
+  EXPECT_EQ(log.torch_error_versions[0], "2.18.1");
+  auto r = CheckNcclLog(log, std::nullopt, "job.log");
+  const Finding* f = Of(r, "distributed.nccl_version_mismatch");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_NE(EvidenceOf<std::string>(*f, "versions").find("2.18.1 (from PyTorch's error text)"),
+            std::string::npos)
+      << EvidenceOf<std::string>(*f, "versions");
+  // The same version printed both ways is one version.
+  auto same = Check(
+      "a:1:1 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n"
+      "[rank0]: RuntimeError: NCCL error in: x.cpp:1, unhandled system error, NCCL version "
+      "2.18.1\n");
+  EXPECT_EQ(Of(same, "distributed.nccl_version_mismatch"), nullptr) << Ids(same.findings);
+}
+
 }  // namespace
 }  // namespace stallscope
