@@ -1041,7 +1041,13 @@ void NcclLogParser::Algorithm(std::string_view text) {
 void NcclLogParser::Warn(size_t rank, std::string_view msg) {
   if (rank != kNoRank) ++summary_.ranks[rank].warnings;
   msg = Trim(msg);
-  if (rank != kNoRank) ReadNcclFallbackWarn(msg, line_no_, ProcessOf(rank));
+  if (rank != kNoRank) {
+    ReadNcclFallbackWarn(msg, line_no_, ProcessOf(rank));
+    // "[Proxy Service 11] Failed to execute operation Connect from rank 3":
+    // the printer's rank, when no Init line told it.
+    int proxy_rank = NcclProxyServiceRank(msg);
+    if (proxy_rank >= 0 && summary_.ranks[rank].rank < 0) summary_.ranks[rank].rank = proxy_rank;
+  }
   std::optional<std::string_view> connect_to = After(msg, "Connect to ");
   if (!connect_to) connect_to = After(msg, ": connect to ");  // 2.27+
   if (connect_to) {

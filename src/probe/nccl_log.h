@@ -84,6 +84,9 @@ void ReadNcclFallbackWarn(std::string_view msg, uint64_t line, NcclProcess& p);
 // "2.18.1" from PyTorch's error text ("NCCL error in: ..., NCCL version
 // 2.18.1"); empty when the line holds none.
 std::string_view NcclVersionInTorchError(std::string_view text);
+// N of "[Proxy Service N] ..." (proxy.cc's WARNs, 2.12+): the printing
+// rank; -1 when the message has no such tag.
+int NcclProxyServiceRank(std::string_view msg);
 
 // The streaming parser: Feed whole lines (a chunk may end mid-line; the
 // parser keeps the tail until the next Feed), then Finish.

@@ -1,5 +1,6 @@
 // A net plugin that failed and NCCL went on without it, libibverbs missing,
-// and the NCCL version in PyTorch's error text (see probe/nccl_log.h). The
+// the NCCL version in PyTorch's error text, the rank of a proxy's WARN (see
+// probe/nccl_log.h). The
 // forms, from NCCL's src/net.cc (src/plugin/net.cc from 2.24) and
 // aws-ofi-nccl's src/nccl_ofi_net.c:
 //   Plugin name set by env to X                                      (2.18)
@@ -146,6 +147,15 @@ std::string_view NcclVersionInTorchError(std::string_view text) {
     return {};
   }
   return ParseNcclVersion(text.substr(at + 13));
+}
+
+int NcclProxyServiceRank(std::string_view msg) {
+  if (!StartsWith(msg, "[Proxy Service ")) return -1;
+  std::string_view rest = msg.substr(15);
+  size_t close = rest.find(']');
+  if (close == std::string_view::npos || close == 0 || close > 8) return -1;
+  auto n = ParseInt(rest.substr(0, close));
+  return n && *n >= 0 && *n < (1 << 24) ? static_cast<int>(*n) : -1;
 }
 
 }  // namespace stallscope
