@@ -13,6 +13,9 @@
 //   NET/Plugin: Could not find: X Y. Using internal network plugin.  (2.23+)
 //   NET/Plugin: ERR                    (2.23+: a plugin there that does not load)
 //   Failed to initialize NET plugin X                                (2.29)
+//   NET/Plugin : No plugin found (X), using internal implementation  (2.12)
+//   NET/Plugin : Plugin load returned N : ERR.                       (2.12)
+//   NET/Plugin : dlerror=X: ERR No plugin found (X), using internal implementation
 //   NET/OFI Unable to find a protocol that worked.  Failing initialization.
 //   NET/OFI aws-ofi-nccl initialization failed                       (WARN)
 //   Failed to open libibverbs.so[.1]                                 (INFO)
@@ -102,12 +105,23 @@ void PluginLine(NcclProcess& p, std::string_view m, uint64_t line) {
   } else if (StartsWith(m, "Plugin init failed")) {  // a plugin's own words
     Failed(p, p.net_plugin.empty() ? "the net plugin" : std::string_view(p.net_plugin),
            "its init failed", line);
+  } else if (StartsWith(m, "dlerror=")) {
+    // "dlerror=X: ERR No plugin found (X), using internal implementation".
+    size_t found = m.find(" No plugin found (");
+    std::string_view error = m.substr(8, found == std::string_view::npos ? m.npos : found - 8);
+    std::string_view name = error.substr(0, error.find(':'));
+    if (NamesAPlugin(name) || !Has(error, "No such file or directory")) {
+      Failed(p, name, error.substr(std::min(error.size(), name.size() + 1)), line);
+    }
   } else if (Has(m, ".so") && Has(m, ": ") && !StartsWith(m, "Loaded ") &&
              !StartsWith(m, "Using ") && !StartsWith(m, "Failed to find ") &&
              !StartsWith(m, "Closing ")) {
     // 2.23+: the loader's error as is, "libnccl-net.so: undefined symbol: x".
     size_t colon = m.find(": ");
-    Failed(p, m.substr(0, colon), m.substr(colon + 2), line);
+    std::string_view name = m.substr(0, colon);
+    if (NamesAPlugin(name) || !Has(m, "No such file or directory")) {
+      Failed(p, name, m.substr(colon + 2), line);
+    }
   }
 }
 

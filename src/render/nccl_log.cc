@@ -283,6 +283,9 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                          {"nnodes", p.nnodes},
                          {"net_plugin", p.net_plugin},
                          {"plugin_path", p.plugin_path},
+                         {"plugin_failed", p.plugin_failed},
+                         {"plugin_failure", p.plugin_failure},
+                         {"libibverbs_missing", p.libibverbs_missing},
                          {"ofi_provider", p.ofi_provider},
                          {"channel_nets", p.channel_nets}});
   }
@@ -355,6 +358,8 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                      {"nccl_version", g.nccl_version}});
   }
   n["pytorch_groups"] = torch;
+  n["torch_nccl_errors"] = log.torch_nccl_errors;
+  n["torch_error_versions"] = log.torch_error_versions;
   n["libfabric"] = {{"lines", log.libfabric_lines},
                     {"empty_providers", log.libfabric_empty_providers},
                     {"efa_failures", log.libfabric_efa_failures}};
