@@ -745,6 +745,30 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
 
 }  // namespace
 
+int NcclPeerHostsInferred(const NcclLogSummary& log) {
+  // Addresses the processes in the log hold: a peer at one is no other host.
+  std::set<std::string> own;
+  for (const NcclProcess& p : log.processes) {
+    for (const auto* list : {&p.bootstrap, &p.net_socket, &p.ib_oob}) {
+      for (const NcclInterface& i : *list) own.insert(i.address);
+    }
+  }
+  std::set<std::string> others;
+  auto add = [&](std::string_view peer) {
+    std::string address = NcclPeerAddressPort(peer).first;
+    if (address.empty() || peer == kPeerNotPrinted || NcclAddressRedacted(address)) return;
+    if (StartsWith(address, "127.") || address == "::1" || own.count(address)) return;
+    // A host name a peer is printed as, when that host printed lines itself.
+    for (const NcclProcess& p : log.processes) {
+      if (p.host == address) return;
+    }
+    others.insert(address);
+  };
+  for (const NcclPeerFailure& f : log.peer_failures) add(f.peer);
+  if (!log.connect_retry_peer.empty()) add(log.connect_retry_peer);
+  return static_cast<int>(others.size());
+}
+
 int NcclJobNodes(const NcclLogSummary& log) {
   std::set<std::string_view> hosts;
   int nnodes = 0;
@@ -753,7 +777,9 @@ int NcclJobNodes(const NcclLogSummary& log) {
     nnodes = std::max(nnodes, p.nnodes);
   }
   for (const NcclTestsRank& r : log.tests_ranks) hosts.insert(r.host);
-  int n = std::max(static_cast<int>(hosts.size()), nnodes);
+  // Peers the log's connects name that printed no line of their own are
+  // hosts too (inferred: one host may hold two of the addresses).
+  int n = std::max(static_cast<int>(hosts.size()) + NcclPeerHostsInferred(log), nnodes);
   // Every other sign that the job spans hosts, when fewer printed lines:
   // NET channels (within a host NCCL uses P2P or SHM), more ranks than the one
   // host in the log holds, a bootstrap root in no local subnet.

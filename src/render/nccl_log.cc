@@ -94,9 +94,13 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
                               const ReportHeader& header, const Report& report) {
   std::string out = fmt::format(
       "stallscope nccl-log {}: {} read, {} NCCL lines ({} INFO, {} WARN, {} TRACE), {} rank(s) "
-      "in {} process(es) on {} host(s)\n",
+      "in {} process(es) on {} host(s){}\n",
       source, FormatBytes(log.bytes), log.nccl_lines, log.info_lines, log.warn_lines,
-      log.trace_lines, log.ranks.size(), log.processes.size(), NcclJobNodes(log));
+      log.trace_lines, log.ranks.size(), log.processes.size(), NcclJobNodes(log),
+      NcclPeerHostsInferred(log) > 0
+          ? fmt::format(" ({} inferred from network peers with no lines of their own)",
+                        NcclPeerHostsInferred(log))
+          : "");
   out += fmt::format("lines: {} NCCL lines given to a host:pid, {} other line(s)",
                      log.attributed_lines, log.other_lines);
   if (log.folded_repeats) {
@@ -265,6 +269,7 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
   n["folded_repeats"] = log.folded_repeats;
   n["joined_lines"] = log.joined_lines;
   n["hosts"] = NcclJobNodes(log);
+  n["hosts_inferred_from_peers"] = NcclPeerHostsInferred(log);
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
   for (const NcclProcess& p : log.processes) {
     processes.push_back({{"host", p.host},

@@ -547,6 +547,9 @@ class CauseFixtures(unittest.TestCase):
         self.assertIn("7 other line(s)", out)
         rc, out, err, _ = e2e.run(["nccl-log", os.path.join(CAUSES, "v2_23_efa_ofi_init_failed_excerpt.log")])
         self.assertIn("libfabric: 2 line(s) of its own", out)
+        # A peer the connects name that printed nothing counts as a host, marked inferred.
+        rc, out, err, _ = e2e.run(["nccl-log", os.path.join(CAUSES, "v2_14_one_host_excerpt_peer_unreachable.log")])
+        self.assertIn("on 2 host(s) (1 inferred from network peers", out.splitlines()[0])
 
     def test_a_line_in_evidence_is_the_line_that_says_it(self):
         # The FILE:LINE of each finding points at a line that holds its fact.
