@@ -766,7 +766,11 @@ int NcclPeerHostsInferred(const NcclLogSummary& log) {
   };
   for (const NcclPeerFailure& f : log.peer_failures) add(f.peer);
   if (!log.connect_retry_peer.empty()) add(log.connect_retry_peer);
-  return static_cast<int>(others.size());
+  // Hosts known by name only (nccl-tests' table) may be those peers.
+  std::set<std::string_view> unaddressed;
+  for (const NcclTestsRank& r : log.tests_ranks) unaddressed.insert(r.host);
+  for (const NcclProcess& p : log.processes) unaddressed.erase(p.host);
+  return std::max(0, static_cast<int>(others.size()) - static_cast<int>(unaddressed.size()));
 }
 
 int NcclJobNodes(const NcclLogSummary& log) {
