@@ -234,6 +234,17 @@ bool IsIpoib(std::string_view name) {
          ((name[2] >= '0' && name[2] <= '9') || name[2] == 'p' || name[2] == 's');
 }
 
+// The network a process chose: its "Using network" line, or before 2.6
+// (no such line) what its net lines show: NCCL initializes IB first and the
+// socket transport only when IB has no device, so a NET/Socket list without
+// IB devices is sockets, IB devices without one is IB. Empty when unknown.
+std::string NetworkOf(const NcclProcess& p) {
+  if (!p.network.empty()) return p.network;
+  if (!p.net_socket.empty() && p.ib_devices.empty()) return "Socket";
+  if (!p.ib_devices.empty() && p.net_socket.empty()) return "IB";
+  return "";
+}
+
 bool UsesNet(const NcclProcess& p, std::string_view prefix) {
   for (const std::string& n : p.channel_nets) {
     if (StartsWith(n, prefix)) return true;
@@ -258,7 +269,8 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   int nodes = NcclJobNodes(log);
   std::set<std::string> ib_hosts;
   for (const NcclProcess& p : log.processes) {
-    if (UsesNet(p, "IB")) ib_hosts.insert(p.host);
+    if (UsesNet(p, "IB") || (p.channel_nets.empty() && NetworkOf(p) == "IB"))
+      ib_hosts.insert(p.host);
   }
   bool libibverbs_missing = false;
   for (const NcclWarning& w : log.warnings) {
@@ -282,7 +294,7 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   bool disabled_on_purpose = false;
   for (size_t i = 0; i < log.processes.size(); ++i) {
     const NcclProcess& p = log.processes[i];
-    bool socket = socket_by_process[i] > 0 || (p.network == "Socket" && nodes > 1);
+    bool socket = socket_by_process[i] > 0 || (NetworkOf(p) == "Socket" && nodes > 1);
     // Before any channel line, the unambiguous signs alone: an IPoIB
     // interface under the sockets with libibverbs missing, EFA looked for
     // and absent. RDMA shown in use rules them out.
