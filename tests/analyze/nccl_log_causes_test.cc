@@ -35,7 +35,7 @@ TEST(NcclCauses, EveryIdIsInTheCatalog) {
   for (const char* id :
        {"distributed.nccl_cuda_failure", "network.oob_socket_failed", "network.root_unreachable",
         "network.connect_timeout", "network.duplicate_address", "network.link_local_interface",
-        "distributed.nccl_warning"}) {
+        "distributed.nccl_warning", "network.net_plugin_fallback"}) {
     const Rule* rule = FindRule(id);
     ASSERT_NE(rule, nullptr) << id;
     EXPECT_EQ(std::string(LayerName(rule->layer)) + "." +
