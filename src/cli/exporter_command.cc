@@ -165,6 +165,7 @@ int RunExporter(const ExporterFlags& flags) {
     std::vector<std::string> notes;
     host.Emit(out, notes);
     if (std::string note = trees.Update(jobs); !note.empty()) notes.push_back(note);
+    for (std::string& n : trees.TakeNotes()) notes.push_back(std::move(n));
     jobs.Emit(out, hostname, start);
     EmitSelf(out, server->counts(), jobs, *hook, notes.size(), (MonotonicNs() - start) / 1e9);
     for (const std::string& n : notes) {

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <new>
+#include <utility>
 
 namespace stallscope {
 namespace {
@@ -88,34 +89,6 @@ void WriteAll(int fd, const std::string& text) {
   ::_exit(0);
 }
 
-// Reads the child's answer until it closes the pipe (true) or makes no
-// progress for `idle_deadline_seconds` (false).
-bool ReadAnswer(int fd, const ChildPage& page, double idle_deadline_seconds, std::string& text) {
-  using Clock = std::chrono::steady_clock;
-  const auto idle = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(idle_deadline_seconds));
-  Clock::time_point last_progress = Clock::now();
-  uint64_t answered = page.answered.load(std::memory_order_relaxed);
-  while (true) {
-    const uint64_t now_answered = page.answered.load(std::memory_order_relaxed);
-    if (now_answered != answered) {
-      answered = now_answered;
-      last_progress = Clock::now();
-    }
-    if (Clock::now() - last_progress >= idle) return false;
-    pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, kPollMilliseconds);
-    if (ready < 0 && errno != EINTR) return false;
-    if (ready <= 0) continue;
-    char buffer[65536];
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return true;
-    text.append(buffer, static_cast<size_t>(n));
-    last_progress = Clock::now();  // a long answer still coming is progress
-  }
-}
-
 }  // namespace
 
 void CloseDescriptorsFrom(int lowest, CloseRangeCall close_range_call) {
@@ -145,49 +118,117 @@ void SetChildDescriptors(int out_fd, const char* null_path, CloseRangeCall close
   CloseDescriptorsFrom(3, close_range_call);
 }
 
-Result<ChildAnswer> CallInChild(const ChildWork& work, double idle_deadline_seconds) {
+Result<ChildCall> ChildCall::Start(const ChildWork& work) {
   void* mapped =
       ::mmap(nullptr, sizeof(ChildPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mapped == MAP_FAILED) return Status::FromErrno("mmap", errno);
-  ChildPage* page = new (mapped) ChildPage;
+  ChildCall call;
+  call.page_ = new (mapped) ChildPage;
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    ::munmap(mapped, sizeof(ChildPage));
-    return Status::FromErrno("pipe", errno);
-  }
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return Status::FromErrno("pipe", errno);
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int err = errno;
     ::close(fds[0]);
     ::close(fds[1]);
-    ::munmap(mapped, sizeof(ChildPage));
     return Status::FromErrno("fork", err);
   }
-  if (pid == 0) RunChild(work, fds[1], page);
+  if (pid == 0) {
+    ::fcntl(fds[1], F_SETFL, 0);  // the child's writes block
+    RunChild(work, fds[1], call.page_);
+  }
   ::close(fds[1]);
+  call.pid_ = pid;
+  call.fd_ = fds[0];
+  call.last_progress_ = std::chrono::steady_clock::now();
+  return call;
+}
 
-  std::string text;
-  const bool closed = ReadAnswer(fds[0], *page, idle_deadline_seconds, text);
-  ::close(fds[0]);
+ChildCall::ChildCall(ChildCall&& other) noexcept { *this = std::move(other); }
+
+ChildCall& ChildCall::operator=(ChildCall&& other) noexcept {
+  if (this != &other) {
+    Release();
+    pid_ = std::exchange(other.pid_, -1);
+    fd_ = std::exchange(other.fd_, -1);
+    page_ = std::exchange(other.page_, nullptr);
+    text_ = std::move(other.text_);
+    answered_ = other.answered_;
+    last_progress_ = other.last_progress_;
+  }
+  return *this;
+}
+
+ChildCall::~ChildCall() { Release(); }
+
+void ChildCall::Release() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+    if (pid_ > 0) ::kill(pid_, SIGKILL);  // abandoned while it ran
+  }
+  if (page_ != nullptr) ::munmap(page_, sizeof(ChildPage));
+  page_ = nullptr;
+}
+
+std::optional<Result<ChildAnswer>> ChildCall::Poll(double idle_deadline_seconds) {
+  if (fd_ < 0) return Result<ChildAnswer>(Status::Unavailable("the child was polled after it ended"));
+  using Clock = std::chrono::steady_clock;
+  const uint64_t answered = page_->answered.load(std::memory_order_relaxed);
+  if (answered != answered_) {
+    answered_ = answered;
+    last_progress_ = Clock::now();
+  }
+  bool closed = false;
+  while (true) {
+    char buffer[65536];
+    const ssize_t n = ::read(fd_, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;  // EAGAIN: nothing more for now
+    if (n == 0) {
+      closed = true;
+      break;
+    }
+    text_.append(buffer, static_cast<size_t>(n));
+    last_progress_ = Clock::now();  // a long answer still coming is progress
+  }
   if (!closed) {
+    const auto idle = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(idle_deadline_seconds));
+    if (Clock::now() - last_progress_ < idle) return std::nullopt;
     // Abandoned: the kill lands when its wait ends; nobody waits for it here.
-    ::kill(pid, SIGKILL);
-    page->step[kStepBytes - 1] = '\0';
-    std::string step(page->step);
-    ::munmap(mapped, sizeof(ChildPage));
-    return Status::Unavailable(step);
+    ::kill(pid_, SIGKILL);
+    page_->step[kStepBytes - 1] = '\0';
+    std::string step(page_->step);
+    ::close(fd_);
+    fd_ = -1;
+    return Result<ChildAnswer>(Status::Unavailable(step));
   }
-  ::munmap(mapped, sizeof(ChildPage));
+  ::close(fd_);
+  fd_ = -1;
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
+  pid_ = -1;
   if (WIFSIGNALED(status)) {
-    return Status::Unavailable("the child died of signal " + std::to_string(WTERMSIG(status)));
+    return Result<ChildAnswer>(
+        Status::Unavailable("the child died of signal " + std::to_string(WTERMSIG(status))));
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-    return Status::Unavailable("the child exited " + std::to_string(WEXITSTATUS(status)));
+    return Result<ChildAnswer>(
+        Status::Unavailable("the child exited " + std::to_string(WEXITSTATUS(status))));
   }
-  return Decode(text);
+  return Decode(text_);
+}
+
+Result<ChildAnswer> CallInChild(const ChildWork& work, double idle_deadline_seconds) {
+  Result<ChildCall> call = ChildCall::Start(work);
+  if (!call.ok()) return call.status();
+  while (true) {
+    pollfd p{call->fd(), POLLIN, 0};
+    ::poll(&p, 1, kPollMilliseconds);
+    if (std::optional<Result<ChildAnswer>> done = call->Poll(idle_deadline_seconds)) return *done;
+  }
 }
 
 }  // namespace stallscope

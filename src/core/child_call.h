@@ -26,7 +26,11 @@
 // its answer with write(2). Thread-compatible.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -66,6 +70,36 @@ using ChildWork = std::function<ChildAnswer(const ChildProgress& progress)>;
 // "starting"). Unavailable also when it died without answering (its signal
 // or exit code named), or fork/pipe failed.
 Result<ChildAnswer> CallInChild(const ChildWork& work, double idle_deadline_seconds);
+
+// One child started and polled without blocking: for a caller that must go
+// on with other work meanwhile (a sampling loop, the exporter). Move-only;
+// destroying one that still runs abandons it (SIGKILL, not waited for).
+class ChildCall {
+ public:
+  // Forks the child. The error of mmap, pipe or fork.
+  static Result<ChildCall> Start(const ChildWork& work);
+  ChildCall(ChildCall&& other) noexcept;
+  ChildCall& operator=(ChildCall&& other) noexcept;
+  ~ChildCall();
+  // Reads what the child wrote so far. nullopt while it runs and made
+  // progress within `idle_deadline_seconds`; else what CallInChild returns:
+  // its answer, or Unavailable naming its last step (then it is abandoned:
+  // SIGKILL sent, pid() still names it for the caller to reap).
+  std::optional<Result<ChildAnswer>> Poll(double idle_deadline_seconds);
+  // The pipe the answer comes on (-1 once done): for poll(2).
+  int fd() const { return fd_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  ChildCall() = default;
+  void Release();
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  ChildPage* page_ = nullptr;
+  std::string text_;
+  uint64_t answered_ = 0;
+  std::chrono::steady_clock::time_point last_progress_;
+};
 
 // The child's descriptors, as CallInChild sets them; exposed for tests.
 // Closes every descriptor from `lowest` up with close_range(2); where that
