@@ -182,14 +182,15 @@ Result<DataLook> LookAtRemoteData(const DoctorRequest& r, const MountEntry& moun
         DescribeMount(mount), deadline, answer.status().message()));
   }
   Result<DataLook> look = LookFromWire(answer->out);
-  if (!look.ok()) return Status::Unavailable("io: --data " + r.data + ": " + look.status().message());
+  if (!look.ok())
+    return Status::Unavailable("io: --data " + r.data + ": " + look.status().message());
   return look;
 }
 
 }  // namespace
 
-void TriageDataset(const Root& root, const DoctorRequest& r, uint64_t memory_total_bytes,
-                   Triage& t, const Progress& progress) {
+void TriageDataset(const Root& root, const DoctorRequest& r, uint64_t memory_total_bytes, Triage& t,
+                   const Progress& progress) {
   if (r.data.empty()) {
     t.notes.push_back("io: the dataset and its storage were not checked; pass --data PATH");
     return;

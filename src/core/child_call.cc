@@ -172,7 +172,8 @@ void ChildCall::Release() {
 }
 
 std::optional<Result<ChildAnswer>> ChildCall::Poll(double idle_deadline_seconds) {
-  if (fd_ < 0) return Result<ChildAnswer>(Status::Unavailable("the child was polled after it ended"));
+  if (fd_ < 0)
+    return Result<ChildAnswer>(Status::Unavailable("the child was polled after it ended"));
   using Clock = std::chrono::steady_clock;
   const uint64_t answered = page_->answered.load(std::memory_order_relaxed);
   if (answered != answered_) {

@@ -25,9 +25,9 @@ ChildAnswer AskFile(const std::string& file, const std::string& shown, const Chi
   p.Step("stat of " + shown);
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0) return {1, "", std::strerror(errno)};
-  std::string out = fmt::format("{} {} {} {}\n", S_ISREG(st.st_mode) ? 1 : 0,
-                                static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_dev),
-                                static_cast<uint64_t>(st.st_ino));
+  std::string out =
+      fmt::format("{} {} {} {}\n", S_ISREG(st.st_mode) ? 1 : 0, static_cast<uint64_t>(st.st_size),
+                  static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
   if (!S_ISREG(st.st_mode)) return {0, out, ""};
   p.Step("open/read of " + shown);
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -101,12 +101,11 @@ std::optional<RemoteFileFacts> RemoteFileProber::Facts(const std::string& file,
     answered_.erase(known);
     return f;
   }
-  if (dead_mounts_.count(mount.mount_point) || running_.count(key) ||
-      children() >= max_children_) {
+  if (dead_mounts_.count(mount.mount_point) || running_.count(key) || children() >= max_children_) {
     return std::nullopt;
   }
-  Result<ChildCall> call = ChildCall::Start(
-      [&](const ChildProgress& p) { return AskFile(file, shown, p); });
+  Result<ChildCall> call =
+      ChildCall::Start([&](const ChildProgress& p) { return AskFile(file, shown, p); });
   if (call.ok()) {
     running_.emplace(key, Running{std::move(*call), mount.mount_point, DescribeMount(mount)});
   }

@@ -48,7 +48,8 @@ struct RemoteFileFacts {
 
 class RemoteFileProber {
  public:
-  explicit RemoteFileProber(double idle_deadline_seconds, size_t max_children = kMaxRemoteProbeChildren)
+  explicit RemoteFileProber(double idle_deadline_seconds,
+                            size_t max_children = kMaxRemoteProbeChildren)
       : deadline_(idle_deadline_seconds), max_children_(max_children) {}
   // What a child found of `file` (the path to open, /proc/PID/fd/N on a live
   // root) named `shown` in notes, on `mount`; nullopt while a child is on it,

@@ -36,7 +36,10 @@ int InForkedChild(const std::function<int()>& check) {
 
 TEST(ChildCall, AnswerComesBack) {
   Result<ChildAnswer> a = CallInChild(
-      [](const ChildProgress&) { return ChildAnswer{3, "out text", "err text"}; }, 10);
+      [](const ChildProgress&) {
+        return ChildAnswer{3, "out text", "err text"};
+      },
+      10);
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a->exit_code, 3);
   EXPECT_EQ(a->out, "out text");
