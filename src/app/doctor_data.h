@@ -9,7 +9,18 @@
 // naming the mount and the call that did not answer. The child sends back
 // the census and the bench's speed as JSON through its pipe (a wire between
 // this process and its own child, read from nowhere else), and the judging
-// is done here, as for a local path. Thread-compatible.
+// is done here, as for a local path.
+//
+// Why a full census may run in a forked child: doctor may hold threads by
+// then (NVML starts its own), so the child may only use what survives a fork
+// of a threaded process. The child is single-purpose and exec-free: it walks
+// (open, getdents64, fstatat, its own threads), benches (files, io_uring)
+// and writes one answer with write(2). It allocates, which glibc's fork
+// makes safe (malloc's locks are taken across the fork and reset in the
+// child); it touches no stdio, dlopen'ed library or NVML, whose locks are
+// not reset. strerror (the census's notes) reads the message catalogue,
+// whose lock a thread holds only while it translates a message, which
+// doctor's other threads (NVML's) never do. Thread-compatible.
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -20,17 +19,27 @@ namespace {
 constexpr size_t kMostAnswersKept = 1024;
 
 // The child: a stat and a read of the head. Its answer: "regular size dev
-// ino\n" and the head's bytes; exit code 1 when the stat failed.
-ChildAnswer AskFile(const std::string& file, const std::string& shown, const ChildProgress& p) {
-  p.Step("stat of " + shown);
+// ino\n" and the head's bytes; exit code 1 when the stat failed. The step
+// texts are made before the fork; the child calls stat, open, pread and
+// close, and allocates only its answer (glibc's fork leaves malloc usable;
+// no stdio, locale or strerror: core/child_call.h).
+struct FileAsk {
+  std::string file;
+  std::string stat_step;
+  std::string read_step;
+};
+
+ChildAnswer AskFile(const FileAsk& ask, const ChildProgress& p) {
+  p.Step(ask.stat_step);
   struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) return {1, "", std::strerror(errno)};
-  std::string out =
-      fmt::format("{} {} {} {}\n", S_ISREG(st.st_mode) ? 1 : 0, static_cast<uint64_t>(st.st_size),
-                  static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
+  if (::stat(ask.file.c_str(), &st) != 0) return {1, "", ""};
+  std::string out = std::to_string(S_ISREG(st.st_mode) ? 1 : 0) + " " +
+                    std::to_string(static_cast<uint64_t>(st.st_size)) + " " +
+                    std::to_string(static_cast<uint64_t>(st.st_dev)) + " " +
+                    std::to_string(static_cast<uint64_t>(st.st_ino)) + "\n";
   if (!S_ISREG(st.st_mode)) return {0, out, ""};
-  p.Step("open/read of " + shown);
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  p.Step(ask.read_step);
+  const int fd = ::open(ask.file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd >= 0) {
     char head[kInputFormatHeadBytes];
     const ssize_t n = ::pread(fd, head, sizeof head, 0);
@@ -104,8 +113,9 @@ std::optional<RemoteFileFacts> RemoteFileProber::Facts(const std::string& file,
   if (dead_mounts_.count(mount.mount_point) || running_.count(key) || children() >= max_children_) {
     return std::nullopt;
   }
+  const FileAsk ask{file, "stat of " + shown, "open/read of " + shown};
   Result<ChildCall> call =
-      ChildCall::Start([&](const ChildProgress& p) { return AskFile(file, shown, p); });
+      ChildCall::Start([&](const ChildProgress& p) { return AskFile(ask, p); });
   if (call.ok()) {
     running_.emplace(key, Running{std::move(*call), mount.mount_point, DescribeMount(mount)});
   }
