@@ -581,8 +581,9 @@ constexpr Rule kRules[] = {
      "NVIDIA Driver Persistence: https://docs.nvidia.com/deploy/driver-persistence/"},
     {"code.gpu_xid", Layer::kCode,
      "NVIDIA driver Xid errors in the kernel log (/dev/kmsg, or klogctl where it is missing), "
-     "'NVRM: Xid (PCI:bus): N, ...', counted per GPU by bus id since boot, with the meaning of "
-     "13, 31, 43, 45, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95",
+     "'NVRM: Xid (PCI:bus): N, ...', counted per GPU by bus id: doctor since boot; run and "
+     "watch those logged while the job ran (not in the log when it started), with the time "
+     "into the run; with the meaning of 13, 31, 43, 45, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95",
      "critical for Xid 48 (double-bit ECC), 64 (remap failed), 79 (fell off the bus) or 95 "
      "(uncontained ECC); warning for any other",
      "these are the errors nvidia-bug-report.sh and DCGM look for first: after 48/64/79/95 the "

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -314,6 +315,53 @@ std::optional<Finding> PortLogFinding(const std::vector<PortLogEvent>& events,
       "dmesg -T | grep -iE 'mlx5|link (down|up)'; ibstat / ethtool for the port's state "
       "and counters; reseat or replace the cable if it repeats";
   return f;
+}
+
+FindingsWithNotes CheckRunKernelLog(const Timeline& timeline) {
+  FindingsWithNotes out;
+  if (!timeline.kernel_events_recorded) {
+    if (!timeline.gpus.empty())
+      out.notes.push_back(
+          "this run file predates the kernel log of the run (table kernel_events): Xid errors "
+          "during it are not known; `dmesg -T | grep -i xid` shows them");
+    return out;
+  }
+  // The GPUs as last sampled, to name a bus id's GPU.
+  GpuObservation gpus;
+  for (const GpuPoint& p : timeline.gpus) {
+    auto same = std::find_if(gpus.gpus.begin(), gpus.gpus.end(),
+                             [&](const GpuState& g) { return g.index == p.gpu.index; });
+    if (same == gpus.gpus.end()) {
+      gpus.gpus.push_back(p.gpu);
+    } else {
+      *same = p.gpu;
+    }
+  }
+  FindingsWithNotes xids = CheckGpuXids(timeline.xids, gpus, "during the run");
+  for (Finding& f : xids.findings) {
+    const std::string* bus = nullptr;
+    for (const Evidence& e : f.evidence)
+      if (e.name == "bus_id") bus = std::get_if<std::string>(&e.value);
+    std::optional<double> first, last;
+    for (const GpuXid& x : timeline.xids) {
+      if (bus == nullptr || x.bus_id != *bus || !x.monotonic_seconds) continue;
+      if (!first || *x.monotonic_seconds < *first) first = *x.monotonic_seconds;
+      if (!last || *x.monotonic_seconds > *last) last = *x.monotonic_seconds;
+    }
+    if (first) {
+      // The kernel's clock and the run's drift apart slowly: a tenth of a
+      // second is as fine as the two agree.
+      f.evidence.push_back({"first_seconds_into_run", std::round(*first * 10) / 10});
+      f.evidence.push_back({"last_seconds_into_run", std::round(*last * 10) / 10});
+      f.summary += fmt::format(" (at {:.1f} s into the run{})", *first,
+                               *last > *first ? fmt::format(", last at {:.1f} s", *last) : "");
+    }
+    out.findings.push_back(std::move(f));
+  }
+  for (std::string& n : xids.notes) out.notes.push_back(std::move(n));
+  if (std::optional<Finding> ports = PortLogFinding(timeline.port_events, "during the run"))
+    out.findings.push_back(std::move(*ports));
+  return out;
 }
 
 }  // namespace stallscope

@@ -32,6 +32,7 @@
 #include "sample/gpu.h"
 #include "sample/kernel_events.h"
 #include "sample/pcie.h"
+#include "sample/timeline.h"
 
 namespace stallscope {
 
@@ -56,6 +57,14 @@ FindingsWithNotes CheckGpuHealth(
 // `during`: "since boot" or "during the run", for the summary.
 FindingsWithNotes CheckGpuXids(const std::vector<GpuXid>& xids, const GpuObservation& gpus,
                                std::string_view during);
+
+// A run's kernel-log findings (Timeline xids and port_events, logged while
+// the job ran): code.gpu_xid per GPU, "during the run", with the GPUs named
+// from the run's GPU samples and the first and last time into the run; and
+// network.port_errors from the link-down messages, which CheckRun joins to
+// the one its port counters raise. A file that predates the table, of a run
+// that had GPUs, gets a note.
+FindingsWithNotes CheckRunKernelLog(const Timeline& timeline);
 
 // network.port_errors from the kernel log's link-down messages, one finding
 // for all ports (nullopt without any).

@@ -5,8 +5,10 @@
 #include <map>
 
 #include "analyze/epoch_figures.h"
+#include "analyze/gpu_health_rules.h"
 #include "analyze/gpu_rules.h"
 #include "analyze/rank_rules.h"
+#include "analyze/report.h"
 
 namespace stallscope {
 
@@ -159,6 +161,17 @@ FindingsWithNotes CheckRun(const Timeline& timeline, bool rank_rules) {
   Append(out, CheckRunNetwork(timeline));
   FindingsWithNotes gpu = CheckRunGpus(timeline);
   for (Finding& f : gpu.findings) out.findings.push_back(std::move(f));
+  // The kernel's log of the run: its port link-downs join the port counters'
+  // network.port_errors as one finding.
+  FindingsWithNotes kernel = CheckRunKernelLog(timeline);
+  for (Finding& f : kernel.findings) {
+    if (f.id == "network.port_errors") {
+      MergeFinding(out.findings, std::move(f), "kernel-log", "run");
+    } else {
+      out.findings.push_back(std::move(f));
+    }
+  }
+  for (std::string& n : kernel.notes) gpu.notes.push_back(std::move(n));
   if (rank_rules) Append(out, CheckRanks(timeline));  // rank_rules.h
   for (std::string& n : gpu.notes) out.notes.push_back("gpu: " + n);
   for (std::string& n : AllocationTraceNotes(timeline)) out.notes.push_back(std::move(n));

@@ -33,6 +33,7 @@
 #include "record/clock_exchange.h"
 #include "record/epoch_boundaries.h"
 #include "record/input_tracker.h"
+#include "record/kernel_log_watch.h"
 #include "record/port_counters.h"
 #include "sample/disk_rates.h"
 
@@ -486,6 +487,8 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   const int64_t interval_ns = static_cast<int64_t>(options.interval_seconds * 1e9);
   std::optional<uint64_t> oom_kills_at_start;
   if (auto v = ReadVmStat(root); v.ok()) oom_kills_at_start = v->oom_kill;
+  // What the kernel's log already holds is not this run's.
+  const KernelLogWatch kernel_log(root, info.start_monotonic_seconds);
   std::optional<uint64_t> cgroup_peak_at_start;
   if (info.cgroup_limit_bytes) {
     if (Result<CgroupMemory> cg = ReadCgroupMemory(root); cg.ok()) {
@@ -835,6 +838,17 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   if (Status s = writer.AppendMemoryPeaks(peaks); !s.ok()) {
     std::fprintf(status, "stallscope: %s (the kernel's memory peaks are not kept)\n",
                  s.message().c_str());
+  }
+  if (Result<KernelLogEvents> during = kernel_log.SinceStart(); during.ok()) {
+    if (Status s = writer.AppendKernelEvents(during->xids, during->port_events); !s.ok()) {
+      std::fprintf(status, "stallscope: %s (the kernel's Xid errors are not kept)\n",
+                   s.message().c_str());
+    }
+  } else if (gpu_probe->available()) {
+    // Where there is no GPU, an unreadable log (dmesg_restrict) is not news.
+    notes.push_back("gpu: the kernel log was not read when the job ended (" +
+                    during.status().message() +
+                    "): Xid errors and port link-downs during the run are not checked");
   }
   if (Status s = writer.AppendFindings("memory", {}, notes); !s.ok()) {
     std::fprintf(status, "stallscope: %s\n", s.message().c_str());

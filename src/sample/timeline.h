@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sample/gpu.h"
+#include "sample/kernel_events.h"
 #include "sample/network.h"
 
 namespace stallscope {
@@ -281,13 +282,20 @@ struct Timeline {
   std::vector<StepEvent> steps;
   std::vector<EpochEvent> epochs;
   std::vector<LoaderConfig> loaders;
-  std::vector<PortCounterPoint> port_counters;     // by time, then port
-  std::vector<GpuPoint> gpus;                      // by time, then GPU
-  std::vector<RankInfo> ranks;                     // hook hellos, in arrival order
-  std::vector<StepSync> step_syncs;                // with stallscope.ddp(model)
-  std::vector<AllocationReport> allocations;       // the hook's allocation tracing
-  std::vector<MemoryPeak> memory_peaks;            // table memory_peaks, when written
-  bool memory_peaks_recorded = false;              // false: the file predates the table
+  std::vector<PortCounterPoint> port_counters;  // by time, then port
+  std::vector<GpuPoint> gpus;                   // by time, then GPU
+  std::vector<RankInfo> ranks;                  // hook hellos, in arrival order
+  std::vector<StepSync> step_syncs;             // with stallscope.ddp(model)
+  std::vector<AllocationReport> allocations;    // the hook's allocation tracing
+  std::vector<MemoryPeak> memory_peaks;         // table memory_peaks, when written
+  bool memory_peaks_recorded = false;           // false: the file predates the table
+  // Table kernel_events: what the kernel logged about the hardware while
+  // the job ran (NVIDIA Xid errors, RDMA/mlx5 port link-downs), that was
+  // not in its log when the run started. Their monotonic_seconds here are
+  // seconds since the run's start (nullopt: the record had no time).
+  std::vector<GpuXid> xids;
+  std::vector<PortLogEvent> port_events;
+  bool kernel_events_recorded = false;             // false: the file predates the table
   std::vector<InputSeen> inputs;                   // what the job's processes read
   std::vector<OtherProcessPoint> other_processes;  // CPU taken outside the tree
   std::vector<BoundarySample> boundaries;          // by time; empty in files that predate them

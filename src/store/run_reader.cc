@@ -554,6 +554,33 @@ Result<Timeline> ReadRun(const std::string& path) {
                     });
     if (!st.ok()) return st;
   }
+  // Files written before kernel_events existed lack the table.
+  st = ForEachRow(db, path,
+                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kernel_events'",
+                  [&](Columns&) { timeline.kernel_events_recorded = true; });
+  if (!st.ok()) return st;
+  if (timeline.kernel_events_recorded) {
+    st = ForEachRow(
+        db, path,
+        "SELECT kind, t_seconds, device, xid, pid, process, message FROM kernel_events "
+        "ORDER BY rowid",
+        [&](Columns& c) {
+          std::string kind = c.Text();
+          std::optional<double> t = c.Optional<double>();
+          std::string device = c.Text();
+          std::optional<int> xid = c.Optional<int>();
+          std::optional<int> pid = c.Optional<int>();
+          std::string process = c.Text();
+          std::string message = c.Text();
+          if (kind == "xid" && xid) {
+            timeline.xids.push_back(
+                {*xid, std::move(device), pid, std::move(process), t, 0, std::move(message)});
+          } else if (kind == "port") {
+            timeline.port_events.push_back({std::move(device), t, 0, std::move(message)});
+          }  // a kind of a newer version: not ours to read
+        });
+    if (!st.ok()) return st;
+  }
   // Files written before inputs existed lack it and other_processes.
   bool has_other = false;
   st = ForEachRow(db, path,

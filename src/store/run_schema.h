@@ -167,6 +167,24 @@ CREATE TABLE IF NOT EXISTS memory_peaks (
 );
 )sql";
 
+// What the kernel logged about the hardware while the job ran (Timeline
+// xids and port_events), written when the job ended; created then, also
+// with no row (its presence says the log was looked at), so files of older
+// versions lack it. kind: "xid" or "port"; t_seconds: since the run's
+// start, NULL when the record had no time; device: the Xid's bus id or the
+// port's device; xid: the number (NULL for a port).
+inline constexpr std::string_view kCreateKernelEvents = R"sql(
+CREATE TABLE IF NOT EXISTS kernel_events (
+  kind TEXT NOT NULL,
+  t_seconds REAL,
+  device TEXT NOT NULL,
+  xid INTEGER,
+  pid INTEGER,
+  process TEXT NOT NULL,
+  message TEXT NOT NULL
+);
+)sql";
+
 // The hook's allocation tracing (sample/timeline.h AllocationReport),
 // created with its first rows; files of runs that never traced lack it.
 inline constexpr std::string_view kCreateAllocations = R"sql(

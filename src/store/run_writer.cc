@@ -55,6 +55,9 @@ class Binder {
     ++index_;
     return *this;
   }
+  // A temporary would be gone before the step that reads it.
+  Binder& Text(std::string&&) = delete;
+  Binder& Text(const char*) = delete;
   template <typename T>
   Binder& Optional(const std::optional<T>& value) {
     if (value.has_value()) {
@@ -528,6 +531,39 @@ Status RunWriter::AppendMemoryPeaks(std::span<const MemoryPeak> peaks) {
                     });
 }
 
+Status RunWriter::AppendKernelEvents(std::span<const GpuXid> xids,
+                                     std::span<const PortLogEvent> ports) {
+  // Bound as SQLITE_STATIC: the texts must outlive the step.
+  static const std::string kXid = "xid", kPort = "port", kNone;
+  return AppendRows(
+      "kernel events", store::kCreateKernelEvents,
+      "INSERT INTO kernel_events (kind, t_seconds, device, xid, pid, process, message) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?)",
+      xids.size() + ports.size(), [&](sqlite3_stmt* statement, size_t i) {
+        Binder bind(statement);
+        if (i < xids.size()) {
+          const GpuXid& x = xids[i];
+          return bind.Text(kXid)
+              .Optional(x.monotonic_seconds)
+              .Text(x.bus_id)
+              .Int(x.xid)
+              .Optional(x.pid)
+              .Text(x.process)
+              .Text(x.message)
+              .ok();
+        }
+        const PortLogEvent& p = ports[i - xids.size()];
+        return bind.Text(kPort)
+            .Optional(p.monotonic_seconds)
+            .Text(p.device)
+            .Null()
+            .Null()
+            .Text(kNone)
+            .Text(p.message)
+            .ok();
+      });
+}
+
 Status RunWriter::AppendInputs(std::span<const InputSeen> inputs) {
   return AppendRows(
       "inputs", store::kCreateInputs,
@@ -594,7 +630,8 @@ Status RunWriter::AppendBoundarySample(const BoundarySample& sample) {
         if (i < sample.disk_read_bytes.size()) {
           bind.Text(sample.disk_read_bytes[i].first).Bytes(sample.disk_read_bytes[i].second);
         } else {
-          bind.Text("").Null();
+          static const std::string kNoDisk;
+          bind.Text(kNoDisk).Null();
         }
         return bind.ok();
       });

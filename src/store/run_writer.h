@@ -72,6 +72,10 @@ class RunWriter {
   // memory_peaks (created here, also with no row: the peaks were looked
   // for). Called once the job ended, before Close().
   Status AppendMemoryPeaks(std::span<const MemoryPeak> peaks);
+  // kernel_events (created here, also with no row: the log was looked at):
+  // the Xids and port events the kernel logged during the run, their
+  // monotonic_seconds already made seconds since the run's start.
+  Status AppendKernelEvents(std::span<const GpuXid> xids, std::span<const PortLogEvent> ports);
   // What the job's processes were seen reading, in one transaction, into
   // inputs (created here, also with no row: they were looked for). Called
   // once the job ended, before Close().

@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "analyze/catalog.h"
+#include "analyze/run_rules.h"
 #include "finding_matchers.h"
 
 namespace stallscope {
@@ -214,6 +217,55 @@ TEST(PortLog, LinkDownsAreOnePortErrorsFinding) {
   EXPECT_EQ(f->id, "network.port_errors");
   EXPECT_EQ(f->severity, Severity::kWarning);
   EXPECT_NE(f->summary.find("0000:ca:00.0 (2x), mlx5_1 (1x)"), std::string::npos) << f->summary;
+}
+
+// A run's kernel log: the GPU named from the run's samples, the time into
+// the run, and the Xid judged as doctor judges it.
+Timeline RunWithGpu() {
+  Timeline t;
+  GpuState g;
+  g.index = 1;
+  g.name = "NVIDIA H100 80GB HBM3";
+  g.pci_bus_id = "00000000:17:00.0";
+  t.gpus.push_back({0.5, g});
+  t.gpus.push_back({1.0, g});
+  return t;
+}
+
+TEST(RunKernelLog, NamesTheGpuAndWhenIntoTheRun) {
+  Timeline t = RunWithGpu();
+  t.kernel_events_recorded = true;
+  t.xids.push_back({79, "0000:17:00", 4242, "python3", 12.34, 0, "NVRM: Xid (PCI:0000:17:00): 79"});
+  t.xids.push_back({13, "0000:17:00", 4242, "python3", 20.0, 0, "NVRM: Xid (PCI:0000:17:00): 13"});
+  FindingsWithNotes judged = CheckRunKernelLog(t);
+  ASSERT_EQ(judged.findings.size(), 1u);
+  const Finding& f = judged.findings[0];
+  EXPECT_EQ(f.id, "code.gpu_xid");
+  EXPECT_EQ(f.severity, Severity::kCritical);
+  EXPECT_NE(f.summary.find("GPU 1 (NVIDIA H100 80GB HBM3"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("during the run"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("at 12.3 s into the run, last at 20.0 s"), std::string::npos)
+      << f.summary;
+  EXPECT_TRUE(judged.notes.empty());
+  // Through the run's rules too: one code.gpu_xid among the run's findings.
+  FindingsWithNotes run = CheckRun(t, true);
+  EXPECT_EQ(std::count_if(run.findings.begin(), run.findings.end(),
+                          [](const Finding& x) { return x.id == "code.gpu_xid"; }),
+            1);
+}
+
+TEST(RunKernelLog, AnOlderFileSaysXidsAreNotKnownOnlyWhereTheRunHadGpus) {
+  Timeline t = RunWithGpu();
+  FindingsWithNotes judged = CheckRunKernelLog(t);
+  EXPECT_TRUE(judged.findings.empty());
+  ASSERT_EQ(judged.notes.size(), 1u);
+  EXPECT_NE(judged.notes[0].find("predates"), std::string::npos);
+  EXPECT_TRUE(CheckRunKernelLog(Timeline{}).notes.empty());
+  // Recorded and quiet: nothing to say.
+  t.kernel_events_recorded = true;
+  judged = CheckRunKernelLog(t);
+  EXPECT_TRUE(judged.findings.empty());
+  EXPECT_TRUE(judged.notes.empty());
 }
 
 TEST(GpuHealthCatalog, EveryIdIsInTheCatalogWithItsLayer) {

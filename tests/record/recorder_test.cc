@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "analyze/gpu_health_rules.h"
 #include "core/host_clock.h"
 #include "probe/meminfo.h"
 #include "store/run_reader.h"
@@ -59,6 +62,77 @@ TEST(RecordJob, ReadsTheHostUnderItsRoot) {
   }
   std::remove(path.c_str());
   rmdir(dir);
+}
+
+// The kernel's log of the run: an Xid already in the log when the run
+// starts is not the run's; one a process appends while the job runs is,
+// whatever its time (the kernel's clock need not agree with ours).
+TEST(RecordJob, KeepsTheXidsLoggedWhileTheJobRan) {
+  char dir[] = "/tmp/stallscope-recorder-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string root = std::string(dir) + "/host";
+  std::filesystem::copy(
+      std::string(STALLSCOPE_FIXTURES) + "/live_debian12", root,
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  std::filesystem::create_directories(root + "/dev");
+  const std::string kmsg = root + "/dev/kmsg";
+  {
+    std::ofstream log(kmsg);
+    log << "6,1,0,-;Linux version 6.1.0-27-amd64\n"
+           "4,2210,190838925,-;NVRM: Xid (PCI:0000:3b:00): 13, pid=7311, name=python3, "
+           "Graphics SM Warp Exception\n";
+  }
+  sigset_t saved;
+  pthread_sigmask(SIG_BLOCK, nullptr, &saved);
+  BlockRecordSignals();
+  const std::string path = std::string(dir) + "/run.db";
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok()) << writer.status().message();
+    // The job itself writes the driver's record, halfway through.
+    const std::string script =
+        "sleep 0.3; printf '4,2290,%s,-;NVRM: Xid (PCI:0000:17:00): 79, pid=4242, name=python3, "
+        "GPU has fallen off the bus.\\n' \"$(($(cut -d. -f1 /proc/uptime) * 1000000))\" >> " +
+        kmsg + "; printf '6,2291,1,-;mlx5_core 0000:ca:00.0 ens1f0np0: Link down\\n' >> " + kmsg +
+        "; sleep 0.3";
+    Result<Job> job = Job::Start({"sh", "-c", script}, {});
+    ASSERT_TRUE(job.ok()) << job.status().message();
+    RunInfo info;
+    info.command = "sh -c ...";
+    info.interval_seconds = 0.1;
+    info.root_pid = job->pid();
+    info.start_monotonic_seconds = MonotonicSeconds();
+    ASSERT_TRUE(writer->WriteRunInfo(info).ok());
+    RecordOptions options;
+    options.interval_seconds = 0.1;
+    options.root = root;
+    std::FILE* quiet = std::fopen("/dev/null", "w");
+    Result<RecordOutcome> outcome = RecordJob(*job, info, options, nullptr, *writer, quiet);
+    std::fclose(quiet);
+    ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+    ASSERT_EQ(outcome->exit.exit_code, 0);
+    ASSERT_TRUE(writer->Close().ok());
+  }
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  Result<Timeline> timeline = ReadRun(path);
+  ASSERT_TRUE(timeline.ok()) << timeline.status().message();
+  EXPECT_TRUE(timeline->kernel_events_recorded);
+  ASSERT_EQ(timeline->xids.size(), 1u);  // not the Xid 13 of before
+  EXPECT_EQ(timeline->xids[0].xid, 79);
+  EXPECT_EQ(timeline->xids[0].bus_id, "0000:17:00");
+  EXPECT_EQ(timeline->xids[0].pid, 4242);
+  ASSERT_TRUE(timeline->xids[0].monotonic_seconds.has_value());
+  ASSERT_EQ(timeline->port_events.size(), 1u);
+  EXPECT_EQ(timeline->port_events[0].device, "0000:ca:00.0");
+
+  FindingsWithNotes judged = CheckRunKernelLog(*timeline);
+  ASSERT_EQ(judged.findings.size(), 2u);
+  EXPECT_EQ(judged.findings[0].id, "code.gpu_xid");
+  EXPECT_EQ(judged.findings[0].severity, Severity::kCritical);
+  EXPECT_NE(judged.findings[0].summary.find("during the run"), std::string::npos);
+  EXPECT_NE(judged.findings[0].summary.find("s into the run"), std::string::npos);
+  EXPECT_EQ(judged.findings[1].id, "network.port_errors");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
