@@ -87,7 +87,7 @@ class RemoteFs(unittest.TestCase):
             self.assertIn("memory", [layer["layer"] for layer in report["layers"]])
 
     def test_idle_deadline_lets_a_slow_live_walk_finish(self):
-        files = 300  # one thread, each stat at least one 10 ms round trip: over 3 s
+        files = 200  # one thread, each stat at least one 10 ms round trip: over 2 s
         env = dict(os.environ, STALLSCOPE_TEST_REMOTE_DEADLINE_S="1")
         with remote_fs_common.RemoteFs(self, delay_ms=5) as fs:
             write_files(fs.export, files)
