@@ -67,6 +67,7 @@ DataLook LookAtData(const DoctorRequest& r, const Progress& progress,
   bench.size_bytes = kDoctorBenchBytes;
   bench.runtime_seconds = kDoctorBenchSeconds;
   bench.metadata_files = kDoctorBenchMetadataFiles;
+  bench.advance = advance;
   bench.progress = [&](std::string_view text) {
     progress(text);
     if (step && !text.empty()) step(fmt::format("storage bench in {} ({})", dir, text));
