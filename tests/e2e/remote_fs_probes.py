@@ -13,6 +13,8 @@ connection after a dead spell of several seconds, and then the job ends.
   and the call that did not answer.
 - The exporter: /metrics answers every scrape during the dead spell, its
   children stay at most kMaxRemoteProbeChildren (4), and it notes the mount.
+- `doctor --data` on the live mount, with its storage bench: both run in a
+  child process and come back through its pipe (census and bench figures).
 
 The deadline is lowered to 2 s for the test (a test-only environment
 variable). Needs root, FUSE, sshfs and openssh-server; skips without them
@@ -149,6 +151,18 @@ class DeadMountProbes(unittest.TestCase):
                  if "no answer from the fuse.sshfs mount %s" % fs.mount in n]
         self.assertEqual(len(notes), 1, report["notes"])
         self.assertIn("within 2 s to the stat of %s/train/" % fs.mount, notes[0])
+
+    def test_doctor_census_and_bench_come_back_from_the_child(self):
+        with remote_fs_common.RemoteFs(self, delay_ms=1) as fs:
+            write_files(fs.export)
+            report = e2e.run_json(self, ["doctor", "--data", fs.mount, "--json",
+                                         "--interval", "0.5"], timeout=180)
+        self.assertEqual(report["data"]["files"], 3, report["notes"])
+        self.assertTrue(report["data"]["remote"])
+        benches = [f["fact"] for f in report["facts"] if f["fact"].startswith("bench ")]
+        self.assertEqual(len(benches), 1, report["facts"])
+        self.assertIn(fs.mount, benches[0])
+        self.assertIn("random 4 KiB", benches[0])
 
     def test_exporter_serves_through_a_dead_mount(self):
         sock = os.path.join(self.tmp, "hook.sock")
