@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <string>
+
 namespace stallscope {
 namespace {
 
@@ -54,6 +58,23 @@ TEST(CensusWire, RefusesWhatIsNotTheWire) {
   EXPECT_FALSE(CensusFromWire("").ok());
   EXPECT_FALSE(CensusFromWire("[1,2]").ok());
   EXPECT_FALSE(CensusFromWire("{\"path\": 3}").ok());
+}
+
+}  // namespace
+}  // namespace stallscope
+
+namespace stallscope {
+namespace {
+
+// The fuzz target's seeds are wires this version reads.
+TEST(CensusWire, ReadsTheFuzzSeeds) {
+  for (const char* name : {"census-wire-remote.json", "census-wire-local.json"}) {
+    std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/census_wire/" + name);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Result<DatasetCensus> c = CensusFromWire(text);
+    ASSERT_TRUE(c.ok()) << name << ": " << c.status().message();
+    EXPECT_EQ(CensusFromWire(CensusToWire(*c))->files, c->files) << name;
+  }
 }
 
 }  // namespace
