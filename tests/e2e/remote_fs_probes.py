@@ -210,6 +210,10 @@ class DeadMountProbes(unittest.TestCase):
                     body = scrape()
                     self.assertIn("stallscope_memory_available_bytes", body)
                     most = max(most, len(children_of(exporter.pid)))
+                    served = [l for l in body.splitlines()
+                              if l.startswith("stallscope_exporter_remote_file_children ")]
+                    self.assertEqual(len(served), 1)
+                    self.assertLessEqual(float(served[0].split()[1]), MAX_CHILDREN)
                     time.sleep(0.3)
                 self.assertLessEqual(most, MAX_CHILDREN)
                 self.assertGreaterEqual(most, 1, "no child asked the dead mount: " + "".join(lines))
