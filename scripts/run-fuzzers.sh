@@ -30,6 +30,7 @@ fuzz_one() {
     fuzz_tfrecord) seeds=('*.tfrecord') ;; fuzz_pack_index) seeds=('*.idx' manifest.json '*.tar') ;;
     fuzz_byte_size) seeds=(byte_size) ;;
     fuzz_fdinfo) seeds=(fdinfo) ;;
+    fuzz_census_wire) seeds=('census-wire-*.json') ;;
     fuzz_input_format) seeds=('shard*' 'labels.csv*' empty.zip) ;;
     fuzz_plan_h2d_text) seeds=(param_count has_memory pci_bus_id) ;;
     fuzz_baseline) seeds=('baseline-*.json') ;;

@@ -235,6 +235,8 @@ class IntervalSampler {
   const std::string& disk_name() const { return disk_name_; }
   const HostSample& last_host() const { return previous_; }
   const InputTracker& inputs() const { return inputs_; }
+  // Remote mounts given up by the open-file probe (one note each).
+  std::vector<std::string> TakeRemoteNotes() { return open_inputs_.TakeNotes(); }
   // The data disk learnt from what the workers read (empty: not learnt, or
   // given with --data).
   const std::string& learnt_data_disk() const { return learnt_disk_; }
@@ -826,10 +828,13 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   if (Status s = stopped ? Status::Ok() : writer.AppendInputs(sampler.inputs().Inputs()); !s.ok()) {
     std::fprintf(status, "stallscope: %s (what the job read is not kept)\n", s.message().c_str());
   }
+  std::vector<std::string> io_notes = sampler.TakeRemoteNotes();
   if (uint64_t dropped = sampler.inputs().dropped(); dropped > 0 && !stopped) {
-    std::vector<std::string> io_notes = {fmt::format(
+    io_notes.push_back(fmt::format(
         "io: the job read more files than are kept ({}); {} more seen open were only counted",
-        kMaxInputsKept, dropped)};
+        kMaxInputsKept, dropped));
+  }
+  if (!io_notes.empty() && !stopped) {
     if (Status s = writer.AppendFindings("io", {}, io_notes); !s.ok()) {
       std::fprintf(status, "stallscope: %s\n", s.message().c_str());
     }
