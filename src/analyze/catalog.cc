@@ -243,6 +243,32 @@ constexpr Rule kRules[] = {
      "switch buffers even below full bandwidth. A healthy link counts no CRC/frame errors at "
      "all, hence any one; TCP's rate falls as 1/sqrt(loss), so 0.1% already costs severalfold. "
      "Drops also count unhandled protocols, hence the 10-drop floor; the levels are ours"},
+    {"network.congestion", Layer::kNetwork,
+     "growth over doctor's interval of each NIC's driver statistics (the SIOCETHTOOL ioctl, as "
+     "ethtool -S): pause frames received (link-level and per-priority PFC, a total beside its "
+     "priorities counted once), ECN-marked RoCE packets, CNPs handled; only the counter names "
+     "mlx5, bnxt_en/bnxt_re, ice/i40e and ixgbe document",
+     "warning when any of the three grows at >= 10/s; critical at >= 1000 pause frames/s",
+     "a NIC that receives pause frames or CNPs is being told by the fabric to slow down: the "
+     "switch's buffers fill (incast, oversubscribed uplinks, a PFC storm from a stuck host), so "
+     "collectives slow or time out while this host is healthy. A quiet lossless fabric sends "
+     "none; a few per second are normal bursts, hence the floor; at thousands a second a port is "
+     "paused most of the time (a storm). The levels are ours",
+     "NVIDIA, RoCE congestion control and PFC: https://docs.nvidia.com/networking/ "
+     "(mlx5 ethtool counters: rx_prio_pause, rp_cnp_handled, np_ecn_marked_roce_packets)"},
+    {"network.drops_buffer", Layer::kNetwork,
+     "growth over doctor's interval of each NIC's receive buffer and ring drops (mlx5 "
+     "rx_out_of_buffer, rx/tx_discards_phy, rx_prioN_discards; virtio_net rx_drops / "
+     "rxN_drops; a total beside its queues counted once) and of a cloud NIC's allowance "
+     "counters (ena bw_in/bw_out/pps/conntrack/linklocal_allowance_exceeded)",
+     "warning at >= 10 over the window; critical at >= 100/s",
+     "these drops happen on the host side, before the kernel sees the packet: the ring was full "
+     "because the CPUs that serve the NIC's interrupts were busy (often with the loader), or the "
+     "cloud instance's bandwidth or packet allowance was used up. TCP retransmits and NCCL "
+     "stalls follow; the fix is on the host (ring size, interrupt placement) or the instance "
+     "type, not the fabric. The levels are ours",
+     "Linux kernel, mlx5 counters: https://docs.kernel.org/networking/device_drivers/ethernet/"
+     "mellanox/mlx5/counters.html; AWS ENA, network performance metrics"},
     {"network.node_receive_slow", Layer::kNetwork,
      "report of several nodes' run files: per node, the bytes per second its job interface "
      "(the route to MASTER_ADDR, recorded at start) received in the samples whose interval "

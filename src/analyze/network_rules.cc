@@ -545,6 +545,87 @@ bool MultiNodeHint(const NetworkObservation& o, std::string* why) {
   return false;
 }
 
+// network.congestion and network.drops_buffer from the NICs' driver
+// statistics over the window (sample/nic_stats.h).
+void CheckNicCongestion(const NetworkObservation& o, std::vector<Finding>& out) {
+  if (!o.window_seconds || *o.window_seconds <= 0) return;
+  const double seconds = *o.window_seconds;
+  for (const NetworkObservation::NicCongestionDelta& d : o.nic_congestion) {
+    const NicCongestion& g = d.growth;
+    const double pause_rate = static_cast<double>(g.pause_rx) / seconds;
+    const double ecn_rate = static_cast<double>(g.ecn_marked) / seconds;
+    const double cnp_rate = static_cast<double>(g.cnp_handled) / seconds;
+    if (pause_rate >= kCongestionWarningPerSecond || ecn_rate >= kCongestionWarningPerSecond ||
+        cnp_rate >= kCongestionWarningPerSecond) {
+      Finding f;
+      f.id = "network.congestion";
+      f.layer = Layer::kNetwork;
+      f.severity = pause_rate >= kPauseStormPerSecond ? Severity::kCritical : Severity::kWarning;
+      std::vector<std::string> signs;
+      if (g.pause_rx > 0)
+        signs.push_back(
+            fmt::format("{:.0f} pause frames/s received (the switch told it to stop)", pause_rate));
+      if (g.ecn_marked > 0) signs.push_back(fmt::format("{:.0f} ECN-marked packets/s", ecn_rate));
+      if (g.cnp_handled > 0)
+        signs.push_back(fmt::format("{:.0f} CNPs/s handled (its send rate was cut)", cnp_rate));
+      f.summary = fmt::format(
+          "{}: the fabric pushes back: {} over {:.1f} s: PFC/ECN at work, so the network, not "
+          "this host, is what is slow",
+          d.interface, Join(signs, ", "), seconds);
+      f.evidence = {{"interface", d.interface},
+                    {"window_seconds", seconds},
+                    {"pause_rx", AsInt(g.pause_rx)},
+                    {"pause_tx", AsInt(g.pause_tx)},
+                    {"ecn_marked", AsInt(g.ecn_marked)},
+                    {"cnp_sent", AsInt(g.cnp_sent)},
+                    {"cnp_handled", AsInt(g.cnp_handled)},
+                    {"counters", Join(g.counters_used, ", ")}};
+      f.next = fmt::format(
+          "ethtool -S {} | grep -E 'pause|cnp|ecn' twice, a minute apart; on the switch, the "
+          "port's PFC and ECN counters and the uplinks' oversubscription; many senders to one "
+          "receiver (incast) in the job's all-to-all or all-reduce shows as this",
+          d.interface);
+      out.push_back(std::move(f));
+    }
+    const uint64_t drops = g.buffer_drops + g.allowance_exceeded;
+    if (drops >= kBufferDropsMinCount) {
+      Finding f;
+      f.id = "network.drops_buffer";
+      f.layer = Layer::kNetwork;
+      const double rate = static_cast<double>(drops) / seconds;
+      f.severity = rate >= kBufferDropsCriticalPerSecond ? Severity::kCritical : Severity::kWarning;
+      f.summary =
+          g.allowance_exceeded > 0
+              ? fmt::format(
+                    "{}: {} packets queued or dropped over {:.1f} s because the instance's "
+                    "network allowance (bandwidth, packets/s) was exceeded{}",
+                    d.interface, g.allowance_exceeded, seconds,
+                    g.buffer_drops > 0
+                        ? fmt::format(", and {} dropped for want of a buffer", g.buffer_drops)
+                        : "")
+              : fmt::format(
+                    "{}: {} packets dropped over {:.1f} s for want of a receive buffer or ring "
+                    "slot: the host does not drain the NIC fast enough",
+                    d.interface, g.buffer_drops, seconds);
+      f.evidence = {{"interface", d.interface},
+                    {"window_seconds", seconds},
+                    {"buffer_drops", AsInt(g.buffer_drops)},
+                    {"allowance_exceeded", AsInt(g.allowance_exceeded)},
+                    {"pause_tx", AsInt(g.pause_tx)},
+                    {"counters", Join(g.counters_used, ", ")}};
+      f.next = g.allowance_exceeded > 0
+                   ? "a larger instance type or fewer, larger transfers; ethtool -S " +
+                         d.interface + " | grep allowance shows which limit"
+                   : fmt::format(
+                         "ethtool -g {} (raise the RX ring to its maximum with ethtool -G), spread "
+                         "the NIC's interrupts over the NUMA node's CPUs, and keep the loader's "
+                         "workers off those CPUs",
+                         d.interface);
+      out.push_back(std::move(f));
+    }
+  }
+}
+
 NetworkObservation ObserveNetwork(const Snapshot& snapshot) {
   NetworkObservation o;
   o.interfaces = snapshot.interfaces;
@@ -555,6 +636,13 @@ NetworkObservation ObserveNetwork(const Snapshot& snapshot) {
     o.window_seconds = snapshot.interval_seconds;
     o.port_deltas = NicErrorDeltas(snapshot.net_rates);
   }
+  if (snapshot.interval_seconds > 0) {
+    for (const Snapshot::NicStatsReading& r : snapshot.nic_stats) {
+      if (!r.growth_known) continue;
+      if (!o.window_seconds) o.window_seconds = snapshot.interval_seconds;
+      o.nic_congestion.push_back({r.interface, r.growth});
+    }
+  }
   return o;
 }
 
@@ -564,6 +652,7 @@ FindingsWithNotes CheckNetwork(const NetworkObservation& observation) {
   CheckWrongInterface(observation, out);
   CheckRdmaUnused(observation, out);
   CheckPortErrors(observation, out);
+  CheckNicCongestion(observation, out);
   return FindingsWithNotes{std::move(out), {}};
 }
 

@@ -91,6 +91,16 @@ NetworkObservation ObserveNetwork(const Snapshot& snapshot);
 
 FindingsWithNotes CheckNetwork(const NetworkObservation& observation);
 
+// network.congestion: pause frames received, ECN-marked packets or CNPs
+// handled growing at this rate or more (per second, any one of them) on a
+// NIC over the window; critical at kPauseStormPerSecond pause frames/s.
+inline constexpr double kCongestionWarningPerSecond = 10;
+inline constexpr double kPauseStormPerSecond = 1000;
+// network.drops_buffer: at least this many buffer/ring drops (or a cloud
+// NIC's allowance exceeded) over the window; critical at the rate below.
+inline constexpr uint64_t kBufferDropsMinCount = 10;
+inline constexpr double kBufferDropsCriticalPerSecond = 100;
+
 // network.mtu_mismatch: warning when the three differ; critical when packets
 // the local MTU allows are silently lost on the way (the kernel still
 // believes the local MTU: nobody told it, so every full-size packet vanishes).

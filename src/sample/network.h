@@ -17,6 +17,7 @@
 
 #include "sample/container.h"
 #include "sample/environment.h"
+#include "sample/nic_stats.h"
 
 namespace stallscope {
 
@@ -219,6 +220,12 @@ struct NetworkObservation {
   // The counters' growth over window_seconds; nullopt window: not sampled.
   std::optional<double> window_seconds;
   std::vector<PortErrorDelta> port_deltas;
+  // The NICs' congestion counters (ethtool -S) over the same window.
+  struct NicCongestionDelta {
+    std::string interface;
+    NicCongestion growth;
+  };
+  std::vector<NicCongestionDelta> nic_congestion;
 };
 
 // What `net probe` found out about MTUs on the path to a peer.

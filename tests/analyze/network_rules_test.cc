@@ -403,5 +403,66 @@ TEST(PathMtu, PeerWithLargerMtuOrKnownSmallerPathWarns) {
   EXPECT_FALSE(CheckPathMtu(unmeasured));
 }
 
+// The NICs' congestion counters over doctor's window: the fabric pushing
+// back (pause, ECN, CNP) against the host dropping (buffers, allowances).
+NetworkObservation CongestionWindow(NicCongestion growth, double seconds = 2) {
+  NetworkObservation o;
+  o.window_seconds = seconds;
+  growth.counters_used = {"rx_pause_ctrl_phy", "rp_cnp_handled"};
+  o.nic_congestion.push_back({"ens1f0np0", growth});
+  return o;
+}
+
+TEST(NicCongestion, PauseAndCnpsAreTheFabricPushingBack) {
+  NicCongestion g;
+  g.pause_rx = 100;  // 50/s
+  g.cnp_handled = 40;
+  auto findings = FindAllCopies(CheckNetwork(CongestionWindow(g)).findings, "network.congestion");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_NE(findings[0].summary.find("ens1f0np0"), std::string::npos);
+  EXPECT_NE(findings[0].summary.find("50 pause frames/s"), std::string::npos)
+      << findings[0].summary;
+  EXPECT_NE(findings[0].summary.find("20 CNPs/s"), std::string::npos);
+  EXPECT_TRUE(
+      FindAllCopies(CheckNetwork(CongestionWindow(g)).findings, "network.drops_buffer").empty());
+  g.pause_rx = 2 * static_cast<uint64_t>(kPauseStormPerSecond);
+  findings = FindAllCopies(CheckNetwork(CongestionWindow(g)).findings, "network.congestion");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kCritical);
+}
+
+TEST(NicCongestion, AFewBurstsAndPausesSentAreNotTheFabric) {
+  NicCongestion g;
+  g.pause_rx = 10;    // 5/s: under the floor
+  g.pause_tx = 5000;  // this NIC asking its peer to stop is the host side
+  EXPECT_TRUE(
+      FindAllCopies(CheckNetwork(CongestionWindow(g)).findings, "network.congestion").empty());
+  // No window, nothing judged.
+  NetworkObservation o = CongestionWindow(g);
+  o.window_seconds.reset();
+  g.pause_rx = 100000;
+  EXPECT_TRUE(FindAllCopies(CheckNetwork(o).findings, "network.congestion").empty());
+}
+
+TEST(NicCongestion, DropsAndAllowancesAreTheHostSide) {
+  NicCongestion g;
+  g.buffer_drops = 30;
+  auto findings = FindAllCopies(CheckNetwork(CongestionWindow(g)).findings, "network.drops_buffer");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_NE(findings[0].next.find("ethtool -G"), std::string::npos);
+  g = {};
+  g.allowance_exceeded = 1000;  // 500/s
+  findings = FindAllCopies(CheckNetwork(CongestionWindow(g)).findings, "network.drops_buffer");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kCritical);
+  EXPECT_NE(findings[0].summary.find("allowance"), std::string::npos);
+  g = {};
+  g.buffer_drops = kBufferDropsMinCount - 1;
+  EXPECT_TRUE(
+      FindAllCopies(CheckNetwork(CongestionWindow(g)).findings, "network.drops_buffer").empty());
+}
+
 }  // namespace
 }  // namespace stallscope
