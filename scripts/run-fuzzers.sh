@@ -30,6 +30,7 @@ fuzz_one() {
     fuzz_tfrecord) seeds=('*.tfrecord') ;; fuzz_pack_index) seeds=('*.idx' manifest.json '*.tar') ;;
     fuzz_byte_size) seeds=(byte_size) ;;
     fuzz_fdinfo) seeds=(fdinfo) ;;
+    fuzz_census_wire) seeds=('census-wire-*.json') ;;
     fuzz_input_format) seeds=('shard*' 'labels.csv*' empty.zip) ;;
     fuzz_plan_h2d_text) seeds=(param_count has_memory pci_bus_id) ;;
     fuzz_baseline) seeds=('baseline-*.json') ;;
@@ -37,6 +38,7 @@ fuzz_one() {
     fuzz_node_summary) seeds=('node-*.summary') ;;
     fuzz_kernel_log) seeds=('kmsg*' 'dmesg-*' 'journal-*') ;;
     fuzz_pcie_link) seeds=(current_link_speed max_link_speed current_link_width) ;;
+    fuzz_ethtool_stats) seeds=(ens1f0np0 ens2f0np0 ens3f0 ens5 eth0) ;;
     fuzz_http_request) seeds=('*.http' hook_datagram) ;;
     fuzz_trace_file) seeds=('trace-*.json' 'trace-*.json.gz') ;;
     *) seeds=() ;;

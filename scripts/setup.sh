@@ -36,7 +36,7 @@ test_packages=(
   # a real PyTorch job (CPU) for the run/report end-to-end tests
   python3-torch
   # classic tools the tests compare against
-  procps iproute2 sysstat fio tar
+  procps iproute2 sysstat fio tar ethtool
   # a real protobuf decoder for the packed tf.train.Example records
   python3-protobuf
   # the peer tool bench/net_vs_iperf3.sh measures `net probe` against

@@ -220,7 +220,10 @@ constexpr Rule kRules[] = {
      "or NCCL_NET=Socket. nccl-log: when the log's connections between hosts go via "
      "NET/Socket while the log lists RDMA devices (NET/IB : Using) or, for the log's lines of "
      "this host, its ports are ACTIVE (also when NCCL saw no device: a container without "
-     "/dev/infiniband); critical from 8 hosts",
+     "/dev/infiniband), or NET/IB could not open its device and NCCL fell back to sockets; "
+     "critical from 8 hosts. On signs alone, before any channel line (an IPoIB interface such "
+     "as ib0 under the sockets with libibverbs missing; libfabric's efa provider output empty "
+     "list, No EFA devices): at most a warning",
      "RDMA/RoCE bypasses the kernel's TCP stack with far lower latency and CPU cost; "
      "beyond 8 nodes it is 'basically required'; keep NCCL_IB_DISABLE=0 when using "
      "RDMA. Warning, not critical: at 4 nodes or fewer TCP 'can still cope'",
@@ -270,7 +273,9 @@ constexpr Rule kRules[] = {
     {"network.connect_failed", Layer::kNetwork,
      "nccl-log: NCCL WARNs that give up on a peer: 'Connect to ADDR failed : REASON', "
      "'PollConnect to ADDR failed with error', 'Call to recv from ADDR failed', 'Connection "
-     "closed by remote peer ADDR', 'exceeded timeouts/retries'; the peers, reasons and counts",
+     "closed by remote peer ADDR', 'exceeded timeouts/retries'; the peers, reasons and counts. "
+     "Not 'No interface found in the same subnet' (no connect was tried: "
+     "network.root_unreachable)",
      "critical whenever one is logged; INFO 'Call to connect returned ..., retrying' alone does "
      "not fire (NCCL waits for a peer that is not listening yet)",
      "'NCCL init timeout' and 'connect timed out / socket read timed out' are the two "
@@ -280,7 +285,9 @@ constexpr Rule kRules[] = {
      "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"distributed.nccl_version_mismatch", Layer::kDistributed,
      "nccl-log: the 'NCCL version X' each process printed (a bare line goes to the process "
-     "printed just before it), and NCCL's own 'Mismatched NCCL version detected' WARN",
+     "printed just before it), NCCL's own 'Mismatched NCCL version detected' WARN, and the "
+     "version in PyTorch's lines (its error text '..., NCCL version X', ProcessGroupNCCL's "
+     "'NCCL version: X'); the evidence says which lines each version was read from",
      "critical when two or more versions appear, or NCCL warned of a mismatch",
      "NCCL's wire protocol between ranks is only guaranteed within one version: mixed builds "
      "hang or fail at init (NCCL checks it from 2.2x). The usual advice to compare the hosts "
@@ -290,11 +297,12 @@ constexpr Rule kRules[] = {
     {"distributed.init_incomplete", Layer::kDistributed,
      "nccl-log: per rank (host:pid and [cudaDev]), 'Init START' against 'Init COMPLETE' lines; "
      "before 2.18 (no START), a process with NCCL INFO lines and no COMPLETE at all, only on "
-     "positive evidence: other ranks completed, or the log shows trouble (errors, connect "
-     "retries, lost peers, a WARN that is not harmless alone such as libibverbs missing)",
-     "on a START with no COMPLETE, or no COMPLETE with that evidence; critical when other "
-     "ranks completed (they wait for the missing ones) or there was trouble, warning otherwise; "
-     "a log that just ends before init is a note, 'init state unknown'; not judged without INFO "
+     "positive evidence that a rank stopped: other ranks completed, a timeout (NCCL's or "
+     "PyTorch's watchdog), an error the job printed (unhandled system error, PyTorch's NCCL "
+     "error), connect retries, lost peers, or a WARN NCCL did not carry on from (not libibverbs "
+     "or a net plugin missing, not an IB device or plugin NCCL fell back from)",
+     "critical on that evidence; a log that just ends (an Init START with no COMPLETE and "
+     "nothing after) is a note, 'init state unknown', never more; not judged without INFO "
      "lines (NCCL_DEBUG=WARN). Verdict order over an NCCL log's critical findings, cause before "
      "consequence: nccl_cuda_failure, oob_socket_failed, root_unreachable, duplicate_address, "
      "wrong_interface, link_local_interface, nccl_version_mismatch, connect_timeout, "
@@ -352,11 +360,25 @@ constexpr Rule kRules[] = {
     {"network.link_local_interface", Layer::kNetwork,
      "nccl-log: interfaces NCCL chose for bootstrap, NET/Socket and IB's OOB with an fe80:: "
      "address or a tunnel device's name (ip6tnl, tunl, sit, gre)",
-     "critical when it is the first bootstrap interface (the one bootstrap uses), warning when "
-     "listed elsewhere on a job of several hosts, info on one host",
+     "critical when used: the first bootstrap interface, or a NET/Socket device the channels "
+     "run over ('via NET/Socket/N') on a job of several hosts; warning when the channels' "
+     "device is not shown on such a job; info when only listed, or on one host",
      "a link-local address reaches only its own link and a tunnel adds a hop NCCL does not "
      "expect; bootstrap on one fails across hosts",
      "NCCL documentation, Environment Variables: "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"},
+    {"network.net_plugin_fallback", Layer::kNetwork,
+     "nccl-log: a net plugin asked for or present that NCCL could not use, and what it used "
+     "instead: NCCL_NET_PLUGIN's library not found ('Plugin load (X) returned', 'All attempts "
+     "to load', 'Could not find: X'), a library there that does not load (the loader's error), "
+     "a plugin whose init failed ('Failed to initialize NET plugin', aws-ofi-nccl's 'Failing "
+     "initialization'); the default libnccl-net.so absent is routine and not raised",
+     "warning whenever one is seen (the job runs, on NCCL's internal IB or sockets instead of "
+     "the plugin's transport; network.rdma_unused grades the sockets by scale)",
+     "a plugin (aws-ofi-nccl for EFA, the HPC-X/SHARP plugin) is how NCCL reaches some fabrics "
+     "at all; when it fails NCCL says so in one INFO line and goes on over what it has, often "
+     "TCP sockets, many times slower",
+     "NCCL documentation, Environment Variables (NCCL_NET_PLUGIN): "
      "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"},
     {"distributed.nccl_warning", Layer::kDistributed,
      "nccl-log: every NCCL WARN that none of the other rules reads (connect failures, Cuda "

@@ -70,13 +70,19 @@ void TriageCensus(const std::string& path, const Result<DatasetCensus>& census,
 
 void TriageStorageBench(const IoBenchResult& result, uint64_t bench_bytes, double phase_seconds,
                         Triage& t) {
-  StorageSpeed speed = SpeedOf(result);
+  TriageStorageSpeed(SpeedOf(result), result.read_mode, result.notes, bench_bytes, phase_seconds,
+                     t);
+}
+
+void TriageStorageSpeed(const StorageSpeed& speed, const std::string& read_mode,
+                        const std::vector<std::string>& bench_notes, uint64_t bench_bytes,
+                        double phase_seconds, Triage& t) {
   t.facts.push_back(
       {Layer::kIo, fmt::format("bench {} ({}, {} MiB, {:.0f} s a phase): "
                                "sequential {}, random 4 KiB {:.0f} IOPS",
-                               result.path, result.read_mode, bench_bytes >> 20, phase_seconds,
+                               speed.path, read_mode, bench_bytes >> 20, phase_seconds,
                                FormatRate(speed.sequential_bytes_per_second), speed.random_iops)});
-  for (const std::string& n : result.notes) t.notes.push_back("io: bench: " + n);
+  for (const std::string& n : bench_notes) t.notes.push_back("io: bench: " + n);
   t.Add(CheckStorageSpeed(speed, StorageThresholds{}));
   t.bench = speed;
 }

@@ -53,6 +53,11 @@ void TriageCensus(const std::string& path, const Result<DatasetCensus>& census,
 // io: the storage bench beside the data (`bench_bytes`, `phase_seconds` a phase).
 void TriageStorageBench(const IoBenchResult& result, uint64_t bench_bytes, double phase_seconds,
                         Triage& t);
+// The same from the bench's speed, read mode and notes (what a child process
+// that ran the bench on a remote mount sends back).
+void TriageStorageSpeed(const StorageSpeed& speed, const std::string& read_mode,
+                        const std::vector<std::string>& bench_notes, uint64_t bench_bytes,
+                        double phase_seconds, Triage& t);
 // network: the logs' network findings, judged against this host's Active
 // RDMA ports (nullopt: unknown).
 void TriageNcclLogs(const std::vector<NcclLogFile>& logs, const std::optional<HostRdmaPorts>& host,

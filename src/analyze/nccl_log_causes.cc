@@ -81,7 +81,26 @@ bool NcclWarningExplained(std::string_view t) {
   for (std::string_view k : kRead) {
     if (Has(t, k)) return true;
   }
-  return false;
+  return NcclWarningFallback(t);
+}
+
+bool NcclWarningFallback(std::string_view t) {
+  return Has(t, "NET/IB : Unable to open device") || Has(t, "NET/IB : Unable to query") ||
+         (Has(t, "NET/OFI ") &&
+          (Has(t, "Failing initialization") || Has(t, "initialization failed"))) ||
+         Has(t, "Failed to initialize NET plugin");
+}
+
+bool NcclAddressRedacted(std::string_view a) {
+  if (a.empty()) return true;
+  for (std::string_view mark : {"xx", "XX", "**", "redact", "REDACT", "hidden", "HIDDEN", "<", "[",
+                                "IP_ADDR", "ip_addr", "..."}) {
+    if (Has(a, mark)) return true;
+  }
+  // "x.x.x.x", "10.x.x.12": a letter x where an IPv4 address has a digit.
+  return a.find('.') != std::string_view::npos &&
+         a.find_first_not_of("0123456789.xX") == std::string_view::npos &&
+         a.find_first_of("xX") != std::string_view::npos;
 }
 
 bool NcclWarningBenign(std::string_view t) {
@@ -165,8 +184,12 @@ void CheckNcclRootUnreachable(const NcclLogSummary& log, std::string_view source
     if (p.reason != "no local interface in the same subnet") continue;
     std::vector<std::string> local;
     if (const NcclProcess* proc = ProcessNamed(log, p.first_seen_by)) {
-      for (const NcclInterface& i : proc->bootstrap) local.push_back(InterfaceText(i));
-      for (const NcclInterface& i : proc->net_socket) local.push_back(InterfaceText(i));
+      for (const auto* list : {&proc->bootstrap, &proc->net_socket}) {
+        for (const NcclInterface& i : *list) {
+          std::string text = InterfaceText(i);
+          if (std::find(local.begin(), local.end(), text) == local.end()) local.push_back(text);
+        }
+      }
     }
     bool bind = false;
     for (const NcclWarning& w : log.warnings) bind = bind || Has(w.text, "bind failed");
@@ -251,7 +274,7 @@ void CheckNcclDuplicateAddress(const NcclLogSummary& log, std::string_view sourc
   std::map<std::string, std::set<std::string>> hosts_of;
   std::map<std::string, std::map<std::string, uint64_t>> line_of;  // address, host: first line
   for (const NcclProcess& p : log.processes) {
-    if (p.bootstrap.empty() || p.bootstrap[0].address.empty()) continue;
+    if (p.bootstrap.empty() || NcclAddressRedacted(p.bootstrap[0].address)) continue;
     const std::string& a = p.bootstrap[0].address;
     if (StartsWith(a, "127.") || a == "::1") continue;  // network.wrong_interface's
     hosts_of[a].insert(p.host);
@@ -286,47 +309,136 @@ void CheckNcclDuplicateAddress(const NcclLogSummary& log, std::string_view sourc
 
 void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::string_view source,
                         std::vector<Finding>& out) {
+  // Judged by use: bootstrap listens on its first interface; the channels
+  // run over the NET/Socket devices their lines name ("via NET/Socket/1").
   bool bootstrap_first = false;
+  bool channels_use = false;
+  bool use_not_shown = false;  // socket channels that do not name their device
   uint64_t first_line = 0;
   std::set<std::string> chosen;
+  std::set<std::string> roles;
   std::vector<std::string> processes;
   for (const NcclProcess& p : log.processes) {
     bool any = false;
-    auto check = [&](const std::vector<NcclInterface>& list, bool is_bootstrap) {
-      for (size_t i = 0; i < list.size(); ++i) {
-        const NcclInterface& iface = list[i];
-        if (!StartsWith(iface.address, "fe80:") && !IsTunnel(iface.name)) continue;
-        chosen.insert(InterfaceText(iface));
-        any = true;
-        if (is_bootstrap && i == 0) bootstrap_first = true;
-      }
+    uint64_t line = 0;
+    auto bad = [](const NcclInterface& i) {
+      return StartsWith(i.address, "fe80:") || IsTunnel(i.name);
     };
-    bool in_bootstrap = (check(p.bootstrap, true), any);
-    check(p.net_socket, false);
-    check(p.ib_oob, false);
+    for (size_t i = 0; i < p.bootstrap.size(); ++i) {
+      if (!bad(p.bootstrap[i])) continue;
+      chosen.insert(InterfaceText(p.bootstrap[i]));
+      any = true;
+      if (i == 0) {
+        bootstrap_first = true;
+        roles.insert("bootstrap");
+        line = p.bootstrap_line;
+      }
+    }
+    bool socket_channels =
+        std::find(p.channel_nets.begin(), p.channel_nets.end(), "Socket") != p.channel_nets.end();
+    for (size_t i = 0; i < p.net_socket.size(); ++i) {
+      if (!bad(p.net_socket[i])) continue;
+      chosen.insert(InterfaceText(p.net_socket[i]));
+      any = true;
+      if (i < 64 && (p.socket_devs_used >> i) & 1) {
+        channels_use = true;
+        roles.insert(fmt::format("channels (via NET/Socket/{})", i));
+        if (line == 0) line = p.socket_channel_line != 0 ? p.socket_channel_line : p.socket_line;
+      } else if (p.socket_devs_used == 0 && socket_channels) {
+        use_not_shown = true;
+      }
+    }
+    for (const NcclInterface& i : p.ib_oob) {
+      if (!bad(i)) continue;
+      chosen.insert(InterfaceText(i));
+      roles.insert("IB out-of-band");
+      any = true;
+    }
     if (any) processes.push_back(p.Name());
-    uint64_t line = in_bootstrap ? p.bootstrap_line : p.socket_line;
+    if (line == 0) line = p.bootstrap_line != 0 ? p.bootstrap_line : p.socket_line;
     if (any && line != 0 && (first_line == 0 || line < first_line)) first_line = line;
   }
   if (chosen.empty()) return;
   std::vector<std::string> list(chosen.begin(), chosen.end());
+  const bool used = bootstrap_first || (channels_use && hosts > 1);
   Finding f;
   f.id = "network.link_local_interface";
   f.layer = Layer::kNetwork;
-  // Listed (not bootstrapped over) on a job of one host: nothing crosses it.
-  f.severity = bootstrap_first ? Severity::kCritical
-               : hosts > 1     ? Severity::kWarning
-                               : Severity::kInfo;
+  // Only listed, or used on one host: nothing crosses it.
+  f.severity = used                         ? Severity::kCritical
+               : use_not_shown && hosts > 1 ? Severity::kWarning
+                                            : Severity::kInfo;
   f.summary = fmt::format("NCCL {} a link-local or tunnel interface: {}",
-                          bootstrap_first ? "bootstraps over" : "lists", list.front());
+                          bootstrap_first ? "bootstraps over"
+                          : channels_use  ? "runs its channels over"
+                                          : "lists",
+                          list.front());
+  std::vector<std::string> role_list(roles.begin(), roles.end());
   f.evidence = {{"interfaces", Joined(list)},
                 {"processes", Joined(processes)},
-                {"bootstrap_first", bootstrap_first}};
+                {"used_for", role_list.empty() ? (use_not_shown ? "not shown (the channels' "
+                                                                  "lines name no device)"
+                                                                : "listed only")
+                                               : Joined(role_list)},
+                {"bootstrap_first", bootstrap_first},
+                {"hosts", static_cast<int64_t>(hosts)}};
   if (first_line != 0) f.evidence.push_back({"first_at", NcclLogPlace(source, first_line)});
   f.next =
       "fe80:: addresses reach only the same link and tunnels add their own hop: set "
       "NCCL_SOCKET_IFNAME to the training interface (e.g. '^ip6tnl,tunl,sit,gre,lo,docker' "
       "excludes), NCCL_SOCKET_FAMILY=AF_INET if IPv6 is not routed";
+  out.push_back(std::move(f));
+}
+
+// What carried the job instead of a plugin that failed: the channels' nets,
+// else the network NCCL named, else what it listed.
+std::string NetUsedInstead(const NcclProcess& p) {
+  if (!p.channel_nets.empty()) {
+    std::string out;
+    for (const std::string& n : p.channel_nets) out += (out.empty() ? "NET/" : ", NET/") + n;
+    return out + " (the channels' lines)";
+  }
+  if (!p.network.empty()) return fmt::format("NET/{} ('Using network {}')", p.network, p.network);
+  if (!p.ib_devices.empty()) return "NET/IB (NCCL's internal IB, listed; no channel line yet)";
+  if (!p.net_socket.empty()) return "NET/Socket (listed; the log ends before the channels)";
+  return "not shown: the log ends before NCCL names its network";
+}
+
+void CheckNcclPluginFallback(const NcclLogSummary& log, std::string_view source,
+                             std::vector<Finding>& out) {
+  std::vector<std::string> what;
+  std::set<std::string> instead;
+  const NcclProcess* first = nullptr;
+  for (const NcclProcess& p : log.processes) {
+    if (p.plugin_failure.empty()) continue;
+    if (!first ||
+        (p.plugin_failure_line != 0 && p.plugin_failure_line < first->plugin_failure_line))
+      first = &p;
+    what.push_back(p.Name());
+    instead.insert(NetUsedInstead(p));
+  }
+  if (!first) return;
+  std::vector<std::string> instead_list(instead.begin(), instead.end());
+  Finding f;
+  f.id = "network.net_plugin_fallback";
+  f.layer = Layer::kNetwork;
+  f.severity = Severity::kWarning;
+  f.summary = fmt::format("the net plugin {} failed ({}) and NCCL went on with {}",
+                          first->plugin_failed, first->plugin_failure, instead_list.front());
+  f.evidence = {{"plugin", first->plugin_failed},
+                {"reason", first->plugin_failure},
+                {"instead", Joined(instead_list)},
+                {"processes", Joined(what, 4)},
+                {"process_count", static_cast<int64_t>(what.size())},
+                {"first_at", NcclLogPlace(source, first->plugin_failure_line)}};
+  if (!first->plugin_asked.empty()) f.evidence.push_back({"nccl_net_plugin", first->plugin_asked});
+  f.next = fmt::format(
+      "on {}: check that NCCL_NET_PLUGIN names a library on the loader's path (`ldconfig -p | "
+      "grep nccl-net`, LD_LIBRARY_PATH) built for this NCCL and this fabric's libraries "
+      "(`ldd` on it shows what is missing); for aws-ofi-nccl, `fi_info -p efa` must list the "
+      "devices; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and look for 'Loaded net "
+      "plugin'",
+      first->Name());
   out.push_back(std::move(f));
 }
 
@@ -373,6 +485,7 @@ int NcclCauseRank(std::string_view id) {
                                                 "network.connect_timeout",
                                                 "network.connect_failed",
                                                 "network.rdma_unused",
+                                                "network.net_plugin_fallback",
                                                 "distributed.init_incomplete"};
   for (size_t i = 0; i < std::size(kOrder); ++i) {
     if (kOrder[i] == id) return static_cast<int>(i);

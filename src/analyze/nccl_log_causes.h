@@ -38,6 +38,10 @@ void CheckNcclDuplicateAddress(const NcclLogSummary& log, std::string_view sourc
                                std::vector<Finding>& out);
 void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::string_view source,
                         std::vector<Finding>& out);
+// A net plugin that failed and NCCL went on without: the plugin, why, and
+// what carried the job instead.
+void CheckNcclPluginFallback(const NcclLogSummary& log, std::string_view source,
+                             std::vector<Finding>& out);
 // WARN lines none of the rules above or in nccl_log_rules.cc explains.
 void CheckNcclUnexplainedWarnings(const NcclLogSummary& log, std::string_view source,
                                   std::vector<Finding>& out);
@@ -46,6 +50,12 @@ void CheckNcclUnexplainedWarnings(const NcclLogSummary& log, std::string_view so
 // failure, a version mismatch, ...), or one that is harmless on its own.
 bool NcclWarningExplained(std::string_view text);
 bool NcclWarningBenign(std::string_view text);
+// Whether a WARN is one NCCL falls back from and carries on (an IB device it
+// could not open, a net plugin whose init failed): no sign a rank stopped.
+bool NcclWarningFallback(std::string_view text);
+// Whether an address was redacted by whoever copied the log ("xxx.xxx.x.x",
+// "<redacted>", "***", empty): no host's real address, no peer to probe.
+bool NcclAddressRedacted(std::string_view address);
 
 // Which of the log's critical findings is fixed first: causes before their
 // consequences (see the catalog's "distributed.init_incomplete"). Lower is

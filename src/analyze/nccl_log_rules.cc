@@ -63,7 +63,11 @@ bool InDockerRange(std::string_view address) {  // 172.16.0.0/12, Docker's bridg
 // its network (`alone`).
 std::string BadInterfaceReason(const NcclInterface& i, bool alone) {
   if (i.name == "lo" || StartsWith(i.address, "127.") || i.address == "::1") return "loopback";
-  if (StartsWith(i.name, "virbr")) return "libvirt NAT bridge";
+  // libvirt's default network is 192.168.122.0/24, NATed: by name and
+  // address; a virbr that holds the process's only address is its network.
+  if (StartsWith(i.name, "virbr")) {
+    return StartsWith(i.address, "192.168.122.") || !alone ? "libvirt NAT bridge" : "";
+  }
   if (StartsWith(i.name, "docker") || StartsWith(i.name, "br-") || StartsWith(i.name, "veth")) {
     if (InDockerRange(i.address) || !alone) return "container bridge";
     return "";
@@ -132,6 +136,7 @@ void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vec
     std::vector<std::string> processes;
     uint64_t first_line = 0;
     std::set<std::string> good;  // other interfaces these processes listed, not bad ones
+    bool by_name_only = false;   // a bridge's name, its address no sign of one
   };
   std::map<std::string, Use> bad;  // by "name:address"
   for (const NcclProcess& p : log.processes) {
@@ -140,6 +145,9 @@ void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vec
       if (reason.empty()) continue;
       Use& use = bad[InterfaceText(*u.iface)];
       use.reason = reason;
+      use.by_name_only =
+          (reason == "libvirt NAT bridge" && !StartsWith(u.iface->address, "192.168.122.")) ||
+          (reason == "container bridge" && !InDockerRange(u.iface->address));
       use.roles.insert(u.role);
       uint64_t line = LineOfUse(p, u.role);
       if (line != 0 && (use.first_line == 0 || line < use.first_line)) use.first_line = line;
@@ -185,7 +193,8 @@ void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vec
                   {"used_for", roles},
                   {"processes", JoinCapped(use.processes)},
                   {"process_count", static_cast<int64_t>(use.processes.size())},
-                  {"hosts", static_cast<int64_t>(nodes)}};
+                  {"hosts", static_cast<int64_t>(nodes)},
+                  {"judged_by", use.by_name_only ? "name" : "address"}};
     if (use.first_line != 0) {
       f.evidence.push_back({"first_at", NcclLogPlace(source, use.first_line)});
     }
@@ -225,6 +234,17 @@ bool IsIpoib(std::string_view name) {
          ((name[2] >= '0' && name[2] <= '9') || name[2] == 'p' || name[2] == 's');
 }
 
+// The network a process chose: its "Using network" line, or before 2.6
+// (no such line) what its net lines show: NCCL initializes IB first and the
+// socket transport only when IB has no device, so a NET/Socket list without
+// IB devices is sockets, IB devices without one is IB. Empty when unknown.
+std::string NetworkOf(const NcclProcess& p) {
+  if (!p.network.empty()) return p.network;
+  if (!p.net_socket.empty() && p.ib_devices.empty()) return "Socket";
+  if (!p.ib_devices.empty() && p.net_socket.empty()) return "IB";
+  return "";
+}
+
 bool UsesNet(const NcclProcess& p, std::string_view prefix) {
   for (const std::string& n : p.channel_nets) {
     if (StartsWith(n, prefix)) return true;
@@ -249,7 +269,8 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   int nodes = NcclJobNodes(log);
   std::set<std::string> ib_hosts;
   for (const NcclProcess& p : log.processes) {
-    if (UsesNet(p, "IB")) ib_hosts.insert(p.host);
+    if (UsesNet(p, "IB") || (p.channel_nets.empty() && NetworkOf(p) == "IB"))
+      ib_hosts.insert(p.host);
   }
   bool libibverbs_missing = false;
   for (const NcclWarning& w : log.warnings) {
@@ -258,6 +279,10 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   bool efa_missing = false;
   for (const std::string& p : log.libfabric_empty_providers)
     efa_missing = efa_missing || p == "efa";
+  for (const NcclWarning& w : log.warnings)
+    efa_missing = efa_missing || w.text.find("No EFA devices") != std::string::npos;
+  for (const NcclProcess& p : log.processes) libibverbs_missing |= p.libibverbs_missing;
+  bool signs_only = true;  // no process judged had channels or a network over sockets
   const bool efa_failed = !log.libfabric_efa_failures.empty();
   std::vector<std::string> processes;
   std::set<std::string> ib_seen;
@@ -269,8 +294,19 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   bool disabled_on_purpose = false;
   for (size_t i = 0; i < log.processes.size(); ++i) {
     const NcclProcess& p = log.processes[i];
-    bool socket = socket_by_process[i] > 0 || (p.network == "Socket" && nodes > 1);
-    if (!socket) continue;
+    bool socket = socket_by_process[i] > 0 || (NetworkOf(p) == "Socket" && nodes > 1);
+    // Before any channel line, the unambiguous signs alone: an IPoIB
+    // interface under the sockets with libibverbs missing, EFA looked for
+    // and absent. RDMA shown in use rules them out.
+    bool ipoib_listed = false;
+    for (const NcclInterface& iface : p.net_socket.empty() ? p.bootstrap : p.net_socket)
+      ipoib_listed = ipoib_listed || IsIpoib(iface.name);
+    bool rdma_in_use = UsesNet(p, "IB") || (!p.channel_nets.empty() && !UsesNet(p, "Socket")) ||
+                       (!p.network.empty() && p.network != "Socket");
+    bool signs = !rdma_in_use && ((ipoib_listed && (libibverbs_missing || p.ib_no_device)) ||
+                                  efa_missing || efa_failed);
+    if (!socket && !signs) continue;
+    if (socket) signs_only = false;
     if (p.ib_disabled) {
       disabled_on_purpose = true;
       continue;
@@ -283,7 +319,15 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
           "NCCL found RDMA devices and still chose sockets (NCCL_NET=Socket, or the IB "
           "transport failed to initialize)");
     }
-    for (const NcclInterface& iface : p.bootstrap.empty() ? p.net_socket : p.bootstrap) {
+    for (const NcclWarning& w : log.warnings) {
+      if (w.first_seen_by != p.Name() || w.text.find("NET/IB : Unable to") == std::string::npos)
+        continue;
+      fires = true;
+      reason(fmt::format("NET/IB could not use its device ({}) and NCCL fell back to sockets",
+                         w.text.substr(w.text.find("Unable"))));
+      break;
+    }
+    for (const NcclInterface& iface : p.net_socket.empty() ? p.bootstrap : p.net_socket) {
       if (!IsIpoib(iface.name)) continue;
       fires = true;
       reason(fmt::format(
@@ -331,7 +375,9 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
       reason("NCCL could not open libibverbs: the image lacks rdma-core");
     if (fires) {
       processes.push_back(p.Name());
-      uint64_t line = p.socket_channel_line != 0 ? p.socket_channel_line : p.socket_line;
+      uint64_t line = p.socket_channel_line != 0 ? p.socket_channel_line
+                      : p.socket_line != 0       ? p.socket_line
+                                                 : p.bootstrap_line;
       if (line != 0 && (first_line == 0 || line < first_line)) first_line = line;
     }
   }
@@ -354,7 +400,9 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   Finding f;
   f.id = "network.rdma_unused";
   f.layer = Layer::kNetwork;
-  f.severity = nodes >= kRdmaRequiredNodes ? Severity::kCritical : Severity::kWarning;
+  // On signs alone (no channel line) at most a warning: the scale is a guess.
+  f.severity =
+      nodes >= kRdmaRequiredNodes && !signs_only ? Severity::kCritical : Severity::kWarning;
   f.summary = fmt::format("gradients cross hosts over TCP sockets although RDMA is there: {}",
                           reasons.front());
   f.evidence = {{"processes_on_sockets", JoinCapped(processes)},
@@ -362,7 +410,9 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
                 {"socket_connections", static_cast<int64_t>(socket_connections)},
                 {"hosts", static_cast<int64_t>(nodes)},
                 {"rdma_devices_in_log", ib_list.empty() ? "none" : JoinCapped(ib_list)},
-                {"nccl_ib_disable", false}};
+                {"nccl_ib_disable", false},
+                {"judged_from", signs_only ? "signs alone: the log shows no channel yet"
+                                           : "the channels' transport"}};
   if (host && !host->active_ports.empty()) {
     f.evidence.push_back({"host_active_ports", JoinCapped(host->active_ports)});
   }
@@ -394,22 +444,47 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   out.push_back(std::move(f));
 }
 
+// "2.18.1" of "2.18.1+cuda12.1": the part PyTorch prints too.
+std::string_view VersionNumber(std::string_view v) { return v.substr(0, v.find('+')); }
+
 void VersionMismatch(const NcclLogSummary& log, std::string_view source,
                      std::vector<Finding>& out) {
-  std::map<std::string, std::vector<std::string>> by_version;
-  std::map<std::string, uint64_t> line_of;  // each version's first line
+  // By version number; each with who printed it and which lines say so.
+  struct Seen {
+    std::string shown;  // the fullest form printed
+    std::vector<std::string> names;
+    std::set<std::string> from;
+    uint64_t line = 0;
+  };
+  std::map<std::string, Seen> by_version;
+  auto add = [&](std::string_view version, std::string name, std::string from, uint64_t line) {
+    Seen& seen = by_version[std::string(VersionNumber(version))];
+    if (version.size() > seen.shown.size()) seen.shown = std::string(version);
+    if (!name.empty() && std::find(seen.names.begin(), seen.names.end(), name) == seen.names.end())
+      seen.names.push_back(std::move(name));
+    seen.from.insert(std::move(from));
+    if (line != 0 && (seen.line == 0 || line < seen.line)) seen.line = line;
+  };
   for (const NcclProcess& p : log.processes) {
-    if (p.version.empty()) continue;
-    by_version[p.version].push_back(p.Name());
-    uint64_t& line = line_of[p.version];
-    if (line == 0 || (p.version_line != 0 && p.version_line < line)) line = p.version_line;
+    if (!p.version.empty()) add(p.version, p.Name(), "NCCL's version line", p.version_line);
   }
-  for (const std::string& v : log.unattributed_versions) by_version[v];
+  for (const std::string& v : log.unattributed_versions)
+    add(v, "", "NCCL's version line, printed without a prefix", 0);
+  for (const std::string& v : log.torch_error_versions)
+    add(v, "", "PyTorch's error text", log.torch_error_version_line);
+  for (const NcclTorchGroup& g : log.torch_groups) {
+    if (!g.nccl_version.empty())
+      add(g.nccl_version, g.process, "PyTorch's ProcessGroupNCCL line", 0);
+  }
   if (by_version.size() < 2 && log.version_mismatch_warnings == 0) return;
   std::vector<std::string> parts;
-  for (const auto& [version, names] : by_version) {
-    parts.push_back(names.empty() ? fmt::format("{} (printed without a prefix)", version)
-                                  : fmt::format("{} on {}", version, JoinCapped(names, 4)));
+  std::set<std::string> how;
+  for (const auto& [number, seen] : by_version) {
+    std::string from = fmt::format("{}", fmt::join(seen.from, ", "));
+    how.insert(seen.from.begin(), seen.from.end());
+    parts.push_back(seen.names.empty() ? fmt::format("{} (from {})", seen.shown, from)
+                                       : fmt::format("{} on {} (from {})", seen.shown,
+                                                     JoinCapped(seen.names, 4), from));
   }
   Finding f;
   f.id = "distributed.nccl_version_mismatch";
@@ -420,10 +495,12 @@ void VersionMismatch(const NcclLogSummary& log, std::string_view source,
                   : "NCCL reported mismatched versions between ranks";
   f.evidence = {{"versions", fmt::format("{}", fmt::join(parts, "; "))},
                 {"distinct_versions", static_cast<int64_t>(by_version.size())},
-                {"nccl_mismatch_warnings", static_cast<int64_t>(log.version_mismatch_warnings)}};
+                {"nccl_mismatch_warnings", static_cast<int64_t>(log.version_mismatch_warnings)},
+                {"inferred_from", fmt::format("{}", fmt::join(how, "; "))}};
   std::vector<std::string> places;
-  for (const auto& [version, line] : line_of) {
-    if (line != 0) places.push_back(fmt::format("{} ({})", NcclLogPlace(source, line), version));
+  for (const auto& [number, seen] : by_version) {
+    if (seen.line != 0)
+      places.push_back(fmt::format("{} ({})", NcclLogPlace(source, seen.line), seen.shown));
   }
   if (!places.empty())
     f.evidence.push_back({"version_lines", fmt::format("{}", fmt::join(places, "; "))});
@@ -436,10 +513,17 @@ void VersionMismatch(const NcclLogSummary& log, std::string_view source,
 void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vector<Finding>& out) {
   // INFO retries alone are NCCL waiting for a peer that is not listening yet;
   // only a WARN (a connection given up) makes the finding.
-  if (log.peer_failures.empty()) return;
+  // "No interface found in the same subnet" tried no connect: that is
+  // network.root_unreachable's.
+  std::vector<const NcclPeerFailure*> failures;
+  for (const NcclPeerFailure& p : log.peer_failures) {
+    if (p.reason != "no local interface in the same subnet") failures.push_back(&p);
+  }
+  if (failures.empty()) return;
   std::vector<std::string> peers;
   int64_t docker_peers = 0;
-  for (const NcclPeerFailure& p : log.peer_failures) {
+  for (const NcclPeerFailure* pf : failures) {
+    const NcclPeerFailure& p = *pf;
     peers.push_back(fmt::format("{} ({}{})", p.peer, p.reason.empty() ? "failed" : p.reason,
                                 p.count > 1 ? fmt::format(", {}x", p.count) : ""));
     if (StartsWith(p.peer, "172.17.")) ++docker_peers;
@@ -448,11 +532,11 @@ void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vect
   f.id = "network.connect_failed";
   f.layer = Layer::kNetwork;
   f.severity = Severity::kCritical;
-  const NcclPeerFailure& first = log.peer_failures.front();
-  f.summary = fmt::format("NCCL could not reach {} peer(s): {} {}", log.peer_failures.size(),
-                          first.peer, first.reason.empty() ? "failed" : first.reason);
+  const NcclPeerFailure& first = *failures.front();
+  f.summary = fmt::format("NCCL could not reach {} peer(s): {} {}", failures.size(), first.peer,
+                          first.reason.empty() ? "failed" : first.reason);
   f.evidence = {{"peers", JoinCapped(peers)},
-                {"peer_count", static_cast<int64_t>(log.peer_failures.size())},
+                {"peer_count", static_cast<int64_t>(failures.size())},
                 {"connect_retries", static_cast<int64_t>(log.connect_retries)}};
   if (!log.connect_retry_reason.empty()) {
     f.evidence.push_back({"retry_reason", log.connect_retry_reason});
@@ -470,7 +554,16 @@ void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vect
   const std::string who =
       first.first_seen_by.empty() ? "the host that failed" : first.first_seen_by;
   std::string check;
-  if (!address.empty()) {
+  const NcclProcess* seer = nullptr;
+  for (const NcclProcess& p : log.processes) {
+    if (p.Name() == first.first_seen_by) seer = &p;
+  }
+  if (!address.empty() && NcclAddressRedacted(address)) {
+    check = fmt::format(
+        "the peer's address is redacted in this log ({}): take it from the unredacted log or "
+        "the peer host's `ip -br addr`, then `nc -vz` it{} from this host",
+        peer, port.empty() ? " on NCCL's port" : " on port " + port);
+  } else if (!address.empty()) {
     check = port.empty() ? fmt::format("`nc -vz {}` on NCCL's port", address)
                          : fmt::format("`nc -vz {} {}`", address, port);
     check += fmt::format(
@@ -478,11 +571,20 @@ void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vect
         "`stallscope net probe {}`",
         address);
   } else {
+    // Other hosts' addresses: never the failing host's own (another of its
+    // processes, or an address it holds too), never a redacted one.
     std::vector<std::string> others;
     for (const NcclProcess& p : log.processes) {
-      if (p.Name() == first.first_seen_by || p.bootstrap.empty()) continue;
+      if (p.bootstrap.empty() || (seer && p.host == seer->host)) continue;
       const std::string& a = p.bootstrap[0].address;
-      if (!a.empty() && std::find(others.begin(), others.end(), a) == others.end()) {
+      bool own = false;
+      if (seer) {
+        for (const auto* list : {&seer->bootstrap, &seer->net_socket}) {
+          for (const NcclInterface& i : *list) own = own || i.address == a;
+        }
+      }
+      if (!own && !NcclAddressRedacted(a) &&
+          std::find(others.begin(), others.end(), a) == others.end()) {
         others.push_back(a);
       }
     }
@@ -504,15 +606,20 @@ void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vect
   out.push_back(std::move(f));
 }
 
-// Whether the log shows a failure around init: errors, retries, peers lost,
-// WARNs that are not harmless on their own.
-bool InitTrouble(const NcclLogSummary& log) {
-  if (log.system_errors + log.remote_errors + log.timeouts > 0) return true;
-  if (log.connect_retries > 0 || !log.peer_failures.empty()) return true;
+// What in the log shows a rank stopped, in words; empty when nothing does
+// (the log may just end): a timeout, an error the job printed, lost peers,
+// retries, a WARN NCCL did not carry on from. Not a fallback NCCL went on
+// from, nor a WARN that is harmless alone.
+std::string StopEvidence(const NcclLogSummary& log) {
+  if (log.timeouts > 0) return "timeout (NCCL's or the watchdog's)";
+  if (log.system_errors + log.remote_errors + log.torch_nccl_errors > 0)
+    return "error the job printed (NCCL error, unhandled system error, remote process exited)";
+  if (!log.peer_failures.empty()) return "peer lost or unreachable";
+  if (log.connect_retries > 0) return "connects retried";
   for (const NcclWarning& w : log.warnings) {
-    if (!NcclWarningBenign(w.text)) return true;
+    if (!NcclWarningBenign(w.text) && !NcclWarningFallback(w.text)) return "WARN: " + w.text;
   }
-  return false;
+  return "";
 }
 
 // Ranks that never finished init on positive evidence: START without
@@ -528,17 +635,20 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
     completed_by_process[r.process] += r.init_completed;
     completed_ranks += r.init_completed > 0;
   }
-  const bool trouble = InitTrouble(log);
+  const std::string stop = StopEvidence(log);
+  const bool trouble = !stop.empty();
   std::vector<std::string> stuck;
   std::set<std::string> hosts;
   uint64_t unknown = 0;
   uint64_t open_start_line = 0;  // the first Init START left open
+  const NcclRank* unknown_start = nullptr;
   for (const NcclRank& r : log.ranks) {
     bool started_not_done = r.init_started > r.init_completed;
     bool never = r.init_completed == 0 && completed_by_process[r.process] == 0;
     if (!started_not_done && !never) continue;
-    if (!started_not_done && completed_ranks == 0 && !trouble) {
-      ++unknown;
+    if (completed_ranks == 0 && !trouble) {
+      ++unknown;  // an excerpt that ends is no rank stopped
+      if (started_not_done && unknown_start == nullptr) unknown_start = &r;
       continue;
     }
     stuck.push_back(RankName(log, r));
@@ -549,16 +659,24 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
     }
   }
   if (unknown > 0 && stuck.empty()) {
+    std::string wait;
+    if (unknown_start) {
+      const NcclProcess& p = log.processes[unknown_start->process];
+      wait =
+          fmt::format("; if the job hangs there, `py-spy dump --pid {}` on {} shows where {} waits",
+                      p.pid, p.host, p.Name());
+    }
     notes.push_back(fmt::format(
-        "init state unknown: {} rank(s) printed no Init COMPLETE, but nothing says init failed "
-        "(no Init START left open, no error, no retry): the log may end before init does",
-        unknown));
+        "init state unknown: {} rank(s) printed no Init COMPLETE, but nothing says a rank "
+        "stopped (no later error, no timeout, no lost peer, no other rank done): the log may "
+        "end before init does{}",
+        unknown, wait));
   }
   if (stuck.empty()) return false;
   Finding f;
   f.id = "distributed.init_incomplete";
   f.layer = Layer::kDistributed;
-  f.severity = completed_ranks > 0 || trouble ? Severity::kCritical : Severity::kWarning;
+  f.severity = Severity::kCritical;
   std::vector<std::string> host_list(hosts.begin(), hosts.end());
   f.summary = fmt::format("{} of {} rank(s) never finished NCCL init (on {}){}", stuck.size(),
                           log.ranks.size(), JoinCapped(host_list, 4),
@@ -567,7 +685,10 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
                 {"incomplete_ranks", static_cast<int64_t>(stuck.size())},
                 {"completed_ranks", static_cast<int64_t>(completed_ranks)},
                 {"warnings", static_cast<int64_t>(log.warn_lines)},
-                {"trouble_in_log", trouble}};
+                {"trouble_in_log", trouble},
+                {"stopped_by", completed_ranks > 0 && !trouble
+                                   ? std::string("other ranks completed and wait for these")
+                                   : stop}};
   // Where to read: the first init left open, else the first trouble.
   uint64_t at = open_start_line;
   if (at == 0 && !log.peer_failures.empty()) at = log.peer_failures.front().first_line;
@@ -636,6 +757,34 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
 
 }  // namespace
 
+int NcclPeerHostsInferred(const NcclLogSummary& log) {
+  // Addresses the processes in the log hold: a peer at one is no other host.
+  std::set<std::string> own;
+  for (const NcclProcess& p : log.processes) {
+    for (const auto* list : {&p.bootstrap, &p.net_socket, &p.ib_oob}) {
+      for (const NcclInterface& i : *list) own.insert(i.address);
+    }
+  }
+  std::set<std::string> others;
+  auto add = [&](std::string_view peer) {
+    std::string address = NcclPeerAddressPort(peer).first;
+    if (address.empty() || peer == kPeerNotPrinted || NcclAddressRedacted(address)) return;
+    if (StartsWith(address, "127.") || address == "::1" || own.count(address)) return;
+    // A host name a peer is printed as, when that host printed lines itself.
+    for (const NcclProcess& p : log.processes) {
+      if (p.host == address) return;
+    }
+    others.insert(address);
+  };
+  for (const NcclPeerFailure& f : log.peer_failures) add(f.peer);
+  if (!log.connect_retry_peer.empty()) add(log.connect_retry_peer);
+  // Hosts known by name only (nccl-tests' table) may be those peers.
+  std::set<std::string_view> unaddressed;
+  for (const NcclTestsRank& r : log.tests_ranks) unaddressed.insert(r.host);
+  for (const NcclProcess& p : log.processes) unaddressed.erase(p.host);
+  return std::max(0, static_cast<int>(others.size()) - static_cast<int>(unaddressed.size()));
+}
+
 int NcclJobNodes(const NcclLogSummary& log) {
   std::set<std::string_view> hosts;
   int nnodes = 0;
@@ -644,7 +793,9 @@ int NcclJobNodes(const NcclLogSummary& log) {
     nnodes = std::max(nnodes, p.nnodes);
   }
   for (const NcclTestsRank& r : log.tests_ranks) hosts.insert(r.host);
-  int n = std::max(static_cast<int>(hosts.size()), nnodes);
+  // Peers the log's connects name that printed no line of their own are
+  // hosts too (inferred: one host may hold two of the addresses).
+  int n = std::max(static_cast<int>(hosts.size()) + NcclPeerHostsInferred(log), nnodes);
   // Every other sign that the job spans hosts, when fewer printed lines:
   // NET channels (within a host NCCL uses P2P or SHM), more ranks than the one
   // host in the log holds, a bootstrap root in no local subnet.
@@ -687,6 +838,7 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
   CheckNcclDuplicateAddress(log, source, out);
   WrongInterface(log, source, out);
   CheckNcclLinkLocal(log, NcclJobNodes(log), source, out);
+  CheckNcclPluginFallback(log, source, out);
   RdmaUnused(log, host, source, out, result.notes);
   ConnectFailed(log, source, out);
   VersionMismatch(log, source, out);
@@ -713,11 +865,22 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
   return result;
 }
 
+// A finding that rests on an interface's name alone comes after every one
+// with direct evidence (a used interface that fails, a failed call).
+int VerdictRank(const Finding& f) {
+  int rank = NcclCauseRank(f.id);
+  for (const Evidence& e : f.evidence) {
+    const std::string* v = std::get_if<std::string>(&e.value);
+    if (e.name == "judged_by" && v && *v == "name") rank += 1000;
+  }
+  return rank;
+}
+
 void PreferNcclCause(Report& report) {
   const Finding* best = nullptr;
   for (const Finding& f : report.findings) {
     if (f.severity != Severity::kCritical) continue;
-    if (!best || NcclCauseRank(f.id) < NcclCauseRank(best->id)) best = &f;
+    if (!best || VerdictRank(f) < VerdictRank(*best)) best = &f;
   }
   if (best) report.verdict = Verdict{best->layer, best->id, best->summary};
 }

@@ -26,10 +26,14 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
 void PreferNcclCause(Report& report);
 
 // How many hosts the job spans as far as the log tells: distinct hosts
-// (NCCL's and nccl-tests'), NCCL's own nNodes, and at least 2 when channels
+// (NCCL's and nccl-tests') plus the peers no line of theirs shows
+// (NcclPeerHostsInferred), NCCL's own nNodes, and at least 2 when channels
 // run NET, when one host in the log holds fewer ranks than the communicator,
 // or when the bootstrap root is in no local subnet.
 int NcclJobNodes(const NcclLogSummary& log);
+// Of them, the hosts inferred from network peers: addresses the log's
+// connects name (failures, retries) that no process in the log holds.
+int NcclPeerHostsInferred(const NcclLogSummary& log);
 // Whether the log proves the job runs on one host: one host, and every rank
 // of the communicator (its size known from Init lines) in the log.
 bool NcclLogProvesOneHost(const NcclLogSummary& log);

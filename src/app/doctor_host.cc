@@ -1,9 +1,6 @@
 #include "app/doctor_host.h"
 
-#include <dirent.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "analyze/dataset_rules.h"
@@ -11,12 +8,10 @@
 #include "analyze/gpu_rules.h"
 #include "analyze/network_rules.h"
 #include "analyze/report.h"
+#include "app/doctor_data.h"
 #include "app/run_files.h"
-#include "bench/io_bench.h"
 #include "core/atomic_file.h"
-#include "core/child_call.h"
 #include "core/text.h"
-#include "data/census.h"
 #include "net/host_observation.h"
 #include "probe/gpu_probe.h"
 #include "probe/nccl_log_files.h"
@@ -24,101 +19,8 @@
 #include "probe/snapshot.h"
 
 namespace stallscope {
-namespace {
 
-// The storage bench of --data: long enough to get past the first requests,
-// short enough for the whole doctor to stay under 30 s.
-constexpr uint64_t kDoctorBenchBytes = 256ull << 20;
-constexpr double kDoctorBenchSeconds = 2.0;
-constexpr uint64_t kDoctorBenchMetadataFiles = 256;
-
-// The calls the census starts with (stat, statfs, open and readdir of the
-// data path), in a child process: the exit code is 0 when they answer
-// (whatever they answer), and the child allocates nothing (doctor's sampler
-// may have threads).
-ChildAnswer TouchDataPath(const char* path, const ChildStep& step) {
-  struct stat st {};
-  step("stat");
-  ::stat(path, &st);
-  struct statfs fs {};
-  step("statfs");
-  ::statfs(path, &fs);
-  step("open/readdir");
-  if (DIR* dir = ::opendir(path)) {
-    ::readdir(dir);
-    ::closedir(dir);
-  }
-  return {};
-}
-
-// On a remote mount: the note to give when the data path does not answer
-// within the deadline, else nullopt (a local path is never touched here).
-std::optional<std::string> DeadMountNote(const std::string& path) {
-  std::optional<MountEntry> remote = RemoteMountHolding(Root("/"), path);
-  if (!remote) return std::nullopt;
-  Result<ChildAnswer> answer =
-      CallInChild([&](const ChildStep& step) { return TouchDataPath(path.c_str(), step); },
-                  kRemoteCallDeadlineSeconds);
-  if (answer.ok()) return std::nullopt;
-  return fmt::format(
-      "io: no answer from the {} within {:.0f} s to the {} of {}: the dataset's census and the "
-      "storage bench are missing; the file server or the link to it may be down",
-      DescribeMount(*remote), kRemoteCallDeadlineSeconds, answer.status().message(), path);
-}
-
-// --data: the census and, without --quick, the storage bench beside the data.
-void TriageDataset(const DoctorRequest& r, const Snapshot& snapshot, Triage& t,
-                   const Progress& progress) {
-  if (r.data.empty()) {
-    t.notes.push_back("io: the dataset and its storage were not checked; pass --data PATH");
-    return;
-  }
-  if (std::optional<std::string> dead = DeadMountNote(r.data)) {
-    t.notes.push_back(*dead);
-    return;
-  }
-  CensusOptions options;
-  options.residency_sample_files = r.quick ? 1000 : 10000;
-  options.latency_sample_files = r.quick ? 100 : 1000;
-  options.latency_budget_seconds = r.quick ? 0.3 : 1.5;
-  progress(fmt::format("walking {}...", r.data));
-  Result<DatasetCensus> census = TakeCensus(r.data, options);
-  progress("");
-  TriageCensus(r.data, census, snapshot.after.memory.total_bytes, t);
-  if (r.quick) {
-    t.notes.push_back("io: --quick: no storage bench; run without it or `stallscope bench io " +
-                      ShellQuote(r.data) + "`");
-    return;
-  }
-  // The bench writes its test file beside the data: in PATH, or in the
-  // directory of a file PATH.
-  std::string dir = r.data;
-  if (Status s = CheckIoBenchPath(dir); !s.ok()) {
-    dir = r.data.find('/') == std::string::npos ? "." : r.data.substr(0, r.data.rfind('/'));
-    if (dir.empty()) dir = "/";
-  }
-  if (Status s = CheckIoBenchPath(dir); !s.ok()) {
-    t.notes.push_back("io: storage bench skipped: " + s.message());
-    return;
-  }
-  IoBenchOptions bench;
-  bench.path = dir;
-  bench.size_bytes = kDoctorBenchBytes;
-  bench.runtime_seconds = kDoctorBenchSeconds;
-  bench.metadata_files = kDoctorBenchMetadataFiles;
-  bench.progress = progress;
-  Result<IoBenchResult> result = RunIoBench(bench);
-  progress("");
-  if (!result.ok()) {
-    t.notes.push_back("io: storage bench of " + dir + ": " + result.status().message());
-    return;
-  }
-  TriageStorageBench(*result, kDoctorBenchBytes, kDoctorBenchSeconds, t);
-}
-
-}  // namespace
-
-Result<DoctorInputs> CheckDoctorInputs(const DoctorRequest& r) {
+Result<DoctorInputs> CheckDoctorInputs(const Root& root, const DoctorRequest& r) {
   if (!(r.interval_seconds > 0 && r.interval_seconds <= 3600)) {
     return Status::InvalidArgument(fmt::format(
         "--interval {}: must be more than 0 and at most 3600 seconds", r.interval_seconds));
@@ -128,8 +30,7 @@ Result<DoctorInputs> CheckDoctorInputs(const DoctorRequest& r) {
         fmt::format("--drift {}: must be a percentage between 0 and 100", r.drift_percent));
   }
   // On a remote mount the path is looked at later, in a child process.
-  if (!r.data.empty() && !RemoteMountHolding(Root("/"), r.data) &&
-      ::access(r.data.c_str(), F_OK) != 0) {
+  if (!r.data.empty() && !RemoteMountHolding(root, r.data) && ::access(r.data.c_str(), F_OK) != 0) {
     return Status::InvalidArgument(fmt::format("--data {}: no such file or directory", r.data));
   }
   if (!r.html.empty()) {
@@ -187,7 +88,7 @@ Result<HostDiagnosis> DiagnoseHost(const Root& root, const DoctorRequest& reques
   TriageHostDisks(d.snapshot, t);
   // GPUs' and NICs' PCIe links: io.pcie_degraded, network.link_degraded.
   t.Add(CheckPcieLinks(d.snapshot.pcie_links, d.snapshot.gpus));
-  TriageDataset(request, d.snapshot, t, progress);
+  TriageDataset(root, request, d.snapshot.after.memory.total_bytes, t, progress);
   t.checked.push_back(Layer::kNetwork);
   t.Add(CheckNetwork(net::ObserveHostNetwork(root, d.snapshot, request.peers, rdma_before)));
   if (std::optional<Finding> ports = PortLogFinding(d.snapshot.port_events, "since boot")) {

@@ -51,8 +51,9 @@ struct DoctorInputs {
 // InvalidArgument naming the flag for a window or drift out of range, a
 // --data that does not exist, an --html or --save-baseline that may not be
 // written (a file that is not a baseline is never overwritten), a baseline,
-// run file or NCCL log that cannot be read.
-Result<DoctorInputs> CheckDoctorInputs(const DoctorRequest& request);
+// run file or NCCL log that cannot be read. A --data on a remote mount of
+// the root's mount table is not looked at here (app/doctor_data.h).
+Result<DoctorInputs> CheckDoctorInputs(const Root& root, const DoctorRequest& request);
 
 // What the library is doing, for a progress line: each text replaces the
 // last; "" erases it.

@@ -10,6 +10,7 @@
 #include "core/json_text.h"
 #include "net/route.h"
 #include "probe/mounts.h"
+#include "probe/remote_path.h"
 #include "probe/snapshot.h"
 #include "render/snapshot.h"
 
@@ -65,7 +66,9 @@ Result<RunInfo> PrepareRunFile(const Root& root, const RunRequest& request, cons
   writer.emplace(std::move(*created));
   RunInfo info;
   info.interval_seconds = request.interval_seconds;
-  if (!request.data.empty()) {
+  // A remote mount's data is not touched here (a dead server would hang the
+  // run before it starts); it has no block device to name anyway.
+  if (!request.data.empty() && !RemoteMountHolding(root, request.data)) {
     Result<PathDevice> device = DeviceForPath(root, request.data);
     if (!device.ok()) return Status::InvalidArgument("--data " + device.status().message());
     info.data_device = device->disk;

@@ -87,6 +87,7 @@ Status WriteTestFile(const IoBenchOptions& o, const TestFilePlan& plan, bool exi
       if (n <= 0) return fail("writing", n < 0 ? errno : EIO);
       done += static_cast<size_t>(n);
     }
+    if (o.advance) o.advance();
   }
   if (::fdatasync(fd) != 0) return fail("syncing", errno);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // give the memory back
@@ -305,6 +306,7 @@ Result<IoBenchResult> RunIoBench(const IoBenchOptions& o) {
     meta.files = o.metadata_files;
     meta.jobs = o.jobs;
     meta.stop = o.stop;
+    meta.advance = o.advance;
     Result<MetadataResult> m = RunMetadataPhase(meta);
     if (!m.ok()) return m.status();
     r.metadata = std::move(*m);

@@ -44,6 +44,10 @@ struct IoBenchOptions {
   std::optional<ReadEngine> engine;  // nullopt: io_uring, pread where io_uring is refused
   const std::atomic<bool>* stop = nullptr;
   std::function<void(std::string_view)> progress;  // "writing the test file...", per phase
+  // Called after each block of the test file is written and each metadata
+  // call, from any thread: what keeps a caller's idle deadline
+  // (core/child_call.h) from calling a slow but live mount dead. May be empty.
+  std::function<void()> advance;
 };
 
 // Checks the options (InvalidArgument naming the flag), PATH (NotFound /

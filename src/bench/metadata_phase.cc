@@ -57,6 +57,7 @@ Status RunPass(const MetadataSpec& spec, const char* name,
         o.latency.Record(static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(after - before).count()));
         ++o.ops;
+        if (spec.advance) spec.advance();
       }
       o.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     });

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct MetadataSpec {
   uint64_t files = kDefaultMetadataFiles;
   unsigned jobs = 1;
   const std::atomic<bool>* stop = nullptr;
+  // Called after each call that answered, from the phase's threads (a
+  // caller's idle deadline: core/child_call.h). May be empty.
+  std::function<void()> advance;
 };
 
 Result<MetadataResult> RunMetadataPhase(const MetadataSpec& spec);

@@ -1,9 +1,11 @@
 // `stallscope dataset PATH [--json] [--threads N]`: the census of a dataset
 // folder (files, sizes, depth, file system, page cache, metadata latency) and
 // the io findings on it (small files, remote file system, cold cache).
-// On a remote mount the census runs in a child process with a deadline
-// (probe/remote_path.h): a dead server cannot hang the command, which then
-// reports what it knows without the census.
+// On a remote mount the census runs in a child process with an idle
+// deadline (probe/remote_path.h): each entry the walk reads and each sampled
+// file restarts it, so a large live dataset completes while a dead server
+// costs one deadline after its last answer; the command then reports what
+// the mount table knows, without the census.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -42,12 +44,15 @@ int Print(const ChildAnswer& answer) {
 
 // The census (or, when `given`, that one) judged and rendered: what the
 // command prints, and its exit code.
-ChildAnswer DatasetAnswer(const DatasetFlags& flags, const ChildStep& step,
+ChildAnswer DatasetAnswer(const DatasetFlags& flags, const ChildProgress* child,
                           const DatasetCensus* given) {
   Result<DatasetCensus> census = given ? Result<DatasetCensus>(*given) : [&] {
     CensusOptions options;
     options.threads = flags.threads;
-    options.step = step;
+    if (child != nullptr) {
+      options.step = [child](std::string_view what) { child->Step(what); };
+      options.advance = [child] { child->Advance(); };
+    }
     return TakeCensus(flags.path, options);
   }();
   if (!census.ok()) {
@@ -90,12 +95,13 @@ CommandRunner SetupDataset(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   return [flags]() {
     std::optional<MountEntry> remote = RemoteMountHolding(Root("/"), flags->path);
-    if (!remote) return Print(DatasetAnswer(*flags, {}, nullptr));
+    if (!remote) return Print(DatasetAnswer(*flags, nullptr, nullptr));
+    const double deadline = RemoteCallDeadlineSeconds();
     Result<ChildAnswer> answer = [&] {
       ProgressLine progress(fmt::format("walking {}...", flags->path));
       return CallInChild(
-          [&](const ChildStep& step) { return DatasetAnswer(*flags, step, nullptr); },
-          kRemoteCallDeadlineSeconds);
+          [&](const ChildProgress& child) { return DatasetAnswer(*flags, &child, nullptr); },
+          deadline);
     }();
     if (answer.ok()) return Print(*answer);
     // The census is missing: say so, with what the mount table knows.
@@ -109,10 +115,10 @@ CommandRunner SetupDataset(CLI::App& app) {
     const std::string note = fmt::format(
         "no answer from the {} within {:.0f} s to the {}: the census (files, sizes, page cache, "
         "open/stat latency) is missing; the file server or the link to it may be down",
-        DescribeMount(*remote), kRemoteCallDeadlineSeconds, answer.status().message());
+        DescribeMount(*remote), deadline, answer.status().message());
     std::fprintf(stderr, "stallscope dataset: %s\n", note.c_str());
     census.notes.push_back(note);
-    return Print(DatasetAnswer(*flags, {}, &census));
+    return Print(DatasetAnswer(*flags, nullptr, &census));
   };
 }
 

@@ -130,7 +130,7 @@ CommandRunner SetupDoctor(CLI::App& app) {
     }
     DoctorRequest request = f.request;
     if (request.quick && interval->count() == 0) request.interval_seconds = kQuickIntervalSeconds;
-    Result<DoctorInputs> inputs = CheckDoctorInputs(request);
+    Result<DoctorInputs> inputs = CheckDoctorInputs(Root(f.root), request);
     if (!inputs.ok()) return Fail(inputs.status(), true);
     std::shared_ptr<ProgressLine> line;
     auto progress = [&line](std::string_view text) {

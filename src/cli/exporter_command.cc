@@ -48,7 +48,8 @@ struct ExporterFlags {
 };
 
 void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& jobs,
-              const HookListener& hook, size_t notes, double scrape_seconds) {
+              const HookListener& hook, size_t notes, size_t remote_children,
+              double scrape_seconds) {
   out.Family("stallscope_exporter_build_info", MetricType::kGauge,
              "The exporter's version; always 1.");
   out.Add("stallscope_exporter_build_info", {{"version", std::string(Version())}}, 1);
@@ -92,6 +93,10 @@ void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& j
        static_cast<double>(notes)},
       {"stallscope_exporter_scrape_collect_seconds", "Time this scrape took to collect.",
        scrape_seconds},
+      {"stallscope_exporter_remote_file_children",
+       "Child processes asking a remote mount about a job's files now (at most 4; one stuck on "
+       "a dead mount counts until it ends).",
+       static_cast<double>(remote_children)},
   };
   for (const Row& r : gauges) {
     out.Family(r.name, MetricType::kGauge, r.help);
@@ -159,14 +164,17 @@ int RunExporter(const ExporterFlags& flags) {
       return {404, "text/plain; charset=utf-8", "not found: the metrics are at /metrics\n", {}};
     }
     int64_t start = MonotonicNs();
-    hook->Drain(
-        [&](std::string_view d, int pid) { jobs.Ingest(d, start, pid); });  // the freshest figures
+    hook->Drain([&](std::string_view d, int pid, int64_t uid) {
+      jobs.Ingest(d, start, pid, uid);
+    });  // the freshest figures
     Exposition out;
     std::vector<std::string> notes;
     host.Emit(out, notes);
     if (std::string note = trees.Update(jobs); !note.empty()) notes.push_back(note);
+    for (std::string& n : trees.TakeNotes()) notes.push_back(std::move(n));
     jobs.Emit(out, hostname, start);
-    EmitSelf(out, server->counts(), jobs, *hook, notes.size(), (MonotonicNs() - start) / 1e9);
+    EmitSelf(out, server->counts(), jobs, *hook, notes.size(), trees.remote_children(),
+             (MonotonicNs() - start) / 1e9);
     for (const std::string& n : notes) {
       if (told.size() < 64 && told.insert(n).second) {
         std::fprintf(stderr, "stallscope exporter: note: %s\n", n.c_str());
@@ -178,7 +186,8 @@ int RunExporter(const ExporterFlags& flags) {
       {hook->fd(),
        [&]() {
          int64_t now = MonotonicNs();
-         hook->Drain([&](std::string_view d, int pid) { jobs.Ingest(d, now, pid); });
+         hook->Drain(
+             [&](std::string_view d, int pid, int64_t uid) { jobs.Ingest(d, now, pid, uid); });
          return true;
        }},
       {sfd, [&]() { return false; }},

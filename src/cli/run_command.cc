@@ -56,7 +56,10 @@ void AddRecordFlags(CLI::App& app, RecordFlags& flags) {
 Result<RecordOutcome> Record(Job& job, const RecordFlags& flags, RunWriter& writer,
                              HookReceiver* hook, RunInfo info, RecordOptions options) {
   info.root_pid = job.pid();
-  if (Status s = writer.WriteRunInfo(info); !s.ok()) return s;
+  // The job runs already: a file that cannot take this row (its file system
+  // filled since it was made) fails the recorder's first write too, which
+  // stops the recording and says so; the job goes on.
+  (void)writer.WriteRunInfo(info);
   options.interval_seconds = flags.request.interval_seconds;
   options.forward_signals = job.is_child();
   return RecordJob(job, std::move(info), options, hook, writer, stderr);

@@ -1,4 +1,4 @@
-// Work that may never return, run in a child process with a deadline.
+// Work that may never return, run in a child process with an idle deadline.
 //
 // A thread that calls stat() or readdir() on a network file system whose
 // server went away sits in an uninterruptible kernel wait: no signal ends it,
@@ -7,14 +7,30 @@
 // the work in the child and reads what it answers through a pipe; the child
 // holds none of the caller's files (its stdin and stderr are /dev/null, its
 // stdout the pipe, every other descriptor closed), so a child stuck for good
-// keeps no pipe of the caller's open. At the deadline the caller sends it
-// SIGKILL (it dies when the wait ends, if ever), does not wait for it, and
-// learns which step the child was on (the work names its steps).
-// Call it from a single-threaded process, or with work that allocates
-// nothing, as with any fork(). Thread-compatible.
+// keeps no pipe of the caller's open.
+//
+// The deadline is an idle one: the work bumps a counter (ChildProgress::
+// Advance) in a page it shares with the caller after each call that
+// answered, and each bump restarts the deadline. A large but live dataset on
+// a slow server goes on for as long as it keeps answering; a dead one is
+// given up one deadline after its last answer. Then the caller sends the
+// child SIGKILL (it dies when the wait ends, if ever), does not wait for it,
+// and learns which step the child was on (the work names its steps).
+//
+// Fork safety: the child runs the caller's code after fork() without exec,
+// so in a threaded caller a lock another thread held at the fork stays held
+// in the child. glibc's fork() takes and resets malloc's locks around the
+// fork, so the child may allocate; it must not touch stdio, locales or
+// dlopen'ed libraries (their locks are not reset). The work given here is
+// single-purpose (a census, a bench: files, syscalls and memory) and writes
+// its answer with write(2). Thread-compatible.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,15 +45,73 @@ struct ChildAnswer {
   std::string err;
 };
 
-// The work calls `step` before each call that may not return ("stat
-// /data"); only its last 255 bytes are kept.
-using ChildStep = std::function<void(std::string_view what)>;
-using ChildWork = std::function<ChildAnswer(const ChildStep& step)>;
+struct ChildPage;  // the page the child shares with the caller
 
-// When the child answered: its answer. Unavailable when it did not answer
-// within `deadline_seconds`: the message is the last step it named (or
+// What the work tells the caller while it runs. Step is called by one
+// thread at a time; Advance from any thread (lock-free).
+class ChildProgress {
+ public:
+  explicit ChildProgress(ChildPage* page = nullptr) : page_(page) {}
+  // Before each call that may not return ("stat /data"); only its last 255
+  // bytes are kept.
+  void Step(std::string_view what) const;
+  // After each call that answered (an entry read, a file stat'ed): restarts
+  // the caller's deadline.
+  void Advance() const;
+
+ private:
+  ChildPage* page_;
+};
+
+using ChildWork = std::function<ChildAnswer(const ChildProgress& progress)>;
+
+// When the child answered: its answer. Unavailable when it made no progress
+// for `idle_deadline_seconds`: the message is the last step it named (or
 // "starting"). Unavailable also when it died without answering (its signal
 // or exit code named), or fork/pipe failed.
-Result<ChildAnswer> CallInChild(const ChildWork& work, double deadline_seconds);
+Result<ChildAnswer> CallInChild(const ChildWork& work, double idle_deadline_seconds);
+
+// One child started and polled without blocking: for a caller that must go
+// on with other work meanwhile (a sampling loop, the exporter). Move-only;
+// destroying one that still runs abandons it (SIGKILL, not waited for).
+class ChildCall {
+ public:
+  // Forks the child. The error of mmap, pipe or fork.
+  static Result<ChildCall> Start(const ChildWork& work);
+  ChildCall(ChildCall&& other) noexcept;
+  ChildCall& operator=(ChildCall&& other) noexcept;
+  ~ChildCall();
+  // Reads what the child wrote so far. nullopt while it runs and made
+  // progress within `idle_deadline_seconds`; else what CallInChild returns:
+  // its answer, or Unavailable naming its last step (then it is abandoned:
+  // SIGKILL sent, pid() still names it for the caller to reap).
+  std::optional<Result<ChildAnswer>> Poll(double idle_deadline_seconds);
+  // The pipe the answer comes on (-1 once done): for poll(2).
+  int fd() const { return fd_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  ChildCall() = default;
+  void Release();
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  ChildPage* page_ = nullptr;
+  std::string text_;
+  uint64_t answered_ = 0;
+  std::chrono::steady_clock::time_point last_progress_;
+};
+
+// The child's descriptors, as CallInChild sets them; exposed for tests.
+// Closes every descriptor from `lowest` up with close_range(2); where that
+// fails (ENOSYS before Linux 5.9, EPERM under an older seccomp filter), with
+// close(2) on each up to the descriptor limit. `close_range_call` stands in
+// for the system call (nullptr: the real one). Async-signal-safe.
+using CloseRangeCall = int (*)(unsigned first, unsigned last, int flags);
+void CloseDescriptorsFrom(int lowest, CloseRangeCall close_range_call = nullptr);
+// stdin and stderr to `null_path` (/dev/null), stdout to `out_fd`, then every
+// other descriptor closed. When `null_path` cannot be opened, 0 and 2 are
+// closed instead. Async-signal-safe.
+void SetChildDescriptors(int out_fd, const char* null_path = "/dev/null",
+                         CloseRangeCall close_range_call = nullptr);
 
 }  // namespace stallscope

@@ -53,11 +53,13 @@ bool KeyLess(const SampledFile& a, const SampledFile& b) { return a.key < b.key;
 
 class CensusVisitor : public WalkVisitor {
  public:
-  CensusVisitor(uint64_t seed, size_t sample_capacity, size_t examples)
-      : rng_state_(seed), capacity_(sample_capacity), max_examples_(examples) {}
+  CensusVisitor(uint64_t seed, size_t sample_capacity, size_t examples,
+                const std::function<void()>* advance = nullptr)
+      : rng_state_(seed), capacity_(sample_capacity), max_examples_(examples), advance_(advance) {}
 
   void File(std::string_view dir, std::string_view name, int depth,
             const FileFacts& file) override {
+    Advance();
     const uint64_t size = file.size;
     ++files;
     bytes += size;
@@ -80,6 +82,7 @@ class CensusVisitor : public WalkVisitor {
   }
 
   bool Directory(std::string_view dir, std::string_view name, int depth) override {
+    Advance();
     ++directories;
     Deeper(dir, name, depth);
     return true;
@@ -87,6 +90,7 @@ class CensusVisitor : public WalkVisitor {
 
   void NotFollowed(std::string_view dir, std::string_view name, int depth,
                    EntryKind kind) override {
+    Advance();
     if (kind == EntryKind::kSymlink) {
       ++symlinks;
     } else {
@@ -96,6 +100,7 @@ class CensusVisitor : public WalkVisitor {
   }
 
   void Unreadable(std::string_view path, int err) override {
+    Advance();  // an error is an answer too
     ++unreadable;
     if (examples.size() < max_examples_) {
       examples.push_back(std::string(path) + ": " + std::strerror(err));
@@ -111,6 +116,10 @@ class CensusVisitor : public WalkVisitor {
   std::vector<SampledFile> sample;  // a max-heap on key
 
  private:
+  void Advance() const {
+    if (advance_ != nullptr && *advance_) (*advance_)();
+  }
+
   void Deeper(std::string_view dir, std::string_view name, int depth) {
     if (depth <= max_depth) return;
     max_depth = depth;
@@ -120,6 +129,7 @@ class CensusVisitor : public WalkVisitor {
   uint64_t rng_state_;
   size_t capacity_;
   size_t max_examples_;
+  const std::function<void()>* advance_;
 };
 
 double Percentile(std::vector<double>& values, double q) {
@@ -132,7 +142,7 @@ double Percentile(std::vector<double>& values, double q) {
 }
 
 MetadataLatency MeasureLatency(const std::vector<std::string>& paths, size_t limit,
-                               double budget_seconds) {
+                               double budget_seconds, const std::function<void()>& advance) {
   std::vector<double> stat_us, open_us;
   const Clock::time_point deadline =
       Clock::now() +
@@ -146,6 +156,7 @@ MetadataLatency MeasureLatency(const std::vector<std::string>& paths, size_t lim
     const int fd = ::open(paths[i].c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0) ::close(fd);
     Clock::time_point t2 = Clock::now();
+    if (advance) advance();
     if (stat_rc == 0) stat_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     if (fd >= 0) open_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
   }
@@ -158,7 +169,8 @@ MetadataLatency MeasureLatency(const std::vector<std::string>& paths, size_t lim
   return out;
 }
 
-ResidencyCensus MeasureSampleResidency(const std::vector<std::string>& paths, int threads) {
+ResidencyCensus MeasureSampleResidency(const std::vector<std::string>& paths, int threads,
+                                       const std::function<void()>& advance) {
   struct Partial {
     uint64_t checked = 0, failed = 0, bytes = 0, resident = 0;
     std::string first_error;
@@ -169,6 +181,7 @@ ResidencyCensus MeasureSampleResidency(const std::vector<std::string>& paths, in
   auto work = [&](Partial* p) {
     for (size_t i = next++; i < paths.size(); i = next++) {
       Result<FileResidency> r = MeasureResidency(paths[i]);
+      if (advance) advance();
       if (!r.ok()) {
         if (r.status().IsNotFound()) continue;  // deleted since the walk
         ++p->failed;
@@ -256,7 +269,7 @@ Result<DatasetCensus> TakeCensus(const std::string& path, const CensusOptions& o
   const Clock::time_point start = Clock::now();
   if (S_ISREG(st.st_mode)) {
     c.threads = 1;
-    CensusVisitor one(seed, capacity, options.unreadable_examples);
+    CensusVisitor one(seed, capacity, options.unreadable_examples, &options.advance);
     const size_t slash = c.resolved_path.rfind('/');
     one.File(c.resolved_path.substr(0, std::max<size_t>(slash, 1)),
              c.resolved_path.substr(slash + 1), 0, FileFacts{static_cast<uint64_t>(st.st_size), 0});
@@ -274,7 +287,7 @@ Result<DatasetCensus> TakeCensus(const std::string& path, const CensusOptions& o
     for (int i = 0; i < c.threads; ++i) {
       visitors.push_back(
           std::make_unique<CensusVisitor>(seed + static_cast<uint64_t>(i) * 0x100000001B3ull,
-                                          capacity, options.unreadable_examples));
+                                          capacity, options.unreadable_examples, &options.advance));
       pointers.push_back(visitors.back().get());
     }
     step("readdir/stat of the walk of " + c.resolved_path);
@@ -317,7 +330,7 @@ Result<DatasetCensus> TakeCensus(const std::string& path, const CensusOptions& o
   step("statfs of " + c.resolved_path);
   DescribeFileSystem(c);
   step("open/mmap of the sampled files under " + c.resolved_path);
-  c.residency = MeasureSampleResidency(paths, c.threads);
+  c.residency = MeasureSampleResidency(paths, c.threads, options.advance);
   c.residency.sampled = c.files > paths.size();
   if (c.residency.files_failed > 0) {
     c.notes.push_back("page-cache residency: " + std::to_string(c.residency.files_failed) +
@@ -325,7 +338,8 @@ Result<DatasetCensus> TakeCensus(const std::string& path, const CensusOptions& o
   }
   if (!paths.empty()) {
     step("open/stat of the sampled files under " + c.resolved_path);
-    c.latency = MeasureLatency(paths, options.latency_sample_files, options.latency_budget_seconds);
+    c.latency = MeasureLatency(paths, options.latency_sample_files, options.latency_budget_seconds,
+                               options.advance);
   }
   if (c.unreadable > 0) {
     c.notes.push_back(std::to_string(c.unreadable) +

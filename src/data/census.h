@@ -36,6 +36,10 @@ struct CensusOptions {
   // of /data"), so a caller that gives up on a dead mount can name the call
   // that did not answer (core/child_call.h). May be empty.
   std::function<void(std::string_view what)> step;
+  // Called after each call on the data that answered (an entry of the walk,
+  // a sampled file measured), from any of the census's threads: what keeps
+  // an idle deadline from expiring on a large but live dataset. May be empty.
+  std::function<void()> advance;
 };
 
 // NotFound / PermissionDenied naming the path when it cannot be walked; a

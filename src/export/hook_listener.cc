@@ -124,7 +124,8 @@ HookListener::~HookListener() {
   if (!path_.empty()) unlink(path_.c_str());
 }
 
-void HookListener::Drain(const std::function<void(std::string_view, int sender_pid)>& on_datagram) {
+void HookListener::Drain(
+    const std::function<void(std::string_view, int sender_pid, int64_t sender_uid)>& on_datagram) {
   char buffer[65536];
   for (;;) {
     iovec io{buffer, sizeof buffer};
@@ -153,7 +154,8 @@ void HookListener::Drain(const std::function<void(std::string_view, int sender_p
       ++refused_senders_;
       continue;
     }
-    on_datagram(std::string_view(buffer, static_cast<size_t>(n)), credentials ? sender.pid : 0);
+    on_datagram(std::string_view(buffer, static_cast<size_t>(n)), credentials ? sender.pid : 0,
+                credentials ? static_cast<int64_t>(sender.uid) : -1);
   }
 }
 

@@ -41,9 +41,10 @@ class HookListener {
   void AllowUids(std::vector<uid_t> uids) { allowed_uids_ = std::move(uids); }
   uint64_t refused_senders() const { return refused_senders_; }
 
-  // Every waiting datagram, without blocking, with its sender's pid as the
-  // kernel gives it (0 when it gave none).
-  void Drain(const std::function<void(std::string_view, int sender_pid)>& on_datagram);
+  // Every waiting datagram, without blocking, with its sender's pid and uid
+  // as the kernel gives them (pid 0 and uid -1 when it gave none).
+  void Drain(
+      const std::function<void(std::string_view, int sender_pid, int64_t sender_uid)>& on_datagram);
 
  private:
   HookListener() = default;

@@ -18,8 +18,13 @@ std::string CleanJobName(std::string_view name) {
   return std::string(name);
 }
 
-JobProcess* JobTable::ProcessFor(int pid, int rank, int64_t now_ns) {
+JobProcess* JobTable::ProcessFor(int pid, int rank, int64_t uid, int64_t now_ns) {
   auto it = processes_.find(pid);
+  // The pid of another user's process: the old one is gone, its pid reused.
+  if (it != processes_.end() && uid >= 0 && it->second.uid >= 0 && it->second.uid != uid) {
+    processes_.erase(it);
+    it = processes_.end();
+  }
   if (it == processes_.end()) {
     if (processes_.size() >= max_processes_) {
       ++refused_;
@@ -29,6 +34,7 @@ JobProcess* JobTable::ProcessFor(int pid, int rank, int64_t now_ns) {
     p.pid = pid;
     p.rank = rank;
     p.job = fmt::format("pid-{}", pid);
+    p.uid = uid;
     it = processes_.emplace(pid, std::move(p)).first;
   }
   it->second.last_seen_ns = now_ns;
@@ -40,11 +46,12 @@ void JobTable::Name(JobProcess& p, std::string name) {
   // A restarted rank of the same job: the old process's series end here.
   std::erase_if(processes_, [&](const auto& entry) {
     const JobProcess& q = entry.second;
-    return q.pid != p.pid && q.job == p.job && q.rank == p.rank;
+    return q.pid != p.pid && q.job == p.job && q.rank == p.rank && q.uid == p.uid;
   });
 }
 
-void JobTable::Ingest(std::string_view datagram, int64_t now_ns, int sender_pid) {
+void JobTable::Ingest(std::string_view datagram, int64_t now_ns, int sender_pid,
+                      int64_t sender_uid) {
   for (std::string_view line : SplitLines(datagram)) {
     if (Trim(line).empty()) continue;
     std::vector<std::string_view> f = SplitFields(line);
@@ -65,7 +72,8 @@ void JobTable::Ingest(std::string_view datagram, int64_t now_ns, int sender_pid)
         ++malformed_;
         continue;
       }
-      if (JobProcess* p = ProcessFor(static_cast<int>(*pid), static_cast<int>(*rank), now_ns)) {
+      if (JobProcess* p =
+              ProcessFor(static_cast<int>(*pid), static_cast<int>(*rank), sender_uid, now_ns)) {
         p->rank = static_cast<int>(*rank);
         Name(*p, std::move(name));
       }
@@ -82,7 +90,7 @@ void JobTable::Ingest(std::string_view datagram, int64_t now_ns, int sender_pid)
     bool known = !events.steps.empty() || !events.epochs.empty() || !events.loaders.empty() ||
                  !events.pids.empty() || !events.syncs.empty() || events.dropped;
     if (!known) continue;  // a record type from a newer hook
-    JobProcess* p = ProcessFor(static_cast<int>(*pid), static_cast<int>(*rank), now_ns);
+    JobProcess* p = ProcessFor(static_cast<int>(*pid), static_cast<int>(*rank), sender_uid, now_ns);
     if (!p) continue;
     if (f[0] == "hello" && f.size() == 5) {
       p->rank = static_cast<int>(*rank);
@@ -203,6 +211,7 @@ void JobTable::Emit(Exposition& out, const std::string& host, int64_t now_ns) co
   for (const auto& [pid, p] : processes_) {
     std::vector<MetricLabel> labels = {
         {"job_name", p.job}, {"rank", std::to_string(p.rank)}, {"host", host}};
+    if (p.uid >= 0) labels.push_back({"uid", std::to_string(p.uid)});
     out.Add("stallscope_job_steps_total", labels, static_cast<double>(p.steps));
     std::vector<uint64_t> cumulative;
     uint64_t running = 0;

@@ -9,8 +9,10 @@
 // so a host that runs job after job for months holds only the live ones.
 // A process is named by its `job` record (the hook sends STALLSCOPE_JOB, else
 // TORCHELASTIC_RUN_ID, else script-PPID); a new process with the same job
-// name and rank replaces the old one (a restarted rank), so no two entries
-// ever make the same series.
+// name and rank of the same user replaces the old one (a restarted rank),
+// so no two entries ever make the same series. A process's series carry its
+// user's uid (label `uid`) as the kernel said it sent them, so that two
+// users' jobs of one name stay apart and neither ends the other's series.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +50,8 @@ struct MemberTotals {
 
 struct JobProcess {
   int pid = 0;
-  std::string job;  // the job's name; "pid-N" until the hook names it
+  int64_t uid = -1;  // the sender's uid (SCM_CREDENTIALS); -1: unknown, no label
+  std::string job;   // the job's name; "pid-N" until the hook names it
   int rank = 0;
   int local_rank = 0;
   int world_size = 1;
@@ -88,8 +91,10 @@ class JobTable {
   // One datagram of hook records received at now_ns (monotonic).
   // sender_pid: the process that sent the datagram, as the kernel says
   // (SCM_CREDENTIALS); when above 0 it stands in for each record's own pid
-  // field, so a process cannot report as another one.
-  void Ingest(std::string_view datagram, int64_t now_ns, int sender_pid = 0);
+  // field, so a process cannot report as another one. sender_uid: its user,
+  // from the same credentials; -1 when unknown.
+  void Ingest(std::string_view datagram, int64_t now_ns, int sender_pid = 0,
+              int64_t sender_uid = -1);
   // The tree of the process `pid` as read now (the root first, then its
   // descendants): its RSS, CPU and run delay by role. Unknown pids are
   // ignored.
@@ -99,7 +104,7 @@ class JobTable {
   void SeenInput(int pid, const std::string& device, const std::string& fs_type);
   // Drops processes silent for longer than the expiry.
   void Expire(int64_t now_ns);
-  // The per-rank series, labelled job_name, rank and host.
+  // The per-rank series, labelled job_name, rank, host and, when known, uid.
   void Emit(Exposition& out, const std::string& host, int64_t now_ns) const;
 
   const std::map<int, JobProcess>& processes() const { return processes_; }
@@ -108,7 +113,8 @@ class JobTable {
   uint64_t expired_processes() const { return expired_; }
 
  private:
-  JobProcess* ProcessFor(int pid, int rank, int64_t now_ns);
+  // The entry of `pid`, made when new (or when the pid is another uid's).
+  JobProcess* ProcessFor(int pid, int rank, int64_t uid, int64_t now_ns);
   void Name(JobProcess& p, std::string name);
 
   size_t max_processes_;

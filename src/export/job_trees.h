@@ -15,6 +15,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/file.h"
 #include "export/job_metrics.h"
@@ -30,6 +31,11 @@ class JobTrees {
   // Reads the trees of every process the table knows and updates it.
   // Returns a note when /proc could not be listed (empty otherwise).
   std::string Update(JobTable& jobs);
+  // Remote mounts given up by the open-file probe since the last call: the
+  // exporter stats no file on a remote mount itself, and keeps at most
+  // kMaxRemoteProbeChildren children asking (probe/remote_file_facts.h).
+  std::vector<std::string> TakeNotes() { return inputs_.TakeNotes(); }
+  size_t remote_children() const { return inputs_.remote_children(); }
 
  private:
   Root root_;

@@ -166,6 +166,27 @@ uint64_t Newlines(std::string_view s) {
 
 }  // namespace
 
+// A placeholder written where the host was when the log was redacted,
+// "<cluster_name>", "[hostname]" (after any launcher tag glued before it):
+// the host, as a name; empty when the glued part ends in none. A launcher's
+// own "<stdout>", "[1,0]" are no host.
+static std::string_view RedactedHostPlaceholder(std::string_view glued) {
+  if (glued.size() < 3) return {};
+  char open = glued.back() == '>' ? '<' : glued.back() == ']' ? '[' : 0;
+  if (open == 0) return {};
+  size_t begin = glued.rfind(open);
+  if (begin == std::string_view::npos || glued.size() - begin < 3) return {};
+  std::string_view inside = glued.substr(begin + 1, glued.size() - begin - 2);
+  bool letter = false;
+  for (char c : inside) {
+    if (!IsHostChar(c) && c != '_') return {};
+    letter = letter || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  }
+  if (!letter || inside == "stdout" || inside == "stderr" || inside == "stdin") return {};
+  if (StartsWith(inside, "default") || StartsWith(inside, "rank")) return {};  // torchrun's
+  return glued.substr(begin);
+}
+
 // The shape nearly every NCCL line has, "host:pid:tid [dev] NCCL INFO msg",
 // read in one forward pass over its first bytes with no library call. It
 // accepts only lines on which ParseNcclLinePrefix would give the same
@@ -395,6 +416,7 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
         if (!host.empty() && (dot || (IsDigit(host[0]) && h > 0 && glued[h - 1] == ':'))) {
           host = NcclHostOf(glued);
         }
+        if (host.empty()) host = RedactedHostPlaceholder(glued);
         // A host name ends the glued part; with none ("[1,5]<stdout>:2001:2002")
         // the line is still NCCL's when its [dev] follows.
         bool dev_follows =
@@ -946,11 +968,36 @@ void NcclLogParser::Unprefixed(std::string_view line) {
     }
     return;
   }
+  // Not NCCL's own line (PyTorch's, the program's, naming NCCL): counted
+  // with the other programs' lines, not as an NCCL line.
+  if (!Contains(s, "NCCL INFO") && !Contains(s, "NCCL WARN")) {
+    --summary_.nccl_lines;
+    ++summary_.other_lines;
+  }
   TorchLine(s, head);
+  TorchErrorLine(s);
   if (Contains(s, "unhandled system error")) ++summary_.system_errors;
   if (Contains(s, "remote process exited")) ++summary_.remote_errors;
   if (Contains(s, "collective operation timeout") || Contains(s, "Timeout waiting")) {
     ++summary_.timeouts;
+  }
+}
+
+// PyTorch's error naming NCCL ("NCCL error in: ...", DistBackendError) and
+// the NCCL version in its text.
+void NcclLogParser::TorchErrorLine(std::string_view s) {
+  if (!Contains(s, "NCCL error") && !Contains(s, "DistBackendError")) return;
+  ++summary_.torch_nccl_errors;
+  std::string_view version = NcclVersionInTorchError(s);
+  if (version.empty()) return;
+  if (summary_.torch_error_version_line == 0) summary_.torch_error_version_line = line_no_;
+  for (const std::string& v : summary_.torch_error_versions) {
+    if (v == version) return;
+  }
+  if (summary_.torch_error_versions.size() < kNcclMaxProcesses) {
+    summary_.torch_error_versions.emplace_back(version);
+  } else {
+    ++summary_.dropped;
   }
 }
 
@@ -994,6 +1041,13 @@ void NcclLogParser::Algorithm(std::string_view text) {
 void NcclLogParser::Warn(size_t rank, std::string_view msg) {
   if (rank != kNoRank) ++summary_.ranks[rank].warnings;
   msg = Trim(msg);
+  if (rank != kNoRank) {
+    ReadNcclFallbackWarn(msg, line_no_, ProcessOf(rank));
+    // "[Proxy Service 11] Failed to execute operation Connect from rank 3":
+    // the printer's rank, when no Init line told it.
+    int proxy_rank = NcclProxyServiceRank(msg);
+    if (proxy_rank >= 0 && summary_.ranks[rank].rank < 0) summary_.ranks[rank].rank = proxy_rank;
+  }
   std::optional<std::string_view> connect_to = After(msg, "Connect to ");
   if (!connect_to) connect_to = After(msg, ": connect to ");  // 2.27+
   if (connect_to) {

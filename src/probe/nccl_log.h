@@ -75,6 +75,18 @@ size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* 
 std::vector<NcclInterface> ParseNcclInterfaces(std::string_view text);
 // "2.18.3+cuda12.2" from "NCCL version 2.18.3+cuda12.2" (and trailing junk cut).
 std::string_view ParseNcclVersion(std::string_view after_version_word);
+// The lines of a net plugin that failed and NCCL went on without, and of
+// libibverbs missing (probe/nccl_log_fallback.cc): an INFO or WARN message
+// of process p, read into p. The forms of NCCL's net.cc (2.18 to 2.29) and
+// aws-ofi-nccl's init.
+void ReadNcclFallbackInfo(std::string_view msg, uint64_t line, NcclProcess& p);
+void ReadNcclFallbackWarn(std::string_view msg, uint64_t line, NcclProcess& p);
+// "2.18.1" from PyTorch's error text ("NCCL error in: ..., NCCL version
+// 2.18.1"); empty when the line holds none.
+std::string_view NcclVersionInTorchError(std::string_view text);
+// N of "[Proxy Service N] ..." (proxy.cc's WARNs, 2.12+): the printing
+// rank; -1 when the message has no such tag.
+int NcclProxyServiceRank(std::string_view msg);
 
 // The streaming parser: Feed whole lines (a chunk may end mid-line; the
 // parser keeps the tail until the next Feed), then Finish.
@@ -102,6 +114,7 @@ class NcclLogParser {
   void TestsTableLine(std::string_view text);
   void LibfabricLine(std::string_view text);
   void TorchLine(std::string_view text, const LineHead& head);
+  void TorchErrorLine(std::string_view text);
   // A line of either kind, once a wrapped one is joined back.
   void AnyLine(const ScannedLine& line);
   void Dispatch(const ScannedLine& line);

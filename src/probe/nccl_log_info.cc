@@ -111,6 +111,7 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
   if (msg.empty()) return;
   NcclRank& rank = summary_.ranks[rank_index];
   NcclProcess& process = summary_.processes[rank.process];
+  if (msg[0] == 'N' || msg[0] == 'F' || msg[0] == 'P') ReadNcclFallbackInfo(msg, line_no_, process);
   auto init_line = [&](std::string_view m) {
     // The words end the line in every version; the search is for text after them.
     bool complete = EndsWith(m, "Init COMPLETE") || EndsWith(m, " - COMPLETE");

@@ -311,9 +311,13 @@ void SanitizeNcclSummary(NcclLogSummary& s) {
     fix(p.net_plugin);
     fix(p.plugin_path);
     fix(p.ofi_provider);
+    fix(p.plugin_asked);
+    fix(p.plugin_failed);
+    fix(p.plugin_failure);
     for (std::string& n : p.channel_nets) fix(n);
   }
   for (std::string& p : s.libfabric_empty_providers) fix(p);
+  for (std::string& v : s.torch_error_versions) fix(v);
 }
 
 }  // namespace stallscope

@@ -12,6 +12,7 @@
 #include "core/text.h"
 #include "probe/diskstats.h"
 #include "probe/mounts.h"
+#include "probe/remote_path.h"
 
 namespace stallscope {
 namespace {
@@ -52,6 +53,30 @@ std::string Head(const std::string& path) {
   ::close(fd);
   head.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return head;
+}
+
+// The remote mount holding `target` in the process's mount table, if any.
+const MountEntry* RemoteMountOf(const std::vector<MountEntry>& mounts, const std::string& target) {
+  const MountEntry* m = FindMountForPath(mounts, target);
+  return m != nullptr && IsRemoteMount(*m) ? m : nullptr;
+}
+
+// A file on a remote mount recorded without touching it: no size, and the
+// format its name suggests.
+OpenInput UnstatedRemoteInput(int32_t pid, int fd, const std::string& target, bool deleted,
+                              uint64_t position, const MountEntry& mount) {
+  OpenInput input;
+  input.pid = pid;
+  input.fd = fd;
+  input.path = target;
+  input.deleted = deleted;
+  input.position = position;
+  input.fs_type = mount.fs_type;
+  input.remote = true;
+  input.major = mount.major;
+  input.minor = mount.minor;
+  input.format = InputFormatOf("", target);
+  return input;
 }
 
 }  // namespace
@@ -153,7 +178,27 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, OpenInputCache*
     // process's mount namespace; a fixture: the target under the root.
     const std::string file = root.IsLive() ? link : root.Path(target);
     struct stat st {};
-    if (::stat(file.c_str(), &st) != 0) {
+    std::optional<std::string> head;
+    const MountEntry* remote = root.IsLive() ? RemoteMountOf(mounts_of_process(), target) : nullptr;
+    if (remote != nullptr) {
+      std::optional<RemoteFileFacts> facts;
+      if (cache && cache->remote_files) facts = cache->remote_files->Facts(file, target, *remote);
+      if (!facts) {
+        // Not known yet (a child is asking) or the mount is dead: what /proc says.
+        if (out.files.size() >= max_files) {
+          ++out.capped;
+        } else {
+          out.files.push_back(UnstatedRemoteInput(pid, static_cast<int>(*fd), target, input.deleted,
+                                                  info->pos, *remote));
+        }
+        continue;
+      }
+      st.st_mode = facts->regular ? S_IFREG : S_IFDIR;
+      st.st_size = static_cast<off_t>(facts->size);
+      st.st_dev = static_cast<dev_t>(facts->dev);
+      st.st_ino = static_cast<ino_t>(facts->ino);
+      head = std::move(facts->head);
+    } else if (::stat(file.c_str(), &st) != 0) {
       ++out.vanished;
       continue;
     }
@@ -203,7 +248,7 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, OpenInputCache*
         dev.ok()) {
       input.device = dev->name;
     }
-    input.format = InputFormatOf(Head(file), target);
+    input.format = InputFormatOf(head ? *head : Head(file), target);
     if (cache) {
       if (cache->facts.size() >= cache->max_entries) cache->facts.clear();
       cache->facts[key] = {input.fs_type, input.remote, input.major,
@@ -215,7 +260,13 @@ Result<OpenInputs> ReadOpenInputs(const Root& root, int32_t pid, OpenInputCache*
   return out;
 }
 
+OpenInputSampler::OpenInputSampler(Root root, size_t max_per_sample)
+    : root_(std::move(root)), max_per_sample_(max_per_sample) {
+  cache_.remote_files = std::make_unique<RemoteFileProber>(RemoteCallDeadlineSeconds());
+}
+
 std::vector<OpenInput> OpenInputSampler::Sample(const std::vector<int32_t>& ran) {
+  cache_.remote_files->Poll();
   std::vector<std::pair<int64_t, int32_t>> order;  // (last read, pid)
   for (int32_t pid : ran) {
     auto it = last_read_.find(pid);

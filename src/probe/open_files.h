@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <tuple>
@@ -23,6 +24,7 @@
 
 #include "core/file.h"
 #include "core/status.h"
+#include "probe/remote_file_facts.h"
 #include "sample/input_format.h"
 
 namespace stallscope {
@@ -66,6 +68,10 @@ struct OpenInputCache {
     std::optional<OpenInput> input;
   };
   std::map<std::pair<int32_t, int>, Seen> by_fd;
+  // Files on a remote mount are stat'ed and read by its children, never
+  // here (probe/remote_file_facts.h); without one they are recorded with
+  // what /proc says (path, offset, mount), no size or format.
+  std::unique_ptr<RemoteFileProber> remote_files;
   size_t max_entries = 4096;
   uint64_t hits = 0, misses = 0, fd_hits = 0;
 };
@@ -77,12 +83,15 @@ struct OpenInputCache {
 // thread-safe (one per recording).
 class OpenInputSampler {
  public:
-  explicit OpenInputSampler(Root root, size_t max_per_sample = 8)
-      : root_(std::move(root)), max_per_sample_(max_per_sample) {}
+  explicit OpenInputSampler(Root root, size_t max_per_sample = 8);
   // The open inputs of the chosen pids, each with its pid. `ran` is the
   // pids that ran since the last call (all of them on the first).
   std::vector<OpenInput> Sample(const std::vector<int32_t>& ran);
   const OpenInputCache& cache() const { return cache_; }
+  // The notes of remote mounts given up since the last call (one each).
+  std::vector<std::string> TakeNotes() { return cache_.remote_files->TakeNotes(); }
+  // The children asking remote mounts, alive now (kMaxRemoteProbeChildren at most).
+  size_t remote_children() const { return cache_.remote_files->children(); }
 
  private:
   Root root_;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 
 namespace stallscope {
 
@@ -18,6 +19,17 @@ std::optional<MountEntry> RemoteMountHolding(const Root& root, const std::string
   const MountEntry* mount = FindMountForPath(*mounts, NormalizePath(absolute));
   if (mount == nullptr || !IsRemoteMount(*mount)) return std::nullopt;
   return *mount;
+}
+
+double RemoteCallDeadlineSeconds() {
+  const char* text = std::getenv(kRemoteDeadlineTestVariable);
+  if (text == nullptr || *text == '\0') return kRemoteCallDeadlineSeconds;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (*end != '\0' || !(seconds >= 0.1 && seconds <= kRemoteCallDeadlineSeconds)) {
+    return kRemoteCallDeadlineSeconds;
+  }
+  return seconds;
 }
 
 std::string DescribeMount(const MountEntry& mount) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/text.h"
+#include "record/stale_sockets.h"
 
 namespace stallscope {
 namespace {
@@ -167,8 +168,12 @@ void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& 
 }
 
 Result<HookReceiver> HookReceiver::Create() {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base && *base ? base : "/tmp") + "/stallscope-XXXXXX";
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string base = tmp && *tmp ? tmp : "/tmp";
+  // What a run killed with SIGKILL left here goes first (stale_sockets.h);
+  // the pid in the name is what tells a stale directory from a live one.
+  RemoveStaleHookDirectories(base);
+  std::string pattern = base + "/stallscope-" + std::to_string(getpid()) + "-XXXXXX";
   std::vector<char> dir(pattern.begin(), pattern.end());
   dir.push_back('\0');
   if (mkdtemp(dir.data()) == nullptr) return Status::FromErrno(pattern, errno);

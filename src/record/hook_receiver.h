@@ -2,10 +2,11 @@
 // datagram socket in a private temporary directory, and the pure parser of
 // its datagrams.
 //
-// HookReceiver owns the socket and its directory and removes both when
-// destroyed. Drain() reads every waiting datagram without blocking and turns
-// them into timeline events, with times made relative to the run's start.
-// Not thread-safe; one owner (the recorder loop).
+// HookReceiver owns the socket and its directory
+// ($TMPDIR/stallscope-PID-XXXXXX) and removes both when destroyed; those a
+// killed run left are removed by the next one (record/stale_sockets.h). Drain() reads every waiting
+// datagram without blocking and turns them into timeline events, with times made relative to the
+// run's start. Not thread-safe; one owner (the recorder loop).
 #pragma once
 
 #include <cstdint>

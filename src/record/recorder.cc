@@ -235,6 +235,8 @@ class IntervalSampler {
   const std::string& disk_name() const { return disk_name_; }
   const HostSample& last_host() const { return previous_; }
   const InputTracker& inputs() const { return inputs_; }
+  // Remote mounts given up by the open-file probe (one note each).
+  std::vector<std::string> TakeRemoteNotes() { return open_inputs_.TakeNotes(); }
   // The data disk learnt from what the workers read (empty: not learnt, or
   // given with --data).
   const std::string& learnt_data_disk() const { return learnt_disk_; }
@@ -582,10 +584,9 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     TimelineSample first;
     nic_rates(0, first);  // the counters the first interval's rates start from
   }
-  if (Status s = writer.WriteNode(node); !s.ok()) {
-    close(signal_fd);
-    return s;
-  }
+  // Its failure (the file system full since the file was made) stops the
+  // recording below, said once; the job, already running, goes on.
+  const Status node_written = writer.WriteNode(node);
   std::optional<ClockServer> clock_server;
   if (options.serve_clock) {
     if (Result<ClockServer> opened = ClockServer::Open(options.clock_port); opened.ok()) {
@@ -610,22 +611,31 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   // exits (before it is reaped, while its counters can still be read).
   EpochBoundaryClock boundary_clock;
   bool end_read = false;
-  bool boundary_failed = false;
+  // Once a write to the run file fails (its file system full or gone),
+  // recording stops: said once, with why; what was committed stays readable
+  // and the job goes on unharmed.
+  bool stopped = false;
+  auto stop_recording = [&](const Status& why) {
+    if (stopped) return;
+    stopped = outcome.recording_stopped = true;
+    const double t = static_cast<double>(MonotonicNs() - start_ns) / 1e9;
+    std::fprintf(status,
+                 "stallscope: recording stopped at %.1f s: %s; the run file keeps what was "
+                 "recorded before, and the job goes on\n",
+                 t, why.message().c_str());
+  };
   // The tree's RSS at the readings of epoch starts, for the epoch line of an
   // epoch that no interval sample fell inside (dropped once printed).
   std::map<int, uint64_t> rss_at_epoch_start;
+  if (!node_written.ok()) stop_recording(node_written);
   auto take_boundary = [&](std::optional<int> epoch) {
     const double t = static_cast<double>(MonotonicNs() - start_ns) / 1e9;
     const BoundarySample reading = sampler.Boundary(t, epoch, whole_disks);
     if (epoch && rss_at_epoch_start.size() < kMaxEpochsKeptForTheLine) {
       rss_at_epoch_start[*epoch] = reading.tree_rss_bytes;
     }
-    Status s = writer.AppendBoundarySample(reading);
-    if (!s.ok() && !boundary_failed) {
-      boundary_failed = true;
-      std::fprintf(status, "stallscope: %s (per-epoch figures fall back to the intervals)\n",
-                   s.message().c_str());
-    }
+    if (stopped) return;
+    if (Status s = writer.AppendBoundarySample(reading); !s.ok()) stop_recording(s);
   };
   auto take_due_boundary = [&] {
     boundary_clock.Mark(events.epochs);
@@ -667,8 +677,8 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
         node_changed = true;
       }
     }
-    if (node_changed) {
-      if (Status s = writer.WriteNode(node); !s.ok()) return s;
+    if (node_changed && !stopped) {
+      if (Status s = writer.WriteNode(node); !s.ok()) stop_recording(s);
     }
     for (const ProcessPoint& p : points) {
       if (auto known = job_pids.find(p.pid); known != job_pids.end()) {
@@ -715,16 +725,18 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     }
     count_steps_before(std::numeric_limits<double>::infinity());
     epoch.peak_rss_bytes = std::max(epoch.peak_rss_bytes, sample->tree_rss_bytes);
-    Status written = writer.AppendInterval(*sample, points, events.steps, events.epochs,
-                                           events.loaders, ports, events.ranks, events.syncs);
+    Status written = stopped
+                         ? Status::Ok()
+                         : writer.AppendInterval(*sample, points, events.steps, events.epochs,
+                                                 events.loaders, ports, events.ranks, events.syncs);
     ports.clear();
-    if (written.ok()) written = writer.AppendOtherProcesses(others);
-    if (written.ok() && allocation_reports < kMaxAllocationReportsKept) {
+    if (written.ok() && !stopped) written = writer.AppendOtherProcesses(others);
+    if (written.ok() && !stopped && allocation_reports < kMaxAllocationReportsKept) {
       allocation_reports += events.allocations.size();
       written = writer.AppendAllocations(events.allocations);
     }
     // GPUs (NVML), the job's first; GPM covers the interval since the last call.
-    if (written.ok() && gpu_probe->available()) {
+    if (written.ok() && !stopped && gpu_probe->available()) {
       std::set<int> sampled_pids;
       for (const ProcessPoint& p : points) sampled_pids.insert(p.pid);
       std::vector<GpuPoint> gpus;
@@ -744,7 +756,8 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     std::set<int> pids = std::move(events.pids);
     events = HookEvents{};
     events.pids = std::move(pids);  // ranks stay known for the loader CPU split
-    return written;
+    if (!written.ok()) stop_recording(written);
+    return Status::Ok();  // the job goes on either way
   };
 
   Status failure;
@@ -811,13 +824,17 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   std::vector<std::string> notes;
   // The data disk, when the run found it from what the workers read.
   if (info.data_device.empty()) info.data_device = sampler.learnt_data_disk();
-  if (Status s = writer.AppendInputs(sampler.inputs().Inputs()); !s.ok()) {
+  // Nothing more goes into a file whose writes failed.
+  if (Status s = stopped ? Status::Ok() : writer.AppendInputs(sampler.inputs().Inputs()); !s.ok()) {
     std::fprintf(status, "stallscope: %s (what the job read is not kept)\n", s.message().c_str());
   }
-  if (uint64_t dropped = sampler.inputs().dropped(); dropped > 0) {
-    std::vector<std::string> io_notes = {fmt::format(
+  std::vector<std::string> io_notes = sampler.TakeRemoteNotes();
+  if (uint64_t dropped = sampler.inputs().dropped(); dropped > 0 && !stopped) {
+    io_notes.push_back(fmt::format(
         "io: the job read more files than are kept ({}); {} more seen open were only counted",
-        kMaxInputsKept, dropped)};
+        kMaxInputsKept, dropped));
+  }
+  if (!io_notes.empty() && !stopped) {
     if (Status s = writer.AppendFindings("io", {}, io_notes); !s.ok()) {
       std::fprintf(status, "stallscope: %s\n", s.message().c_str());
     }
@@ -829,7 +846,12 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     return p.source == "oom_kill" && p.pid == job.pid();
   });
   if (outcome.exit.signal == SIGKILL && job_killed) info.oom_killed = true;
-  if (Status s = writer.WriteRunInfo(info); !s.ok()) return s;
+  outcome.info = info;
+  if (stopped) return outcome;
+  if (Status s = writer.WriteRunInfo(info); !s.ok()) {
+    stop_recording(s);
+    return outcome;
+  }
   if (Status s = writer.AppendMemoryPeaks(peaks); !s.ok()) {
     std::fprintf(status, "stallscope: %s (the kernel's memory peaks are not kept)\n",
                  s.message().c_str());

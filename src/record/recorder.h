@@ -52,9 +52,10 @@ struct RecordOptions {
 };
 
 struct RecordOutcome {
-  RunInfo info;              // as written at the end
-  JobExit exit;              // how the job ended (unknown for watch)
-  bool interrupted = false;  // watch stopped by Ctrl-C / SIGTERM
+  RunInfo info;                    // as written at the end
+  JobExit exit;                    // how the job ended (unknown for watch)
+  bool interrupted = false;        // watch stopped by Ctrl-C / SIGTERM
+  bool recording_stopped = false;  // a write to the run file failed; said on the status stream
 };
 
 // Blocks SIGINT, SIGTERM and SIGCHLD in the calling thread, before the job

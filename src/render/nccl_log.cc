@@ -94,9 +94,13 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
                               const ReportHeader& header, const Report& report) {
   std::string out = fmt::format(
       "stallscope nccl-log {}: {} read, {} NCCL lines ({} INFO, {} WARN, {} TRACE), {} rank(s) "
-      "in {} process(es) on {} host(s)\n",
+      "in {} process(es) on {} host(s){}\n",
       source, FormatBytes(log.bytes), log.nccl_lines, log.info_lines, log.warn_lines,
-      log.trace_lines, log.ranks.size(), log.processes.size(), NcclJobNodes(log));
+      log.trace_lines, log.ranks.size(), log.processes.size(), NcclJobNodes(log),
+      NcclPeerHostsInferred(log) > 0
+          ? fmt::format(" ({} inferred from network peers with no lines of their own)",
+                        NcclPeerHostsInferred(log))
+          : "");
   out += fmt::format("lines: {} NCCL lines given to a host:pid, {} other line(s)",
                      log.attributed_lines, log.other_lines);
   if (log.folded_repeats) {
@@ -177,6 +181,15 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
                     log.torch_groups.size(), g.global_rank, g.size,
                     g.nccl_version.empty() ? "" : ", NCCL " + g.nccl_version);
   }
+  if (log.libfabric_lines > 0) {
+    // Its routine warnings (a provider it looked for and did not find, ...)
+    // are counted here, not only in the JSON.
+    uint64_t named = log.libfabric_efa_failures.size() + log.libfabric_empty_providers.size();
+    out += fmt::format(
+        "libfabric: {} line(s) of its own ({} named below, the rest routine: providers and "
+        "options it reports while it looks for a fabric)\n",
+        log.libfabric_lines, named);
+  }
   if (!log.libfabric_efa_failures.empty()) {
     out += fmt::format("libfabric: {} EFA failure(s); first: {}\n",
                        log.libfabric_efa_failures.size(), log.libfabric_efa_failures.front());
@@ -256,6 +269,7 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
   n["folded_repeats"] = log.folded_repeats;
   n["joined_lines"] = log.joined_lines;
   n["hosts"] = NcclJobNodes(log);
+  n["hosts_inferred_from_peers"] = NcclPeerHostsInferred(log);
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
   for (const NcclProcess& p : log.processes) {
     processes.push_back({{"host", p.host},
@@ -274,6 +288,9 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                          {"nnodes", p.nnodes},
                          {"net_plugin", p.net_plugin},
                          {"plugin_path", p.plugin_path},
+                         {"plugin_failed", p.plugin_failed},
+                         {"plugin_failure", p.plugin_failure},
+                         {"libibverbs_missing", p.libibverbs_missing},
                          {"ofi_provider", p.ofi_provider},
                          {"channel_nets", p.channel_nets}});
   }
@@ -346,6 +363,8 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                      {"nccl_version", g.nccl_version}});
   }
   n["pytorch_groups"] = torch;
+  n["torch_nccl_errors"] = log.torch_nccl_errors;
+  n["torch_error_versions"] = log.torch_error_versions;
   n["libfabric"] = {{"lines", log.libfabric_lines},
                     {"empty_providers", log.libfabric_empty_providers},
                     {"efa_failures", log.libfabric_efa_failures}};

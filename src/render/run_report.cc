@@ -31,7 +31,7 @@ std::string DescribeRunEnd(const RunInfo& info, size_t samples) {
   } else if (info.duration_seconds) {
     how = "ended (exit status unknown: not our child)";
   } else {
-    how = "did not finish recording (stallscope was stopped mid-run)";
+    how = "did not finish recording (stallscope was stopped, or its run file filled up, mid-run)";
   }
   return fmt::format("{} {} after {:.1f} s; {} samples every {:.1f} s on {}\n", info.command, how,
                      info.duration_seconds.value_or(0), samples, info.interval_seconds,

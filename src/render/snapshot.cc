@@ -165,6 +165,47 @@ std::string PcieSection(const Snapshot& s) {
   return out;
 }
 
+// The congestion counters of the NICs' driver statistics (ethtool -S), for
+// the interfaces whose driver has any; "+N" is the growth over the interval.
+std::string NicStatsSection(const Snapshot& s) {
+  std::string out;
+  size_t without = 0;
+  for (const Snapshot::NicStatsReading& r : s.nic_stats) {
+    const NicCongestion& t = r.total;
+    if (!t.has_pause && !t.has_ecn_cnp && !t.has_drops) {
+      ++without;
+      continue;
+    }
+    auto figure = [&](const char* what, uint64_t total, uint64_t growth) {
+      return r.growth_known ? fmt::format("{} {} (+{})", what, total, growth)
+                            : fmt::format("{} {}", what, total);
+    };
+    std::vector<std::string> parts;
+    if (t.has_pause) {
+      parts.push_back(figure("pause rx", t.pause_rx, r.growth.pause_rx));
+      parts.push_back(figure("pause tx", t.pause_tx, r.growth.pause_tx));
+    }
+    if (t.has_ecn_cnp) {
+      parts.push_back(figure("ECN marked", t.ecn_marked, r.growth.ecn_marked));
+      parts.push_back(figure("CNP sent", t.cnp_sent, r.growth.cnp_sent));
+      parts.push_back(figure("CNP handled", t.cnp_handled, r.growth.cnp_handled));
+    }
+    if (t.has_drops) {
+      parts.push_back(figure("buffer drops", t.buffer_drops, r.growth.buffer_drops));
+      if (t.allowance_exceeded > 0 || r.growth.allowance_exceeded > 0)
+        parts.push_back(
+            figure("allowance exceeded", t.allowance_exceeded, r.growth.allowance_exceeded));
+    }
+    out += fmt::format("  {}: {}\n", r.interface, fmt::join(parts, ", "));
+  }
+  if (out.empty() && without == 0) return "";
+  std::string head = "nic statistics (ethtool -S; +N over the interval)\n";
+  if (without > 0)
+    out +=
+        fmt::format("  {} more interface(s) whose driver counts no pause, ECN or drops\n", without);
+  return head + out;
+}
+
 // What the kernel log holds about GPUs and RDMA ports, when it was read.
 std::string KernelLogSection(const Snapshot& s) {
   if (!s.kernel_log_read) return "";
@@ -203,8 +244,8 @@ std::string RenderSnapshotText(const Snapshot& s) {
                            s.container.evidence.empty() ? "" : s.container.evidence.front())
              : "container: none detected\n";
   out += "\n" + MemorySection(s) + "\n" + CpuSection(s) + "\n" + DiskSection(s) + "\n" +
-         NetworkSection(s) + "\n" + TopologySection(s) + PcieSection(s) + KernelLogSection(s) +
-         "\n" + EnvironmentSection(s);
+         NetworkSection(s) + "\n" + TopologySection(s) + PcieSection(s) + NicStatsSection(s) +
+         KernelLogSection(s) + "\n" + EnvironmentSection(s);
   out += "\n" + RenderGpuText(s.gpus);
   out += fmt::format("processes: {}, RSS {} in all\n", s.processes.processes,
                      FormatBytes(s.processes.rss_bytes));
@@ -444,6 +485,34 @@ Json PcieJson(const Snapshot& s) {
   return out;
 }
 
+Json NicStatsJson(const Snapshot& s) {
+  auto sums = [](const NicCongestion& c) -> Json {
+    return {{"pause_rx", c.pause_rx},
+            {"pause_tx", c.pause_tx},
+            {"ecn_marked", c.ecn_marked},
+            {"cnp_sent", c.cnp_sent},
+            {"cnp_handled", c.cnp_handled},
+            {"buffer_drops", c.buffer_drops},
+            {"allowance_exceeded", c.allowance_exceeded}};
+  };
+  Json out = Json::array();
+  for (const Snapshot::NicStatsReading& r : s.nic_stats) {
+    Json raw = Json::object();
+    for (const NicCounter& c : r.raw) raw[c.name] = c.value;
+    out.push_back({{"interface", r.interface},
+                   {"source", r.source},
+                   {"counters", r.counters},
+                   {"has_pause", r.total.has_pause},
+                   {"has_ecn_cnp", r.total.has_ecn_cnp},
+                   {"has_drops", r.total.has_drops},
+                   {"total", sums(r.total)},
+                   {"growth", r.growth_known ? sums(r.growth) : Json(nullptr)},
+                   {"counted_from", r.total.counters_used},
+                   {"raw", raw}});
+  }
+  return out;
+}
+
 Json KernelLogJson(const Snapshot& s) {
   if (!s.kernel_log_read) return nullptr;
   Json xids = Json::array();
@@ -485,6 +554,7 @@ nlohmann::ordered_json SnapshotToJson(const Snapshot& s) {
   j["infiniband"] = InfinibandJson(s);
   j["topology"] = TopologyJson(s);
   j["pcie_links"] = PcieJson(s);
+  j["nic_stats"] = NicStatsJson(s);
   j["gpus"] = GpusToJson(s.gpus);
   j["kernel_log"] = KernelLogJson(s);
   Json env = Json::object();

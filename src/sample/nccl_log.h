@@ -87,6 +87,12 @@ struct NcclProcess {
   uint64_t bootstrap_line = 0;       // "Bootstrap : Using"
   uint64_t socket_line = 0;          // "NET/Socket : Using"
   uint64_t socket_channel_line = 0;  // the first channel "via NET/Socket"
+  // A net plugin that failed and NCCL went on without (probe/nccl_log_fallback.cc).
+  std::string plugin_asked;    // NCCL_NET_PLUGIN's name ("Plugin name set by env to X")
+  std::string plugin_failed;   // the plugin: "libnccl-net-ofi.so", "Libfabric"
+  std::string plugin_failure;  // why, in the loader's or the plugin's words
+  uint64_t plugin_failure_line = 0;
+  bool libibverbs_missing = false;  // "Failed to open libibverbs.so[.1]" (an INFO line)
   std::string Name() const { return host + ":" + std::to_string(pid); }
 };
 
@@ -143,9 +149,10 @@ struct NcclTorchGroup {
 
 struct NcclLogSummary {
   uint64_t bytes = 0;
-  uint64_t nccl_lines = 0;        // lines holding "NCCL" (or an NCCL prefix before 2.3's)
+  uint64_t nccl_lines = 0;        // NCCL's own lines (a prefix, or its bare "NCCL version")
   uint64_t attributed_lines = 0;  // of them, lines given to a host:pid
-  uint64_t other_lines = 0;       // other programs' lines (a launcher's prefix alone is none)
+  uint64_t other_lines = 0;       // other programs' lines, PyTorch's naming NCCL too (a launcher's
+                                  // prefix alone is none)
   uint64_t folded_repeats = 0;    // lines Ray folded into " [repeated Nx across cluster]"
   uint64_t joined_lines = 0;      // NCCL lines a terminal had wrapped, joined back
   uint64_t info_lines = 0;
@@ -179,6 +186,11 @@ struct NcclLogSummary {
   // An EFA queue or endpoint that failed: "efa: <its warning>", the first few
   // (libfabric's "...:efa:...<warn> Unable to ..." lines).
   std::vector<std::string> libfabric_efa_failures;
+  // The NCCL version PyTorch's own error text names ("NCCL error in: ...,
+  // unhandled system error ..., NCCL version 2.18.1"), and those errors.
+  std::vector<std::string> torch_error_versions;
+  uint64_t torch_error_version_line = 0;  // the first such line
+  uint64_t torch_nccl_errors = 0;         // PyTorch's "NCCL error in:" / DistBackendError lines
 };
 
 // RDMA ports of the host the command runs on, for network.rdma_unused: the

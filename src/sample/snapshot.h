@@ -20,6 +20,7 @@
 #include "sample/kernel_events.h"
 #include "sample/memory.h"
 #include "sample/network.h"
+#include "sample/nic_stats.h"
 #include "sample/pcie.h"
 #include "sample/pressure.h"
 #include "sample/process.h"
@@ -75,6 +76,18 @@ struct Snapshot {
   // ECC corrected errors each GPU (by index) counted during the interval.
   std::vector<std::pair<unsigned, uint64_t>> gpu_ecc_corrected_growth;
   std::vector<PcieLink> pcie_links;  // every GPU, NIC and HCA on PCIe
+  // The driver statistics (ethtool -S) of every interface that has them, at
+  // both ends of the interval: what they say of congestion, and its growth.
+  struct NicStatsReading {
+    std::string interface;
+    std::string source;
+    size_t counters = 0;          // how many the driver gives
+    NicCongestion total;          // since the driver started counting (at the end)
+    NicCongestion growth;         // over the interval, when growth_known
+    bool growth_known = false;    // false: not read at the start of the interval
+    std::vector<NicCounter> raw;  // every counter at the end, as the driver names it
+  };
+  std::vector<NicStatsReading> nic_stats;
   // The kernel log since boot (what its ring buffer still holds).
   bool kernel_log_read = false;
   std::vector<GpuXid> xids;

@@ -8,7 +8,10 @@
 // one back.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
+
+#include "core/status.h"
 
 namespace stallscope {
 
@@ -16,5 +19,13 @@ namespace stallscope {
 // PRAGMA user_version carries its number.
 inline constexpr std::string_view kTimelineSchema = "stallscope.timeline/1";
 inline constexpr int kTimelineSchemaVersion = 1;
+
+// Whether this stallscope reads the run file at `path` whose meta.schema is
+// `schema` and PRAGMA user_version `version`: OK for its own; for a file of
+// a newer stallscope (a higher number in either) an error that says so and
+// names the path and both schemas; for anything else, an error naming what
+// the file holds. Every reader of run files (report, diff, history) calls it
+// (store/run_schema.cc; pure).
+Status CheckRunFileSchema(std::string_view path, std::string_view schema, int64_t version);
 
 }  // namespace stallscope

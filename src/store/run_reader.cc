@@ -142,14 +142,7 @@ Status CheckSchema(sqlite3* db, const std::string& path) {
   if (!schema.has_value()) {
     return Status::ParseError(path, 0, "not a stallscope run file (meta has no schema)");
   }
-  if (*schema != kTimelineSchema || version != kTimelineSchemaVersion) {
-    return Status::ParseError(path, 0,
-                              "schema " + *schema + " (user_version " + std::to_string(version) +
-                                  ") is not " + std::string(kTimelineSchema) + " (user_version " +
-                                  std::to_string(kTimelineSchemaVersion) +
-                                  "), the one this stallscope reads");
-  }
-  return Status::Ok();
+  return CheckRunFileSchema(path, *schema, version);
 }
 
 Result<Database> OpenWith(const std::string& name, int flags, const std::string& path) {

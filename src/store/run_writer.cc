@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,8 @@ namespace {
 // SQLite keeps the files of a database beside it under these suffixes.
 constexpr const char* kSideFiles[] = {"-wal", "-shm", "-journal"};
 
+// The -wal is checkpointed into the file once it holds this many pages.
+constexpr int kCheckpointPages = 1000;
 // How long a write waits for a lock held by someone else (a `sqlite3 RUN.db`
 // session writing to the file) before the interval fails.
 constexpr int kBusyTimeoutMs = 2000;
@@ -99,12 +102,36 @@ void RemoveRunFiles(const std::string& path) {
 
 void RunWriter::CloseDatabase::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 
+void RunWriter::CloseFile::operator()(int* fd) const {
+  close(*fd);
+  delete fd;
+}
+
+namespace {
+
+// Fails when another writer holds the lock on an existing `path`.
+Status CheckNotRecorded(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return Status::Ok();  // absent, or not ours to lock: Create says why
+  const bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd);
+  if (held) {
+    return Status::Unavailable(path +
+                               " is being recorded by another stallscope run; name another "
+                               "--out, or wait until that run ends");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 void RunWriter::FinalizeStatement::operator()(sqlite3_stmt* statement) const {
   sqlite3_finalize(statement);
 }
 
 Result<RunWriter> RunWriter::Create(const std::string& path, bool force) {
   if (path.empty()) return Status::InvalidArgument("the run file path is empty");
+  if (Status free = CheckNotRecorded(path); !free.ok()) return free;
   if (force) {
     for (const std::string& file :
          {path, path + kSideFiles[0], path + kSideFiles[1], path + kSideFiles[2]}) {
@@ -125,12 +152,19 @@ Result<RunWriter> RunWriter::Create(const std::string& path, bool force) {
     }
     return Status::FromErrno(path + ": cannot create the run file", errno);
   }
-  close(fd);
+  // Locked before SQLite opens it, so no other `run` replaces it meanwhile.
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    Status status = Status::FromErrno(path + ": cannot lock the run file", errno);
+    close(fd);
+    unlink(path.c_str());
+    return status;
+  }
   // A -wal left beside a file that no longer exists is not replayed into
   // this one: SQLite deletes the -wal of an empty database when it opens it.
 
   RunWriter writer;
   writer.path_ = path;
+  writer.lock_.reset(new int(fd));
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
   writer.db_.reset(db);
@@ -173,7 +207,12 @@ Status RunWriter::Prepare() {
   schema += "');\nINSERT INTO meta (key, value) VALUES ('stallscope_version', '";
   schema += Version();
   schema += "');\nPRAGMA user_version = " + std::to_string(kTimelineSchemaVersion) + ";\nCOMMIT;";
-  if (sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr) != SQLITE_OK ||
+  // The log is folded into the file whenever it passes kCheckpointPages
+  // pages (4 MiB at SQLite's 4 KiB page), by the commit that passed it, so
+  // it stays that small however long the run (docs/timeline-schema.md).
+  const std::string checkpoint = "PRAGMA wal_autocheckpoint=" + std::to_string(kCheckpointPages);
+  if (sqlite3_exec(db, checkpoint.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK ||
+      sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr) != SQLITE_OK ||
       sqlite3_exec(db, schema.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
     return Fail("cannot create the tables");
   }
@@ -249,8 +288,10 @@ Status RunWriter::Close() {
   if (sqlite3_close(db) != SQLITE_OK) {
     Status status = store::SqliteError(path_, db, "cannot close");
     sqlite3_close_v2(db);
+    lock_.reset();
     return status;
   }
+  lock_.reset();  // after the WAL is folded back: the file is complete
   return Status::Ok();
 }
 

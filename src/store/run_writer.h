@@ -28,7 +28,9 @@ class RunWriter {
   // error ("RUN.db exists; pass --force to overwrite") unless `force`, which
   // replaces it together with its -wal/-shm. A directory that does not exist
   // or cannot be written fails here, naming the path and the errno text, so
-  // the caller creates the writer before it starts the job.
+  // the caller creates the writer before it starts the job. The writer holds
+  // an exclusive lock (flock) on the file until Close(): a file another
+  // `run` is recording fails here, with or without `force`, naming it.
   static Result<RunWriter> Create(const std::string& path, bool force);
 
   RunWriter(RunWriter&&) noexcept = default;
@@ -103,6 +105,9 @@ class RunWriter {
   struct FinalizeStatement {
     void operator()(sqlite3_stmt* statement) const;
   };
+  struct CloseFile {
+    void operator()(int* fd) const;
+  };
   using Database = std::unique_ptr<sqlite3, CloseDatabase>;
   using Statement = std::unique_ptr<sqlite3_stmt, FinalizeStatement>;
 
@@ -123,6 +128,7 @@ class RunWriter {
                         std::span<const StepSync> syncs);
 
   std::string path_;
+  std::unique_ptr<int, CloseFile> lock_;  // the descriptor that holds the flock
   int64_t next_interval_ = 0;
   int64_t next_boundary_ = 0;
   // Declared before the statements so that it is destroyed after them.

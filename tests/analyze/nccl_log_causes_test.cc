@@ -35,7 +35,7 @@ TEST(NcclCauses, EveryIdIsInTheCatalog) {
   for (const char* id :
        {"distributed.nccl_cuda_failure", "network.oob_socket_failed", "network.root_unreachable",
         "network.connect_timeout", "network.duplicate_address", "network.link_local_interface",
-        "distributed.nccl_warning"}) {
+        "distributed.nccl_warning", "network.net_plugin_fallback"}) {
     const Rule* rule = FindRule(id);
     ASSERT_NE(rule, nullptr) << id;
     EXPECT_EQ(std::string(LayerName(rule->layer)) + "." +
@@ -97,7 +97,8 @@ TEST(NcclCauses, RootInNoLocalSubnet) {
   const Finding* f = Of(r, "network.root_unreachable");
   ASSERT_NE(f, nullptr) << Ids(r.findings);
   EXPECT_EQ(EvidenceOf<std::string>(*f, "root"), "192.168.7.7<41231>");
-  EXPECT_EQ(EvidenceOf<std::string>(*f, "local_addresses"), "eth1:192.168.8.8; eth1:192.168.8.8");
+  // Listed by bootstrap and by NET/Socket: named once.
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "local_addresses"), "eth1:192.168.8.8");
   EXPECT_EQ(EvidenceOf<std::string>(*f, "first_at"), "job.log:4");
   EXPECT_TRUE(EvidenceOf<bool>(*f, "bind_failed"));
   // The bind failure is the root's consequence, not an unexplained warning.
@@ -154,7 +155,18 @@ TEST(NcclCauses, LinkLocalOrTunnelInterfaces) {
                       "[1]veth9d2d103:fe80::b051:e3ff:febe:607b%veth9d2d103<0>\n");
   f = Of(listed, "network.link_local_interface");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(f->severity, Severity::kInfo);  // listed, no channel runs over it
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "used_for"), "listed only");
+  // The channels run over that device [1] on a job of two hosts: critical.
+  auto used = Check(kTwoHostsDone +
+                    "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> "
+                    "[1]veth9d2d103:fe80::b051:e3ff:febe:607b%veth9d2d103<0>\n"
+                    "a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via "
+                    "NET/Socket/1\n");
+  f = Of(used, "network.link_local_interface");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kCritical);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "used_for"), "channels (via NET/Socket/1)");
   auto one_host = Check(
       "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
       "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> "
@@ -201,13 +213,31 @@ TEST(NcclInitIncomplete, ALogThatEndsBeforeInitIsANoteNotAFinding) {
 }
 
 TEST(NcclInitIncomplete, PositiveEvidenceOnly) {
-  // Init START and no COMPLETE (2.18+), nothing else: a warning.
+  // Init START and no COMPLETE (2.18+), nothing after: the excerpt ends, a note.
   auto started = Check(
       "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x9 - "
       "Init START\n");
   const Finding* f = Of(started, "distributed.init_incomplete");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(f, nullptr) << Ids(started.findings);
+  ASSERT_EQ(started.notes.size(), 1u);
+  EXPECT_NE(started.notes[0].find("py-spy dump --pid 1` on a"), std::string::npos)
+      << started.notes[0];
+  // The same with IB failing and NCCL going on over sockets: still a note.
+  auto fell_back = Check(
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x9 - "
+      "Init START\n\n"
+      "a:1:1 [0] transport/net_ib.cc:193 NCCL WARN NET/IB : Unable to open device mlx5_0\n"
+      "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n");
+  EXPECT_EQ(Of(fell_back, "distributed.init_incomplete"), nullptr) << Ids(fell_back.findings);
+  // And with PyTorch's watchdog timing out after it: a rank stopped.
+  auto timed_out = Check(
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x9 - "
+      "Init START\n"
+      "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600092 milliseconds\n");
+  f = Of(timed_out, "distributed.init_incomplete");
+  ASSERT_NE(f, nullptr) << Ids(timed_out.findings);
+  EXPECT_EQ(f->severity, Severity::kCritical);
   // Before 2.18: one rank completed, the other did not: critical.
   auto half = Check(
       "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
@@ -374,6 +404,48 @@ TEST(NcclInitIncomplete, TheNextCheckFollowsTheEvidence) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->next.rfind("a:1 could not reach 10.0.0.2<4000> (Connection refused)", 0), 0u)
       << f->next;
+}
+
+TEST(NcclCauses, AnInterfacesNameAloneComesAfterAFailedCall) {
+  // br-1 by name only (its address is no Docker one), then a refused connect.
+  auto r = Check(
+      "a:1:1 [0] NCCL INFO Bootstrap : Using [0]br-1:10.9.0.1<0> [1]eth0:10.0.0.1<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+      "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+      "\n"
+      "b:2:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.9.0.1<5> failed "
+      ": Connection refused\n");
+  const Finding* f = Of(r, "network.wrong_interface");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "judged_by"), "name");
+  ASSERT_NE(Of(r, "network.connect_failed"), nullptr);
+  Report report = MakeReport(r.findings, {Layer::kNetwork, Layer::kDistributed}, r.notes);
+  PreferNcclCause(report);
+  EXPECT_EQ(report.verdict.finding, "network.connect_failed");
+}
+
+TEST(NcclCauses, PyTorchsLinesAreOtherLinesAndNameTheirNcclVersion) {
+  NcclLogSummary log = ParseNcclLog(
+      "a:1:1 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
+      "[rank1]: torch.distributed.DistBackendError: NCCL error in: ../ProcessGroupNCCL.cpp:1970, "
+      "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.18.1\n");
+  EXPECT_EQ(log.nccl_lines, 1u);
+  EXPECT_EQ(log.other_lines, 1u);
+  EXPECT_EQ(log.torch_nccl_errors, 1u);
+  ASSERT_EQ(log.torch_error_versions.size(), 1u);
+  EXPECT_EQ(log.torch_error_versions[0], "2.18.1");
+  auto r = CheckNcclLog(log, std::nullopt, "job.log");
+  const Finding* f = Of(r, "distributed.nccl_version_mismatch");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_NE(EvidenceOf<std::string>(*f, "versions").find("2.18.1 (from PyTorch's error text)"),
+            std::string::npos)
+      << EvidenceOf<std::string>(*f, "versions");
+  // The same version printed both ways is one version.
+  auto same = Check(
+      "a:1:1 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n"
+      "[rank0]: RuntimeError: NCCL error in: x.cpp:1, unhandled system error, NCCL version "
+      "2.18.1\n");
+  EXPECT_EQ(Of(same, "distributed.nccl_version_mismatch"), nullptr) << Ids(same.findings);
 }
 
 }  // namespace

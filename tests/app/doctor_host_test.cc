@@ -26,7 +26,7 @@ bool HasNote(const std::vector<std::string>& notes, const std::string& part) {
 }
 
 std::string ErrorOf(const DoctorRequest& r) {
-  Result<DoctorInputs> in = CheckDoctorInputs(r);
+  Result<DoctorInputs> in = CheckDoctorInputs(Root("/"), r);
   return in.ok() ? "" : in.status().message();
 }
 
@@ -71,7 +71,7 @@ TEST(DoctorInputs, RefusedBeforeSamplingNamingTheFlag) {
   // A saved baseline is read.
   r = {};
   r.baseline = kFixtures + "/baseline/baseline-host.json";
-  Result<DoctorInputs> in = CheckDoctorInputs(r);
+  Result<DoctorInputs> in = CheckDoctorInputs(Root("/"), r);
   ASSERT_TRUE(in.ok()) << in.status().message();
   EXPECT_TRUE(in->baseline.has_value());
 }
@@ -81,7 +81,7 @@ TEST(DiagnoseHost, FixtureHostTriagedWithItsDataset) {
   r.interval_seconds = 0.01;
   r.quick = true;
   r.data = kFixtures + "/pack";
-  Result<DoctorInputs> in = CheckDoctorInputs(r);
+  Result<DoctorInputs> in = CheckDoctorInputs(Root("/"), r);
   ASSERT_TRUE(in.ok()) << in.status().message();
   std::vector<std::string> shown;
   Result<HostDiagnosis> d = DiagnoseHost(Root(kFixtures + "/swap_host"), r, std::move(*in),
@@ -120,6 +120,25 @@ TEST(DiagnoseHost, FixtureHostTriagedWithItsDataset) {
   Result<HostDiagnosis> missing =
       DiagnoseHost(Root("/no/such/root"), bare, DoctorInputs{}, [](std::string_view) {});
   EXPECT_FALSE(missing.ok());
+}
+
+}  // namespace
+}  // namespace stallscope
+
+namespace stallscope {
+namespace {
+
+// --data on a remote mount of the probe root's mount table (a fixture's) is
+// left to the child process: not looked at while the inputs are checked.
+TEST(DoctorInputs, RemoteDataOfTheProbeRootIsNotTouched) {
+  DoctorRequest r;
+  r.data = "/mnt/typed/no-such-train";
+  Result<DoctorInputs> in = CheckDoctorInputs(Root(kFixtures + "/fuse_sources"), r);
+  EXPECT_TRUE(in.ok()) << in.status().message();
+  // On this machine's own mount table the path is local and missing.
+  Result<DoctorInputs> local = CheckDoctorInputs(Root("/"), r);
+  ASSERT_FALSE(local.ok());
+  EXPECT_NE(local.status().message().find("--data /mnt/typed/no-such-train"), std::string::npos);
 }
 
 }  // namespace

@@ -176,7 +176,8 @@ class Exporter(unittest.TestCase):
     def test_hook_job_appears_per_rank(self):
         _, _, body = self.fetch()
         for rank in (0, 1):
-            labels = '{job_name="e2e-job",rank="%d",host="%s"}' % (rank, self.hostname)
+            labels = '{job_name="e2e-job",rank="%d",host="%s",uid="%d"}' % (
+                rank, self.hostname, os.geteuid())
             self.assertEqual(sample_value(body, "stallscope_job_steps_total" + labels), 30, body)
             wait = sample_value(body, "stallscope_job_data_wait_seconds_total" + labels)
             self.assertGreater(wait, 0.45)     # 30 x 20 ms
@@ -370,9 +371,11 @@ class HookSocketDirectory(unittest.TestCase):
 
 
 class HookSenders(unittest.TestCase):
-    """--allow-uid: the kernel's SCM_CREDENTIALS decide who may report."""
+    """--allow-uid: the kernel's SCM_CREDENTIALS decide who may report; the
+    uid they carry labels each job's series."""
 
-    def test_allow_uid_drops_and_counts_other_users(self):
+    def start_exporter(self, extra=()):
+        """An exporter whose hook socket anyone may write; (socket, address)."""
         if os.geteuid() != 0 or shutil.which("setpriv") is None:
             self.skipTest("sending as another uid needs root and setpriv")
         tmp = tempfile.mkdtemp(prefix="stallscope-senders-e2e-")
@@ -380,7 +383,7 @@ class HookSenders(unittest.TestCase):
         os.chmod(tmp, 0o755)
         sock = os.path.join(tmp, "hook.sock")
         p = subprocess.Popen([common.BINARY, "exporter", "--listen", "127.0.0.1:0",
-                              "--hook-socket", sock, "--allow-uid", str(os.geteuid())],
+                              "--hook-socket", sock] + list(extra),
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.addCleanup(p.stderr.close)
         self.addCleanup(p.wait, 5)
@@ -391,6 +394,28 @@ class HookSenders(unittest.TestCase):
         self.assertIn("serving http://", line)
         address = line.split("http://")[1].split("/metrics")[0]
         os.chmod(sock, 0o777)  # anyone may write it; --allow-uid alone decides
+        return sock, address
+
+    def test_each_users_job_carries_its_uid(self):
+        sock, address = self.start_exporter()
+        # Both name their job "shared", rank 0: two users' series, not one.
+        send = ("import os, socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
+                "p = os.getpid(); s.sendto(('hello %%d 0 0 1\\njob %%d 0 shared\\n"
+                "step %%d 0 0 1 1 1\\n' %% (p, p, p)).encode(), %r)" % sock)
+        other = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534",
+                                "--clear-groups", "/usr/bin/python3", "-c", send],
+                               capture_output=True, text=True, timeout=30)
+        self.assertEqual(other.returncode, 0, other.stderr)
+        subprocess.run(["/usr/bin/python3", "-c", send], check=True, timeout=30)
+        with urllib.request.urlopen("http://%s/metrics" % address, timeout=10) as r:
+            body = r.read().decode()
+        for uid in (65534, os.geteuid()):
+            series = 'stallscope_job_steps_total{job_name="shared",rank="0",host="%s",uid="%d"} ' % (
+                socket.gethostname().split(".")[0], uid)
+            self.assertEqual(sample_value(body, series), 1, body)
+
+    def test_allow_uid_drops_and_counts_other_users(self):
+        sock, address = self.start_exporter(["--allow-uid", str(os.geteuid())])
         send = ("import socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
                 "s.sendto(b'not a hook record\\n', %r)" % sock)
         other = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534",

@@ -539,6 +539,18 @@ class CauseFixtures(unittest.TestCase):
                         problems.append("%s: %s next has %r" % (name, fid, placeholder))
         self.assertEqual(problems, [])
 
+    def test_the_header_counts_nccls_lines_and_names_libfabrics(self):
+        # PyTorch's lines naming NCCL are other lines; libfabric's own lines
+        # are counted in the text, not only in the JSON.
+        rc, out, err, _ = e2e.run(["nccl-log", os.path.join(CAUSES, "v2_19_torch_error_names_other_version.log")])
+        self.assertIn(" 16 NCCL lines (", out.splitlines()[0])
+        self.assertIn("7 other line(s)", out)
+        rc, out, err, _ = e2e.run(["nccl-log", os.path.join(CAUSES, "v2_23_efa_ofi_init_failed_excerpt.log")])
+        self.assertIn("libfabric: 2 line(s) of its own", out)
+        # A peer the connects name that printed nothing counts as a host, marked inferred.
+        rc, out, err, _ = e2e.run(["nccl-log", os.path.join(CAUSES, "v2_14_one_host_excerpt_peer_unreachable.log")])
+        self.assertIn("on 2 host(s) (1 inferred from network peers", out.splitlines()[0])
+
     def test_a_line_in_evidence_is_the_line_that_says_it(self):
         # The FILE:LINE of each finding points at a line that holds its fact.
         path = os.path.join(CAUSES, "v2_17_duplicate_address_nat.log")

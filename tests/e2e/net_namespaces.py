@@ -163,6 +163,33 @@ class NetNamespaces(unittest.TestCase):
             self.assertAlmostEqual(t["bits_per_second"], t["bytes"] * 8 / t["seconds"],
                                    delta=t["bits_per_second"] * 1e-6)
 
+    def test_snapshot_reads_the_veths_statistics_as_ethtool_does(self):
+        """The SIOCETHTOOL reader against `ethtool -S` on a real veth: the
+        same counter names in the same order, and the same values for the
+        counters that do not move while nothing is sent."""
+        if shutil.which("ethtool") is None:
+            e2e_common.skip_or_fail("ethtool is not installed (scripts/setup.sh installs it)")
+        with VethPair(1500, 1500) as pair:
+            rc, out, err = pair.run(pair.ns_a, ["snapshot", "--json", "--interval", "0.2"])
+            self.assertEqual(rc, 0, err)
+            readings = {r["interface"]: r for r in json.loads(out)["nic_stats"]}
+            self.assertIn(pair.if_a, readings, sorted(readings))
+            self.assertNotIn("lo", readings)  # lo's driver gives no statistics
+            ours = readings[pair.if_a]
+            self.assertEqual(ours["source"], "SIOCETHTOOL")
+            shown = subprocess.run(pair.exec_args(pair.ns_a, ["ethtool", "-S", pair.if_a]),
+                                   capture_output=True, text=True, check=True).stdout
+            theirs = []
+            for line in shown.splitlines()[1:]:
+                name, _, value = line.strip().rpartition(":")
+                theirs.append((name.strip(), int(value)))
+            self.assertGreater(len(theirs), 0)
+            self.assertEqual(list(ours["raw"]), [n for n, _ in theirs])
+            self.assertEqual(ours["counters"], len(theirs))
+            # veth's peer_ifindex names the other end: fixed for the pair.
+            self.assertEqual(ours["raw"]["peer_ifindex"], dict(theirs)["peer_ifindex"])
+            self.assertFalse(ours["has_pause"])  # veth sends no pause frames
+
     def test_equal_mtus_measure_and_find_nothing(self):
         with VethPair(1500, 1500) as pair:
             pair.serve(pair.ns_b, pair.addr_b)

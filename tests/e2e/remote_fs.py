@@ -8,6 +8,11 @@ chunk 1 ms (remote_fs_common.py).
 - With the link cut, a stat on the mount waits in the kernel for good. Both
   commands give the mount up after their deadline, name it and the call
   that did not answer, and exit 0 with the rest of their report.
+- The deadline is an idle one: with it lowered to 1 s (a test-only
+  environment variable) and a 5 ms link, a one-thread walk that takes several
+  seconds in all completes in `dataset` and in `doctor --data`, since every
+  entry answered restarts it; the same mount, its link cut, is still given
+  up.
 
 Needs root, FUSE, sshfs and openssh-server; skips without them (fails under
 CI=true).
@@ -80,6 +85,33 @@ class RemoteFs(unittest.TestCase):
             self.assertIn("storage bench are missing", notes[0])
             # The rest of the report is there.
             self.assertIn("memory", [layer["layer"] for layer in report["layers"]])
+
+    def test_idle_deadline_lets_a_slow_live_walk_finish(self):
+        files = 200  # one thread, each stat at least one 10 ms round trip: over 2 s
+        env = dict(os.environ, STALLSCOPE_TEST_REMOTE_DEADLINE_S="1")
+        with remote_fs_common.RemoteFs(self, delay_ms=5) as fs:
+            write_files(fs.export, files)
+            rc, out, err, seconds = e2e.run(["dataset", fs.mount, "--json", "--threads", "1"],
+                                            env=env, timeout=180)
+            self.assertEqual(rc, 0, err)
+            # Not a timing assertion: the walk cannot be faster than its round
+            # trips; this says the test outlasted the deadline, as it means to.
+            self.assertGreater(seconds, 1.0)
+            self.assertEqual(json.loads(out)["dataset"]["files"], files)
+
+            rc, out, err, _ = e2e.run(["doctor", "--data", fs.mount, "--json", "--quick",
+                                       "--interval", "0.5"], env=env, timeout=180)
+            self.assertEqual(rc, 0, err)
+            report = json.loads(out)
+            self.assertEqual(report["data"]["files"], files, report["notes"])
+            self.assertFalse([n for n in report["notes"] if "no answer" in n], report["notes"])
+
+            fs.cut_link()
+            rc, out, err, seconds = e2e.run(["dataset", fs.mount], env=env, timeout=120)
+            self.assertEqual(rc, 0, err)
+            self.assertLess(seconds, SLACK_SECONDS)
+            self.assertIn("no answer from the fuse.sshfs mount %s" % fs.mount, err)
+            self.assertIn("within 1 s to the stat of %s" % fs.mount, err)
 
 
 if __name__ == "__main__":

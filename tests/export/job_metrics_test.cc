@@ -80,6 +80,33 @@ TEST(JobTable, TheSendersPidStandsInForTheRecordsOwn) {
   EXPECT_EQ(t.processes().count(100), 1u);
 }
 
+// The kernel's uid of the sender labels the series; two users' jobs of one
+// name and rank stay apart, and a pid reused by another user starts afresh.
+TEST(JobTable, TheSendersUidLabelsItsSeriesAndKeepsUsersApart) {
+  JobTable t(16, 300);
+  t.Ingest("job 100 0 train\nstep 100 0 0 1 1 1\n", kSecond, 100, 1000);
+  t.Ingest("job 200 0 train\nstep 200 0 0 1 1 1\n", kSecond, 200, 1001);
+  ASSERT_EQ(t.processes().size(), 2u);  // not a restarted rank: another user's job
+  std::string out = Render(t, 2 * kSecond);
+  EXPECT_NE(out.find("stallscope_job_steps_total{job_name=\"train\",rank=\"0\",host=\"node1\","
+                     "uid=\"1000\"} 1"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("stallscope_job_steps_total{job_name=\"train\",rank=\"0\",host=\"node1\","
+                     "uid=\"1001\"} 1"),
+            std::string::npos)
+      << out;
+  // Pid 100 reused by uid 1001: not the old process's counters.
+  t.Ingest("step 100 0 0 1 1 1\n", 3 * kSecond, 100, 1001);
+  EXPECT_EQ(t.processes().at(100).uid, 1001);
+  EXPECT_EQ(t.processes().at(100).steps, 1u);
+  EXPECT_EQ(t.processes().at(100).job, "pid-100");
+  // Without credentials, no uid label.
+  t.Ingest("step 300 0 0 1 1 1\n", 3 * kSecond);
+  EXPECT_NE(Render(t, 3 * kSecond).find("{job_name=\"pid-300\",rank=\"0\",host=\"node1\"}"),
+            std::string::npos);
+}
+
 TEST(JobTable, ProcessCapBoundsMemory) {
   JobTable t(4, 300);
   for (int pid = 1; pid <= 100; ++pid) {

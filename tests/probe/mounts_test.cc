@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "core/file.h"
+#include "probe/remote_path.h"
 
 namespace stallscope {
 namespace {
@@ -246,6 +248,28 @@ TEST(DeviceForPath, LiveMachine) {
   Result<PathDevice> missing = DeviceForPath(Root("/"), "/no/such/path/stallscope");
   ASSERT_FALSE(missing.ok());
   EXPECT_TRUE(missing.status().IsNotFound());
+}
+
+}  // namespace
+}  // namespace stallscope
+
+namespace stallscope {
+namespace {
+
+// The test-only variable lowers the deadline, never raises it, and a value
+// that is not a number in range leaves the documented 10 s.
+TEST(RemoteDeadline, TestVariableOnlyLowersIt) {
+  const auto with = [](const char* value) {
+    ::setenv(kRemoteDeadlineTestVariable, value, 1);
+    const double seconds = RemoteCallDeadlineSeconds();
+    ::unsetenv(kRemoteDeadlineTestVariable);
+    return seconds;
+  };
+  EXPECT_DOUBLE_EQ(RemoteCallDeadlineSeconds(), kRemoteCallDeadlineSeconds);
+  EXPECT_DOUBLE_EQ(with("1.5"), 1.5);
+  EXPECT_DOUBLE_EQ(with("0"), kRemoteCallDeadlineSeconds);
+  EXPECT_DOUBLE_EQ(with("60"), kRemoteCallDeadlineSeconds);
+  EXPECT_DOUBLE_EQ(with("2s"), kRemoteCallDeadlineSeconds);
 }
 
 }  // namespace

@@ -130,6 +130,20 @@ TEST(NcclLineHost, GluedTagsAndTimestampsAreNotTheHost) {
   EXPECT_EQ(NcclHostOf("[1,5]<stdout>"), "");
 }
 
+TEST(NcclLineHost, ARedactionPlaceholderIsTheHost) {
+  for (std::string_view host : {"<cluster_name>", "[hostname]", "xxx"}) {
+    std::string line = std::string(host) + ":4101:4161 [0] NCCL INFO Bootstrap : Using eth0";
+    auto p = ParseNcclLinePrefix(line);
+    ASSERT_TRUE(p) << line;
+    EXPECT_EQ(p->host, host);
+    EXPECT_EQ(p->pid, 4101);
+  }
+  // A launcher's own tags are not a host.
+  auto tagged = ParseNcclLinePrefix("[1,5]<stdout>:2001:2002 [0] NCCL INFO x");
+  ASSERT_TRUE(tagged);
+  EXPECT_EQ(tagged->host, "");
+}
+
 TEST(NcclLineUtf8, StrayBytesBecomeReplacementCharacters) {
   EXPECT_EQ(ValidUtf8("ok \xe2\x94\x82"), "ok \xe2\x94\x82");
   EXPECT_EQ(ValidUtf8("a\xff"

@@ -1,0 +1,31 @@
+// A NIC's driver statistics (sample/nic_stats.h), read as `ethtool -S`
+// reads them, without the ethtool binary. On the live root: the SIOCETHTOOL
+// ioctl (ETHTOOL_GSSET_INFO for the count, ETHTOOL_GSTRINGS for the names,
+// ETHTOOL_GSTATS for the values) in the caller's network namespace. Under a
+// fixture or capture root: the file `ethtool/IFACE` below the root, in
+// `ethtool -S`'s own format, so a user's saved `ethtool -S eth0 >
+// ethtool/eth0` reads as it is. An interface whose driver has no statistics
+// (lo, a bridge, a tun) is NotFound. ParseEthtoolStats is pure and fuzzed.
+// Stateless; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/file.h"
+#include "core/status.h"
+#include "sample/nic_stats.h"
+
+namespace stallscope {
+
+// "NIC statistics:" then one "     name: value" a line. A line that is
+// neither (no colon, a value that is not a whole number) is a ParseError
+// naming `source` and the line; blank lines are skipped.
+Result<NicStats> ParseEthtoolStats(std::string_view text, std::string_view source);
+
+// The statistics of `interface` under `root` (see above). The interface
+// name is checked first: one that could not name an interface (empty, over
+// 15 bytes, a '/') is InvalidArgument.
+Result<NicStats> ReadNicStats(const Root& root, const std::string& interface);
+
+}  // namespace stallscope
