@@ -73,7 +73,8 @@ void AddLatency(const DatasetCensus& c, const DatasetContext& context, Finding& 
   f.evidence.push_back({"stat_p50_ms", l.stat_p50_us / 1e3});
   f.evidence.push_back({"stat_p99_ms", l.stat_p99_us / 1e3});
   f.evidence.push_back({"latency_sample_files", static_cast<int64_t>(l.files)});
-  f.evidence.push_back({"open_seconds_per_epoch", static_cast<double>(c.files) * l.open_p50_us / 1e6});
+  f.evidence.push_back(
+      {"open_seconds_per_epoch", static_cast<double>(c.files) * l.open_p50_us / 1e6});
   f.evidence.push_back({"loader_workers", static_cast<int64_t>(workers)});
   f.evidence.push_back({"loader_seconds_per_epoch", cost.remote_seconds});
   f.evidence.push_back({"local_disk_seconds_per_epoch", cost.local_seconds});
@@ -160,9 +161,10 @@ RemoteEpochCost RemoteCostPerEpoch(uint64_t files, uint64_t bytes, double open_p
   const double per_file = open_p50_us / 1e6;
   cost.remote_seconds = static_cast<double>(files) * per_file / cost.workers;
   cost.local_seconds = static_cast<double>(files) / kFloorRandomIops;
-  cost.shards = files == 0 ? 0 : std::max<uint64_t>(1, (bytes + kPackShardBytes - 1) / kPackShardBytes);
-  cost.packed_seconds =
-      static_cast<double>(cost.shards) * per_file / std::min<double>(cost.workers, std::max<uint64_t>(1, cost.shards));
+  cost.shards =
+      files == 0 ? 0 : std::max<uint64_t>(1, (bytes + kPackShardBytes - 1) / kPackShardBytes);
+  cost.packed_seconds = static_cast<double>(cost.shards) * per_file /
+                        std::min<double>(cost.workers, std::max<uint64_t>(1, cost.shards));
   cost.saved_seconds = std::max(0.0, cost.remote_seconds - cost.packed_seconds);
   return cost;
 }

@@ -39,7 +39,7 @@ inline constexpr double kCacheFitsMemoryFraction = 0.5;
 
 struct DatasetContext {
   std::optional<uint64_t> memory_total_bytes;  // MemTotal, or a cgroup limit
-  std::optional<int> loader_workers;            // else kAssumedLoaderWorkers
+  std::optional<int> loader_workers;           // else kAssumedLoaderWorkers
 };
 
 // What a loader pays per epoch on a remote mount, from the open latency of a
@@ -52,8 +52,7 @@ struct RemoteEpochCost {
   double packed_seconds = 0;  // shards x open p50 / workers
   double saved_seconds = 0;   // remote - packed
 };
-RemoteEpochCost RemoteCostPerEpoch(uint64_t files, uint64_t bytes, double open_p50_us,
-                                   int workers);
+RemoteEpochCost RemoteCostPerEpoch(uint64_t files, uint64_t bytes, double open_p50_us, int workers);
 
 // `path` as the user typed it goes into the commands of `next`.
 FindingsWithNotes CheckDataset(const DatasetCensus& census, const DatasetContext& context);

@@ -12,8 +12,8 @@ namespace stallscope {
 
 bool AddRemoteFsCause(const std::vector<LoaderInput>& inputs, const LoaderConfig* loader,
                       const RemoteInputFacts& facts, Finding& f) {
-  auto remote = std::find_if(inputs.begin(), inputs.end(),
-                             [](const LoaderInput& in) { return in.remote; });
+  auto remote =
+      std::find_if(inputs.begin(), inputs.end(), [](const LoaderInput& in) { return in.remote; });
   if (remote == inputs.end() || remote != inputs.begin()) return false;
   const std::string data = DataDirOf(inputs);
   f.evidence.push_back({"cause", std::string("io.remote_fs")});
@@ -32,10 +32,10 @@ bool AddRemoteFsCause(const std::vector<LoaderInput>& inputs, const LoaderConfig
   const std::string gain =
       facts.wait_per_epoch
           ? fmt::format("up to the {:.0f} s per epoch the steps wait now", *facts.wait_per_epoch)
-          : fmt::format("up to the {} of step time the steps wait now",
-                        FormatPercent(facts.step_seconds > 0
-                                          ? facts.wait_seconds / facts.step_seconds
-                                          : 0.0));
+          : fmt::format(
+                "up to the {} of step time the steps wait now",
+                FormatPercent(facts.step_seconds > 0 ? facts.wait_seconds / facts.step_seconds
+                                                     : 0.0));
   f.next = fmt::format(
       "stallscope pack {} {}-wds --format wds onto a local disk, then read the shards "
       "(stallscope.data.ShardDataset): one round trip per 256 MiB shard instead of one per "

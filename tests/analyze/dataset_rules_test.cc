@@ -123,8 +123,7 @@ TEST(RemoteFs, PerEpochCostFromSampleAndWalk) {
   EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceValueOf(*remote, "loader_seconds_per_epoch")),
                    expected);
   EXPECT_GT(std::get<double>(*EvidenceValueOf(*remote, "pack_saves_seconds_per_epoch")), 0);
-  EXPECT_LT(std::get<double>(*EvidenceValueOf(*remote, "pack_saves_seconds_per_epoch")),
-            expected);
+  EXPECT_LT(std::get<double>(*EvidenceValueOf(*remote, "pack_saves_seconds_per_epoch")), expected);
   // The summary says which figure is sampled and which is walked.
   EXPECT_NE(remote->summary.find("sample of 1000 files"), std::string::npos) << remote->summary;
   EXPECT_NE(remote->summary.find("of the walk"), std::string::npos) << remote->summary;

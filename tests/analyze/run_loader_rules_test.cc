@@ -5,9 +5,8 @@
 // cold first epoch, another job's CPU hog, a folder of small files.
 #include "analyze/run_loader_rules.h"
 
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <functional>
 #include <string>
