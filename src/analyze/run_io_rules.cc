@@ -15,6 +15,7 @@
 
 #include "analyze/run_inputs.h"
 #include "analyze/run_loader_rules.h"
+#include "analyze/run_remote_rules.h"
 #include "analyze/run_rules.h"
 #include "core/stats.h"
 #include "core/units.h"
@@ -656,6 +657,19 @@ std::optional<Finding> CheckInputBound(const Context& ctx) {
         inputs.empty() ? std::string() : fmt::format(" reading {}", inputs[0].Describe()), data,
         device.empty() ? "" : " ", device, data,
         loader->gpu_available && !loader->pin_memory ? "; also set pin_memory=True" : "");
+  }
+  if (loader && loader->num_workers > 0) {
+    const RankSteps* steps = ctx.StepsOf(w.worst_rank);
+    RemoteInputFacts facts{0, 0, 0, per_epoch};
+    if (steps) {
+      for (const StepEvent* s : *steps) {
+        if (s == steps->front()) continue;  // the first step waits for the workers' start
+        facts.wait_seconds += s->wait_seconds;
+        facts.step_seconds += s->step_seconds;
+        ++facts.steps;
+      }
+    }
+    AddRemoteFsCause(inputs, loader, facts, f);
   }
   return f;
 }

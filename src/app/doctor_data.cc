@@ -233,6 +233,7 @@ std::string CensusToWire(const DatasetCensus& c) {
             {"statfs_type", c.statfs_type ? json(*c.statfs_type) : json(nullptr)},
             {"mount_point", c.mount_point},
             {"source", c.source},
+            {"mount_options", c.mount_options},
             {"device", c.device},
             {"disk", c.disk},
             {"backing_disks", c.backing_disks},
@@ -280,6 +281,7 @@ Result<DatasetCensus> CensusFromWire(const std::string& text) {
     if (!j.at("statfs_type").is_null()) c.statfs_type = j.at("statfs_type").get<int64_t>();
     j.at("mount_point").get_to(c.mount_point);
     j.at("source").get_to(c.source);
+    c.mount_options = j.value("mount_options", std::string());  // absent from older children
     j.at("device").get_to(c.device);
     j.at("disk").get_to(c.disk);
     j.at("backing_disks").get_to(c.backing_disks);

@@ -111,6 +111,7 @@ CommandRunner SetupDataset(CLI::App& app) {
     census.fs_type = remote->fs_type;
     census.mount_point = remote->mount_point;
     census.source = remote->source;
+    census.mount_options = remote->mount_options + "," + remote->super_options;
     census.remote = true;
     const std::string note = fmt::format(
         "no answer from the {} within {:.0f} s to the {}: the census (files, sizes, page cache, "

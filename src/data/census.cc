@@ -217,6 +217,7 @@ void DescribeFileSystem(DatasetCensus& c) {
     c.fs_type = device->fs_type;
     c.mount_point = device->mount.mount_point;
     c.source = device->source;
+    c.mount_options = device->mount.mount_options + "," + device->mount.super_options;
     c.device = device->device;
     c.disk = device->disk;
     c.backing_disks = device->backing_disks;

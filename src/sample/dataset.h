@@ -75,9 +75,10 @@ struct DatasetCensus {
   std::string statfs_name;  // from statfs f_type ("nfs", "ext4"); "" when unknown
   std::optional<int64_t> statfs_type;
   std::string mount_point;
-  std::string source;                      // "/dev/nvme0n1p2", "server:/export"
-  std::string device;                      // "nvme0n1p2"; "" when none (nfs, tmpfs, overlay)
-  std::string disk;                        // "nvme0n1"
+  std::string source;         // "/dev/nvme0n1p2", "server:/export"
+  std::string mount_options;  // mountinfo's per-mount then per-superblock options, joined by ","
+  std::string device;         // "nvme0n1p2"; "" when none (nfs, tmpfs, overlay)
+  std::string disk;           // "nvme0n1"
   std::vector<std::string> backing_disks;  // under dm/md
   bool remote = false;
 

@@ -97,12 +97,51 @@ TEST(RemoteFs, SeverityFollowsWhatIsOnIt) {
             Severity::kWarning);
 }
 
+TEST(RemoteFs, PerEpochCostFromSampleAndWalk) {
+  // 20,000 files of 100 KiB (from the walk), open p50 2 ms (from the sample).
+  const RemoteEpochCost cost = RemoteCostPerEpoch(20000, 20000ull * 100 * 1024, 2000, 4);
+  EXPECT_DOUBLE_EQ(cost.remote_seconds, 20000 * 0.002 / 4);  // 10 s
+  EXPECT_DOUBLE_EQ(cost.local_seconds, 20000 / kFloorRandomIops);
+  EXPECT_EQ(cost.shards, 8u);  // 1.95 GiB in 256 MiB shards
+  EXPECT_DOUBLE_EQ(cost.packed_seconds, 8 * 0.002 / 4);
+  EXPECT_DOUBLE_EQ(cost.saved_seconds, cost.remote_seconds - cost.packed_seconds);
+  EXPECT_EQ(RemoteCostPerEpoch(0, 0, 2000, 4).shards, 0u);
+  EXPECT_EQ(RemoteCostPerEpoch(10, 10, 2000, 0).workers, 1);  // never divides by zero
+
+  DatasetCensus sshfs = Census(20000, 0);
+  sshfs.fs_type = "fuse.sshfs";
+  sshfs.source = "user@host:/data";
+  sshfs.remote = true;
+  sshfs.latency = MetadataLatency{1000, 1500, 3000, 2000, 6000};
+  DatasetContext context;
+  context.loader_workers = 4;
+  const std::optional<Finding> remote =
+      FindCopy(CheckDataset(sshfs, context).findings, "io.remote_fs");
+  ASSERT_TRUE(remote.has_value());
+  EXPECT_EQ(std::get<int64_t>(*EvidenceValueOf(*remote, "loader_workers")), 4);
+  const double expected = 20000.0 * 0.002 / 4;
+  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceValueOf(*remote, "loader_seconds_per_epoch")),
+                   expected);
+  EXPECT_GT(std::get<double>(*EvidenceValueOf(*remote, "pack_saves_seconds_per_epoch")), 0);
+  EXPECT_LT(std::get<double>(*EvidenceValueOf(*remote, "pack_saves_seconds_per_epoch")), expected);
+  // The summary says which figure is sampled and which is walked.
+  EXPECT_NE(remote->summary.find("sample of 1000 files"), std::string::npos) << remote->summary;
+  EXPECT_NE(remote->summary.find("of the walk"), std::string::npos) << remote->summary;
+  EXPECT_NE(remote->summary.find("4 workers"), std::string::npos) << remote->summary;
+  // The client's own knob, from the mount's type.
+  EXPECT_NE(remote->next.find("attr_timeout"), std::string::npos) << remote->next;
+  EXPECT_NE(remote->next.find("stallscope pack"), std::string::npos) << remote->next;
+  // Without the user's count, the assumed one.
+  const std::optional<Finding> assumed = FindCopy(CheckDataset(sshfs, {}).findings, "io.remote_fs");
+  EXPECT_EQ(std::get<int64_t>(*EvidenceValueOf(*assumed, "loader_workers")), kAssumedLoaderWorkers);
+}
+
 TEST(ColdCache, LowResidencyFitsOrNot) {
   DatasetCensus c = Census(12000, 0);  // 1.2 GB in 12,000 files: 2.4 s + 2.4 s at the floor
   c.residency.resident_bytes = c.residency.bytes_checked / 20;
   c.residency.resident_fraction = 0.05;
   c.residency.sampled = true;
-  DatasetContext big_memory{64ull << 30};
+  DatasetContext big_memory{64ull << 30, std::nullopt};
   const std::optional<Finding> warm_next =
       FindCopy(CheckDataset(c, big_memory).findings, "io.cold_cache");
   ASSERT_TRUE(warm_next.has_value());
@@ -113,7 +152,7 @@ TEST(ColdCache, LowResidencyFitsOrNot) {
               0.95 * (1.2e9 / 500e6 + 12000 / 5000.0), 1e-9);
   EXPECT_NE(warm_next->next.find("xargs -0"), std::string::npos);
 
-  DatasetContext small_memory{2ull << 30};  // 1.2 GB > half of 2 GiB
+  DatasetContext small_memory{2ull << 30, std::nullopt};  // 1.2 GB > half of 2 GiB
   const std::optional<Finding> never =
       FindCopy(CheckDataset(c, small_memory).findings, "io.cold_cache");
   ASSERT_TRUE(never.has_value());

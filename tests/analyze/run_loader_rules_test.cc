@@ -5,6 +5,7 @@
 // cold first epoch, another job's CPU hog, a folder of small files.
 #include "analyze/run_loader_rules.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -322,6 +323,51 @@ TEST(WhatTheLoaderReads, SmallFilesCaughtOnceAreTheirDirectoryAndInterpreterFile
   EXPECT_EQ(got[0].role, "rank");
   tl.inputs.clear();
   EXPECT_TRUE(WhatTheLoaderReads(tl).empty());
+}
+
+}  // namespace
+}  // namespace stallscope
+
+namespace stallscope {
+namespace {
+
+// The loader's small files on an sshfs mount: io.input_bound names the remote
+// file system as its cause, with the per-file cost the steps show, and
+// `next` is the pack command; on a local disk it is not named.
+TEST(InputBoundRemoteFs, TheMountIsTheCauseWithItsPerFileCost) {
+  Timeline tl = Make({});
+  for (int i = 0; i < 40; ++i) {
+    InputSeen f;
+    f.path = fmt::format("/mnt/remote/imgs/{:05}.bin", i);
+    f.role = "worker";
+    f.readers = 1;
+    f.samples = 1;
+    f.size_bytes = 4096;
+    f.fs_type = "fuse.sshfs";
+    f.remote = true;
+    tl.inputs.push_back(f);
+  }
+  const std::vector<Finding> findings = CheckRun(tl).findings;
+  std::optional<Finding> f = FindCopy(findings, "io.input_bound");
+  ASSERT_TRUE(f.has_value()) << Ids(findings);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "cause"), "io.remote_fs");
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "data_fs_type"), "fuse.sshfs");
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "data_path"), "/mnt/remote/imgs");
+  // 0.2 s steps x 2 workers / batch 16.
+  EXPECT_NEAR(EvidenceOf<double>(*f, "per_file_ms"), 25.0, 1e-6);
+  EXPECT_NE(f->next.find("stallscope pack /mnt/remote/imgs"), std::string::npos) << f->next;
+  EXPECT_NE(f->next.find("expected gain"), std::string::npos) << f->next;
+  EXPECT_NE(f->summary.find("fuse.sshfs"), std::string::npos) << f->summary;
+  // One finding: the cause is in io.input_bound, not beside it.
+  EXPECT_EQ(Find(findings, "io.remote_fs"), nullptr) << Ids(findings);
+
+  for (InputSeen& in : tl.inputs) {
+    in.remote = false;
+    in.fs_type = "ext4";
+  }
+  std::optional<Finding> local = FindCopy(CheckRun(tl).findings, "io.input_bound");
+  ASSERT_TRUE(local.has_value());
+  EXPECT_EQ(EvidenceValueOf(*local, "cause"), nullptr);
 }
 
 }  // namespace

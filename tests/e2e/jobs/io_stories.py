@@ -6,6 +6,8 @@ A DataLoader over one of three datasets, a tiny model stepped on each batch:
   --dir PATH    small files under PATH/class_K/, each opened, read and decoded
                 inside its `with open(...)` block, as torchvision's pil_loader
                 does (seed 2.1 and 2.2: a folder of small files)
+  --shards PATH the same files packed by `stallscope pack --format wds`, read
+                through stallscope.data.ShardDataset
 Making the data: --make-zip PATH N, --make-dir PATH N [--file-kib K]; with
 --drop-cache the files' page cache is dropped after writing
 (posix_fadvise DONTNEED: this job's files only, not the host's cache).
@@ -124,10 +126,26 @@ class SmallFiles(Dataset):
         return tensor_of(data), i % 10
 
 
+class Shards(torch.utils.data.IterableDataset):
+    """The packed samples, as (tensor, label) like SmallFiles's."""
+
+    def __init__(self, root, decode_ms):
+        from stallscope.data import ShardDataset
+        self.shards = ShardDataset(root)
+        self.decode_ms = decode_ms
+
+    def __iter__(self):
+        for i, sample in enumerate(self.shards):
+            data = next(v for k, v in sample.items() if not k.startswith("__"))
+            burn(self.decode_ms)
+            yield tensor_of(data), i % 10
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--zip")
     p.add_argument("--dir")
+    p.add_argument("--shards")
     p.add_argument("--make-zip", nargs=2, metavar=("PATH", "N"))
     p.add_argument("--make-dir", nargs=2, metavar=("PATH", "N"))
     p.add_argument("--member-kib", type=int, default=256)
@@ -148,14 +166,18 @@ def main():
     for made in (args.make_zip, args.make_dir):
         if made and args.drop_cache:
             drop_cache(made[0])
-    if not (args.zip or args.dir):
+    if not (args.zip or args.dir or args.shards):
         return 0
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    dataset = ZipMembers(args.zip, args.decode_ms) if args.zip else SmallFiles(
-        args.dir, args.decode_ms)
-    data = DataLoader(dataset, batch_size=args.batch_size, shuffle=args.shuffle,
+    if args.shards:
+        dataset = Shards(args.shards, args.decode_ms)
+    else:
+        dataset = ZipMembers(args.zip, args.decode_ms) if args.zip else SmallFiles(
+            args.dir, args.decode_ms)
+    data = DataLoader(dataset, batch_size=args.batch_size,
+                      shuffle=args.shuffle and not args.shards,
                       num_workers=args.workers, persistent_workers=args.workers > 0)
     model = nn.Sequential(nn.Flatten(), nn.Linear(3 * SIDE * SIDE, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
