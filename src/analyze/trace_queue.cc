@@ -14,10 +14,12 @@ namespace {
 // HTA's runtime launch calls (trace_symbol_table's launch mask).
 bool IsLaunchCall(std::string_view name) {
   static constexpr std::string_view kNames[] = {
-      "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
-      "cudaMemcpyAsync",  "cudaMemsetAsync",     "hipLaunchKernel", "hipExtModuleLaunchKernel",
-      "hipMemcpyAsync",   "hipMemsetAsync",      "hipMemcpyWithStream",
-      "runFunction - job_prep_and_submit_for_execution"};
+      "cudaLaunchKernel",    "cudaLaunchKernelExC",
+      "cuLaunchKernel",      "cuLaunchKernelEx",
+      "cudaMemcpyAsync",     "cudaMemsetAsync",
+      "hipLaunchKernel",     "hipExtModuleLaunchKernel",
+      "hipMemcpyAsync",      "hipMemsetAsync",
+      "hipMemcpyWithStream", "runFunction - job_prep_and_submit_for_execution"};
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 

@@ -38,7 +38,7 @@ TEST(TraceQueue, CountsLaunchesUntilTheirGpuRowStarts) {
   TraceFile t;
   t.names = {"cudaLaunchKernel", "gemm", "aten::add"};
   t.events = {Row(0, 1, -1, 0), Row(1, 2, -1, 0), Row(2, 9, -1, 2),  // no GPU row: not counted
-              Row(5, 1, 7, 1),  Row(8, 2, 7, 1)};
+              Row(5, 1, 7, 1), Row(8, 2, 7, 1)};
   QueueLengthSummary q = SummarizeQueueLength(t, KeepAll);
   ASSERT_EQ(q.streams.size(), 1u);
   const StreamQueueLength& s = q.streams[0];
@@ -73,8 +73,7 @@ std::filesystem::path SharedTraces() {
          "hta";
 }
 
-void ExpectNear(double got, const nlohmann::json& want, const std::string& what,
-                double slack = 0) {
+void ExpectNear(double got, const nlohmann::json& want, const std::string& what, double slack = 0) {
   if (want.is_null()) return;
   const double w = want.get<double>();
   EXPECT_NEAR(got, w, std::max(1e-9, std::abs(w) * 1e-3) + slack) << what;
