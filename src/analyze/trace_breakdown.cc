@@ -595,6 +595,7 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
     }
     out.step_figures = std::move(figures);
   }
+  out.queue_length = SummarizeQueueLength(trace, cpu_kept);
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/trace_queue.h"
 #include "core/status.h"
 #include "sample/trace.h"
 
@@ -131,6 +132,7 @@ struct TraceRankBreakdown {
   std::vector<KernelTypeTime> kernel_types;
   std::vector<KernelStats> kernels;  // every name, by sum_us, largest first
   std::vector<CopyStats> copies;
+  QueueLengthSummary queue_length;  // over the whole trace, as HTA (no step cut)
   std::vector<TraceStepFigures> step_figures;
   std::vector<std::string> notes;
 };

@@ -91,6 +91,17 @@ Json RankJson(const TraceRankBreakdown& r) {
                       {"max_gbps", s.max_gbps}});
   }
   j["copies"] = copies;
+  Json queues = Json::array();
+  for (const StreamQueueLength& q : r.queue_length.streams) {
+    Json one = {{"stream", q.stream},     {"count", q.count}, {"mean", q.mean},
+                {"std", Nullable(q.std)}, {"min", q.min},     {"p25", q.p25},
+                {"p50", q.p50},           {"p75", q.p75},     {"max", q.max}};
+    const bool blocked = r.queue_length.blocked && r.queue_length.blocked->stream == q.stream;
+    one["blocked_on_full_queue_us"] = blocked ? r.queue_length.blocked->us : 0.0;
+    one["blocked_on_full_queue_share"] = blocked ? r.queue_length.blocked->share : 0.0;
+    queues.push_back(one);
+  }
+  j["queue_length"] = queues;
   Json steps = Json::array();
   for (const TraceStepFigures& s : r.step_figures) {
     steps.push_back({{"step", s.step},
