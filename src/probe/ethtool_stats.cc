@@ -53,8 +53,8 @@ Status IoctlError(const std::string& interface, const char* what, int error) {
 
 Result<uint32_t> CounterCount(int fd, const std::string& interface) {
   // ethtool_sset_info is followed by one u32 per set asked for.
-  alignas(struct ethtool_sset_info) uint8_t block[sizeof(struct ethtool_sset_info) +
-                                                  sizeof(uint32_t)] = {};
+  alignas(struct ethtool_sset_info)
+      uint8_t block[sizeof(struct ethtool_sset_info) + sizeof(uint32_t)] = {};
   auto* sset = reinterpret_cast<struct ethtool_sset_info*>(block);
   sset->cmd = ETHTOOL_GSSET_INFO;
   sset->sset_mask = 1ULL << ETH_SS_STATS;
@@ -79,8 +79,7 @@ Result<NicStats> ReadLive(const std::string& interface) {
     return Status::NotFound(interface + ": the driver gives no statistics (0 counters)");
   }
   if (*count > kMaxCounters) {
-    return Status::ParseError(interface, 0,
-                              fmt::format("the driver reports {} counters", *count));
+    return Status::ParseError(interface, 0, fmt::format("the driver reports {} counters", *count));
   }
   const size_t n = *count;
   std::vector<uint8_t> strings(sizeof(struct ethtool_gstrings) + n * ETH_GSTRING_LEN);
@@ -97,7 +96,8 @@ Result<NicStats> ReadLive(const std::string& interface) {
   if (EthtoolCall(socket.fd(), interface, stats) != 0)
     return IoctlError(interface, "ETHTOOL_GSTATS", errno);
   // The driver may give fewer than it announced (queues went away).
-  const size_t given = std::min({n, static_cast<size_t>(names->len), static_cast<size_t>(stats->n_stats)});
+  const size_t given =
+      std::min({n, static_cast<size_t>(names->len), static_cast<size_t>(stats->n_stats)});
   NicStats out;
   out.interface = interface;
   out.source = "SIOCETHTOOL";

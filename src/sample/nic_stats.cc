@@ -103,17 +103,28 @@ NicCounterKind ClassifyNicCounter(std::string_view raw) {
 
 std::string_view NicCounterKindName(NicCounterKind kind) {
   switch (kind) {
-    case NicCounterKind::kOther: return "other";
-    case NicCounterKind::kPauseRxTotal: return "pause_rx";
-    case NicCounterKind::kPauseTxTotal: return "pause_tx";
-    case NicCounterKind::kPauseRxPriority: return "pause_rx_priority";
-    case NicCounterKind::kPauseTxPriority: return "pause_tx_priority";
-    case NicCounterKind::kEcnMarked: return "ecn_marked";
-    case NicCounterKind::kCnpSent: return "cnp_sent";
-    case NicCounterKind::kCnpHandled: return "cnp_handled";
-    case NicCounterKind::kBufferDrop: return "buffer_drop";
-    case NicCounterKind::kBufferDropQueue: return "buffer_drop_queue";
-    case NicCounterKind::kAllowanceExceeded: return "allowance_exceeded";
+    case NicCounterKind::kOther:
+      return "other";
+    case NicCounterKind::kPauseRxTotal:
+      return "pause_rx";
+    case NicCounterKind::kPauseTxTotal:
+      return "pause_tx";
+    case NicCounterKind::kPauseRxPriority:
+      return "pause_rx_priority";
+    case NicCounterKind::kPauseTxPriority:
+      return "pause_tx_priority";
+    case NicCounterKind::kEcnMarked:
+      return "ecn_marked";
+    case NicCounterKind::kCnpSent:
+      return "cnp_sent";
+    case NicCounterKind::kCnpHandled:
+      return "cnp_handled";
+    case NicCounterKind::kBufferDrop:
+      return "buffer_drop";
+    case NicCounterKind::kBufferDropQueue:
+      return "buffer_drop_queue";
+    case NicCounterKind::kAllowanceExceeded:
+      return "allowance_exceeded";
   }
   return "other";
 }
@@ -127,17 +138,38 @@ NicCongestion SummarizeNicStats(const NicStats& stats) {
     c.counters_used.push_back(counter.name);
     const uint64_t v = counter.value;
     switch (kind) {
-      case NicCounterKind::kPauseRxTotal: rx_total += v; break;
-      case NicCounterKind::kPauseTxTotal: tx_total += v; break;
-      case NicCounterKind::kPauseRxPriority: rx_priority += v; break;
-      case NicCounterKind::kPauseTxPriority: tx_priority += v; break;
-      case NicCounterKind::kEcnMarked: c.ecn_marked += v; break;
-      case NicCounterKind::kCnpSent: c.cnp_sent += v; break;
-      case NicCounterKind::kCnpHandled: c.cnp_handled += v; break;
-      case NicCounterKind::kBufferDrop: c.buffer_drops += v; break;
-      case NicCounterKind::kBufferDropQueue: drops_queue += v; break;
-      case NicCounterKind::kAllowanceExceeded: c.allowance_exceeded += v; break;
-      case NicCounterKind::kOther: break;
+      case NicCounterKind::kPauseRxTotal:
+        rx_total += v;
+        break;
+      case NicCounterKind::kPauseTxTotal:
+        tx_total += v;
+        break;
+      case NicCounterKind::kPauseRxPriority:
+        rx_priority += v;
+        break;
+      case NicCounterKind::kPauseTxPriority:
+        tx_priority += v;
+        break;
+      case NicCounterKind::kEcnMarked:
+        c.ecn_marked += v;
+        break;
+      case NicCounterKind::kCnpSent:
+        c.cnp_sent += v;
+        break;
+      case NicCounterKind::kCnpHandled:
+        c.cnp_handled += v;
+        break;
+      case NicCounterKind::kBufferDrop:
+        c.buffer_drops += v;
+        break;
+      case NicCounterKind::kBufferDropQueue:
+        drops_queue += v;
+        break;
+      case NicCounterKind::kAllowanceExceeded:
+        c.allowance_exceeded += v;
+        break;
+      case NicCounterKind::kOther:
+        break;
     }
     c.has_pause |= kind == NicCounterKind::kPauseRxTotal || kind == NicCounterKind::kPauseTxTotal ||
                    kind == NicCounterKind::kPauseRxPriority ||

@@ -23,7 +23,7 @@ struct NicCounter {
 
 struct NicStats {
   std::string interface;
-  std::string source;  // "SIOCETHTOOL" or the file read
+  std::string source;                // "SIOCETHTOOL" or the file read
   std::vector<NicCounter> counters;  // in the driver's order
 };
 
@@ -53,9 +53,9 @@ struct NicCongestion {
   uint64_t cnp_handled = 0;
   uint64_t buffer_drops = 0;
   uint64_t allowance_exceeded = 0;
-  bool has_pause = false;    // the driver counts pause frames at all
-  bool has_ecn_cnp = false;  // ... ECN marks or CNPs
-  bool has_drops = false;    // ... buffer drops
+  bool has_pause = false;                  // the driver counts pause frames at all
+  bool has_ecn_cnp = false;                // ... ECN marks or CNPs
+  bool has_drops = false;                  // ... buffer drops
   std::vector<std::string> counters_used;  // the names summed, in the driver's order
 };
 
