@@ -378,6 +378,7 @@ constexpr RuleWithoutAlert kWithout[] = {
     {"network.rdma_unused", "an NCCL log or the job's environment: stallscope nccl-log, doctor"},
     {"network.mtu_mismatch", "the MTU of both ends of a path: stallscope doctor --peer HOST"},
     {"network.connect_failed", "an NCCL log: stallscope nccl-log"},
+    {"network.net_plugin_fallback", "an NCCL log: stallscope nccl-log"},
     {"network.node_receive_slow",
      "needs each node's job interface (its route to MASTER_ADDR) and the "
      "ranks' sync times on it, which a run file records: stallscope report A.db B.db"},

@@ -29,33 +29,46 @@ bool FillAddress(const std::string& path, struct sockaddr_un& addr) {
 // other users' jobs need to enter it (so it stays 0755), but whoever can
 // write it can replace the socket with their own and read every job's
 // records. A symlink, another user's directory or a group/other-writable
-// one is refused, naming the path, its owner and its mode.
+// one is refused, naming the path, its owner and its mode. The exception
+// is a sticky directory (/tmp) owned by root or the exporter's user: there
+// only the owner of a file can remove or rename it, so nobody else can
+// swap the socket once it is bound, and Bind() refuses a file of the same
+// name that is not a stale socket it may remove.
 Status CheckSocketDirectory(const std::string& dir) {
   struct stat st;
   if (lstat(dir.c_str(), &st) != 0) return Status::FromErrno(dir, errno);
   const uid_t me = geteuid();
   const bool real_directory = S_ISDIR(st.st_mode);
+  const bool trusted_owner = st.st_uid == me || st.st_uid == 0;
   if (real_directory && st.st_uid == me && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0) {
     return Status::Ok();
   }
+  if (real_directory && trusted_owner && (st.st_mode & S_ISVTX) != 0) return Status::Ok();
   std::string what = S_ISLNK(st.st_mode) ? "a symlink"
                      : real_directory    ? "a directory"
                                          : "not a directory";
   return Status::InvalidArgument(fmt::format(
       "{}: {} owned by uid {} with mode {:04o}; the hook socket's directory must be a real "
-      "directory owned by uid {} (the exporter's user) and writable by no one else. Remove it "
-      "or give --hook-socket another path",
-      dir, what, st.st_uid, st.st_mode & 07777, me));
+      "directory owned by uid {} (the exporter's user) and writable by no one else, or a sticky "
+      "directory such as /tmp owned by root or uid {}. Remove it or give --hook-socket another "
+      "path",
+      dir, what, st.st_uid, st.st_mode & 07777, me, me));
 }
 
 }  // namespace
 
 std::string DefaultHookSocketPath() {
-  if (geteuid() == 0) return "/run/stallscope/hook.sock";
+  if (geteuid() == 0) return kSystemHookSocket;
   if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg) {
     return std::string(xdg) + "/stallscope/hook.sock";
   }
   return fmt::format("/tmp/stallscope-{}/hook.sock", geteuid());
+}
+
+std::string HookSocketForJobs(const std::string& system_socket) {
+  struct stat st;
+  if (lstat(system_socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return system_socket;
+  return DefaultHookSocketPath();
 }
 
 Result<HookListener> HookListener::Bind(const std::string& path) {

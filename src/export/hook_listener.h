@@ -5,7 +5,8 @@
 //
 // Bind() creates the parent directory when missing (0755) and refuses it,
 // naming its owner and mode, unless it is a real directory (not a symlink)
-// owned by the exporter's user and writable by no one else. It refuses a path
+// owned by the exporter's user and writable by no one else, or a sticky
+// directory such as /tmp owned by root or that user. It refuses a path
 // another live exporter is bound to (a datagram connect() succeeds), and
 // replaces a stale socket file left by one that died; it never removes
 // anything that is not a socket. The socket file is removed on destruction.
@@ -54,11 +55,20 @@ class HookListener {
   uint64_t refused_senders_ = 0;
 };
 
+// Where an exporter run as root listens for every user's jobs.
+inline constexpr const char* kSystemHookSocket = "/run/stallscope/hook.sock";
+
 // "0,1000,1001" for --allow-uid: numeric uids; a bad entry names itself.
 Result<std::vector<uid_t>> ParseUidList(const std::string& text);
 
 // /run/stallscope/hook.sock for root; else $XDG_RUNTIME_DIR/stallscope/hook.sock,
 // else /tmp/stallscope-<uid>/hook.sock.
 std::string DefaultHookSocketPath();
+
+// The socket a job started by this user should report to: the system
+// exporter's socket (`system_socket`, /run/stallscope/hook.sock) when a socket
+// is there, since a root exporter serves every user's jobs; else this user's
+// DefaultHookSocketPath().
+std::string HookSocketForJobs(const std::string& system_socket = kSystemHookSocket);
 
 }  // namespace stallscope

@@ -124,8 +124,19 @@ size_t ReplyRateLimiter::Hash::operator()(const SourceAddress& a) const {
 ReplyRateLimiter::ReplyRateLimiter(double per_second, double burst, size_t max_sources)
     : per_second_(per_second), burst_(std::max(burst, 1.0)), max_sources_(max_sources) {}
 
+double ReplyRateLimiter::RefillNs() const {
+  return per_second_ > 0 ? burst_ / per_second_ * 1e9 : 0;
+}
+
+// A source idle for a whole refill period has a full bucket again, so
+// forgetting it changes no answer. Sweeping more often than a quarter of
+// that period would find few new idle sources and costs a full scan.
 void ReplyRateLimiter::ForgetIdle(int64_t now_ns) {
-  const double refill_ns = per_second_ > 0 ? burst_ / per_second_ * 1e9 : 0;
+  const double refill_ns = RefillNs();
+  if (swept_ && static_cast<double>(now_ns - last_sweep_ns_) < refill_ns / 4) return;
+  swept_ = true;
+  last_sweep_ns_ = now_ns;
+  ++sweeps_;
   std::erase_if(buckets_, [&](const auto& entry) {
     return static_cast<double>(now_ns - entry.second.updated_ns) >= refill_ns;
   });

@@ -7,7 +7,10 @@
 // The limiter's table is bounded: when full, sources idle long enough to
 // have a full bucket again are forgotten first, and if none is, a new
 // source is not answered (a flood of spoofed sources cannot grow memory
-// nor push out the sources already being answered). Not thread-safe.
+// nor push out the sources already being answered). The sweep for idle
+// sources scans the whole table, so it runs at most once every quarter of
+// the refill period: between sweeps a flood of new sources costs one hash
+// look-up each, not a scan each. Not thread-safe.
 #pragma once
 
 #include <array>
@@ -64,6 +67,8 @@ class ReplyRateLimiter {
   // True when `source` may be answered now (and spends one token).
   bool Allow(const SourceAddress& source, int64_t now_ns);
   size_t sources() const { return buckets_.size(); }
+  // How many times the full table has been scanned for idle sources.
+  size_t sweeps() const { return sweeps_; }
 
  private:
   struct Bucket {
@@ -74,11 +79,15 @@ class ReplyRateLimiter {
     size_t operator()(const SourceAddress& a) const;
   };
   void ForgetIdle(int64_t now_ns);
+  double RefillNs() const;
 
   double per_second_;
   double burst_;
   size_t max_sources_;
   std::unordered_map<SourceAddress, Bucket, Hash> buckets_;
+  bool swept_ = false;
+  int64_t last_sweep_ns_ = 0;
+  size_t sweeps_ = 0;
 };
 
 }  // namespace stallscope::net

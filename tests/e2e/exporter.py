@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -349,6 +350,34 @@ class HookSocketDirectory(unittest.TestCase):
         self.assertIn("a directory owned by uid 65534 with mode 0755", err)
         self.assertIn("owned by uid %d (the exporter's user)" % os.geteuid(), err)
 
+    def test_sticky_directory_of_root_or_the_user_is_accepted(self):
+        # /tmp's shape: sticky and world-writable; nobody else can remove the socket.
+        sticky = os.path.join(self.tmp, "sticky")
+        os.mkdir(sticky)
+        os.chmod(sticky, 0o1777)
+        self.assert_serves(os.path.join(sticky, "hook.sock"))
+        if os.geteuid() != 0:
+            self.skipTest("chown to another uid needs root")
+        os.chown(sticky, 65534, 65534)
+        err = self.refused(sticky)
+        self.assertIn("a directory owned by uid 65534 with mode 1777", err)
+        self.assertIn("a sticky directory such as /tmp owned by root", err)
+
+    def assert_serves(self, sock):
+        p = subprocess.Popen([common.BINARY, "exporter", "--listen", "127.0.0.1:0",
+                              "--hook-socket", sock],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            line = p.stderr.readline()
+            while line and "serving http://" not in line:
+                line = p.stderr.readline()
+            self.assertIn("serving http://", line)
+            self.assertTrue(stat.S_ISSOCK(os.lstat(sock).st_mode))
+        finally:
+            p.terminate()
+            p.wait(5)
+            p.stderr.close()
+
     def test_good_directory_is_used_and_stays_enterable(self):
         good = os.path.join(self.tmp, "good")  # created by the exporter, 0755
         sock = os.path.join(good, "hook.sock")
@@ -368,6 +397,31 @@ class HookSocketDirectory(unittest.TestCase):
             p.wait(5)
             p.stdout.close()
             p.stderr.close()
+
+
+class HookEnvDefaultSocket(unittest.TestCase):
+    """`hook-env` gives a job the socket its user's exporter (or the system's) binds."""
+
+    def test_a_missing_socket_is_warned_about(self):
+        missing = "/tmp/stallscope-no-such-dir-%d/hook.sock" % os.getpid()
+        rc, out, err, _ = common.run(["hook-env", "--hook-socket", missing], timeout=10)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("STALLSCOPE_SOCKET=" + missing, out)
+        self.assertIn("warning: no socket at " + missing, err)
+
+    def test_a_non_root_user_gets_its_own_socket(self):
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("running as another uid needs root and setpriv")
+        if os.path.exists("/run/stallscope/hook.sock"):
+            self.skipTest("a system exporter is bound here; that socket is the right answer")
+        env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+        r = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                            common.BINARY, "hook-env"], capture_output=True, text=True,
+                           env=env, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("STALLSCOPE_SOCKET=/tmp/stallscope-65534/hook.sock\n", r.stdout)
+        self.assertNotIn("/run/stallscope", r.stdout)
+        self.assertIn("warning: no socket at /tmp/stallscope-65534/hook.sock", r.stderr)
 
 
 class HookSenders(unittest.TestCase):

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace stallscope::net {
 namespace {
 
@@ -95,6 +97,27 @@ TEST(ReplyRateLimiterTest, TheTableIsBoundedAndForgetsIdleSourcesFirst) {
   EXPECT_TRUE(limiter.Allow(At("10.0.0.2"), 1'500'000'000));
   EXPECT_TRUE(limiter.Allow(At("10.0.0.3"), 2'100'000'000));
   EXPECT_EQ(limiter.sources(), 2u);
+}
+
+TEST(ReplyRateLimiterTest, AFullTableIsSweptAtMostOnceAQuarterRefill) {
+  // Refill takes 2 s, so sweeps are at least 500 ms apart.
+  ReplyRateLimiter limiter(/*per_second=*/1, /*burst=*/2, /*max_sources=*/4);
+  for (int i = 1; i <= 4; ++i) EXPECT_TRUE(limiter.Allow(At("10.0.0." + std::to_string(i)), 0));
+  EXPECT_EQ(limiter.sweeps(), 0u);
+  // A flood of new sources within 400 ms: one sweep, not one per packet.
+  for (int i = 0; i < 10'000; ++i) {
+    const std::string source = "10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250);
+    EXPECT_FALSE(limiter.Allow(At(source), 100'000'000 + i * 30'000LL));
+  }
+  EXPECT_EQ(limiter.sweeps(), 1u);
+  // 600 ms after that sweep: one more.
+  EXPECT_FALSE(limiter.Allow(At("10.2.0.1"), 700'000'000));
+  EXPECT_EQ(limiter.sweeps(), 2u);
+  // Once the first sources have been idle for the refill period, the next
+  // sweep forgets them and the new source is answered.
+  EXPECT_TRUE(limiter.Allow(At("10.2.0.2"), 2'000'000'000));
+  EXPECT_EQ(limiter.sweeps(), 3u);
+  EXPECT_EQ(limiter.sources(), 1u);
 }
 
 }  // namespace
