@@ -26,6 +26,10 @@ constexpr Command kCommands[] = {
     {"report", "the findings and per-epoch table of a recorded run file", SetupReport},
     {"diff", "what changed between a good run and a slow one, ranked by how much it explains",
      SetupDiff},
+    {"history",
+     "a job's runs over days: the change points of its step time, the run that "
+     "slowed it, and why",
+     SetupHistory},
     {"scale", "runs CMD at --procs 1,2,4,8: throughput, scaling efficiency, comm ratio, Amdahl",
      SetupScale},
     {"trace",

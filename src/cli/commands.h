@@ -42,6 +42,7 @@ std::span<const Command> Commands();
 // Each command's setup, defined in cli/<name>_command.cc.
 CommandRunner SetupSnapshot(CLI::App& app);
 CommandRunner SetupDoctor(CLI::App& app);
+CommandRunner SetupHistory(CLI::App& app);
 CommandRunner SetupRun(CLI::App& app);
 CommandRunner SetupScale(CLI::App& app);  // cli/scale_command.cc
 CommandRunner SetupWatch(CLI::App& app);

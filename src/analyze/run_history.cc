@@ -1,0 +1,254 @@
+// The runs of `stallscope history`: summaries, grouping, change points
+// (analyze/run_history.h).
+#include "analyze/run_history.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "analyze/job_analysis.h"
+#include "analyze/rank_rules.h"
+#include "core/stats.h"
+
+namespace stallscope {
+namespace {
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+std::optional<double> MetricOf(const HistoryRun& run, HistoryMetric metric) {
+  switch (metric) {
+    case HistoryMetric::kStep:
+      return run.step_median_s;
+    case HistoryMetric::kDataWait:
+      return run.data_wait_s;
+    case HistoryMetric::kStepsPerS:
+      return run.steps_per_s;
+  }
+  return std::nullopt;
+}
+
+// The files of one run: same master, port, world size (and launcher job
+// where both have one), overlapping in wall time.
+bool SameRun(const HistoryRun& a, const HistoryRun& b) {
+  if (a.master_addr.empty() || a.master_addr != b.master_addr) return false;
+  if (a.master_port != b.master_port || a.world_size != b.world_size) return false;
+  if (!a.launcher_job.empty() && !b.launcher_job.empty() && a.launcher_job != b.launcher_job) {
+    return false;
+  }
+  return a.start_s <= b.end_s + kJobOverlapSlackSeconds &&
+         b.start_s <= a.end_s + kJobOverlapSlackSeconds;
+}
+
+void Merge(HistoryRun& into, const HistoryRun& node) {
+  into.files.insert(into.files.end(), node.files.begin(), node.files.end());
+  for (const std::string& h : node.hosts) {
+    if (std::find(into.hosts.begin(), into.hosts.end(), h) == into.hosts.end()) {
+      into.hosts.push_back(h);
+    }
+  }
+  for (const std::string& f : node.findings) {
+    if (std::find(into.findings.begin(), into.findings.end(), f) == into.findings.end()) {
+      into.findings.push_back(f);
+    }
+  }
+  into.start_s = std::min(into.start_s, node.start_s);
+  into.end_s = std::max(into.end_s, node.end_s);
+  into.complete = into.complete && node.complete;
+  // The slowest node sets the job's pace.
+  auto slower = [](std::optional<double>& x, const std::optional<double>& y) {
+    if (y && (!x || *y > *x)) x = y;
+  };
+  slower(into.step_median_s, node.step_median_s);
+  slower(into.step_p90_s, node.step_p90_s);
+  slower(into.data_wait_s, node.data_wait_s);
+  slower(into.sync_wait_s, node.sync_wait_s);
+  if (node.steps_per_s && (!into.steps_per_s || *node.steps_per_s < *into.steps_per_s)) {
+    into.steps_per_s = node.steps_per_s;
+  }
+}
+
+// The L1 cost of a segment: the sum of absolute deviations from its median.
+double Cost(const std::vector<double>& s, size_t lo, size_t hi) {
+  double m = Median({s.begin() + lo, s.begin() + hi});
+  double c = 0;
+  for (size_t i = lo; i < hi; ++i) c += std::abs(s[i] - m);
+  return c;
+}
+
+void SplitRange(const std::vector<double>& s, size_t lo, size_t hi, double noise,
+                std::vector<size_t>& out) {
+  size_t best = 0;
+  double best_cost = Cost(s, lo, hi);
+  for (size_t k = lo + kHistoryMinSegmentRuns; k + kHistoryMinSegmentRuns <= hi; ++k) {
+    double left = Median({s.begin() + lo, s.begin() + k});
+    double right = Median({s.begin() + k, s.begin() + hi});
+    double gap = std::abs(right - left);
+    if (gap <= kHistoryNoiseSigmas * noise) continue;
+    if (gap <= kHistoryMinChangeFraction * std::abs(left)) continue;
+    double cost = Cost(s, lo, k) + Cost(s, k, hi);
+    if (cost < best_cost) best_cost = cost, best = k;
+  }
+  if (best == 0) return;
+  out.push_back(best);
+  SplitRange(s, lo, best, noise, out);
+  SplitRange(s, best, hi, noise, out);
+}
+
+void FindChanges(HistoryJob& job, HistoryMetric metric) {
+  std::vector<size_t> at;  // positions in runs of the complete runs with the metric
+  std::vector<double> series;
+  for (size_t i = 0; i < job.runs.size(); ++i) {
+    std::optional<double> v = MetricOf(job.runs[i], metric);
+    if (job.runs[i].complete && v) at.push_back(i), series.push_back(*v);
+  }
+  job.noise = SeriesNoise(series);
+  std::vector<size_t> splits = SplitSeries(series, job.noise);
+  std::vector<size_t> bounds = {0};
+  bounds.insert(bounds.end(), splits.begin(), splits.end());
+  bounds.push_back(series.size());
+  for (size_t seg = 0; seg + 1 < bounds.size(); ++seg) {
+    double m = Median({series.begin() + bounds[seg], series.begin() + bounds[seg + 1]});
+    for (size_t k = bounds[seg]; k < bounds[seg + 1]; ++k) {
+      double off = std::abs(series[k] - m);
+      job.runs[at[k]].outlier = off > kHistoryNoiseSigmas * job.noise &&
+                                off > kHistoryMinChangeFraction * std::abs(m);
+    }
+    if (seg == 0) continue;
+    HistoryChange c;
+    c.before = at[bounds[seg] - 1];
+    c.after = at[bounds[seg]];
+    c.before_value = Median({series.begin() + bounds[seg - 1], series.begin() + bounds[seg]});
+    c.after_value = m;
+    c.before_s_per_step = job.runs[c.before].step_median_s.value_or(0);
+    c.after_s_per_step = job.runs[c.after].step_median_s.value_or(0);
+    c.ratio = c.before_value > 0 ? c.after_value / c.before_value : 0;
+    job.changes.push_back(std::move(c));
+  }
+}
+
+}  // namespace
+
+std::optional<HistoryMetric> HistoryMetricNamed(const std::string& name) {
+  if (name == "step") return HistoryMetric::kStep;
+  if (name == "data_wait") return HistoryMetric::kDataWait;
+  if (name == "steps_per_s") return HistoryMetric::kStepsPerS;
+  return std::nullopt;
+}
+
+const char* HistoryMetricName(HistoryMetric metric) {
+  switch (metric) {
+    case HistoryMetric::kStep:
+      return "step";
+    case HistoryMetric::kDataWait:
+      return "data_wait";
+    case HistoryMetric::kStepsPerS:
+      return "steps_per_s";
+  }
+  return "step";
+}
+
+HistoryRun SummarizeRunFile(const RunAnalysis& run) {
+  const Timeline& t = run.timeline;
+  HistoryRun r;
+  r.files = {run.path};
+  r.started_utc = t.info.started_utc;
+  r.command = t.info.command;
+  r.hosts = {t.info.hostname};
+  r.data_device = t.info.data_device;
+  if (t.node) {
+    r.start_s = t.node->start_realtime_seconds;
+    r.world_size = t.node->world_size.value_or(0);
+    r.master_addr = t.node->master_addr;
+    r.master_port = t.node->master_port;
+    r.launcher_job = t.node->launcher_job;
+  }
+  if (r.world_size == 0) r.world_size = std::max<int>(1, static_cast<int>(run.ranks.size()));
+  double duration = t.info.duration_seconds.value_or(t.samples.empty() ? 0 : t.samples.back().t);
+  r.end_s = r.start_s + duration;
+  r.complete = t.info.exit_code.value_or(-1) == 0 && !t.info.exit_signal && !t.info.oom_killed;
+  std::vector<double> step, wait, sync;
+  int lowest = -1;
+  double first_t = 0, last_t = 0;
+  int64_t lowest_steps = 0;
+  for (const StepParts& p : CountedStepParts(t)) {
+    step.push_back(p.step_s);
+    wait.push_back(p.data_wait_s);
+    if (p.sync_wait_s) sync.push_back(*p.sync_wait_s);
+    if (lowest < 0 || p.rank < lowest) lowest = p.rank, lowest_steps = 0, first_t = p.t;
+    if (p.rank == lowest) ++lowest_steps, last_t = p.t;
+  }
+  if (!step.empty()) {
+    r.step_median_s = Median(step);
+    r.step_p90_s = Quantile(step, 0.9);
+    r.data_wait_s = Median(wait);
+    if (sync.size() == step.size()) r.sync_wait_s = Median(sync);
+    if (lowest_steps > 1 && last_t > first_t) {
+      r.steps_per_s = static_cast<double>(lowest_steps - 1) / (last_t - first_t);
+    }
+  }
+  std::set<std::string> loaders;
+  for (const LoaderConfig& l : t.loaders) {
+    loaders.insert(fmt::format("num_workers={} batch_size={} pin_memory={}", l.num_workers,
+                               l.batch_size, l.pin_memory ? "true" : "false"));
+  }
+  r.loaders.assign(loaders.begin(), loaders.end());
+  for (const Finding& f : run.findings) r.findings.push_back(f.id);
+  return r;
+}
+
+double SeriesNoise(const std::vector<double>& series) {
+  if (series.size() < 2) return 0;
+  std::vector<double> d;
+  for (size_t i = 1; i < series.size(); ++i) d.push_back(std::abs(series[i] - series[i - 1]));
+  return 1.4826 * Median(d) / std::sqrt(2.0);
+}
+
+std::vector<size_t> SplitSeries(const std::vector<double>& series, double noise) {
+  std::vector<size_t> out;
+  SplitRange(series, 0, series.size(), noise, out);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<HistoryJob> BuildHistory(std::vector<HistoryRun> files, HistoryMetric metric) {
+  std::sort(files.begin(), files.end(),
+            [](const HistoryRun& a, const HistoryRun& b) { return a.start_s < b.start_s; });
+  std::vector<HistoryRun> runs;
+  for (HistoryRun& f : files) {
+    auto same = std::find_if(runs.begin(), runs.end(),
+                             [&](const HistoryRun& r) { return SameRun(r, f); });
+    if (same != runs.end()) {
+      Merge(*same, f);
+    } else {
+      runs.push_back(std::move(f));
+    }
+  }
+  std::map<std::pair<std::string, int>, HistoryJob> by_key;
+  for (HistoryRun& r : runs) {
+    HistoryJob& job = by_key[{r.command, r.world_size}];
+    job.command = r.command;
+    job.world_size = r.world_size;
+    r.index = static_cast<int>(job.runs.size()) + 1;
+    job.runs.push_back(std::move(r));
+  }
+  std::vector<HistoryJob> jobs;
+  for (auto& [key, job] : by_key) {
+    FindChanges(job, metric);
+    jobs.push_back(std::move(job));
+  }
+  std::stable_sort(jobs.begin(), jobs.end(), [](const HistoryJob& a, const HistoryJob& b) {
+    return a.runs.size() > b.runs.size();
+  });
+  return jobs;
+}
+
+}  // namespace stallscope

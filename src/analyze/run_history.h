@@ -1,0 +1,94 @@
+// `stallscope history PATH...`: a job's runs over days, the run that slowed
+// it, and why. Pure: one summary per run file in (SummarizeRunFile), the
+// runs (the files of one job's nodes merged), the jobs (same command and
+// world size) and the change points of each job's series out. Thread-safe.
+//
+// - One run: files with the same master address, port and world size (and
+//   launcher job where both have one) whose recordings overlap in wall time
+//   (kJobOverlapSlackSeconds), as `report A.db B.db` reads them.
+// - One job: runs with the same command and world size.
+// - Change points: binary segmentation of the per-run medians of the chosen
+//   metric, over the complete runs only. The series' noise is the robust
+//   spread of successive differences (1.4826 x their median absolute value
+//   / sqrt 2, blind to a few level shifts); a split is a change when the two
+//   segments' medians differ by more than kHistoryNoiseSigmas x that noise
+//   and by more than kHistoryMinChangeFraction of the earlier one, and each
+//   segment holds at least kHistoryMinSegmentRuns runs (one or two odd runs
+//   are outliers, marked, never a change). Of the splits that pass, the one
+//   with the least L1 cost (the absolute deviations from each segment's
+//   median, summed) is taken, then each side is split again.
+// - Each change's representatives: the last run of the segment before and
+//   the first after; the caller fills `diff` with analyze/run_diff.h.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyze/run_analysis.h"
+#include "analyze/run_diff.h"
+
+namespace stallscope {
+
+inline constexpr double kHistoryNoiseSigmas = 4.0;
+inline constexpr double kHistoryMinChangeFraction = 0.10;
+inline constexpr size_t kHistoryMinSegmentRuns = 3;
+
+enum class HistoryMetric { kStep, kDataWait, kStepsPerS };
+// "step", "data_wait", "steps_per_s"; nullopt for anything else.
+std::optional<HistoryMetric> HistoryMetricNamed(const std::string& name);
+const char* HistoryMetricName(HistoryMetric metric);
+
+struct HistoryRun {
+  int index = 0;  // 1-based within its job, by start time
+  std::vector<std::string> files;
+  std::string started_utc;
+  double start_s = 0;  // wall clock, seconds since the epoch
+  double end_s = 0;
+  std::string command;
+  int world_size = 0;
+  std::string master_addr;
+  std::optional<int> master_port;
+  std::string launcher_job;
+  std::vector<std::string> hosts;
+  std::string data_device;
+  std::vector<std::string> loaders;  // "num_workers=8 batch_size=32 ..." per distinct setting
+  std::optional<double> step_median_s, step_p90_s, data_wait_s, sync_wait_s, steps_per_s;
+  std::vector<std::string> findings;  // ids
+  bool complete = true;               // exited 0, no signal, not OOM-killed
+  bool outlier = false;               // off its segment by more than the noise
+};
+
+// One file's summary; `files` holds its path.
+HistoryRun SummarizeRunFile(const RunAnalysis& run);
+
+struct HistoryChange {
+  size_t before = 0;  // the representatives: positions in HistoryJob::runs
+  size_t after = 0;
+  double before_value = 0;  // the segments' medians of the metric
+  double after_value = 0;
+  double before_s_per_step = 0;  // the representatives' median steps
+  double after_s_per_step = 0;
+  double ratio = 0;  // after / before of the metric's segment medians
+  std::optional<RunDiff> diff;
+};
+
+struct HistoryJob {
+  std::string command;
+  int world_size = 0;
+  std::vector<HistoryRun> runs;
+  double noise = 0;  // the series' run-to-run spread, in the metric's unit
+  std::vector<HistoryChange> changes;
+};
+
+// Merges the files of one run, groups runs into jobs, orders each job's
+// runs by start time and numbers them, finds the change points and marks
+// the outliers. Jobs with the most runs first.
+std::vector<HistoryJob> BuildHistory(std::vector<HistoryRun> files, HistoryMetric metric);
+
+// The pieces, for tests: the robust noise of a series, and the indexes at
+// which a new segment begins (sorted).
+double SeriesNoise(const std::vector<double>& series);
+std::vector<size_t> SplitSeries(const std::vector<double>& series, double noise);
+
+}  // namespace stallscope

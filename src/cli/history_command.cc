@@ -1,0 +1,188 @@
+// `stallscope history PATH... [--json] [--metric M] [--since DATE] [--job N]`:
+// finds the run files under PATH (files, folders searched recursively,
+// globs), reads them in parallel keeping one summary each
+// (analyze/run_history.h), groups them into runs and jobs, finds each job's
+// change points, compares each change's two representative runs with
+// `diff`'s analysis (analyze/run_diff.h, the two runs read again), and
+// prints the text or the stallscope.history/1 JSON (render/run_history.h).
+#include <glob.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "app/run_files.h"
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "core/json_text.h"
+#include "render/run_history.h"
+
+namespace stallscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Every file PATH names: itself, the *.db files under a folder, a glob's
+// matches. A path that names nothing is a note.
+std::vector<std::string> FindRunFiles(const std::vector<std::string>& paths,
+                                      std::vector<std::string>& notes) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<std::string> found;
+      for (auto it = fs::recursive_directory_iterator(
+               p, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_regular_file(ec) && it->path().extension() == ".db") {
+          found.push_back(it->path().string());
+        }
+      }
+      if (found.empty()) notes.push_back(p + ": no run file (*.db) in this folder");
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else if (fs::exists(p, ec)) {
+      out.push_back(p);
+    } else {
+      glob_t g{};
+      if (glob(p.c_str(), 0, nullptr, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; ++i) out.push_back(g.gl_pathv[i]);
+      } else {
+        notes.push_back(p + ": no such file, folder or match");
+      }
+      globfree(&g);
+    }
+  }
+  return out;
+}
+
+// Reads every file, one thread per CPU, keeping only its summary. A file
+// that is not a run file is a note; one of a newer schema is the error.
+Status Summarize(const std::vector<std::string>& files, std::vector<HistoryRun>& out,
+                 std::vector<std::string>& notes) {
+  std::vector<std::optional<HistoryRun>> runs(files.size());
+  std::vector<std::string> errors(files.size());
+  std::atomic<size_t> next{0};
+  auto work = [&]() {
+    for (size_t i; (i = next++) < files.size();) {
+      Result<RunAnalysis> run = AnalyzeRunFile(files[i]);
+      if (run.ok()) {
+        runs[i] = SummarizeRunFile(*run);
+      } else {
+        errors[i] = std::string(run.status().message());
+      }
+    }
+  };
+  unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
+                                               static_cast<unsigned>(files.size())));
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < n; ++t) threads.emplace_back(work);
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (runs[i]) {
+      out.push_back(std::move(*runs[i]));
+    } else if (errors[i].find("newer stallscope") != std::string::npos) {
+      return Status::InvalidArgument(errors[i]);
+    } else {
+      notes.push_back("skipped " + files[i] + ": " + errors[i]);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<RunAnalysis>> ReadRun(const HistoryRun& run) {
+  std::vector<RunAnalysis> out;
+  for (const std::string& f : run.files) {
+    Result<RunAnalysis> r = AnalyzeRunFile(f);
+    if (!r.ok()) return r.status();
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+}  // namespace
+
+CommandRunner SetupHistory(CLI::App& app) {
+  struct Flags {
+    std::vector<std::string> paths;
+    bool json = false;
+    std::string metric = "step";
+    std::string since;
+    int job = 0;
+  };
+  auto flags = std::make_shared<Flags>();
+  app.add_option("paths", flags->paths,
+                 "run files, folders of run files (searched recursively) or globs")
+      ->required();
+  app.add_flag("--json", flags->json, "machine output (schema stallscope.history/1)");
+  app.add_option("--metric", flags->metric,
+                 "the series split into segments: step (median step time), data_wait, "
+                 "steps_per_s");
+  app.add_option("--since", flags->since,
+                 "only runs started on or after DATE (YYYY-MM-DD, or any ISO 8601 prefix)");
+  app.add_option("--job", flags->job, "report only job N of the list (when PATH holds several)");
+  return [flags]() {
+    std::optional<HistoryMetric> metric = HistoryMetricNamed(flags->metric);
+    if (!metric) {
+      return Fail("history",
+                  "--metric takes step, data_wait or steps_per_s; got '" + flags->metric + "'",
+                  kExitUsage);
+    }
+    std::vector<std::string> notes;
+    std::vector<std::string> files = FindRunFiles(flags->paths, notes);
+    if (files.empty()) {
+      std::string why = notes.empty() ? "no run file found" : notes.front();
+      return Fail("history", "nothing to read: " + why, kExitUsage);
+    }
+    std::vector<HistoryRun> summaries;
+    {
+      ProgressLine progress("reading " + std::to_string(files.size()) + " run files...");
+      if (Status s = Summarize(files, summaries, notes); !s.ok()) {
+        return Fail("history", s, /*usage=*/false);
+      }
+    }
+    if (!flags->since.empty()) {
+      std::erase_if(summaries,
+                    [&](const HistoryRun& r) { return r.started_utc < flags->since; });
+    }
+    if (summaries.empty()) {
+      return Fail("history", "no run file could be read among " + std::to_string(files.size()),
+                  kExitCouldNotRun);
+    }
+    std::vector<HistoryJob> jobs = BuildHistory(std::move(summaries), *metric);
+    if (flags->job > 0) {
+      if (static_cast<size_t>(flags->job) > jobs.size()) {
+        return Fail("history",
+                    "--job " + std::to_string(flags->job) + ": there are " +
+                        std::to_string(jobs.size()) + " jobs",
+                    kExitUsage);
+      }
+      jobs = {std::move(jobs[static_cast<size_t>(flags->job) - 1])};
+    }
+    {
+      ProgressLine progress("comparing the runs on each side of each change...");
+      for (HistoryJob& job : jobs) {
+        for (HistoryChange& c : job.changes) {
+          auto a = ReadRun(job.runs[c.before]);
+          auto b = ReadRun(job.runs[c.after]);
+          if (a.ok() && b.ok()) c.diff = DiffRuns(*a, *b);
+        }
+      }
+    }
+    if (flags->json) {
+      std::fputs((JsonText(HistoryJson(jobs, *metric, notes)) + "\n").c_str(), stdout);
+    } else {
+      std::fputs(RenderHistoryText(jobs, *metric, notes).c_str(), stdout);
+    }
+    return kExitOk;
+  };
+}
+
+}  // namespace stallscope

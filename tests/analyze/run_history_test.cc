@@ -1,0 +1,113 @@
+// analyze/run_history.h: the series' noise, the change points, the
+// grouping of files into runs and runs into jobs.
+#include "analyze/run_history.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace stallscope {
+namespace {
+
+// A series around `level` with a spread of `spread` (a fixed random seed).
+std::vector<double> Noisy(size_t n, double level, double spread, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> d(0, spread);
+  std::vector<double> v;
+  for (size_t i = 0; i < n; ++i) v.push_back(level + d(gen));
+  return v;
+}
+
+HistoryRun OneRun(std::string file, double start, double step, bool complete = true) {
+  HistoryRun r;
+  r.files = {std::move(file)};
+  r.command = "python3 train.py";
+  r.world_size = 1;
+  r.master_addr = "127.0.0.1";
+  r.master_port = 29500;
+  r.start_s = start;
+  r.end_s = start + 10;
+  r.step_median_s = step;
+  r.complete = complete;
+  return r;
+}
+
+TEST(RunHistory, FlatSeriesHasNoChange) {
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    std::vector<double> v = Noisy(10, 0.1, 0.005, seed);
+    EXPECT_TRUE(SplitSeries(v, SeriesNoise(v)).empty()) << "seed " << seed;
+  }
+}
+
+TEST(RunHistory, TwoStepsFoundAtTheirRuns) {
+  std::vector<double> v = Noisy(4, 0.1, 0.003, 1);
+  for (double x : Noisy(4, 0.2, 0.003, 2)) v.push_back(x);
+  for (double x : Noisy(4, 0.35, 0.003, 3)) v.push_back(x);
+  EXPECT_EQ(SplitSeries(v, SeriesNoise(v)), (std::vector<size_t>{4, 8})) << ::testing::PrintToString(v) << SeriesNoise(v);
+}
+
+TEST(RunHistory, OneOddRunIsAnOutlierNotAChange) {
+  std::vector<HistoryRun> files;
+  for (int i = 0; i < 10; ++i) {
+    files.push_back(OneRun("r" + std::to_string(i), i * 100.0, i == 5 ? 0.4 : 0.1 + 0.001 * (i % 3)));
+  }
+  auto jobs = BuildHistory(files, HistoryMetric::kStep);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_TRUE(jobs[0].changes.empty());
+  EXPECT_TRUE(jobs[0].runs[5].outlier);
+  EXPECT_FALSE(jobs[0].runs[4].outlier);
+}
+
+TEST(RunHistory, IncompleteRunIsListedButNeverAChange) {
+  std::vector<HistoryRun> files;
+  for (int i = 0; i < 8; ++i) {
+    files.push_back(OneRun("r" + std::to_string(i), i * 100.0, 0.1 + 0.001 * (i % 2), i != 6));
+  }
+  files[6].step_median_s = 5.0;
+  files.push_back(OneRun("r8", 800, 0.1));
+  auto jobs = BuildHistory(files, HistoryMetric::kStep);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].runs.size(), 9u);
+  EXPECT_FALSE(jobs[0].runs[6].complete);
+  EXPECT_TRUE(jobs[0].changes.empty());
+}
+
+TEST(RunHistory, ChangeNamesItsRepresentatives) {
+  std::vector<HistoryRun> files;
+  for (int i = 0; i < 8; ++i) {
+    files.push_back(OneRun("r" + std::to_string(i), i * 100.0, (i < 4 ? 0.1 : 0.3) + 0.001 * (i % 2)));
+  }
+  auto jobs = BuildHistory(files, HistoryMetric::kStep);
+  ASSERT_EQ(jobs[0].changes.size(), 1u);
+  const HistoryChange& c = jobs[0].changes[0];
+  EXPECT_EQ(jobs[0].runs[c.before].index, 4);
+  EXPECT_EQ(jobs[0].runs[c.after].index, 5);
+  EXPECT_NEAR(c.ratio, 3.0, 0.1);
+}
+
+TEST(RunHistory, TwoNodesFilesAreOneRun) {
+  std::vector<HistoryRun> files = {OneRun("a-node0", 0, 0.1), OneRun("a-node1", 1, 0.12),
+                                   OneRun("b-node0", 1000, 0.1), OneRun("b-node1", 1002, 0.1)};
+  for (HistoryRun& f : files) f.world_size = 4, f.hosts = {f.files[0]};
+  auto jobs = BuildHistory(files, HistoryMetric::kStep);
+  ASSERT_EQ(jobs.size(), 1u);
+  ASSERT_EQ(jobs[0].runs.size(), 2u);
+  EXPECT_EQ(jobs[0].runs[0].files, (std::vector<std::string>{"a-node0", "a-node1"}));
+  EXPECT_DOUBLE_EQ(*jobs[0].runs[0].step_median_s, 0.12);  // the slowest node
+}
+
+TEST(RunHistory, JobsSplitByCommandAndWorldSize) {
+  std::vector<HistoryRun> files = {OneRun("a", 0, 0.1), OneRun("b", 100, 0.1), OneRun("c", 200, 0.1)};
+  files[1].command = "python3 other.py";
+  files[2].world_size = 2;
+  files[2].master_port = 29501;
+  EXPECT_EQ(BuildHistory(files, HistoryMetric::kStep).size(), 3u);
+}
+
+TEST(RunHistory, MetricNames) {
+  EXPECT_EQ(HistoryMetricNamed("data_wait"), HistoryMetric::kDataWait);
+  EXPECT_FALSE(HistoryMetricNamed("speed"));
+}
+
+}  // namespace
+}  // namespace stallscope
