@@ -119,8 +119,8 @@ void FindChanges(HistoryJob& job, HistoryMetric metric) {
     double m = Median({series.begin() + bounds[seg], series.begin() + bounds[seg + 1]});
     for (size_t k = bounds[seg]; k < bounds[seg + 1]; ++k) {
       double off = std::abs(series[k] - m);
-      job.runs[at[k]].outlier = off > kHistoryNoiseSigmas * job.noise &&
-                                off > kHistoryMinChangeFraction * std::abs(m);
+      job.runs[at[k]].outlier =
+          off > kHistoryNoiseSigmas * job.noise && off > kHistoryMinChangeFraction * std::abs(m);
     }
     if (seg == 0) continue;
     HistoryChange c;
@@ -224,8 +224,8 @@ std::vector<HistoryJob> BuildHistory(std::vector<HistoryRun> files, HistoryMetri
             [](const HistoryRun& a, const HistoryRun& b) { return a.start_s < b.start_s; });
   std::vector<HistoryRun> runs;
   for (HistoryRun& f : files) {
-    auto same = std::find_if(runs.begin(), runs.end(),
-                             [&](const HistoryRun& r) { return SameRun(r, f); });
+    auto same =
+        std::find_if(runs.begin(), runs.end(), [&](const HistoryRun& r) { return SameRun(r, f); });
     if (same != runs.end()) {
       Merge(*same, f);
     } else {

@@ -149,8 +149,7 @@ CommandRunner SetupHistory(CLI::App& app) {
       }
     }
     if (!flags->since.empty()) {
-      std::erase_if(summaries,
-                    [&](const HistoryRun& r) { return r.started_utc < flags->since; });
+      std::erase_if(summaries, [&](const HistoryRun& r) { return r.started_utc < flags->since; });
     }
     if (summaries.empty()) {
       return Fail("history", "no run file could be read among " + std::to_string(files.size()),

@@ -86,8 +86,8 @@ std::string RenderHistoryText(const std::vector<HistoryJob>& jobs, HistoryMetric
     out += fmt::format("job: {} (world size {}), {} runs\n", job.command, job.world_size,
                        job.runs.size());
     out += fmt::format("  {:>4}  {:<20}  {:>9}  {:>9}  {:>9}  {:>9}  {:>8}  {}\n", "run",
-                       "started (UTC)", "step med", "step p90", "data wait", "sync wait",
-                       "steps/s", "");
+                       "started (UTC)", "step med", "step p90", "data wait", "sync wait", "steps/s",
+                       "");
     for (const HistoryRun& r : job.runs) {
       std::string mark = r.complete ? "" : "incomplete";
       if (r.outlier) mark += mark.empty() ? "outlier" : ", outlier";

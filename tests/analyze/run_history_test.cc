@@ -43,13 +43,15 @@ TEST(RunHistory, TwoStepsFoundAtTheirRuns) {
   std::vector<double> v = Noisy(4, 0.1, 0.003, 1);
   for (double x : Noisy(4, 0.2, 0.003, 2)) v.push_back(x);
   for (double x : Noisy(4, 0.35, 0.003, 3)) v.push_back(x);
-  EXPECT_EQ(SplitSeries(v, SeriesNoise(v)), (std::vector<size_t>{4, 8})) << ::testing::PrintToString(v) << SeriesNoise(v);
+  EXPECT_EQ(SplitSeries(v, SeriesNoise(v)), (std::vector<size_t>{4, 8}))
+      << ::testing::PrintToString(v) << SeriesNoise(v);
 }
 
 TEST(RunHistory, OneOddRunIsAnOutlierNotAChange) {
   std::vector<HistoryRun> files;
   for (int i = 0; i < 10; ++i) {
-    files.push_back(OneRun("r" + std::to_string(i), i * 100.0, i == 5 ? 0.4 : 0.1 + 0.001 * (i % 3)));
+    files.push_back(
+        OneRun("r" + std::to_string(i), i * 100.0, i == 5 ? 0.4 : 0.1 + 0.001 * (i % 3)));
   }
   auto jobs = BuildHistory(files, HistoryMetric::kStep);
   ASSERT_EQ(jobs.size(), 1u);
@@ -75,7 +77,8 @@ TEST(RunHistory, IncompleteRunIsListedButNeverAChange) {
 TEST(RunHistory, ChangeNamesItsRepresentatives) {
   std::vector<HistoryRun> files;
   for (int i = 0; i < 8; ++i) {
-    files.push_back(OneRun("r" + std::to_string(i), i * 100.0, (i < 4 ? 0.1 : 0.3) + 0.001 * (i % 2)));
+    files.push_back(
+        OneRun("r" + std::to_string(i), i * 100.0, (i < 4 ? 0.1 : 0.3) + 0.001 * (i % 2)));
   }
   auto jobs = BuildHistory(files, HistoryMetric::kStep);
   ASSERT_EQ(jobs[0].changes.size(), 1u);
@@ -97,7 +100,8 @@ TEST(RunHistory, TwoNodesFilesAreOneRun) {
 }
 
 TEST(RunHistory, JobsSplitByCommandAndWorldSize) {
-  std::vector<HistoryRun> files = {OneRun("a", 0, 0.1), OneRun("b", 100, 0.1), OneRun("c", 200, 0.1)};
+  std::vector<HistoryRun> files = {OneRun("a", 0, 0.1), OneRun("b", 100, 0.1),
+                                   OneRun("c", 200, 0.1)};
   files[1].command = "python3 other.py";
   files[2].world_size = 2;
   files[2].master_port = 29501;
