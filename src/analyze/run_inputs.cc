@@ -81,7 +81,10 @@ std::string LoaderInput::Describe() const {
   if (!format.empty()) facts.push_back(format);
   if (!method.empty()) facts.push_back(method);
   if (kind != "directory" && size_bytes > 0) facts.push_back(FormatBytes(size_bytes));
-  if (!fs_type.empty()) {
+  if (!fs_type.empty() && remote) {
+    // No disk of this host holds it: the mount is the data's device.
+    facts.push_back(fmt::format("on a network file system, {}", fs_type));
+  } else if (!fs_type.empty()) {
     facts.push_back(device.empty() ? fs_type : fmt::format("{} on {}", fs_type, device));
   }
   std::string out = path;

@@ -244,8 +244,9 @@ std::string CensusToWire(const DatasetCensus& c) {
               c.residency.first_error}},
             {"notes", c.notes}};
   if (c.latency) {
-    j["latency"] = {c.latency->files, c.latency->stat_p50_us, c.latency->stat_p99_us,
-                    c.latency->open_p50_us, c.latency->open_p99_us};
+    j["latency"] = {c.latency->files,       c.latency->stat_p50_us, c.latency->stat_p99_us,
+                    c.latency->open_p50_us, c.latency->open_p99_us, c.latency->fetch_p50_us,
+                    c.latency->fetch_p99_us};
   }
   return j.dump();
 }
@@ -302,6 +303,10 @@ Result<DatasetCensus> CensusFromWire(const std::string& text) {
       l.at(2).get_to(m.stat_p99_us);
       l.at(3).get_to(m.open_p50_us);
       l.at(4).get_to(m.open_p99_us);
+      if (l.size() >= 7) {  // absent from older children
+        l.at(5).get_to(m.fetch_p50_us);
+        l.at(6).get_to(m.fetch_p99_us);
+      }
       c.latency = m;
     }
     j.at("notes").get_to(c.notes);

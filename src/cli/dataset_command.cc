@@ -34,6 +34,7 @@ struct DatasetFlags {
   std::string path;
   bool json = false;
   int threads = 0;
+  int workers = 0;  // the job's DataLoader num_workers; 0: assume kAssumedLoaderWorkers
 };
 
 int Print(const ChildAnswer& answer) {
@@ -62,6 +63,7 @@ ChildAnswer DatasetAnswer(const DatasetFlags& flags, const ChildProgress* child,
             "stallscope dataset: " + census.status().message() + "\n"};
   }
   DatasetContext context;
+  if (flags.workers > 0) context.loader_workers = flags.workers;
   std::vector<std::string> notes = census->notes;
   if (Result<MemInfo> memory = ReadMemInfo(Root("/")); memory.ok()) {
     context.memory_total_bytes = memory->total_bytes;
@@ -92,6 +94,10 @@ CommandRunner SetupDataset(CLI::App& app) {
   app.add_option("--threads", flags->threads,
                  "walker threads (default: twice the CPUs, 4 to 32; more helps on network file "
                  "systems)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--workers", flags->workers,
+                 "the job's DataLoader num_workers, for the per-epoch cost on a network file "
+                 "system (default: 8)")
       ->check(CLI::Range(1, 1024));
   return [flags]() {
     std::optional<MountEntry> remote = RemoteMountHolding(Root("/"), flags->path);

@@ -25,6 +25,9 @@
 namespace stallscope {
 namespace {
 
+// A loader's fetch of a sampled file reads at most this much of it.
+constexpr size_t kFetchBytes = 1 << 20;
+
 using Clock = std::chrono::steady_clock;
 
 uint64_t SplitMix64(uint64_t& state) {
@@ -141,9 +144,13 @@ double Percentile(std::vector<double>& values, double q) {
   return values[rank - 1];
 }
 
+// `fetch` (remote mounts only: a local disk's page cache is left as found):
+// each file is also fetched as a loader does, open + read + close.
 MetadataLatency MeasureLatency(const std::vector<std::string>& paths, size_t limit,
-                               double budget_seconds, const std::function<void()>& advance) {
-  std::vector<double> stat_us, open_us;
+                               double budget_seconds, bool fetch,
+                               const std::function<void()>& advance) {
+  std::vector<double> stat_us, open_us, fetch_us;
+  std::vector<char> buffer(kFetchBytes);
   const Clock::time_point deadline =
       Clock::now() +
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget_seconds));
@@ -157,6 +164,23 @@ MetadataLatency MeasureLatency(const std::vector<std::string>& paths, size_t lim
     if (fd >= 0) ::close(fd);
     Clock::time_point t2 = Clock::now();
     if (advance) advance();
+    // Again as a loader fetches it: open, read, close (the open is a second
+    // round trip, as the loader's own would be).
+    const int fetch_fd = fetch ? ::open(paths[i].c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (fetch_fd >= 0) {
+      for (size_t got = 0; got < kFetchBytes;) {
+        ssize_t n = ::read(fetch_fd, buffer.data() + got, kFetchBytes - got);
+        if (n > 0) {
+          got += static_cast<size_t>(n);
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        break;
+      }
+      ::close(fetch_fd);
+      fetch_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t2).count());
+    }
+    if (advance) advance();
     if (stat_rc == 0) stat_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     if (fd >= 0) open_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
   }
@@ -166,6 +190,8 @@ MetadataLatency MeasureLatency(const std::vector<std::string>& paths, size_t lim
   out.stat_p99_us = Percentile(stat_us, 0.99);
   out.open_p50_us = Percentile(open_us, 0.50);
   out.open_p99_us = Percentile(open_us, 0.99);
+  out.fetch_p50_us = Percentile(fetch_us, 0.50);
+  out.fetch_p99_us = Percentile(fetch_us, 0.99);
   return out;
 }
 
@@ -340,7 +366,7 @@ Result<DatasetCensus> TakeCensus(const std::string& path, const CensusOptions& o
   if (!paths.empty()) {
     step("open/stat of the sampled files under " + c.resolved_path);
     c.latency = MeasureLatency(paths, options.latency_sample_files, options.latency_budget_seconds,
-                               options.advance);
+                               c.remote, options.advance);
   }
   if (c.unreadable > 0) {
     c.notes.push_back(std::to_string(c.unreadable) +

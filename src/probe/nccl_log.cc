@@ -752,7 +752,9 @@ size_t NcclLogParser::RankFor(const NcclLinePrefix& prefix) {
   put.pid = prefix.pid;
   put.dev = prefix.cuda_dev;
   put.host_size = static_cast<uint32_t>(prefix.host.size());
-  memcpy(put.host, prefix.host.data(), std::min(prefix.host.size(), sizeof(put.host)));
+  // An empty host may have no storage at all (a null data()).
+  if (!prefix.host.empty())
+    memcpy(put.host, prefix.host.data(), std::min(prefix.host.size(), sizeof(put.host)));
   put.rank = found;
   return found;
 }

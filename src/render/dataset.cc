@@ -146,7 +146,9 @@ nlohmann::ordered_json DatasetCensusToJson(const DatasetCensus& c) {
                                {"stat_p50_us", c.latency->stat_p50_us},
                                {"stat_p99_us", c.latency->stat_p99_us},
                                {"open_p50_us", c.latency->open_p50_us},
-                               {"open_p99_us", c.latency->open_p99_us}};
+                               {"open_p99_us", c.latency->open_p99_us},
+                               {"fetch_p50_us", c.latency->fetch_p50_us},
+                               {"fetch_p99_us", c.latency->fetch_p99_us}};
   } else {
     out["metadata_latency"] = nullptr;
   }

@@ -48,6 +48,10 @@ struct MetadataLatency {
   double stat_p99_us = 0;
   double open_p50_us = 0;  // open + close
   double open_p99_us = 0;
+  // What a loader pays for one file: open, read it (up to 1 MiB), close;
+  // 0 where not measured (a census of an older version).
+  double fetch_p50_us = 0;
+  double fetch_p99_us = 0;
 };
 
 struct DatasetCensus {

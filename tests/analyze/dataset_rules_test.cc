@@ -134,6 +134,21 @@ TEST(RemoteFs, PerEpochCostFromSampleAndWalk) {
   // Without the user's count, the assumed one.
   const std::optional<Finding> assumed = FindCopy(CheckDataset(sshfs, {}).findings, "io.remote_fs");
   EXPECT_EQ(std::get<int64_t>(*EvidenceValueOf(*assumed, "loader_workers")), kAssumedLoaderWorkers);
+  EXPECT_NE(assumed->summary.find("--workers N"), std::string::npos) << assumed->summary;
+
+  // Where the census fetched files as a loader does (open, read, close), a
+  // loader pays the fetch, not the open alone.
+  sshfs.latency->fetch_p50_us = 5000;
+  sshfs.latency->fetch_p99_us = 9000;
+  const std::optional<Finding> fetched =
+      FindCopy(CheckDataset(sshfs, context).findings, "io.remote_fs");
+  ASSERT_TRUE(fetched.has_value());
+  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceValueOf(*fetched, "loader_seconds_per_epoch")),
+                   20000.0 * 0.005 / 4);
+  EXPECT_DOUBLE_EQ(std::get<double>(*EvidenceValueOf(*fetched, "fetch_p50_ms")), 5.0);
+  EXPECT_NE(fetched->summary.find("a whole fetch (open, read, close) p50 5.00 ms"),
+            std::string::npos)
+      << fetched->summary;
 }
 
 TEST(ColdCache, LowResidencyFitsOrNot) {

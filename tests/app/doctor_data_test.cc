@@ -36,7 +36,7 @@ TEST(CensusWire, RoundTrip) {
   c.source = "me@filer:/export";
   c.remote = true;
   c.residency = {true, 1000, 2, 2048000, 1024, 0.5, "EIO"};
-  c.latency = MetadataLatency{1000, 2100.5, 4000, 2500, 5000};
+  c.latency = MetadataLatency{1000, 2100.5, 4000, 2500, 5000, 7000, 9000};
   c.notes = {"a note"};
   Result<DatasetCensus> back = CensusFromWire(CensusToWire(c));
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -44,6 +44,8 @@ TEST(CensusWire, RoundTrip) {
   EXPECT_EQ(back->histogram[1].files, 2000u);
   EXPECT_EQ(*back->statfs_type, 0x65735546);
   EXPECT_DOUBLE_EQ(back->latency->stat_p50_us, 2100.5);
+  EXPECT_DOUBLE_EQ(back->latency->fetch_p50_us, 7000);
+  EXPECT_DOUBLE_EQ(back->latency->fetch_p99_us, 9000);
   EXPECT_EQ(back->residency.first_error, "EIO");
 
   c.latency.reset();

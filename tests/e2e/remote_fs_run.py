@@ -78,6 +78,10 @@ class RemoteFsRun(unittest.TestCase):
             self.assertIn("expected gain", bound["next"])
             # One finding: the cause is inside io.input_bound.
             self.assertIsNone(e2e.finding(report, "io.remote_fs"))
+            # The report names the mount as where the loader's files are.
+            rc, text, err, _ = e2e.run(["report", remote_db])
+            self.assertEqual(rc, 0, err[-2000:])
+            self.assertIn("on a network file system, fuse.sshfs", text)
 
             shards = os.path.join(self.tmp, "shards")
             rc, _, err, _ = e2e.run(["pack", data, shards, "--format", "wds"], timeout=180)

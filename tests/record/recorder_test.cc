@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "analyze/gpu_health_rules.h"
 #include "core/host_clock.h"
@@ -21,39 +22,50 @@
 namespace stallscope {
 namespace {
 
+// Records `argv` under `root` at 0.1 s into the run file `path`, with the
+// record signals blocked as `run` blocks them; the job's exit code, or an
+// error.
+Result<int> RecordUnder(const std::string& root, const std::vector<std::string>& argv,
+                        const std::string& path) {
+  sigset_t saved;
+  pthread_sigmask(SIG_BLOCK, nullptr, &saved);
+  BlockRecordSignals();
+  Result<int> exit_code = [&]() -> Result<int> {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    if (!writer.ok()) return writer.status();
+    Result<Job> job = Job::Start(argv, {});
+    if (!job.ok()) return job.status();
+    RunInfo info;
+    info.command = argv.front();
+    info.interval_seconds = 0.1;
+    info.root_pid = job->pid();
+    info.start_monotonic_seconds = MonotonicSeconds();
+    if (Status st = writer->WriteRunInfo(info); !st.ok()) return st;
+    RecordOptions options;
+    options.interval_seconds = 0.1;
+    options.root = root;
+    std::FILE* quiet = std::fopen("/dev/null", "w");
+    Result<RecordOutcome> outcome = RecordJob(*job, info, options, nullptr, *writer, quiet);
+    std::fclose(quiet);
+    if (!outcome.ok()) return outcome.status();
+    if (Status st = writer->Close(); !st.ok()) return st;
+    return outcome->exit.exit_code.value_or(-1);
+  }();
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  return exit_code;
+}
+
 TEST(RecordJob, ReadsTheHostUnderItsRoot) {
   const std::string fixture = std::string(STALLSCOPE_FIXTURES) + "/live_debian12";
   Result<MemInfo> fixture_memory = ReadMemInfo(Root(fixture));
   ASSERT_TRUE(fixture_memory.ok()) << fixture_memory.status().message();
   ASSERT_TRUE(fixture_memory->available_bytes.has_value());
 
-  sigset_t saved;
-  pthread_sigmask(SIG_BLOCK, nullptr, &saved);
-  BlockRecordSignals();
   char dir[] = "/tmp/stallscope-recorder-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string path = std::string(dir) + "/run.db";
-  {
-    Result<RunWriter> writer = RunWriter::Create(path, false);
-    ASSERT_TRUE(writer.ok()) << writer.status().message();
-    Result<Job> job = Job::Start({"sleep", "0.6"}, {});
-    ASSERT_TRUE(job.ok()) << job.status().message();
-    RunInfo info;
-    info.command = "sleep 0.6";
-    info.interval_seconds = 0.1;
-    info.root_pid = job->pid();
-    info.start_monotonic_seconds = MonotonicSeconds();
-    ASSERT_TRUE(writer->WriteRunInfo(info).ok());
-    RecordOptions options;
-    options.interval_seconds = 0.1;
-    options.root = fixture;
-    std::FILE* quiet = std::fopen("/dev/null", "w");
-    Result<RecordOutcome> outcome = RecordJob(*job, info, options, nullptr, *writer, quiet);
-    std::fclose(quiet);
-    ASSERT_TRUE(outcome.ok()) << outcome.status().message();
-    ASSERT_TRUE(writer->Close().ok());
-  }
-  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  Result<int> exit_code = RecordUnder(fixture, {"sleep", "0.6"}, path);
+  ASSERT_TRUE(exit_code.ok()) << exit_code.status().message();
   Result<Timeline> timeline = ReadRun(path);
   ASSERT_TRUE(timeline.ok()) << timeline.status().message();
   ASSERT_FALSE(timeline->samples.empty());
@@ -82,38 +94,16 @@ TEST(RecordJob, KeepsTheXidsLoggedWhileTheJobRan) {
            "4,2210,190838925,-;NVRM: Xid (PCI:0000:3b:00): 13, pid=7311, name=python3, "
            "Graphics SM Warp Exception\n";
   }
-  sigset_t saved;
-  pthread_sigmask(SIG_BLOCK, nullptr, &saved);
-  BlockRecordSignals();
   const std::string path = std::string(dir) + "/run.db";
-  {
-    Result<RunWriter> writer = RunWriter::Create(path, false);
-    ASSERT_TRUE(writer.ok()) << writer.status().message();
-    // The job itself writes the driver's record, halfway through.
-    const std::string script =
-        "sleep 0.3; printf '4,2290,%s,-;NVRM: Xid (PCI:0000:17:00): 79, pid=4242, name=python3, "
-        "GPU has fallen off the bus.\\n' \"$(($(cut -d. -f1 /proc/uptime) * 1000000))\" >> " +
-        kmsg + "; printf '6,2291,1,-;mlx5_core 0000:ca:00.0 ens1f0np0: Link down\\n' >> " + kmsg +
-        "; sleep 0.3";
-    Result<Job> job = Job::Start({"sh", "-c", script}, {});
-    ASSERT_TRUE(job.ok()) << job.status().message();
-    RunInfo info;
-    info.command = "sh -c ...";
-    info.interval_seconds = 0.1;
-    info.root_pid = job->pid();
-    info.start_monotonic_seconds = MonotonicSeconds();
-    ASSERT_TRUE(writer->WriteRunInfo(info).ok());
-    RecordOptions options;
-    options.interval_seconds = 0.1;
-    options.root = root;
-    std::FILE* quiet = std::fopen("/dev/null", "w");
-    Result<RecordOutcome> outcome = RecordJob(*job, info, options, nullptr, *writer, quiet);
-    std::fclose(quiet);
-    ASSERT_TRUE(outcome.ok()) << outcome.status().message();
-    ASSERT_EQ(outcome->exit.exit_code, 0);
-    ASSERT_TRUE(writer->Close().ok());
-  }
-  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  // The job itself writes the driver's record, halfway through.
+  const std::string script =
+      "sleep 0.3; printf '4,2290,%s,-;NVRM: Xid (PCI:0000:17:00): 79, pid=4242, name=python3, "
+      "GPU has fallen off the bus.\\n' \"$(($(cut -d. -f1 /proc/uptime) * 1000000))\" >> " +
+      kmsg + "; printf '6,2291,1,-;mlx5_core 0000:ca:00.0 ens1f0np0: Link down\\n' >> " + kmsg +
+      "; sleep 0.3";
+  Result<int> exit_code = RecordUnder(root, {"sh", "-c", script}, path);
+  ASSERT_TRUE(exit_code.ok()) << exit_code.status().message();
+  ASSERT_EQ(*exit_code, 0);
   Result<Timeline> timeline = ReadRun(path);
   ASSERT_TRUE(timeline.ok()) << timeline.status().message();
   EXPECT_TRUE(timeline->kernel_events_recorded);
