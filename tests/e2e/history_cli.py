@@ -1,0 +1,164 @@
+"""End-to-end: `stallscope history` over 12 run files that `stallscope run`
+recorded from the example job (examples/train_cpu.py: a real PyTorch
+DataLoader whose pure-Python decode costs milliseconds a sample, each step
+mostly a sleep, a device's step time, so that the host's load cannot make
+one run 10% slower than another).
+
+- Runs 1 to 6 load with two workers; from run 7 on, TRAIN_CPU_WORKERS=0
+  (the same command line, the loader changed by the environment, as a
+  changed config does it): the step now waits for its data. One change
+  point, at run 7, its representatives runs 6 and 7, the data wait first
+  in its diff and loader.num_workers 2 -> 0 among its causes; the verdict
+  names it.
+- The unchanged runs (1 to 6, then 7 to 12, each the same job recorded
+  again): no change point.
+- --since: a date (run 7's start) keeps runs 7 to 12; an age (1h) keeps
+  them all; a value that is not a date is a usage error naming the flag
+  and the value.
+- --html: one self-contained page (no URL, no script), a chart per figure
+  with the change at run 7 marked on each; a run whose command line holds
+  <script> is escaped; an existing page is refused without --force.
+
+The 12 runs are recorded once (about 4 s each) and read by every case.
+"""
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_common as common  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "train_cpu.py")
+RUNS = 12
+CHANGED_FROM = 7
+
+
+class History(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="stallscope-history-e2e-")
+        cls.runs_dir = os.path.join(cls.tmp, "runs")
+        os.makedirs(cls.runs_dir)
+        data = os.path.join(cls.tmp, "images")
+        job = ["/usr/bin/python3", EXAMPLE, "--data", data, "--make-images", "320",
+               "--mode", "input-bound", "--batch-size", "8", "--epochs", "1",
+               "--steps-per-epoch", "20", "--step-ms", "60"]
+        cls.files = []
+        for i in range(1, RUNS + 1):
+            env = dict(os.environ)
+            env.pop("TRAIN_CPU_WORKERS", None)
+            env["TRAIN_CPU_WORKERS"] = "2" if i < CHANGED_FROM else "0"
+            out = os.path.join(cls.runs_dir, "run%02d.db" % i)
+            rc, _, err, _ = common.run(["run", "--interval", "0.25", "--out", out, "--json",
+                                        "--"] + job, env=env, timeout=180)
+            if rc != 0:
+                raise AssertionError("run %d: exit %d: %s" % (i, rc, err[-3000:]))
+            cls.files.append(out)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def history(self, args):
+        return common.run_json(self, ["history"] + args + ["--json"], timeout=120)
+
+    def test_change_found_at_run_7_with_its_cause(self):
+        h = self.history([self.runs_dir])
+        self.assertEqual(h["schema"], "stallscope.history/1")
+        self.assertEqual(len(h["jobs"]), 1, h["jobs"])
+        job = h["jobs"][0]
+        self.assertEqual([r["index"] for r in job["runs"]], list(range(1, RUNS + 1)))
+        self.assertEqual([r["files"] for r in job["runs"]], [[f] for f in self.files])
+        self.assertTrue(all(r["complete"] for r in job["runs"]))
+        changes = job["change_points"]
+        self.assertEqual(len(changes), 1, json.dumps(changes, indent=1)[:3000])
+        c = changes[0]
+        self.assertEqual(c["at"]["index"], CHANGED_FROM)
+        self.assertEqual(c["before"]["index"], CHANGED_FROM - 1)
+        self.assertEqual(c["at"]["files"], [self.files[CHANGED_FROM - 1]])
+        self.assertGreater(c["ratio"], 1.2, c)
+        self.assertGreater(c["after_s_per_step"], c["before_s_per_step"])
+        d = c["diff"]
+        self.assertEqual(d["schema"], "stallscope.diff/1")
+        self.assertEqual(d["changes"][0]["what"], "data_wait", d["changes"])
+        self.assertGreater(d["changes"][0]["share_of_slowdown"], 0.5, d["changes"][0])
+        workers = [x for x in d["changes"] if x["what"] == "loader.num_workers"]
+        self.assertEqual([(x["a"], x["b"]) for x in workers], [(2, 0)], d["changes"])
+        self.assertIn("loader.num_workers 2 -> 0", c["causes"])
+        self.assertIn("data_wait explains", c["causes"])
+        rc, text, err, _ = common.run(["history", self.runs_dir], timeout=120)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(text, r"run 7 \(\d{4}-\d\d-\d\dT\d\d:\d\d\): step .*loader\.num_workers 2 -> 0")
+        self.assertIn("verdict: the change at run 7 matters most", text)
+
+    def test_unchanged_runs_make_no_change(self):
+        for part in (self.files[:CHANGED_FROM - 1], self.files[CHANGED_FROM - 1:]):
+            h = self.history(part)
+            job = h["jobs"][0]
+            self.assertEqual(len(job["runs"]), len(part))
+            self.assertEqual(job["change_points"], [], [r["step_median_s"] for r in job["runs"]])
+            rc, text, err, _ = common.run(["history"] + part, timeout=120)
+            self.assertIn("no change beyond the run-to-run noise", text)
+
+    def test_since(self):
+        full = self.history([self.runs_dir])
+        started = full["jobs"][0]["runs"][CHANGED_FROM - 1]["started_utc"]
+        h = self.history([self.runs_dir, "--since", started])
+        runs = h["jobs"][0]["runs"]
+        self.assertEqual([r["files"][0] for r in runs], self.files[CHANGED_FROM - 1:])
+        self.assertEqual(h["jobs"][0]["change_points"], [])
+        self.assertEqual(len(self.history([self.runs_dir, "--since", "1h"])["jobs"][0]["runs"]),
+                         RUNS)
+        for bad in ("tomorrow", "2026-02-30", "7y"):
+            rc, out, err, _ = common.run(["history", self.runs_dir, "--since", bad])
+            self.assertEqual(rc, 2, err)
+            self.assertIn("--since '%s'" % bad, err)
+            self.assertEqual(out, "")
+        rc, _, err, _ = common.run(["history", self.runs_dir, "--since", "2999-01-01"])
+        self.assertEqual(rc, 1, err)
+        self.assertIn("--since 2999-01-01", err)
+
+    def test_html_page(self):
+        # A run whose command line holds markup: the page must show it as text.
+        odd_dir = os.path.join(self.tmp, "odd")
+        os.makedirs(odd_dir, exist_ok=True)
+        odd = os.path.join(odd_dir, "odd.db")
+        rc, _, err, _ = common.run(["run", "--interval", "0.25", "--out", odd, "--",
+                                    "/bin/sh", "-c", "echo '<script>alert(1)</script>' >/dev/null"],
+                                   timeout=60)
+        self.assertEqual(rc, 0, err)
+        page = os.path.join(self.tmp, "history.html")
+        rc, text, err, _ = common.run(["history", self.runs_dir, odd_dir, "--html", page],
+                                      timeout=120)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("wrote " + page, err)
+        self.assertIn("2 jobs", text)
+        with open(page) as f:
+            html = f.read()
+        self.assertNotIn("<script", html)
+        self.assertIn("&lt;script&gt;alert(1)&lt;/script&gt;", html)
+        self.assertIsNone(re.search(r"(src|href)=|https?://|@import|url\(", html))
+        # The training job: step, data wait, steps/s charted, the change on each.
+        for chart in ("step", "data-wait", "steps-per-s"):
+            self.assertIn('id="chart-job1-%s"' % chart, html)
+        self.assertEqual(html.count('<g class="marker"><title>run 7: +'), html.count("<svg"))
+        self.assertGreaterEqual(html.count("<svg"), 3)
+        self.assertIn("the change at run 7 matters most", html)
+        self.assertIn("loader.num_workers 2 -&gt; 0", html)
+        rc, _, err, _ = common.run(["history", self.runs_dir, "--html", page])
+        self.assertEqual(rc, 2)
+        self.assertIn("--html", err)
+        with open(page) as f:
+            self.assertEqual(f.read(), html)
+        rc, _, err, _ = common.run(["history", self.runs_dir, "--html", page, "--force"],
+                                   timeout=120)
+        self.assertEqual(rc, 0, err)
+
+
+if __name__ == "__main__":
+    common.main()
