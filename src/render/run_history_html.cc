@@ -26,10 +26,11 @@ std::string ChangeLabel(const HistoryJob& job, const HistoryChange& c) {
 
 // One figure over the runs (the complete ones, as the change points see
 // them), every change marked at its first run.
-std::string FigureChart(const HistoryJob& job, size_t job_no, const std::string& id,
-                        const std::string& title, ChartUnit unit,
-                        const std::vector<std::pair<std::string, std::function<std::optional<double>(
-                                                                     const HistoryRun&)>>>& figures) {
+std::string FigureChart(
+    const HistoryJob& job, size_t job_no, const std::string& id, const std::string& title,
+    ChartUnit unit,
+    const std::vector<
+        std::pair<std::string, std::function<std::optional<double>(const HistoryRun&)>>>& figures) {
   Chart chart;
   chart.id = fmt::format("chart-job{}-{}", job_no, id);
   chart.title = title;
@@ -58,10 +59,9 @@ std::string JobCharts(const HistoryJob& job, size_t job_no) {
     };
   };
   std::string out;
-  out += FigureChart(job, job_no, "step", "step time, ms (median and p90 of each run)",
-                     ChartUnit::kMilliseconds,
-                     {{"median", ms(&HistoryRun::step_median_s)},
-                      {"p90", ms(&HistoryRun::step_p90_s)}});
+  out += FigureChart(
+      job, job_no, "step", "step time, ms (median and p90 of each run)", ChartUnit::kMilliseconds,
+      {{"median", ms(&HistoryRun::step_median_s)}, {"p90", ms(&HistoryRun::step_p90_s)}});
   out += FigureChart(job, job_no, "data-wait", "data wait, ms a step (median of each run)",
                      ChartUnit::kMilliseconds, {{"data wait", ms(&HistoryRun::data_wait_s)}});
   out += FigureChart(job, job_no, "sync-wait", "sync wait, ms a step (median of each run)",
@@ -108,8 +108,9 @@ std::string JobSection(const HistoryJob& job, size_t job_no, HistoryMetric metri
         most = &c;
       }
     }
-    out += fmt::format("<div class=\"verdict\">the change at run {} matters most ({:.2f}x): {}</div>\n",
-                       job.runs[most->after].index, most->ratio, E(ChangeCauses(*most)));
+    out += fmt::format(
+        "<div class=\"verdict\">the change at run {} matters most ({:.2f}x): {}</div>\n",
+        job.runs[most->after].index, most->ratio, E(ChangeCauses(*most)));
     out += "<ul class=\"changes\">\n";
     for (const HistoryChange& c : job.changes) {
       const HistoryRun& r = job.runs[c.after];

@@ -73,8 +73,8 @@ TEST(HistoryHtml, DateLabelsNeverTouchAt200Runs) {
   const std::string first = svg.substr(0, svg.find("</svg>"));
   double last_end = -1e9;
   size_t ticks = 0;
-  for (auto it = std::sregex_iterator(first.begin(), first.end(), tick); it != std::sregex_iterator();
-       ++it) {
+  for (auto it = std::sregex_iterator(first.begin(), first.end(), tick);
+       it != std::sregex_iterator(); ++it) {
     double x = std::stod((*it)[1]);
     double half = 7.0 * static_cast<double>((*it)[2].length()) / 2;
     EXPECT_GT(x - half, last_end) << (*it)[2];
