@@ -20,15 +20,16 @@ std::string Ms(const std::optional<double>& s) {
 }
 
 // The change at run N, as its marker and its line say it.
-std::string ChangeLabel(const HistoryJob& job, const HistoryChange& c) {
-  return fmt::format("run {}: {:+.0f}%", job.runs[c.after].index, (c.ratio - 1) * 100);
+std::string ChangeLabel(const HistoryJob& job, const HistoryChange& c, HistoryMetric metric) {
+  return fmt::format("run {}: {} {:+.0f}%", job.runs[c.after].index, HistoryMetricName(metric),
+                     (c.ratio - 1) * 100);
 }
 
 // One figure over the runs (the complete ones, as the change points see
 // them), every change marked at its first run.
 std::string FigureChart(
-    const HistoryJob& job, size_t job_no, const std::string& id, const std::string& title,
-    ChartUnit unit,
+    const HistoryJob& job, size_t job_no, HistoryMetric metric, const std::string& id,
+    const std::string& title, ChartUnit unit,
     const std::vector<
         std::pair<std::string, std::function<std::optional<double>(const HistoryRun&)>>>& figures) {
   Chart chart;
@@ -46,12 +47,12 @@ std::string FigureChart(
   }
   if (chart.series.empty()) return "";
   for (const HistoryChange& c : job.changes) {
-    chart.markers.push_back({job.runs[c.after].start_s, ChangeLabel(job, c)});
+    chart.markers.push_back({job.runs[c.after].start_s, ChangeLabel(job, c, metric)});
   }
   return RenderSvgChart(chart);
 }
 
-std::string JobCharts(const HistoryJob& job, size_t job_no) {
+std::string JobCharts(const HistoryJob& job, size_t job_no, HistoryMetric metric) {
   auto ms = [](std::optional<double> HistoryRun::*field) {
     return [field](const HistoryRun& r) -> std::optional<double> {
       if (!(r.*field)) return std::nullopt;
@@ -60,13 +61,15 @@ std::string JobCharts(const HistoryJob& job, size_t job_no) {
   };
   std::string out;
   out += FigureChart(
-      job, job_no, "step", "step time, ms (median and p90 of each run)", ChartUnit::kMilliseconds,
+      job, job_no, metric, "step", "step time, ms (median and p90 of each run)",
+      ChartUnit::kMilliseconds,
       {{"median", ms(&HistoryRun::step_median_s)}, {"p90", ms(&HistoryRun::step_p90_s)}});
-  out += FigureChart(job, job_no, "data-wait", "data wait, ms a step (median of each run)",
+  out += FigureChart(job, job_no, metric, "data-wait", "data wait, ms a step (median of each run)",
                      ChartUnit::kMilliseconds, {{"data wait", ms(&HistoryRun::data_wait_s)}});
-  out += FigureChart(job, job_no, "sync-wait", "sync wait, ms a step (median of each run)",
+  out += FigureChart(job, job_no, metric, "sync-wait", "sync wait, ms a step (median of each run)",
                      ChartUnit::kMilliseconds, {{"sync wait", ms(&HistoryRun::sync_wait_s)}});
-  out += FigureChart(job, job_no, "steps-per-s", "steps/s (lowest rank)", ChartUnit::kPerSecond,
+  out += FigureChart(job, job_no, metric, "steps-per-s", "steps/s (lowest rank)",
+                     ChartUnit::kPerSecond,
                      {{"steps/s", [](const HistoryRun& r) { return r.steps_per_s; }}});
   return out;
 }
@@ -114,13 +117,14 @@ std::string JobSection(const HistoryJob& job, size_t job_no, HistoryMetric metri
     out += "<ul class=\"changes\">\n";
     for (const HistoryChange& c : job.changes) {
       const HistoryRun& r = job.runs[c.after];
-      out += fmt::format("<li><b>{}</b> ({}): {} {:.4g} -&gt; {:.4g}; {}</li>\n",
-                         E(ChangeLabel(job, c)), E(r.started_utc), HistoryMetricName(metric),
-                         c.before_value, c.after_value, E(ChangeCauses(c)));
+      out +=
+          fmt::format("<li><b>{}</b> ({}): {} {:.4g} -&gt; {:.4g}; {}</li>\n",
+                      E(ChangeLabel(job, c, metric)), E(r.started_utc), HistoryMetricName(metric),
+                      c.before_value, c.after_value, E(ChangeCauses(c)));
     }
     out += "</ul>\n";
   }
-  out += JobCharts(job, job_no);
+  out += JobCharts(job, job_no, metric);
   out += RunTable(job);
   return out;
 }

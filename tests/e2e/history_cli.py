@@ -146,7 +146,7 @@ class History(unittest.TestCase):
         # The training job: step, data wait, steps/s charted, the change on each.
         for chart in ("step", "data-wait", "steps-per-s"):
             self.assertIn('id="chart-job1-%s"' % chart, html)
-        self.assertEqual(html.count('<g class="marker"><title>run 7: +'), html.count("<svg"))
+        self.assertEqual(html.count('<g class="marker"><title>run 7: step +'), html.count("<svg"))
         self.assertGreaterEqual(html.count("<svg"), 3)
         self.assertIn("the change at run 7 matters most", html)
         self.assertIn("loader.num_workers 2 -&gt; 0", html)

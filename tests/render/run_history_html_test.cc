@@ -58,7 +58,7 @@ TEST(HistoryHtml, ChartsEachFigureWithTheChangeMarked) {
     return n;
   };
   EXPECT_EQ(count("<svg"), 3u);
-  EXPECT_EQ(count("<g class=\"marker\"><title>run 7: +"), 3u);  // on every chart
+  EXPECT_EQ(count("<g class=\"marker\"><title>run 7: step +"), 3u);  // on every chart
   EXPECT_NE(html.find("the change at run 7 matters most"), std::string::npos);
   // The axis in dates: 12 runs an hour apart, ticks as "03-04 02:00".
   EXPECT_TRUE(std::regex_search(html, std::regex("class=\"xlabel\"[^>]*>03-04 \\d\\d:00<")))
