@@ -18,6 +18,10 @@ one run 10% slower than another).
 - --html: one self-contained page (no URL, no script), a chart per figure
   with the change at run 7 marked on each; a run whose command line holds
   <script> is escaped; an existing page is refused without --force.
+- The page in headless Chromium (skipped with a message where it is not
+  installed), at the 12 runs and at 200 (copies of two of them, start times
+  shifted 3 hours apart): no two axis labels and no two change labels
+  overlap, the axis is in dates or times, every chart draws its line.
 
 The 12 runs are recorded once (about 4 s each) and read by every case.
 """
@@ -25,6 +29,8 @@ import json
 import os
 import re
 import shutil
+import sqlite3
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -36,6 +42,43 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLE = os.path.join(ROOT, "examples", "train_cpu.py")
 RUNS = 12
 CHANGED_FROM = 7
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+# Run in Chromium on a copy of the page (the page itself has no script):
+# per chart, the boxes of the axis labels and of the change labels must not
+# intersect, and its line must be drawn. The result lands on <body>.
+LAYOUT_CHECKS = r"""
+<script>
+window.addEventListener('load', function () {
+  var overlaps = 0, ticks = [], empty = [];
+  function count(boxes) {
+    for (var i = 0; i < boxes.length; i++) {
+      for (var j = i + 1; j < boxes.length; j++) {
+        var a = boxes[i], b = boxes[j];
+        if (a.x < b.x + b.width && b.x < a.x + a.width &&
+            a.y < b.y + b.height && b.y < a.y + a.height) overlaps++;
+      }
+    }
+  }
+  document.querySelectorAll('svg.chart').forEach(function (svg) {
+    var axis = [], marks = [];
+    svg.querySelectorAll('text.xlabel').forEach(function (t) {
+      axis.push(t.getBBox()); ticks.push(t.textContent);
+    });
+    svg.querySelectorAll('g.marker text').forEach(function (t) { marks.push(t.getBBox()); });
+    count(axis); count(marks);
+    var drawn = false;
+    svg.querySelectorAll('polyline').forEach(function (l) {
+      if (l.getBBox().width > 0) drawn = true;
+    });
+    if (!drawn) empty.push(svg.id);
+  });
+  document.body.setAttribute('data-overlaps', String(overlaps));
+  document.body.setAttribute('data-ticks', ticks.join('|'));
+  document.body.setAttribute('data-empty-charts', empty.join(' ') || 'none');
+});
+</script>
+"""
 
 
 class History(unittest.TestCase):
@@ -158,6 +201,58 @@ class History(unittest.TestCase):
         rc, _, err, _ = common.run(["history", self.runs_dir, "--html", page, "--force"],
                                    timeout=120)
         self.assertEqual(rc, 0, err)
+
+    def check_layout(self, page, name):
+        with open(page, encoding="utf-8") as f:
+            html = f.read()
+        checked = os.path.join(self.tmp, name + "-checked.html")
+        with open(checked, "w", encoding="utf-8") as f:
+            f.write(html.replace("</body>", LAYOUT_CHECKS + "</body>"))
+        profile = os.path.join(self.tmp, "chromium-" + name)
+        proc = subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--user-data-dir=" + profile, "--host-resolver-rules=MAP * ~NOTFOUND",
+             "--virtual-time-budget=3000", "--dump-dom", "file://" + checked],
+            capture_output=True, timeout=90)
+        self.assertEqual(proc.returncode, 0, proc.stderr.decode(errors="replace")[-2000:])
+        body = re.search(r"<body[^>]*>", proc.stdout.decode("utf-8", "replace"))
+        self.assertIsNotNone(body)
+        attrs = dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', body.group(0)))
+        self.assertIn("data-overlaps", attrs, "the checks did not run: %s" % body.group(0))
+        self.assertEqual(attrs["data-overlaps"], "0", body.group(0))
+        self.assertEqual(attrs["data-empty-charts"], "none")
+        ticks = attrs["data-ticks"].split("|")
+        self.assertGreaterEqual(len(ticks), 3 * 3, ticks)  # 3 charts at least, 3 ticks each
+        for t in ticks:
+            self.assertRegex(t, r"^(\d\d:\d\d:\d\d|\d\d-\d\d \d\d:\d\d|\d{4}-\d\d-\d\d)$")
+
+    def test_page_layout_in_chromium(self):
+        if not CHROMIUM:
+            self.skipTest("chromium is not installed (apt install chromium): the page's layout "
+                          "is not checked, only its structure")
+        page = os.path.join(self.tmp, "twelve.html")
+        rc, _, err, _ = common.run(["history", self.runs_dir, "--html", page], timeout=120)
+        self.assertEqual(rc, 0, err)
+        self.check_layout(page, "twelve")
+        # 200 runs, 3 hours apart: the first 100 copies of run 1, then of run 12.
+        many = os.path.join(self.tmp, "many")
+        os.makedirs(many, exist_ok=True)
+        base = 1767225600  # 2026-01-01T00:00:00Z
+        for i in range(200):
+            path = os.path.join(many, "run%03d.db" % i)
+            shutil.copy(self.files[0] if i < 100 else self.files[-1], path)
+            start = base + 3 * 3600 * i
+            con = sqlite3.connect(path)
+            with con:
+                con.execute("UPDATE run SET started_utc = strftime('%Y-%m-%dT%H:%M:%SZ', ?, "
+                            "'unixepoch')", (start,))
+                con.execute("UPDATE node SET start_realtime_seconds = ?", (float(start),))
+            con.close()
+        page = os.path.join(self.tmp, "many.html")
+        rc, text, err, _ = common.run(["history", many, "--html", page], timeout=120)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("run 101 (2026-01-13T12:00)", text)
+        self.check_layout(page, "many")
 
 
 if __name__ == "__main__":
