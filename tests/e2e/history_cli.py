@@ -22,6 +22,12 @@ one run 10% slower than another).
   installed), at the 12 runs and at 200 (copies of two of them, start times
   shifted 3 hours apart): no two axis labels and no two change labels
   overlap, the axis is in dates or times, every chart draws its line.
+- A run of the same job killed mid-run (SIGKILL to the training process,
+  recorded after run 12): listed as incomplete, never a change; the change
+  stays at run 7.
+- Bad input: a file that is not a run file is skipped with a note naming
+  it; an empty folder is a usage error that says so; a run file of a newer
+  schema is an error naming the file.
 
 The 12 runs are recorded once (about 4 s each) and read by every case.
 """
@@ -29,10 +35,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -91,6 +99,7 @@ class History(unittest.TestCase):
         job = ["/usr/bin/python3", EXAMPLE, "--data", data, "--make-images", "320",
                "--mode", "input-bound", "--batch-size", "8", "--epochs", "1",
                "--steps-per-epoch", "20", "--step-ms", "60"]
+        cls.job = job
         cls.files = []
         for i in range(1, RUNS + 1):
             env = dict(os.environ)
@@ -201,6 +210,103 @@ class History(unittest.TestCase):
         rc, _, err, _ = common.run(["history", self.runs_dir, "--html", page, "--force"],
                                    timeout=120)
         self.assertEqual(rc, 0, err)
+
+    def record_killed(self):
+        """The job of runs 7 to 12, its training process killed after 2 s of steps."""
+        out = os.path.join(self.tmp, "killed", "killed.db")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        env = dict(os.environ, TRAIN_CPU_WORKERS="0")
+        proc = subprocess.Popen([common.BINARY, "run", "--interval", "0.25", "--out", out,
+                                 "--"] + self.job, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            child = None
+            for _ in range(200):
+                child = self.child_of(proc.pid)
+                if child:
+                    break
+                time.sleep(0.05)
+            self.assertIsNotNone(child, "the training process did not start")
+            # Killed once the run file holds a few of its steps: mid-run,
+            # whatever the host's pace.
+            while proc.poll() is None and self.steps_in(out) < 3:
+                time.sleep(0.05)
+            self.assertIsNone(proc.poll(), "the job ended before it could be killed")
+            os.kill(child, signal.SIGKILL)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        return out
+
+    @staticmethod
+    def steps_in(path):
+        try:
+            con = sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=1)
+            try:
+                return con.execute("SELECT count(*) FROM steps").fetchone()[0]
+            finally:
+                con.close()
+        except sqlite3.Error:
+            return 0
+
+    @staticmethod
+    def child_of(pid):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    stat = f.read()
+                with open("/proc/%s/cmdline" % entry, "rb") as f:
+                    cmdline = f.read()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            if ppid == pid and b"train_cpu.py" in cmdline:
+                return int(entry)
+        return None
+
+    def test_killed_run_is_incomplete_and_never_a_change(self):
+        killed = self.record_killed()
+        h = self.history([self.runs_dir, killed])
+        self.assertEqual(len(h["jobs"]), 1, h["jobs"])
+        runs = h["jobs"][0]["runs"]
+        self.assertEqual(len(runs), RUNS + 1)
+        self.assertEqual(runs[-1]["files"], [killed])
+        self.assertFalse(runs[-1]["complete"])
+        self.assertTrue(all(r["complete"] for r in runs[:-1]))
+        self.assertEqual([c["at"]["index"] for c in h["jobs"][0]["change_points"]],
+                         [CHANGED_FROM])
+        rc, text, err, _ = common.run(["history", self.runs_dir, killed], timeout=120)
+        self.assertRegex(text, r"\n +13 .*incomplete")
+
+    def test_bad_input(self):
+        folder = os.path.join(self.tmp, "bad")
+        os.makedirs(folder, exist_ok=True)
+        notes = os.path.join(folder, "notes.db")
+        with open(notes, "w") as f:
+            f.write("not a run file\n")
+        shutil.copy(self.files[0], os.path.join(folder, "run01.db"))
+        h = self.history([folder])
+        self.assertEqual(len(h["jobs"][0]["runs"]), 1)
+        self.assertTrue(any(n.startswith("skipped " + notes) for n in h["notes"]), h["notes"])
+        empty = os.path.join(self.tmp, "empty")
+        os.makedirs(empty, exist_ok=True)
+        rc, out, err, _ = common.run(["history", empty])
+        self.assertEqual(rc, 2, err)
+        self.assertIn(empty + ": no run file (*.db) in this folder", err)
+        newer = os.path.join(self.tmp, "newer.db")
+        shutil.copy(self.files[0], newer)
+        con = sqlite3.connect(newer)
+        con.execute("PRAGMA user_version = 999")
+        con.close()
+        rc, out, err, _ = common.run(["history", self.files[0], newer])
+        self.assertEqual(rc, 1, err)
+        self.assertIn(newer, err)
+        self.assertIn("newer stallscope", err)
+        self.assertEqual(out, "")
 
     def check_layout(self, page, name):
         with open(page, encoding="utf-8") as f:
