@@ -46,6 +46,15 @@ std::string FigureChart(
     if (!s.points.empty()) chart.series.push_back(std::move(s));
   }
   if (chart.series.empty()) return "";
+  // The axis shows times alone when the runs span less than a day: the
+  // title says which day, and that times are UTC.
+  const double first = job.runs.front().start_s, last = job.runs.back().start_s;
+  if (last - first < 86400) {
+    std::string day = job.runs.front().started_utc.substr(0, 10);
+    chart.title += ", " + (day.empty() ? std::string("UTC") : day + " UTC");
+  } else {
+    chart.title += ", dates UTC";
+  }
   for (const HistoryChange& c : job.changes) {
     chart.markers.push_back({job.runs[c.after].start_s, ChangeLabel(job, c, metric)});
   }

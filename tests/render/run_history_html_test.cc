@@ -60,6 +60,8 @@ TEST(HistoryHtml, ChartsEachFigureWithTheChangeMarked) {
   EXPECT_EQ(count("<svg"), 3u);
   EXPECT_EQ(count("<g class=\"marker\"><title>run 7: step +"), 3u);  // on every chart
   EXPECT_NE(html.find("the change at run 7 matters most"), std::string::npos);
+  // Within a day: the axis shows times, the title the day.
+  EXPECT_NE(html.find("of each run), 2026-03-04 UTC</text>"), std::string::npos);
   // The axis in dates: 12 runs an hour apart, ticks as "03-04 02:00".
   EXPECT_TRUE(std::regex_search(html, std::regex("class=\"xlabel\"[^>]*>03-04 \\d\\d:00<")))
       << html.substr(0, 3000);
@@ -68,6 +70,7 @@ TEST(HistoryHtml, ChartsEachFigureWithTheChangeMarked) {
 TEST(HistoryHtml, DateLabelsNeverTouchAt200Runs) {
   auto jobs = Series("python3 t.py", 200, 3 * 3600);
   std::string html = RenderHistoryHtml(jobs, HistoryMetric::kStep, {});
+  EXPECT_NE(html.find("of each run), dates UTC</text>"), std::string::npos);
   std::regex tick("<text class=\"xlabel\" x=\"([0-9.]+)\"[^>]*>([^<]+)<");
   const std::string svg = html.substr(html.find("chart-job1-step"));
   const std::string first = svg.substr(0, svg.find("</svg>"));
