@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/file.h"
+#include "core/read_log.h"
 #include "core/text.h"
 
 namespace stallscope {
@@ -97,6 +98,7 @@ std::optional<std::string> FindDirectory(const Root& root, std::string_view moun
   if (std::optional<std::string> joined = Join(mount, path)) candidates.push_back(*joined);
   if (candidates.empty() || candidates.back() != mount) candidates.emplace_back(mount);
   for (const std::string& dir : candidates) {
+    NoteLinksRead(root.Path(dir + "/" + std::string(probe_file)));
     if (::access(root.Path(dir + "/" + std::string(probe_file)).c_str(), R_OK) == 0) return dir;
   }
   return std::nullopt;
