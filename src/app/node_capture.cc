@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <ftw.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +12,8 @@
 #include "core/atomic_file.h"
 #include "core/read_log.h"
 #include "core/version.h"
+#include "probe/gpu_capture.h"
+#include "probe/gpu_probe.h"
 
 namespace stallscope {
 namespace {
@@ -18,8 +21,9 @@ namespace {
 // What the archive holds, in words, from the places its entries are under.
 std::vector<std::string> WhatWasCaptured(const std::vector<CaptureEntry>& entries) {
   const std::pair<std::string_view, std::string_view> kPlaces[] = {
-      {"/proc/", "/proc: memory, CPU, disk and network counters at both ends of the interval, "
-                 "pressure, mount table, cgroups, processes' status (no command lines)"},
+      {"/proc/",
+       "/proc: memory, CPU, disk and network counters at both ends of the interval, "
+       "pressure, mount table, cgroups, processes' status (no command lines)"},
       {"/sys/", "/sys: block devices, NICs, InfiniBand ports, PCIe links, NUMA topology"},
       {"/dev/kmsg", "kernel log: GPU Xid, NIC port and OOM-killer lines"},
       {"/ethtool/", "NIC driver statistics (ethtool -S) at both ends of the interval"},
@@ -42,11 +46,12 @@ int RemoveOne(const char* path, const struct stat*, int, struct FTW*) { return :
 }  // namespace
 
 std::vector<std::string> CaptureRedactions() {
-  return {"environment: only the training variables stallscope reads (NCCL_*, RANK, ...) of "
-          "its own environment; other variables and other processes' environments are never read",
-          "command lines, open files and memory maps of processes: never read",
-          "kernel log: every line but GPU Xid, NIC port and OOM-killer lines is blank (so line "
-          "numbers hold)"};
+  return {
+      "environment: only the training variables stallscope reads (NCCL_*, RANK, ...) of "
+      "its own environment; other variables and other processes' environments are never read",
+      "command lines, open files and memory maps of processes: never read",
+      "kernel log: every line but GPU Xid, NIC port and OOM-killer lines is blank (so line "
+      "numbers hold)"};
 }
 
 std::vector<std::string> CaptureCannotHold() {
@@ -105,6 +110,20 @@ Result<std::unique_ptr<OpenedCapture>> OpenedCapture::Open(const std::string& pa
   if (::mkdtemp(pattern.data()) == nullptr) return Status::FromErrno(pattern, errno);
   out->dir_ = pattern;
   if (Status s = ExtractCapture(out->contents_, out->dir_, path); !s.ok()) return s;
+  // Without NVML's answers (an older capture, a tree tarred by hand) the GPU
+  // probe must not ask this machine's NVML: the GPUs here are not the node's.
+  const std::string nvml = out->root().Path(kNvmlCapturePath);
+  if (!PathExists(nvml)) {
+    NvmlCapture none{false, fmt::format("{} (the capture holds no NVML answers)", kNoGpuLine), {}};
+    if (Status s = WriteFileAtomically(nvml, NvmlCaptureToJson(none)); !s.ok()) {
+      // The directory may be missing: the capture had no stallscope/ entry.
+      std::string dir = out->root().Path("/stallscope");
+      ::mkdir(dir.c_str(), 0755);
+      if (Status again = WriteFileAtomically(nvml, NvmlCaptureToJson(none)); !again.ok()) {
+        return again;
+      }
+    }
+  }
   return out;
 }
 
@@ -121,10 +140,10 @@ SnapshotReplay OpenedCapture::replay() const {
 
 std::vector<std::string> OpenedCapture::Notes() const {
   const CaptureManifest& m = contents_.manifest;
-  std::vector<std::string> out = {fmt::format(
-      "capture: {}, taken on {} at {} by stallscope {}", path_, m.host.empty() ? "?" : m.host,
-      m.time_utc.empty() ? "?" : m.time_utc,
-      m.stallscope_version.empty() ? "?" : m.stallscope_version)};
+  std::vector<std::string> out = {
+      fmt::format("capture: {}, taken on {} at {} by stallscope {}", path_,
+                  m.host.empty() ? "?" : m.host, m.time_utc.empty() ? "?" : m.time_utc,
+                  m.stallscope_version.empty() ? "?" : m.stallscope_version)};
   out.insert(out.end(), contents_.notes.begin(), contents_.notes.end());
   if (!has_before_) {
     out.push_back("capture: no first sample (before/): every rate reads as zero");
@@ -146,9 +165,8 @@ std::string OpenedCapture::Named(std::string text) const {
 
 Result<Snapshot> SnapshotFromCapture(const OpenedCapture& capture) {
   SnapshotOptions options;
-  options.interval_seconds = capture.manifest().interval_seconds > 0
-                                 ? capture.manifest().interval_seconds
-                                 : 1.0;
+  options.interval_seconds =
+      capture.manifest().interval_seconds > 0 ? capture.manifest().interval_seconds : 1.0;
   options.replay = capture.replay();
   return TakeSnapshot(capture.root(), options);
 }

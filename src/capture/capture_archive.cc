@@ -1,8 +1,8 @@
 #include "capture/capture_archive.h"
 
 #include <archive.h>
-#include <errno.h>
 #include <archive_entry.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -53,11 +53,13 @@ Status AddEntry(archive* a, const std::string& path, CaptureEntry::Kind kind,
       break;
   }
   if (archive_write_header(a, e.get()) != ARCHIVE_OK) {
-    return Status::FromErrno(fmt::format("capture entry {}: {}", path, archive_error_string(a)), EIO);
+    return Status::FromErrno(fmt::format("capture entry {}: {}", path, archive_error_string(a)),
+                             EIO);
   }
   if (kind == CaptureEntry::Kind::kFile && !data.empty() &&
       archive_write_data(a, data.data(), data.size()) < 0) {
-    return Status::FromErrno(fmt::format("capture entry {}: {}", path, archive_error_string(a)), EIO);
+    return Status::FromErrno(fmt::format("capture entry {}: {}", path, archive_error_string(a)),
+                             EIO);
   }
   return Status::Ok();
 }
@@ -88,12 +90,12 @@ Result<CaptureManifest> ParseManifest(std::string_view text, std::string_view so
     m.format.clear();
     Get(j, "format", m.format);
     constexpr std::string_view kPrefix = "stallscope.capture/";
-    std::optional<uint64_t> version = StartsWith(m.format, kPrefix)
-                                          ? ParseUint(std::string_view(m.format).substr(kPrefix.size()))
-                                          : std::nullopt;
+    std::optional<uint64_t> version =
+        StartsWith(m.format, kPrefix) ? ParseUint(std::string_view(m.format).substr(kPrefix.size()))
+                                      : std::nullopt;
     if (!version) {
-      return Status::ParseError(
-          where, 0, fmt::format("format \"{}\": not a stallscope capture", m.format));
+      return Status::ParseError(where, 0,
+                                fmt::format("format \"{}\": not a stallscope capture", m.format));
     }
     Get(j, "stallscope_version", m.stallscope_version);
     if (*version > static_cast<uint64_t>(kCaptureFormatVersion)) {
@@ -177,9 +179,15 @@ Status ReadEntry(archive* a, archive_entry* e, std::string_view source, CaptureE
   }
   out.path = name;
   switch (archive_entry_filetype(e)) {
-    case AE_IFREG: out.kind = CaptureEntry::Kind::kFile; break;
-    case AE_IFDIR: out.kind = CaptureEntry::Kind::kDirectory; break;
-    case AE_IFLNK: out.kind = CaptureEntry::Kind::kLink; break;
+    case AE_IFREG:
+      out.kind = CaptureEntry::Kind::kFile;
+      break;
+    case AE_IFDIR:
+      out.kind = CaptureEntry::Kind::kDirectory;
+      break;
+    case AE_IFLNK:
+      out.kind = CaptureEntry::Kind::kLink;
+      break;
     default:
       return Status::ParseError(where, 0,
                                 "neither a file, a directory nor a symbolic link (a capture "
@@ -189,8 +197,8 @@ Status ReadEntry(archive* a, archive_entry* e, std::string_view source, CaptureE
     const char* target = archive_entry_symlink(e);
     out.data = target ? target : "";
     if (!LinkStaysInTree(name, out.data)) {
-      return Status::ParseError(
-          where, 0, fmt::format("symbolic link to \"{}\" leaves its tree", out.data));
+      return Status::ParseError(where, 0,
+                                fmt::format("symbolic link to \"{}\" leaves its tree", out.data));
     }
     return Status::Ok();
   }
@@ -198,13 +206,13 @@ Status ReadEntry(archive* a, archive_entry* e, std::string_view source, CaptureE
   const la_int64_t size = archive_entry_size(e);
   if (size < 0 || static_cast<uint64_t>(size) > kCaptureMaxEntryBytes) {
     return Status::ParseError(
-        where, 0, fmt::format("{} bytes: over the limit of {} bytes an entry", size,
-                              kCaptureMaxEntryBytes));
+        where, 0,
+        fmt::format("{} bytes: over the limit of {} bytes an entry", size, kCaptureMaxEntryBytes));
   }
   total += static_cast<uint64_t>(size);
   if (total > kCaptureMaxTotalBytes) {
-    return Status::ParseError(where, 0,
-                              fmt::format("the entries pass {} bytes in all", kCaptureMaxTotalBytes));
+    return Status::ParseError(
+        where, 0, fmt::format("the entries pass {} bytes in all", kCaptureMaxTotalBytes));
   }
   out.data.resize(static_cast<size_t>(size));
   size_t have = 0;
@@ -401,8 +409,7 @@ Result<CaptureContents> ParseCaptureTar(std::string_view bytes, std::string_view
                                             archive_error_string(a.get())));
     }
     if (out.entries.size() + 1 > kCaptureMaxEntries) {
-      return Status::ParseError(source, 0,
-                                fmt::format("more than {} entries", kCaptureMaxEntries));
+      return Status::ParseError(source, 0, fmt::format("more than {} entries", kCaptureMaxEntries));
     }
     CaptureEntry entry;
     if (Status s = ReadEntry(a.get(), e, source, entry, total); !s.ok()) return s;

@@ -16,8 +16,9 @@ namespace {
 // Files of /proc/PID/ (and /proc/self/) that may hold a secret, a command
 // line, another process's memory or its open files: never captured.
 constexpr std::string_view kNeverInCapture[] = {
-    "cmdline", "environ", "mem", "maps", "smaps", "pagemap", "auxv", "stack", "syscall",
-    "fd", "fdinfo", "map_files", "kcore", "kmsg", "kallsyms", "cwd", "root", "exe", "mountstats"};
+    "cmdline",  "environ", "mem",  "maps",   "smaps",     "pagemap", "auxv",
+    "stack",    "syscall", "fd",   "fdinfo", "map_files", "kcore",   "kmsg",
+    "kallsyms", "cwd",     "root", "exe",    "mountstats"};
 
 // The parts of "/a/b/c": {"a", "b", "c"}.
 std::vector<std::string> Parts(std::string_view path) {

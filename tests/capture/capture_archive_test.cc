@@ -106,15 +106,14 @@ TEST(CaptureArchive, RoundTripKeepsManifestFilesDirectoriesAndLinks) {
 TEST(CaptureArchive, TruncatedArchiveNamesTheFileAndTheEntry) {
   std::string big(200000, 'x');
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + (i * 7919) % 26);
-  std::string tar = Raw({{"manifest.json", AE_IFREG, kManifest},
-                         {"node/proc/meminfo", AE_IFREG, big}},
-                        false);
+  std::string tar =
+      Raw({{"manifest.json", AE_IFREG, kManifest}, {"node/proc/meminfo", AE_IFREG, big}}, false);
   std::string message = ErrorOf(tar.substr(0, tar.size() / 2));
   EXPECT_NE(message.find("NODE.tar.gz"), std::string::npos) << message;
   EXPECT_NE(message.find("node/proc/meminfo"), std::string::npos) << message;
   // Compressed and cut: the same names.
-  std::string gz = Raw({{"manifest.json", AE_IFREG, kManifest},
-                        {"node/proc/meminfo", AE_IFREG, big}});
+  std::string gz =
+      Raw({{"manifest.json", AE_IFREG, kManifest}, {"node/proc/meminfo", AE_IFREG, big}});
   message = ErrorOf(gz.substr(0, gz.size() / 2));
   EXPECT_NE(message.find("NODE.tar.gz"), std::string::npos) << message;
   EXPECT_NE(message.find("node/proc/meminfo"), std::string::npos) << message;
@@ -138,17 +137,17 @@ TEST(CaptureArchive, RefusesNamesAndLinksThatLeaveTheTrees) {
   message = ErrorOf(
       Raw({{"manifest.json", AE_IFREG, kManifest}, {"node/sys/a", AE_IFLNK, "/etc/shadow"}}));
   EXPECT_NE(message.find("entry node/sys/a"), std::string::npos) << message;
-  message = ErrorOf(
-      Raw({{"manifest.json", AE_IFREG, kManifest}, {"node/sys/a", AE_IFLNK, "../../x"}}));
+  message =
+      ErrorOf(Raw({{"manifest.json", AE_IFREG, kManifest}, {"node/sys/a", AE_IFLNK, "../../x"}}));
   EXPECT_NE(message.find("leaves its tree"), std::string::npos) << message;
   message = ErrorOf(Raw({{"manifest.json", AE_IFREG, kManifest}, {"node/dev/sda", AE_IFBLK, ""}}));
   EXPECT_NE(message.find("entry node/dev/sda"), std::string::npos) << message;
 }
 
 TEST(CaptureArchive, RefusesAnEntryOverTheLimit) {
-  std::string message = ErrorOf(Raw({{"manifest.json", AE_IFREG, kManifest},
-                                     {"node/proc/big", AE_IFREG,
-                                      std::string(kCaptureMaxEntryBytes + 1, '\0')}}));
+  std::string message =
+      ErrorOf(Raw({{"manifest.json", AE_IFREG, kManifest},
+                   {"node/proc/big", AE_IFREG, std::string(kCaptureMaxEntryBytes + 1, '\0')}}));
   EXPECT_NE(message.find("entry node/proc/big"), std::string::npos) << message;
   EXPECT_NE(message.find("over the limit"), std::string::npos) << message;
 }
@@ -259,7 +258,8 @@ TEST(NvmlCapture, RoundTripOfEveryField) {
   ASSERT_TRUE(b.gpm.has_value());
   EXPECT_EQ(b.gpm->sm_active_percent, 41.5);
   EXPECT_FALSE(ParseNvmlCapture("[1,2", "nvml.json").ok());
-  Result<NvmlCapture> wrong = ParseNvmlCapture("{\"samples\": [{\"gpus\": [{\"index\": \"x\"}]}]}", "nvml.json");
+  Result<NvmlCapture> wrong =
+      ParseNvmlCapture("{\"samples\": [{\"gpus\": [{\"index\": \"x\"}]}]}", "nvml.json");
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("nvml.json"), std::string::npos);
 }

@@ -198,12 +198,15 @@ class HandTarredFixture(unittest.TestCase):
                     "format": "stallscope.capture/7", "stallscope_version": "7.0.0",
                     "host": "gpu-node-07"}).encode())
                 tar.add(GPU_HOST, arcname="node")
-            env = no_nvml_env()
             on_node = e2e.run_json(self, ["doctor", "--json", "--quick", "--root", GPU_HOST],
-                                   env=env)
-            report = e2e.run_json(self, ["doctor", "--json", "--from", path], env=env)
+                                   env=no_nvml_env())
+            # This machine's NVML (the fake one here) is never asked about
+            # the node's GPUs: the capture holds no NVML answers.
+            fake = fake_nvml_env(os.path.join(GPU_HOST, "fake_nvml_script"))
+            report = e2e.run_json(self, ["doctor", "--json", "--from", path], env=fake)
             self.assertEqual(findings(report), findings(on_node))
             notes = " | ".join(report["notes"])
+            self.assertIn("the capture holds no NVML answers", notes)
             self.assertIn("stallscope 7.0.0", notes)
             self.assertIn("stallscope.capture/7", notes)
             self.assertIn("no first sample", notes)
