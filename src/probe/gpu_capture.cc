@@ -50,17 +50,41 @@ GpmMetrics GpmFromJson(const Json& j) {
   return g;
 }
 
-// Every field of GpuState, by its name there.
-#define STALLSCOPE_GPU_FIELDS(X)                                                                   \
-  X(index)                                                                                         \
-  X(name) X(uuid) X(pci_bus_id) X(numa_node) X(lost) X(lost_reason) X(memory_used_bytes)           \
-      X(memory_total_bytes) X(utilization_gpu_percent) X(utilization_memory_percent)               \
-          X(sm_clock_mhz) X(sm_clock_max_mhz) X(throttle_reasons) X(temperature_c) X(power_w)      \
-              X(power_limit_w) X(pcie_tx_kib_per_s) X(pcie_rx_kib_per_s) X(ecc_volatile_corrected) \
-                  X(ecc_volatile_uncorrected) X(ecc_aggregate_corrected)                           \
-                      X(ecc_aggregate_uncorrected) X(retired_pages) X(remapped_rows)               \
-                          X(remap_pending) X(remap_failed) X(persistence_mode) X(mig_mode)         \
-                              X(mig_mode_pending) X(gpm_note)
+// Every field of GpuState, by its name there (processes and gpm below).
+// clang-format off
+#define STALLSCOPE_GPU_FIELDS(X) \
+  X(index) \
+  X(name) \
+  X(uuid) \
+  X(pci_bus_id) \
+  X(numa_node) \
+  X(lost) \
+  X(lost_reason) \
+  X(memory_used_bytes) \
+  X(memory_total_bytes) \
+  X(utilization_gpu_percent) \
+  X(utilization_memory_percent) \
+  X(sm_clock_mhz) \
+  X(sm_clock_max_mhz) \
+  X(throttle_reasons) \
+  X(temperature_c) \
+  X(power_w) \
+  X(power_limit_w) \
+  X(pcie_tx_kib_per_s) \
+  X(pcie_rx_kib_per_s) \
+  X(ecc_volatile_corrected) \
+  X(ecc_volatile_uncorrected) \
+  X(ecc_aggregate_corrected) \
+  X(ecc_aggregate_uncorrected) \
+  X(retired_pages) \
+  X(remapped_rows) \
+  X(remap_pending) \
+  X(remap_failed) \
+  X(persistence_mode) \
+  X(mig_mode) \
+  X(mig_mode_pending) \
+  X(gpm_note)
+// clang-format on
 
 template <typename T>
 void PutField(Json& j, const char* key, const T& value) {
