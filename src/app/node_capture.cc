@@ -27,7 +27,8 @@ std::vector<std::string> WhatWasCaptured(const std::vector<CaptureEntry>& entrie
       {"/sys/", "/sys: block devices, NICs, InfiniBand ports, PCIe links, NUMA topology"},
       {"/dev/kmsg", "kernel log: GPU Xid, NIC port and OOM-killer lines"},
       {"/ethtool/", "NIC driver statistics (ethtool -S) at both ends of the interval"},
-      {"/stallscope/nvml.json", "NVML's answers for every GPU at both ends of the interval"}};
+      {"/stallscope/nvml.json", "NVML's answers for every GPU at both ends of the interval"},
+      {"/stallscope/addresses.json", "the interfaces' IP addresses (getifaddrs)"}};
   std::vector<std::string> out;
   for (const auto& [prefix, words] : kPlaces) {
     for (const CaptureEntry& e : entries) {
@@ -56,7 +57,7 @@ std::vector<std::string> CaptureRedactions() {
 
 std::vector<std::string> CaptureCannotHold() {
   return {"the dataset and its storage bench (doctor --data)", "routes (MASTER_ADDR, --peer)",
-          "interface addresses", "active benches"};
+          "active benches"};
 }
 
 Result<CaptureWritten> TakeCapture(const Root& root, const std::string& path, bool force,

@@ -71,7 +71,8 @@ std::string RelativeLink(const std::vector<std::string>& from, const std::vector
 }  // namespace
 
 bool AllowedInCapture(std::string_view path) {
-  if (path == "/dev/kmsg" || path == "/stallscope/nvml.json" || path == "/proc/self/environ") {
+  if (path == "/dev/kmsg" || path == "/stallscope/nvml.json" ||
+      path == "/stallscope/addresses.json" || path == "/proc/self/environ") {
     return true;
   }
   std::vector<std::string> parts = Parts(path);

@@ -11,6 +11,7 @@
 #include "core/file.h"
 #include "core/host_clock.h"
 #include "core/read_log.h"
+#include "probe/captured_addresses.h"
 #include "probe/cgroup.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
@@ -84,6 +85,21 @@ Result<TrainingEnvironment> ReadEnvironmentUnder(const Root& root) {
   return ParseEnviron(*text, path);
 }
 
+// The interfaces' addresses: getifaddrs on a live host (a capture keeps
+// them), the capture's file under another root, else none.
+void ReadAddresses(const Root& root, InterfaceAddresses& addresses,
+                   std::vector<std::string>& notes) {
+  if (root.IsLive()) {
+    KeepOrNote(ReadLiveAddresses(), addresses, notes, "interface addresses");
+    NoteWrittenForCapture(kAddressesCapturePath, AddressesToCaptureJson(addresses));
+    return;
+  }
+  const std::string path = root.Path(kAddressesCapturePath);
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return;  // a fixture tree without addresses
+  KeepOrNote(ParseCapturedAddresses(*text, path), addresses, notes, "interface addresses");
+}
+
 void ReadStaticFacts(const Root& root, Snapshot& s) {
   if (Result<CgroupMemory> cgroup = ReadCgroupMemory(root); cgroup.ok()) {
     s.cgroup = std::move(*cgroup);
@@ -95,7 +111,7 @@ void ReadStaticFacts(const Root& root, Snapshot& s) {
   KeepOrNote(ReadBlockDevices(root), s.block_devices, s.notes, "block devices");
 
   InterfaceAddresses addresses;
-  if (root.IsLive()) KeepOrNote(ReadLiveAddresses(), addresses, s.notes, "interface addresses");
+  ReadAddresses(root, addresses, s.notes);
   KeepOrNote(ReadInterfaces(root, addresses), s.interfaces, s.notes, "network interfaces");
   KeepOrNote(ReadInfinibandDevices(root), s.infiniband, s.notes, "InfiniBand/RoCE ports");
 

@@ -17,6 +17,7 @@
 #include "capture/node_recorder.h"
 #include "core/file.h"
 #include "core/read_log.h"
+#include "probe/captured_addresses.h"
 #include "probe/gpu_capture.h"
 
 namespace stallscope {
@@ -262,6 +263,23 @@ TEST(NvmlCapture, RoundTripOfEveryField) {
       ParseNvmlCapture("{\"samples\": [{\"gpus\": [{\"index\": \"x\"}]}]}", "nvml.json");
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("nvml.json"), std::string::npos);
+}
+
+TEST(CapturedAddresses, RoundTripAndBadEntriesNamed) {
+  InterfaceAddresses in = {
+      {"eth0",
+       {{IpAddress::Family::kIpv4, "10.0.0.5", 24}, {IpAddress::Family::kIpv6, "fe80::1", 64}}}};
+  Result<InterfaceAddresses> back = ParseCapturedAddresses(AddressesToCaptureJson(in), "a.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->at("eth0").size(), 2u);
+  EXPECT_EQ(back->at("eth0")[0].address, "10.0.0.5");
+  EXPECT_EQ(back->at("eth0")[0].prefix_length, 24);
+  EXPECT_EQ(back->at("eth0")[1].family, IpAddress::Family::kIpv6);
+  Result<InterfaceAddresses> bad = ParseCapturedAddresses("{\"eth1\": [\"10.0.0.5\"]}", "a.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("a.json"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("eth1"), std::string::npos);
+  EXPECT_FALSE(ParseCapturedAddresses("[]", "a.json").ok());
 }
 
 }  // namespace

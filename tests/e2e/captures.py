@@ -33,7 +33,7 @@ CONGESTION_HOST = os.path.join(FIXTURES, "congestion_host")
 
 # What a capture may hold (docs/captures.md), as archive names.
 ALLOWED = re.compile(r"^(manifest\.json|(before|node)(/(proc|sys|ethtool)(/.*)?|/dev|/dev/kmsg|"
-                     r"/stallscope|/stallscope/nvml\.json)?)$")
+                     r"/stallscope|/stallscope/nvml\.json|/stallscope/addresses\.json)?)$")
 NEVER = {"cmdline", "environ", "mem", "maps", "smaps", "fd", "fdinfo", "auxv", "stack"}
 
 
@@ -256,6 +256,11 @@ class LiveCapture(unittest.TestCase):
             self.assertGreater(snap["processes"]["count"], 1)
             self.assertEqual(snap["environment"].get("NCCL_DEBUG"), "INFO")
             self.assertNotIn("STALLSCOPE_TEST_SECRET", snap["environment"])
+            live = e2e.run_json(self, ["snapshot", "--json", "--interval", "0.1"])
+            self.assertEqual(sorted((i["name"], json.dumps(i.get("addresses"))) for i in
+                                    snap["interfaces"]),
+                             sorted((i["name"], json.dumps(i.get("addresses"))) for i in
+                                    live["interfaces"]))
             report = e2e.run_json(self, ["doctor", "--json", "--from", path])
             e2e.check_report(self, report)
             self.assertEqual(report["host"], socket.gethostname())
