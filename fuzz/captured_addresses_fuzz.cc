@@ -12,8 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   stallscope::Result<stallscope::InterfaceAddresses> addresses =
       stallscope::ParseCapturedAddresses(text, "fuzz");
   if (!addresses.ok()) return 0;
-  stallscope::Result<stallscope::InterfaceAddresses> back = stallscope::ParseCapturedAddresses(
-      stallscope::AddressesToCaptureJson(*addresses), "again");
+  stallscope::Result<stallscope::InterfaceAddresses> back =
+      stallscope::ParseCapturedAddresses(stallscope::AddressesToCaptureJson(*addresses), "again");
   if (!back.ok() || back->size() != addresses->size()) std::abort();
   return 0;
 }

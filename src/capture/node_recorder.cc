@@ -72,7 +72,8 @@ std::string RelativeLink(const std::vector<std::string>& from, const std::vector
 
 bool AllowedInCapture(std::string_view path) {
   if (path == "/dev/kmsg" || path == "/stallscope/nvml.json" ||
-      path == "/stallscope/addresses.json" || path == "/proc/self/environ") {
+      path == "/stallscope/addresses.json" || path == "/proc/self/environ" ||
+      path == "/.dockerenv" || path == "/run/.containerenv") {
     return true;
   }
   std::vector<std::string> parts = Parts(path);

@@ -22,7 +22,8 @@
 namespace stallscope {
 
 // Whether the file at `path` (as under a probe root: "/proc/meminfo") may go
-// into a capture: /proc, /sys, /dev/kmsg, ethtool/ and stallscope/nvml.json,
+// into a capture: /proc, /sys, /dev/kmsg, ethtool/, stallscope/{nvml,
+// addresses}.json and the container markers (/.dockerenv, empty),
 // less what could hold a secret or a command line (environ but the own
 // one's training variables, cmdline, mem, maps, fd/...). Pure.
 bool AllowedInCapture(std::string_view path);

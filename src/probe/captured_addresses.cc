@@ -13,7 +13,8 @@ std::string AddressesToCaptureJson(const InterfaceAddresses& addresses) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& [name, list] : addresses) {
     nlohmann::ordered_json each = nlohmann::ordered_json::array();
-    for (const IpAddress& a : list) each.push_back(fmt::format("{}/{}", a.address, a.prefix_length));
+    for (const IpAddress& a : list)
+      each.push_back(fmt::format("{}/{}", a.address, a.prefix_length));
     j[name] = std::move(each);
   }
   return JsonText(j) + "\n";

@@ -412,6 +412,9 @@ ContainerInfo ReadContainerInfo(const Root& root) {
   ContainerHints hints;
   hints.dockerenv_exists = ::access(root.Path("/.dockerenv").c_str(), F_OK) == 0;
   hints.containerenv_exists = ::access(root.Path("/run/.containerenv").c_str(), F_OK) == 0;
+  // A capture keeps that they exist, not what they hold (podman's names the image).
+  if (hints.dockerenv_exists) NoteWrittenForCapture("/.dockerenv", "");
+  if (hints.containerenv_exists) NoteWrittenForCapture("/run/.containerenv", "");
   std::string cgroup_file = root.Path("/proc/self/cgroup");
   if (Result<std::string> text = ReadFile(cgroup_file, 1 << 20); text.ok()) {
     if (auto entries = ParseProcCgroup(*text, cgroup_file); entries.ok()) {

@@ -33,6 +33,7 @@ CONGESTION_HOST = os.path.join(FIXTURES, "congestion_host")
 
 # What a capture may hold (docs/captures.md), as archive names.
 ALLOWED = re.compile(r"^(manifest\.json|(before|node)(/(proc|sys|ethtool)(/.*)?|/dev|/dev/kmsg|"
+                     r"/\.dockerenv|/run|/run/\.containerenv|"
                      r"/stallscope|/stallscope/nvml\.json|/stallscope/addresses\.json)?)$")
 NEVER = {"cmdline", "environ", "mem", "maps", "smaps", "fd", "fdinfo", "auxv", "stack"}
 
@@ -257,6 +258,7 @@ class LiveCapture(unittest.TestCase):
             self.assertEqual(snap["environment"].get("NCCL_DEBUG"), "INFO")
             self.assertNotIn("STALLSCOPE_TEST_SECRET", snap["environment"])
             live = e2e.run_json(self, ["snapshot", "--json", "--interval", "0.1"])
+            self.assertEqual(snap["container"], live["container"])
             self.assertEqual(sorted((i["name"], json.dumps(i.get("addresses"))) for i in
                                     snap["interfaces"]),
                              sorted((i["name"], json.dumps(i.get("addresses"))) for i in
