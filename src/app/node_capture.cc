@@ -86,6 +86,7 @@ Result<CaptureWritten> TakeCapture(const Root& root, const std::string& path, bo
   m.captured = WhatWasCaptured(entries);
   m.not_captured = CaptureCannotHold();
   m.redacted = CaptureRedactions();
+  m.node_notes = s.notes;
   Result<std::string> bytes = BuildCaptureArchive(m, entries);
   if (!bytes.ok()) return bytes.status();
   if (Status w = WriteFileAtomically(path, *bytes); !w.ok()) return w;
@@ -135,8 +136,9 @@ OpenedCapture::~OpenedCapture() {
 SnapshotReplay OpenedCapture::replay() const {
   const CaptureManifest& m = contents_.manifest;
   Root first(dir_ + (has_before_ ? "/before" : "/node"));
-  return SnapshotReplay{first, m.before_monotonic_seconds, m.after_monotonic_seconds, m.time_utc,
-                        Notes()};
+  return SnapshotReplay{
+      first,       m.before_monotonic_seconds, m.after_monotonic_seconds, m.time_utc, Notes(),
+      m.node_notes};
 }
 
 std::vector<std::string> OpenedCapture::Notes() const {

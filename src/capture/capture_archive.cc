@@ -117,6 +117,7 @@ Result<CaptureManifest> ParseManifest(std::string_view text, std::string_view so
   m.captured = Strings(j, "captured");
   m.not_captured = Strings(j, "not_captured");
   m.redacted = Strings(j, "redacted");
+  m.node_notes = Strings(j, "node_notes");
   return m;
 }
 
@@ -345,6 +346,7 @@ std::string ManifestToJson(const CaptureManifest& m) {
   j["captured"] = m.captured;
   j["not_captured"] = m.not_captured;
   j["redacted"] = m.redacted;
+  j["node_notes"] = m.node_notes;
   return JsonText(j) + "\n";
 }
 

@@ -44,6 +44,7 @@ struct CaptureManifest {
   std::vector<std::string> captured;      // what it holds, in words
   std::vector<std::string> not_captured;  // what a capture cannot hold
   std::vector<std::string> redacted;      // what was left out on purpose
+  std::vector<std::string> node_notes;    // the node's snapshot's notes
 };
 
 struct CaptureEntry {

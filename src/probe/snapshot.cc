@@ -175,6 +175,18 @@ std::vector<NicStats> ReadAllNicStats(const Root& root, std::vector<std::string>
   return out;
 }
 
+// The node's notes whose source ("kernel log" of "kernel log: ...") the
+// read-back has no note of.
+void AddNodeNotes(const std::vector<std::string>& node_notes, std::vector<std::string>& notes) {
+  const size_t ours = notes.size();
+  for (const std::string& note : node_notes) {
+    const std::string source = note.substr(0, note.find(':') + 1);
+    bool known = false;
+    for (size_t i = 0; i < ours && !known; ++i) known = notes[i].rfind(source, 0) == 0;
+    if (!known) notes.push_back("on the node: " + note);
+  }
+}
+
 }  // namespace
 
 Result<HostSample> TakeHostSample(const Root& root, std::vector<std::string>* notes) {
@@ -248,6 +260,7 @@ Result<Snapshot> TakeSnapshot(const Root& root, const SnapshotOptions& options) 
   }
   s.time_utc = UtcNow();
   if (replay) {
+    AddNodeNotes(replay->node_notes, s.notes);
     s.before.monotonic_seconds = replay->before_monotonic_seconds;
     s.after.monotonic_seconds = replay->after_monotonic_seconds;
     s.time_utc = replay->time_utc;

@@ -26,6 +26,10 @@ struct SnapshotReplay {
   double after_monotonic_seconds = 0;
   std::string time_utc;
   std::vector<std::string> notes;  // where the capture came from, what it lacks
+  // What the node's own snapshot noted ("kernel log: ... permission denied"):
+  // each one whose source the read-back does not note itself is added as
+  // "on the node: ...", so a probe that failed there still says so.
+  std::vector<std::string> node_notes;
 };
 
 struct SnapshotOptions {

@@ -197,7 +197,9 @@ class HandTarredFixture(unittest.TestCase):
             with tarfile.open(path, "w:gz") as tar:
                 add_bytes(tar, "manifest.json", json.dumps({
                     "format": "stallscope.capture/7", "stallscope_version": "7.0.0",
-                    "host": "gpu-node-07"}).encode())
+                    "host": "gpu-node-07",
+                    "node_notes": ["pressure: /proc/pressure/cpu: Operation not permitted",
+                                   "disks: /proc/diskstats: No such file or directory"]}).encode())
                 tar.add(GPU_HOST, arcname="node")
             on_node = e2e.run_json(self, ["doctor", "--json", "--quick", "--root", GPU_HOST],
                                    env=no_nvml_env())
@@ -211,6 +213,11 @@ class HandTarredFixture(unittest.TestCase):
             self.assertIn("stallscope 7.0.0", notes)
             self.assertIn("stallscope.capture/7", notes)
             self.assertIn("no first sample", notes)
+            # A probe that failed on the node says so; one the read-back notes
+            # itself (disks) is not said twice.
+            self.assertIn("on the node: pressure: /proc/pressure/cpu: Operation not permitted",
+                          report["notes"])
+            self.assertNotIn("on the node: disks", notes)
         finally:
             shutil.rmtree(d)
 
