@@ -136,9 +136,19 @@ OpenedCapture::~OpenedCapture() {
 SnapshotReplay OpenedCapture::replay() const {
   const CaptureManifest& m = contents_.manifest;
   Root first(dir_ + (has_before_ ? "/before" : "/node"));
-  return SnapshotReplay{
-      first,       m.before_monotonic_seconds, m.after_monotonic_seconds, m.time_utc, Notes(),
-      m.node_notes};
+  std::vector<std::string> notes = Notes();
+  double before = m.before_monotonic_seconds;
+  double after = m.after_monotonic_seconds;
+  if (!(after > before)) {
+    // No clock (a manifest written by hand): rates over the stated interval.
+    before = 0;
+    after = m.interval_seconds > 0 ? m.interval_seconds : 1.0;
+    if (has_before_) {
+      notes.push_back(fmt::format(
+          "capture: the manifest has no sampling clock; rates are taken over {:.1f} s", after));
+    }
+  }
+  return SnapshotReplay{first, before, after, m.time_utc, std::move(notes), m.node_notes};
 }
 
 std::vector<std::string> OpenedCapture::Notes() const {

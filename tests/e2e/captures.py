@@ -222,6 +222,34 @@ class HandTarredFixture(unittest.TestCase):
             shutil.rmtree(d)
 
 
+class HandTarredTwoSamples(unittest.TestCase):
+    """before/ and node/ by hand, no sampling clock in the manifest: the
+    rates are taken over its interval, and a note says so."""
+
+    def test_rates_over_the_stated_interval(self):
+        d = tempfile.mkdtemp(prefix="capture-e2e-")
+        try:
+            path = os.path.join(d, "two.tar.gz")
+            stat = open(os.path.join(GPU_HOST, "proc", "stat")).read()
+            with tarfile.open(path, "w:gz") as tar:
+                add_bytes(tar, "manifest.json", json.dumps({
+                    "format": "stallscope.capture/1", "interval_seconds": 2.0}).encode())
+                tar.add(GPU_HOST, arcname="node")
+                tar.add(GPU_HOST, arcname="before",
+                        filter=lambda t: None if t.name == "before/proc/stat" else t)
+                # 200 ticks more of user time on the first CPU line.
+                fields = stat.splitlines()[0].split()
+                fields[1] = str(int(fields[1]) - 200)
+                add_bytes(tar, "before/proc/stat",
+                          ("\n".join([" ".join(fields)] + stat.splitlines()[1:]) + "\n").encode())
+            snap = e2e.run_json(self, ["snapshot", "--json", "--from", path], env=no_nvml_env())
+            self.assertAlmostEqual(snap["interval_seconds"], 2.0)
+            self.assertIn("capture: the manifest has no sampling clock; rates are taken over 2.0 s",
+                          snap["notes"])
+        finally:
+            shutil.rmtree(d)
+
+
 class CongestionCapture(unittest.TestCase):
     """ethtool files under the root travel as they are."""
 
