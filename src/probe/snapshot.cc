@@ -91,7 +91,9 @@ void ReadAddresses(const Root& root, InterfaceAddresses& addresses,
                    std::vector<std::string>& notes) {
   if (root.IsLive()) {
     KeepOrNote(ReadLiveAddresses(), addresses, notes, "interface addresses");
-    NoteWrittenForCapture(kAddressesCapturePath, AddressesToCaptureJson(addresses));
+    if (CurrentReadLog() != nullptr) {
+      NoteWrittenForCapture(kAddressesCapturePath, AddressesToCaptureJson(addresses));
+    }
     return;
   }
   const std::string path = root.Path(kAddressesCapturePath);
@@ -180,7 +182,8 @@ std::vector<NicStats> ReadAllNicStats(const Root& root, std::vector<std::string>
 void AddNodeNotes(const std::vector<std::string>& node_notes, std::vector<std::string>& notes) {
   const size_t ours = notes.size();
   for (const std::string& note : node_notes) {
-    const std::string source = note.substr(0, note.find(':') + 1);
+    const size_t colon = note.find(':');
+    const std::string source = colon == std::string::npos ? note : note.substr(0, colon + 1);
     bool known = false;
     for (size_t i = 0; i < ours && !known; ++i) known = notes[i].rfind(source, 0) == 0;
     if (!known) notes.push_back("on the node: " + note);
