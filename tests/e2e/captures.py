@@ -302,6 +302,16 @@ class LiveCapture(unittest.TestCase):
             e2e.check_report(self, report)
             self.assertEqual(report["host"], socket.gethostname())
             members, _ = check_names(self, path)
+            names = {m.name for m in members}
+            # Both ends of every rate: CPU, memory activity, disks, NICs.
+            for counters in ("proc/stat", "proc/vmstat", "proc/diskstats"):
+                self.assertIn("before/" + counters, names)
+                self.assertIn("node/" + counters, names)
+            # /proc/net is a link to self/net: kept as the link and the file.
+            for tree in ("before/", "node/"):
+                self.assertTrue({tree + "proc/net/dev", tree + "proc/self/net/dev"} & names)
+            self.assertIn("node/stallscope/addresses.json", names)
+            self.assertIn("node/stallscope/nvml.json", names)  # "no GPU", and why
             with tarfile.open(path) as tar:
                 for m in members:
                     if m.isfile():
