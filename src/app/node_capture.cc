@@ -23,7 +23,7 @@ std::vector<std::string> WhatWasCaptured(const std::vector<CaptureEntry>& entrie
   const std::pair<std::string_view, std::string_view> kPlaces[] = {
       {"/proc/",
        "/proc: memory, CPU, disk and network counters at both ends of the interval, "
-       "pressure, mount table, cgroups, processes' status (no command lines)"},
+       "pressure, cgroups, processes' stat and status (no command lines)"},
       {"/sys/", "/sys: block devices, NICs, InfiniBand ports, PCIe links, NUMA topology"},
       {"/dev/kmsg", "kernel log: GPU Xid, NIC port and OOM-killer lines"},
       {"/ethtool/", "NIC driver statistics (ethtool -S) at both ends of the interval"},
