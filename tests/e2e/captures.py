@@ -132,6 +132,16 @@ class FixtureCapture(unittest.TestCase):
         self.assertIn("gpu-node-07", first)
         self.assertIn(manifest["time_utc"], first)
 
+    def test_html_page_names_the_node_not_a_temporary_directory(self):
+        page = os.path.join(self.dir, "node.html")
+        rc, out, err, _ = e2e.run(["doctor", "--from", self.path, "--html", page],
+                                  env=no_nvml_env())
+        self.assertEqual(rc, 0, err)
+        html = open(page, encoding="utf-8").read()
+        self.assertIn("gpu-node-07", html)
+        self.assertIn("memory.gpu_ecc", html)
+        self.assertNotIn("stallscope-capture-", html)
+
     def test_manifest(self):
         members, manifest = check_names(self, self.path)
         self.assertEqual(manifest["format"], "stallscope.capture/1")
