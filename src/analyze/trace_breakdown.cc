@@ -81,6 +81,26 @@ struct Row {
   double launch = std::numeric_limits<double>::quiet_NaN();  // the CPU launch's start
 };
 
+// pandas' describe() of the bandwidth's values above zero.
+void DescribeBandwidth(std::vector<double> values, CopyStats& c) {
+  if (values.empty()) return;
+  const auto n = static_cast<double>(values.size());
+  double sum = 0;
+  for (double v : values) sum += v;
+  c.mean_gbps = sum / n;
+  if (values.size() > 1) {
+    double sq = 0;
+    for (double v : values) sq += (v - c.mean_gbps) * (v - c.mean_gbps);
+    c.std_gbps = std::sqrt(sq / (n - 1));
+  }
+  std::sort(values.begin(), values.end());
+  c.min_gbps = values.front();
+  c.max_gbps = values.back();
+  c.p25_gbps = LinearQuantile(values, 0.25);
+  c.p50_gbps = LinearQuantile(values, 0.5);
+  c.p75_gbps = LinearQuantile(values, 0.75);
+}
+
 }  // namespace
 
 Result<TraceStepRange> ParseTraceStepRange(std::string_view text) {
@@ -464,20 +484,15 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
     for (auto& [kind, p] : points) {
       std::stable_sort(p.begin(), p.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
-      CopyStats& c = stats[kind];
-      double run = 0, sum = 0;
-      uint64_t n = 0;
-      for (const auto& [t, d] : p) {
-        run += d;
-        if (run > 1e-9) {
-          c.min_gbps = n == 0 ? run : std::min(c.min_gbps, run);
-          c.max_gbps = n == 0 ? run : std::max(c.max_gbps, run);
-          sum += run;
-          ++n;
-        }
+      std::vector<double> values;
+      double run = 0;
+      for (size_t i = 0; i < p.size(); ++i) {
+        run += p[i].second;
+        const bool last_at_time = i + 1 == p.size() || p[i + 1].first != p[i].first;
+        if (last_at_time && run > 1e-9) values.push_back(run);
       }
-      c.mean_gbps = n > 0 ? sum / n : 0;
-      out.copies.push_back(c);
+      DescribeBandwidth(values, stats[kind]);
+      out.copies.push_back(stats[kind]);
     }
   }
 
@@ -596,6 +611,22 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
     out.step_figures = std::move(figures);
   }
   out.queue_length = SummarizeQueueLength(trace, cpu_kept);
+  out.launches = SummarizeLaunches(trace, {cpu_kept, filtering});
+  // Annotation rows as HTA keeps them: with a launch's correlation among the
+  // GPU's rows, without one (the usual: no stream, no correlation) among the
+  // CPU's, by their start.
+  std::vector<std::pair<std::string_view, double>> annotations;
+  for (const Row& r : rows) {
+    if (r.event->cat == TraceCategory::kGpuAnnotation && gpu_side(*r.event)) {
+      annotations.emplace_back(name_of(*r.event), r.end - r.start);
+    }
+  }
+  for (const TraceEvent& e : events) {
+    if (e.cat == TraceCategory::kGpuAnnotation && !gpu_side(e) && cpu_kept(StartOf(e))) {
+      annotations.emplace_back(name_of(e), EndOf(e) - StartOf(e));
+    }
+  }
+  out.user_annotations = SummarizeUserAnnotations(annotations);
   return out;
 }
 

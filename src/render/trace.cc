@@ -15,6 +15,40 @@ Json Nullable(const std::optional<double>& v) { return v ? Json(*v) : Json(nullp
 
 double Pct(double part, double whole) { return whole > 0 ? part / whole * 100 : 0; }
 
+Json LaunchesJson(const LaunchStats& l) {
+  Json kernels = Json::array();
+  for (const KernelLaunchDelay& k : l.kernels) {
+    kernels.push_back({{"name", k.name},
+                       {"launches", k.launches},
+                       {"delay_p50_us", k.p50_us},
+                       {"delay_p99_us", k.p99_us},
+                       {"delay_sum_us", k.sum_us}});
+  }
+  return {{"runtime_cutoff_us", kLaunchRuntimeCutoffUs},
+          {"launch_delay_cutoff_us", kLaunchDelayCutoffUs},
+          {"launches", l.launches},
+          {"gpu_shorter_than_launch", l.short_gpu},
+          {"runtime_outliers", l.runtime_outliers},
+          {"launch_delay_outliers", l.delay_outliers},
+          {"launch_call_us", l.cpu_us},
+          {"gpu_us", l.gpu_us},
+          {"kernels", kernels}};
+}
+
+Json AnnotationsJson(const std::vector<UserAnnotationTime>& list) {
+  Json out = Json::array();
+  for (const UserAnnotationTime& a : list) {
+    out.push_back({{"name", a.name},
+                   {"count", a.count},
+                   {"sum_us", a.sum_us},
+                   {"mean_us", a.mean_us},
+                   {"min_us", a.min_us},
+                   {"max_us", a.max_us},
+                   {"std_us", a.std_us}});
+  }
+  return out;
+}
+
 Json RankJson(const TraceRankBreakdown& r) {
   Json j;
   j["rank"] = r.rank;
@@ -88,7 +122,11 @@ Json RankJson(const TraceRankBreakdown& r) {
                       {"time_us", s.time_us},
                       {"mean_gbps", s.mean_gbps},
                       {"min_gbps", s.min_gbps},
-                      {"max_gbps", s.max_gbps}});
+                      {"max_gbps", s.max_gbps},
+                      {"std_gbps", Nullable(s.std_gbps)},
+                      {"p25_gbps", s.p25_gbps},
+                      {"p50_gbps", s.p50_gbps},
+                      {"p75_gbps", s.p75_gbps}});
   }
   j["copies"] = copies;
   Json queues = Json::array();
@@ -102,6 +140,8 @@ Json RankJson(const TraceRankBreakdown& r) {
     queues.push_back(one);
   }
   j["queue_length"] = queues;
+  j["launches"] = LaunchesJson(r.launches);
+  j["user_annotations"] = AnnotationsJson(r.user_annotations);
   Json steps = Json::array();
   for (const TraceStepFigures& s : r.step_figures) {
     steps.push_back({{"step", s.step},
@@ -118,6 +158,21 @@ Json RankJson(const TraceRankBreakdown& r) {
 }
 
 std::string Ms(double us) { return fmt::format("{:.1f} ms", us / 1000); }
+
+std::string LaunchesText(const LaunchStats& l) {
+  if (l.launches == 0) return "";
+  std::string out = fmt::format(
+      "  launches: {}; GPU shorter than its launch: {}; launch over {:.0f} us: {}; "
+      "delay over {:.0f} us: {}\n",
+      l.launches, l.short_gpu, kLaunchRuntimeCutoffUs, l.runtime_outliers, kLaunchDelayCutoffUs,
+      l.delay_outliers);
+  for (const KernelLaunchDelay& k : TopLaunchDelays(l, 3)) {
+    std::string name = k.name.size() > 60 ? k.name.substr(0, 59) + "~" : k.name;
+    out += fmt::format("    delay p50 {:>8.1f} us  p99 {:>8.1f} us  x{:<6} {}\n", k.p50_us,
+                       k.p99_us, k.launches, name);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -181,9 +236,10 @@ std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
                          KernelTypeName(k.type), name);
     }
     for (const CopyStats& c : r.copies) {
-      out += fmt::format("  {:<12} {:>6} ops {:>12}  {:.1f} GB/s mean (max {:.1f})\n", c.kind,
-                         c.count, Ms(c.time_us), c.mean_gbps, c.max_gbps);
+      out += fmt::format("  {:<12} {:>6} ops {:>12}  {:.1f} GB/s mean (p50 {:.1f}, max {:.1f})\n",
+                         c.kind, c.count, Ms(c.time_us), c.mean_gbps, c.p50_gbps, c.max_gbps);
     }
+    out += LaunchesText(r.launches);
   }
   out += "\n";
   for (const LayerStatus& l : report.layers) {
