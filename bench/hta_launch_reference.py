@@ -14,6 +14,12 @@ rows' delays grouped by the GPU row's name (pandas' quantile). Needs Debian's
 python3-pandas, python3-plotly, python3-networkx and python3-psutil.
 
   bench/hta_launch_reference.py --hta-src DIR --commit SHA --out FILE [--traces DIR]
+  bench/hta_launch_reference.py --hta-src DIR --commit SHA --generated \
+      --out tests/fixtures/traces/hta_generated_reference.json
+
+--generated writes 8-rank traces with bench/gen_trace.py (rank 5 late by
+3 ms each step) into a temporary directory and takes HTA's figures of them;
+tests/analyze/trace_stragglers_test.cc writes the same traces again.
 """
 import argparse
 import contextlib
@@ -127,7 +133,26 @@ def figures(trace_dir, candidates):
             "launches": guarded(lambda: launches(ta, ranks)),
             "user_annotations": guarded(lambda: annotations(ta)),
             "potential_stragglers": guarded(
-                lambda: sorted(int(r) for r in ta.get_potential_stragglers(num_candidates=candidates)))}
+                lambda: [int(r) for r in ta.get_potential_stragglers(num_candidates=candidates)])}
+
+
+GENERATED = {"late_rank": {"ranks": 8, "late_rank": 5, "late_us": 3000, "bytes": 4e5,
+                           "kernels_per_step": 100,
+                           "nccl_kernel": "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"}}
+
+
+def generate(root):
+    import subprocess
+    gen = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_trace.py")
+    for name, g in GENERATED.items():
+        os.makedirs(os.path.join(root, name))
+        for r in range(g["ranks"]):
+            subprocess.run([sys.executable, gen, os.path.join(root, name, "rank%d.json" % r),
+                            "--bytes", str(g["bytes"]), "--rank", str(r), "--world",
+                            str(g["ranks"]), "--kernels-per-step", str(g["kernels_per_step"]),
+                            "--late-us", str(g["late_us"] if r == g["late_rank"] else 0),
+                            "--nccl-kernel", g["nccl_kernel"]], check=True,
+                           stdout=subprocess.DEVNULL)
 
 
 def main():
@@ -136,13 +161,21 @@ def main():
     p.add_argument("--commit", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--candidates", type=int, default=2)
+    p.add_argument("--generated", action="store_true", help="HTA on bench/gen_trace.py traces")
     p.add_argument("--traces", default=os.path.join(os.path.dirname(__file__), "..", "..",
                                                     "shared", "traces", "hta"))
     a = p.parse_args()
     sys.path.insert(0, a.hta_src)
+    if a.generated:
+        import tempfile
+        tmp = tempfile.TemporaryDirectory()
+        a.traces = tmp.name
+        generate(a.traces)
     ref = {"generated_by": "bench/hta_launch_reference.py", "hta_source": a.commit,
            "runtime_cutoff_us": RUNTIME_CUTOFF, "launch_delay_cutoff_us": DELAY_CUTOFF,
            "straggler_candidates": a.candidates, "traces": {}}
+    if a.generated:
+        ref["generated"] = GENERATED
     for name, path in trace_dirs(a.traces):
         ref["traces"][name] = figures(path, a.candidates)
         print(name, json.dumps(ref["traces"][name])[:300], flush=True)

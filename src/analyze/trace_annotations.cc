@@ -43,10 +43,9 @@ std::vector<UserAnnotationTime> SummarizeUserAnnotations(
   if (out.size() <= max_names) return out;
   // HTA: largest sum first (a stable sort of the by-name list), then the
   // running sum's quantile cuts the rest into "others", figures of the sums.
-  std::stable_sort(out.begin(), out.end(), [](const UserAnnotationTime& a,
-                                              const UserAnnotationTime& b) {
-    return a.sum_us > b.sum_us;
-  });
+  std::stable_sort(
+      out.begin(), out.end(),
+      [](const UserAnnotationTime& a, const UserAnnotationTime& b) { return a.sum_us > b.sum_us; });
   std::vector<double> running;
   double total = 0;
   for (const UserAnnotationTime& a : out) running.push_back(total += a.sum_us);

@@ -610,6 +610,37 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
     }
     out.step_figures = std::move(figures);
   }
+  // What the straggler analysis across ranks needs: each row's step, by its
+  // start (CPU) or its launch's (GPU), as HTA assigns iterations.
+  {
+    StragglerFigures& st = out.straggler;
+    st.rank = out.rank;
+    st.steps = out.steps;
+    auto in_step = [&](double t) -> std::optional<int64_t> {
+      auto it = std::upper_bound(kept_steps.begin(), kept_steps.end(), t,
+                                 [](double v, const Step& x) { return v < x.start; });
+      if (it == kept_steps.begin() || !(t < std::prev(it)->end)) return std::nullopt;
+      return std::prev(it)->number;
+    };
+    for (const TraceEvent& e : events) {
+      if (gpu_side(e) || !cpu_kept(StartOf(e)) || !in_step(StartOf(e))) continue;
+      st.first_us = std::min(st.first_us, StartOf(e));
+      st.last_end_us = std::max(st.last_end_us, EndOf(e));
+    }
+    for (const Row& r : rows) {
+      if (std::isnan(r.launch)) continue;
+      std::optional<int64_t> step = in_step(r.launch);
+      if (!step) continue;
+      st.last_end_us = std::max(st.last_end_us, r.end);
+      if (StartsWith(name_of(*r.event), "ncclKernel")) {
+        st.comm.push_back(
+            {r.event->stream, std::string(name_of(*r.event)), *step, r.start, r.end - r.start});
+      }
+    }
+    std::stable_sort(
+        st.comm.begin(), st.comm.end(),
+        [](const CommKernelRow& a, const CommKernelRow& b) { return a.start < b.start; });
+  }
   out.queue_length = SummarizeQueueLength(trace, cpu_kept);
   out.launches = SummarizeLaunches(trace, {cpu_kept, filtering});
   // Annotation rows as HTA keeps them: with a launch's correlation among the

@@ -22,6 +22,7 @@
 #include "analyze/trace_annotations.h"
 #include "analyze/trace_launches.h"
 #include "analyze/trace_queue.h"
+#include "analyze/trace_stragglers.h"
 #include "core/status.h"
 #include "sample/trace.h"
 
@@ -139,6 +140,7 @@ struct TraceRankBreakdown {
   QueueLengthSummary queue_length;                   // over the whole trace, as HTA (no step cut)
   LaunchStats launches;                              // over the kept rows
   std::vector<UserAnnotationTime> user_annotations;  // gpu_user_annotation rows kept
+  StragglerFigures straggler;                        // for FindPotentialStragglers over the ranks
   std::vector<TraceStepFigures> step_figures;
   std::vector<std::string> notes;
 };

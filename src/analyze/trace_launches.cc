@@ -14,9 +14,8 @@ namespace {
 
 // HTA's launch calls for these statistics (not cuLaunchKernel nor HIP's).
 bool IsLaunchCall(std::string_view name) {
-  return name == "cudaLaunchKernel" || name == "cudaLaunchKernelExC" ||
-         name == "cudaMemcpyAsync" || name == "cudaMemsetAsync" ||
-         name == "runFunction - job_prep_and_submit_for_execution";
+  return name == "cudaLaunchKernel" || name == "cudaLaunchKernelExC" || name == "cudaMemcpyAsync" ||
+         name == "cudaMemsetAsync" || name == "runFunction - job_prep_and_submit_for_execution";
 }
 
 struct Row {

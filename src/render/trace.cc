@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <variant>
 
 #include "core/version.h"
 
@@ -159,6 +160,24 @@ Json RankJson(const TraceRankBreakdown& r) {
 
 std::string Ms(double us) { return fmt::format("{:.1f} ms", us / 1000); }
 
+std::string StragglersText(const PotentialStragglers& s, const Report& report) {
+  std::string out;
+  if (s.ranks.empty()) {
+    out = fmt::format("\npotential stragglers (HTA): none: {}\n", s.why_none);
+  } else {
+    std::string list;
+    for (int r : s.ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    std::string kernel = s.kernel.size() > 60 ? s.kernel.substr(0, 59) + "~" : s.kernel;
+    out = fmt::format(
+        "\npotential stragglers (HTA): rank{} {}: latest to start {} (stream {}) "
+        "over {} step{}\n",
+        s.ranks.size() == 1 ? "" : "s", list, kernel, s.stream, s.steps, s.steps == 1 ? "" : "s");
+  }
+  std::string why = StragglerAgreement(s, report);
+  if (!why.empty()) out += "  " + why + "\n";
+  return out;
+}
+
 std::string LaunchesText(const LaunchStats& l) {
   if (l.launches == 0) return "";
   std::string out = fmt::format(
@@ -176,8 +195,51 @@ std::string LaunchesText(const LaunchStats& l) {
 
 }  // namespace
 
+std::string StragglerAgreement(const PotentialStragglers& stragglers, const Report& report) {
+  std::optional<int64_t> finding_rank;
+  for (const Finding& f : report.findings) {
+    if (f.id != "distributed.straggler") continue;
+    for (const Evidence& e : f.evidence) {
+      if (e.name == "rank" && std::holds_alternative<int64_t>(e.value)) {
+        finding_rank = std::get<int64_t>(e.value);
+      }
+    }
+  }
+  const auto& list = stragglers.ranks;
+  if (!finding_rank) {
+    if (list.empty() || stragglers.late_counts.size() < 2) return "";
+    return fmt::format(
+        "distributed.straggler names no rank: no rank's compute time is 15% over the others' "
+        "median; HTA's analysis always names the {} latest starters of {}, late or not",
+        list.size(), stragglers.kernel);
+  }
+  if (std::find(list.begin(), list.end(), *finding_rank) != list.end()) return "";
+  if (list.empty()) {
+    return fmt::format(
+        "distributed.straggler names rank {} by its compute time; HTA's analysis names none: {}",
+        *finding_rank, stragglers.why_none);
+  }
+  return fmt::format(
+      "distributed.straggler names rank {} by its compute time; HTA's analysis ranks by when {} "
+      "starts (a rank that computes longer reaches the collective later only where nothing "
+      "else waits in between)",
+      *finding_rank, stragglers.kernel);
+}
+
+Json StragglersJson(const PotentialStragglers& s, const Report& report) {
+  Json counts = Json::array();
+  for (const auto& [rank, n] : s.late_counts) counts.push_back({{"rank", rank}, {"late_steps", n}});
+  return {{"ranks", s.ranks},
+          {"stream", s.ranks.empty() ? Json(nullptr) : Json(s.stream)},
+          {"kernel", s.ranks.empty() ? Json(nullptr) : Json(s.kernel)},
+          {"steps", s.steps},
+          {"late_counts", counts},
+          {"why_none", s.why_none.empty() ? Json(nullptr) : Json(s.why_none)},
+          {"versus_straggler_finding", StragglerAgreement(s, report)}};
+}
+
 Json TraceToJson(const std::vector<TraceRankBreakdown>& ranks, const ReportHeader& header,
-                 const Report& report) {
+                 const Report& report, const PotentialStragglers& stragglers) {
   Json report_json = ReportToJson(header, report);
   Json out;
   out["schema"] = "stallscope.trace/1";
@@ -188,6 +250,8 @@ Json TraceToJson(const std::vector<TraceRankBreakdown>& ranks, const ReportHeade
   Json list = Json::array();
   for (const TraceRankBreakdown& r : ranks) list.push_back(RankJson(r));
   out["ranks"] = list;
+  out["potential_stragglers"] = stragglers.ranks;
+  out["potential_stragglers_detail"] = StragglersJson(stragglers, report);
   out["verdict"] = report_json["verdict"];
   out["layers"] = report_json["layers"];
   out["findings"] = report_json["findings"];
@@ -196,7 +260,8 @@ Json TraceToJson(const std::vector<TraceRankBreakdown>& ranks, const ReportHeade
 }
 
 std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
-                            const ReportHeader& header, const Report& report) {
+                            const ReportHeader& header, const Report& report,
+                            const PotentialStragglers& stragglers) {
   std::string out =
       fmt::format("stallscope trace: {} rank{}\n\n", ranks.size(), ranks.size() == 1 ? "" : "s");
   out += fmt::format("{:>5}  {:<24} {:>8} {:>10} {:>7} {:>8} {:>12} {:>9}  {}\n", "rank", "gpu",
@@ -241,6 +306,7 @@ std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
     }
     out += LaunchesText(r.launches);
   }
+  if (ranks.size() > 1) out += StragglersText(stragglers, report);
   out += "\n";
   for (const LayerStatus& l : report.layers) {
     for (const Finding& f : report.findings) {

@@ -6,6 +6,8 @@
 // traces are read in place from ../shared/traces/hta (or
 // $STALLSCOPE_SHARED/traces/hta): missing, the test skips outside CI and
 // fails with CI=true.
+#include "analyze/trace_launches.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,7 +20,6 @@
 
 #include "analyze/trace_annotations.h"
 #include "analyze/trace_breakdown.h"
-#include "analyze/trace_launches.h"
 #include "probe/trace_file.h"
 
 namespace stallscope {
@@ -34,18 +35,19 @@ TraceEvent Row(double ts, double dur, int64_t correlation, int stream, uint32_t 
   return e;
 }
 
-LaunchRowFilter KeepAll() { return {[](double) { return true; }, false}; }
+LaunchRowFilter KeepAll() {
+  return {[](double) { return true; }, false};
+}
 
 TEST(TraceLaunches, PairsCallsWithTheirGpuRowsAndCountsOutliers) {
   TraceFile t;
   t.names = {"cudaLaunchKernel", "gemm", "relu", "cudaStreamSynchronize", "cuLaunchKernel"};
-  t.events = {
-      Row(0, 10, 1, -1, 0),    Row(5, 2, 1, 7, 1),       // GPU row before the call ends: delay 0
-      Row(20, 60, 2, -1, 0),   Row(300, 100, 2, 7, 1),   // a slow call, delay 220
-      Row(400, 5, 3, -1, 0),   Row(406, 1, 3, 7, 2),     // short GPU row, delay 1
-      Row(500, 5, 4, -1, 3),   Row(600, 1, 4, 7, 2),     // not a launch call
-      Row(700, 5, 5, -1, 4),   Row(800, 1, 5, 7, 2),     // HTA leaves cuLaunchKernel out
-      Row(900, 5, 6, -1, 0)};                            // no GPU row
+  t.events = {Row(0, 10, 1, -1, 0),  Row(5, 2, 1, 7, 1),  // GPU row before the call ends: delay 0
+              Row(20, 60, 2, -1, 0), Row(300, 100, 2, 7, 1),  // a slow call, delay 220
+              Row(400, 5, 3, -1, 0), Row(406, 1, 3, 7, 2),    // short GPU row, delay 1
+              Row(500, 5, 4, -1, 3), Row(600, 1, 4, 7, 2),    // not a launch call
+              Row(700, 5, 5, -1, 4), Row(800, 1, 5, 7, 2),    // HTA leaves cuLaunchKernel out
+              Row(900, 5, 6, -1, 0)};                         // no GPU row
   LaunchStats s = SummarizeLaunches(t, KeepAll());
   EXPECT_EQ(s.launches, 3u);
   EXPECT_EQ(s.short_gpu, 2u);  // 2 < 10 and 1 < 5; the 60 µs call is over the cut-off
