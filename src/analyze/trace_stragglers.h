@@ -31,7 +31,7 @@ struct CommKernelRow {
 // What one rank's trace gives the analysis.
 struct StragglerFigures {
   int rank = 0;
-  std::vector<int64_t> steps;  // the kept steps
+  std::vector<int64_t> steps;                                 // the kept steps
   double first_us = std::numeric_limits<double>::infinity();  // over rows in the steps
   double last_end_us = -std::numeric_limits<double>::infinity();
   std::vector<CommKernelRow> comm;  // in time order
@@ -41,9 +41,9 @@ struct PotentialStragglers {
   std::vector<int> ranks;  // the `candidates` most often late, most first
   int stream = 0;          // the kernel the start times are of
   std::string kernel;
-  uint64_t steps = 0;                 // steps compared
+  uint64_t steps = 0;                                 // steps compared
   std::vector<std::pair<int, uint64_t>> late_counts;  // per rank: steps among the latest
-  std::string why_none;               // set when there is no result
+  std::string why_none;                               // set when there is no result
 };
 
 PotentialStragglers FindPotentialStragglers(const std::vector<StragglerFigures>& ranks,

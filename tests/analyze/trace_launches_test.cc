@@ -20,6 +20,7 @@
 
 #include "analyze/trace_annotations.h"
 #include "analyze/trace_breakdown.h"
+#include "analyze/trace_rules.h"
 #include "probe/trace_file.h"
 
 namespace stallscope {
@@ -130,6 +131,66 @@ TEST(TraceCopies, BandwidthIsTheConcurrentSumOncePerTime) {
   EXPECT_DOUBLE_EQ(c.p75_gbps, 32.5);
   ASSERT_TRUE(c.std_gbps);
   EXPECT_NEAR(*c.std_gbps, std::sqrt(500.0 / 3), 1e-9);
+}
+
+// A rank at the edges of code.launch_bound: `kernels` launched, `short_kernels`
+// of them under 10 µs, the GPU busy `busy_pct` of its window, kernels in
+// `windows` of the 1/6 s windows.
+TraceRankBreakdown LaunchRank(uint64_t kernels, uint64_t short_kernels, double busy_pct,
+                              double windows) {
+  TraceRankBreakdown r;
+  r.rank = 2;
+  r.temporal = TemporalBreakdown{};
+  r.temporal->idle_pct = 100 - busy_pct;
+  r.busy_window_share = windows;
+  TraceStepFigures step;
+  step.step = 1;
+  step.kernels = kernels;
+  step.short_kernels = short_kernels;
+  r.step_figures = {step};
+  r.launches.launches = kernels;
+  r.launches.short_gpu = short_kernels;
+  r.launches.kernels = {{"relu", 40, 2, 9, 300}, {"gemm", 60, 1, 3, 100}, {"add", 5, 50, 60, 400}};
+  return r;
+}
+
+const Finding* Find(const std::vector<Finding>& findings, const std::string& id) {
+  for (const Finding& f : findings) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+TEST(TraceRules, LaunchBoundIsItsOwnIdWithHtasLaunchStatistics) {
+  std::vector<Finding> f = CheckTraces({LaunchRank(100, 50, 49.9, 0.8)}).findings;
+  const Finding* l = Find(f, "code.launch_bound");
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(Find(f, "code.util_misleading"), nullptr);  // one id per finding
+  EXPECT_EQ(l->severity, Severity::kWarning);
+  std::map<std::string, EvidenceValue> ev;
+  for (const Evidence& e : l->evidence) ev[e.name] = e.value;
+  EXPECT_EQ(std::get<int64_t>(ev["launches"]), 100);
+  EXPECT_DOUBLE_EQ(std::get<double>(ev["gpu_shorter_than_launch_share"]), 0.5);
+  // the kernels with the most summed launch delay, largest first
+  EXPECT_EQ(std::get<std::string>(ev["top_kernel_1"]), "add");
+  EXPECT_EQ(std::get<std::string>(ev["top_kernel_2"]), "relu");
+  EXPECT_EQ(std::get<std::string>(ev["top_kernel_3"]), "gemm");
+  EXPECT_NE(l->next.find("add"), std::string::npos);
+  const Finding* critical =
+      Find(CheckTraces({LaunchRank(100, 50, 24.9, 0.8)}).findings, "code.launch_bound");
+  ASSERT_NE(critical, nullptr);
+  EXPECT_EQ(critical->severity, Severity::kCritical);
+}
+
+TEST(TraceRules, LaunchBoundEdges) {
+  auto fires = [](TraceRankBreakdown r) {
+    return Find(CheckTraces({std::move(r)}).findings, "code.launch_bound") != nullptr;
+  };
+  EXPECT_FALSE(fires(LaunchRank(99, 99, 10, 1)));      // too few kernels to judge
+  EXPECT_FALSE(fires(LaunchRank(100, 49, 10, 1)));     // under half are short
+  EXPECT_FALSE(fires(LaunchRank(100, 50, 50, 1)));     // the GPU busy half the time
+  EXPECT_FALSE(fires(LaunchRank(100, 50, 10, 0.79)));  // utilization would not read busy
+  EXPECT_TRUE(fires(LaunchRank(100, 50, 10, 0.8)));
 }
 
 std::filesystem::path SharedTraces() {

@@ -9,12 +9,12 @@
 #include "analyze/trace_stragglers.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 #include <string>
 
 #include "analyze/trace_breakdown.h"
@@ -98,20 +98,21 @@ TEST(TraceStragglers, MatchesHtaOnEightGeneratedRanksWithOneLate) {
   std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_generated_reference.json");
   const nlohmann::json ref = nlohmann::json::parse(in);
   const std::string bench = std::string(STALLSCOPE_FIXTURES) + "/../../bench/gen_trace.py";
-  const std::filesystem::path root =
-      std::filesystem::temp_directory_path() / ("stallscope-stragglers-" + std::to_string(getpid()));
+  const std::filesystem::path root = std::filesystem::temp_directory_path() /
+                                     ("stallscope-stragglers-" + std::to_string(getpid()));
   for (const auto& [name, g] : ref.at("generated").items()) {
     const std::filesystem::path dir = root / name;
     std::filesystem::create_directories(dir);
     for (int r = 0; r < g.at("ranks").get<int>(); ++r) {
       const double late = r == g.at("late_rank").get<int>() ? g.at("late_us").get<double>() : 0;
-      const std::string cmd =
-          "/usr/bin/python3 " + bench + " " + (dir / ("rank" + std::to_string(r) + ".json")).string() +
-          " --bytes " + std::to_string(g.at("bytes").get<double>()) + " --rank " +
-          std::to_string(r) + " --world " + std::to_string(g.at("ranks").get<int>()) +
-          " --kernels-per-step " + std::to_string(g.at("kernels_per_step").get<int>()) +
-          " --late-us " + std::to_string(late) + " --nccl-kernel '" +
-          g.at("nccl_kernel").get<std::string>() + "' > /dev/null";
+      const std::string cmd = "/usr/bin/python3 " + bench + " " +
+                              (dir / ("rank" + std::to_string(r) + ".json")).string() +
+                              " --bytes " + std::to_string(g.at("bytes").get<double>()) +
+                              " --rank " + std::to_string(r) + " --world " +
+                              std::to_string(g.at("ranks").get<int>()) + " --kernels-per-step " +
+                              std::to_string(g.at("kernels_per_step").get<int>()) + " --late-us " +
+                              std::to_string(late) + " --nccl-kernel '" +
+                              g.at("nccl_kernel").get<std::string>() + "' > /dev/null";
       ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     }
     PotentialStragglers got = FindPotentialStragglers(FiguresOf(dir));
@@ -124,8 +125,8 @@ TEST(TraceStragglers, MatchesHtaOnEightGeneratedRanksWithOneLate) {
 }
 
 TEST(TraceStragglers, MatchesHtaOnItsTestTracesWhereHtaAnswers) {
-  std::filesystem::path root = std::filesystem::path(STALLSCOPE_FIXTURES) / ".." / ".." / ".." /
-                               "shared" / "traces" / "hta";
+  std::filesystem::path root =
+      std::filesystem::path(STALLSCOPE_FIXTURES) / ".." / ".." / ".." / "shared" / "traces" / "hta";
   if (const char* dir = std::getenv("STALLSCOPE_SHARED")) {
     root = std::filesystem::path(dir) / "traces" / "hta";
   }
