@@ -3,9 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <string_view>
-#include <unordered_map>
+#include <vector>
 
 #include "analyze/trace_queue.h"
 
@@ -19,65 +18,77 @@ bool IsLaunchCall(std::string_view name) {
 }
 
 struct Row {
+  int64_t correlation = 0;
   double start = 0, dur = 0;
   uint32_t name = 0;
+  bool launch_call = false;
 };
 
-struct Rows {
-  std::unordered_map<int64_t, std::vector<Row>> cpu, gpu;  // by correlation
-};
-
-// The kept rows of the launch calls' correlations, each side.
-Rows RowsByCorrelation(const TraceFile& trace, const LaunchRowFilter& filter) {
+// The kept rows with a correlation, each side, by correlation (a sort and a
+// merge: far cheaper than a map of lists on a trace of a million rows).
+void RowsByCorrelation(const TraceFile& trace, const LaunchRowFilter& filter, std::vector<Row>& cpu,
+                       std::vector<Row>& gpu) {
   const bool round = trace.fractional_times;
-  auto row = [round](const TraceEvent& e) {
-    if (!round) return Row{e.ts, e.dur, e.name};
-    const double start = std::ceil(e.ts);
-    return Row{start, std::floor(e.ts + e.dur) - start, e.name};
-  };
-  std::unordered_map<int64_t, uint32_t> launch_calls;  // kept calls; CPU rows per correlation
-  std::unordered_map<int64_t, uint32_t> cpu_rows;
   for (const TraceEvent& e : trace.events) {
-    if (e.stream != -1 || e.correlation < 0 || !filter.cpu_kept(row(e).start)) continue;
-    ++cpu_rows[e.correlation];
-    if (IsLaunchCall(trace.names[e.name])) ++launch_calls[e.correlation];
-  }
-  Rows out;
-  for (const TraceEvent& e : trace.events) {
-    if (e.correlation < 0 || !launch_calls.contains(e.correlation)) continue;
-    if (e.stream == -1) {
-      if (filter.cpu_kept(row(e).start)) out.cpu[e.correlation].push_back(row(e));
-      continue;
+    if (e.correlation < 0) continue;
+    Row r{e.correlation, e.ts, e.dur, e.name, false};
+    if (round) {
+      r.start = std::ceil(e.ts);
+      r.dur = std::floor(e.ts + e.dur) - r.start;
     }
-    const uint32_t copies = filter.duplicate_by_launch ? cpu_rows[e.correlation] : 1;
-    for (uint32_t k = 0; k < copies; ++k) out.gpu[e.correlation].push_back(row(e));
+    if (e.stream != -1) {
+      gpu.push_back(r);
+    } else if (filter.cpu_kept(r.start)) {
+      r.launch_call = IsLaunchCall(trace.names[e.name]);
+      cpu.push_back(r);
+    }
   }
-  return out;
+  auto by_correlation = [](const Row& a, const Row& b) { return a.correlation < b.correlation; };
+  std::stable_sort(cpu.begin(), cpu.end(), by_correlation);
+  std::stable_sort(gpu.begin(), gpu.end(), by_correlation);
 }
 
 }  // namespace
 
 LaunchStats SummarizeLaunches(const TraceFile& trace, const LaunchRowFilter& filter) {
   LaunchStats out;
-  const Rows rows = RowsByCorrelation(trace, filter);
-  std::map<uint32_t, std::vector<double>> delays;  // by the GPU row's name
-  for (const auto& [correlation, cpu] : rows.cpu) {
-    auto gpu = rows.gpu.find(correlation);
-    if (gpu == rows.gpu.end()) continue;
-    for (const Row& c : cpu) {
-      for (const Row& g : gpu->second) {
-        const double delay = std::max(0.0, g.start - c.start - c.dur);
-        ++out.launches;
-        out.cpu_us += c.dur;
-        out.gpu_us += g.dur;
-        if (c.dur <= kLaunchRuntimeCutoffUs && g.dur < c.dur) ++out.short_gpu;
-        if (c.dur > kLaunchRuntimeCutoffUs) ++out.runtime_outliers;
-        if (delay > kLaunchDelayCutoffUs) ++out.delay_outliers;
-        delays[g.name].push_back(delay);
+  std::vector<Row> cpu, gpu;
+  RowsByCorrelation(trace, filter, cpu, gpu);
+  std::vector<std::vector<double>> delays(trace.names.size());  // by the GPU row's name
+  size_t g = 0;
+  for (size_t c = 0; c < cpu.size();) {
+    const int64_t correlation = cpu[c].correlation;
+    size_t c_end = c;
+    bool launched = false;
+    while (c_end < cpu.size() && cpu[c_end].correlation == correlation) {
+      launched = launched || cpu[c_end].launch_call;
+      ++c_end;
+    }
+    while (g < gpu.size() && gpu[g].correlation < correlation) ++g;
+    size_t g_end = g;
+    while (g_end < gpu.size() && gpu[g_end].correlation == correlation) ++g_end;
+    // HTA's joins: every CPU row of a launch call's correlation with every
+    // GPU row, each GPU row once per kept CPU row when HTA cut the trace.
+    const size_t copies = filter.duplicate_by_launch ? c_end - c : 1;
+    for (size_t i = c; launched && i < c_end; ++i) {
+      const Row& call = cpu[i];
+      for (size_t j = g; j < g_end; ++j) {
+        const Row& row = gpu[j];
+        const double delay = std::max(0.0, row.start - call.start - call.dur);
+        out.launches += copies;
+        out.cpu_us += call.dur * static_cast<double>(copies);
+        out.gpu_us += row.dur * static_cast<double>(copies);
+        if (call.dur <= kLaunchRuntimeCutoffUs && row.dur < call.dur) out.short_gpu += copies;
+        if (call.dur > kLaunchRuntimeCutoffUs) out.runtime_outliers += copies;
+        if (delay > kLaunchDelayCutoffUs) out.delay_outliers += copies;
+        delays[row.name].insert(delays[row.name].end(), copies, delay);
       }
     }
+    c = c_end;
   }
-  for (auto& [name, list] : delays) {
+  for (uint32_t name = 0; name < delays.size(); ++name) {
+    std::vector<double>& list = delays[name];
+    if (list.empty()) continue;
     std::sort(list.begin(), list.end());
     KernelLaunchDelay k;
     k.name = trace.names[name];
