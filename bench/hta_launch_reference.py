@@ -17,8 +17,8 @@ python3-pandas, python3-plotly, python3-networkx and python3-psutil.
   bench/hta_launch_reference.py --hta-src DIR --commit SHA --generated \
       --out tests/fixtures/traces/hta_generated_reference.json
 
---generated writes 8-rank traces with bench/gen_trace.py (rank 5 late by
-3 ms each step) into a temporary directory and takes HTA's figures of them;
+--generated writes 8-rank traces with bench/gen_trace.py (rank 3 late by
+3 ms each step; and none late) into a temporary directory and takes HTA's figures of them;
 tests/analyze/trace_stragglers_test.cc writes the same traces again.
 """
 import argparse
@@ -136,9 +136,11 @@ def figures(trace_dir, candidates):
                 lambda: [int(r) for r in ta.get_potential_stragglers(num_candidates=candidates)])}
 
 
-GENERATED = {"late_rank": {"ranks": 8, "late_rank": 5, "late_us": 3000, "bytes": 4e5,
-                           "kernels_per_step": 100,
-                           "nccl_kernel": "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"}}
+NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
+GENERATED = {"late_rank": {"ranks": 8, "late_rank": 3, "late_us": 3000, "bytes": 4e5,
+                           "kernels_per_step": 100, "nccl_kernel": NCCL},
+             "none_late": {"ranks": 8, "late_rank": -1, "late_us": 0, "bytes": 4e5,
+                           "kernels_per_step": 100, "nccl_kernel": NCCL}}
 
 
 def generate(root):

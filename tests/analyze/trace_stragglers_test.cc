@@ -118,8 +118,10 @@ TEST(TraceStragglers, MatchesHtaOnEightGeneratedRanksWithOneLate) {
     PotentialStragglers got = FindPotentialStragglers(FiguresOf(dir));
     const nlohmann::json& want = ref.at("traces").at(name).at("potential_stragglers");
     EXPECT_EQ(got.ranks, Ranks(want)) << name;
-    ASSERT_FALSE(got.ranks.empty());
-    EXPECT_EQ(got.ranks[0], g.at("late_rank").get<int>()) << name;
+    ASSERT_EQ(got.ranks.size(), 2u) << name;  // HTA names its candidates, late or not
+    if (g.at("late_rank").get<int>() >= 0) {
+      EXPECT_EQ(got.ranks[0], g.at("late_rank").get<int>()) << name;
+    }
   }
   std::filesystem::remove_all(root);
 }
