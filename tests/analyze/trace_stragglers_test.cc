@@ -79,7 +79,10 @@ TEST(TraceStragglers, OneRankOrNoStepsNamesNone) {
   EXPECT_TRUE(FindPotentialStragglers({bare, bare}).ranks.empty());
 }
 
-std::vector<StragglerFigures> FiguresOf(const std::filesystem::path& dir) {
+// Each rank's figures; with `launches` (HTA's per rank), their counts
+// compared on the way.
+std::vector<StragglerFigures> FiguresOf(const std::filesystem::path& dir,
+                                        const nlohmann::json* launches = nullptr) {
   std::vector<StragglerFigures> out;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     Result<TraceFile> trace = ReadTraceFile(entry.path().string());
@@ -87,7 +90,15 @@ std::vector<StragglerFigures> FiguresOf(const std::filesystem::path& dir) {
     if (!trace.ok()) continue;
     Result<TraceRankBreakdown> r = BreakDownTrace(trace.value(), TraceOptions{});
     EXPECT_TRUE(r.ok()) << entry.path();
-    if (r.ok()) out.push_back(r.value().straggler);
+    if (!r.ok()) continue;
+    out.push_back(r.value().straggler);
+    if (launches == nullptr) continue;
+    const nlohmann::json& w = launches->at(std::to_string(r.value().rank));
+    const LaunchStats& l = r.value().launches;
+    EXPECT_EQ(l.launches, w.at("launches").get<uint64_t>()) << entry.path();
+    EXPECT_EQ(l.short_gpu, w.at("short_gpu").get<uint64_t>()) << entry.path();
+    EXPECT_EQ(l.runtime_outliers, w.at("runtime_outliers").get<uint64_t>()) << entry.path();
+    EXPECT_EQ(l.delay_outliers, w.at("delay_outliers").get<uint64_t>()) << entry.path();
   }
   return out;
 }
@@ -115,7 +126,8 @@ TEST(TraceStragglers, MatchesHtaOnEightGeneratedRanksWithOneLate) {
                               g.at("nccl_kernel").get<std::string>() + "' > /dev/null";
       ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     }
-    PotentialStragglers got = FindPotentialStragglers(FiguresOf(dir));
+    const nlohmann::json& launches = ref.at("traces").at(name).at("launches");
+    PotentialStragglers got = FindPotentialStragglers(FiguresOf(dir, &launches));
     const nlohmann::json& want = ref.at("traces").at(name).at("potential_stragglers");
     EXPECT_EQ(got.ranks, Ranks(want)) << name;
     ASSERT_EQ(got.ranks.size(), 2u) << name;  // HTA names its candidates, late or not
