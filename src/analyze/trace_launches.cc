@@ -29,6 +29,8 @@ struct Row {
 void RowsByCorrelation(const TraceFile& trace, const LaunchRowFilter& filter, std::vector<Row>& cpu,
                        std::vector<Row>& gpu) {
   const bool round = trace.fractional_times;
+  std::vector<char> launch_name(trace.names.size());
+  for (size_t i = 0; i < trace.names.size(); ++i) launch_name[i] = IsLaunchCall(trace.names[i]);
   for (const TraceEvent& e : trace.events) {
     if (e.correlation < 0) continue;
     Row r{e.correlation, e.ts, e.dur, e.name, false};
@@ -39,7 +41,7 @@ void RowsByCorrelation(const TraceFile& trace, const LaunchRowFilter& filter, st
     if (e.stream != -1) {
       gpu.push_back(r);
     } else if (filter.cpu_kept(r.start)) {
-      r.launch_call = IsLaunchCall(trace.names[e.name]);
+      r.launch_call = launch_name[e.name] != 0;
       cpu.push_back(r);
     }
   }
