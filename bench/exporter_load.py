@@ -5,7 +5,8 @@ usage: bench/exporter_load.py BUILD_DIR [--seconds 60]
 
 1. Load: wrk with 32 connections for --seconds against GET /metrics: p50
    and p99 latency, scrapes/s, errors (socket errors and non-2xx), and the
-   exporter's RSS (VmRSS) before and after. The same wrk run against
+   exporter's RSS (VmRSS) idle, after a 5 s warm-up with the same load (the
+   connections' threads and their malloc arenas) and after the run. The same wrk run against
    Prometheus' node_exporter (Debian: prometheus-node-exporter), when
    installed, and the ratios.
 2. Overload: wrk with 200 connections for 10 s: how many answers were 503
@@ -140,12 +141,15 @@ def main():
         wait_ready(url)
         print("machine: %d CPUs, load average %s at start" % (os.cpu_count(), load_average()))
         print("1. load: wrk -t 4 -c 32 -d %ds --latency" % args.seconds)
+        rss_start = rss_kib(exporter.pid)
+        wrk(url, 32, 5)  # warm-up: the connections' threads and malloc arenas come into being
         rss_before = rss_kib(exporter.pid)
         ours = wrk(url, 32, args.seconds)
         rss_after = rss_kib(exporter.pid)
         show("stallscope", ours)
-        print("  stallscope RSS %d KiB before, %d KiB after (%+.1f%%)  [load %s]"
-              % (rss_before, rss_after, 100.0 * (rss_after - rss_before) / rss_before,
+        print("  stallscope RSS %d KiB idle, %d KiB after a 5 s warm-up, %d KiB after the load "
+              "(%+.1f%%)  [load %s]"
+              % (rss_start, rss_before, rss_after, 100.0 * (rss_after - rss_before) / rss_before,
                  load_average()))
         node = "/usr/bin/prometheus-node-exporter"
         if os.access(node, os.X_OK):
