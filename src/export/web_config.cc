@@ -35,7 +35,8 @@ std::string_view StripComment(std::string_view line) {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -105,8 +106,8 @@ bool IsBcrypt(const std::string& hash) {
 }
 
 // One entry under a top-level section.
-Status AddEntry(WebConfig& config, const std::string& section, const Line& l,
-                std::string_view file, std::string_view folder) {
+Status AddEntry(WebConfig& config, const std::string& section, const Line& l, std::string_view file,
+                std::string_view folder) {
   if (l.value.empty()) return Status::ParseError(file, l.number, "`" + l.key + "` needs a value");
   if (section == "tls_server_config") {
     std::string path = l.value;
@@ -158,7 +159,8 @@ Result<WebConfig> ParseWebConfig(std::string_view text, std::string_view file,
       section_indent = -1;
       continue;
     }
-    if (section.empty()) return Status::ParseError(file, l.number, "indented line outside a section");
+    if (section.empty())
+      return Status::ParseError(file, l.number, "indented line outside a section");
     if (section_indent < 0) section_indent = l.indent;
     if (l.indent != section_indent) {
       return Status::ParseError(file, l.number, "indentation differs from the lines above");
