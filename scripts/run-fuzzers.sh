@@ -43,6 +43,7 @@ fuzz_one() {
     fuzz_nvml_capture) seeds=('nvml*.json') ;;
     fuzz_captured_addresses) seeds=('addresses*.json') ;;
     fuzz_http_request) seeds=('*.http' hook_datagram) ;;
+    fuzz_web_config) seeds=('web-config-*.yml') ;;
     fuzz_trace_file) seeds=('trace-*.json' 'trace-*.json.gz') ;;
     *) seeds=() ;;
   esac
