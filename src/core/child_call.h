@@ -22,11 +22,22 @@
 //
 // Fork safety: the child runs the caller's code after fork() without exec,
 // so in a threaded caller a lock another thread held at the fork stays held
-// in the child. glibc's fork() takes and resets malloc's locks around the
-// fork, so the child may allocate; it must not touch stdio, locales or
-// dlopen'ed libraries (their locks are not reset). The work given here is
-// single-purpose (a census, a bench: files, syscalls and memory) and writes
-// its answer with write(2). Thread-compatible.
+// in the child. The callers cannot be proved single-threaded: on a GPU host
+// `doctor --data` (app/doctor_data.h), and `run`, `watch` and the exporter
+// through the remote file prober (probe/remote_file_facts.h), have loaded
+// NVML by then, which may run threads of its own; `dataset` has none (its
+// thread pools run in the child, and joined pools elsewhere end before any
+// fork). So the children rely only on what glibc keeps usable in the child
+// of a threaded process: system calls, and malloc (glibc's fork takes
+// malloc's locks and resets them in the child; also the stdio list lock
+// and the dynamic loader's lock). They must not touch stdio streams,
+// setlocale, time zones, NSS lookups or dlopen'ed libraries (NVML, CUDA),
+// whose locks are not reset. The work given here is single-purpose (a stat
+// and a read; a census, a bench: files, syscalls and memory) and writes its
+// answer with write(2); ChildCall.ChildOfAThreadedCallerAllocates checks
+// the malloc part. An exec'd helper would lift the rule but would have to
+// carry the work across exec; not worth it while the work stays this
+// narrow. Thread-compatible; ReapAbandonedChildren is thread-safe.
 #pragma once
 
 #include <sys/types.h>

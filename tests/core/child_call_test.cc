@@ -16,12 +16,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace stallscope {
 namespace {
@@ -173,6 +175,37 @@ TEST(ChildCall, AGivenUpChildIsReapedByItsCallOnceItEnded) {
   EXPECT_TRUE(call->ReapIfEnded());
   EXPECT_EQ(call->pid(), -1);
   ExpectNoZombie(children);
+}
+
+// Other threads allocate without pause while children are forked and
+// allocate: glibc resets malloc's locks in the child, so a lock another
+// thread held at the fork never blocks the child (core/child_call.h, fork
+// safety). A child that hung on one would be given up after the deadline.
+TEST(ChildCall, ChildOfAThreadedCallerAllocates) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> allocators;
+  for (int t = 0; t < 3; ++t) {
+    allocators.emplace_back([&stop] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        std::vector<std::string> v;
+        for (int i = 0; i < 64; ++i) v.emplace_back(static_cast<size_t>(100 + i * 37), 'x');
+      }
+    });
+  }
+  int answered = 0;
+  for (int i = 0; i < 40; ++i) {
+    Result<ChildAnswer> a = CallInChild(
+        [](const ChildProgress&) {
+          std::string out;
+          for (int k = 0; k < 1000; ++k) out += std::to_string(k) + std::string(50, 'y');
+          return ChildAnswer{0, std::to_string(out.size()), ""};
+        },
+        30);
+    if (a.ok() && !a->out.empty()) ++answered;
+  }
+  stop = true;
+  for (std::thread& t : allocators) t.join();
+  EXPECT_EQ(answered, 40);
 }
 
 // Progress restarts the deadline: the work runs four deadlines in all.
