@@ -487,8 +487,9 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   const int64_t interval_ns = static_cast<int64_t>(options.interval_seconds * 1e9);
   std::optional<uint64_t> oom_kills_at_start;
   if (auto v = ReadVmStat(root); v.ok()) oom_kills_at_start = v->oom_kill;
-  // What the kernel's log already holds is not this run's.
-  const KernelLogWatch kernel_log(root, info.start_monotonic_seconds);
+  // What the kernel's log already held is not this run's.
+  const KernelLogWatch kernel_log =
+      options.kernel_log ? *options.kernel_log : KernelLogWatch(root, info.start_monotonic_seconds);
   std::optional<uint64_t> cgroup_peak_at_start;
   if (info.cgroup_limit_bytes) {
     if (Result<CgroupMemory> cg = ReadCgroupMemory(root); cg.ok()) {
