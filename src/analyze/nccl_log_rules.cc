@@ -11,6 +11,7 @@
 #include <string>
 
 #include "analyze/nccl_log_causes.h"
+#include "analyze/nccl_log_versions.h"
 #include "core/text.h"
 #include "sample/nccl_log.h"
 
@@ -444,72 +445,6 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   out.push_back(std::move(f));
 }
 
-// "2.18.1" of "2.18.1+cuda12.1": the part PyTorch prints too.
-std::string_view VersionNumber(std::string_view v) { return v.substr(0, v.find('+')); }
-
-void VersionMismatch(const NcclLogSummary& log, std::string_view source,
-                     std::vector<Finding>& out) {
-  // By version number; each with who printed it and which lines say so.
-  struct Seen {
-    std::string shown;  // the fullest form printed
-    std::vector<std::string> names;
-    std::set<std::string> from;
-    uint64_t line = 0;
-  };
-  std::map<std::string, Seen> by_version;
-  auto add = [&](std::string_view version, std::string name, std::string from, uint64_t line) {
-    Seen& seen = by_version[std::string(VersionNumber(version))];
-    if (version.size() > seen.shown.size()) seen.shown = std::string(version);
-    if (!name.empty() && std::find(seen.names.begin(), seen.names.end(), name) == seen.names.end())
-      seen.names.push_back(std::move(name));
-    seen.from.insert(std::move(from));
-    if (line != 0 && (seen.line == 0 || line < seen.line)) seen.line = line;
-  };
-  for (const NcclProcess& p : log.processes) {
-    if (!p.version.empty()) add(p.version, p.Name(), "NCCL's version line", p.version_line);
-  }
-  for (const std::string& v : log.unattributed_versions)
-    add(v, "", "NCCL's version line, printed without a prefix", 0);
-  for (const std::string& v : log.torch_error_versions)
-    add(v, "", "PyTorch's error text", log.torch_error_version_line);
-  for (const NcclTorchGroup& g : log.torch_groups) {
-    if (!g.nccl_version.empty())
-      add(g.nccl_version, g.process, "PyTorch's ProcessGroupNCCL line", 0);
-  }
-  if (by_version.size() < 2 && log.version_mismatch_warnings == 0) return;
-  std::vector<std::string> parts;
-  std::set<std::string> how;
-  for (const auto& [number, seen] : by_version) {
-    std::string from = fmt::format("{}", fmt::join(seen.from, ", "));
-    how.insert(seen.from.begin(), seen.from.end());
-    parts.push_back(seen.names.empty() ? fmt::format("{} (from {})", seen.shown, from)
-                                       : fmt::format("{} on {} (from {})", seen.shown,
-                                                     JoinCapped(seen.names, 4), from));
-  }
-  Finding f;
-  f.id = "distributed.nccl_version_mismatch";
-  f.layer = Layer::kDistributed;
-  f.severity = Severity::kCritical;
-  f.summary = by_version.size() >= 2
-                  ? fmt::format("the ranks run {} different NCCL versions", by_version.size())
-                  : "NCCL reported mismatched versions between ranks";
-  f.evidence = {{"versions", fmt::format("{}", fmt::join(parts, "; "))},
-                {"distinct_versions", static_cast<int64_t>(by_version.size())},
-                {"nccl_mismatch_warnings", static_cast<int64_t>(log.version_mismatch_warnings)},
-                {"inferred_from", fmt::format("{}", fmt::join(how, "; "))}};
-  std::vector<std::string> places;
-  for (const auto& [number, seen] : by_version) {
-    if (seen.line != 0)
-      places.push_back(fmt::format("{} ({})", NcclLogPlace(source, seen.line), seen.shown));
-  }
-  if (!places.empty())
-    f.evidence.push_back({"version_lines", fmt::format("{}", fmt::join(places, "; "))});
-  f.next =
-      "run one image (or one torch wheel with its bundled NCCL) on every host; compare with "
-      "`python3 -c 'import torch; print(torch.cuda.nccl.version())'` on each host";
-  out.push_back(std::move(f));
-}
-
 void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vector<Finding>& out) {
   // INFO retries alone are NCCL waiting for a peer that is not listening yet;
   // only a WARN (a connection given up) makes the finding.
@@ -841,7 +776,7 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
   CheckNcclPluginFallback(log, source, out);
   RdmaUnused(log, host, source, out, result.notes);
   ConnectFailed(log, source, out);
-  VersionMismatch(log, source, out);
+  CheckNcclVersionMismatch(log, source, out);
   std::vector<Finding> init;
   bool init_failed = InitIncomplete(log, source, init, result.notes);
   CheckNcclConnectTimeout(log, init_failed, source, out);

@@ -127,6 +127,9 @@ class NcclLogParser {
   size_t LookUpRank(const NcclLinePrefix& prefix);
   NcclProcess& ProcessOf(size_t rank) { return summary_.processes[summary_.ranks[rank].process]; }
   void ChannelLine(NcclRank& rank, std::string_view msg);
+  // The version-bound form of a channel line with a transport (after "via ").
+  void ChannelForm(NcclProcess& process, std::string_view msg, size_t word,
+                   std::string_view transport);
   void TuningLine(std::string_view msg);
   void ConnectRetry(std::string_view msg);
   bool SetOnceInterfaces(std::vector<NcclInterface>& into, std::string_view list);

@@ -133,7 +133,12 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
       return;
     }
     (complete ? rank.init_completed : rank.init_started)++;
-    if (start) rank.init_start_line = line_no_;
+    if (start) {
+      rank.init_start_line = line_no_;
+      process.SawForm(NcclLineForm::kInitStart, line_no_);
+    } else if (EndsWith(m, " - COMPLETE")) {
+      process.SawForm(NcclLineForm::kCompleteWithoutInit, line_no_);
+    }
     if (r && n && *n >= rank.nranks && *n < (1 << 24) && *r >= 0 && *r < *n) {
       rank.rank = static_cast<int>(*r);
       rank.nranks = static_cast<int>(*n);
@@ -145,6 +150,10 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
       if (StartsWith(msg, "Bootstrap : Using") || StartsWith(msg, "Bootstrap: Using")) {
         if (!process.bootstrap.empty()) return;  // printed by every communicator
         std::string_view list = msg.substr(Find(msg, "Using") + 5);
+        process.SawForm(msg[9] == ':'                 ? NcclLineForm::kBootstrapUnspaced
+                        : StartsWith(Trim(list), "[") ? NcclLineForm::kBootstrapIndexed
+                                                      : NcclLineForm::kBootstrapSpaced,
+                        line_no_);
         if (SetOnceInterfaces(process.bootstrap, list)) ++summary_.dropped;
         if (!process.bootstrap.empty()) process.bootstrap_line = line_no_;
       } else if (Find(msg, " Bytes -> Algo ") != std::string_view::npos) {
@@ -232,10 +241,12 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
       if (StartsWith(msg, "Using network ")) {
         std::string_view net = Trim(msg.substr(14)).substr(0, 64);
         if (process.network.empty()) process.network = std::string(net);
+        process.SawForm(NcclLineForm::kUsingNetwork, line_no_);
       } else if (StartsWith(msg, "Using internal Network ") ||
                  StartsWith(msg, "Using external Network ")) {  // 2.3
         std::string_view net = Trim(msg.substr(23)).substr(0, 64);
         if (process.network.empty()) process.network = std::string(net);
+        process.SawForm(NcclLineForm::kInternalNetwork, line_no_);
         // 2.3's socket transport uses the interface bootstrap found.
         if (net == "Socket" && process.net_socket.empty() && !process.bootstrap.empty()) {
           process.net_socket.push_back(process.bootstrap[0]);
@@ -281,10 +292,12 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
     case 'c':
       if (StartsWith(msg, "cudaDriverVersion ")) {
         if (auto v = ParseInt(Trim(msg.substr(18)))) process.cuda_driver = *v;
+        process.SawForm(NcclLineForm::kCudaDriverVersion, line_no_);
       } else if (StartsWith(msg, "comm ")) {
         if (auto nodes = IntAfter(msg, " nNodes ")) {
           if (*nodes > process.nnodes && *nodes < (1 << 20))
             process.nnodes = static_cast<int>(*nodes);
+          process.SawForm(NcclLineForm::kNodesLine, line_no_);
         }
         init_line(msg);
       }
@@ -295,6 +308,7 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
       return;
     case 'I':
       if (StartsWith(msg, "Init timings")) {
+        process.SawForm(NcclLineForm::kInitTimings, line_no_);
         size_t at = Find(msg, " total ");
         if (at != std::string_view::npos) {
           std::string_view num = msg.substr(at + 7);
@@ -365,6 +379,7 @@ void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
   if (via != std::string_view::npos) {
     std::string_view t = msg.substr(via + 5);
     NcclTransportCounts& c = rank.transports;
+    ChannelForm(summary_.processes[rank.process], msg, word, t);
     // The printer: "a[x] -> b[y] [send] via" is printed by a, "[receive]" by
     // b; P2P and SHM lines by the sender; 2.3's NET lines are the receiver's.
     if (rank.rank < 0) {
@@ -471,6 +486,31 @@ void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
     return;
   }
   summary_.rings.push_back(std::move(ring));
+}
+
+void NcclLogParser::ChannelForm(NcclProcess& process, std::string_view msg, size_t word,
+                                std::string_view transport) {
+  // Which NCCL printed it: "Ring NN :" (2.3-2.6), "Channel NN :" (P2P and
+  // NET until 2.13 and 2.11), "Channel NN/M :" (NET from 2.12, P2P from
+  // 2.14); SHM's "direct shared memory" (to 2.12) or "SHM/" (2.13+).
+  const uint64_t line = line_no_;
+  if (StartsWith(transport, "direct shared memory")) {
+    process.SawForm(NcclLineForm::kDirectSharedMemory, line);
+  } else if (StartsWith(transport, "SHM/")) {
+    process.SawForm(NcclLineForm::kShmSlash, line);
+  }
+  if (word == 5) {
+    process.SawForm(NcclLineForm::kRingVia, line);
+    return;
+  }
+  size_t i = word;
+  while (i < msg.size() && msg[i] >= '0' && msg[i] <= '9') ++i;
+  if (i == word || i >= msg.size()) return;
+  if (msg[i] == '/') {
+    process.SawForm(NcclLineForm::kChannelSubIndex, line);
+  } else if (msg[i] == ' ' && (StartsWith(transport, "P2P/") || StartsWith(transport, "NET/"))) {
+    process.SawForm(NcclLineForm::kChannelNoSubIndex, line);
+  }
 }
 
 void NcclLogParser::TuningLine(std::string_view msg) {

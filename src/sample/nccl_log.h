@@ -4,6 +4,7 @@
 // them are in analyze/nccl_log_rules.h.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -43,6 +44,29 @@ struct NcclTransportCounts {
   uint64_t nvls_channels = 0;  // from "N nvls channels" (NVLink SHARP)
   uint64_t Total() const { return p2p + shm + net_socket + net_ib + net_other + collnet; }
 };
+
+// Line forms only some NCCL versions print (their versions, read in NCCL's
+// sources at every tag, are in analyze/nccl_log_versions.cc): what tells a
+// process's version where the log holds no version line of it.
+enum class NcclLineForm : uint8_t {
+  kRingVia,              // "Ring 00 : 0[0] -> 1[1] via ..."
+  kChannelNoSubIndex,    // "Channel 00 : 0[1b000] -> 1[3d000] via P2P/..." or "via NET/..."
+  kChannelSubIndex,      // "Channel 00/0 : 0[0] -> 1[1] via ..."
+  kDirectSharedMemory,   // "... via direct shared memory"
+  kShmSlash,             // "... via SHM/direct/direct"
+  kBootstrapIndexed,     // "Bootstrap : Using [0]eth0:10.0.0.1<0>"
+  kBootstrapSpaced,      // "Bootstrap : Using eth0:10.0.0.1<0>"
+  kBootstrapUnspaced,    // "Bootstrap: Using eth0:10.0.0.1<0>"
+  kInternalNetwork,      // "Using internal Network IB"
+  kUsingNetwork,         // "Using network IB"
+  kCompleteWithoutInit,  // "comm 0x.. rank 0 nranks 2 - COMPLETE"
+  kInitStart,            // "... - Init START"
+  kCudaDriverVersion,    // "cudaDriverVersion 12020"
+  kNodesLine,            // "comm 0x.. rank 0 nRanks 16 nNodes 2 localRanks 8 ..."
+  kInitTimings,          // "Init timings ..."
+  kCount
+};
+inline constexpr size_t kNcclLineForms = static_cast<size_t>(NcclLineForm::kCount);
 
 // One rank: host:pid plus the [cudaDev] of its lines.
 struct NcclRank {
@@ -93,6 +117,16 @@ struct NcclProcess {
   std::string plugin_failure;  // why, in the loader's or the plugin's words
   uint64_t plugin_failure_line = 0;
   bool libibverbs_missing = false;  // "Failed to open libibverbs.so[.1]" (an INFO line)
+  // The version-bound line forms it printed (bit i: NcclLineForm i), each
+  // with the 1-based line it was first seen on.
+  uint32_t line_forms = 0;
+  std::array<uint64_t, kNcclLineForms> line_form_lines{};
+  void SawForm(NcclLineForm form, uint64_t line) {
+    const uint32_t bit = uint32_t{1} << static_cast<unsigned>(form);
+    if (line_forms & bit) return;
+    line_forms |= bit;
+    line_form_lines[static_cast<size_t>(form)] = line;
+  }
   std::string Name() const { return host + ":" + std::to_string(pid); }
 };
 
