@@ -557,6 +557,55 @@ std::string StopEvidence(const NcclLogSummary& log) {
   return "";
 }
 
+// ncclResult_t's names (nccl.h), for a proxy's retcode.
+std::string_view NcclResultName(int code) {
+  static constexpr std::string_view kNames[] = {
+      "ncclSuccess",         "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+      "ncclInvalidArgument", "ncclInvalidUsage",       "ncclRemoteError", "ncclInProgress"};
+  return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : "";
+}
+
+std::string ProxyFailureText(const NcclProxyFailure& p) {
+  std::string_view name = NcclResultName(p.retcode);
+  return fmt::format("rank {} asked rank {}'s proxy ({}) to {} and it failed (retcode {}{}{}){}",
+                     p.from_rank, p.proxy_rank, p.proxy_process, p.operation, p.retcode,
+                     name.empty() ? "" : ", ", name,
+                     p.count > 1 ? fmt::format(", {}x", p.count) : "");
+}
+
+// The rank numbered `number` among the log's ranks on `host`, or null.
+const NcclRank* RankOnHost(const NcclLogSummary& log, int number, std::string_view host) {
+  for (const NcclRank& r : log.ranks) {
+    if (r.rank == number && log.processes[r.process].host == host) return &r;
+  }
+  return nullptr;
+}
+
+// The ranks a proxy's "... from rank M" names that are not in `stuck`
+// already: on the proxy's host (a proxy serves its own host's ranks). A
+// rank the log shows there is named as it prints; one with no lines of its
+// own, as the proxy names it. Adds their hosts to `hosts`.
+std::vector<std::string> ProxyNamedRanks(const NcclLogSummary& log,
+                                         const std::vector<std::string>& stuck,
+                                         std::set<std::string>& hosts) {
+  std::vector<std::string> out;
+  for (const NcclProxyFailure& p : log.proxy_failures) {
+    const NcclRank* known = RankOnHost(log, p.from_rank, p.host);
+    std::string name =
+        known ? RankName(log, *known)
+              : fmt::format("rank {} on {} (named by rank {}'s proxy; no lines of its own)",
+                            p.from_rank, p.host, p.proxy_rank);
+    if (known && known->init_completed > 0) continue;  // its init finished: a later request
+    if (std::find(stuck.begin(), stuck.end(), name) != stuck.end() ||
+        std::find(out.begin(), out.end(), name) != out.end()) {
+      continue;
+    }
+    out.push_back(std::move(name));
+    hosts.insert(p.host);
+  }
+  return out;
+}
+
 // Ranks that never finished init on positive evidence: START without
 // COMPLETE (2.18+), or no COMPLETE while other ranks completed or the log
 // shows trouble. The rest of the ranks without COMPLETE are a note: the log
@@ -593,6 +642,11 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
       open_start_line = r.init_start_line;
     }
   }
+  // A rank named by a proxy's "... from rank M" runs on the proxy's host;
+  // its request failed, so it is stuck there, lines of its own or not.
+  const std::vector<std::string> proxy_named = ProxyNamedRanks(log, stuck, hosts);
+  const size_t inferred_ranks = proxy_named.size();
+  stuck.insert(stuck.end(), proxy_named.begin(), proxy_named.end());
   if (unknown > 0 && stuck.empty()) {
     std::string wait;
     if (unknown_start) {
@@ -614,7 +668,7 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
   f.severity = Severity::kCritical;
   std::vector<std::string> host_list(hosts.begin(), hosts.end());
   f.summary = fmt::format("{} of {} rank(s) never finished NCCL init (on {}){}", stuck.size(),
-                          log.ranks.size(), JoinCapped(host_list, 4),
+                          log.ranks.size() + inferred_ranks, JoinCapped(host_list, 4),
                           completed_ranks > 0 ? ": the others wait for them" : "");
   f.evidence = {{"ranks", JoinCapped(stuck, 16)},
                 {"incomplete_ranks", static_cast<int64_t>(stuck.size())},
@@ -632,6 +686,14 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
     if (at == 0 && !NcclWarningBenign(w.text)) at = w.first_line;
   }
   if (at != 0) f.evidence.push_back({"first_at", NcclLogPlace(source, at)});
+  if (!log.proxy_failures.empty()) {
+    std::vector<std::string> proxies;
+    for (const NcclProxyFailure& p : log.proxy_failures) {
+      proxies.push_back(
+          fmt::format("{} at {}", ProxyFailureText(p), NcclLogPlace(source, p.first_line)));
+    }
+    f.evidence.push_back({"proxy_failures", JoinCapped(proxies, 4)});
+  }
   // The next check follows from what the log shows, not always MASTER_ADDR.
   const NcclPeerFailure* lost = log.peer_failures.empty() ? nullptr : &log.peer_failures.front();
   const NcclWarning* cuda = nullptr;  // the GPU side failed first: peers lost follow from it
@@ -652,6 +714,14 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
         "the bootstrap root {} is in no subnet of {}'s interfaces (network.root_unreachable): fix "
         "MASTER_ADDR or NCCL_SOCKET_IFNAME first, then rerun",
         lost->peer, lost->first_seen_by.empty() ? "the host" : lost->first_seen_by);
+  } else if (!log.proxy_failures.empty() && !lost) {
+    const NcclProxyFailure& p = log.proxy_failures.front();
+    f.next = fmt::format(
+        "on {}: {}; read rank {}'s own output there{} and the lines of {} before {}; rerun "
+        "with NCCL_DEBUG_SUBSYS=INIT,PROXY,NET to see the connection it set up",
+        p.host, ProxyFailureText(p), p.from_rank,
+        RankOnHost(log, p.from_rank, p.host) ? "" : " (it printed no line in this log)",
+        p.proxy_process, NcclLogPlace(source, p.first_line));
   } else if (lost) {
     f.next = fmt::format(
         "{} could not reach {} ({}): from that host `nc -vz` the peer's address and port, "

@@ -50,10 +50,10 @@ static_assert(std::size(kFormVersions) == kNcclLineForms);
 constexpr size_t kMaxNamesListed = 8;
 
 std::string JoinCapped(const std::vector<std::string>& names, size_t cap = kMaxNamesListed) {
-  std::string out = fmt::format("{}", fmt::join(names.begin(),
-                                                names.begin() + static_cast<std::ptrdiff_t>(
-                                                                    std::min(cap, names.size())),
-                                                ", "));
+  std::string out = fmt::format(
+      "{}",
+      fmt::join(names.begin(),
+                names.begin() + static_cast<std::ptrdiff_t>(std::min(cap, names.size())), ", "));
   if (names.size() > cap) out += fmt::format(" and {} more", names.size() - cap);
   return out;
 }
@@ -218,8 +218,9 @@ void CheckNcclVersionMismatch(const NcclLogSummary& log, std::string_view source
       "run one image (or one torch wheel with its bundled NCCL) on every host; compare with "
       "`python3 -c 'import torch; print(torch.cuda.nccl.version())'` on each host";
   if (!inferred.empty()) {
-    f.next += "; a version told by line forms alone is a range: NCCL_DEBUG=VERSION prints each "
-              "process's own";
+    f.next +=
+        "; a version told by line forms alone is a range: NCCL_DEBUG=VERSION prints each "
+        "process's own";
   }
   out.push_back(std::move(f));
 }

@@ -19,8 +19,8 @@ namespace stallscope {
 
 // The NCCL 2.x versions a process's line forms allow: minors lo..hi
 // (hi = kNcclLatestMinor when open-ended), each form's versions widened by
-// one minor on each side (a build between tags may print a form early). `forms`: each form that narrowed
-// it, as "'Bootstrap : Using [0]...' (2.4-2.7) at FILE:LINE".
+// one minor on each side (a build between tags may print a form early). `forms`: each form that
+// narrowed it, as "'Bootstrap : Using [0]...' (2.4-2.7) at FILE:LINE".
 inline constexpr int kNcclLatestMinor = 99;
 struct NcclFormsVersion {
   int lo = 0;

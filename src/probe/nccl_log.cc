@@ -1026,6 +1026,28 @@ void NcclLogParser::PeerFailure(std::string_view peer, std::string_view reason, 
   summary_.peer_failures.push_back(std::move(f));
 }
 
+void NcclLogParser::ProxyFailure(size_t rank, std::string_view msg) {
+  NcclProxyFailure f;
+  if (!ParseNcclProxyFailure(msg, &f)) return;
+  const NcclProcess& p = ProcessOf(rank);
+  for (NcclProxyFailure& seen : summary_.proxy_failures) {
+    if (seen.proxy_rank == f.proxy_rank && seen.from_rank == f.from_rank &&
+        seen.operation == f.operation && seen.host == p.host) {
+      ++seen.count;
+      return;
+    }
+  }
+  if (summary_.proxy_failures.size() >= kNcclMaxPeers) {
+    ++summary_.dropped;
+    return;
+  }
+  f.proxy_process = p.Name();
+  f.host = p.host;
+  f.count = 1;
+  f.first_line = line_no_;
+  summary_.proxy_failures.push_back(std::move(f));
+}
+
 void NcclLogParser::Algorithm(std::string_view text) {
   for (NcclAlgorithmChoice& a : summary_.algorithms) {
     if (a.text == text) {
@@ -1049,6 +1071,7 @@ void NcclLogParser::Warn(size_t rank, std::string_view msg) {
     // the printer's rank, when no Init line told it.
     int proxy_rank = NcclProxyServiceRank(msg);
     if (proxy_rank >= 0 && summary_.ranks[rank].rank < 0) summary_.ranks[rank].rank = proxy_rank;
+    if (proxy_rank >= 0) ProxyFailure(rank, msg);
   }
   std::optional<std::string_view> connect_to = After(msg, "Connect to ");
   if (!connect_to) connect_to = After(msg, ": connect to ");  // 2.27+

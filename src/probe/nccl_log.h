@@ -87,6 +87,10 @@ std::string_view NcclVersionInTorchError(std::string_view text);
 // N of "[Proxy Service N] ..." (proxy.cc's WARNs, 2.12+): the printing
 // rank; -1 when the message has no such tag.
 int NcclProxyServiceRank(std::string_view msg);
+// The proxy's "[Proxy Service N] Failed to execute operation OP from rank
+// M, retcode R" read into `out` (ranks, operation, retcode); false when the
+// message is not that one.
+bool ParseNcclProxyFailure(std::string_view msg, NcclProxyFailure* out);
 
 // The streaming parser: Feed whole lines (a chunk may end mid-line; the
 // parser keeps the tail until the next Feed), then Finish.
@@ -135,6 +139,8 @@ class NcclLogParser {
   bool SetOnceInterfaces(std::vector<NcclInterface>& into, std::string_view list);
   static std::string_view FirstWordOf(std::string_view s);
   void PeerFailure(std::string_view peer, std::string_view reason, size_t rank);
+  // A proxy's "Failed to execute operation OP from rank M" printed by `rank`.
+  void ProxyFailure(size_t rank, std::string_view msg);
   void Algorithm(std::string_view text);
 
   NcclLogSummary summary_;

@@ -318,6 +318,11 @@ void SanitizeNcclSummary(NcclLogSummary& s) {
   }
   for (std::string& p : s.libfabric_empty_providers) fix(p);
   for (std::string& v : s.torch_error_versions) fix(v);
+  for (NcclProxyFailure& f : s.proxy_failures) {
+    fix(f.proxy_process);
+    fix(f.host);
+    fix(f.operation);
+  }
 }
 
 }  // namespace stallscope

@@ -333,6 +333,17 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                      {"count", p.count}});
   }
   n["peer_failures"] = peers;
+  nlohmann::ordered_json proxies = nlohmann::ordered_json::array();
+  for (const NcclProxyFailure& f : log.proxy_failures) {
+    proxies.push_back({{"proxy_of_rank", f.proxy_rank},
+                       {"from_rank", f.from_rank},
+                       {"operation", f.operation},
+                       {"retcode", f.retcode},
+                       {"host", f.host},
+                       {"printed_by", f.proxy_process},
+                       {"count", f.count}});
+  }
+  if (!proxies.empty()) n["proxy_failures"] = proxies;
   n["connect_retries"] = log.connect_retries;
   n["connect_retry"] = {{"reason", log.connect_retry_reason},
                         {"peer", log.connect_retry_peer},

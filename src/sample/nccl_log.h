@@ -142,6 +142,22 @@ struct NcclPeerFailure {
   uint64_t first_line = 0;  // 1-based line of the log
 };
 
+// "[Proxy Service N] Failed to execute operation OP from rank M, retcode R"
+// (proxy.cc, 2.12+): rank M asked the proxy thread of rank N, which runs in
+// the process that printed the line, and the operation failed. A proxy
+// serves the ranks of its own host, so rank M runs on the printer's host,
+// whether or not it printed lines of its own.
+struct NcclProxyFailure {
+  std::string proxy_process;  // "host:pid" that printed it
+  std::string host;
+  int proxy_rank = -1;    // N
+  int from_rank = -1;     // M
+  std::string operation;  // "Connect", "Init", "SharedInit", "Setup", ...
+  int retcode = -1;       // ncclResult_t: 6 is ncclRemoteError
+  uint64_t count = 0;
+  uint64_t first_line = 0;  // 1-based line of the log
+};
+
 struct NcclWarning {
   std::string text;  // the message after "NCCL WARN", cut at 200 bytes
   std::string first_seen_by;
@@ -205,6 +221,7 @@ struct NcclLogSummary {
   uint64_t connect_retry_limit = 0;  // its M (NCCL_SOCKET_RETRY_CNT, 34 by default)
   uint64_t connect_retry_line = 0;   // 1-based line of the first retry
   std::vector<NcclWarning> warnings;
+  std::vector<NcclProxyFailure> proxy_failures;  // capped at kNcclMaxPeers
   std::vector<std::string> rings;  // "00/02: 0 1 2 3" from rank 0's "Channel 00/02 : ..."
   std::vector<NcclAlgorithmChoice> algorithms;
   // Errors the job printed around NCCL (PyTorch and NCCL's own words).

@@ -448,5 +448,35 @@ TEST(NcclCauses, PyTorchsLinesAreOtherLinesAndNameTheirNcclVersion) {
   EXPECT_EQ(Of(same, "distributed.nccl_version_mismatch"), nullptr) << Ids(same.findings);
 }
 
+TEST(NcclCauses, AProxysFromRankIsARankOnItsHost) {
+  NcclProxyFailure p;
+  ASSERT_TRUE(ParseNcclProxyFailure(
+      "[Proxy Service 2] Failed to execute operation Connect from rank 3, retcode 6", &p));
+  EXPECT_EQ(p.proxy_rank, 2);
+  EXPECT_EQ(p.from_rank, 3);
+  EXPECT_EQ(p.operation, "Connect");
+  EXPECT_EQ(p.retcode, 6);
+  EXPECT_FALSE(ParseNcclProxyFailure("[Proxy Service 2] Failed to execute operation", &p));
+  EXPECT_FALSE(ParseNcclProxyFailure("Proxy Call to rank 3 failed (Connect)", &p));
+  // Rank 3 printed nothing; its host is the proxy's, and its init is stuck.
+  auto r = Check(kTwoHostsDone +
+                 "b:2:9 [0] proxy.cc:1557 NCCL WARN [Proxy Service 1] Failed to execute "
+                 "operation Connect from rank 3, retcode 6\n");
+  const Finding* f = Of(r, "distributed.init_incomplete");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "ranks"),
+            "rank 3 on b (named by rank 1's proxy; no lines of its own)");
+  EXPECT_NE(f->next.find("on b: rank 3 asked rank 1's proxy (b:2) to Connect"), std::string::npos)
+      << f->next;
+  // A rank the log shows there, done with init: a later request, not init.
+  auto done = Check(kTwoHostsDone +
+                    "b:2:9 [0] proxy.cc:1557 NCCL WARN [Proxy Service 1] Failed to execute "
+                    "operation Connect from rank 1, retcode 6\n");
+  const Finding* g = Of(done, "distributed.init_incomplete");
+  EXPECT_TRUE(g == nullptr ||
+              EvidenceOf<std::string>(*g, "ranks").find("rank 1") == std::string::npos)
+      << Ids(done.findings);
+}
+
 }  // namespace
 }  // namespace stallscope

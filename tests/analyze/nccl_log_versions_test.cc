@@ -44,8 +44,7 @@ TEST(NcclVersions, FormsNarrowAProcesssVersion) {
   EXPECT_EQ(NcclVersionRangeText(a.lo, a.hi), "2.17-2.24");
   EXPECT_EQ(NcclVersionRangeText(b.lo, b.hi), "2.6-2.8");
   ASSERT_EQ(b.forms.size(), 2u);
-  EXPECT_NE(b.forms[1].find("'Bootstrap : Using [0]IF' (2.4-2.7) at job.log:5"),
-            std::string::npos)
+  EXPECT_NE(b.forms[1].find("'Bootstrap : Using [0]IF' (2.4-2.7) at job.log:5"), std::string::npos)
       << b.forms[1];
   EXPECT_EQ(NcclVersionRangeText(24, kNcclLatestMinor), "2.24 or later");
   // No form that only some versions print: nothing told.
@@ -88,8 +87,7 @@ TEST(NcclVersions, PrintedVersionAgainstOtherForms) {
   const Finding* f = Find(r.findings, "distributed.nccl_version_mismatch");
   ASSERT_NE(f, nullptr) << Ids(r.findings);
   EXPECT_EQ(EvidenceOf<int64_t>(*f, "distinct_versions"), 2);
-  EXPECT_EQ(EvidenceOf<std::string>(*f, "inferred_from"),
-            "NCCL's line forms; NCCL's version line");
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "inferred_from"), "NCCL's line forms; NCCL's version line");
 }
 
 }  // namespace
