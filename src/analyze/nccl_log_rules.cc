@@ -606,6 +606,39 @@ std::vector<std::string> ProxyNamedRanks(const NcclLogSummary& log,
   return out;
 }
 
+// A host:pid that stands for several processes says how many hosts it
+// stands for, and what told them apart.
+void TwinNotes(const NcclLogSummary& log, std::vector<std::string>& notes) {
+  std::map<std::string, std::vector<const NcclProcess*>> by_name;
+  for (const NcclProcess& p : log.processes) {
+    if (p.twin > 0) by_name[p.host + ":" + std::to_string(p.pid)];
+  }
+  for (const NcclProcess& p : log.processes) {
+    auto it = by_name.find(p.host + ":" + std::to_string(p.pid));
+    if (it != by_name.end()) it->second.push_back(&p);
+  }
+  for (const auto& [name, processes] : by_name) {
+    std::vector<std::string> told;
+    for (const NcclProcess* p : processes) {
+      std::string what;
+      if (!p->bootstrap.empty()) what = "bootstrap " + InterfaceText(p->bootstrap[0]);
+      for (const NcclRank& r : log.ranks) {
+        if (&log.processes[r.process] == p && r.identity_from_init && r.rank >= 0) {
+          what += fmt::format("{}rank {}", what.empty() ? "" : ", ", r.rank);
+          break;
+        }
+      }
+      told.push_back(fmt::format("{} ({})", p->Name(), what.empty() ? "no line of its own" : what));
+    }
+    notes.push_back(fmt::format(
+        "{} stands for {} processes on {} hosts: the log writes their hosts alike (redacted, or "
+        "one name on every host) and the pid repeats across hosts, as it does in containers; "
+        "told apart by their bootstrap addresses and their ranks of one communicator, lines of "
+        "other threads going to the first: {}",
+        name, processes.size(), processes.size(), JoinCapped(told, 8)));
+  }
+}
+
 // Ranks that never finished init on positive evidence: START without
 // COMPLETE (2.18+), or no COMPLETE while other ranks completed or the log
 // shows trouble. The rest of the ranks without COMPLETE are a note: the log
@@ -793,14 +826,18 @@ int NcclPeerHostsInferred(const NcclLogSummary& log) {
 int NcclJobNodes(const NcclLogSummary& log) {
   std::set<std::string_view> hosts;
   int nnodes = 0;
+  // Processes told apart under one host:pid run on other hosts than the
+  // first (one pid is one process on a host): each a host more.
+  int twins = 0;
   for (const NcclProcess& p : log.processes) {
     hosts.insert(p.host);
     nnodes = std::max(nnodes, p.nnodes);
+    twins += p.twin > 0;
   }
   for (const NcclTestsRank& r : log.tests_ranks) hosts.insert(r.host);
   // Peers the log's connects name that printed no line of their own are
   // hosts too (inferred: one host may hold two of the addresses).
-  int n = std::max(static_cast<int>(hosts.size()) + NcclPeerHostsInferred(log), nnodes);
+  int n = std::max(static_cast<int>(hosts.size()) + twins + NcclPeerHostsInferred(log), nnodes);
   // Every other sign that the job spans hosts, when fewer printed lines:
   // NET channels (within a host NCCL uses P2P or SHM), more ranks than the one
   // host in the log holds, a bootstrap root in no local subnet.
@@ -812,7 +849,8 @@ int NcclJobNodes(const NcclLogSummary& log) {
   }
   if (net) n = std::max(n, 2);
   // (NCCL's own nNodes, when printed, says how many the ranks span.)
-  if (hosts.size() == 1 && nnodes == 0 && nranks > static_cast<int>(log.ranks.size())) {
+  if (hosts.size() == 1 && twins == 0 && nnodes == 0 &&
+      nranks > static_cast<int>(log.ranks.size())) {
     n = std::max(n, 2);
   }
   for (const NcclPeerFailure& f : log.peer_failures) {
@@ -867,6 +905,7 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
     }
   }
   for (Finding& f : init) out.push_back(std::move(f));
+  TwinNotes(log, result.notes);
   return result;
 }
 

@@ -160,6 +160,11 @@ constexpr std::string_view kIbNeedle = "NET/IB : Using";
 constexpr size_t kCarry = 13;
 static_assert(kCarry + 1 >= kSocketNeedle.size() && kCarry + 1 >= kIbNeedle.size());
 
+// A thread's key in twin_threads_.
+uint64_t ThreadKey(std::string_view host, int64_t pid, int dev, int64_t tid) {
+  return Hash(host, pid, dev) ^ (static_cast<uint64_t>(tid) * 0xc2b2ae3d27d4eb4full);
+}
+
 uint64_t Newlines(std::string_view s) {
   return static_cast<uint64_t>(std::count(s.begin(), s.end(), '\n'));
 }
@@ -736,6 +741,16 @@ bool NcclLogParser::IsRecent(const RecentRank& recent, const NcclLinePrefix& pre
 }
 
 size_t NcclLogParser::RankFor(const NcclLinePrefix& prefix) {
+  if (!twin_threads_.empty()) {
+    auto it = twin_threads_.find(ThreadKey(prefix.host, prefix.pid, prefix.cuda_dev, prefix.tid));
+    if (it != twin_threads_.end()) {
+      const NcclRank& r = summary_.ranks[it->second];
+      const NcclProcess& p = summary_.processes[r.process];
+      if (r.cuda_dev == prefix.cuda_dev && p.pid == prefix.pid && p.host == prefix.host) {
+        return it->second;
+      }
+    }
+  }
   // Interleaved ranks: a small cache on (pid, dev), two ways to a slot,
   // checked against the host, spares hashing the host on nearly every line.
   uint64_t key = (static_cast<uint64_t>(prefix.pid) * 0x9e3779b97f4a7c15ull) ^
@@ -807,6 +822,48 @@ size_t NcclLogParser::LookUpRank(const NcclLinePrefix& prefix) {
   return found;
 }
 
+size_t NcclLogParser::TwinRank(
+    size_t rank_index, const std::function<bool(const NcclRank&, const NcclProcess&)>& fits) {
+  const NcclRank& base = summary_.ranks[rank_index];
+  const std::string host = summary_.processes[base.process].host;
+  const int64_t pid = summary_.processes[base.process].pid;
+  const int dev = base.cuda_dev;
+  size_t found = kNoRank;
+  int twins = 0;
+  for (size_t i = 0; i < summary_.processes.size(); ++i) {
+    const NcclProcess& p = summary_.processes[i];
+    if (p.pid != pid || p.host != host) continue;
+    twins = std::max(twins, p.twin);
+  }
+  for (size_t i = 0; i < summary_.ranks.size() && found == kNoRank; ++i) {
+    const NcclRank& r = summary_.ranks[i];
+    const NcclProcess& p = summary_.processes[r.process];
+    if (i != rank_index && r.cuda_dev == dev && p.pid == pid && p.host == host && fits(r, p)) {
+      found = i;
+    }
+  }
+  if (found == kNoRank) {
+    if (summary_.processes.size() >= kNcclMaxProcesses || summary_.ranks.size() >= kNcclMaxRanks) {
+      ++summary_.dropped;
+      return kNoRank;
+    }
+    NcclProcess p;
+    p.host = host;
+    p.pid = pid;
+    p.twin = twins + 1;
+    summary_.processes.push_back(std::move(p));
+    NcclRank r;
+    r.process = summary_.processes.size() - 1;
+    r.cuda_dev = dev;
+    summary_.ranks.push_back(std::move(r));
+    found = summary_.ranks.size() - 1;
+  }
+  if (line_tid_ != pid && twin_threads_.size() < kNcclMaxRanks) {
+    twin_threads_[ThreadKey(host, pid, dev, line_tid_)] = found;
+  }
+  return found;
+}
+
 void NcclLogParser::Line(const ScannedLine& scanned, bool fast_tried) {
   ++summary_.nccl_lines;
   std::string_view line = scanned.text;
@@ -855,6 +912,7 @@ void NcclLogParser::Line(const ScannedLine& scanned, bool fast_tried) {
 }
 
 size_t NcclLogParser::Prefixed(const NcclLinePrefix& prefix) {
+  line_tid_ = prefix.tid;
   size_t rank = RankFor(prefix);
   if (rank != kNoRank) {
     ++summary_.ranks[rank].lines;

@@ -130,6 +130,18 @@ class NcclLogParser {
   size_t RankFor(const NcclLinePrefix& prefix);
   size_t LookUpRank(const NcclLinePrefix& prefix);
   NcclProcess& ProcessOf(size_t rank) { return summary_.processes[summary_.ranks[rank].process]; }
+  void InitLine(size_t rank_index, std::string_view msg);
+  // A Bootstrap line of `rank_index`'s host:pid naming another first address.
+  void OtherBootstrap(size_t rank_index, std::string_view list);
+  // Another process under the host:pid:dev of `rank_index` (a host name
+  // written alike on several hosts, a pid that repeats across them): the rank
+  // among those already told apart that `fits`, else a new process and rank
+  // (NcclProcess::twin). The line's thread is remembered for it (unless it
+  // is the main thread, tid == pid, which repeats across hosts as the pid
+  // does), so the thread's later lines go to it. kNoRank past the caps.
+  // Invalidates references into summary_'s processes and ranks.
+  size_t TwinRank(size_t rank_index,
+                  const std::function<bool(const NcclRank&, const NcclProcess&)>& fits);
   void ChannelLine(NcclRank& rank, std::string_view msg);
   // The version-bound form of a channel line with a transport (after "via ").
   void ChannelForm(NcclProcess& process, std::string_view msg, size_t word,
@@ -166,6 +178,11 @@ class NcclLogParser {
   std::vector<RecentRank> recent_ranks_;
   bool IsRecent(const RecentRank& recent, const NcclLinePrefix& prefix) const;
   size_t last_process_ = kNoRank;  // for a bare "NCCL version" line
+  // Processes told apart under one host:pid (TwinRank): the (host, pid, dev,
+  // tid) of a thread seen to be theirs, to their rank. Empty in nearly every
+  // log: RankFor looks here only when it is not.
+  std::unordered_map<uint64_t, size_t> twin_threads_;
+  int64_t line_tid_ = 0;  // the tid of the prefixed line being read
   // Launcher tags (LineHead::tag_key) to processes, and bare versions seen
   // under a tag before its process printed a prefixed line.
   std::unordered_map<uint64_t, size_t> tag_process_;  // kNoRank: several processes share it

@@ -92,6 +92,24 @@ std::optional<int64_t> IntAfter(std::string_view s, const char (&key)[N]) {
   return ParseInt(rest.substr(0, end));
 }
 
+// The hexadecimal number after `key` (at most 16 digits); 0 when none.
+template <size_t N>
+uint64_t HexAfter(std::string_view s, const char (&key)[N]) {
+  size_t at = Find(s, key);
+  if (at == std::string_view::npos) return 0;
+  uint64_t v = 0;
+  for (size_t i = at + N - 1, digits = 0; i < s.size() && digits < 16; ++i, ++digits) {
+    const char c = s[i];
+    const int d = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
+    if (d < 0) break;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
 // The word after "set by environment to ", without a trailing '.'.
 std::string_view EnvValue(std::string_view msg) {
   size_t at = Find(msg, " set by environment to ");
@@ -112,44 +130,16 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
   NcclRank& rank = summary_.ranks[rank_index];
   NcclProcess& process = summary_.processes[rank.process];
   if (msg[0] == 'N' || msg[0] == 'F' || msg[0] == 'P') ReadNcclFallbackInfo(msg, line_no_, process);
-  auto init_line = [&](std::string_view m) {
-    // The words end the line in every version; the search is for text after them.
-    bool complete = EndsWith(m, "Init COMPLETE") || EndsWith(m, " - COMPLETE");
-    bool start = !complete && EndsWith(m, "Init START");
-    if (!complete && !start) {
-      complete = Find(m, "Init COMPLETE") != std::string_view::npos;
-      start = !complete && Find(m, "Init START") != std::string_view::npos;
-    }
-    auto r = IntAfter(m, " rank ");
-    auto n = IntAfter(m, " nranks ");
-    if (!n) n = IntAfter(m, " nRanks ");
-    if (!complete && !start) {
-      // "comm 0x.. rank 0 nranks 2" (2.3), "comm .. rank 0 nRanks 16 nNodes 2 ..."
-      // (2.20+), "... - Destroy COMPLETE": the identity only, when none is known.
-      if (r && n && rank.nranks == 0 && *r >= 0 && *r < *n && *n < (1 << 24)) {
-        rank.rank = static_cast<int>(*r);
-        rank.nranks = static_cast<int>(*n);
-      }
-      return;
-    }
-    (complete ? rank.init_completed : rank.init_started)++;
-    if (start) {
-      rank.init_start_line = line_no_;
-      process.SawForm(NcclLineForm::kInitStart, line_no_);
-    } else if (EndsWith(m, " - COMPLETE")) {
-      process.SawForm(NcclLineForm::kCompleteWithoutInit, line_no_);
-    }
-    if (r && n && *n >= rank.nranks && *n < (1 << 24) && *r >= 0 && *r < *n) {
-      rank.rank = static_cast<int>(*r);
-      rank.nranks = static_cast<int>(*n);
-      rank.identity_from_init = true;
-    }
-  };
   switch (msg[0]) {
     case 'B':
       if (StartsWith(msg, "Bootstrap : Using") || StartsWith(msg, "Bootstrap: Using")) {
-        if (!process.bootstrap.empty()) return;  // printed by every communicator
         std::string_view list = msg.substr(Find(msg, "Using") + 5);
+        // Printed by every communicator; another address under the same
+        // host:pid is another process (TwinRank).
+        if (!process.bootstrap.empty()) {
+          if (!process.bootstrap[0].address.empty()) OtherBootstrap(rank_index, list);
+          return;
+        }
         process.SawForm(msg[9] == ':'                 ? NcclLineForm::kBootstrapUnspaced
                         : StartsWith(Trim(list), "[") ? NcclLineForm::kBootstrapIndexed
                                                       : NcclLineForm::kBootstrapSpaced,
@@ -299,12 +289,12 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
             process.nnodes = static_cast<int>(*nodes);
           process.SawForm(NcclLineForm::kNodesLine, line_no_);
         }
-        init_line(msg);
+        InitLine(rank_index, msg);
       }
       return;
     case 'n':
     case '[':
-      if (Find(msg.substr(0, 48), "comm ") != std::string_view::npos) init_line(msg);
+      if (Find(msg.substr(0, 48), "comm ") != std::string_view::npos) InitLine(rank_index, msg);
       return;
     case 'I':
       if (StartsWith(msg, "Init timings")) {
@@ -357,6 +347,73 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
       }
       return;
   }
+}
+
+// "comm 0x.. rank R nranks N ... commId 0x.. - Init START|COMPLETE" and
+// the identity-only forms. The same host:pid:dev printing two ranks of one
+// communicator (one commId) is two processes: the line goes to the other.
+void NcclLogParser::InitLine(size_t rank_index, std::string_view m) {
+  // The words end the line in every version; the search is for text after them.
+  bool complete = EndsWith(m, "Init COMPLETE") || EndsWith(m, " - COMPLETE");
+  bool start = !complete && EndsWith(m, "Init START");
+  if (!complete && !start) {
+    complete = Find(m, "Init COMPLETE") != std::string_view::npos;
+    start = !complete && Find(m, "Init START") != std::string_view::npos;
+  }
+  auto r = IntAfter(m, " rank ");
+  auto n = IntAfter(m, " nranks ");
+  if (!n) n = IntAfter(m, " nRanks ");
+  const uint64_t comm = HexAfter(m, " commId 0x");
+  if ((complete || start) && r && comm != 0) {
+    const NcclRank& now = summary_.ranks[rank_index];
+    if (now.identity_from_init && now.comm_id == comm && now.rank != *r) {
+      const int number = static_cast<int>(*r);
+      size_t twin = TwinRank(rank_index, [&](const NcclRank& t, const NcclProcess&) {
+        return (t.comm_id == comm && t.rank == number) || !t.identity_from_init;
+      });
+      if (twin != kNoRank) rank_index = twin;
+    }
+  }
+  NcclRank& rank = summary_.ranks[rank_index];
+  NcclProcess& process = summary_.processes[rank.process];
+  if (!complete && !start) {
+    // "comm 0x.. rank 0 nranks 2" (2.3), "comm .. rank 0 nRanks 16 nNodes 2 ..."
+    // (2.20+), "... - Destroy COMPLETE": the identity only, when none is known.
+    if (r && n && rank.nranks == 0 && *r >= 0 && *r < *n && *n < (1 << 24)) {
+      rank.rank = static_cast<int>(*r);
+      rank.nranks = static_cast<int>(*n);
+    }
+    return;
+  }
+  (complete ? rank.init_completed : rank.init_started)++;
+  if (start) {
+    rank.init_start_line = line_no_;
+    process.SawForm(NcclLineForm::kInitStart, line_no_);
+  } else if (EndsWith(m, " - COMPLETE")) {
+    process.SawForm(NcclLineForm::kCompleteWithoutInit, line_no_);
+  }
+  if (r && n && *n >= rank.nranks && *n < (1 << 24) && *r >= 0 && *r < *n) {
+    rank.rank = static_cast<int>(*r);
+    rank.nranks = static_cast<int>(*n);
+    rank.identity_from_init = true;
+    if (comm != 0) rank.comm_id = comm;
+  }
+}
+
+void NcclLogParser::OtherBootstrap(size_t rank_index, std::string_view list) {
+  std::vector<NcclInterface> other = ParseNcclInterfaces(list);
+  const std::string& first = ProcessOf(rank_index).bootstrap[0].address;
+  if (other.empty() || other[0].address.empty() || other[0].address == first) return;
+  const std::string address = other[0].address;
+  size_t twin = TwinRank(rank_index, [&](const NcclRank&, const NcclProcess& p) {
+    return p.bootstrap.empty() || p.bootstrap[0].address == address;
+  });
+  if (twin == kNoRank) return;
+  NcclProcess& p = ProcessOf(twin);
+  if (!p.bootstrap.empty()) return;
+  if (other.size() > kNcclMaxInterfaces) other.resize(kNcclMaxInterfaces);
+  p.bootstrap = std::move(other);
+  p.bootstrap_line = line_no_;
 }
 
 bool NcclLogParser::SetOnceInterfaces(std::vector<NcclInterface>& into, std::string_view list) {

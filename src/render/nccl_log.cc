@@ -293,6 +293,8 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                          {"libibverbs_missing", p.libibverbs_missing},
                          {"ofi_provider", p.ofi_provider},
                          {"channel_nets", p.channel_nets}});
+    // Another process under the same host:pid (named "host:pid#N").
+    if (p.twin > 0) processes.back()["same_host_pid_as_another"] = p.twin + 1;
   }
   n["processes"] = processes;
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
@@ -305,6 +307,7 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                                 {"init_started", r.init_started},
                                 {"init_completed", r.init_completed},
                                 {"identity_from_init", r.identity_from_init}};
+    if (log.processes[r.process].twin > 0) j["process"] = log.processes[r.process].Name();
     j["init_seconds"] = r.init_seconds ? nlohmann::ordered_json(*r.init_seconds) : nullptr;
     j["transports"] = TransportsJson(r.transports);
     j["trees"] = r.trees;

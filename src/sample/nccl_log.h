@@ -79,6 +79,7 @@ struct NcclRank {
   std::optional<double> init_seconds;  // "Init timings ... total S" (2.23+), the largest
   NcclTransportCounts transports;
   bool identity_from_init = false;  // rank/nranks read off an Init line, not inferred
+  uint64_t comm_id = 0;             // the commId of that Init line (2.17+); 0: none printed
   std::string trees;                // the first "Trees [0] ..." layout, as printed
   uint64_t lines = 0;
   uint64_t warnings = 0;
@@ -89,6 +90,11 @@ struct NcclRank {
 struct NcclProcess {
   std::string host;  // NCCL cuts the hostname at the first '.'
   int64_t pid = 0;
+  // 0; N > 0: the Nth other process printed under the same host:pid, told
+  // apart by what its lines show (another bootstrap address, another rank of
+  // one communicator): a host name written alike on several hosts (redacted)
+  // and a pid that repeats across hosts (containers). Named "host:pid#N+1".
+  int twin = 0;
   std::string version;                    // "2.18.3+cuda12.2"
   int64_t cuda_driver = 0;                // "cudaDriverVersion 12020"
   std::vector<NcclInterface> bootstrap;   // "Bootstrap : Using ..."
@@ -127,7 +133,11 @@ struct NcclProcess {
     line_forms |= bit;
     line_form_lines[static_cast<size_t>(form)] = line;
   }
-  std::string Name() const { return host + ":" + std::to_string(pid); }
+  std::string Name() const {
+    std::string name = host + ":" + std::to_string(pid);
+    if (twin > 0) name += "#" + std::to_string(twin + 1);
+    return name;
+  }
 };
 
 // The peer of a failure NCCL printed without one ("exceeded timeouts").

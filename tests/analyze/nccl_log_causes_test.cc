@@ -478,5 +478,46 @@ TEST(NcclCauses, AProxysFromRankIsARankOnItsHost) {
       << Ids(done.findings);
 }
 
+TEST(NcclCauses, OnePidOnTwoHostsIsTwoProcesses) {
+  // Hosts redacted alike, the pid repeating across containers.
+  const std::string log_text =
+      "xxx:7:7 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "xxx:7:7 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+      "xxx:7:20 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId "
+      "0xab - Init START\n"
+      "xxx:7:21 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId "
+      "0xab - Init START\n"
+      "xxx:7:21 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId "
+      "0xab - Init COMPLETE\n"
+      "xxx:7:21 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/Socket/0\n";
+  NcclLogSummary log = ParseNcclLog(log_text);
+  ASSERT_EQ(log.processes.size(), 2u);
+  ASSERT_EQ(log.ranks.size(), 2u);
+  EXPECT_EQ(log.processes[1].Name(), "xxx:7#2");
+  EXPECT_EQ(log.processes[1].bootstrap[0].address, "10.0.0.2");
+  EXPECT_EQ(log.ranks[0].rank, 0);
+  EXPECT_EQ(log.ranks[0].init_completed, 0u);
+  EXPECT_EQ(log.ranks[1].rank, 1);
+  EXPECT_EQ(log.ranks[1].init_completed, 1u);
+  EXPECT_EQ(log.ranks[1].transports.net_socket, 1u);  // its thread's later line
+  EXPECT_EQ(NcclJobNodes(log), 2);
+  auto r = CheckNcclLog(log, std::nullopt, "job.log");
+  bool said = false;
+  for (const std::string& n : r.notes)
+    said = said || n.find("xxx:7 stands for 2 processes on 2 hosts") == 0;
+  EXPECT_TRUE(said) << ::testing::PrintToString(r.notes);
+  // One process in two communicators of one size (commIds differ), and a
+  // bootstrap line printed again by the next communicator: one process.
+  NcclLogSummary one = ParseNcclLog(
+      "a:7:7 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "a:7:7 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "a:7:20 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xab "
+      "- Init START\n"
+      "a:7:20 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xcd "
+      "- Init START\n");
+  EXPECT_EQ(one.processes.size(), 1u);
+  EXPECT_EQ(one.ranks.size(), 1u);
+}
+
 }  // namespace
 }  // namespace stallscope
