@@ -232,7 +232,9 @@ constexpr Rule kRules[] = {
      "/dev/infiniband), or NET/IB could not open its device and NCCL fell back to sockets; "
      "critical from 8 hosts. On signs alone, before any channel line (an IPoIB interface such "
      "as ib0 under the sockets with libibverbs missing; libfabric's efa provider output empty "
-     "list, No EFA devices): at most a warning",
+     "list, No EFA devices): at most a warning. aws-ofi-nccl on libfabric's tcp, sockets or udp "
+     "provider ('NET/OFI Selected Provider is tcp') with the plugin's channels between hosts "
+     "counts as sockets",
      "RDMA/RoCE bypasses the kernel's TCP stack with far lower latency and CPU cost; "
      "beyond 8 nodes it is 'basically required'; keep NCCL_IB_DISABLE=0 when using "
      "RDMA. Warning, not critical: at 4 nodes or fewer TCP 'can still cope'",

@@ -253,6 +253,13 @@ bool UsesNet(const NcclProcess& p, std::string_view prefix) {
   return false;
 }
 
+// aws-ofi-nccl on libfabric's tcp, sockets or udp provider: the plugin's
+// channels run over TCP/IP, not over EFA's or verbs' RDMA.
+bool OfiProviderOverTcp(const NcclProcess& p) {
+  const std::string& v = p.ofi_provider;
+  return StartsWith(v, "tcp") || StartsWith(v, "sockets") || StartsWith(v, "udp");
+}
+
 // Every sign that RDMA was there and sockets carried the job: RDMA devices
 // listed, an IPoIB interface under the sockets, libibverbs missing, an IB
 // plugin loaded, EFA's libfabric provider missing, another host on IB, this
@@ -263,10 +270,14 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   uint64_t first_line = 0;  // the first channel over a socket of a process judged
   uint64_t socket_connections = 0;
   std::vector<uint64_t> socket_by_process(log.processes.size(), 0);
+  std::vector<uint64_t> plugin_by_process(log.processes.size(), 0);
   for (const NcclRank& r : log.ranks) {
     socket_connections += r.transports.net_socket;
     socket_by_process[r.process] += r.transports.net_socket;
+    plugin_by_process[r.process] += r.transports.net_other;
   }
+  uint64_t ofi_tcp_connections = 0;
+  bool any_ofi_tcp = false;
   int nodes = NcclJobNodes(log);
   std::set<std::string> ib_hosts;
   for (const NcclProcess& p : log.processes) {
@@ -295,7 +306,9 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   bool disabled_on_purpose = false;
   for (size_t i = 0; i < log.processes.size(); ++i) {
     const NcclProcess& p = log.processes[i];
-    bool socket = socket_by_process[i] > 0 || (NetworkOf(p) == "Socket" && nodes > 1);
+    // The plugin's channels over libfabric's TCP provider are sockets too.
+    const bool ofi_tcp = OfiProviderOverTcp(p) && (plugin_by_process[i] > 0 || nodes > 1);
+    bool socket = socket_by_process[i] > 0 || (NetworkOf(p) == "Socket" && nodes > 1) || ofi_tcp;
     // Before any channel line, the unambiguous signs alone: an IPoIB
     // interface under the sockets with libibverbs missing, EFA looked for
     // and absent. RDMA shown in use rules them out.
@@ -353,6 +366,15 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
           "there but not usable from this process",
           log.libfabric_efa_failures.front()));
     }
+    if (ofi_tcp) {
+      fires = true;
+      any_ofi_tcp = true;
+      ofi_tcp_connections += plugin_by_process[i];
+      reason(fmt::format(
+          "aws-ofi-nccl selected libfabric's {} provider{}: the plugin's channels run over TCP/IP, "
+          "not over EFA",
+          p.ofi_provider, p.ofi.nics >= 0 ? fmt::format(" (found {} NIC(s))", p.ofi.nics) : ""));
+    }
     if (efa_missing) {
       fires = true;
       reason(
@@ -376,9 +398,10 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
       reason("NCCL could not open libibverbs: the image lacks rdma-core");
     if (fires) {
       processes.push_back(p.Name());
-      uint64_t line = p.socket_channel_line != 0 ? p.socket_channel_line
-                      : p.socket_line != 0       ? p.socket_line
-                                                 : p.bootstrap_line;
+      uint64_t line = p.socket_channel_line != 0            ? p.socket_channel_line
+                      : ofi_tcp && p.ofi.provider_line != 0 ? p.ofi.provider_line
+                      : p.socket_line != 0                  ? p.socket_line
+                                                            : p.bootstrap_line;
       if (line != 0 && (first_line == 0 || line < first_line)) first_line = line;
     }
   }
@@ -417,6 +440,9 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   if (host && !host->active_ports.empty()) {
     f.evidence.push_back({"host_active_ports", JoinCapped(host->active_ports)});
   }
+  if (any_ofi_tcp) {
+    f.evidence.push_back({"ofi_tcp_connections", static_cast<int64_t>(ofi_tcp_connections)});
+  }
   f.evidence.push_back({"why", JoinCapped(reasons)});
   if (first_line != 0) f.evidence.push_back({"first_at", NcclLogPlace(source, first_line)});
   // What to do follows from the signs seen, on the processes seen.
@@ -425,7 +451,8 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
           ? JoinCapped(processes, 4)
           : JoinCapped(std::vector<std::string>(socket_hosts.begin(), socket_hosts.end()), 4);
   std::vector<std::string> steps;
-  if (efa_missing || efa_failed) {
+  const bool efa = efa_missing || efa_failed || any_ofi_tcp;
+  if (efa) {
     steps.push_back(
         "give the container the EFA devices (the EFA device plugin's vpc.amazonaws.com/efa "
         "resource, or --device=/dev/infiniband/uverbs*) and check `fi_info -p efa` inside it");
@@ -433,7 +460,12 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   if (libibverbs_missing) {
     steps.push_back("install rdma-core (libibverbs1, ibverbs-providers) in the image");
   }
-  if (!efa_missing && !efa_failed) {
+  if (any_ofi_tcp) {
+    steps.push_back(
+        "set FI_PROVIDER=efa so that aws-ofi-nccl fails where EFA is missing instead of "
+        "running over TCP");
+  }
+  if (!efa) {
     steps.push_back(
         "pass --device=/dev/infiniband --cap-add=IPC_LOCK (or the RDMA device plugin) and check "
         "`ibv_devinfo` inside the container");
@@ -441,7 +473,10 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   steps.push_back("unset NCCL_NET=Socket if it is set");
   f.next = fmt::format(
       "on {}: {}; rerun with NCCL_DEBUG=INFO and look for 'via NET/{}' in `stallscope nccl-log`",
-      where, fmt::join(steps, "; "), efa_missing || efa_failed ? "Libfabric" : "IB");
+      where, fmt::join(steps, "; "),
+      any_ofi_tcp                 ? "Libfabric' with 'Selected provider is efa"
+      : efa_missing || efa_failed ? "Libfabric"
+                                  : "IB");
   out.push_back(std::move(f));
 }
 

@@ -81,6 +81,10 @@ std::string_view ParseNcclVersion(std::string_view after_version_word);
 // aws-ofi-nccl's init.
 void ReadNcclFallbackInfo(std::string_view msg, uint64_t line, NcclProcess& p);
 void ReadNcclFallbackWarn(std::string_view msg, uint64_t line, NcclProcess& p);
+// aws-ofi-nccl's INFO lines (after "NET/OFI "): provider, fabric, NICs and
+// their PCI addresses, libfabric's and the plugin's versions, protocol,
+// platform, GDR disabled (probe/nccl_log_ofi.cc), read into process p.
+void ReadNcclOfiInfo(std::string_view msg, uint64_t line, NcclProcess& p);
 // "2.18.1" from PyTorch's error text ("NCCL error in: ..., NCCL version
 // 2.18.1"); empty when the line holds none.
 std::string_view NcclVersionInTorchError(std::string_view text);

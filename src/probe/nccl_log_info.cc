@@ -190,15 +190,7 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
         std::vector<NcclInterface> one = ParseNcclInterfaces(msg.substr(21));
         if (!one.empty() && process.bootstrap.empty()) process.bootstrap.push_back(one[0]);
       } else if (StartsWith(msg, "NET/OFI ")) {
-        // aws-ofi-nccl: "NET/OFI Selected Provider is efa (found 4 nics)",
-        // "NET/OFI Selected provider is efa, fabric is efa-direct (found 4 nics)".
-        size_t at = Find(msg, "elected Provider is ");
-        if (at == std::string_view::npos) at = Find(msg, "elected provider is ");
-        if (at != std::string_view::npos && process.ofi_provider.empty()) {
-          std::string_view name = FirstWordOf(msg.substr(at + 20));
-          while (!name.empty() && name.back() == ',') name.remove_suffix(1);
-          process.ofi_provider = std::string(name);
-        }
+        ReadNcclOfiInfo(msg.substr(8), line_no_, process);  // aws-ofi-nccl
       } else if (StartsWith(msg, "NET/Plugin: Loaded net plugin ") ||
                  StartsWith(msg, "NET/Plugin : Loaded net plugin ")) {
         size_t at = Find(msg, "net plugin ");

@@ -311,6 +311,12 @@ void SanitizeNcclSummary(NcclLogSummary& s) {
     fix(p.net_plugin);
     fix(p.plugin_path);
     fix(p.ofi_provider);
+    fix(p.ofi.plugin_version);
+    fix(p.ofi.libfabric_version);
+    fix(p.ofi.fabric);
+    fix(p.ofi.protocol);
+    fix(p.ofi.platform);
+    for (std::string& d : p.ofi.devices) fix(d);
     fix(p.plugin_asked);
     fix(p.plugin_failed);
     fix(p.plugin_failure);

@@ -160,6 +160,14 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
                        versions.first.empty() ? "-" : versions.first,
                        versions.second.empty() ? "-" : versions.second, count);
   }
+  // aws-ofi-nccl's own facts, one line per distinct set.
+  std::map<std::string, size_t> ofi;
+  for (const NcclProcess& p : log.processes) {
+    if (p.ofi.Any()) ++ofi[NcclOfiText(p)];
+  }
+  for (const auto& [text, count] : ofi) {
+    out += fmt::format("aws-ofi-nccl: {} on {} process(es)\n", text, count);
+  }
   if (!log.unattributed_versions.empty()) {
     out += fmt::format("NCCL versions printed without a prefix: {}\n",
                        fmt::join(log.unattributed_versions, ", "));
@@ -295,6 +303,17 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                          {"channel_nets", p.channel_nets}});
     // Another process under the same host:pid (named "host:pid#N").
     if (p.twin > 0) processes.back()["same_host_pid_as_another"] = p.twin + 1;
+    if (p.ofi.Any()) {
+      processes.back()["ofi"] = {{"plugin_version", p.ofi.plugin_version},
+                                 {"libfabric_version", p.ofi.libfabric_version},
+                                 {"provider", p.ofi_provider},
+                                 {"fabric", p.ofi.fabric},
+                                 {"nics", p.ofi.nics},
+                                 {"devices", p.ofi.devices},
+                                 {"protocol", p.ofi.protocol},
+                                 {"platform", p.ofi.platform},
+                                 {"gdr_disabled", p.ofi.gdr_disabled}};
+    }
   }
   n["processes"] = processes;
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();

@@ -86,6 +86,24 @@ struct NcclRank {
   uint64_t init_start_line = 0;  // 1-based line of its last "Init START"
 };
 
+// What aws-ofi-nccl (the libfabric net plugin, "NET/OFI ..." lines) said of
+// one process (probe/nccl_log_ofi.cc has the forms).
+struct NcclOfiFacts {
+  std::string plugin_version;     // "Initializing aws-ofi-nccl 1.13.2-aws" -> "1.13.2-aws"
+  std::string libfabric_version;  // "Using Libfabric version 1.22"
+  std::string fabric;  // "Selected provider is efa, fabric is efa-direct" -> "efa-direct"
+  int nics = -1;       // "(found 4 nics)"; -1: not printed
+  std::vector<std::string> devices;  // "NIC group 0 device #0 0000:4b:00.0": PCI addresses
+  std::string protocol;              // "Using transport protocol RDMA|SENDRECV"
+  std::string platform;  // "Running on p5.48xlarge platform, ...", "Plugin selected platform: AWS"
+  bool gdr_disabled = false;   // "Could not disable CUDA API usage for HMEM, disabling GDR"
+  uint64_t provider_line = 0;  // 1-based line of "Selected provider is"
+  bool Any() const {
+    return !plugin_version.empty() || !libfabric_version.empty() || !fabric.empty() || nics >= 0 ||
+           !devices.empty() || !protocol.empty() || !platform.empty() || gdr_disabled;
+  }
+};
+
 // One process: what NCCL prints once per process.
 struct NcclProcess {
   std::string host;  // NCCL cuts the hostname at the first '.'
@@ -110,6 +128,7 @@ struct NcclProcess {
   std::string net_plugin;                 // "P2P plugin IBext_v8", "Loaded net plugin X"
   std::string plugin_path;                // "Plugin Path : /opt/hpcx/..."
   std::string ofi_provider;               // "NET/OFI Selected Provider is efa"
+  NcclOfiFacts ofi;                       // aws-ofi-nccl's other lines
   std::vector<std::string> channel_nets;  // "via NET/<name>/..." names: IB, Socket, IBext_v8
   uint64_t socket_devs_used = 0;          // bit i: a channel ran "via NET/Socket/i"
   // 1-based lines of the log, for findings' FILE:LINE (0: not seen).

@@ -519,5 +519,55 @@ TEST(NcclCauses, OnePidOnTwoHostsIsTwoProcesses) {
   EXPECT_EQ(one.ranks.size(), 1u);
 }
 
+TEST(NcclCauses, AwsOfiNcclsLinesAreRead) {
+  NcclProcess p;
+  for (const char* line :
+       {"Initializing aws-ofi-nccl 1.13.2-aws", "Using Libfabric version 1.22",
+        "Selected provider is efa, fabric is efa-direct (found 4 nics)",
+        "NIC group 0 device #0 0000:4b:00.0", "NIC group 0 device #1 0000:4c:00.0",
+        "NIC group 0 device #1 0000:4c:00.0", "Using transport protocol RDMA (platform set)",
+        "Running on p5.48xlarge platform, Setting NCCL_TOPO_FILE environment variable to /x.xml",
+        "Could not disable CUDA API usage for HMEM, disabling GDR"}) {
+    ReadNcclOfiInfo(line, 7, p);
+  }
+  EXPECT_EQ(p.ofi.plugin_version, "1.13.2-aws");
+  EXPECT_EQ(p.ofi.libfabric_version, "1.22");
+  EXPECT_EQ(p.ofi_provider, "efa");
+  EXPECT_EQ(p.ofi.fabric, "efa-direct");
+  EXPECT_EQ(p.ofi.nics, 4);
+  EXPECT_EQ(p.ofi.devices, (std::vector<std::string>{"0000:4b:00.0", "0000:4c:00.0"}));
+  EXPECT_EQ(p.ofi.protocol, "RDMA");
+  EXPECT_EQ(p.ofi.platform, "p5.48xlarge");
+  EXPECT_TRUE(p.ofi.gdr_disabled);
+  EXPECT_EQ(p.ofi.provider_line, 7u);
+  NcclProcess old;
+  ReadNcclOfiInfo("Selected Provider is tcp (found 1 nics)", 3, old);
+  EXPECT_EQ(old.ofi_provider, "tcp");
+  EXPECT_EQ(old.ofi.fabric, "");
+  EXPECT_EQ(old.ofi.nics, 1);
+}
+
+TEST(NcclCauses, AwsOfiNcclOnLibfabricsTcpProviderIsRdmaUnused) {
+  auto lines = [](const std::string& provider) {
+    std::string out;
+    for (const char* h : {"a:1:2", "b:3:4"}) {
+      out += std::string(h) + " [0] NCCL INFO NET/OFI Selected Provider is " + provider +
+             " (found 1 nics)\n";
+      out += std::string(h) + " [0] NCCL INFO Using network AWS Libfabric\n";
+      out += std::string(h) +
+             " [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/AWS "
+             "Libfabric/0\n";
+    }
+    return out;
+  };
+  auto tcp = Check(lines("tcp"));
+  const Finding* f = Of(tcp, "network.rdma_unused");
+  ASSERT_NE(f, nullptr) << Ids(tcp.findings);
+  EXPECT_EQ(EvidenceOf<int64_t>(*f, "ofi_tcp_connections"), 2);
+  EXPECT_NE(f->next.find("FI_PROVIDER=efa"), std::string::npos) << f->next;
+  auto efa = Check(lines("efa"));
+  EXPECT_EQ(Of(efa, "network.rdma_unused"), nullptr) << Ids(efa.findings);
+}
+
 }  // namespace
 }  // namespace stallscope
