@@ -608,72 +608,7 @@ namespace {
 // Marks the key of an outer tag alone in the tag map.
 constexpr uint64_t kOuterTag = 0x5bd1e9955bd1e995ull;
 
-// The widths terminals and log viewers wrap lines at.
-bool IsTerminalWidth(size_t n) {
-  return n == 80 || n == 100 || n == 120 || n == 132 || n == 160 || n == 200;
-}
-
 }  // namespace
-
-void NcclLogParser::AnyLine(const ScannedLine& scanned) {
-  std::string_view line = scanned.text;
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  // A progress bar's carriage returns put several lines on one (looked for
-  // only in lines the scanner did not find plain).
-  if (!scanned.plain && memchr(line.data(), '\r', line.size())) {
-    for (size_t from = 0; from <= line.size();) {
-      size_t at = line.find('\r', from);
-      if (at == std::string_view::npos) at = line.size();
-      AnyLine(Unscanned(line.substr(from, at - from)));  // the part holds none
-      from = at + 1;
-    }
-    return;
-  }
-  if (!wrapped_.empty()) {
-    // A terminal's wrap leaves the rest of the line on the next with no
-    // prefix, no decoration and no NCCL marker of its own.
-    std::string held = std::move(wrapped_);
-    wrapped_.clear();
-    const uint64_t now = line_no_;
-    line_no_ = wrapped_line_no_;
-    bool rest_of_it = !line.empty() && line[0] != ' ' && line[0] != '\t' &&
-                      line.size() <= held.size() && scanned.nccl == std::string_view::npos &&
-                      ReadLineHead(line).content == 0;
-    if (rest_of_it) {
-      held.append(line);
-      ++summary_.joined_lines;
-      Dispatch(Unscanned(held));
-      line_no_ = now;
-      longest_line_ = std::max(longest_line_, line.size());
-      return;
-    }
-    Dispatch(Unscanned(held));
-    line_no_ = now;
-  }
-  // Held only when no line so far was longer: a log that has one is not
-  // wrapped at that width.
-  // ... and only after another line of exactly that width: a terminal that
-  // wraps cuts many lines there, a log that is not wrapped rarely has two.
-  bool may_be_wrapped = IsTerminalWidth(line.size()) && line.size() >= longest_line_ &&
-                        line.size() == last_width_ && width_lines_ >= 1;
-  if (IsTerminalWidth(line.size())) {
-    width_lines_ = line.size() == last_width_ ? width_lines_ + 1 : 1;
-    last_width_ = line.size();
-  }
-  longest_line_ = std::max(longest_line_, line.size());
-  if (may_be_wrapped && scanned.nccl != std::string_view::npos) {
-    wrapped_.assign(line.data(), line.size());
-    wrapped_line_no_ = line_no_;
-    return;
-  }
-  if (line.size() == scanned.text.size()) {
-    Dispatch(scanned);
-  } else {
-    ScannedLine without_cr = scanned;
-    without_cr.text = line;
-    Dispatch(without_cr);
-  }
-}
 
 void NcclLogParser::Dispatch(const ScannedLine& line) {
   // Most lines of a dense log are NCCL's own: its prefix is tried right at
@@ -703,6 +638,7 @@ NcclLogSummary NcclLogParser::Finish() {
     ++line_no_;
     AnyLine(Unscanned(line));
   }
+  ReleaseWrapCandidate(false);
   if (!wrapped_.empty()) {
     std::string held = std::move(wrapped_);
     wrapped_.clear();

@@ -123,8 +123,20 @@ class NcclLogParser {
   void LibfabricLine(std::string_view text);
   void TorchLine(std::string_view text, const LineHead& head);
   void TorchErrorLine(std::string_view text);
-  // A line of either kind, once a wrapped one is joined back.
+  // Every line: carriage returns split, a terminal's wrap joined back
+  // (nccl_log_wrap.cc), then Dispatch.
   void AnyLine(const ScannedLine& line);
+  // Whether `line` may be the rest of a line a terminal `width` wide cut.
+  // `held_tag`: HeldTagKind of the line it would join.
+  static bool RestOfWrappedLine(std::string_view line, bool marker, size_t width, char held_tag);
+  // The kind of the launcher's tag a held line opens with: '[', '(', '<',
+  // 'w' for a word ("nodeA:"), 0 for none.
+  static char HeldTagKind(std::string_view held);
+  // A line read while the first NCCL line of a terminal's width waits.
+  void WaitWithCandidate(std::string_view line, bool marker);
+  // The waiting candidate and the lines after it, read in order: the
+  // candidate joined to its rest when `wrapped`, else as it is.
+  void ReleaseWrapCandidate(bool wrapped);
   void Dispatch(const ScannedLine& line);
   // The launcher's tag on a line NCCL prefixed, remembered for its process.
   void RememberTag(const LineHead& head, size_t rank);
@@ -196,6 +208,12 @@ class NcclLogParser {
   // An NCCL line as long as a terminal is wide, held until the next line
   // tells whether the terminal wrapped it.
   std::string wrapped_;
+  // The first NCCL line of a terminal's width, and the lines read after it
+  // (their numbers and copies), while it is not yet known whether the
+  // terminal wrapped it.
+  std::string wrap_candidate_;
+  uint64_t wrap_candidate_line_ = 0;
+  std::vector<std::pair<uint64_t, std::string>> waiting_;
   std::string scratch_;  // a line without its escape codes
   size_t longest_line_ = 0;
   size_t last_width_ = 0;         // the terminal width the last such line had

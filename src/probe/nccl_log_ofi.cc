@@ -73,7 +73,8 @@ void ReadNcclOfiInfo(std::string_view msg, uint64_t line, NcclProcess& p) {
   } else if (StartsWith(msg, "Running on ")) {
     std::string_view rest = msg.substr(11);
     size_t end = rest.find(" platform");
-    if (end != std::string_view::npos) Set(ofi.platform, Trim(rest.substr(0, std::min<size_t>(end, 64))));
+    if (end != std::string_view::npos)
+      Set(ofi.platform, Trim(rest.substr(0, std::min<size_t>(end, 64))));
   } else if (StartsWith(msg, "Plugin selected platform: ")) {
     Set(ofi.platform, Word(msg.substr(26)));
   } else if (StartsWith(msg, "Could not disable CUDA API usage for HMEM, disabling GDR")) {
