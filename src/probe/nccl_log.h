@@ -127,11 +127,10 @@ class NcclLogParser {
   // (nccl_log_wrap.cc), then Dispatch.
   void AnyLine(const ScannedLine& line);
   // Whether `line` may be the rest of a line a terminal `width` wide cut.
-  // `held_tag`: HeldTagKind of the line it would join.
-  static bool RestOfWrappedLine(std::string_view line, bool marker, size_t width, char held_tag);
-  // The kind of the launcher's tag a held line opens with: '[', '(', '<',
-  // 'w' for a word ("nodeA:"), 0 for none.
-  static char HeldTagKind(std::string_view held);
+  // `held`: the line it would join (whose launcher tag, if any, a row's
+  // "word: " must not look like).
+  static bool RestOfWrappedLine(std::string_view line, bool marker, size_t width,
+                                std::string_view held);
   // A line read while the first NCCL line of a terminal's width waits.
   void WaitWithCandidate(std::string_view line, bool marker);
   // The waiting candidate and the lines after it, read in order: the

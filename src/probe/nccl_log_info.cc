@@ -137,7 +137,11 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
         // Printed by every communicator; another address under the same
         // host:pid is another process (TwinRank).
         if (!process.bootstrap.empty()) {
-          if (!process.bootstrap[0].address.empty()) OtherBootstrap(rank_index, list);
+          const std::string& first = process.bootstrap[0].address;
+          if (!first.empty() &&
+              list.substr(0, first.size() + 32).find(first) == std::string_view::npos) {
+            OtherBootstrap(rank_index, list);
+          }
           return;
         }
         process.SawForm(msg[9] == ':'                 ? NcclLineForm::kBootstrapUnspaced
@@ -355,9 +359,12 @@ void NcclLogParser::InitLine(size_t rank_index, std::string_view m) {
   auto r = IntAfter(m, " rank ");
   auto n = IntAfter(m, " nranks ");
   if (!n) n = IntAfter(m, " nRanks ");
-  const uint64_t comm = HexAfter(m, " commId 0x");
-  if ((complete || start) && r && comm != 0) {
-    const NcclRank& now = summary_.ranks[rank_index];
+  // The commId is read only where the rank's identity is new or differs
+  // (a rank's START and COMPLETE lines say the same).
+  const NcclRank& now = summary_.ranks[rank_index];
+  const bool new_identity = (complete || start) && r && (!now.identity_from_init || now.rank != *r);
+  const uint64_t comm = new_identity ? HexAfter(m, " commId 0x") : 0;
+  if (new_identity && comm != 0) {
     if (now.identity_from_init && now.comm_id == comm && now.rank != *r) {
       const int number = static_cast<int>(*r);
       size_t twin = TwinRank(rank_index, [&](const NcclRank& t, const NcclProcess&) {
@@ -388,7 +395,7 @@ void NcclLogParser::InitLine(size_t rank_index, std::string_view m) {
     rank.rank = static_cast<int>(*r);
     rank.nranks = static_cast<int>(*n);
     rank.identity_from_init = true;
-    if (comm != 0) rank.comm_id = comm;
+    if (new_identity) rank.comm_id = comm;
   }
 }
 
@@ -428,7 +435,17 @@ void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
   if (via != std::string_view::npos) {
     std::string_view t = msg.substr(via + 5);
     NcclTransportCounts& c = rank.transports;
-    ChannelForm(summary_.processes[rank.process], msg, word, t);
+    // The version-bound forms: the first channel line's, and SHM's.
+    {
+      NcclProcess& process = summary_.processes[rank.process];
+      constexpr uint32_t kChannelForms =
+          1u << static_cast<unsigned>(NcclLineForm::kRingVia) |
+          1u << static_cast<unsigned>(NcclLineForm::kChannelSubIndex) |
+          1u << static_cast<unsigned>(NcclLineForm::kChannelNoSubIndex);
+      if (!(process.line_forms & kChannelForms) || (!t.empty() && (t[0] == 'd' || t[0] == 'S'))) {
+        ChannelForm(process, msg, word, t);
+      }
+    }
     // The printer: "a[x] -> b[y] [send] via" is printed by a, "[receive]" by
     // b; P2P and SHM lines by the sender; 2.3's NET lines are the receiver's.
     if (rank.rank < 0) {

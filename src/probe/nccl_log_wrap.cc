@@ -41,10 +41,8 @@ constexpr size_t kWrapLookahead = 32;
 
 }  // namespace
 
-char NcclLogParser::HeldTagKind(std::string_view held) { return TagKind(ReadLineHead(held).tag); }
-
 bool NcclLogParser::RestOfWrappedLine(std::string_view line, bool marker, size_t width,
-                                      char held_tag) {
+                                      std::string_view held) {
   // The cut may fall on a space (between words, inside a ring's layout):
   // the row then opens with it.
   size_t text = 0;
@@ -56,7 +54,7 @@ bool NcclLogParser::RestOfWrappedLine(std::string_view line, bool marker, size_t
   LineHead head = ReadLineHead(line.substr(text));
   if (head.content == 0) return true;
   const char kind = TagKind(head.tag);
-  return !head.timestamp && kind == 'w' && held_tag != 'w';
+  return !head.timestamp && kind == 'w' && TagKind(ReadLineHead(held).tag) != 'w';
 }
 
 void NcclLogParser::AnyLine(const ScannedLine& scanned) {
@@ -84,8 +82,7 @@ void NcclLogParser::AnyLine(const ScannedLine& scanned) {
     wrapped_.clear();
     const uint64_t now = line_no_;
     line_no_ = wrapped_line_no_;
-    if (RestOfWrappedLine(line, scanned.nccl != std::string_view::npos, last_width_,
-                          HeldTagKind(held))) {
+    if (RestOfWrappedLine(line, scanned.nccl != std::string_view::npos, last_width_, held)) {
       held.append(line);
       ++summary_.joined_lines;
       longest_line_ = std::max(longest_line_, line.size());
@@ -138,7 +135,7 @@ void NcclLogParser::WaitWithCandidate(std::string_view line, bool marker) {
   if (waiting_.empty()) {
     // The row right below: the rest of the candidate, or the candidate is a
     // line as it is.
-    if (!RestOfWrappedLine(line, marker, width, HeldTagKind(wrap_candidate_))) {
+    if (!RestOfWrappedLine(line, marker, width, wrap_candidate_)) {
       ReleaseWrapCandidate(false);
       AnyLine(Unscanned(line));
       return;
