@@ -232,7 +232,9 @@ constexpr Rule kRules[] = {
      "/dev/infiniband), or NET/IB could not open its device and NCCL fell back to sockets; "
      "critical from 8 hosts. On signs alone, before any channel line (an IPoIB interface such "
      "as ib0 under the sockets with libibverbs missing; libfabric's efa provider output empty "
-     "list, No EFA devices): at most a warning",
+     "list, No EFA devices): at most a warning. aws-ofi-nccl on libfabric's tcp, sockets or udp "
+     "provider ('NET/OFI Selected Provider is tcp') with the plugin's channels between hosts "
+     "counts as sockets",
      "RDMA/RoCE bypasses the kernel's TCP stack with far lower latency and CPU cost; "
      "beyond 8 nodes it is 'basically required'; keep NCCL_IB_DISABLE=0 when using "
      "RDMA. Warning, not critical: at 4 nodes or fewer TCP 'can still cope'",
@@ -322,8 +324,13 @@ constexpr Rule kRules[] = {
      "nccl-log: the 'NCCL version X' each process printed (a bare line goes to the process "
      "printed just before it), NCCL's own 'Mismatched NCCL version detected' WARN, and the "
      "version in PyTorch's lines (its error text '..., NCCL version X', ProcessGroupNCCL's "
-     "'NCCL version: X'); the evidence says which lines each version was read from",
-     "critical when two or more versions appear, or NCCL warned of a mismatch",
+     "'NCCL version: X'); for a process that printed no version line (a debug file before "
+     "2.22, where the version went to stdout; an excerpt), the versions its line forms allow "
+     "(forms only some versions print, each widened by one minor: 'Bootstrap : Using [0]IF' "
+     "2.4-2.7, 'Channel NN : ... via' 2.7-2.13, 'Init START' 2.18+, ...); the evidence says "
+     "which lines each version was read from",
+     "critical when two or more versions appear (forms that allow a version printed elsewhere "
+     "count as it), or NCCL warned of a mismatch",
      "NCCL's wire protocol between ranks is only guaranteed within one version: mixed builds "
      "hang or fail at init (NCCL checks it from 2.2x). The usual advice to compare the hosts "
      "(cluster) applies: every host must run the same image",
