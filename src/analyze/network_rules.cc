@@ -522,8 +522,8 @@ std::vector<PortErrorDelta> RdmaErrorDeltas(const std::vector<InfinibandDevice>&
       delta.symbol_errors = grew(it->second->symbol_errors, p.symbol_errors);
       delta.link_downed = grew(it->second->link_downed, p.link_downed);
       delta.rcv_errors = grew(it->second->rcv_errors, p.rcv_errors);
-      delta.buffer_overrun_errors = grew(it->second->excessive_buffer_overrun_errors,
-                                         p.excessive_buffer_overrun_errors);
+      delta.buffer_overrun_errors =
+          grew(it->second->excessive_buffer_overrun_errors, p.excessive_buffer_overrun_errors);
       delta.link_integrity_errors =
           grew(it->second->local_link_integrity_errors, p.local_link_integrity_errors);
       out.push_back(std::move(delta));
@@ -642,16 +642,21 @@ void CheckNicCongestion(const NetworkObservation& o, std::vector<Finding>& out) 
         f.evidence.push_back({"xmit_wait_ticks_per_second", wait.ticks_per_second});
         f.evidence.push_back({"xmit_wait_per_word_sent", wait.ratio});
       }
-      f.next = g.has_xmit_wait ? fmt::format(
-                   "perfquery -x on {} twice, a minute apart (PortXmitWait), and `ibdiagnet "
-                   "--pm_pause_time 60` for the fabric's congested links; an oversubscribed "
-                   "uplink or many senders to one receiver (incast) in the job's all-to-all or "
-                   "all-reduce shows as this",
-                   d.interface) : fmt::format(
-          "ethtool -S {} | grep -E 'pause|cnp|ecn' twice, a minute apart; on the switch, the "
-          "port's PFC and ECN counters and the uplinks' oversubscription; many senders to one "
-          "receiver (incast) in the job's all-to-all or all-reduce shows as this",
-          d.interface);
+      f.next =
+          g.has_xmit_wait
+              ? fmt::format(
+                    "perfquery -x on {} twice, a minute apart (PortXmitWait), and `ibdiagnet "
+                    "--pm_pause_time 60` for the fabric's congested links; an oversubscribed "
+                    "uplink or many senders to one receiver (incast) in the job's all-to-all or "
+                    "all-reduce shows as this",
+                    d.interface)
+              : fmt::format(
+                    "ethtool -S {} | grep -E 'pause|cnp|ecn' twice, a minute apart; on the switch, "
+                    "the "
+                    "port's PFC and ECN counters and the uplinks' oversubscription; many senders "
+                    "to one "
+                    "receiver (incast) in the job's all-to-all or all-reduce shows as this",
+                    d.interface);
       out.push_back(std::move(f));
     }
     const uint64_t drops = g.buffer_drops + g.allowance_exceeded;
@@ -691,7 +696,7 @@ void CheckNicCongestion(const NetworkObservation& o, std::vector<Finding>& out) 
                    ? "the job's ranks on this host starved of CPU (doctor's cpu findings), or "
                      "NCCL_IB_QPS_PER_CONNECTION / NCCL_BUFFSIZE too small for the traffic; "
                      "compare the counter on each host to find the slow receiver"
-                   : g.allowance_exceeded > 0
+               : g.allowance_exceeded > 0
                    ? "a larger instance type or fewer, larger transfers; ethtool -S " +
                          d.interface + " | grep allowance shows which limit"
                    : fmt::format(

@@ -116,8 +116,7 @@ Result<InfinibandPort> ReadPort(const std::string& hca_dir, uint32_t number) {
       {"link_downed", &InfinibandPort::link_downed, false},
       {"port_xmit_discards", &InfinibandPort::xmit_discards, false},
       {"port_xmit_wait", &InfinibandPort::xmit_wait, false},
-      {"excessive_buffer_overrun_errors", &InfinibandPort::excessive_buffer_overrun_errors,
-       false},
+      {"excessive_buffer_overrun_errors", &InfinibandPort::excessive_buffer_overrun_errors, false},
       {"local_link_integrity_errors", &InfinibandPort::local_link_integrity_errors, false},
   };
   for (const CounterFile& counter : kCounters) {

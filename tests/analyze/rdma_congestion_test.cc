@@ -34,9 +34,8 @@ InfinibandDevice RoceDevice(uint64_t out_of_buffer, uint64_t cnp_handled) {
   p.port = 1;
   p.link_layer = "Ethernet";
   p.roce = true;
-  p.hw_counters = {{"out_of_buffer", out_of_buffer},
-                   {"np_cnp_sent", 7},
-                   {"rp_cnp_handled", cnp_handled}};
+  p.hw_counters = {
+      {"out_of_buffer", out_of_buffer}, {"np_cnp_sent", 7}, {"rp_cnp_handled", cnp_handled}};
   d.ports.push_back(p);
   return d;
 }
@@ -115,8 +114,8 @@ TEST(RdmaCongestion, LinkIntegrityAndBufferOverrunsAreLinkErrors) {
   InfinibandDevice before = IbDevice(0, 0), after = IbDevice(0, 0);
   after.ports[0].local_link_integrity_errors = 3;
   after.ports[0].excessive_buffer_overrun_errors = 2;
-  auto findings = FindAllCopies(CheckNetwork(Window({before}, {after}, 5)).findings,
-                                "network.port_errors");
+  auto findings =
+      FindAllCopies(CheckNetwork(Window({before}, {after}, 5)).findings, "network.port_errors");
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_NE(findings[0].summary.find("2 excessive buffer overruns, 3 local link integrity"),
             std::string::npos)

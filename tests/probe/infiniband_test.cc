@@ -234,7 +234,8 @@ TEST(ReadInfinibandDevices, CongestionHostHasXmitWaitAndRoceHwCounters) {
   EXPECT_TRUE(roce.roce);
   EXPECT_EQ(roce.netdev, "ens1f0np0");
   std::vector<std::string> names;
-  for (const NicCounter& c : roce.hw_counters) names.push_back(c.name + "=" + std::to_string(c.value));
+  for (const NicCounter& c : roce.hw_counters)
+    names.push_back(c.name + "=" + std::to_string(c.value));
   EXPECT_EQ(names, (std::vector<std::string>{"out_of_buffer=4821", "np_cnp_sent=91234",
                                              "rp_cnp_handled=187654",
                                              "np_ecn_marked_roce_packets=90876"}));
