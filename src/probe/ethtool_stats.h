@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/file.h"
 #include "core/status.h"
@@ -27,5 +28,11 @@ Result<NicStats> ParseEthtoolStats(std::string_view text, std::string_view sourc
 // name is checked first: one that could not name an interface (empty, over
 // 15 bytes, a '/') is InvalidArgument.
 Result<NicStats> ReadNicStats(const Root& root, const std::string& interface);
+
+// The statistics of every interface that has them: on the live root those
+// of /sys/class/net, under another root the files of ethtool/ (the first
+// 64). Interfaces without (lo, bridges) are left out; other errors go to
+// `notes` when it is not null.
+std::vector<NicStats> ReadEveryNicStats(const Root& root, std::vector<std::string>* notes);
 
 }  // namespace stallscope
