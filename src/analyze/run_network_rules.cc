@@ -2,12 +2,13 @@
 //
 // network.port_errors judges the growth of each port's error counters from
 // the run's first stored reading to its last (the timeline's
-// port_counters). The host rules (wrong_interface, container_bridge,
-// rdma_unused) judge the run's baseline snapshot, which the run file keeps
-// as stallscope.snapshot/1 JSON; NetworkFromBaseline turns that JSON back
-// into a NetworkObservation, accepting missing or mistyped fields (the
-// file may come from anywhere) as unknown. The route to MASTER_ADDR is the
-// live kernel's and is not in a run file: doctor checks it.
+// port_counters); network.congestion and network.drops_buffer the growth
+// of its congestion counters (congestion_counters) over the same span. The host rules
+// (wrong_interface, container_bridge, rdma_unused) judge the run's baseline snapshot, which the run
+// file keeps as stallscope.snapshot/1 JSON; NetworkFromBaseline turns that JSON back into a
+// NetworkObservation, accepting missing or mistyped fields (the file may come from anywhere) as
+// unknown. The route to MASTER_ADDR is the live kernel's and is not in a run file: doctor checks
+// it.
 #include "analyze/run_network_rules.h"
 
 #include <fmt/format.h>
@@ -190,7 +191,26 @@ FindingsWithNotes CheckRunNetwork(const Timeline& timeline) {
     d.rcv_errors = grew(a.rcv_errors, b.rcv_errors);
     o.port_deltas.push_back(std::move(d));
   }
-  if (o.port_deltas.empty() || window <= 0) return {};
+  // The congestion counters from each port's first stored reading to its
+  // last: the same rules as doctor's, with the run as the window.
+  std::map<std::string, std::pair<const CongestionPoint*, const CongestionPoint*>> congestion;
+  std::vector<std::string> congestion_order;
+  for (const CongestionPoint& p : timeline.congestion) {
+    auto [it, inserted] = congestion.try_emplace(p.port, &p, &p);
+    if (inserted) {
+      congestion_order.push_back(p.port);
+    } else {
+      if (p.t < it->second.first->t) it->second.first = &p;
+      if (p.t >= it->second.second->t) it->second.second = &p;
+    }
+  }
+  for (const std::string& name : congestion_order) {
+    const auto [a, b] = congestion[name];
+    if (a == b || b->t <= a->t) continue;
+    window = std::max(window, b->t - a->t);
+    o.nic_congestion.push_back({name, NicCongestionGrowth(a->counters, b->counters)});
+  }
+  if ((o.port_deltas.empty() && o.nic_congestion.empty()) || window <= 0) return {};
   o.window_seconds = window;
   return CheckNetwork(o);
 }
