@@ -263,7 +263,9 @@ constexpr Rule kRules[] = {
      "np_ecn_marked_roce_packets and rp_cnp_handled; in `run`/`report`, the same over the run",
      "warning when any of the three grows at >= 10/s, or when port_xmit_wait grows at >= 1e6 "
      "ticks/s and >= 0.1 tick per 4-byte word sent; critical at >= 1000 pause frames/s or >= 1 "
-     "tick per word sent",
+     "tick per word sent; over a run, the summary adds the job's sync-wait share in the "
+     "intervals with congestion against the others and says the congestion comes with the "
+     "all-reduce phases when Pearson's r of the two series is >= 0.5 (at least 4 intervals)",
      "a NIC that receives pause frames or CNPs is being told by the fabric to slow down: the "
      "switch's buffers fill (incast, oversubscribed uplinks, a PFC storm from a stuck host), so "
      "collectives slow or time out while this host is healthy. A quiet lossless fabric sends "

@@ -17,6 +17,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "analyze/congestion_sync.h"
 #include "analyze/run_rules.h"
 
 namespace stallscope {
@@ -74,6 +75,34 @@ int IbStateCode(const std::string& name) {
       {"DOWN", 1}, {"INIT", 2}, {"ARMED", 3}, {"ACTIVE", 4}, {"ACTIVE_DEFER", 5}};
   auto it = kCodes.find(name);
   return it == kCodes.end() ? 0 : it->second;
+}
+
+// The port a congestion finding names: evidence "interface" or "port".
+std::string FindingPort(const Finding& f) {
+  for (const auto& e : f.evidence) {
+    const std::string* text = std::get_if<std::string>(&e.value);
+    if ((e.name == "interface" || e.name == "port") && text != nullptr) return *text;
+  }
+  return {};
+}
+
+// Whether the port's congestion came with the job's all-reduce phases
+// (analyze/congestion_sync.h), in the finding's words and evidence.
+void AddSyncCorrelation(const Timeline& timeline, Finding& f) {
+  std::optional<CongestionSyncCorrelation> c =
+      CorrelateCongestionWithSync(timeline, FindingPort(f));
+  if (!c) return;
+  const bool with_sync = c->correlation >= kCongestionSyncCorrelation;
+  f.summary += fmt::format(
+      "; the job's sync-wait share was {:.0f}% in the {} intervals with congestion against {:.0f}% "
+      "in the other {} (r = {:.2f}){}",
+      100 * c->sync_share_congested, c->congested_intervals, 100 * c->sync_share_quiet,
+      c->intervals - c->congested_intervals, c->correlation,
+      with_sync ? ": it comes with the all-reduce phases, so it slows the collectives" : "");
+  f.evidence.push_back({"sync_share_congested", c->sync_share_congested});
+  f.evidence.push_back({"sync_share_quiet", c->sync_share_quiet});
+  f.evidence.push_back({"congestion_sync_correlation", c->correlation});
+  f.evidence.push_back({"intervals", static_cast<int64_t>(c->intervals)});
 }
 
 }  // namespace
@@ -212,7 +241,11 @@ FindingsWithNotes CheckRunNetwork(const Timeline& timeline) {
   }
   if ((o.port_deltas.empty() && o.nic_congestion.empty()) || window <= 0) return {};
   o.window_seconds = window;
-  return CheckNetwork(o);
+  FindingsWithNotes out = CheckNetwork(o);
+  for (Finding& f : out.findings) {
+    if (f.id == "network.congestion") AddSyncCorrelation(timeline, f);
+  }
+  return out;
 }
 
 }  // namespace stallscope
