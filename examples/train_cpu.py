@@ -23,6 +23,10 @@ sleep M ms per step: a device's step time, during which the CPU is free):
     stallscope run --procs 2 -- /usr/bin/python3 examples/train_cpu.py --ddp \
         --slow-rank 1 --slow-ms 200
 
+TRAIN_CPU_WORKERS=N in the environment sets the workers when --workers is not
+given: the same command line with another loader, as a changed config file or
+launcher variable does to a real job.
+
 It reports through stallscope.loader()/stallscope.epoch() when the hook can be
 imported and runs without it otherwise.
 """
@@ -184,7 +188,11 @@ def main():
         from torch.utils.data.distributed import DistributedSampler
         dist.init_process_group("gloo")  # env:// : RANK, WORLD_SIZE, MASTER_ADDR/PORT
         rank = dist.get_rank()
-    workers = args.workers if args.workers is not None else (0 if slow else 2)
+    workers = args.workers
+    if workers is None and os.environ.get("TRAIN_CPU_WORKERS", "").isdigit():
+        workers = int(os.environ["TRAIN_CPU_WORKERS"])
+    if workers is None:
+        workers = 0 if slow else 2
     sampler = DistributedSampler(dataset, shuffle=True, seed=0) if args.ddp else None
     data = DataLoader(dataset, batch_size=args.batch_size,
                       shuffle=sampler is None, sampler=sampler, num_workers=workers,

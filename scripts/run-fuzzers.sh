@@ -39,6 +39,9 @@ fuzz_one() {
     fuzz_kernel_log) seeds=('kmsg*' 'dmesg-*' 'journal-*') ;;
     fuzz_pcie_link) seeds=(current_link_speed max_link_speed current_link_width) ;;
     fuzz_ethtool_stats) seeds=(ens1f0np0 ens2f0np0 ens3f0 ens5 eth0) ;;
+    fuzz_capture) seeds=('capture-*.tar.gz') ;;
+    fuzz_nvml_capture) seeds=('nvml*.json') ;;
+    fuzz_captured_addresses) seeds=('addresses*.json') ;;
     fuzz_http_request) seeds=('*.http' hook_datagram) ;;
     fuzz_trace_file) seeds=('trace-*.json' 'trace-*.json.gz') ;;
     *) seeds=() ;;

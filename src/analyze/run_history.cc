@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <map>
 #include <set>
 #include <tuple>
@@ -135,7 +136,81 @@ void FindChanges(HistoryJob& job, HistoryMetric metric) {
   }
 }
 
+// "2026-03-04T09:12:30Z" as run files write it; nullopt otherwise.
+std::optional<double> UtcSeconds(const std::string& text) {
+  struct tm tm {};
+  if (strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return std::nullopt;
+  return static_cast<double>(timegm(&tm));
+}
+
+// "7d": now less the age; nullopt when `text` is not an age.
+std::optional<double> AgeBefore(const std::string& text, double now) {
+  if (text.size() < 2 || text.size() > 8) return std::nullopt;
+  double unit = 0;
+  switch (text.back()) {
+    case 'm':
+      unit = 60;
+      break;
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    case 'w':
+      unit = 7 * 86400;
+      break;
+    default:
+      return std::nullopt;
+  }
+  double n = 0;
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return std::nullopt;
+    n = n * 10 + (text[i] - '0');
+  }
+  return now - n * unit;
+}
+
+// An ISO 8601 date or time (UTC, or with its offset); nullopt otherwise.
+std::optional<double> IsoSeconds(const std::string& text) {
+  struct tm tm {};
+  const char* p = strptime(text.c_str(), "%Y-%m-%d", &tm);
+  if (p == nullptr) return std::nullopt;
+  if (*p == 'T' || *p == ' ') {
+    const char* q = strptime(p + 1, "%H:%M:%S", &tm);
+    if (q == nullptr) q = strptime(p + 1, "%H:%M", &tm);
+    if (q == nullptr) return std::nullopt;
+    p = q;
+  }
+  // strptime accepts out-of-range days of some months (Feb 31): timegm
+  // then moves to the next month; such a date is refused.
+  struct tm check = tm;
+  double seconds = static_cast<double>(timegm(&check));
+  if (check.tm_mday != tm.tm_mday || check.tm_mon != tm.tm_mon) return std::nullopt;
+  if (*p == 'Z') {
+    ++p;
+  } else if (*p == '+' || *p == '-') {
+    int sign = *p == '+' ? 1 : -1;
+    struct tm off {};
+    const char* q = strptime(p + 1, "%H:%M", &off);
+    if (q == nullptr) return std::nullopt;
+    seconds -= sign * (off.tm_hour * 3600.0 + off.tm_min * 60.0);
+    p = q;
+  }
+  if (*p != '\0') return std::nullopt;
+  return seconds;
+}
+
 }  // namespace
+
+Result<double> ParseSince(const std::string& text, double now) {
+  if (std::optional<double> s = AgeBefore(text, now)) return *s;
+  if (std::optional<double> s = IsoSeconds(text)) return *s;
+  return Status::InvalidArgument(
+      "--since '" + text +
+      "': not a date; give an ISO 8601 date or time in UTC (2026-03-04, 2026-03-04T09:12, "
+      "2026-03-04T09:12:30+01:00) or an age (30m, 12h, 7d, 2w)");
+}
 
 std::optional<HistoryMetric> HistoryMetricNamed(const std::string& name) {
   if (name == "step") return HistoryMetric::kStep;
@@ -171,6 +246,7 @@ HistoryRun SummarizeRunFile(const RunAnalysis& run) {
     r.master_port = t.node->master_port;
     r.launcher_job = t.node->launcher_job;
   }
+  if (r.start_s <= 0) r.start_s = UtcSeconds(r.started_utc).value_or(0);
   if (r.world_size == 0) r.world_size = std::max<int>(1, static_cast<int>(run.ranks.size()));
   double duration = t.info.duration_seconds.value_or(t.samples.empty() ? 0 : t.samples.back().t);
   r.end_s = r.start_s + duration;

@@ -27,6 +27,7 @@
 
 #include "analyze/run_analysis.h"
 #include "analyze/run_diff.h"
+#include "core/status.h"
 
 namespace stallscope {
 
@@ -85,6 +86,13 @@ struct HistoryJob {
 // runs by start time and numbers them, finds the change points and marks
 // the outliers. Jobs with the most runs first.
 std::vector<HistoryJob> BuildHistory(std::vector<HistoryRun> files, HistoryMetric metric);
+
+// `--since DATE` as seconds since the epoch. DATE is an ISO 8601 date or
+// time in UTC unless it carries an offset (2026-03-04, 2026-03-04T09:12,
+// 2026-03-04 09:12:30Z, 2026-03-04T09:12+01:00), or an age before `now`:
+// a whole number and m, h, d or w (30m, 12h, 7d, 2w). Anything else is an
+// error naming the flag and the value.
+Result<double> ParseSince(const std::string& text, double now);
 
 // The pieces, for tests: the robust noise of a series, and the indexes at
 // which a new segment begins (sorted).

@@ -30,7 +30,8 @@ Result<DoctorInputs> CheckDoctorInputs(const Root& root, const DoctorRequest& r)
         fmt::format("--drift {}: must be a percentage between 0 and 100", r.drift_percent));
   }
   // On a remote mount the path is looked at later, in a child process.
-  if (!r.data.empty() && !RemoteMountHolding(root, r.data) && ::access(r.data.c_str(), F_OK) != 0) {
+  if (!r.data.empty() && !r.replay && !RemoteMountHolding(root, r.data) &&
+      ::access(r.data.c_str(), F_OK) != 0) {
     return Status::InvalidArgument(fmt::format("--data {}: no such file or directory", r.data));
   }
   if (!r.html.empty()) {
@@ -72,11 +73,31 @@ Result<DoctorInputs> CheckDoctorInputs(const Root& root, const DoctorRequest& r)
   return in;
 }
 
+namespace {
+
+// A capture holds what was read, not what must be measured on the node.
+void NoteWhatACaptureCannotHold(const DoctorRequest& request, Triage& t) {
+  constexpr std::string_view kNotIn = "not checked: not in the capture";
+  if (!request.data.empty()) {
+    t.notes.push_back(fmt::format("--data {} and its storage bench: {}", request.data, kNotIn));
+  }
+  for (const std::string& peer : request.peers) {
+    t.notes.push_back(fmt::format("--peer {}: {}", peer, kNotIn));
+  }
+}
+
+}  // namespace
+
 Result<HostDiagnosis> DiagnoseHost(const Root& root, const DoctorRequest& request,
                                    DoctorInputs inputs, const Progress& progress) {
-  const net::RdmaBaseline rdma_before = net::ReadRdmaBaseline(root);
-  progress(fmt::format("sampling the host for {:.1f} s...", request.interval_seconds));
-  Result<Snapshot> snapshot = TakeSnapshot(root, SnapshotOptions{request.interval_seconds});
+  const std::optional<SnapshotReplay>& replay = request.replay;
+  const net::RdmaBaseline rdma_before =
+      net::ReadRdmaBaseline(replay ? replay->first_sample_root : root);
+  if (!replay) progress(fmt::format("sampling the host for {:.1f} s...", request.interval_seconds));
+  SnapshotOptions options(request.interval_seconds);
+  options.after_first_sample = request.after_first_sample;
+  options.replay = replay;
+  Result<Snapshot> snapshot = TakeSnapshot(root, options);
   progress("");
   if (!snapshot.ok()) return snapshot.status();
   HostDiagnosis d;
@@ -88,9 +109,14 @@ Result<HostDiagnosis> DiagnoseHost(const Root& root, const DoctorRequest& reques
   TriageHostDisks(d.snapshot, t);
   // GPUs' and NICs' PCIe links: io.pcie_degraded, network.link_degraded.
   t.Add(CheckPcieLinks(d.snapshot.pcie_links, d.snapshot.gpus));
-  TriageDataset(root, request, d.snapshot.after.memory.total_bytes, t, progress);
+  if (replay) {
+    NoteWhatACaptureCannotHold(request, t);
+  } else {
+    TriageDataset(root, request, d.snapshot.after.memory.total_bytes, t, progress);
+  }
   t.checked.push_back(Layer::kNetwork);
-  t.Add(CheckNetwork(net::ObserveHostNetwork(root, d.snapshot, request.peers, rdma_before)));
+  const std::vector<std::string> peers = replay ? std::vector<std::string>() : request.peers;
+  t.Add(CheckNetwork(net::ObserveHostNetwork(root, d.snapshot, peers, rdma_before)));
   if (std::optional<Finding> ports = PortLogFinding(d.snapshot.port_events, "since boot")) {
     MergeFinding(t.findings, std::move(*ports), "kernel_log", "counters");
   }

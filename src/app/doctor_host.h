@@ -20,6 +20,7 @@
 #include "analyze/doctor_triage.h"
 #include "core/file.h"
 #include "core/status.h"
+#include "probe/snapshot.h"
 #include "sample/finding.h"
 #include "sample/nccl_log.h"
 #include "sample/snapshot.h"
@@ -39,6 +40,11 @@ struct DoctorRequest {
   double drift_percent = kDriftDefaultShare * 100;
   std::vector<std::string> peers;      // --peer HOST...
   std::vector<std::string> nccl_logs;  // --nccl-log FILE...
+  // --from: a capture read back (app/node_capture.h): no wait, no live
+  // measurement (the storage bench, routes), each said "not in the capture".
+  std::optional<SnapshotReplay> replay;
+  // A capture being taken starts its second tree here (SnapshotOptions).
+  std::function<void()> after_first_sample;
 };
 
 // The inputs the user named, read and checked.

@@ -4,7 +4,8 @@
 // suspects-and-quick-checks table. Options add the dataset census and a
 // short storage bench (--data), a recorded run's findings (--run), a saved
 // host baseline to compare with (--baseline) or to write (--save-baseline),
-// and the HTML page (--html). --quick runs no active benchmark.
+// and the HTML page (--html). --quick runs no active benchmark. --from F
+// judges the node of a capture (app/node_capture.h) instead of this host.
 // Every input is checked before anything is sampled, so bad usage costs
 // nothing and leaves no file behind.
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "analyze/baseline.h"
 #include "analyze/doctor_triage.h"
 #include "app/doctor_host.h"
+#include "app/node_capture.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/atomic_file.h"
@@ -36,6 +38,7 @@ struct Flags {
   std::string window;      // --rules --format prometheus --window 5m
   std::string fail_on;     // --fail-on warning|critical: a pre-flight gate
   std::string root = "/";  // --root DIR: a fixture or copied tree
+  std::string from;        // --from F: a capture (snapshot --capture)
 };
 
 constexpr double kQuickIntervalSeconds = 0.25;
@@ -102,6 +105,9 @@ CommandRunner SetupDoctor(CLI::App& app) {
                  "read /proc, /sys and /dev under DIR instead of / (a copied host tree, a "
                  "test fixture)")
       ->capture_default_str();
+  app.add_option("--from", flags->from,
+                 "judge the node of a capture (written by `snapshot --capture`) instead of this "
+                 "host: the same triage, with what only a live node can measure said not checked");
   app.add_option("--fail-on", flags->fail_on,
                  "warning or critical: exit 4 when a finding reaches that level (a pre-flight "
                  "gate for a job script or CI); without it doctor exits 0 whatever it found");
@@ -130,15 +136,26 @@ CommandRunner SetupDoctor(CLI::App& app) {
     }
     DoctorRequest request = f.request;
     if (request.quick && interval->count() == 0) request.interval_seconds = kQuickIntervalSeconds;
-    Result<DoctorInputs> inputs = CheckDoctorInputs(Root(f.root), request);
+    Root root(f.root);
+    std::unique_ptr<OpenedCapture> capture;
+    if (!f.from.empty()) {
+      if (f.root != "/") {
+        return Fail(Status::InvalidArgument("--from reads a capture: not with --root"), true);
+      }
+      Result<std::unique_ptr<OpenedCapture>> opened = OpenedCapture::Open(f.from);
+      if (!opened.ok()) return Fail(opened.status(), false);
+      capture = std::move(*opened);
+      root = capture->root();
+      request.replay = capture->replay();
+    }
+    Result<DoctorInputs> inputs = CheckDoctorInputs(root, request);
     if (!inputs.ok()) return Fail(inputs.status(), true);
     std::shared_ptr<ProgressLine> line;
     auto progress = [&line](std::string_view text) {
       line.reset();
       if (!text.empty()) line = std::make_shared<ProgressLine>(text);
     };
-    Result<HostDiagnosis> diagnosis =
-        DiagnoseHost(Root(f.root), request, std::move(*inputs), progress);
+    Result<HostDiagnosis> diagnosis = DiagnoseHost(root, request, std::move(*inputs), progress);
     if (!diagnosis.ok()) {
       const Status& s = diagnosis.status();
       return Fail(s, s.code() == Status::Code::kInvalidArgument);
@@ -156,6 +173,7 @@ CommandRunner SetupDoctor(CLI::App& app) {
     }
     if (!f.request.html.empty()) {
       std::string page = RenderDoctorHtml(*snapshot, report, t, why, now);
+      if (capture) page = capture->Named(std::move(page));
       if (Status s = WriteFileAtomically(f.request.html, page); !s.ok()) {
         return Fail(s, false);
       }
@@ -177,6 +195,7 @@ CommandRunner SetupDoctor(CLI::App& app) {
         out += "baseline saved: " + f.request.save_baseline + "\n";
       if (!f.request.html.empty()) out += "html report: " + f.request.html + "\n";
     }
+    if (capture) out = capture->Named(std::move(out));
     std::fputs(out.c_str(), stdout);
     if (*fail_on && ReachedLevel(report, **fail_on)) return kExitGateReached;
     return kExitOk;

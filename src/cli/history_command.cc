@@ -1,16 +1,19 @@
-// `stallscope history PATH... [--json] [--metric M] [--since DATE] [--job N]`:
+// `stallscope history PATH... [--json] [--html F [--force]] [--metric M]
+// [--since DATE] [--job N]`:
 // finds the run files under PATH (files, folders searched recursively,
 // globs), reads them in parallel keeping one summary each
 // (analyze/run_history.h), groups them into runs and jobs, finds each job's
 // change points, compares each change's two representative runs with
 // `diff`'s analysis (analyze/run_diff.h, the two runs read again), and
-// prints the text or the stallscope.history/1 JSON (render/run_history.h).
+// prints the text or the stallscope.history/1 JSON (render/run_history.h),
+// and with --html writes the page of charts (render/run_history_html.h).
 #include <glob.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -21,8 +24,11 @@
 #include "app/run_files.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "core/atomic_file.h"
+#include "core/host_clock.h"
 #include "core/json_text.h"
 #include "render/run_history.h"
+#include "render/run_history_html.h"
 
 namespace stallscope {
 namespace {
@@ -113,6 +119,8 @@ CommandRunner SetupHistory(CLI::App& app) {
   struct Flags {
     std::vector<std::string> paths;
     bool json = false;
+    std::string html;
+    bool force = false;
     std::string metric = "step";
     std::string since;
     int job = 0;
@@ -122,11 +130,16 @@ CommandRunner SetupHistory(CLI::App& app) {
                  "run files, folders of run files (searched recursively) or globs")
       ->required();
   app.add_flag("--json", flags->json, "machine output (schema stallscope.history/1)");
+  app.add_option("--html", flags->html,
+                 "also write a self-contained HTML page: each figure over the runs, the change "
+                 "points marked");
+  app.add_flag("--force", flags->force, "let --html overwrite an existing file");
   app.add_option("--metric", flags->metric,
                  "the series split into segments: step (median step time), data_wait, "
                  "steps_per_s");
   app.add_option("--since", flags->since,
-                 "only runs started on or after DATE (YYYY-MM-DD, or any ISO 8601 prefix)");
+                 "only runs started on or after DATE: an ISO 8601 date or time in UTC "
+                 "(2026-03-04, 2026-03-04T09:12) or an age (30m, 12h, 7d, 2w)");
   app.add_option("--job", flags->job, "report only job N of the list (when PATH holds several)");
   return [flags]() {
     std::optional<HistoryMetric> metric = HistoryMetricNamed(flags->metric);
@@ -134,6 +147,17 @@ CommandRunner SetupHistory(CLI::App& app) {
       return Fail("history",
                   "--metric takes step, data_wait or steps_per_s; got '" + flags->metric + "'",
                   kExitUsage);
+    }
+    std::optional<double> since;
+    if (!flags->since.empty()) {
+      Result<double> s = ParseSince(flags->since, static_cast<double>(std::time(nullptr)));
+      if (!s.ok()) return Fail("history", s.status(), /*usage=*/true);
+      since = *s;
+    }
+    if (!flags->html.empty()) {
+      if (Status s = CheckOutputPath(flags->html, flags->force, "--html"); !s.ok()) {
+        return Fail("history", s, /*usage=*/true);
+      }
     }
     std::vector<std::string> notes;
     std::vector<std::string> files = FindRunFiles(flags->paths, notes);
@@ -148,12 +172,19 @@ CommandRunner SetupHistory(CLI::App& app) {
         return Fail("history", s, /*usage=*/false);
       }
     }
-    if (!flags->since.empty()) {
-      std::erase_if(summaries, [&](const HistoryRun& r) { return r.started_utc < flags->since; });
-    }
     if (summaries.empty()) {
       return Fail("history", "no run file could be read among " + std::to_string(files.size()),
                   kExitCouldNotRun);
+    }
+    if (since) {
+      size_t read = summaries.size();
+      std::erase_if(summaries, [&](const HistoryRun& r) { return r.start_s < *since; });
+      if (summaries.empty()) {
+        return Fail("history",
+                    "--since " + flags->since + ": none of the " + std::to_string(read) +
+                        " run files started on or after " + UtcTime(static_cast<time_t>(*since)),
+                    kExitCouldNotRun);
+      }
     }
     std::vector<HistoryJob> jobs = BuildHistory(std::move(summaries), *metric);
     if (flags->job > 0) {
@@ -174,6 +205,13 @@ CommandRunner SetupHistory(CLI::App& app) {
           if (a.ok() && b.ok()) c.diff = DiffRuns(*a, *b);
         }
       }
+    }
+    if (!flags->html.empty()) {
+      if (Status s = WriteFileAtomically(flags->html, RenderHistoryHtml(jobs, *metric, notes));
+          !s.ok()) {
+        return Fail("history", s, /*usage=*/false);
+      }
+      std::fprintf(stderr, "stallscope history: wrote %s\n", flags->html.c_str());
     }
     if (flags->json) {
       std::fputs((JsonText(HistoryJson(jobs, *metric, notes)) + "\n").c_str(), stdout);

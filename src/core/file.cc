@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "core/read_log.h"
 #include "core/text.h"
 
 namespace stallscope {
@@ -58,6 +59,7 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
     }
   }
   ::close(fd);
+  if (ReadLog* log = CurrentReadLog()) log->NoteFile(path, out);
   return out;
 }
 
@@ -87,6 +89,7 @@ Result<std::vector<std::string>> ListDirectory(const std::string& path) {
   }
   ::closedir(dir);
   std::sort(names.begin(), names.end());
+  if (ReadLog* log = CurrentReadLog()) log->NoteDirectory(path);
   return names;
 }
 

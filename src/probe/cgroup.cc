@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/file.h"
+#include "core/read_log.h"
 #include "core/text.h"
 
 namespace stallscope {
@@ -97,6 +98,7 @@ std::optional<std::string> FindDirectory(const Root& root, std::string_view moun
   if (std::optional<std::string> joined = Join(mount, path)) candidates.push_back(*joined);
   if (candidates.empty() || candidates.back() != mount) candidates.emplace_back(mount);
   for (const std::string& dir : candidates) {
+    NoteLinksRead(root.Path(dir + "/" + std::string(probe_file)));
     if (::access(root.Path(dir + "/" + std::string(probe_file)).c_str(), R_OK) == 0) return dir;
   }
   return std::nullopt;
@@ -410,6 +412,9 @@ ContainerInfo ReadContainerInfo(const Root& root) {
   ContainerHints hints;
   hints.dockerenv_exists = ::access(root.Path("/.dockerenv").c_str(), F_OK) == 0;
   hints.containerenv_exists = ::access(root.Path("/run/.containerenv").c_str(), F_OK) == 0;
+  // A capture keeps that they exist, not what they hold (podman's names the image).
+  if (hints.dockerenv_exists) NoteWrittenForCapture("/.dockerenv", "");
+  if (hints.containerenv_exists) NoteWrittenForCapture("/run/.containerenv", "");
   std::string cgroup_file = root.Path("/proc/self/cgroup");
   if (Result<std::string> text = ReadFile(cgroup_file, 1 << 20); text.ok()) {
     if (auto entries = ParseProcCgroup(*text, cgroup_file); entries.ok()) {

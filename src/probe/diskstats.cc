@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/file.h"
+#include "core/read_log.h"
 #include "core/text.h"
 
 namespace stallscope {
@@ -22,9 +23,13 @@ std::optional<uint32_t> ParseUint32(std::string_view text) {
   return static_cast<uint32_t>(*value);
 }
 
-bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+bool Exists(const std::string& path) {
+  NoteLinksRead(path);
+  return ::access(path.c_str(), F_OK) == 0;
+}
 
 std::optional<std::string> RealPath(const std::string& path) {
+  NoteLinksRead(path);
   char* resolved = ::realpath(path.c_str(), nullptr);
   if (resolved == nullptr) return std::nullopt;
   std::string out(resolved);

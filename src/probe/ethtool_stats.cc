@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/read_log.h"
 #include "core/text.h"
 
 namespace stallscope {
@@ -143,7 +144,18 @@ Result<NicStats> ReadNicStats(const Root& root, const std::string& interface) {
       interface.find('/') != std::string::npos || interface == "." || interface == "..") {
     return Status::InvalidArgument(fmt::format("\"{}\" is not an interface name", interface));
   }
-  if (root.IsLive()) return ReadLive(interface);
+  if (root.IsLive()) {
+    Result<NicStats> live = ReadLive(interface);
+    // A capture holds the answer in the form a non-live root reads back.
+    if (live.ok() && CurrentReadLog() != nullptr) {
+      std::string text = "NIC statistics:\n";
+      for (const auto& counter : live->counters) {
+        text += fmt::format("     {}: {}\n", counter.name, counter.value);
+      }
+      NoteWrittenForCapture("/ethtool/" + interface, text);
+    }
+    return live;
+  }
   const std::string path = root.Path("/ethtool/" + interface);
   Result<std::string> text = ReadFile(path, 4 << 20);
   if (!text.ok()) return text.status();

@@ -1,12 +1,14 @@
 #include "probe/gpu_probe.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 
 #include "core/file.h"
+#include "core/read_log.h"
 #include "core/text.h"
 #include "probe/nvml_loader.h"
 
@@ -72,12 +74,43 @@ std::vector<GpuState> JobGpusFirst(std::vector<GpuState> gpus, const std::set<in
   return gpus;
 }
 
+std::unique_ptr<GpuProbe> GpuProbe::OpenCaptured(const Root& root, const std::string& path) {
+  std::unique_ptr<GpuProbe> probe(new GpuProbe());
+  probe->root_ = root;
+  probe->from_capture_ = true;
+  Result<std::string> text = ReadFile(path);
+  Result<NvmlCapture> capture =
+      text.ok() ? ParseNvmlCapture(*text, path) : Result<NvmlCapture>(text.status());
+  if (!capture.ok()) {
+    probe->absent_reason_ = fmt::format("{} ({})", kNoGpuLine, capture.status().message());
+    return probe;
+  }
+  probe->captured_ = std::move(*capture);
+  probe->available_ = probe->captured_.available && !probe->captured_.samples.empty();
+  probe->absent_reason_ = probe->captured_.absent_reason;
+  if (!probe->available_ && probe->absent_reason_.empty()) {
+    probe->absent_reason_ = fmt::format("{} (the capture holds no GPU sample)", kNoGpuLine);
+  }
+  return probe;
+}
+
+void GpuProbe::NoteForCapture() const {
+  if (from_capture_ || CurrentReadLog() == nullptr) return;
+  NoteWrittenForCapture(kNvmlCapturePath,
+                        NvmlCaptureToJson(NvmlCapture{available_, absent_reason_, taken_}));
+}
+
 std::unique_ptr<GpuProbe> GpuProbe::Open(const Root& sys_root, const std::string& library) {
+  if (const std::string path = sys_root.Path(kNvmlCapturePath);
+      !sys_root.IsLive() && ::access(path.c_str(), F_OK) == 0) {
+    return OpenCaptured(sys_root, path);
+  }
   std::unique_ptr<GpuProbe> probe(new GpuProbe());
   probe->root_ = sys_root;
   Result<std::unique_ptr<NvmlLibrary>> lib = NvmlLibrary::Load(library);
   if (!lib.ok()) {
     probe->absent_reason_ = fmt::format("{} ({})", kNoGpuLine, lib.status().message());
+    probe->NoteForCapture();
     return probe;
   }
   probe->nvml_ = std::move(*lib);
@@ -88,6 +121,7 @@ std::unique_ptr<GpuProbe> GpuProbe::Open(const Root& sys_root, const std::string
         rc != NVML_SUCCESS
             ? fmt::format("{} (nvmlDeviceGetCount_v2: {})", kNoGpuLine, nvml.ErrorText(rc))
             : fmt::format("{} (NVML {} counts 0 GPUs)", kNoGpuLine, nvml.path());
+    probe->NoteForCapture();
     return probe;
   }
   for (unsigned i = 0; i < count; ++i) {
@@ -223,6 +257,20 @@ void GpuProbe::ReadGpm(Device& d, GpuState& s) {
 }
 
 GpuObservation GpuProbe::Sample() {
+  if (from_capture_) {
+    if (captured_.samples.empty()) return GpuObservation{false, absent_reason_, {}};
+    size_t i = std::min(next_captured_++, captured_.samples.size() - 1);
+    return captured_.samples[i];
+  }
+  GpuObservation out = SampleNvml();
+  if (CurrentReadLog() != nullptr) {
+    taken_.push_back(out);
+    NoteForCapture();
+  }
+  return out;
+}
+
+GpuObservation GpuProbe::SampleNvml() {
   GpuObservation out;
   out.available = available_;
   out.absent_reason = absent_reason_;

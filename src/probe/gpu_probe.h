@@ -11,6 +11,9 @@
 // asked again; the others go on. The NUMA node comes from NVML when the
 // driver has nvmlDeviceGetNumaNodeId, else from
 // /sys/bus/pci/devices/<bus id>/numa_node under the Root (fixture-testable).
+// Under a non-live root that holds a capture's stallscope/nvml.json, the
+// probe gives the captured samples in turn instead of asking NVML; while a
+// capture is taken, it hands its samples to the capture.
 // Owns the library and the GPM sample buffers. Not thread-safe.
 #pragma once
 
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "core/file.h"
+#include "probe/gpu_capture.h"
 #include "sample/gpu.h"
 
 namespace stallscope {
@@ -48,12 +52,22 @@ class GpuProbe {
  private:
   struct Device;
   GpuProbe() = default;
+  GpuObservation SampleNvml();
   void ReadIdentity(Device& d);
   void ReadGpm(Device& d, GpuState& s);
   bool Check(int rc, Device& d, const char* call);
 
+  // Under a root holding a capture's NVML answers (probe/gpu_capture.h).
+  static std::unique_ptr<GpuProbe> OpenCaptured(const Root& root, const std::string& path);
+  // Hands the samples taken so far to a capture being taken (core/read_log.h).
+  void NoteForCapture() const;
+
   Root root_{"/"};
   std::unique_ptr<NvmlLibrary> nvml_;
+  NvmlCapture captured_;  // read back: what Sample() returns in turn
+  bool from_capture_ = false;
+  size_t next_captured_ = 0;
+  std::vector<GpuObservation> taken_;  // while a capture is taken
   std::vector<std::unique_ptr<Device>> devices_;
   bool available_ = false;
   std::string absent_reason_;

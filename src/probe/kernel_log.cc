@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "core/file.h"
+#include "core/read_log.h"
 #include "core/text.h"
 
 namespace stallscope {
@@ -239,10 +240,32 @@ std::vector<GpuXid> ParseXids(std::string_view text) { return ParseKernelLog(tex
 
 namespace {
 
+// The words of a line a capture keeps (docs/captures.md): what the parser
+// reads events from, and the OOM killer's report around them.
+constexpr std::string_view kCaptureWords[] = {
+    "NVRM", "Xid", "mlx5", "oom", "Out of memory", "Killed process", "Link", "link"};
+
+// `complete` with every line that says nothing the probes read blanked, so
+// the line numbers in the findings stay those of the node.
+std::string LinesThatMatter(std::string_view complete) {
+  std::string out;
+  for (std::string_view rest = complete; !rest.empty();) {
+    size_t end = rest.find('\n');
+    std::string_view line = rest.substr(0, end);
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    bool keep = false;
+    for (std::string_view word : kCaptureWords) keep = keep || line.find(word) != line.npos;
+    if (keep) out += line;
+    out += '\n';
+  }
+  return out;
+}
+
 // Appends what `complete` (whole lines) holds at or after `since`, its line
 // numbers counted on from `lines_before`.
 void Collect(std::string_view complete, std::optional<double> since, size_t& lines_before,
              KernelLogEvents& into) {
+  if (ReadLog* log = CurrentReadLog()) log->NoteWritten("/dev/kmsg+", LinesThatMatter(complete));
   KernelLogEvents found = ParseKernelLog(complete);
   auto kept = [&](const std::optional<double>& t) { return !(since && t && *t < *since); };
   for (OomKill& k : found.kills) {

@@ -14,6 +14,7 @@
 #include <cctype>
 
 #include "core/file.h"
+#include "core/read_log.h"
 #include "core/text.h"
 
 namespace stallscope {
@@ -47,11 +48,13 @@ bool IsPciAddress(std::string_view text) {
 }
 
 bool Exists(const std::string& path) {
+  NoteLinksRead(path);
   struct stat info;
   return ::lstat(path.c_str(), &info) == 0;
 }
 
 bool IsDirectory(const std::string& path) {
+  NoteLinksRead(path);
   struct stat info;
   return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
@@ -64,6 +67,7 @@ std::string Basename(std::string_view path) {
 
 std::optional<std::string> ReadLink(const std::string& path) {
   std::array<char, PATH_MAX> buffer;
+  NoteLinksRead(path);
   ssize_t n = ::readlink(path.c_str(), buffer.data(), buffer.size());
   if (n <= 0 || static_cast<size_t>(n) >= buffer.size()) return std::nullopt;
   return std::string(buffer.data(), static_cast<size_t>(n));

@@ -7,6 +7,7 @@
 
 #include <charconv>
 
+#include "core/read_log.h"
 #include "core/text.h"
 #include "probe/topology.h"
 
@@ -65,6 +66,7 @@ Result<PcieLink> ReadPcieLink(const Root& root, PcieDeviceKind kind, const std::
   link.current = {ParseLinkSpeed(*speed), ParseLinkWidth(*width)};
   link.max = ReadMax(dir);
   char resolved[PATH_MAX];
+  NoteLinksRead(dir);
   if (::realpath(dir.c_str(), resolved) != nullptr) {
     std::string_view path = resolved;
     size_t slash = path.rfind('/');

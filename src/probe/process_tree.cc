@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/file.h"
+#include "core/read_log.h"
 #include "core/text.h"
 #include "probe/cpu_stat.h"
 
@@ -99,6 +100,7 @@ int ReadProcFile(const std::string& path, std::string* out, size_t max_bytes = 1
   }
   ::close(fd);
   out->resize(used);
+  if (ReadLog* log = CurrentReadLog()) log->NoteFile(path, *out);
   return 0;
 }
 

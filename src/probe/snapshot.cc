@@ -10,6 +10,8 @@
 
 #include "core/file.h"
 #include "core/host_clock.h"
+#include "core/read_log.h"
+#include "probe/captured_addresses.h"
 #include "probe/cgroup.h"
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
@@ -36,6 +38,8 @@ void ReadIdentity(const Root& root, Snapshot& snapshot) {
     if (uname(&uts) == 0) {
       snapshot.hostname = uts.nodename;
       snapshot.kernel = uts.release;
+      NoteWrittenForCapture("/proc/sys/kernel/hostname", snapshot.hostname + "\n");
+      NoteWrittenForCapture("/proc/sys/kernel/osrelease", snapshot.kernel + "\n");
     }
     long page = sysconf(_SC_PAGESIZE);
     if (page > 0) snapshot.page_size_bytes = static_cast<uint64_t>(page);
@@ -62,7 +66,16 @@ void KeepOrNote(Result<T> result, T& into, std::vector<std::string>& notes, cons
 // The environment stallscope itself runs in on a live host (the job's, when
 // it wraps one); a fixture root's /proc/self/environ when it has one.
 Result<TrainingEnvironment> ReadEnvironmentUnder(const Root& root) {
-  if (root.IsLive()) return ReadCurrentEnvironment();
+  if (root.IsLive()) {
+    Result<TrainingEnvironment> env = ReadCurrentEnvironment();
+    // A capture holds the training variables only (IsTrainingVariable).
+    if (env.ok() && CurrentReadLog() != nullptr) {
+      std::string block;
+      for (const EnvironmentVariable& v : env->variables) block += v.name + "=" + v.value + '\0';
+      NoteWrittenForCapture("/proc/self/environ", block);
+    }
+    return env;
+  }
   std::string path = root.Path("/proc/self/environ");
   Result<std::string> text = ReadFile(path);
   if (!text.ok()) {
@@ -70,6 +83,23 @@ Result<TrainingEnvironment> ReadEnvironmentUnder(const Root& root) {
     return text.status();
   }
   return ParseEnviron(*text, path);
+}
+
+// The interfaces' addresses: getifaddrs on a live host (a capture keeps
+// them), the capture's file under another root, else none.
+void ReadAddresses(const Root& root, InterfaceAddresses& addresses,
+                   std::vector<std::string>& notes) {
+  if (root.IsLive()) {
+    KeepOrNote(ReadLiveAddresses(), addresses, notes, "interface addresses");
+    if (CurrentReadLog() != nullptr) {
+      NoteWrittenForCapture(kAddressesCapturePath, AddressesToCaptureJson(addresses));
+    }
+    return;
+  }
+  const std::string path = root.Path(kAddressesCapturePath);
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return;  // a fixture tree without addresses
+  KeepOrNote(ParseCapturedAddresses(*text, path), addresses, notes, "interface addresses");
 }
 
 void ReadStaticFacts(const Root& root, Snapshot& s) {
@@ -83,7 +113,7 @@ void ReadStaticFacts(const Root& root, Snapshot& s) {
   KeepOrNote(ReadBlockDevices(root), s.block_devices, s.notes, "block devices");
 
   InterfaceAddresses addresses;
-  if (root.IsLive()) KeepOrNote(ReadLiveAddresses(), addresses, s.notes, "interface addresses");
+  ReadAddresses(root, addresses, s.notes);
   KeepOrNote(ReadInterfaces(root, addresses), s.interfaces, s.notes, "network interfaces");
   KeepOrNote(ReadInfinibandDevices(root), s.infiniband, s.notes, "InfiniBand/RoCE ports");
 
@@ -123,6 +153,19 @@ void ReadStaticFacts(const Root& root, Snapshot& s) {
   }
 }
 
+// The node's notes whose source ("kernel log" of "kernel log: ...") the
+// read-back has no note of.
+void AddNodeNotes(const std::vector<std::string>& node_notes, std::vector<std::string>& notes) {
+  const size_t ours = notes.size();
+  for (const std::string& note : node_notes) {
+    const size_t colon = note.find(':');
+    const std::string source = colon == std::string::npos ? note : note.substr(0, colon + 1);
+    bool known = false;
+    for (size_t i = 0; i < ours && !known; ++i) known = notes[i].rfind(source, 0) == 0;
+    if (!known) notes.push_back("on the node: " + note);
+  }
+}
+
 }  // namespace
 
 Result<HostSample> TakeHostSample(const Root& root, std::vector<std::string>* notes) {
@@ -151,20 +194,26 @@ Result<Snapshot> TakeSnapshot(const Root& root, const SnapshotOptions& options) 
     return Status::InvalidArgument(fmt::format(
         "--interval {}: must be above 0 and at most 3600 seconds", options.interval_seconds));
   }
+  const std::optional<SnapshotReplay>& replay = options.replay;
+  const Root& first_root = replay ? replay->first_sample_root : root;
   Snapshot s;
+  if (replay) s.notes = replay->notes;
   ReadIdentity(root, s);
-  Result<HostSample> before = TakeHostSample(root, &s.notes);
+  Result<HostSample> before = TakeHostSample(first_root, &s.notes);
   if (!before.ok()) return before.status();
   s.before = std::move(*before);
-  std::vector<NicStats> nic_before = ReadEveryNicStats(root, &s.notes);
+  std::vector<NicStats> nic_before = ReadEveryNicStats(first_root, &s.notes);
   // GPUs: this sample starts GPM's interval, the one after the wait ends it.
   std::unique_ptr<GpuProbe> gpu = GpuProbe::Open(root);
   GpuObservation first;
   if (gpu->available()) first = gpu->Sample();
+  if (options.after_first_sample) options.after_first_sample();
   // The static facts are read inside the interval: their cost overlaps the wait.
   ReadStaticFacts(root, s);
   double remaining = options.interval_seconds - (MonotonicSeconds() - s.before.monotonic_seconds);
-  if (remaining > 0) std::this_thread::sleep_for(std::chrono::duration<double>(remaining));
+  if (remaining > 0 && !replay) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(remaining));
+  }
   Result<HostSample> after = TakeHostSample(root, nullptr);
   if (!after.ok()) return after.status();
   s.after = std::move(*after);
@@ -189,6 +238,12 @@ Result<Snapshot> TakeSnapshot(const Root& root, const SnapshotOptions& options) 
     }
   }
   s.time_utc = UtcNow();
+  if (replay) {
+    AddNodeNotes(replay->node_notes, s.notes);
+    s.before.monotonic_seconds = replay->before_monotonic_seconds;
+    s.after.monotonic_seconds = replay->after_monotonic_seconds;
+    s.time_utc = replay->time_utc;
+  }
   ComputeSnapshotRates(s);
   return s;
 }

@@ -7,6 +7,8 @@
 // Thread-compatible; it sleeps for the interval.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,8 +18,28 @@
 
 namespace stallscope {
 
+// A capture read back (capture/capture_reader.h): the tree its first sample
+// came from, the node's clock at both samples and its time; no wait.
+struct SnapshotReplay {
+  Root first_sample_root;
+  double before_monotonic_seconds = 0;
+  double after_monotonic_seconds = 0;
+  std::string time_utc;
+  std::vector<std::string> notes;  // where the capture came from, what it lacks
+  // What the node's own snapshot noted ("kernel log: ... permission denied"):
+  // each one whose source the read-back does not note itself is added as
+  // "on the node: ...", so a probe that failed there still says so.
+  std::vector<std::string> node_notes;
+};
+
 struct SnapshotOptions {
+  SnapshotOptions() = default;
+  explicit SnapshotOptions(double seconds) : interval_seconds(seconds) {}
+
   double interval_seconds = 1.0;
+  // Called once the first sample is taken (a capture starts its second tree).
+  std::function<void()> after_first_sample;
+  std::optional<SnapshotReplay> replay;
 };
 
 // One moment of the moving counters; optional probes add notes on failure.

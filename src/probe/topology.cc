@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/file.h"
+#include "core/read_log.h"
 #include "core/text.h"
 
 namespace stallscope {
@@ -48,6 +49,7 @@ DevicePlacement PlaceDevice(std::string name, const std::string& device_link) {
   placement.name = std::move(name);
   std::optional<int> node = ReadNumaNode(device_link);
   char resolved[PATH_MAX];
+  NoteLinksRead(device_link);
   if (::realpath(device_link.c_str(), resolved) != nullptr) {
     std::string_view path = resolved;
     size_t pci_end = std::string_view::npos;
@@ -200,7 +202,8 @@ Result<Topology> ReadSysfsTopology(const Root& root) {
 }
 
 Result<Topology> ReadTopology(const Root& root) {
-  if (root.IsLive()) {
+  // A capture reads sysfs, so that its files are in it and read back alike.
+  if (root.IsLive() && CurrentReadLog() == nullptr) {
     Result<Topology> hwloc = ReadHwlocTopology();
     if (hwloc.ok()) return hwloc;
   }

@@ -12,8 +12,11 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "core/text.h"
@@ -22,6 +25,10 @@ namespace stallscope {
 namespace {
 
 constexpr size_t kBufferBytes = 1 << 20;
+
+// A buffer left unwritten: only the pages a read fills are ever touched, so
+// a small trace costs no megabytes of zeroed memory.
+std::unique_ptr<char[]> NewBuffer() { return std::make_unique_for_overwrite<char[]>(kBufferBytes); }
 
 // Where the bytes come from: a file, memory, or an inflated gzip stream over
 // one of those. Read returns 0 at the end.
@@ -64,8 +71,7 @@ class MemorySource : public ByteSource {
 // Gzip members one after another, as `cat a.gz b.gz` makes them.
 class GzipSource : public ByteSource {
  public:
-  GzipSource(ByteSource& raw, std::string_view name)
-      : raw_(raw), in_(kBufferBytes, '\0'), name_(name) {
+  GzipSource(ByteSource& raw, std::string_view name) : raw_(raw), in_(NewBuffer()), name_(name) {
     std::memset(&z_, 0, sizeof(z_));
     ok_ = inflateInit2(&z_, 15 + 16) == Z_OK;
   }
@@ -81,10 +87,10 @@ class GzipSource : public ByteSource {
     z_.avail_out = static_cast<uInt>(n);
     while (z_.avail_out == n && !done_) {
       if (z_.avail_in == 0 && !raw_eof_) {
-        Result<size_t> got = raw_.Read(in_.data(), in_.size());
+        Result<size_t> got = raw_.Read(in_.get(), kBufferBytes);
         if (!got.ok()) return got.status();
         raw_eof_ = *got == 0;
-        z_.next_in = reinterpret_cast<Bytef*>(in_.data());
+        z_.next_in = reinterpret_cast<Bytef*>(in_.get());
         z_.avail_in = static_cast<uInt>(*got);
       }
       if (z_.avail_in == 0 && raw_eof_) {
@@ -118,7 +124,7 @@ class GzipSource : public ByteSource {
 
  private:
   ByteSource& raw_;
-  std::string in_;
+  std::unique_ptr<char[]> in_;
   std::string name_;
   z_stream z_;
   bool ok_ = false;
@@ -128,18 +134,118 @@ class GzipSource : public ByteSource {
   uint64_t consumed_ = 0;  // compressed bytes of the members already ended
 };
 
-// RapidJSON's input stream over a ByteSource: Peek is '\0' at the end and on
-// a read error, which is kept for the caller to report before the parser's.
+// What the parser reads: blocks of text one after another, each valid until
+// the next call; an empty block is the end.
+class BlockSource {
+ public:
+  virtual ~BlockSource() = default;
+  virtual Result<std::string_view> Next() = 0;
+};
+
+// Blocks read from a ByteSource into one buffer, on the caller's thread.
+class ReadBlocks : public BlockSource {
+ public:
+  explicit ReadBlocks(ByteSource& source) : source_(source), buffer_(NewBuffer()) {}
+  Result<std::string_view> Next() override {
+    Result<size_t> got = source_.Read(buffer_.get(), kBufferBytes);
+    if (!got.ok()) return got.status();
+    return std::string_view(buffer_.get(), *got);
+  }
+
+ private:
+  ByteSource& source_;
+  std::unique_ptr<char[]> buffer_;
+};
+
+// Blocks inflated on a thread of their own, a few ahead of the parser: the
+// inflate and the parse then take about the time of the slower one, not of
+// both. The source is only touched by that thread once it starts.
+class InflateAhead : public BlockSource {
+ public:
+  explicit InflateAhead(ByteSource& source) : source_(source) {
+    for (Block& b : blocks_) b.bytes = NewBuffer();
+    worker_ = std::thread([this] { Fill(); });
+  }
+  ~InflateAhead() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    worker_.join();
+  }
+  InflateAhead(const InflateAhead&) = delete;
+  InflateAhead& operator=(const InflateAhead&) = delete;
+
+  Result<std::string_view> Next() override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (holding_) {  // the parser is done with the block it had
+      holding_ = false;
+      ++taken_;
+      changed_.notify_all();
+    }
+    changed_.wait(lock, [this] { return filled_ > taken_; });
+    Block& b = blocks_[taken_ % kBlocks];
+    if (!b.error.ok()) return b.error;
+    if (b.length == 0) return std::string_view();  // the end: stays the end
+    holding_ = true;
+    return std::string_view(b.bytes.get(), b.length);
+  }
+
+ private:
+  static constexpr size_t kBlocks = 4;
+  struct Block {
+    std::unique_ptr<char[]> bytes;
+    size_t length = 0;
+    Status error;
+  };
+
+  void Fill() {
+    while (true) {
+      size_t slot = 0;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [this] { return stop_ || filled_ - taken_ < kBlocks; });
+        if (stop_) return;
+        slot = filled_ % kBlocks;
+      }
+      Block& b = blocks_[slot];
+      Result<size_t> got = source_.Read(b.bytes.get(), kBufferBytes);
+      b.error = got.ok() ? Status() : got.status();
+      b.length = got.ok() ? *got : 0;
+      bool last = !got.ok() || *got == 0;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++filled_;
+      }
+      changed_.notify_all();
+      if (last) return;
+    }
+  }
+
+  ByteSource& source_;
+  Block blocks_[kBlocks];
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  uint64_t filled_ = 0;  // blocks written by the worker
+  uint64_t taken_ = 0;   // blocks the parser has finished with
+  bool holding_ = false;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+// RapidJSON's input stream over a BlockSource: Peek is '\0' at the end and
+// on a read error, which is kept for the caller to report before the
+// parser's. RapidJSON copies every string it hands on (not in-situ), so a
+// block may go once the stream has moved past it.
 class JsonStream {
  public:
   using Ch = char;
-  explicit JsonStream(ByteSource& source) : source_(source), buffer_(kBufferBytes, '\0') {
-    Refill();
-  }
-  [[gnu::always_inline]] Ch Peek() const { return pos_ < len_ ? buffer_[pos_] : '\0'; }
+  explicit JsonStream(BlockSource& source) : source_(source) { Refill(); }
+  [[gnu::always_inline]] Ch Peek() const { return pos_ < len_ ? data_[pos_] : '\0'; }
   [[gnu::always_inline]] Ch Take() {
     if (pos_ >= len_) return '\0';
-    Ch c = buffer_[pos_++];
+    Ch c = data_[pos_++];
     if (pos_ == len_) Refill();
     return c;
   }
@@ -156,15 +262,16 @@ class JsonStream {
     offset_ += len_;
     pos_ = len_ = 0;
     if (!error_.ok()) return;
-    Result<size_t> got = source_.Read(buffer_.data(), buffer_.size());
+    Result<std::string_view> got = source_.Next();
     if (!got.ok()) {
       error_ = got.status();
       return;
     }
-    len_ = *got;
+    data_ = got->data();
+    len_ = got->size();
   }
-  ByteSource& source_;
-  std::string buffer_;
+  BlockSource& source_;
+  const char* data_ = nullptr;
   size_t pos_ = 0;
   size_t len_ = 0;
   uint64_t offset_ = 0;
@@ -201,30 +308,40 @@ enum class KeyName : uint8_t {
   kBandwidth,
 };
 
+// Picked by length, then first letter: one comparison a key, which matters
+// at eight keys an event.
 KeyName KeyOf(std::string_view k) {
-  static constexpr std::pair<std::string_view, KeyName> kKeys[] = {
-      {"traceEvents", KeyName::kTraceEvents},
-      {"deviceProperties", KeyName::kDeviceProperties},
-      {"distributedInfo", KeyName::kDistributedInfo},
-      {"args", KeyName::kArgs},
-      {"id", KeyName::kId},
-      {"name", KeyName::kName},
-      {"rank", KeyName::kRank},
-      {"world_size", KeyName::kWorldSize},
-      {"backend", KeyName::kBackend},
-      {"cat", KeyName::kCat},
-      {"ph", KeyName::kPh},
-      {"ts", KeyName::kTs},
-      {"dur", KeyName::kDur},
-      {"stream", KeyName::kStream},
-      {"correlation", KeyName::kCorrelation},
-      {"device", KeyName::kDevice},
-      {"memory bandwidth (GB/s)", KeyName::kBandwidth},
-  };
-  for (const auto& [text, key] : kKeys) {
-    if (k.size() == text.size() && k == text) return key;
+  auto is = [&](std::string_view text, KeyName key) { return k == text ? key : KeyName::kOther; };
+  if (k.empty()) return KeyName::kOther;
+  switch (k.size()) {
+    case 2:
+      if (k[0] == 'i') return is("id", KeyName::kId);
+      if (k[0] == 'p') return is("ph", KeyName::kPh);
+      return is("ts", KeyName::kTs);
+    case 3:
+      return k[0] == 'c' ? is("cat", KeyName::kCat) : is("dur", KeyName::kDur);
+    case 4:
+      if (k[0] == 'a') return is("args", KeyName::kArgs);
+      if (k[0] == 'n') return is("name", KeyName::kName);
+      return is("rank", KeyName::kRank);
+    case 6:
+      return k[0] == 'd' ? is("device", KeyName::kDevice) : is("stream", KeyName::kStream);
+    case 7:
+      return is("backend", KeyName::kBackend);
+    case 10:
+      return is("world_size", KeyName::kWorldSize);
+    case 11:
+      return k[0] == 't' ? is("traceEvents", KeyName::kTraceEvents)
+                         : is("correlation", KeyName::kCorrelation);
+    case 15:
+      return is("distributedInfo", KeyName::kDistributedInfo);
+    case 16:
+      return is("deviceProperties", KeyName::kDeviceProperties);
+    case 23:
+      return is("memory bandwidth (GB/s)", KeyName::kBandwidth);
+    default:
+      return KeyName::kOther;
   }
-  return KeyName::kOther;
 }
 
 // A whole number that fits an int32 (ids, ranks, streams, devices);
@@ -435,8 +552,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     TraceCategory cat = legacy_op ? TraceCategory::kCpuOp : TraceCategoryOf(cat_);
     TraceCpuRole role = TraceCpuRoleOf(name_);
     bool step = ProfilerStepNumber(name_).has_value();
-    if (event_.stream == -1 && event_.correlation < 0 && role == TraceCpuRole::kNone && !step) {
-      return;  // counted, not kept
+    if (event_.stream == -1 && event_.correlation < 0 && role == TraceCpuRole::kNone && !step &&
+        cat != TraceCategory::kGpuAnnotation) {
+      return;  // counted, not kept (user annotations on the GPU are kept for their time)
     }
     TraceEvent e;
     e.ts = event_.ts;
@@ -501,10 +619,12 @@ Result<TraceFile> ParseFrom(ByteSource& raw, std::string_view source) {
   } prefixed(head, raw);
 
   std::unique_ptr<GzipSource> gz;
-  ByteSource* text = &prefixed;
+  std::unique_ptr<BlockSource> text;
   if (gzip) {
     gz = std::make_unique<GzipSource>(prefixed, source);
-    text = gz.get();
+    text = std::make_unique<InflateAhead>(*gz);
+  } else {
+    text = std::make_unique<ReadBlocks>(prefixed);
   }
 
   TraceFile trace;

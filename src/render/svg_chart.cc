@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <ctime>
 
 #include "core/units.h"
 
@@ -48,6 +50,34 @@ std::string FormatSeconds(double s) {
   if (s >= 3600) return fmt::format("{:.1f} h", s / 3600);
   if (s >= 120) return fmt::format("{:.0f} min", s / 60);
   return fmt::format("{:.0f} s", s);
+}
+
+// A date axis: the smallest round step whose labels keep `gap` px apart on
+// a plot `plot_w` px wide, and the label format that step needs.
+struct DateTicks {
+  double step = 86400;
+  const char* format = "%Y-%m-%d";
+};
+
+DateTicks DateTicksFor(double span, double plot_w) {
+  static constexpr double kSteps[] = {
+      1,    2,    5,     10,    15,    30,    60,     120,    300,     600,     900,     1800,
+      3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800, 1209600, 2592000, 7776000, 31536000};
+  for (double step : kSteps) {
+    DateTicks t{step, step < 60 ? "%H:%M:%S" : step < 86400 ? "%m-%d %H:%M" : "%Y-%m-%d"};
+    double label = kLabelCharWidth * static_cast<double>(std::strlen(t.format) + 2) + kLabelGap;
+    if (span / step * label <= plot_w) return t;
+  }
+  return {std::max(span, 1.0), "%Y-%m-%d"};
+}
+
+std::string FormatUtc(double epoch_seconds, const char* format) {
+  std::time_t t = static_cast<std::time_t>(std::floor(epoch_seconds));
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char text[40];
+  size_t n = std::strftime(text, sizeof(text), format, &tm);
+  return std::string(text, n);
 }
 
 }  // namespace
@@ -139,12 +169,14 @@ std::string RenderSvgChart(const Chart& chart) {
         kLeft, py(y), kLeft + plot_w, py(y), kLeft - 6, py(y) + 4,
         HtmlEscape(FormatChartValue(y, chart.unit)));
   }
-  double x_step = NiceStep((x_max - x_min) / 6);
+  DateTicks dates = DateTicksFor(x_max - x_min, plot_w);
+  double x_step = chart.x_dates ? dates.step : NiceStep((x_max - x_min) / 6);
   for (double x = std::ceil(x_min / x_step) * x_step; x <= x_max + 1e-9; x += x_step) {
     out += fmt::format(
         "<line class=\"xtick\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>"
         "<text class=\"xlabel\" x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
-        px(x), kTop + plot_h, kTop + plot_h + 5, kTop + plot_h + 18, FormatSeconds(x));
+        px(x), kTop + plot_h, kTop + plot_h + 5, kTop + plot_h + 18,
+        chart.x_dates ? FormatUtc(x, dates.format) : FormatSeconds(x));
   }
   out += fmt::format(
       "<line class=\"frame\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>"
@@ -207,8 +239,10 @@ std::string RenderSvgChart(const Chart& chart) {
         out += fmt::format(
             "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.2\" fill=\"{}\"><title>{}</title></circle>",
             px(x), py(y), color,
-            HtmlEscape(
-                fmt::format("{} at {:.1f} s: {}", s.name, x, FormatChartValue(y, chart.unit))));
+            HtmlEscape(fmt::format(
+                "{} at {}: {}", s.name,
+                chart.x_dates ? FormatUtc(x, "%Y-%m-%d %H:%M:%S UTC") : fmt::format("{:.1f} s", x),
+                FormatChartValue(y, chart.unit))));
       }
       out += "\n";
     }

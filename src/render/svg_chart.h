@@ -38,6 +38,9 @@ struct Chart {
   std::vector<ChartMarker> markers;
   std::optional<std::pair<double, std::string>> limit;  // a horizontal line: value, label
   std::optional<double> y_max;                          // e.g. 100 for percentages
+  // x is seconds since the epoch: the axis and tooltips in UTC dates, ticks
+  // spaced so that their labels never touch.
+  bool x_dates = false;
 };
 
 // At most this many points per series are drawn; longer series are reduced

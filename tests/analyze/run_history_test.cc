@@ -108,6 +108,44 @@ TEST(RunHistory, JobsSplitByCommandAndWorldSize) {
   EXPECT_EQ(BuildHistory(files, HistoryMetric::kStep).size(), 3u);
 }
 
+TEST(RunHistory, SinceTakesIsoDatesAndTimes) {
+  const double now = 1780000000;  // any instant: dates do not depend on it
+  EXPECT_EQ(*ParseSince("2026-03-04", now), 1772582400);
+  EXPECT_EQ(*ParseSince("2026-03-04T09:12", now), 1772582400 + 9 * 3600 + 12 * 60);
+  EXPECT_EQ(*ParseSince("2026-03-04 09:12:30Z", now), 1772582400 + 9 * 3600 + 12 * 60 + 30);
+  // An offset: 09:12 at +01:00 is 08:12 UTC.
+  EXPECT_EQ(*ParseSince("2026-03-04T09:12+01:00", now), 1772582400 + 8 * 3600 + 12 * 60);
+  EXPECT_EQ(*ParseSince("2026-03-04T09:12:00-02:30", now), 1772582400 + 11 * 3600 + 42 * 60);
+}
+
+TEST(RunHistory, SinceTakesAnAge) {
+  const double now = 1780000000;
+  EXPECT_EQ(*ParseSince("7d", now), now - 7 * 86400);
+  EXPECT_EQ(*ParseSince("12h", now), now - 12 * 3600);
+  EXPECT_EQ(*ParseSince("30m", now), now - 30 * 60);
+  EXPECT_EQ(*ParseSince("2w", now), now - 14 * 86400);
+}
+
+TEST(RunHistory, SinceRefusesWhatIsNotADate) {
+  for (const char* bad : {"yesterday", "7", "d", "7x", "-7d", "2026-13-01", "2026-02-31",
+                          "2026-03-04T25:00", "2026-03-04junk", "2026-03-04T09:12+1", ""}) {
+    Result<double> r = ParseSince(bad, 1780000000);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("--since '" + std::string(bad) + "'"), std::string::npos)
+        << r.status().message();
+  }
+}
+
+TEST(RunHistory, RunWithoutNodeTableStartsAtItsUtcTime) {
+  // Run files of a single process carry no node table: the start is read
+  // from started_utc, so that runs still sort by time and --since works.
+  RunAnalysis run;
+  run.path = "a.db";
+  run.timeline.info.started_utc = "2026-03-04T09:12:30Z";
+  HistoryRun r = SummarizeRunFile(run);
+  EXPECT_EQ(r.start_s, 1772582400 + 9 * 3600 + 12 * 60 + 30);
+}
+
 TEST(RunHistory, MetricNames) {
   EXPECT_EQ(HistoryMetricNamed("data_wait"), HistoryMetric::kDataWait);
   EXPECT_FALSE(HistoryMetricNamed("speed"));

@@ -152,6 +152,40 @@ TEST(TraceFile, BadInputIsAnErrorNamingTheSourceAndTheByte) {
       << cut.status().message();
 }
 
+// A .gz is inflated on a thread of its own, blocks of 1 MiB ahead of the
+// parser: a trace of many blocks reads whole, every event across the block
+// edges; a bad document early in it ends the read with the error (the
+// inflating thread is stopped, not waited out to the end of the file); a cut
+// late in it is still the gzip error.
+TEST(TraceFile, AGzipOfManyBlocksReadsWholeAndStopsAtAnEarlyError) {
+  std::string events;
+  constexpr int kEvents = 70000;  // about 9 MiB of JSON: nine blocks and more
+  for (int i = 0; i < kEvents; ++i) {
+    events += R"({"ph": "X", "cat": "kernel", "name": "k)" + std::to_string(i % 7) +
+              R"(", "pid": 0, "tid": 7, "ts": )" + std::to_string(1000 + i * 10) +
+              R"(, "dur": 5, "args": {"stream": 7, "correlation": )" + std::to_string(i) + "}},\n";
+  }
+  std::string text = R"({"traceEvents": [)" + events + R"({"ph": "i", "name": "end"}]})";
+  ASSERT_GT(text.size(), 8u << 20);
+  Result<TraceFile> whole = ParseTraceBytes(Gzip(text), "big.json.gz");
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_EQ(whole->events.size(), static_cast<size_t>(kEvents));
+  EXPECT_EQ(whole->bytes, text.size());
+  EXPECT_EQ(whole->names.size(), 7u);
+
+  std::string early = "[}" + text;
+  Result<TraceFile> bad = ParseTraceBytes(Gzip(early), "early.json.gz");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("at byte 1 of the uncompressed JSON"), std::string::npos)
+      << bad.status().message();
+
+  std::string gz = Gzip(text);
+  Result<TraceFile> cut = ParseTraceBytes(gz.substr(0, gz.size() - 100), "cut.json.gz");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("the gzip stream ends early"), std::string::npos)
+      << cut.status().message();
+}
+
 TEST(TraceFile, StepNumbersAndRoles) {
   EXPECT_EQ(ProfilerStepNumber("ProfilerStep#12"), 12);
   EXPECT_EQ(ProfilerStepNumber("ProfilerStep # 3 "), 3);
