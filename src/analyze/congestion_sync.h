@@ -18,11 +18,11 @@ namespace stallscope {
 
 struct CongestionSyncCorrelation {
   std::string port;
-  int intervals = 0;            // intervals with steps and a sync share
-  int congested_intervals = 0;  // of which the port's signal grew
+  int intervals = 0;                // intervals with steps and a sync share
+  int congested_intervals = 0;      // of which the port's signal grew
   double sync_share_congested = 0;  // mean sync-wait share of those
   double sync_share_quiet = 0;      // ... and of the others
-  double correlation = 0;  // Pearson's r of the signal's rate and the share
+  double correlation = 0;           // Pearson's r of the signal's rate and the share
 };
 
 // The run's network.congestion says the congestion comes with the

@@ -89,11 +89,11 @@ TEST(CongestionSync, CongestionOutsideTheSyncsIsNotTheJobs) {
 TEST(CongestionSync, NothingToCompareSaysNothing) {
   std::vector<bool> heavy(12, true);
   // Congested in every interval: no quiet ones to compare with.
-  EXPECT_FALSE(CorrelateCongestionWithSync(Synthetic(heavy, std::vector<uint64_t>(12, 9)),
-                                           "ens1f0np0"));
+  EXPECT_FALSE(
+      CorrelateCongestionWithSync(Synthetic(heavy, std::vector<uint64_t>(12, 9)), "ens1f0np0"));
   // Never congested.
-  EXPECT_FALSE(CorrelateCongestionWithSync(Synthetic(heavy, std::vector<uint64_t>(12, 0)),
-                                           "ens1f0np0"));
+  EXPECT_FALSE(
+      CorrelateCongestionWithSync(Synthetic(heavy, std::vector<uint64_t>(12, 0)), "ens1f0np0"));
   // No step_sync records (a job without stallscope.ddp), or another port.
   std::vector<uint64_t> some(12, 0);
   some[3] = 100;
