@@ -234,4 +234,25 @@ Result<NicStats> ReadNicStats(const Root& root, const std::string& interface) {
   return stats;
 }
 
+// At most this many interfaces: a host with thousands of veths (one per
+// container) would otherwise cost thousands of ioctls per reading.
+constexpr size_t kMaxNicStatsInterfaces = 64;
+
+std::vector<NicStats> ReadEveryNicStats(const Root& root, std::vector<std::string>* notes) {
+  std::vector<NicStats> out;
+  Result<std::vector<std::string>> names =
+      ListDirectory(root.Path(root.IsLive() ? "/sys/class/net" : "/ethtool"));
+  if (!names.ok()) return out;
+  for (const std::string& name : *names) {
+    if (out.size() >= kMaxNicStatsInterfaces) break;
+    Result<NicStats> stats = ReadNicStats(root, name);
+    if (stats.ok()) {
+      out.push_back(std::move(*stats));
+    } else if (!stats.status().IsNotFound() && notes != nullptr) {
+      notes->push_back("NIC statistics: " + stats.status().message());
+    }
+  }
+  return out;
+}
+
 }  // namespace stallscope

@@ -14,6 +14,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/file.h"
 #include "core/status.h"
@@ -39,5 +40,11 @@ using EthtoolIoctl = std::function<int(const std::string& interface, void* block
 // the driver has no statistics, Unavailable naming the interface when its
 // count kept changing through every try.
 Result<NicStats> ReadLiveNicStats(const std::string& interface, const EthtoolIoctl& call);
+
+// The statistics of every interface that has them: on the live root those
+// of /sys/class/net, under another root the files of ethtool/ (the first
+// 64). Interfaces without (lo, bridges) are left out; other errors go to
+// `notes` when it is not null.
+std::vector<NicStats> ReadEveryNicStats(const Root& root, std::vector<std::string>* notes);
 
 }  // namespace stallscope

@@ -167,6 +167,18 @@ struct InfinibandPort {
   std::optional<uint64_t> symbol_errors;
   std::optional<uint64_t> link_downed;
   std::optional<uint64_t> xmit_discards;
+  // port_xmit_wait: ticks in which the port had data to send but sent
+  // nothing (no credits from the link's far end, or lost arbitration): the
+  // InfiniBand congestion counter. A tick is a multiple of the symbol time
+  // that each chip chooses (PortSamplesControl.Tick), so it is kept in
+  // ticks, never turned into seconds here.
+  std::optional<uint64_t> xmit_wait;
+  std::optional<uint64_t> excessive_buffer_overrun_errors;
+  std::optional<uint64_t> local_link_integrity_errors;
+  // The congestion counters of the port's hw_counters/ (mlx5: out_of_buffer,
+  // np_cnp_sent, rp_cnp_handled, np_ecn_marked_roce_packets), where present;
+  // named as the driver names them.
+  std::vector<NicCounter> hw_counters;
   // The Ethernet netdev carrying this port (RoCE) or its IPoIB netdev; empty
   // when the driver exposes none.
   std::string netdev;
@@ -196,6 +208,10 @@ struct PortErrors {
   uint64_t symbol_errors = 0;  // RDMA ports
   uint64_t link_downed = 0;
   uint64_t rcv_errors = 0;
+  // RDMA ports: excessive_buffer_overrun_errors and
+  // local_link_integrity_errors (doctor's window; not in the run file).
+  uint64_t buffer_overrun_errors = 0;
+  uint64_t link_integrity_errors = 0;
 };
 
 // Where the kernel routes packets for one peer: the source address a
