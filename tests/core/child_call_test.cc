@@ -44,7 +44,20 @@ int InForkedChild(const std::function<int()>& check) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
 }
 
+// Every test leaves no child of the test process behind, alive or a zombie:
+// the live process-tree tests that run after them in the same process count
+// its children. Children given up are reaped as they end (10 s at most).
+struct NoChildLeftBehind {
+  ~NoChildLeftBehind() {
+    for (int tries = 0; tries < 1000 && ReapAbandonedChildren() > 0; ++tries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(ReapAbandonedChildren(), 0u) << "a child given up is still running";
+  }
+};
+
 TEST(ChildCall, AnswerComesBack) {
+  NoChildLeftBehind reaped;
   Result<ChildAnswer> a = CallInChild(
       [](const ChildProgress&) {
         return ChildAnswer{3, "out text", "err text"};
@@ -57,6 +70,7 @@ TEST(ChildCall, AnswerComesBack) {
 }
 
 TEST(ChildCall, StuckChildIsGivenUpNamingItsStep) {
+  NoChildLeftBehind reaped;
   Result<ChildAnswer> a = CallInChild(
       [](const ChildProgress& p) {
         p.Step("stat of /mnt/dead");
@@ -118,6 +132,7 @@ void ExpectNoZombie(const ChildPids& children) {
 }
 
 TEST(ChildCall, ChildrenGivenUpLeaveNoZombieAfterALaterCall) {
+  NoChildLeftBehind reaped;
   ChildPids children;
   ASSERT_NE(children.pids, nullptr);
   for (int i = 0; i < 5; ++i) {
@@ -138,6 +153,7 @@ TEST(ChildCall, ChildrenGivenUpLeaveNoZombieAfterALaterCall) {
 }
 
 TEST(ChildCall, ADroppedRunningChildIsReapedByTheNextStart) {
+  NoChildLeftBehind reaped;
   ChildPids children;
   ASSERT_NE(children.pids, nullptr);
   {
@@ -159,6 +175,7 @@ TEST(ChildCall, ADroppedRunningChildIsReapedByTheNextStart) {
 }
 
 TEST(ChildCall, AGivenUpChildIsReapedByItsCallOnceItEnded) {
+  NoChildLeftBehind reaped;
   ChildPids children;
   ASSERT_NE(children.pids, nullptr);
   Result<ChildCall> call = ChildCall::Start([&](const ChildProgress&) {
@@ -185,6 +202,7 @@ TEST(ChildCall, AGivenUpChildIsReapedByItsCallOnceItEnded) {
 // child, so under it the child can hang where glibc's malloc never does: the
 // test speaks of the allocator the product ships with.
 TEST(ChildCall, ChildOfAThreadedCallerAllocates) {
+  NoChildLeftBehind reaped;
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer's allocator is not fork-safe across threads; glibc's is";
 #elif defined(__has_feature)
@@ -220,6 +238,7 @@ TEST(ChildCall, ChildOfAThreadedCallerAllocates) {
 
 // Progress restarts the deadline: the work runs four deadlines in all.
 TEST(ChildCall, ProgressRestartsTheDeadline) {
+  NoChildLeftBehind reaped;
   const double deadline = 0.3;
   Result<ChildAnswer> a = CallInChild(
       [&](const ChildProgress& p) {
@@ -235,6 +254,7 @@ TEST(ChildCall, ProgressRestartsTheDeadline) {
 }
 
 TEST(ChildCall, DescriptorsClosedWhereCloseRangeIsRefused) {
+  NoChildLeftBehind reaped;
   EXPECT_EQ(InForkedChild([] {
               int fds[2];
               if (::pipe(fds) != 0) return 1;
@@ -247,6 +267,7 @@ TEST(ChildCall, DescriptorsClosedWhereCloseRangeIsRefused) {
 }
 
 TEST(ChildCall, StdinAndStderrClosedWithoutDevNull) {
+  NoChildLeftBehind reaped;
   EXPECT_EQ(InForkedChild([] {
               int fds[2];
               if (::pipe(fds) != 0) return 1;
