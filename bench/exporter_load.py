@@ -64,8 +64,9 @@ def to_ms(text):
 def wrk(url, connections, seconds):
     out = subprocess.run(["wrk", "-t", "4", "-c", str(connections), "-d", "%ds" % seconds,
                           "--latency", url], capture_output=True, text=True, check=True).stdout
-    fig = {"p50": to_ms(re.search(r"50%\s+(\S+)", out).group(1)),
-           "p99": to_ms(re.search(r"99%\s+(\S+)", out).group(1)),
+    # The distribution's rows only: "73.50%" in the Req/Sec row also ends in "50%".
+    fig = {"p50": to_ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1)),
+           "p99": to_ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1)),
            "rate": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
            "requests": int(re.search(r"(\d+) requests in", out).group(1)),
            "non2xx": 0, "socket_errors": 0}
