@@ -8,7 +8,10 @@ usage: bench/exporter_load.py BUILD_DIR [--seconds 60]
    exporter's RSS (VmRSS) idle, after a 5 s warm-up with the same load (the
    connections' threads and their malloc arenas) and after the run. The same wrk run against
    Prometheus' node_exporter (Debian: prometheus-node-exporter), when
-   installed, and the ratios.
+   installed, and the ratios. The exporter samples the host every second
+   (--interval 1) and counts its own samples: those taken during the run,
+   the longest gap between two, and how many came more than 1.5 intervals
+   after the one before (goal: none).
 2. Overload: wrk with 200 connections for 10 s: how many answers were 503
    (the excess over the 64 requests in flight), socket errors, p99 (a 503
    comes at once), then one scrape that must be 200.
@@ -59,6 +62,17 @@ def to_ms(text):
     m = re.match(r"([\d.]+)(us|ms|s)", text)
     value, unit = float(m.group(1)), m.group(2)
     return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
+
+def self_series(url):
+    """The exporter's own sample counters, from one scrape."""
+    out = subprocess.run(["curl", "-sf", url], capture_output=True, text=True).stdout
+    fig = {}
+    for name in ("stallscope_exporter_samples_total", "stallscope_exporter_late_samples_total",
+                 "stallscope_exporter_sample_gap_max_seconds"):
+        m = re.search(r"^%s (\S+)$" % name, out, re.M)
+        fig[name] = float(m.group(1)) if m else float("nan")
+    return fig
 
 
 def wrk(url, connections, seconds):
@@ -135,7 +149,7 @@ def main():
     port = free_port()
     url = "http://127.0.0.1:%d/metrics" % port
     exporter = subprocess.Popen([binary, "exporter", "--listen", "127.0.0.1:%d" % port,
-                                 "--hook-socket", os.path.join(tmp, "hook.sock")],
+                                 "--hook-socket", os.path.join(tmp, "hook.sock"), "--interval", "1"],
                                 stderr=subprocess.DEVNULL)
     procs = [exporter]
     try:
@@ -145,9 +159,18 @@ def main():
         rss_start = rss_kib(exporter.pid)
         wrk(url, 32, 5)  # warm-up: the connections' threads and malloc arenas come into being
         rss_before = rss_kib(exporter.pid)
+        samples_before = self_series(url)
         ours = wrk(url, 32, args.seconds)
+        samples_after = self_series(url)
         rss_after = rss_kib(exporter.pid)
         show("stallscope", ours)
+        taken = (samples_after["stallscope_exporter_samples_total"]
+                 - samples_before["stallscope_exporter_samples_total"])
+        late = (samples_after["stallscope_exporter_late_samples_total"]
+                - samples_before["stallscope_exporter_late_samples_total"])
+        print("  host samples every 1 s during the load: %d taken, %d later than 1.5 intervals "
+              "(goal 0), longest gap since start %.3f s"
+              % (taken, late, samples_after["stallscope_exporter_sample_gap_max_seconds"]))
         print("  stallscope RSS %d KiB idle, %d KiB after a 5 s warm-up, %d KiB after the load "
               "(%+.1f%%)  [load %s]"
               % (rss_start, rss_before, rss_after, 100.0 * (rss_after - rss_before) / rss_before,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -26,6 +27,7 @@
 #include "export/http_server.h"
 #include "export/job_metrics.h"
 #include "export/job_trees.h"
+#include "export/sample_clock.h"
 #include "export/web_config.h"
 #include "probe/gpu_probe.h"
 #include "render/exposition.h"
@@ -37,6 +39,10 @@ namespace {
 constexpr double kJobExpirySeconds = 300;
 // Processes tracked at once: far above the ranks one host runs.
 constexpr size_t kMaxJobProcesses = 1024;
+// Scrapes this close together share one read of the host (100 ms, at most
+// half the interval): Prometheus servers scrape every few seconds, so only a
+// flood of scrapes ever shares one.
+constexpr int64_t kHostSharedNs = 100'000'000;
 
 // The host label: "unknown" when the kernel will not say.
 std::string Hostname() {
@@ -54,8 +60,8 @@ struct ExporterFlags {
 };
 
 void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& jobs,
-              const HookListener& hook, size_t notes, size_t remote_children,
-              double scrape_seconds) {
+              const HookListener& hook, size_t notes, size_t remote_children, double scrape_seconds,
+              const SampleClock& clock) {
   out.Family("stallscope_exporter_build_info", MetricType::kGauge,
              "The exporter's version; always 1.");
   out.Add("stallscope_exporter_build_info", {{"version", std::string(Version())}}, 1);
@@ -85,6 +91,11 @@ void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& j
       {"stallscope_exporter_hook_expired_processes_total",
        "Ranks dropped after reporting nothing for 300 s.",
        static_cast<double>(jobs.expired_processes())},
+      {"stallscope_exporter_samples_total", "Host samples taken (one each --interval).",
+       static_cast<double>(clock.samples())},
+      {"stallscope_exporter_late_samples_total",
+       "Host samples taken more than 1.5 intervals after the one before.",
+       static_cast<double>(clock.late())},
   };
   for (const Row& r : counters) {
     out.Family(r.name, MetricType::kCounter, r.help);
@@ -99,6 +110,9 @@ void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& j
        static_cast<double>(notes)},
       {"stallscope_exporter_scrape_collect_seconds", "Time this scrape took to collect.",
        scrape_seconds},
+      {"stallscope_exporter_sample_gap_max_seconds",
+       "The longest time between two host samples since the exporter started.",
+       clock.longest_gap_seconds()},
       {"stallscope_exporter_remote_file_children",
        "Child processes asking a remote mount about a job's files now (at most 4; one stuck on "
        "a dead mount counts until it ends).",
@@ -148,29 +162,44 @@ int RunExporter(const ExporterFlags& flags) {
   JobTrees trees(root);
   std::string hostname = Hostname();
   std::set<std::string> told;  // notes already printed once
+  const int64_t tick_ns = static_cast<int64_t>(flags.interval * 1e9);
+  SampleClock clock(tick_ns);
 
-  std::mutex state;  // guards hook, jobs, host, trees, told and server
+  std::mutex state;  // guards hook, jobs, host, trees, told, clock and server
   std::unique_ptr<HttpServer> server;
+  // The host's series, rendered, shared by the scrapes of one short window:
+  // under a flood of scrapes the host is read a few times a second, not once
+  // per scrape (each read is ~100 files and, on GPU hosts, NVML calls).
+  SharedRead host_read(std::min<int64_t>(kHostSharedNs, tick_ns / 2));
+  std::string host_text;
+  std::vector<std::string> host_notes;
   auto metrics = [&]() -> HttpResponse {
     std::lock_guard<std::mutex> lock(state);
     int64_t start = MonotonicNs();
     hook->Drain([&](std::string_view d, int pid, int64_t uid) {
       jobs.Ingest(d, start, pid, uid);
     });  // the freshest figures
+    if (host_read.Stale(start)) {
+      Exposition host_out;
+      host_notes.clear();
+      host.Emit(host_out, host_notes);
+      host_text = RenderExposition(host_out.families());
+      host_read.Made(start);
+    }
     Exposition out;
-    std::vector<std::string> notes;
-    host.Emit(out, notes);
+    std::vector<std::string> notes = host_notes;
     if (std::string note = trees.Update(jobs); !note.empty()) notes.push_back(note);
     for (std::string& n : trees.TakeNotes()) notes.push_back(std::move(n));
     jobs.Emit(out, hostname, start);
     EmitSelf(out, server ? server->counts() : HttpServer::Counts{}, jobs, *hook, notes.size(),
-             trees.remote_children(), (MonotonicNs() - start) / 1e9);
+             trees.remote_children(), (MonotonicNs() - start) / 1e9, clock);
     for (const std::string& n : notes) {
       if (told.size() < 64 && told.insert(n).second) {
         std::fprintf(stderr, "stallscope exporter: note: %s\n", n.c_str());
       }
     }
-    return {200, std::string(kExpositionContentType), RenderExposition(out.families()), {}};
+    return {
+        200, std::string(kExpositionContentType), host_text + RenderExposition(out.families()), {}};
   };
   PasswordCheck check;
   if (!web.users.empty()) {
@@ -215,12 +244,12 @@ int RunExporter(const ExporterFlags& flags) {
 
   // The main thread: hook datagrams as they come, a tick every interval,
   // until SIGINT or SIGTERM.
-  const int64_t tick_ns = static_cast<int64_t>(flags.interval * 1e9);
   int64_t next_tick = MonotonicNs();
   for (;;) {
     int64_t now = MonotonicNs();
     if (now >= next_tick) {
       std::lock_guard<std::mutex> lock(state);
+      clock.Taken(MonotonicNs());  // when the state was ours: a scrape's hold counts
       host.Tick();
       jobs.Expire(now);
       next_tick = now + tick_ns;

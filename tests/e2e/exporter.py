@@ -156,13 +156,15 @@ class Exporter(unittest.TestCase):
         # Disks: counters agree with /proc/diskstats, and after an interval
         # the iostat gauges exist. The counters are read at the scrape, so
         # diskstats read just before and just after it bracket them (other
-        # work on the host moves them meanwhile).
+        # work on the host moves them meanwhile). Scrapes within 100 ms of
+        # each other share one read of the host: this one comes later.
         def diskstats():
             with open("/proc/diskstats") as f:
                 return [l.split() for l in f
                         if not l.split()[2].startswith(("loop", "ram", "zram"))]
         disks = diskstats()
         if disks:
+            time.sleep(0.15)
             name, before = disks[0][2], int(disks[0][3])
             _, _, body = self.fetch()
             after = next(int(d[3]) for d in diskstats() if d[2] == name)
