@@ -133,11 +133,16 @@ std::vector<uint32_t> KeptRows(const TraceFile& t, const std::vector<Row>& rows)
 
 std::string_view TraceOpChangeName(TraceOpChange change) {
   switch (change) {
-    case TraceOpChange::kAdded: return "added";
-    case TraceOpChange::kRemoved: return "removed";
-    case TraceOpChange::kIncreased: return "increased";
-    case TraceOpChange::kDecreased: return "decreased";
-    case TraceOpChange::kUnchanged: break;
+    case TraceOpChange::kAdded:
+      return "added";
+    case TraceOpChange::kRemoved:
+      return "removed";
+    case TraceOpChange::kIncreased:
+      return "increased";
+    case TraceOpChange::kDecreased:
+      return "decreased";
+    case TraceOpChange::kUnchanged:
+      break;
   }
   return "unchanged";
 }
@@ -210,8 +215,8 @@ TraceDiff DiffTraceOps(TraceDiffSide control, TraceDiffSide test) {
     } else if (d.test_count == 0) {
       d.change = TraceOpChange::kRemoved;
     } else if (d.test_count != d.control_count) {
-      d.change = d.test_count > d.control_count ? TraceOpChange::kIncreased
-                                                : TraceOpChange::kDecreased;
+      d.change =
+          d.test_count > d.control_count ? TraceOpChange::kIncreased : TraceOpChange::kDecreased;
     }
     out.ops.push_back(std::move(d));
   }

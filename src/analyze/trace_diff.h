@@ -39,7 +39,7 @@ struct TraceOpTotal {
 struct TraceDiffSide {
   std::string path;
   int rank = 0;
-  std::vector<int64_t> steps;  // empty: no ProfilerStep, the whole trace
+  std::vector<int64_t> steps;     // empty: no ProfilerStep, the whole trace
   std::vector<TraceOpTotal> ops;  // by name
   std::optional<TemporalBreakdown> temporal;
 };

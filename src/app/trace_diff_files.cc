@@ -31,8 +31,8 @@ Result<TraceDiffSide> ReadTraceDiffSide(std::string_view which, const std::strin
     if (better) chosen = std::move(*trace);
   }
   if (!chosen) {
-    return Named(which, Status::NotFound(path + ": no trace of rank " +
-                                         std::to_string(rank.value_or(0))));
+    return Named(which,
+                 Status::NotFound(path + ": no trace of rank " + std::to_string(rank.value_or(0))));
   }
   Result<TraceDiffSide> side = SummarizeTraceOps(*chosen, options);
   if (!side.ok()) return Named(which, side.status());

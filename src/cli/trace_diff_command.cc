@@ -32,7 +32,8 @@ int RunTraceDiff(const TraceDiffFlags& flags) {
     diff = DiffTracePaths(flags.paths[0], flags.paths[1], flags.rank, options);
   }
   if (!diff.ok()) return Fail("trace", diff.status(), /*usage=*/false);
-  std::string out = flags.json ? JsonText(TraceDiffToJson(*diff)) + "\n" : RenderTraceDiffText(*diff);
+  std::string out =
+      flags.json ? JsonText(TraceDiffToJson(*diff)) + "\n" : RenderTraceDiffText(*diff);
   std::fputs(out.c_str(), stdout);
   return kExitOk;
 }

@@ -31,9 +31,12 @@ std::string StepsText(const TraceDiffSide& s) {
 
 Json TemporalJson(const std::optional<TemporalBreakdown>& t) {
   if (!t) return nullptr;
-  return {{"idle_us", t->idle_us},           {"compute_us", t->compute_us},
-          {"non_compute_us", t->non_compute_us}, {"kernel_time_us", t->kernel_time_us},
-          {"idle_pct", t->idle_pct},         {"compute_pct", t->compute_pct},
+  return {{"idle_us", t->idle_us},
+          {"compute_us", t->compute_us},
+          {"non_compute_us", t->non_compute_us},
+          {"kernel_time_us", t->kernel_time_us},
+          {"idle_pct", t->idle_pct},
+          {"compute_pct", t->compute_pct},
           {"non_compute_pct", t->non_compute_pct}};
 }
 
@@ -70,16 +73,16 @@ std::string TemporalText(const TraceDiff& d) {
 
 std::string TraceOpDiffLine(const TraceOpDiff& op) {
   return fmt::format("{:>12}  {} ({}): {} x {} -> {} x {}",
-                     (op.diff_us() >= 0 ? "+" : "-") + Us(std::fabs(op.diff_us())),
-                     Short(op.name), op.gpu ? "kernel" : "op", op.control_count,
-                     Us(op.control_us), op.test_count, Us(op.test_us));
+                     (op.diff_us() >= 0 ? "+" : "-") + Us(std::fabs(op.diff_us())), Short(op.name),
+                     op.gpu ? "kernel" : "op", op.control_count, Us(op.control_us), op.test_count,
+                     Us(op.test_us));
 }
 
 std::string RenderTraceDiffText(const TraceDiff& d, size_t top) {
   std::string out = fmt::format("stallscope trace --diff\n  control: {} (rank {}, {})\n",
                                 d.control.path, d.control.rank, StepsText(d.control));
-  out += fmt::format("  test:    {} (rank {}, {})\n\n", d.test.path, d.test.rank,
-                     StepsText(d.test));
+  out +=
+      fmt::format("  test:    {} (rank {}, {})\n\n", d.test.path, d.test.rank, StepsText(d.test));
   out += TemporalText(d);
   size_t counts[5] = {0, 0, 0, 0, 0};
   size_t timed = 0;
@@ -119,9 +122,9 @@ Json TraceDiffToJson(const TraceDiff& d) {
   out["control"] = SideJson(d.control);
   out["test"] = SideJson(d.test);
   Json lists = Json::object();
-  for (TraceOpChange change : {TraceOpChange::kAdded, TraceOpChange::kRemoved,
-                               TraceOpChange::kIncreased, TraceOpChange::kDecreased,
-                               TraceOpChange::kUnchanged}) {
+  for (TraceOpChange change :
+       {TraceOpChange::kAdded, TraceOpChange::kRemoved, TraceOpChange::kIncreased,
+        TraceOpChange::kDecreased, TraceOpChange::kUnchanged}) {
     Json names = Json::array();
     for (const TraceOpDiff& op : d.ops) {
       if (op.change == change) names.push_back(op.name);

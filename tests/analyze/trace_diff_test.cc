@@ -103,10 +103,8 @@ TEST(TraceDiff, AStepRangeTakesItsStepsButTheLastIsDroppedAsHtaLoadsIt) {
 
 TEST(TraceDiff, AddedRemovedAndChangedOpsAreRankedByTheTimeTheyExplain) {
   Result<TraceDiffSide> a = SummarizeTraceOps(Parse(ThreeSteps("aten::mm", "gemm", 30)), {});
-  Result<TraceDiffSide> b =
-      SummarizeTraceOps(Parse(ThreeSteps("aten::bmm", "gemm", 90) + ", " +
-                              Cpu("cpu_op", "aten::bmm", 50, 1)),
-                        {});
+  Result<TraceDiffSide> b = SummarizeTraceOps(
+      Parse(ThreeSteps("aten::bmm", "gemm", 90) + ", " + Cpu("cpu_op", "aten::bmm", 50, 1)), {});
   ASSERT_TRUE(a.ok() && b.ok());
   TraceDiff d = DiffTraceOps(*a, *b);
   ASSERT_GE(d.ops.size(), 3u);
@@ -138,8 +136,8 @@ TEST(TraceDiff, ATraceWithoutStepsIsComparedWholeWithANote) {
 }
 
 TEST(TraceDiff, BadInputNamesTheSideAndTheFile) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("stallscope-tdiff-" + std::to_string(getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("stallscope-tdiff-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   { std::ofstream(dir / "good.json") << "{\"traceEvents\": [" << ThreeSteps("a", "k", 1) << "]}"; }
   { std::ofstream(dir / "bad.json") << "{\"traceEvents\": [{\"ph\": "; }
@@ -213,9 +211,9 @@ TEST(TraceDiff, MatchesHtaOnPairsOfItsTestTraces) {
   ASSERT_GE(ref.at("pairs").size(), 3u);
   for (const auto& [name, pair] : ref.at("pairs").items()) {
     ASSERT_FALSE(pair.contains("error")) << name << ": " << pair.at("error");
-    Result<TraceDiff> got = DiffTracePaths((root / pair.at("control").get<std::string>()).string(),
-                                           (root / pair.at("test").get<std::string>()).string(),
-                                           std::nullopt, {});
+    Result<TraceDiff> got =
+        DiffTracePaths((root / pair.at("control").get<std::string>()).string(),
+                       (root / pair.at("test").get<std::string>()).string(), std::nullopt, {});
     ASSERT_TRUE(got.ok()) << name << ": " << got.status().message();
     ExpectHtaRows(*got, pair, name);
   }
@@ -224,13 +222,13 @@ TEST(TraceDiff, MatchesHtaOnPairsOfItsTestTraces) {
 TEST(TraceDiff, MatchesHtaOnGeneratedTracesWithAKernelMadeSlower) {
   const nlohmann::json ref = Reference();
   const std::string bench = std::string(STALLSCOPE_FIXTURES) + "/../../bench/gen_trace.py";
-  const std::filesystem::path root = std::filesystem::temp_directory_path() /
-                                     ("stallscope-tdiff-gen-" + std::to_string(getpid()));
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("stallscope-tdiff-gen-" + std::to_string(getpid()));
   for (const auto& [name, g] : ref.at("generated").items()) {
     for (const char* side : {"control", "test"}) {
       std::filesystem::create_directories(root / name / side);
-      std::string cmd = "/usr/bin/python3 " + bench + " " +
-                        (root / name / side / "rank0.json").string();
+      std::string cmd =
+          "/usr/bin/python3 " + bench + " " + (root / name / side / "rank0.json").string();
       for (const auto& arg : g.at(std::string(side) + "_args")) {
         cmd += " '" + arg.get<std::string>() + "'";
       }
