@@ -272,6 +272,19 @@ std::string RenderDiffHtml(const RunDiff& d) {
         [](const DiffSide& s) { return s.data_wait_series; });
   out += ComponentsHtml("The step, a step", d.components);
   out += ComponentsHtml("The step on the GPU (profiler traces)", d.gpu_components);
+  if (!d.gpu_top_ops.empty()) {
+    out +=
+        "<h2>The ops and kernels that changed most (trace diff, B - A)</h2>\n"
+        "<table class=\"changes\"><tr><th>op</th><th>A</th><th>B</th><th>change</th></tr>\n";
+    for (const TraceOpDiff& op : d.gpu_top_ops) {
+      out += fmt::format(
+          "<tr><td><code>{}</code> ({})</td><td>{} x {:.1f} µs</td><td>{} x {:.1f} µs</td>"
+          "<td>{:+.1f} µs</td></tr>\n",
+          e(op.name), op.gpu ? "kernel" : "op", op.control_count, op.control_us, op.test_count,
+          op.test_us, op.diff_us());
+    }
+    out += "</table>\n";
+  }
   out += "<h2>What else changed</h2>\n";
   bool others = false;
   for (const DiffChange& c : d.changes) {

@@ -196,6 +196,12 @@ class Diff(unittest.TestCase):
             rc, text, err, _ = common.run(["diff", a, b])
             ops = common.run_json(self, ["trace", "--diff", a + ".traces", b + ".traces",
                                          "--json"])["ops"]
+            page = a + ".gpu.html"
+            rc_html, _, err_html, _ = common.run(["diff", a, b, "--html", page, "--force"])
+            self.assertEqual(rc_html, 0, err_html)
+            with open(page) as f:
+                html_text = f.read()
+            os.unlink(page)
         finally:
             shutil.rmtree(a + ".traces")
             shutil.rmtree(b + ".traces")
@@ -220,6 +226,8 @@ class Diff(unittest.TestCase):
                          [(o["name"], o["a_count"], o["b_count"], o["diff_us"])
                           for o in d["gpu_top_ops"]])
         self.assertIn("the ops and kernels that changed most", text)
+        self.assertIn("The ops and kernels that changed most (trace diff, B - A)", html_text)
+        self.assertEqual(html_text.count("</code> (kernel)") + html_text.count("</code> (op)"), 8)
         self.assertIn(changed[0]["name"][:40], text)
 
     def test_slower_decode(self):
