@@ -2,8 +2,8 @@
 // each a trace file or a directory of per-rank traces, as `stallscope trace`
 // takes them, every row kept (probe/trace_file.h's TraceRows::kEvery), one
 // rank compared per side (analyze/trace_diff.h). Errors say which side and
-// which file. Reads only the files named; files are read one at a time, so
-// memory is one file's rows.
+// which file. Reads only the files named; each side's files are read one at
+// a time, the two sides at once, so memory is two files' rows.
 #pragma once
 
 #include <optional>
