@@ -44,6 +44,7 @@ fuzz_one() {
     fuzz_captured_addresses) seeds=('addresses*.json') ;;
     fuzz_http_request) seeds=('*.http' hook_datagram) ;;
     fuzz_web_config) seeds=('web-config-*.yml') ;;
+    fuzz_pci_path) seeds=('pci-path-*.txt') ;;
     fuzz_trace_file) seeds=('trace-*.json' 'trace-*.json.gz') ;;
     *) seeds=() ;;
   esac
