@@ -15,8 +15,7 @@ namespace stallscope {
 namespace {
 
 std::string Fixture() {
-  Result<std::string> text =
-      ReadFile(std::string(STALLSCOPE_FIXTURES) + "/bench_io/smaps");
+  Result<std::string> text = ReadFile(std::string(STALLSCOPE_FIXTURES) + "/bench_io/smaps");
   EXPECT_TRUE(text.ok()) << text.status().message();
   return text.ok() ? *text : "";
 }
