@@ -416,8 +416,9 @@ constexpr Rule kRules[] = {
      "NCCL documentation, Troubleshooting: "
      "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"network.link_local_interface", Layer::kNetwork,
-     "nccl-log: interfaces NCCL chose for bootstrap, NET/Socket and IB's OOB with an fe80:: "
-     "address or a tunnel device's name (ip6tnl, tunl, sit, gre)",
+     "nccl-log: interfaces NCCL chose for bootstrap, NET/Socket and IB's OOB with a "
+     "link-local address (fe80::, 169.254.x.x) or a tunnel device's name (ip6tnl, tunl, sit, "
+     "gre)",
      "critical when used: the first bootstrap interface, or a NET/Socket device the channels "
      "run over ('via NET/Socket/N') on a job of several hosts; warning when the channels' "
      "device is not shown on such a job; info when only listed, or on one host",

@@ -55,6 +55,14 @@ bool IsTimeoutReason(std::string_view reason) {
 
 }  // namespace
 
+bool IsLinkLocalAddress(std::string_view address) {
+  if (address.size() >= 5 && (address[4] == ':') && (address[0] == 'f' || address[0] == 'F') &&
+      (address[1] == 'e' || address[1] == 'E') && address[2] == '8' && address[3] == '0') {
+    return true;
+  }
+  return StartsWith(address, "169.254.");
+}
+
 std::string NcclLogPlace(std::string_view source, uint64_t line) {
   if (line == 0) return source.empty() ? "-" : std::string(source);
   return source.empty() ? fmt::format("line {}", line) : fmt::format("{}:{}", source, line);
@@ -322,7 +330,7 @@ void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::string_view s
     bool any = false;
     uint64_t line = 0;
     auto bad = [](const NcclInterface& i) {
-      return StartsWith(i.address, "fe80:") || IsTunnel(i.name);
+      return IsLinkLocalAddress(i.address) || IsTunnel(i.name);
     };
     for (size_t i = 0; i < p.bootstrap.size(); ++i) {
       if (!bad(p.bootstrap[i])) continue;
@@ -384,7 +392,8 @@ void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::string_view s
                 {"hosts", static_cast<int64_t>(hosts)}};
   if (first_line != 0) f.evidence.push_back({"first_at", NcclLogPlace(source, first_line)});
   f.next =
-      "fe80:: addresses reach only the same link and tunnels add their own hop: set "
+      "link-local addresses (fe80::, 169.254.x.x) reach only the same link and tunnels add "
+      "their own hop: set "
       "NCCL_SOCKET_IFNAME to the training interface (e.g. '^ip6tnl,tunl,sit,gre,lo,docker' "
       "excludes), NCCL_SOCKET_FAMILY=AF_INET if IPv6 is not routed";
   out.push_back(std::move(f));

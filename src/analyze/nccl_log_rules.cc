@@ -158,7 +158,7 @@ void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vec
       for (const auto* list : {&p.bootstrap, &p.net_socket}) {
         for (const NcclInterface& i : *list) {
           if (!i.address.empty() && BadInterfaceReason(i, false).empty() &&
-              !StartsWith(i.address, "fe80:")) {
+              !IsLinkLocalAddress(i.address)) {
             use.good.insert(i.name);
           }
         }
