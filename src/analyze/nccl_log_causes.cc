@@ -69,10 +69,15 @@ std::string NcclLogPlace(std::string_view source, uint64_t line) {
 }
 
 std::pair<std::string, std::string> NcclPeerAddressPort(std::string_view peer) {
-  size_t lt = peer.find('<');
+  // The port is the last "<N>": a redacted address may hold brackets of its
+  // own ("<ip><43211>").
+  size_t lt = peer.rfind('<');
   if (lt == std::string_view::npos) return {std::string(peer), ""};
   std::string_view port = peer.substr(lt + 1);
   port = port.substr(0, port.find('>'));
+  if (port.empty() || port.find_first_not_of("0123456789") != std::string_view::npos) {
+    return {std::string(peer), ""};  // no port: "<ip>" alone is the address
+  }
   return {std::string(peer.substr(0, lt)), std::string(port)};
 }
 

@@ -528,7 +528,10 @@ void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vect
   for (const NcclProcess& p : log.processes) {
     if (p.Name() == first.first_seen_by) seer = &p;
   }
-  if (!address.empty() && NcclAddressRedacted(address)) {
+  // NCCL always prints the address before "<port>": none there was cut out.
+  const bool redacted = NcclAddressRedacted(address) &&
+                        (!address.empty() || (!port.empty() && !peer.empty() && peer[0] == '<'));
+  if (redacted) {
     check = fmt::format(
         "the peer's address is redacted in this log ({}): take it from the unredacted log or "
         "the peer host's `ip -br addr`, then `nc -vz` it{} from this host",
