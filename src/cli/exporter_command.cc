@@ -3,7 +3,8 @@
 // reporting through the hook. Wires export/ (the HTTP server, the exposition
 // writer, the host and job series) to the command line; the logic lives there.
 // The main thread drains the hook socket and ticks; libmicrohttpd's threads
-// answer scrapes. One mutex guards the state both read and write.
+// answer scrapes. One mutex guards the state both read and write; a scrape
+// renders its text after letting go of it.
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
@@ -171,10 +172,13 @@ int RunExporter(const ExporterFlags& flags) {
   // under a flood of scrapes the host is read a few times a second, not once
   // per scrape (each read is ~100 files and, on GPU hosts, NVML calls).
   SharedRead host_read(std::min<int64_t>(kHostSharedNs, tick_ns / 2));
-  std::string host_text;
+  auto host_text = std::make_shared<const std::string>();
   std::vector<std::string> host_notes;
+  // A scrape gathers its series under the lock and renders them after it:
+  // the lock is held for the gathering only, so the sampling loop and the
+  // other scrapes wait less (rendering is most of a scrape's time).
   auto metrics = [&]() -> HttpResponse {
-    std::lock_guard<std::mutex> lock(state);
+    std::unique_lock<std::mutex> lock(state);
     int64_t start = MonotonicNs();
     hook->Drain([&](std::string_view d, int pid, int64_t uid) {
       jobs.Ingest(d, start, pid, uid);
@@ -183,7 +187,7 @@ int RunExporter(const ExporterFlags& flags) {
       Exposition host_out;
       host_notes.clear();
       host.Emit(host_out, host_notes);
-      host_text = RenderExposition(host_out.families());
+      host_text = std::make_shared<const std::string>(RenderExposition(host_out.families()));
       host_read.Made(start);
     }
     Exposition out;
@@ -198,8 +202,11 @@ int RunExporter(const ExporterFlags& flags) {
         std::fprintf(stderr, "stallscope exporter: note: %s\n", n.c_str());
       }
     }
-    return {
-        200, std::string(kExpositionContentType), host_text + RenderExposition(out.families()), {}};
+    std::shared_ptr<const std::string> host_part = host_text;
+    lock.unlock();
+    std::string body = *host_part;
+    body += RenderExposition(out.families());
+    return {200, std::string(kExpositionContentType), std::move(body), {}};
   };
   PasswordCheck check;
   if (!web.users.empty()) {
