@@ -638,7 +638,7 @@ NcclLogSummary NcclLogParser::Finish() {
     ++line_no_;
     AnyLine(Unscanned(line));
   }
-  ReleaseWrapCandidate(false);
+  ReleaseWrapCandidate(false, true);
   if (!wrapped_.empty()) {
     std::string held = std::move(wrapped_);
     wrapped_.clear();

@@ -134,8 +134,10 @@ class NcclLogParser {
   // A line read while the first NCCL line of a terminal's width waits.
   void WaitWithCandidate(std::string_view line, bool marker);
   // The waiting candidate and the lines after it, read in order: the
-  // candidate joined to its rest when `wrapped`, else as it is.
-  void ReleaseWrapCandidate(bool wrapped);
+  // candidate joined to its rest when `wrapped`, else as it is. `undecided`:
+  // no line told either way (the log or the wait ended); the candidate is
+  // joined if its own cut shows it was wrapped (see CutInsideMessage).
+  void ReleaseWrapCandidate(bool wrapped, bool undecided = false);
   void Dispatch(const ScannedLine& line);
   // The launcher's tag on a line NCCL prefixed, remembered for its process.
   void RememberTag(const LineHead& head, size_t rank);

@@ -14,6 +14,12 @@
 // of that width tells that the terminal wraps there, or a longer line, the
 // end of the log, or the wait's end that it does not; then they are read in
 // their order, so a log that is not wrapped reads as if nothing waited.
+// When nothing told (a log holding a single wrapped line), the candidate is
+// still joined to the row right below it if the cut itself shows the line
+// went on: the candidate ends where no NCCL message ends (after ':', ',',
+// ';', '=', '/', or with a '[', '(' or '<' left open), or the row opens with
+// the one space the cut fell on. A line of that width that ends whole, then
+// a program's own output ("Epoch 1"), is left as it is.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -38,6 +44,22 @@ bool IsTerminalWidth(size_t n) {
 
 // Lines read ahead of a candidate wrap before it is let go as it is.
 constexpr size_t kWrapLookahead = 32;
+
+// Whether `candidate`, a line a terminal's width long, was cut inside its
+// message with `row` its rest: it ends where no message ends, or leaves a
+// bracket open, or `row` opens with the single space the cut fell on.
+bool CutInsideMessage(std::string_view candidate, std::string_view row) {
+  if (candidate.empty() || row.empty()) return false;
+  if (row.size() >= 2 && row[0] == ' ' && row[1] != ' ') return true;
+  if (strchr(":,;=/", candidate.back()) != nullptr) return true;
+  int square = 0, round = 0, angle = 0;
+  for (char c : candidate) {
+    square += c == '[' ? 1 : c == ']' ? -1 : 0;
+    round += c == '(' ? 1 : c == ')' ? -1 : 0;
+    angle += c == '<' ? 1 : c == '>' ? -1 : 0;
+  }
+  return square > 0 || round > 0 || angle > 0;
+}
 
 }  // namespace
 
@@ -153,12 +175,15 @@ void NcclLogParser::WaitWithCandidate(std::string_view line, bool marker) {
   if (line.size() == width) {
     ReleaseWrapCandidate(true);
   } else if (waiting_.size() >= kWrapLookahead) {
-    ReleaseWrapCandidate(false);
+    ReleaseWrapCandidate(false, true);
   }
 }
 
-void NcclLogParser::ReleaseWrapCandidate(bool wrapped) {
+void NcclLogParser::ReleaseWrapCandidate(bool wrapped, bool undecided) {
   if (wrap_candidate_.empty()) return;
+  if (!wrapped && undecided && !waiting_.empty()) {
+    wrapped = CutInsideMessage(wrap_candidate_, waiting_[0].second);
+  }
   const uint64_t now = line_no_;
   std::string candidate = std::move(wrap_candidate_);
   wrap_candidate_.clear();

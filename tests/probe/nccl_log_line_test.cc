@@ -350,11 +350,48 @@ TEST(NcclLog, TheFirstWrappedLineAndLinesOfThreeRowsAreJoined) {
       ParseNcclLog(rows(plugin) + "gpu-a:11:22 [0] NCCL INFO " + std::string(90, 'z') + "\n");
   EXPECT_EQ(wide.joined_lines, 0u);
   EXPECT_EQ(wide.other_lines, 1u);
-  // Nor when the log ends, or the wait does, with nothing that wide again.
+  // When the log ends, or the wait does, with nothing that wide again, the
+  // cut itself tells: the row opens with the space the cut fell on.
   std::string quiet = rows(plugin);
   for (int i = 0; i < 40; ++i) quiet += "gpu-a:11:22 [0] NCCL INFO Using network IB\n";
-  EXPECT_EQ(ParseNcclLog(quiet).joined_lines, 0u);
-  EXPECT_EQ(ParseNcclLog(rows(plugin)).joined_lines, 0u);
+  EXPECT_EQ(ParseNcclLog(quiet).joined_lines, 1u);
+  NcclLogSummary single = ParseNcclLog(rows(plugin));
+  EXPECT_EQ(single.joined_lines, 1u);
+  ASSERT_EQ(single.processes.size(), 1u);
+  EXPECT_EQ(single.processes[0].plugin_failed, "");
+}
+
+TEST(NcclLog, ASingleWrappedLineIsJoinedOnlyWhereItsCutShows) {
+  // 100 columns, cut after "mlx5_3:": no message ends with a colon.
+  const std::string ib =
+      "gpu-b:3001:3002 [1] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB "
+      "[3]mlx5_3:1/IB [RO]; OOB ens1f0np0:10.1.2.3<0>";
+  NcclLogSummary log = ParseNcclLog(ib.substr(0, 100) + "\n" + ib.substr(100) + "\n");
+  EXPECT_EQ(log.joined_lines, 1u);
+  ASSERT_EQ(log.processes.size(), 1u);
+  EXPECT_EQ(log.processes[0].ib_devices.size(), 4u);
+  ASSERT_EQ(log.processes[0].ib_oob.size(), 1u);
+  EXPECT_EQ(log.processes[0].ib_oob[0].address, "10.1.2.3");
+  EXPECT_EQ(log.other_lines, 0u);
+  // A "<" left open at the cut (in the OOB address) tells the same.
+  const std::string oob =
+      "gpu:1:2 [0] NCCL INFO Bootstrap : Using " + std::string(50, 'e') + ":10.0.0.1<0>";
+  NcclLogSummary open = ParseNcclLog(oob.substr(0, 100) + "\n" + oob.substr(100) + "\n");
+  EXPECT_EQ(open.joined_lines, 1u);
+  EXPECT_EQ(open.other_lines, 0u);
+  // A line of that width that ends whole, then the script's own output (a
+  // word, a traceback's indented row), or another NCCL line: not joined.
+  const std::string whole = "gpu:1:2 [0] NCCL INFO Using network IB " + std::string(61, 'x');
+  ASSERT_EQ(whole.size(), 100u);
+  for (const std::string& after :
+       {std::string("epoch 1 loss 0.5"), std::string("  File \"train.py\", line 3"),
+        std::string("gpu:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 1")}) {
+    NcclLogSummary kept = ParseNcclLog(whole + "\n" + after + "\n");
+    EXPECT_EQ(kept.joined_lines, 0u) << after;
+  }
+  const std::string colon = whole.substr(0, 99) + ":";
+  NcclLogSummary next = ParseNcclLog(colon + "\ngpu:1:2 [0] NCCL INFO Using network IB\n");
+  EXPECT_EQ(next.joined_lines, 0u);
 }
 
 TEST(NcclLog, ALogConsolesRepeatedMessageIsReadOnce) {
