@@ -294,7 +294,8 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   for (const NcclWarning& w : log.warnings)
     efa_missing = efa_missing || w.text.find("No EFA devices") != std::string::npos;
   for (const NcclProcess& p : log.processes) libibverbs_missing |= p.libibverbs_missing;
-  bool signs_only = true;  // no process judged had channels or a network over sockets
+  bool signs_only = true;     // no process judged had channels or a network over sockets
+  bool any_channels = false;  // a process's channels' lines show sockets
   const bool efa_failed = !log.libfabric_efa_failures.empty();
   std::vector<std::string> processes;
   std::set<std::string> ib_seen;
@@ -308,7 +309,12 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
     const NcclProcess& p = log.processes[i];
     // The plugin's channels over libfabric's TCP provider are sockets too.
     const bool ofi_tcp = OfiProviderOverTcp(p) && (plugin_by_process[i] > 0 || nodes > 1);
-    bool socket = socket_by_process[i] > 0 || (NetworkOf(p) == "Socket" && nodes > 1) || ofi_tcp;
+    // Shown: channels over sockets, or NCCL's own "Using network Socket".
+    // Inferred from the interfaces it listed, with no such line (an excerpt
+    // that stops early, or NCCL 2.3-2.5, which prints none): a sign only.
+    const bool shown = socket_by_process[i] > 0 || ofi_tcp || (p.network == "Socket" && nodes > 1);
+    const bool inferred = !shown && p.network.empty() && NetworkOf(p) == "Socket" && nodes > 1;
+    bool socket = shown || inferred;
     // Before any channel line, the unambiguous signs alone: an IPoIB
     // interface under the sockets with libibverbs missing, EFA looked for
     // and absent. RDMA shown in use rules them out.
@@ -320,7 +326,8 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
     bool signs = !rdma_in_use && ((ipoib_listed && (libibverbs_missing || p.ib_no_device)) ||
                                   efa_missing || efa_failed);
     if (!socket && !signs) continue;
-    if (socket) signs_only = false;
+    if (shown) signs_only = false;
+    any_channels = any_channels || socket_by_process[i] > 0 || ofi_tcp;
     if (p.ib_disabled) {
       disabled_on_purpose = true;
       continue;
@@ -435,8 +442,9 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
                 {"hosts", static_cast<int64_t>(nodes)},
                 {"rdma_devices_in_log", ib_list.empty() ? "none" : JoinCapped(ib_list)},
                 {"nccl_ib_disable", false},
-                {"judged_from", signs_only ? "signs alone: the log shows no channel yet"
-                                           : "the channels' transport"}};
+                {"judged_from", signs_only     ? "signs alone: the log shows no channel yet"
+                                : any_channels ? "the channels' transport"
+                                               : "the network NCCL chose (Using network Socket)"}};
   if (host && !host->active_ports.empty()) {
     f.evidence.push_back({"host_active_ports", JoinCapped(host->active_ports)});
   }
