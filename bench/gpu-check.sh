@@ -165,7 +165,7 @@ links = {l.get("pci_address", "").lower(): l for l in s.get("pcie_links") or []}
 end = lambda e: "Gen? x?" if not e else "%s GT/s x%s" % (e.get("speed_gts"), e.get("width"))
 out = []
 for d in gpus:
-    bus = (d.get("pci_bus_id") or d.get("pci_address") or "").lower()
+    bus = (d.get("pci_bus_id") or "").lower()
     l = next((v for k, v in links.items() if k and bus.endswith(k[-12:])), None)
     out.append("GPU%s link %s of %s, ECC uncorr vol/agg %s/%s, remapped %s%s, persistence %s, MIG %s" % (
         d.get("index"), end(l and l.get("current")), end(l and l.get("max")),

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/text.h"
+#include "sample/network.h"
 
 namespace stallscope {
 namespace {
@@ -54,14 +55,6 @@ bool IsTimeoutReason(std::string_view reason) {
 }
 
 }  // namespace
-
-bool IsLinkLocalAddress(std::string_view address) {
-  if (address.size() >= 5 && (address[4] == ':') && (address[0] == 'f' || address[0] == 'F') &&
-      (address[1] == 'e' || address[1] == 'E') && address[2] == '8' && address[3] == '0') {
-    return true;
-  }
-  return StartsWith(address, "169.254.");
-}
 
 std::string NcclLogPlace(std::string_view source, uint64_t line) {
   if (line == 0) return source.empty() ? "-" : std::string(source);

@@ -46,10 +46,6 @@ void CheckNcclPluginFallback(const NcclLogSummary& log, std::string_view source,
 void CheckNcclUnexplainedWarnings(const NcclLogSummary& log, std::string_view source,
                                   std::vector<Finding>& out);
 
-// Whether an address reaches only its own link: IPv6 fe80::/10, IPv4
-// 169.254.0.0/16 (where a host with no DHCP answer, a BMC's USB NIC or a
-// container's link puts itself).
-bool IsLinkLocalAddress(std::string_view address);
 // Whether a WARN's text is one a rule reads (a connect failure, a Cuda
 // failure, a version mismatch, ...), or one that is harmless on its own.
 bool NcclWarningExplained(std::string_view text);

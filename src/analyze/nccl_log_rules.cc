@@ -14,6 +14,7 @@
 #include "analyze/nccl_log_versions.h"
 #include "core/text.h"
 #include "sample/nccl_log.h"
+#include "sample/network.h"
 
 namespace stallscope {
 namespace {

@@ -35,7 +35,7 @@ bool IsLoopbackAddress(std::string_view address) {
 // An address NCCL can bootstrap over: IPv4, or IPv6 that is not link-local.
 bool RoutableAddress(const IpAddress& a) {
   if (a.family == IpAddress::Family::kIpv4) return true;
-  return !StartsWith(a.address, "fe80:") && a.address != "::1";
+  return !IsLinkLocalAddress(a.address) && a.address != "::1";
 }
 
 const NetInterface* FindInterface(const NetworkObservation& o, std::string_view name) {

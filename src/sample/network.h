@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sample/container.h"
@@ -95,6 +96,17 @@ struct IpAddress {
   std::string address;    // textual form: "172.17.0.1", "fe80::1"
   int prefix_length = 0;  // 16 for 172.17.0.1/16
 };
+
+// Whether a textual address reaches only its own link: IPv6 fe80::/10 (as
+// "fe80:..." in any case), IPv4 169.254.0.0/16 (a host with no DHCP answer,
+// a BMC's USB link). One rule for the host's interfaces and NCCL's.
+inline bool IsLinkLocalAddress(std::string_view address) {
+  if (address.size() >= 5 && address[4] == ':' && (address[0] | 0x20) == 'f' &&
+      (address[1] | 0x20) == 'e' && address[2] == '8' && address[3] == '0') {
+    return true;
+  }
+  return address.substr(0, 8) == "169.254.";
+}
 
 // IP addresses by interface name. On a live host getifaddrs fills it
 // (ReadLiveAddresses); tests supply their own.
