@@ -40,18 +40,45 @@ std::optional<std::string_view> After(std::string_view s, std::string_view key) 
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-// Where the run of at most `most` digits that ends at s[end] begins.
-size_t DigitsBefore(const char* s, size_t end, size_t most) {
+// A run of decimal digits read backwards from an end: where it begins and
+// its value.
+struct DigitRun {
+  size_t begin;
+  int64_t value;
+};
+
+// The run of at most `most` (<= 18) digits that ends at s[end]. Every line
+// of a dense log has three such runs (device, tid, pid) before its marker:
+// where eight bytes lie before `end`, they are looked at in one word (which
+// bytes are digits, and the value of up to eight of them, SWAR style).
+DigitRun DigitsBefore(const char* s, size_t end, size_t most) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (end >= 8 && most >= 8) {
+    uint64_t x;
+    memcpy(&x, s + end - 8, 8);  // s[end - 1] in the top byte
+    const uint64_t other =
+        ((x & 0xF0F0F0F0F0F0F0F0ull) ^ 0x3030303030303030ull) |
+        (((x & 0x0F0F0F0F0F0F0F0Full) + 0x0606060606060606ull) & 0x1010101010101010ull);
+    if (other != 0) {  // a run of fewer than eight
+      const unsigned n = static_cast<unsigned>(__builtin_clzll(other)) / 8;
+      if (n == 0) return {end, 0};
+      // The bytes before the run read as leading '0's, then the eight
+      // digits summed in three multiplications.
+      const uint64_t before = (uint64_t{1} << (8 * (8 - n))) - 1;
+      uint64_t v = ((x & ~before) | (0x3030303030303030ull & before)) - 0x3030303030303030ull;
+      v = v * 10 + (v >> 8);
+      v = (((v & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
+           (((v >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >>
+          32;
+      return {end - n, static_cast<int64_t>(v)};
+    }
+  }
+#endif
   size_t k = end;
   while (k > 0 && IsDigit(s[k - 1]) && end - k < most) --k;
-  return k;
-}
-
-// The value of n (at most 18) decimal digits at s.
-int64_t DigitsValue(const char* s, size_t n) {
   int64_t v = 0;
-  for (size_t i = 0; i < n; ++i) v = v * 10 + (s[i] - '0');
-  return v;
+  for (size_t i = k; i < end; ++i) v = v * 10 + (s[i] - '0');
+  return {k, v};
 }
 
 // The bytes of a host name as NCCL prints it: IsHostChar's less '.', where
@@ -313,9 +340,11 @@ size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* 
   // Each number's digits are found first, then read forwards: no running
   // power of ten to multiply by.
   // One digit, the common case, before the loop.
-  size_t k = IsDigit(s[at - 3]) && !IsDigit(s[at - 4]) ? at - 3 : DigitsBefore(s, at - 2, 7);
+  DigitRun device = IsDigit(s[at - 3]) && !IsDigit(s[at - 4]) ? DigitRun{at - 3, s[at - 3] - '0'}
+                                                              : DigitsBefore(s, at - 2, 7);
+  size_t k = device.begin;
   const size_t digits = at - 2 - k;
-  const int64_t dev = DigitsValue(s + k, digits);
+  const int64_t dev = device.value;
   // "[-1]" (and any other sign) is the general reader's.
   if (digits == 0 || dev >= 1 << 20 || (k > 0 && s[k - 1] == '-')) return 0;
   if (k < 2 || s[k - 1] != '[' || s[k - 2] != ' ') return 0;
@@ -323,9 +352,10 @@ size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* 
   int64_t ids[2] = {0, 0};  // tid, then pid
   for (int64_t& id : ids) {
     const size_t end = k;
-    k = DigitsBefore(s, end, 18);
+    const DigitRun run = DigitsBefore(s, end, 18);
+    k = run.begin;
     if (k == end || k == 0 || s[k - 1] != ':') return 0;
-    id = DigitsValue(s + k, end - k);
+    id = run.value;
     --k;
   }
   const size_t host_end = k;
@@ -625,7 +655,7 @@ void NcclLogParser::Dispatch(const ScannedLine& line) {
     }
   }
   if (line.nccl == std::string_view::npos) {
-    Other(line.text);
+    Other(line.text, line.plain);
     return;
   }
   Line(line, try_fast);

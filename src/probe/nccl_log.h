@@ -117,8 +117,8 @@ class NcclLogParser {
   void Unprefixed(std::string_view line);
   // A line without an NCCL marker: other programs' output, and what it says
   // that NCCL did not (nccl_log_other.cc).
-  void Other(std::string_view line);
-  bool OldNcclLine(std::string_view text);  // before 2.3: INFO/WARN without "NCCL"
+  void Other(std::string_view line, bool plain);  // plain: ScannedLine::plain
+  bool OldNcclLine(std::string_view text);        // before 2.3: INFO/WARN without "NCCL"
   void TestsTableLine(std::string_view text);
   void LibfabricLine(std::string_view text);
   void TorchLine(std::string_view text, const LineHead& head);
