@@ -40,6 +40,28 @@ std::optional<int> ReadNumaNode(const std::string& device_dir) {
   return *node < 0 || *node > INT_MAX ? -1 : static_cast<int>(*node);
 }
 
+// The part of a resolved sysfs path from the host bridge ("pci0000:16") to
+// `end`; empty when it holds no host bridge.
+std::string PciTreePath(std::string_view resolved, size_t end) {
+  std::string_view path = resolved.substr(0, std::min(end, resolved.size()));
+  size_t at = 0;
+  while ((at = path.find("/pci", at)) != std::string_view::npos) {
+    std::string_view rest = path.substr(at + 1);
+    std::string_view component = rest.substr(0, rest.find('/'));
+    if (component.size() == 10 && component[7] == ':') return std::string(rest);
+    at += 4;
+  }
+  return "";
+}
+
+// The PCI tree path of the function at `link` (a /sys/bus/pci/devices entry).
+std::string ResolvePciTreePath(const std::string& link) {
+  char resolved[PATH_MAX];
+  NoteLinksRead(link);
+  if (::realpath(link.c_str(), resolved) == nullptr) return "";
+  return PciTreePath(resolved, std::string_view::npos);
+}
+
 // Where a class device (/sys/class/net/eth0/device) sits: the PCI address is
 // the last PCI-looking directory on its resolved path (a virtio NIC resolves
 // to .../0000:00:03.0/virtio2), and its numa_node is the device's own or,
@@ -61,6 +83,7 @@ DevicePlacement PlaceDevice(std::string name, const std::string& device_link) {
       if (IsPciAddress(component)) {
         placement.pci_address = std::string(component);
         pci_end = end;
+        placement.pci_path = PciTreePath(path, pci_end);
         break;
       }
       end = slash;
@@ -101,7 +124,8 @@ std::vector<DevicePlacement> FindNvidiaGpus(const Root& root) {
     if (!pci_class.ok()) continue;
     std::optional<uint32_t> code = ParseHex(*pci_class);
     if (!code || ((*code >> 8) != kVgaClass && (*code >> 8) != k3dClass)) continue;
-    gpus.push_back({address, address, ReadNumaNode(device).value_or(-1)});
+    gpus.push_back({address, address, ReadNumaNode(device).value_or(-1),
+                    ResolvePciTreePath(device)});
   }
   return gpus;
 }
@@ -201,11 +225,25 @@ Result<Topology> ReadSysfsTopology(const Root& root) {
   return topology;
 }
 
+void FillPciTreePaths(const Root& root, Topology& topology) {
+  std::string dir = root.Path("/sys/bus/pci/devices");
+  for (std::vector<DevicePlacement>* list : {&topology.gpus, &topology.nics, &topology.hcas}) {
+    for (DevicePlacement& d : *list) {
+      if (d.pci_path.empty() && IsPciAddress(d.pci_address)) {
+        d.pci_path = ResolvePciTreePath(dir + "/" + d.pci_address);
+      }
+    }
+  }
+}
+
 Result<Topology> ReadTopology(const Root& root) {
   // A capture reads sysfs, so that its files are in it and read back alike.
   if (root.IsLive() && CurrentReadLog() == nullptr) {
     Result<Topology> hwloc = ReadHwlocTopology();
-    if (hwloc.ok()) return hwloc;
+    if (hwloc.ok()) {
+      FillPciTreePaths(root, *hwloc);
+      return hwloc;
+    }
   }
   return ReadSysfsTopology(root);
 }

@@ -27,6 +27,9 @@ bool IsPciAddress(std::string_view text);
 // /sys/bus/pci/devices under root. A host without NUMA support in its kernel
 // has no node directory: numa_nodes is then empty.
 Result<Topology> ReadSysfsTopology(const Root& root);
+// Each device's pci_path from /sys/bus/pci/devices under root, where hwloc
+// (which knows addresses, not sysfs paths) left it empty.
+void FillPciTreePaths(const Root& root, Topology& topology);
 // The live machine through hwloc; Unavailable when built without hwloc.
 Result<Topology> ReadHwlocTopology();
 // hwloc on a live root when it works, sysfs otherwise.

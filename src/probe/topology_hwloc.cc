@@ -113,7 +113,7 @@ Result<Topology> ReadHwlocTopology() {
     if (pci->attr->pcidev.vendor_id != kNvidiaVendor) continue;
     if (class_id != 0x0300 && class_id != 0x0302) continue;
     std::string address = PciAddress(pci);
-    result.gpus.push_back({address, address, NumaNodeOf(topology, pci)});
+    result.gpus.push_back({address, address, NumaNodeOf(topology, pci), ""});
   }
   std::sort(result.nics.begin(), result.nics.end(), ByName);
   std::sort(result.hcas.begin(), result.hcas.end(), ByName);

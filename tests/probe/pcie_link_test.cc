@@ -78,8 +78,8 @@ TEST(PcieLinks, FixtureHostsDevicesWithTheirPorts) {
 
 TEST(PcieLinks, AGpuWithoutLinkFiguresIsANoteANicIsNot) {
   Topology t;
-  t.gpus.push_back({"0000:99:00.0", "0000:99:00.0", -1});
-  t.nics.push_back({"eth9", "0000:98:00.0", -1});
+  t.gpus.push_back({"0000:99:00.0", "0000:99:00.0", -1, ""});
+  t.nics.push_back({"eth9", "0000:98:00.0", -1, ""});
   std::vector<std::string> notes;
   EXPECT_TRUE(ReadPcieLinks(kHost, t, &notes).empty());
   ASSERT_EQ(notes.size(), 1u);
