@@ -124,8 +124,8 @@ std::vector<DevicePlacement> FindNvidiaGpus(const Root& root) {
     if (!pci_class.ok()) continue;
     std::optional<uint32_t> code = ParseHex(*pci_class);
     if (!code || ((*code >> 8) != kVgaClass && (*code >> 8) != k3dClass)) continue;
-    gpus.push_back({address, address, ReadNumaNode(device).value_or(-1),
-                    ResolvePciTreePath(device)});
+    gpus.push_back(
+        {address, address, ReadNumaNode(device).value_or(-1), ResolvePciTreePath(device)});
   }
   return gpus;
 }

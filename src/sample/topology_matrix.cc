@@ -50,11 +50,10 @@ void AddNics(const Topology& t, std::vector<Placed>& placed, std::vector<std::st
   size_t hca_end = placed.size();
   for (size_t i = first_nic; i < hca_end; ++i) placed[i].device.rdma = true;
   for (const DevicePlacement& nic : t.nics) {
-    auto holder = std::find_if(placed.begin() + first_nic, placed.begin() + hca_end,
-                               [&](const Placed& p) {
-                                 return !nic.pci_address.empty() &&
-                                        p.device.pci_address == nic.pci_address;
-                               });
+    auto holder =
+        std::find_if(placed.begin() + first_nic, placed.begin() + hca_end, [&](const Placed& p) {
+          return !nic.pci_address.empty() && p.device.pci_address == nic.pci_address;
+        });
     if (holder != placed.begin() + hca_end) {
       holder->device.interfaces.push_back(nic.name);
       continue;
@@ -85,7 +84,8 @@ TopologyMatrix BuildTopologyMatrix(const Topology& t) {
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < n; ++j) {
       TopologyMatrix::Cell& c = m.cells[i][j];
-      c.path = i == j ? PciPathKind::kSelf : NamePciPath(placed[i].place, placed[j].place, numa_count);
+      c.path =
+          i == j ? PciPathKind::kSelf : NamePciPath(placed[i].place, placed[j].place, numa_count);
       if (i != j && i < m.gpu_count && j < m.gpu_count) {
         c.nvlinks = NvLinksBetween(t.nvlinks, placed[i].device.name, placed[j].device.name);
       }

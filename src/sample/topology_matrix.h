@@ -29,10 +29,10 @@ struct TopologyMatrix {
   };
   struct Cell {
     PciPathKind path = PciPathKind::kSys;
-    int nvlinks = 0;  // > 0: NVLink, and path is not what counts
+    int nvlinks = 0;           // > 0: NVLink, and path is not what counts
     std::string Name() const;  // "NV18", "PIX"
   };
-  std::vector<Device> devices;         // GPUs first (by PCI address), then NICs
+  std::vector<Device> devices;           // GPUs first (by PCI address), then NICs
   std::vector<std::vector<Cell>> cells;  // cells[i][j]: from devices[i] to devices[j]
   size_t gpu_count = 0;
   // Per GPU (index < gpu_count): the index in devices of its closest NIC

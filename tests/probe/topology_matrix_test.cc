@@ -37,8 +37,8 @@ TEST(TopologyMatrix, PcieOnlyNodeNamesEveryPathAsNccl) {
   EXPECT_EQ(m.devices[4].interfaces, std::vector<std::string>{"ens5f0"});
   EXPECT_EQ(m.devices[5].name, "eth1");
   EXPECT_EQ(Cell(m, "GPU0", "GPU0"), "X");
-  EXPECT_EQ(Cell(m, "GPU0", "GPU1"), "PIX");   // one switch
-  EXPECT_EQ(Cell(m, "GPU0", "GPU2"), "PXB");   // a second switch under the same root port
+  EXPECT_EQ(Cell(m, "GPU0", "GPU1"), "PIX");  // one switch
+  EXPECT_EQ(Cell(m, "GPU0", "GPU2"), "PXB");  // a second switch under the same root port
   EXPECT_EQ(Cell(m, "GPU1", "GPU2"), "PXB");
   EXPECT_EQ(Cell(m, "GPU0", "GPU3"), "NODE");  // another host bridge, same socket
   EXPECT_EQ(Cell(m, "GPU0", "NIC0"), "SYS");   // the other socket
@@ -54,8 +54,8 @@ TEST(TopologyMatrix, PcieOnlyNodeNamesEveryPathAsNccl) {
 
 TEST(TopologyMatrix, NvSwitchNodePairsEachGpuWithTheHcaOnItsSwitch) {
   TopologyMatrix m = MatrixOf("nvswitch8");
-  ASSERT_EQ(m.gpu_count, 8u);  // the NVSwitch bridge is not a GPU
-  ASSERT_EQ(m.devices.size(), 13u);  // 8 GPUs, 4 HCAs, eno1
+  ASSERT_EQ(m.gpu_count, 8u);                 // the NVSwitch bridge is not a GPU
+  ASSERT_EQ(m.devices.size(), 13u);           // 8 GPUs, 4 HCAs, eno1
   EXPECT_EQ(Cell(m, "GPU0", "GPU1"), "PIX");  // no NVML answers here: PCIe only
   EXPECT_EQ(Cell(m, "GPU0", "GPU2"), "NODE");
   EXPECT_EQ(Cell(m, "GPU0", "GPU4"), "SYS");
