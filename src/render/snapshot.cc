@@ -7,6 +7,7 @@
 #include "core/units.h"
 #include "core/version.h"
 #include "render/gpu.h"
+#include "render/topology_matrix.h"
 #include "sample/memory.h"
 
 namespace stallscope {
@@ -150,7 +151,7 @@ std::string TopologySection(const Snapshot& s) {
   list("NICs", t.nics);
   list("HCAs", t.hcas);
   list("GPUs", t.gpus);
-  return out;
+  return out + RenderTopologyMatrixText(BuildTopologyMatrix(t));
 }
 
 // PCIe links (lspci -vv's LnkSta against LnkCap), only when there are any.
@@ -456,6 +457,17 @@ Json InfinibandJson(const Snapshot& s) {
   return out;
 }
 
+Json NvLinksJson(const std::vector<GpuNvLinks>& links) {
+  Json out = Json::array();
+  for (const GpuNvLinks& l : links) {
+    out.push_back({{"gpu", l.gpu},
+                   {"peer", l.peer},
+                   {"links", l.links},
+                   {"peer_is_switch", l.peer_is_switch}});
+  }
+  return out;
+}
+
 Json TopologyJson(const Snapshot& s) {
   if (!s.topology) return nullptr;
   const Topology& t = *s.topology;
@@ -469,7 +481,10 @@ Json TopologyJson(const Snapshot& s) {
   auto placements = [](const std::vector<DevicePlacement>& list) {
     Json out = Json::array();
     for (const DevicePlacement& d : list) {
-      out.push_back({{"name", d.name}, {"pci_address", d.pci_address}, {"numa_node", d.numa_node}});
+      out.push_back({{"name", d.name},
+                     {"pci_address", d.pci_address},
+                     {"numa_node", d.numa_node},
+                     {"pci_path", d.pci_path}});
     }
     return out;
   };
@@ -477,7 +492,9 @@ Json TopologyJson(const Snapshot& s) {
           {"numa_nodes", nodes},
           {"nics", placements(t.nics)},
           {"hcas", placements(t.hcas)},
-          {"gpus", placements(t.gpus)}};
+          {"gpus", placements(t.gpus)},
+          {"nvlinks", NvLinksJson(t.nvlinks)},
+          {"matrix", TopologyMatrixToJson(BuildTopologyMatrix(t))}};
 }
 
 Json PcieJson(const Snapshot& s) {
