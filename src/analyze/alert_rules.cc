@@ -376,6 +376,7 @@ constexpr RuleWithoutAlert kWithout[] = {
     {"io.storage_slow", "an active benchmark: stallscope bench io PATH"},
     {"network.wrong_interface", "the job's environment and routes: stallscope doctor on the node"},
     {"network.container_bridge", "the job's environment and routes: stallscope doctor"},
+    {"network.nic_far_from_gpu", "the host's PCI tree: stallscope doctor or snapshot on the node"},
     {"network.rdma_unused", "an NCCL log or the job's environment: stallscope nccl-log, doctor"},
     {"network.mtu_mismatch", "the MTU of both ends of a path: stallscope doctor --peer HOST"},
     {"network.connect_failed", "an NCCL log: stallscope nccl-log"},

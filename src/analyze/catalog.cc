@@ -310,6 +310,24 @@ constexpr Rule kRules[] = {
      "one node far below the others carries its share elsewhere or cannot take it in; half "
      "is ours, well outside the few percent that ring and tree schedules differ by; under 1 MB/s "
      "the interface is not what the job waits for"},
+    {"network.nic_far_from_gpu", Layer::kNetwork,
+     "the path between every GPU and NIC, as nvidia-smi topo -m names it (PIX, PXB, PHB, NODE, "
+     "SYS), from each device's place in the sysfs PCI tree (/sys/bus/pci/devices resolved into "
+     "/sys/devices/pci*) and its numa_node; the NICs the job uses from the NCCL log (doctor "
+     "--nccl-log: NET/IB : Using, NET/Socket : Using), else NCCL_IB_HCA (HCAs, IB not disabled) "
+     "or NCCL_SOCKET_IFNAME (interfaces), else every NIC; with an HCA present only HCAs count as "
+     "a GPU's closest NIC",
+     "warning when a GPU's nearest NIC among those the job uses is on a longer path than its "
+     "closest NIC on the host, or when a GPU's closest HCA is SYS (across the link between "
+     "sockets)",
+     "NCCL pairs each GPU with its nearest NIC and uses GPUDirect RDMA only up to "
+     "NCCL_NET_GDR_LEVEL (PXB by default): across sockets (SYS) it is off and every transfer "
+     "is staged through host memory and crosses the inter-socket link, which caps inter-node "
+     "bandwidth well below the NIC's line rate; a NIC list that leaves out a GPU's own rail "
+     "sends its traffic across switches and host bridges to another GPU's NIC",
+     "NCCL documentation, Environment Variables (NCCL_NET_GDR_LEVEL, NCCL_IB_HCA): "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html; NCCL "
+     "src/graph/paths.cc (PATH_PIX..PATH_SYS)"},
     {"network.mtu_mismatch", Layer::kNetwork,
      "net probe: the MTU of the local interface the route uses, the path MTU (largest UDP "
      "payload with don't-fragment set that the server acknowledges, + 28 bytes of IPv4/UDP "

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 
+#include "analyze/nic_placement_rules.h"
 #include "core/text.h"
 #include "sample/rdma_congestion.h"
 
@@ -715,6 +716,7 @@ NetworkObservation ObserveNetwork(const Snapshot& snapshot) {
   o.infiniband = snapshot.infiniband;
   o.environment = snapshot.environment;
   o.container = snapshot.container;
+  o.topology = snapshot.topology;
   if (snapshot.interval_seconds > 0 && !snapshot.net_rates.empty()) {
     o.window_seconds = snapshot.interval_seconds;
     o.port_deltas = NicErrorDeltas(snapshot.net_rates);
@@ -736,6 +738,12 @@ FindingsWithNotes CheckNetwork(const NetworkObservation& observation) {
   CheckRdmaUnused(observation, out);
   CheckPortErrors(observation, out);
   CheckNicCongestion(observation, out);
+  if (observation.topology) {
+    std::optional<Finding> far =
+        CheckNicFarFromGpu({*observation.topology, observation.environment,
+                            observation.nccl_log_nics, observation.nccl_log_name});
+    if (far) out.push_back(std::move(*far));
+  }
   return FindingsWithNotes{std::move(out), {}};
 }
 

@@ -20,6 +20,9 @@
 //   network.congestion        pause frames, ECN marks, CNPs or an IB port's
 //                             port_xmit_wait growing over a window.
 //   network.drops_buffer      NIC or HCA buffer/ring drops (out_of_buffer).
+//   network.nic_far_from_gpu  a GPU uses a NIC further than its closest, or
+//                             its closest HCA is across sockets
+//                             (analyze/nic_placement_rules.h).
 //   network.mtu_mismatch      `net probe`: local, path and peer MTU differ.
 // Thresholds are named constants; their reasoning is in analyze/catalog.cc.
 // Stateless; thread-safe.

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "analyze/dataset_rules.h"
 #include "analyze/gpu_health_rules.h"
 #include "analyze/gpu_rules.h"
@@ -75,6 +77,25 @@ Result<DoctorInputs> CheckDoctorInputs(const Root& root, const DoctorRequest& r)
 
 namespace {
 
+// The NICs the given NCCL logs say the job used ("NET/IB : Using
+// [0]mlx5_0:1/IB", "NET/Socket : Using [0]eth0:10.0.0.1<0>"), by device
+// name, for network.nic_far_from_gpu.
+void AddNcclLogNics(const std::vector<NcclLogFile>& logs, NetworkObservation& o) {
+  for (const NcclLogFile& log : logs) {
+    for (const NcclProcess& p : log.summary.processes) {
+      std::vector<NcclInterface> used = p.ib_devices.empty() ? p.net_socket : p.ib_devices;
+      for (const NcclInterface& i : used) {
+        std::string name = i.name.substr(0, i.name.find_first_of(":/"));
+        if (std::find(o.nccl_log_nics.begin(), o.nccl_log_nics.end(), name) ==
+            o.nccl_log_nics.end()) {
+          o.nccl_log_nics.push_back(name);
+          o.nccl_log_name = log.path;
+        }
+      }
+    }
+  }
+}
+
 // A capture holds what was read, not what must be measured on the node.
 void NoteWhatACaptureCannotHold(const DoctorRequest& request, Triage& t) {
   constexpr std::string_view kNotIn = "not checked: not in the capture";
@@ -116,7 +137,9 @@ Result<HostDiagnosis> DiagnoseHost(const Root& root, const DoctorRequest& reques
   }
   t.checked.push_back(Layer::kNetwork);
   const std::vector<std::string> peers = replay ? std::vector<std::string>() : request.peers;
-  t.Add(CheckNetwork(net::ObserveHostNetwork(root, d.snapshot, peers, rdma_before)));
+  NetworkObservation network = net::ObserveHostNetwork(root, d.snapshot, peers, rdma_before);
+  AddNcclLogNics(inputs.nccl_logs, network);
+  t.Add(CheckNetwork(network));
   if (std::optional<Finding> ports = PortLogFinding(d.snapshot.port_events, "since boot")) {
     MergeFinding(t.findings, std::move(*ports), "kernel_log", "counters");
   }

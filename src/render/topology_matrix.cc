@@ -50,8 +50,8 @@ std::string RenderTopologyMatrixText(const TopologyMatrix& m) {
   for (size_t g = 0; g < m.gpu_count && g < m.closest_nic.size(); ++g) {
     if (!m.closest_nic[g]) continue;
     const TopologyMatrix::Device& nic = m.devices[*m.closest_nic[g]];
-    out += fmt::format("  closest NIC of {}: {} {} ({})\n", m.devices[g].label, nic.label,
-                       nic.name, m.cells[g][*m.closest_nic[g]].Name());
+    out += fmt::format("  closest NIC of {}: {} {} ({})\n", m.devices[g].label, nic.label, nic.name,
+                       m.cells[g][*m.closest_nic[g]].Name());
   }
   if (!m.left_out.empty()) {
     out += "  not in the matrix (no place in the PCI tree):";
@@ -70,7 +70,9 @@ Json TopologyMatrixToJson(const TopologyMatrix& m) {
       if (j != i) paths[m.devices[j].label] = m.cells[i][j].Name();
     }
     Json one = {{"label", d.label},
-                {"kind", d.gpu ? "gpu" : d.rdma ? "hca" : "nic"},
+                {"kind", d.gpu    ? "gpu"
+                         : d.rdma ? "hca"
+                                  : "nic"},
                 {"name", d.name},
                 {"pci_address", d.pci_address},
                 {"numa_node", d.numa_node},

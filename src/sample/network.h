@@ -19,6 +19,7 @@
 #include "sample/container.h"
 #include "sample/environment.h"
 #include "sample/nic_stats.h"
+#include "sample/topology.h"
 
 namespace stallscope {
 
@@ -254,6 +255,11 @@ struct NetworkObservation {
     NicCongestion growth;
   };
   std::vector<NicCongestionDelta> nic_congestion;
+  // Where the GPUs and NICs sit (network.nic_far_from_gpu); nullopt: unknown.
+  std::optional<Topology> topology;
+  // The NICs an NCCL log of this host says the job used ("mlx5_0", "eth0").
+  std::vector<std::string> nccl_log_nics;
+  std::string nccl_log_name;
 };
 
 // What `net probe` found out about MTUs on the path to a peer.

@@ -1,5 +1,6 @@
 """The GPU/NIC path matrix end to end: `snapshot` and `snapshot --json` on
-the topology fixture roots (tests/fixtures/topology, sysfs PCI trees written
+the topology fixture roots, and `doctor`'s network.nic_far_from_gpu from
+them (the HCA on the far socket; an NCCL log naming one rail for all) (tests/fixtures/topology, sysfs PCI trees written
 by make_trees.py there), as `nvidia-smi topo -m` would print them.
 
 Run: /usr/bin/python3 topology_matrix.py PATH_TO_STALLSCOPE
@@ -7,6 +8,7 @@ Run: /usr/bin/python3 topology_matrix.py PATH_TO_STALLSCOPE
 
 import os
 import re
+import tempfile
 import unittest
 
 import e2e_common as e2e
@@ -62,6 +64,36 @@ class SnapshotMatrix(unittest.TestCase):
         self.assertEqual(devices["NIC0"]["kind"], "hca")
         self.assertEqual(devices["NIC4"]["name"], "eno1")
         self.assertTrue(report["topology"]["gpus"][0]["pci_path"].startswith("pci0000:15/"))
+
+
+
+class DoctorNicFarFromGpu(unittest.TestCase):
+    def finding(self, args):
+        report = e2e.run_json(self, ["doctor", "--json", "--interval", "0.1"] + args, env=env())
+        found = [f for f in report["findings"] if f["id"] == "network.nic_far_from_gpu"]
+        return found[0] if found else None
+
+    def test_hca_on_the_far_socket(self):
+        f = self.finding(["--root", os.path.join(TREES, "pcie_far_nic")])
+        self.assertIsNotNone(f)
+        self.assertEqual(f["severity"], "warning")
+        self.assertIn("across the link between sockets (SYS)", f["summary"])
+        self.assertEqual(f["evidence"]["GPU0_closest_nic"], "mlx5_0")
+
+    def test_rail_per_gpu_is_quiet_and_an_nccl_log_with_one_rail_is_not(self):
+        root = os.path.join(TREES, "nvswitch8")
+        self.assertIsNone(self.finding(["--root", root]))
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "nccl.log")
+            with open(log, "w") as out:
+                out.write("node1:4242:4242 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
+                          "node1:4242:4242 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; "
+                          "OOB ibp26s0:10.0.0.1<0>\n")
+            f = self.finding(["--root", root, "--nccl-log", log])
+        self.assertIsNotNone(f)
+        self.assertIn("6 GPU(s) talk through a NIC further than their closest", f["summary"])
+        self.assertEqual(f["evidence"]["nics_from"], log)
+        self.assertEqual(f["evidence"]["GPU7_nic_path"], "SYS")
 
 
 if __name__ == "__main__":
