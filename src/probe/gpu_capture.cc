@@ -104,6 +104,12 @@ Json GpuToJson(const GpuState& g) {
   for (const GpuProcess& p : g.processes)
     processes.push_back({{"pid", p.pid}, {"used_bytes", p.used_bytes}});
   j["processes"] = std::move(processes);
+  if (!g.nvlink_peers.empty()) {
+    Json peers = Json::array();
+    for (const GpuState::NvLinkPeer& p : g.nvlink_peers)
+      peers.push_back({{"pci_bus_id", p.pci_bus_id}, {"links", p.links}});
+    j["nvlink_peers"] = std::move(peers);
+  }
   if (g.gpm) j["gpm"] = GpmToJson(*g.gpm);
   return j;
 }
@@ -119,6 +125,14 @@ GpuState GpuFromJson(const Json& j) {
       Get(p, "pid", process.pid);
       Get(p, "used_bytes", process.used_bytes);
       g.processes.push_back(process);
+    }
+  }
+  if (j.contains("nvlink_peers") && j["nvlink_peers"].is_array()) {
+    for (const Json& p : j["nvlink_peers"]) {
+      GpuState::NvLinkPeer peer;
+      Get(p, "pci_bus_id", peer.pci_bus_id);
+      Get(p, "links", peer.links);
+      if (!peer.pci_bus_id.empty() && peer.links > 0) g.nvlink_peers.push_back(peer);
     }
   }
   if (j.contains("gpm") && j["gpm"].is_object()) g.gpm = GpmFromJson(j["gpm"]);

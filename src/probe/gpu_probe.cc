@@ -157,6 +157,27 @@ bool GpuProbe::Check(int rc, Device& d, const char* call) {
   return false;
 }
 
+void GpuProbe::ReadNvLinks(Device& d) {
+  NvmlLibrary& nvml = *nvml_;
+  if (!nvml.DeviceGetNvLinkState || !nvml.DeviceGetNvLinkRemotePciInfo) return;
+  std::vector<GpuState::NvLinkPeer>& peers = d.identity.nvlink_peers;
+  // A GPU without NVLink answers NOT_SUPPORTED on link 0; a link that is
+  // absent or down is skipped, not a failure of the GPU.
+  for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+    nvmlEnableState_t active = NVML_FEATURE_DISABLED;
+    if (nvml.DeviceGetNvLinkState(d.handle, link, &active) != NVML_SUCCESS) continue;
+    if (active != NVML_FEATURE_ENABLED) continue;
+    nvmlPciInfo_t pci = {};
+    if (nvml.DeviceGetNvLinkRemotePciInfo(d.handle, link, &pci) != NVML_SUCCESS) continue;
+    std::string bus(pci.busId, strnlen(pci.busId, sizeof pci.busId));
+    if (bus.empty()) continue;
+    auto same = [&](const GpuState::NvLinkPeer& p) { return p.pci_bus_id == bus; };
+    auto it = std::find_if(peers.begin(), peers.end(), same);
+    if (it == peers.end()) it = peers.insert(peers.end(), {bus, 0});
+    ++it->links;
+  }
+}
+
 void GpuProbe::ReadIdentity(Device& d) {
   NvmlLibrary& nvml = *nvml_;
   GpuState& g = d.identity;
@@ -176,6 +197,7 @@ void GpuProbe::ReadIdentity(Device& d) {
       g.pci_bus_id.assign(pci.busId, strnlen(pci.busId, sizeof pci.busId));
     }
   }
+  ReadNvLinks(d);
   unsigned node = 0;
   if (nvml.DeviceGetNumaNodeId &&
       Check(nvml.DeviceGetNumaNodeId(d.handle, &node), d, "nvmlDeviceGetNumaNodeId")) {

@@ -54,6 +54,8 @@ class GpuProbe {
   GpuProbe() = default;
   GpuObservation SampleNvml();
   void ReadIdentity(Device& d);
+  // The GPU's active NVLinks and their remote ends, into identity.nvlink_peers.
+  void ReadNvLinks(Device& d);
   void ReadGpm(Device& d, GpuState& s);
   bool Check(int rc, Device& d, const char* call);
 

@@ -198,6 +198,12 @@ typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_v2_fn)(nvmlDevice_t,
                                                                    nvmlProcessInfo_v2_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_fn)(nvmlDevice_t, unsigned int*,
                                                                 nvmlProcessInfo_v1_t*);
+/* NVLink (nvml.h: NVML_NVLINK_MAX_LINKS is 18 since Hopper). */
+#define NVML_NVLINK_MAX_LINKS 18
+typedef unsigned int nvmlEnableState_t; /* an enum in nvml.h: NVML_FEATURE_* */
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t, unsigned int, nvmlEnableState_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkRemotePciInfo_v2_fn)(nvmlDevice_t, unsigned int,
+                                                               nvmlPciInfo_t*);
 typedef nvmlReturn_t (*nvmlGpmQueryDeviceSupport_fn)(nvmlDevice_t, nvmlGpmSupport_t*);
 typedef nvmlReturn_t (*nvmlGpmSampleAlloc_fn)(nvmlGpmSample_t*);
 typedef nvmlReturn_t (*nvmlGpmSampleFree_fn)(nvmlGpmSample_t);

@@ -102,6 +102,8 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   Resolve(h, "nvmlDeviceGetRemappedRows", lib->DeviceGetRemappedRows);
   Resolve(h, "nvmlDeviceGetPersistenceMode", lib->DeviceGetPersistenceMode);
   Resolve(h, "nvmlDeviceGetMigMode", lib->DeviceGetMigMode);
+  Resolve(h, "nvmlDeviceGetNvLinkState", lib->DeviceGetNvLinkState);
+  Resolve(h, "nvmlDeviceGetNvLinkRemotePciInfo_v2", lib->DeviceGetNvLinkRemotePciInfo);
   Resolve(h, "nvmlDeviceGetComputeRunningProcesses_v2", lib->DeviceGetComputeProcessesV2);
   Resolve(h, "nvmlDeviceGetComputeRunningProcesses", lib->DeviceGetComputeProcessesV1);
   Resolve(h, "nvmlGpmQueryDeviceSupport", lib->GpmQueryDeviceSupport);

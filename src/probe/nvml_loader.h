@@ -59,6 +59,8 @@ class NvmlLibrary {
   nvmlDeviceGetRemappedRows_fn DeviceGetRemappedRows = nullptr;
   nvmlDeviceGetPersistenceMode_fn DeviceGetPersistenceMode = nullptr;
   nvmlDeviceGetMigMode_fn DeviceGetMigMode = nullptr;
+  nvmlDeviceGetNvLinkState_fn DeviceGetNvLinkState = nullptr;
+  nvmlDeviceGetNvLinkRemotePciInfo_v2_fn DeviceGetNvLinkRemotePciInfo = nullptr;
   nvmlDeviceGetComputeRunningProcesses_v2_fn DeviceGetComputeProcessesV2 = nullptr;
   nvmlDeviceGetComputeRunningProcesses_fn DeviceGetComputeProcessesV1 = nullptr;
   nvmlGpmQueryDeviceSupport_fn GpmQueryDeviceSupport = nullptr;

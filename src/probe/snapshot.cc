@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -30,6 +31,22 @@
 
 namespace stallscope {
 namespace {
+
+// The GPUs' NVLinks in the topology's terms (sysfs PCI addresses); a remote
+// end that is none of the GPUs is an NVSwitch.
+std::vector<GpuNvLinks> NvLinksOf(const GpuObservation& gpus) {
+  std::vector<GpuNvLinks> out;
+  for (const GpuState& g : gpus.gpus) {
+    for (const GpuState::NvLinkPeer& p : g.nvlink_peers) {
+      bool gpu_peer = std::any_of(gpus.gpus.begin(), gpus.gpus.end(), [&](const GpuState& o) {
+        return SysfsPciAddress(o.pci_bus_id) == SysfsPciAddress(p.pci_bus_id);
+      });
+      out.push_back(
+          {SysfsPciAddress(g.pci_bus_id), SysfsPciAddress(p.pci_bus_id), p.links, !gpu_peer});
+    }
+  }
+  return out;
+}
 
 // On a live root the host's own names; on a fixture root, its files (or empty).
 void ReadIdentity(const Root& root, Snapshot& snapshot) {
@@ -229,6 +246,7 @@ Result<Snapshot> TakeSnapshot(const Root& root, const SnapshotOptions& options) 
     s.nic_stats.push_back(std::move(r));
   }
   s.gpus = gpu->Sample();
+  if (s.topology) s.topology->nvlinks = NvLinksOf(s.gpus);
   for (const GpuState& now : s.gpus.gpus) {
     for (const GpuState& then : first.gpus) {
       if (then.index == now.index && then.ecc_volatile_corrected && now.ecc_volatile_corrected &&

@@ -45,7 +45,14 @@ struct GpuState {
   unsigned index = 0;
   std::string name;
   std::string uuid;
-  std::string pci_bus_id;        // as NVML gives it: "00000000:3B:00.0"
+  std::string pci_bus_id;  // as NVML gives it: "00000000:3B:00.0"
+  // Active NVLinks by the PCI bus id of their remote end (another GPU or an
+  // NVSwitch), as NVML gives it; empty without NVLink.
+  struct NvLinkPeer {
+    std::string pci_bus_id;
+    int links = 0;
+  };
+  std::vector<NvLinkPeer> nvlink_peers;
   std::optional<int> numa_node;  // NVML or /sys/bus/pci/devices/<id>/numa_node
   bool lost = false;             // NVML_ERROR_GPU_IS_LOST: fell off the bus
   std::string lost_reason;

@@ -20,10 +20,9 @@ NicPlacementInputs Inputs(const std::string& tree,
   Result<Topology> topology = ReadSysfsTopology(Root(kTrees + "/" + tree));
   EXPECT_TRUE(topology.ok());
   if (topology.ok()) in.topology = *topology;
-  std::sort(variables.begin(), variables.end(),
-            [](const EnvironmentVariable& a, const EnvironmentVariable& b) {
-              return a.name < b.name;
-            });
+  std::sort(
+      variables.begin(), variables.end(),
+      [](const EnvironmentVariable& a, const EnvironmentVariable& b) { return a.name < b.name; });
   in.environment.variables = std::move(variables);
   return in;
 }
@@ -50,8 +49,9 @@ TEST(NicFarFromGpu, EachGpuOnItsOwnRailIsQuiet) {
   EXPECT_FALSE(CheckNicFarFromGpu(Inputs("nvswitch8")));
   // A prefix that allows every rail is as good as no list.
   EXPECT_FALSE(CheckNicFarFromGpu(Inputs("nvswitch8", {{"NCCL_IB_HCA", "mlx5"}})));
-  EXPECT_FALSE(CheckNicFarFromGpu(Inputs("nvswitch8", {{"NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1,"
-                                                                       "mlx5_2:1,mlx5_3:1"}})));
+  EXPECT_FALSE(CheckNicFarFromGpu(Inputs("nvswitch8", {{"NCCL_IB_HCA",
+                                                        "=mlx5_0:1,mlx5_1:1,"
+                                                        "mlx5_2:1,mlx5_3:1"}})));
 }
 
 TEST(NicFarFromGpu, OneHcaForAllSendsSixGpusAcrossTheHost) {
@@ -93,8 +93,8 @@ TEST(NicFarFromGpu, SocketTransportJudgesTheInterfaces) {
   EXPECT_EQ(Evidence(*f, "GPU0_nic_path"), "NODE");
   EXPECT_EQ(Evidence(*f, "GPU4_nic_path"), "SYS");
   // An HCA's own netdev is its HCA: the GPU's own rail.
-  EXPECT_FALSE(CheckNicFarFromGpu(Inputs(
-      "nvswitch8", {{"NCCL_IB_DISABLE", "1"}, {"NCCL_SOCKET_IFNAME", "ibp"}})));
+  EXPECT_FALSE(CheckNicFarFromGpu(
+      Inputs("nvswitch8", {{"NCCL_IB_DISABLE", "1"}, {"NCCL_SOCKET_IFNAME", "ibp"}})));
 }
 
 TEST(NicFarFromGpu, NothingToJudgeWithoutGpusOrNics) {

@@ -67,6 +67,53 @@ class SnapshotMatrix(unittest.TestCase):
 
 
 
+class SnapshotNvLinks(unittest.TestCase):
+    """The NVSwitch node with the fake NVML's NVLink answers (its script,
+    nvswitch8.nvml, is written beside the tree by make_trees.py)."""
+
+    def env(self):
+        lib = os.path.join(os.path.dirname(e2e.BINARY), "libstallscope_fake_nvml.so")
+        if not os.path.exists(lib):
+            raise AssertionError("%s missing: build the stallscope_fake_nvml target" % lib)
+        return dict(os.environ, STALLSCOPE_NVML_LIBRARY=lib,
+                    FAKE_NVML_SCRIPT=os.path.join(TREES, "nvswitch8.nvml"))
+
+    def test_gpus_over_nvswitches_show_nv18_and_a_down_link_shows(self):
+        root = os.path.join(TREES, "nvswitch8")
+        rc, out, err, _ = e2e.run(["snapshot", "--root", root], env=self.env())
+        self.assertEqual(rc, 0, err)
+        _, rows = matrix_rows(out)
+        self.assertEqual(rows["GPU0"][:8], ["X"] + ["NV18"] * 6 + ["NV17"])
+        self.assertEqual(rows["GPU7"][:8], ["NV17"] * 7 + ["X"])
+        self.assertEqual(rows["GPU0"][8:], ["PIX", "NODE", "SYS", "SYS", "NODE"])
+        report = e2e.run_json(self, ["snapshot", "--json", "--root", root], env=self.env())
+        links = report["topology"]["nvlinks"]
+        self.assertEqual(len(links), 32)  # 8 GPUs x 4 NVSwitches
+        self.assertTrue(all(l["peer_is_switch"] for l in links))
+        gpu7 = sum(l["links"] for l in links if l["gpu"] == "0000:bb:00.0")
+        self.assertEqual(gpu7, 17)
+
+    def test_a_capture_carries_the_matrix_to_snapshot_and_doctor_from(self):
+        root = os.path.join(TREES, "nvswitch8")
+        with tempfile.TemporaryDirectory() as tmp:
+            capture = os.path.join(tmp, "node.tar.gz")
+            rc, live, err, _ = e2e.run(["snapshot", "--root", root, "--capture", capture,
+                                        "--interval", "0.1"], env=self.env())
+            self.assertEqual(rc, 0, err)
+            # Read back where no NVML exists: the answers come from the capture.
+            rc, again, err, _ = e2e.run(["snapshot", "--from", capture], env=env())
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(matrix_rows(again), matrix_rows(live))
+            self.assertEqual(matrix_rows(again)[1]["GPU3"][7], "NV17")
+            far = os.path.join(tmp, "far.tar.gz")
+            rc, _, err, _ = e2e.run(["snapshot", "--root", os.path.join(TREES, "pcie_far_nic"),
+                                     "--capture", far, "--interval", "0.1"], env=env())
+            self.assertEqual(rc, 0, err)
+            report = e2e.run_json(self, ["doctor", "--json", "--from", far], env=env())
+        ids = [f["id"] for f in report["findings"]]
+        self.assertIn("network.nic_far_from_gpu", ids)
+
+
 class DoctorNicFarFromGpu(unittest.TestCase):
     def finding(self, args):
         report = e2e.run_json(self, ["doctor", "--json", "--interval", "0.1"] + args, env=env())

@@ -18,6 +18,10 @@
  *       remap_pending remap_failed (row counts) persistence (0/1) mig (0/1)
  *       mig_pending (0/1; mig's value when not given)
  *   gpu.I.procs PID:BYTES,PID:BYTES
+ *   gpu.I.nvlinks BUS:N,BUS:N  N active NVLinks to the device at bus id BUS
+ *                         (another GPU's or an NVSwitch's), links numbered in
+ *                         order; the other links answer NOT_SUPPORTED
+ *   gpu.I.nvlink_down L   link L (0-based) is there but inactive
  *   gpu.I.lost_after N    from sample N on (0-based), every call on the GPU
  *                         returns NVML_ERROR_GPU_IS_LOST
  * A key not given answers NVML_ERROR_NOT_SUPPORTED. A sample begins with
@@ -63,6 +67,9 @@ struct nvmlDevice_st {
   int nprocs;
   unsigned proc_pid[MAX_PROCS];
   unsigned long long proc_bytes[MAX_PROCS];
+  int nlinks;                               /* NVLinks given */
+  char link_remote[NVML_NVLINK_MAX_LINKS][32]; /* remote bus id per link */
+  int link_down[NVML_NVLINK_MAX_LINKS];
   int lost_after; /* -1: never */
   int samples;    /* nvmlDeviceGetMemoryInfo calls */
 };
@@ -127,6 +134,18 @@ static void Load(void) {
       snprintf(d->bus, sizeof d->bus, "%s", value);
     } else if (strcmp(field, "numa") == 0) {
       d->numa = atoi(value);
+    } else if (strcmp(field, "nvlinks") == 0) {
+      char* save = NULL;
+      for (char* tok = strtok_r(value, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char* last = strrchr(tok, ':');
+        if (last == NULL) continue;
+        *last = '\0';
+        for (int n = atoi(last + 1); n > 0 && d->nlinks < NVML_NVLINK_MAX_LINKS; --n)
+          snprintf(d->link_remote[d->nlinks++], sizeof d->link_remote[0], "%s", tok);
+      }
+    } else if (strcmp(field, "nvlink_down") == 0) {
+      int link = atoi(value);
+      if (link >= 0 && link < NVML_NVLINK_MAX_LINKS) d->link_down[link] = 1;
     } else if (strcmp(field, "lost_after") == 0) {
       d->lost_after = atoi(value);
     } else if (strcmp(field, "procs") == 0) {
@@ -231,6 +250,23 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t* pci) 
   memset(pci, 0, sizeof *pci);
   snprintf(pci->busId, sizeof pci->busId, "%s", d->bus);
   snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%s", d->bus + (strlen(d->bus) > 12 ? 4 : 0));
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link,
+                                             nvmlEnableState_t* active) {
+  CHECK_DEVICE(d);
+  if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  if ((int)link >= d->nlinks) return NVML_ERROR_NOT_SUPPORTED;
+  *active = d->link_down[link] ? NVML_FEATURE_DISABLED : NVML_FEATURE_ENABLED;
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned link,
+                                                        nvmlPciInfo_t* pci) {
+  CHECK_DEVICE(d);
+  if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  if ((int)link >= d->nlinks) return NVML_ERROR_NOT_SUPPORTED;
+  memset(pci, 0, sizeof *pci);
+  snprintf(pci->busId, sizeof pci->busId, "%s", d->link_remote[link]);
   return NVML_SUCCESS;
 }
 EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t d, unsigned* node) {
