@@ -14,9 +14,21 @@
 namespace stallscope {
 namespace {
 
-enum Column { kGpus, kDriver, kCuda, kCpu, kKernel, kNics, kInUse, kEnv, kClock, kColumnCount };
-constexpr const char* kColumnNames[] = {"gpus",    "driver", "cuda",          "cpu",  "kernel",
-                                        "nic mtu", "in use", "nccl/gloo env", "clock"};
+enum Column {
+  kGpus,
+  kDriver,
+  kCuda,
+  kCpu,
+  kKernel,
+  kNics,
+  kInUse,
+  kEnv,
+  kTopology,
+  kClock,
+  kColumnCount
+};
+constexpr const char* kColumnNames[] = {"gpus",    "driver", "cuda",          "cpu",      "kernel",
+                                        "nic mtu", "in use", "nccl/gloo env", "topology", "clock"};
 
 // NICs that carry traffic between nodes; bridges, veths and tunnels are
 // per-host plumbing whose MTU is the host's own business.
@@ -200,6 +212,9 @@ ClusterComparison CompareNodes(const std::vector<NodeSummary>& ranks,
     values[kNics] = NicText(n);
     values[kInUse] = InUseText(n);
     values[kEnv] = EnvText(n);
+    // The GPU/NIC paths (nvidia-smi topo -m in a few words): one node with
+    // a card in another slot or an NVLink down shows here.
+    values[kTopology] = n.topology.empty() ? "-" : n.topology;
     ClusterRow* row = nullptr;
     for (ClusterRow& r : c.rows) {
       bool same = r.host == n.hostname;

@@ -74,8 +74,13 @@ Result<std::vector<ClockOffset>> MeasureClockOffsets(MpiWorld& world) {
 // This rank's summary: the snapshot's facts plus GPUs (NVML), the driver
 // and CUDA versions, the CPU model and the route to a peer node.
 Result<NodeSummary> SummarizeThisNode(int rank, double interval,
-                                      const std::vector<std::string>& rank_hosts) {
-  Root root("/");
+                                      const std::vector<std::string>& rank_hosts,
+                                      std::string root_dir) {
+  // --root: each rank reads its own tree ("{rank}" names it), so that one
+  // host can stand for several nodes in tests.
+  for (size_t at; (at = root_dir.find("{rank}")) != std::string::npos;)
+    root_dir.replace(at, 6, std::to_string(rank));
+  Root root(root_dir.empty() ? "/" : root_dir);
   SnapshotOptions options;
   options.interval_seconds = interval;
   Result<Snapshot> snapshot = TakeSnapshot(root, options);
@@ -112,6 +117,7 @@ CommandRunner SetupCluster(CLI::App& app) {
   struct Flags {
     double interval = 0.2;
     bool json = false;
+    std::string root;
   };
   auto flags = std::make_shared<Flags>();
   app.add_option("--interval", flags->interval,
@@ -120,6 +126,10 @@ CommandRunner SetupCluster(CLI::App& app) {
   app.add_flag("--json", flags->json,
                "machine output on rank 0: stallscope.report/1 with a \"cluster\" object "
                "(stallscope.cluster/1)");
+  app.add_option("--root", flags->root,
+                 "read /proc and /sys under DIR instead of / ({rank} in DIR becomes each "
+                 "rank's number: fixture trees standing for nodes)")
+      ->type_name("DIR");
   return [flags]() {
     const char* name = "cluster";
     if (!(flags->interval >= 0 && flags->interval <= 60))
@@ -129,7 +139,8 @@ CommandRunner SetupCluster(CLI::App& app) {
     if (!joined.world) return joined.exit_code;
     MpiWorld& world = *joined.world;
     std::time_t started = joined.started;
-    Result<NodeSummary> mine = SummarizeThisNode(world.rank(), flags->interval, joined.rank_hosts);
+    Result<NodeSummary> mine =
+        SummarizeThisNode(world.rank(), flags->interval, joined.rank_hosts, flags->root);
     if (!AgreeOrReport(world, name, mine.ok() ? Status::Ok() : mine.status()))
       return kExitCouldNotRun;
     Result<std::vector<ClockOffset>> offsets = MeasureClockOffsets(world);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/text.h"
+#include "sample/topology_matrix.h"
 
 namespace stallscope {
 namespace {
@@ -93,6 +94,7 @@ NodeSummary SummarizeSnapshot(const Snapshot& snapshot, int rank) {
   }
   std::sort(n.environment.begin(), n.environment.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
+  if (snapshot.topology) n.topology = TopologyDigest(BuildTopologyMatrix(*snapshot.topology));
   return n;
 }
 
@@ -138,6 +140,7 @@ std::string SerializeNodeSummary(const NodeSummary& n) {
   for (const EnvironmentVariable& v : n.environment) Line(out, {"env", v.name, v.value});
   if (!n.route_interface.empty() || !n.route_peer.empty())
     Line(out, {"route", n.route_interface, n.route_peer});
+  if (!n.topology.empty()) Line(out, {"topology", n.topology});
   return out;
 }
 
@@ -208,6 +211,8 @@ Result<NodeSummary> ParseNodeSummary(std::string_view text, std::string_view sou
       if (s = want(3); s.ok()) n.rdma_ports.push_back({f[1], f[2]});
     } else if (key == "env") {
       if (s = want(3); s.ok()) n.environment.push_back({f[1], f[2]});
+    } else if (key == "topology") {
+      if (s = want(2); s.ok()) n.topology = f[1];
     } else if (key == "route") {
       if (s = want(3); s.ok()) {
         n.route_interface = f[1];

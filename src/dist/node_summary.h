@@ -9,7 +9,7 @@
 //   gpu_note <why no GPU list>              driver <version>   cuda <version>
 //   if <name> <mtu> <kind> <operstate> <speed Mb/s, 0 unknown>
 //   rdma <hca:port> <state>                 env <NAME> <value>  (NCCL_*, GLOO_*)
-//   route <interface> <peer host>
+//   route <interface> <peer host>           topology <the path matrix in a few words>
 // Unknown keys are skipped (a newer rank may say more); a known key with the
 // wrong field count or a bad number is a ParseError naming the line.
 // Pure; thread-safe.

@@ -99,6 +99,7 @@ nlohmann::ordered_json ClusterToJson(const ClusterComparison& c,
                                     {"environment", env},
                                     {"route_interface", n.route_interface},
                                     {"route_peer", n.route_peer},
+                                    {"topology", n.topology},
                                     {"interface_in_use", InterfaceInUse(n)}};
     entry["clock_offset_ms"] = nullptr;
     entry["clock_round_trip_ms"] = nullptr;

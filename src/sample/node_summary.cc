@@ -16,7 +16,8 @@ bool operator==(const NodeSummary& a, const NodeSummary& b) {
          a.gpu_note == b.gpu_note && a.driver_version == b.driver_version &&
          a.cuda_version == b.cuda_version && a.interfaces == b.interfaces &&
          a.rdma_ports == b.rdma_ports && same_env(a.environment, b.environment) &&
-         a.route_interface == b.route_interface && a.route_peer == b.route_peer;
+         a.route_interface == b.route_interface && a.route_peer == b.route_peer &&
+         a.topology == b.topology;
 }
 
 }  // namespace stallscope

@@ -42,6 +42,8 @@ struct NodeSummary {
   std::vector<EnvironmentVariable> environment;  // NCCL_* and GLOO_* only, sorted
   std::string route_interface;                   // the interface the route to route_peer uses
   std::string route_peer;
+  // The GPU/NIC path matrix in a few words (TopologyDigest); empty: unknown.
+  std::string topology;
 };
 
 // Field by field (EnvironmentVariable has no operator== of its own).

@@ -111,6 +111,38 @@ TopologyMatrix BuildTopologyMatrix(const Topology& t) {
   return m;
 }
 
+std::string TopologyDigest(const TopologyMatrix& m) {
+  if (m.gpu_count == 0) return "-";
+  // Distinct names, nearest path first (NV# before PIX .. SYS).
+  auto distinct = [](std::vector<TopologyMatrix::Cell> cells) {
+    std::sort(cells.begin(), cells.end(), [](const auto& a, const auto& b) {
+      if ((a.nvlinks > 0) != (b.nvlinks > 0)) return a.nvlinks > 0;
+      return a.nvlinks != b.nvlinks ? a.nvlinks > b.nvlinks : a.path < b.path;
+    });
+    std::string text, last;
+    for (const TopologyMatrix::Cell& c : cells) {
+      std::string name = c.Name();
+      if (name == last) continue;
+      text += (text.empty() ? "" : "/") + name;
+      last = name;
+    }
+    return text;
+  };
+  std::vector<TopologyMatrix::Cell> between, closest;
+  for (size_t g = 0; g < m.gpu_count; ++g) {
+    for (size_t h = 0; h < m.gpu_count; ++h)
+      if (g != h) between.push_back(m.cells[g][h]);
+    if (g < m.closest_nic.size() && m.closest_nic[g])
+      closest.push_back(m.cells[g][*m.closest_nic[g]]);
+  }
+  size_t nics = m.devices.size() - m.gpu_count;
+  std::string text = std::to_string(m.gpu_count) + (m.gpu_count == 1 ? " GPU" : " GPUs");
+  if (!between.empty()) text += " " + distinct(between);
+  text += ", " + std::to_string(nics) + (nics == 1 ? " NIC" : " NICs");
+  if (!closest.empty()) text += ", closest " + distinct(closest);
+  return text;
+}
+
 std::optional<size_t> FindMatrixNic(const TopologyMatrix& m, const std::string& name) {
   for (size_t i = m.gpu_count; i < m.devices.size(); ++i) {
     const TopologyMatrix::Device& d = m.devices[i];

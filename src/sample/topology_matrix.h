@@ -45,6 +45,12 @@ struct TopologyMatrix {
 
 TopologyMatrix BuildTopologyMatrix(const Topology& topology);
 
+// The matrix in a few words, for comparing nodes (`cluster`): the GPU count
+// and the distinct GPU-to-GPU paths, the NIC count and the distinct paths
+// from each GPU to its closest NIC: "8 GPUs NV18, 5 NICs, closest PIX".
+// "-" when there is no GPU.
+std::string TopologyDigest(const TopologyMatrix& matrix);
+
 // The device of `matrix` a NIC, HCA or interface name is (an HCA's netdev
 // finds the HCA); nullopt when none.
 std::optional<size_t> FindMatrixNic(const TopologyMatrix& matrix, const std::string& name);

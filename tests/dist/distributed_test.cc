@@ -151,6 +151,7 @@ NodeSummary SampleNode() {
   n.environment = {{"NCCL_SOCKET_IFNAME", "eth0"}, {"NCCL_WEIRD", "a\tb\\c\nd"}};
   n.route_interface = "eth0";
   n.route_peer = "node1";
+  n.topology = "8 GPUs NV18/NV17, 5 NICs, closest PIX";
   return n;
 }
 

@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import unittest
 
 import e2e_common as e2e
@@ -118,6 +119,27 @@ class Cluster(unittest.TestCase):
         self.assertEqual(c["per_rank"][1]["environment"], {"NCCL_SOCKET_IFNAME": "nosuch0"})
         # No false MTU finding: one node.
         self.assertFalse([f for f in report["findings"] if f["id"] == "network.mtu_mismatch"])
+
+    def test_topology_compared_across_per_rank_roots(self):
+        # Ranks on one host share one topology, so each rank reads its own
+        # fixture tree (--root with {rank}): ranks 0 and 1 an NVSwitch node,
+        # rank 2 a PCIe node with its HCA on the far socket.
+        trees = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                             "topology")
+        with tempfile.TemporaryDirectory() as tmp:
+            for rank, tree in enumerate(["nvswitch8", "nvswitch8", "pcie_far_nic"]):
+                os.symlink(os.path.join(trees, tree), os.path.join(tmp, "rank%d" % rank))
+            rc, out, err = mpirun([(3, [], ["cluster", "--json", "--interval", "0.1", "--root",
+                                            os.path.join(tmp, "rank{rank}")])])
+        self.assertEqual(rc, 0, err)
+        c = json.loads(out)["cluster"]
+        self.assertIn("topology", c["differing_columns"])
+        by_rank = {tuple(r["ranks"]): r for r in c["rows"]}
+        self.assertEqual(by_rank[(0, 1)]["values"]["topology"],
+                         "8 GPUs PIX/NODE/SYS, 5 NICs, closest PIX")
+        self.assertEqual(by_rank[(2,)]["values"]["topology"],
+                         "4 GPUs PIX/PXB/NODE, 2 NICs, closest SYS")
+        self.assertIn("topology", by_rank[(2,)]["differs"])
 
     def test_not_under_a_launcher(self):
         rc, out, err, _ = e2e.run(["cluster"], env=clean_env(), timeout=20)

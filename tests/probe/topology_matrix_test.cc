@@ -92,5 +92,17 @@ TEST(TopologyMatrix, DirectNvLinksCountPerPair) {
   EXPECT_EQ(m.closest_nic, (std::vector<std::optional<size_t>>{std::nullopt, std::nullopt}));
 }
 
+TEST(TopologyDigest, NamesTheDistinctPathsNearestFirst) {
+  EXPECT_EQ(TopologyDigest(MatrixOf("pcie_far_nic")), "4 GPUs PIX/PXB/NODE, 2 NICs, closest SYS");
+  EXPECT_EQ(TopologyDigest(MatrixOf("nvswitch8")), "8 GPUs PIX/NODE/SYS, 5 NICs, closest PIX");
+  Result<Topology> t = ReadSysfsTopology(Root(kTrees + "/nvswitch8"));
+  ASSERT_TRUE(t.ok());
+  for (const DevicePlacement& gpu : t->gpus)
+    t->nvlinks.push_back(
+        {gpu.pci_address, "0000:05:00.0", gpu.pci_address == "0000:bb:00.0" ? 17 : 18, true});
+  EXPECT_EQ(TopologyDigest(BuildTopologyMatrix(*t)), "8 GPUs NV18/NV17, 5 NICs, closest PIX");
+  EXPECT_EQ(TopologyDigest(BuildTopologyMatrix(Topology{})), "-");
+}
+
 }  // namespace
 }  // namespace stallscope
