@@ -88,6 +88,21 @@ def hta_figures(trace_dir, include_last):
                             for r in ta.t.get_ranks()}
         except Exception as e:
             out["steps"] = {"error": "%s: %s" % (type(e).__name__, e)}
+        out["critical_path"] = {}
+        for r in ta.t.get_ranks():  # on stallscope's default instance; timed with the rest
+            try:
+                names = ta.t.symbol_table.get_sym_table()
+                steps = sum(1 for n in ta.t.get_trace(r)["name"]
+                            if names[n].startswith("ProfilerStep#"))
+                annotation = "ProfilerStep" if steps else ""
+                instance = (1 if steps >= 2 else 0) if steps else None
+                got = ta.critical_path_analysis(rank=r, annotation=annotation,
+                                                instance_id=instance)
+                edges = got[0].get_critical_path_breakdown() if got and got[1] else None
+                out["critical_path"][str(r)] = (
+                    number(edges.duration.sum()) if edges is not None else None)
+            except Exception as e:
+                out["critical_path"][str(r)] = "%s: %s" % (type(e).__name__, e)
         seconds = time.monotonic() - start
     return out, seconds
 

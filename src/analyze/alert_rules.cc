@@ -368,6 +368,7 @@ constexpr RuleWithoutAlert kWithout[] = {
     {"io.small_files", "a walk of the dataset: stallscope dataset PATH"},
     {"code.gpu_idle", "a profiler trace: stallscope trace DIR"},
     {"code.sync_in_step", "a profiler trace: stallscope trace DIR"},
+    {"code.cpu_bound_step", "a profiler trace's critical path: stallscope trace DIR"},
     {"memory.pageable_h2d", "a profiler trace: stallscope trace DIR"},
     {"io.remote_fs", "a walk of the dataset: stallscope dataset PATH"},
     {"io.cold_cache",

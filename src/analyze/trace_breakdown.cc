@@ -596,6 +596,9 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
     out.step_figures = std::move(figures);
   }
   out.queue_length = SummarizeQueueLength(trace, cpu_kept);
+  std::string why_not;
+  out.critical_path = FindCriticalPath(trace, options.critical_path, &why_not);
+  if (!out.critical_path) out.notes.push_back(trace.path + ": no critical path: " + why_not);
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/trace_critical_path.h"
 #include "analyze/trace_queue.h"
 #include "core/status.h"
 #include "sample/trace.h"
@@ -39,6 +40,7 @@ Result<TraceStepRange> ParseTraceStepRange(std::string_view text);
 struct TraceOptions {
   std::optional<TraceStepRange> steps;
   bool include_last_step = false;
+  CriticalPathRequest critical_path;  // default: the second ProfilerStep
 };
 
 enum class KernelType : uint8_t { kCommunication, kMemory, kComputation, kOther };
@@ -132,7 +134,8 @@ struct TraceRankBreakdown {
   std::vector<KernelTypeTime> kernel_types;
   std::vector<KernelStats> kernels;  // every name, by sum_us, largest first
   std::vector<CopyStats> copies;
-  QueueLengthSummary queue_length;  // over the whole trace, as HTA (no step cut)
+  QueueLengthSummary queue_length;            // over the whole trace, as HTA (no step cut)
+  std::optional<CriticalPath> critical_path;  // nullopt: no such instance (a note says)
   std::vector<TraceStepFigures> step_figures;
   std::vector<std::string> notes;
 };

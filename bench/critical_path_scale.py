@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""The critical path's cost as traces grow, against HTA's on the same files.
+
+Writes synthetic traces of growing size with bench/gen_trace.py, runs
+`stallscope trace FILE --json --critical-path-instance 0:N` (the critical path over every step:
+the largest graph) and, with --hta-src, HTA's own critical_path_analysis
+over the same window, and prints per size: events, stallscope's wall
+seconds and µs per event (flat when the work is linear in the events), HTA's
+seconds for load + critical path, and the ratio. One run each, on whatever
+else the machine runs: say so beside the figures.
+
+  bench/critical_path_scale.py --binary build/stallscope [--hta-src DIR]
+      [--sizes 2e6,4e6,8e6,16e6] [--dir /tmp/cp-scale]
+"""
+import argparse
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def gen(path, size):
+    out = subprocess.run([sys.executable, os.path.join(HERE, "gen_trace.py"), path,
+                          "--bytes", str(size)], check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def steps_of(path):
+    with open(path) as f:
+        return sum(1 for e in json.load(f)["traceEvents"]
+                   if str(e.get("name", "")).startswith("ProfilerStep#"))
+
+
+def stallscope(binary, path, steps):
+    t0 = time.perf_counter()
+    out = subprocess.run([binary, "trace", path, "--json",
+                          "--critical-path-instance", "0:%d" % (steps - 1)],
+                         capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if out.returncode not in (0, 2, 3):
+        sys.exit("stallscope failed: " + out.stderr)
+    cp = json.loads(out.stdout)["ranks"][0].get("critical_path", {})
+    return seconds, cp
+
+
+def hta(src, folder, steps):
+    sys.path.insert(0, src)
+    from hta.trace_analysis import TraceAnalysis
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        ta = TraceAnalysis(trace_dir=folder)
+        ta.critical_path_analysis(rank=0, annotation="ProfilerStep", instance_id=(0, steps - 1))
+    return time.perf_counter() - t0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--binary", required=True)
+    p.add_argument("--hta-src")
+    p.add_argument("--sizes", default="2e6,4e6,8e6,16e6")
+    p.add_argument("--dir", default="/tmp/cp-scale")
+    a = p.parse_args()
+    print("%10s %9s %10s %8s %10s %7s" % ("bytes", "events", "stallscope", "us/ev", "hta", "ratio"))
+    for size in [float(s) for s in a.sizes.split(",")]:
+        folder = os.path.join(a.dir, "%d" % size)
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "rank0.json")
+        gen(path, size)
+        with open(path) as f:
+            events = len(json.load(f)["traceEvents"])
+        steps = steps_of(path)
+        ours, cp = stallscope(a.binary, path, steps)
+        theirs = hta(a.hta_src, folder, steps) if a.hta_src else float("nan")
+        print("%10d %9d %9.2fs %8.2f %9.2fs %6.1fx  path %d nodes" %
+              (size, events, ours, ours / events * 1e6, theirs, theirs / ours,
+               cp.get("nodes", 0)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+"""HTA's critical path per rank, written as a test fixture.
+
+For each directory of traces under --traces, runs HTA's own source (--hta-src,
+a checkout of github.com/facebookresearch/HolisticTraceAnalysis; nothing of
+HTA is in this repository) `critical_path_analysis` for every rank on the
+instance stallscope trace picks by default (the second ProfilerStep where
+there are two or more, the first with one, the whole trace with none), and
+writes the summary by bound (µs and percent) and the node count as JSON
+(tests/fixtures/traces/hta_critical_path_reference.json, which
+tests/analyze/trace_critical_path_test.cc compares with). HTA is given the
+data loader's __next__ as its data_load_events. Needs Debian's
+python3-pandas, python3-plotly, python3-networkx and python3-psutil.
+
+  bench/hta_critical_path_reference.py --hta-src DIR --commit SHA --out FILE [--traces DIR]
+"""
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+import time
+
+LOADER = [r"enumerate\(DataLoader\).*__next__"]
+
+
+def trace_dirs(root):
+    for dirpath, _, files in sorted(os.walk(root)):
+        if any(f.endswith((".json", ".json.gz")) for f in files):
+            yield os.path.relpath(dirpath, root), dirpath
+
+
+def one_rank(ta, rank):
+    df = ta.t.get_trace(rank)
+    names = ta.t.symbol_table.get_sym_table()
+    steps = sum(1 for n in df["name"] if names[n].startswith("ProfilerStep#"))
+    if steps == 0:
+        annotation, instance = "", None
+    else:
+        annotation, instance = "ProfilerStep", 1 if steps >= 2 else 0
+    t0 = time.perf_counter()
+    got = ta.critical_path_analysis(rank=rank, annotation=annotation, instance_id=instance,
+                                    data_load_events=LOADER)
+    seconds = time.perf_counter() - t0
+    if not got or not got[1]:
+        return {"annotation": annotation, "error": "HTA found no critical path"}
+    graph = got[0]
+    edges = graph.get_critical_path_breakdown()
+    by_bound = {k: float(v) for k, v in edges.groupby("bound_by").duration.sum().items()}
+    total = float(edges.duration.sum())
+    return {"annotation": annotation, "instance": instance or 0,
+            "nodes": len(graph.critical_path_nodes), "total_us": total,
+            "by_bound_us": by_bound,
+            "summary_pct": {k: v / total * 100 if total else 0 for k, v in by_bound.items()},
+            "seconds": seconds}
+
+
+def figures(trace_dir):
+    from hta.trace_analysis import TraceAnalysis
+    out = {}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            ta = TraceAnalysis(trace_dir=trace_dir)
+            for rank in sorted(ta.t.get_ranks()):
+                try:
+                    out[str(int(rank))] = one_rank(ta, rank)
+                except Exception as e:  # HTA's own failure is a figure too
+                    out[str(int(rank))] = {"error": "%s: %s" % (type(e).__name__, e)}
+        except Exception as e:
+            return {"error": "%s: %s" % (type(e).__name__, e)}
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--hta-src", required=True)
+    p.add_argument("--commit", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--traces", default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                    "shared", "traces", "hta"))
+    a = p.parse_args()
+    sys.path.insert(0, a.hta_src)
+    ref = {"generated_by": "bench/hta_critical_path_reference.py", "hta_source": a.commit,
+           "traces": {}}
+    for name, path in trace_dirs(a.traces):
+        ref["traces"][name] = figures(path)
+        print(name, json.dumps(ref["traces"][name])[:300], flush=True)
+    with open(a.out, "w") as f:
+        json.dump(ref, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
