@@ -11,6 +11,11 @@ overlap part of the backward kernels, flow events and metadata. Written as
 it is generated (bounded memory), optionally gzipped.
 
   bench/gen_trace.py OUT.json [--bytes 2e9] [--gzip] [--rank 0 --world 8]
+                    [--late-us 0] [--nccl-kernel NAME]
+
+--late-us holds each step's GPU work back that long (a rank that reaches its
+collectives late, as a straggler does); --nccl-kernel names the all-reduce
+kernel (HTA's straggler analysis only sees names starting "ncclKernel").
 
 Prints the events written and the uncompressed size. Standard library only.
 """
@@ -30,6 +35,8 @@ def main():
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--world", type=int, default=8)
     p.add_argument("--kernels-per-step", type=int, default=400)
+    p.add_argument("--late-us", type=float, default=0, help="hold each step's GPU work back")
+    p.add_argument("--nccl-kernel", default="ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)")
     a = p.parse_args()
     rnd = random.Random(a.rank)
     f = gzip.open(a.out, "wt", compresslevel=1) if a.gzip else open(a.out, "w")
@@ -55,7 +62,7 @@ def main():
     while written < a.bytes:
         batch = []
         step_start = ts
-        gpu = ts + 200
+        gpu = ts + 200 + a.late_us
         batch.append({"ph": "X", "cat": "cpu_op", "name":
                       "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
                       "pid": 1, "tid": 1, "ts": ts, "dur": 900, "args": {"External id": corr}})
@@ -96,7 +103,7 @@ def main():
                               "pid": 1, "tid": 1, "ts": ts + 4, "dur": 4,
                               "args": {"correlation": c}})
                 batch.append({"ph": "X", "cat": "kernel",
-                              "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)",
+                              "name": a.nccl_kernel,
                               "pid": 0, "tid": 13, "ts": gpu, "dur": 2000,
                               "args": {"device": 0, "stream": 13, "correlation": c}})
             gpu += dur

@@ -367,6 +367,7 @@ constexpr RuleWithoutAlert kWithout[] = {
      "does not serve; stallscope run reports it"},
     {"io.small_files", "a walk of the dataset: stallscope dataset PATH"},
     {"code.gpu_idle", "a profiler trace: stallscope trace DIR"},
+    {"code.launch_bound", "a profiler trace: stallscope trace DIR"},
     {"code.sync_in_step", "a profiler trace: stallscope trace DIR"},
     {"code.cpu_bound_step", "a profiler trace's critical path: stallscope trace DIR"},
     {"memory.pageable_h2d", "a profiler trace: stallscope trace DIR"},

@@ -525,10 +525,8 @@ constexpr Rule kRules[] = {
     {"code.util_misleading", Layer::kCode,
      "NVML utilization.gpu (share of time a kernel ran) against GPM SM activity "
      "(NVML_GPM_METRIC_SM_UTIL, Hopper and newer) of the same GPU: a snapshot's interval, or a "
-     "run's means; SM occupancy, tensor and DRAM activity as evidence; a profiler trace "
-     "(stallscope trace): launch-bound steps, where at least 50% of the kernels run under "
-     "10 us, the GPU is busy under 50% of its active window, and 80% or more of the 1/6 s "
-     "windows NVML samples over hold a kernel (at least 100 kernels)",
+     "run's means; SM occupancy, tensor and DRAM activity as evidence (a profiler trace's "
+     "launch-bound steps are code.launch_bound)",
      "when utilization.gpu >= 80% while SM activity < 50%; critical below 25%. Not judged "
      "without GPM (older GPUs, drivers before R525): a note says so",
      "a GPU at 95% utilization with an epoch twice too long; utilization.gpu "
@@ -536,6 +534,19 @@ constexpr Rule kRules[] = {
      "(NVIDIA nvmlUtilization_t docs). 80% is 'looks busy', half the SMs idle is ours",
      "NVIDIA DCGM documentation, profiling metrics (SM activity): "
      "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/feature-overview.html"},
+    {"code.launch_bound", Layer::kCode,
+     "a profiler trace (stallscope trace): launch-bound steps, where at least 50% of the "
+     "kernels run under 10 us, the GPU is busy under 50% of its active window, and 80% or "
+     "more of the 1/6 s windows NVML samples over hold a kernel (at least 100 kernels); "
+     "HTA's kernel launch statistics (GPU rows shorter than their launch call, launch-delay "
+     "outliers over 100 us) and the 3 kernels with the most launch delay as evidence",
+     "warning when the GPU is busy under 50% of its window; critical under 25%",
+     "a kernel shorter than its cudaLaunchKernel call leaves the GPU waiting on the host: "
+     "the step is as long as the launches, whatever the GPU could do, and utilization.gpu "
+     "reads near 100% meanwhile. CUDA graphs replay the launches in one call. 50% follows "
+     "code.util_misleading's SM activity",
+     "HTA, kernel launch statistics: "
+     "https://hta.readthedocs.io/en/latest/source/features/cuda_kernel_launch_stats.html"},
     {"code.gpu_idle", Layer::kCode,
      "a profiler trace (stallscope trace): HTA's idle time (the GPU's active window minus the "
      "union of every row with a stream: kernels, copies, syncs, all streams together) over the "

@@ -81,6 +81,26 @@ struct Row {
   double launch = std::numeric_limits<double>::quiet_NaN();  // the CPU launch's start
 };
 
+// pandas' describe() of the bandwidth's values above zero.
+void DescribeBandwidth(std::vector<double> values, CopyStats& c) {
+  if (values.empty()) return;
+  const auto n = static_cast<double>(values.size());
+  double sum = 0;
+  for (double v : values) sum += v;
+  c.mean_gbps = sum / n;
+  if (values.size() > 1) {
+    double sq = 0;
+    for (double v : values) sq += (v - c.mean_gbps) * (v - c.mean_gbps);
+    c.std_gbps = std::sqrt(sq / (n - 1));
+  }
+  std::sort(values.begin(), values.end());
+  c.min_gbps = values.front();
+  c.max_gbps = values.back();
+  c.p25_gbps = LinearQuantile(values, 0.25);
+  c.p50_gbps = LinearQuantile(values, 0.5);
+  c.p75_gbps = LinearQuantile(values, 0.75);
+}
+
 }  // namespace
 
 Result<TraceStepRange> ParseTraceStepRange(std::string_view text) {
@@ -464,20 +484,15 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
     for (auto& [kind, p] : points) {
       std::stable_sort(p.begin(), p.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
-      CopyStats& c = stats[kind];
-      double run = 0, sum = 0;
-      uint64_t n = 0;
-      for (const auto& [t, d] : p) {
-        run += d;
-        if (run > 1e-9) {
-          c.min_gbps = n == 0 ? run : std::min(c.min_gbps, run);
-          c.max_gbps = n == 0 ? run : std::max(c.max_gbps, run);
-          sum += run;
-          ++n;
-        }
+      std::vector<double> values;
+      double run = 0;
+      for (size_t i = 0; i < p.size(); ++i) {
+        run += p[i].second;
+        const bool last_at_time = i + 1 == p.size() || p[i + 1].first != p[i].first;
+        if (last_at_time && run > 1e-9) values.push_back(run);
       }
-      c.mean_gbps = n > 0 ? sum / n : 0;
-      out.copies.push_back(c);
+      DescribeBandwidth(values, stats[kind]);
+      out.copies.push_back(stats[kind]);
     }
   }
 
@@ -595,10 +610,57 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
     }
     out.step_figures = std::move(figures);
   }
+  // What the straggler analysis across ranks needs: each row's step, by its
+  // start (CPU) or its launch's (GPU), as HTA assigns iterations.
+  {
+    StragglerFigures& st = out.straggler;
+    st.rank = out.rank;
+    st.steps = out.steps;
+    auto in_step = [&](double t) -> std::optional<int64_t> {
+      auto it = std::upper_bound(kept_steps.begin(), kept_steps.end(), t,
+                                 [](double v, const Step& x) { return v < x.start; });
+      if (it == kept_steps.begin() || !(t < std::prev(it)->end)) return std::nullopt;
+      return std::prev(it)->number;
+    };
+    for (const TraceEvent& e : events) {
+      if (gpu_side(e) || !cpu_kept(StartOf(e)) || !in_step(StartOf(e))) continue;
+      st.first_us = std::min(st.first_us, StartOf(e));
+      st.last_end_us = std::max(st.last_end_us, EndOf(e));
+    }
+    for (const Row& r : rows) {
+      if (std::isnan(r.launch)) continue;
+      std::optional<int64_t> step = in_step(r.launch);
+      if (!step) continue;
+      st.last_end_us = std::max(st.last_end_us, r.end);
+      if (StartsWith(name_of(*r.event), "ncclKernel")) {
+        st.comm.push_back(
+            {r.event->stream, std::string(name_of(*r.event)), *step, r.start, r.end - r.start});
+      }
+    }
+    std::stable_sort(
+        st.comm.begin(), st.comm.end(),
+        [](const CommKernelRow& a, const CommKernelRow& b) { return a.start < b.start; });
+  }
   out.queue_length = SummarizeQueueLength(trace, cpu_kept);
   std::string why_not;
   out.critical_path = FindCriticalPath(trace, options.critical_path, &why_not);
   if (!out.critical_path) out.notes.push_back(trace.path + ": no critical path: " + why_not);
+  out.launches = SummarizeLaunches(trace, {cpu_kept, filtering});
+  // Annotation rows as HTA keeps them: with a launch's correlation among the
+  // GPU's rows, without one (the usual: no stream, no correlation) among the
+  // CPU's, by their start.
+  std::vector<std::pair<std::string_view, double>> annotations;
+  for (const Row& r : rows) {
+    if (r.event->cat == TraceCategory::kGpuAnnotation && gpu_side(*r.event)) {
+      annotations.emplace_back(name_of(*r.event), r.end - r.start);
+    }
+  }
+  for (const TraceEvent& e : events) {
+    if (e.cat == TraceCategory::kGpuAnnotation && !gpu_side(e) && cpu_kept(StartOf(e))) {
+      annotations.emplace_back(name_of(e), EndOf(e) - StartOf(e));
+    }
+  }
+  out.user_annotations = SummarizeUserAnnotations(annotations);
   return out;
 }
 

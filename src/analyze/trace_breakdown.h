@@ -19,8 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "analyze/trace_annotations.h"
 #include "analyze/trace_critical_path.h"
+#include "analyze/trace_launches.h"
 #include "analyze/trace_queue.h"
+#include "analyze/trace_stragglers.h"
 #include "core/status.h"
 #include "sample/trace.h"
 
@@ -84,6 +87,8 @@ struct CopyStats {
   // HTA's figure: the concurrent bandwidth at each change point where it is
   // above zero (GB/s, the trace's own per-op figure)
   double mean_gbps = 0, min_gbps = 0, max_gbps = 0;
+  std::optional<double> std_gbps;                   // sample; nullopt with one value
+  double p25_gbps = 0, p50_gbps = 0, p75_gbps = 0;  // linear interpolation
 };
 
 // One ProfilerStep as the findings weigh it. CPU-side figures count the ops
@@ -134,8 +139,11 @@ struct TraceRankBreakdown {
   std::vector<KernelTypeTime> kernel_types;
   std::vector<KernelStats> kernels;  // every name, by sum_us, largest first
   std::vector<CopyStats> copies;
-  QueueLengthSummary queue_length;            // over the whole trace, as HTA (no step cut)
-  std::optional<CriticalPath> critical_path;  // nullopt: no such instance (a note says)
+  QueueLengthSummary queue_length;                   // over the whole trace, as HTA (no step cut)
+  std::optional<CriticalPath> critical_path;         // nullopt: no such instance (a note says)
+  LaunchStats launches;                              // over the kept rows
+  std::vector<UserAnnotationTime> user_annotations;  // gpu_user_annotation rows kept
+  StragglerFigures straggler;                        // for FindPotentialStragglers over the ranks
   std::vector<TraceStepFigures> step_figures;
   std::vector<std::string> notes;
 };

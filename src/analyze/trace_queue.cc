@@ -29,14 +29,6 @@ struct Change {
   int delta = 0;
 };
 
-// pandas' quantile with linear interpolation, of sorted values.
-double Quantile(const std::vector<double>& sorted, double q) {
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
-
 StreamQueueLength Describe(int stream, const std::vector<double>& lengths) {
   StreamQueueLength s;
   s.stream = stream;
@@ -53,9 +45,9 @@ StreamQueueLength Describe(int stream, const std::vector<double>& lengths) {
   std::sort(sorted.begin(), sorted.end());
   s.min = sorted.front();
   s.max = sorted.back();
-  s.p25 = Quantile(sorted, 0.25);
-  s.p50 = Quantile(sorted, 0.5);
-  s.p75 = Quantile(sorted, 0.75);
+  s.p25 = LinearQuantile(sorted, 0.25);
+  s.p50 = LinearQuantile(sorted, 0.5);
+  s.p75 = LinearQuantile(sorted, 0.75);
   return s;
 }
 
@@ -96,6 +88,14 @@ std::map<int, std::vector<Change>> QueueChanges(const TraceFile& trace,
 }
 
 }  // namespace
+
+double LinearQuantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
 
 QueueLengthSummary SummarizeQueueLength(const TraceFile& trace,
                                         const std::function<bool(double)>& cpu_kept) {

@@ -42,6 +42,9 @@ struct QueueLengthSummary {
   std::optional<QueueBlocked> blocked;
 };
 
+// pandas' quantile (linear interpolation) of sorted values; 0 when empty.
+double LinearQuantile(const std::vector<double>& sorted, double q);
+
 // `cpu_kept(start)`: whether a CPU-side row starting then is kept (HTA's
 // trace without its last step); a GPU row is kept with its launch.
 QueueLengthSummary SummarizeQueueLength(const TraceFile& trace,

@@ -202,8 +202,9 @@ std::optional<std::pair<Finding, double>> LaunchBound(const TraceRankBreakdown& 
       util_pct < kUtilMisleadingUtilPercent) {
     return std::nullopt;
   }
+  const LaunchStats& l = r.launches;
   Finding f;
-  f.id = "code.util_misleading";
+  f.id = "code.launch_bound";
   f.layer = Layer::kCode;
   f.severity =
       busy_pct < kUtilMisleadingCriticalSmActivePercent ? Severity::kCritical : Severity::kWarning;
@@ -218,11 +219,27 @@ std::optional<std::pair<Finding, double>> LaunchBound(const TraceRankBreakdown& 
                 {"short_kernel_share", short_share},
                 {"gpu_busy_pct", busy_pct},
                 {"utilization_estimate_pct", util_pct},
-                {"steps", StepsText(r)},
-                {"trace", r.path}};
-  f.next =
+                {"launches", static_cast<int64_t>(l.launches)},
+                {"gpu_shorter_than_launch", static_cast<int64_t>(l.short_gpu)},
+                {"gpu_shorter_than_launch_share",
+                 l.launches > 0 ? static_cast<double>(l.short_gpu) / l.launches : 0.0},
+                {"launch_runtime_outliers", static_cast<int64_t>(l.runtime_outliers)},
+                {"launch_delay_outliers", static_cast<int64_t>(l.delay_outliers)}};
+  std::vector<KernelLaunchDelay> top = TopLaunchDelays(l, kLaunchBoundTopKernels);
+  for (size_t i = 0; i < top.size(); ++i) {
+    f.evidence.push_back({fmt::format("top_kernel_{}", i + 1), top[i].name});
+    f.evidence.push_back(
+        {fmt::format("top_kernel_{}_launches", i + 1), static_cast<int64_t>(top[i].launches)});
+    f.evidence.push_back({fmt::format("top_kernel_{}_delay_p50_us", i + 1), top[i].p50_us});
+  }
+  f.evidence.push_back({"steps", StepsText(r)});
+  f.evidence.push_back({"trace", r.path});
+  f.next = fmt::format(
       "fewer, larger kernels: CUDA graphs (torch.compile(mode=\"reduce-overhead\")), fused "
-      "optimizers (foreach/fused=True), a larger batch";
+      "optimizers (foreach/fused=True), a larger batch{}",
+      top.empty() ? std::string()
+                  : "; start with " + top[0].name.substr(0, 80) + ", launched " +
+                        std::to_string(top[0].launches) + " times");
   return std::pair{std::move(f), 100 - busy_pct};
 }
 

@@ -9,9 +9,10 @@
 //    steps, with the op and its share of the step.
 //  - code.gpu_idle: the GPU idle over the steps, split by what the host was
 //    doing meanwhile (launching, the data loader, a sync), gaps over 500 ms.
-//  - code.util_misleading: launch-bound steps: most kernels under 10 µs, the
+//  - code.launch_bound: launch-bound steps: most kernels under 10 µs, the
 //    GPU busy under half the time while every 1/6 s sample window (what
-//    utilization.gpu reads) had a kernel in it.
+//    utilization.gpu reads) had a kernel in it; HTA's launch statistics and
+//    the kernels with the most launch delay as evidence.
 //  - io.input_bound: the data loader's __next__ as a share of the step, or
 //    data_loading's share of the critical path, whichever is larger.
 //  - code.cpu_bound_step: the critical path (trace_critical_path.h) over the
@@ -43,11 +44,13 @@ inline constexpr double kSyncCriticalFraction = 0.25;
 // memory.pageable_h2d: severity by the copies' share of the steps' time.
 inline constexpr double kPageableWarningFraction = 0.05;
 inline constexpr double kPageableCriticalFraction = 0.20;
-// code.util_misleading from a trace: at least this share of the kernels are
-// short (trace_breakdown.h's kShortKernelUs); busy and utilization as
-// gpu_rules.h's kUtilMisleading* percentages.
+// code.launch_bound: at least this share of the kernels are short
+// (trace_breakdown.h's kShortKernelUs); busy and utilization as gpu_rules.h's
+// kUtilMisleading* percentages; HTA's launch statistics and the kernels with
+// the most launch delay as evidence.
 inline constexpr double kLaunchBoundShortShare = 0.5;
 inline constexpr uint64_t kLaunchBoundMinKernels = 100;
+inline constexpr size_t kLaunchBoundTopKernels = 3;
 // code.cpu_bound_step: cpu_bound share of the critical path (percent), in a
 // trace with GPU rows.
 inline constexpr double kCpuBoundPathWarningPercent = 50;

@@ -73,7 +73,7 @@ constexpr Suspect kTable[] = {
      "torch.profiler; nvidia-smi dmon -s u", "stallscope run -- python train.py", "code.gpu_idle"},
     {Layer::kCode, "utilization high but SM activity low (small kernels, syncs)",
      "nvidia-smi dmon -s u vs DCGM SM activity", "stallscope run -- python train.py",
-     "code.util_misleading"},
+     "code.util_misleading code.launch_bound"},
     {Layer::kCode, "the GPU driver reports Xid errors (79: fell off the bus, 48: ECC)",
      "dmesg -T | grep -i xid; nvidia-smi -q | grep -i persistence", "stallscope doctor --quick",
      "code.gpu_xid code.gpu_persistence_off"},

@@ -1,5 +1,5 @@
 // `stallscope trace PATH... [--json] [--rank N] [--step-range A:B]
-// [--include-last-step]`: reads PyTorch profiler traces (a file, or a
+// [--include-last-step] [--straggler-candidates N]`: reads PyTorch profiler traces (a file, or a
 // directory of per-rank files as HTA reads one), gives HTA's breakdowns per
 // rank and the findings they show. Files are read on up to one thread per
 // CPU; each is streamed (probe/trace_file.h). Two files of one rank are an
@@ -34,6 +34,7 @@ CommandRunner SetupTrace(CLI::App& app) {
     bool include_last_step = false;
     std::string cp_annotation;
     std::string cp_instance;
+    int straggler_candidates = kStragglerCandidates;
   };
   auto flags = std::make_shared<Flags>();
   app.add_option("PATH", flags->paths,
@@ -50,6 +51,9 @@ CommandRunner SetupTrace(CLI::App& app) {
   app.add_option("--critical-path-instance", flags->cp_instance,
                  "which instance, from 0 (N or A:B); default: the second ProfilerStep, else the "
                  "first");
+  app.add_option("--straggler-candidates", flags->straggler_candidates,
+                 "how many ranks HTA's straggler analysis names (its num_candidates)")
+      ->check(CLI::Range(1, 1 << 20));
   return [flags]() {
     TraceOptions options;
     options.critical_path.annotation = flags->cp_annotation;
@@ -107,8 +111,11 @@ CommandRunner SetupTrace(CLI::App& app) {
         std::move(checked.findings),
         {Layer::kMemory, Layer::kIo, Layer::kNetwork, Layer::kDistributed, Layer::kCode}, notes);
     ReportHeader header{"trace", ShortHostname(Root("/")), UtcNow(), 0};
-    std::string out = flags->json ? JsonText(TraceToJson(ranks, header, report)) + "\n"
-                                  : RenderTraceText(ranks, header, report);
+    std::vector<StragglerFigures> figures;
+    for (const TraceRankBreakdown& r : ranks) figures.push_back(r.straggler);
+    PotentialStragglers stragglers = FindPotentialStragglers(figures, flags->straggler_candidates);
+    std::string out = flags->json ? JsonText(TraceToJson(ranks, header, report, stragglers)) + "\n"
+                                  : RenderTraceText(ranks, header, report, stragglers);
     std::fputs(out.c_str(), stdout);
     return kExitOk;
   };

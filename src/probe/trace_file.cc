@@ -552,8 +552,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     TraceCategory cat = legacy_op ? TraceCategory::kCpuOp : TraceCategoryOf(cat_);
     TraceCpuRole role = TraceCpuRoleOf(name_);
     bool step = ProfilerStepNumber(name_).has_value();
-    if (event_.stream == -1 && event_.correlation < 0 && role == TraceCpuRole::kNone && !step) {
-      return;  // counted, not kept
+    if (event_.stream == -1 && event_.correlation < 0 && role == TraceCpuRole::kNone && !step &&
+        cat != TraceCategory::kGpuAnnotation) {
+      return;  // counted, not kept (user annotations on the GPU are kept for their time)
     }
     TraceEvent e;
     e.ts = event_.ts;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <variant>
 
 #include "core/version.h"
 
@@ -52,6 +53,40 @@ std::string CriticalPathText(const CriticalPath& p) {
     std::string name = op.name.size() > 60 ? op.name.substr(0, 59) + "~" : op.name;
     out += fmt::format("    {:>12} cpu on the path  {}\n", fmt::format("{:.1f} ms", op.us / 1000),
                        name);
+  }
+  return out;
+}
+
+Json LaunchesJson(const LaunchStats& l) {
+  Json kernels = Json::array();
+  for (const KernelLaunchDelay& k : l.kernels) {
+    kernels.push_back({{"name", k.name},
+                       {"launches", k.launches},
+                       {"delay_p50_us", k.p50_us},
+                       {"delay_p99_us", k.p99_us},
+                       {"delay_sum_us", k.sum_us}});
+  }
+  return {{"runtime_cutoff_us", kLaunchRuntimeCutoffUs},
+          {"launch_delay_cutoff_us", kLaunchDelayCutoffUs},
+          {"launches", l.launches},
+          {"gpu_shorter_than_launch", l.short_gpu},
+          {"runtime_outliers", l.runtime_outliers},
+          {"launch_delay_outliers", l.delay_outliers},
+          {"launch_call_us", l.cpu_us},
+          {"gpu_us", l.gpu_us},
+          {"kernels", kernels}};
+}
+
+Json AnnotationsJson(const std::vector<UserAnnotationTime>& list) {
+  Json out = Json::array();
+  for (const UserAnnotationTime& a : list) {
+    out.push_back({{"name", a.name},
+                   {"count", a.count},
+                   {"sum_us", a.sum_us},
+                   {"mean_us", a.mean_us},
+                   {"min_us", a.min_us},
+                   {"max_us", a.max_us},
+                   {"std_us", a.std_us}});
   }
   return out;
 }
@@ -129,7 +164,11 @@ Json RankJson(const TraceRankBreakdown& r) {
                       {"time_us", s.time_us},
                       {"mean_gbps", s.mean_gbps},
                       {"min_gbps", s.min_gbps},
-                      {"max_gbps", s.max_gbps}});
+                      {"max_gbps", s.max_gbps},
+                      {"std_gbps", Nullable(s.std_gbps)},
+                      {"p25_gbps", s.p25_gbps},
+                      {"p50_gbps", s.p50_gbps},
+                      {"p75_gbps", s.p75_gbps}});
   }
   j["copies"] = copies;
   Json queues = Json::array();
@@ -144,6 +183,8 @@ Json RankJson(const TraceRankBreakdown& r) {
   }
   j["queue_length"] = queues;
   if (r.critical_path) j["critical_path"] = CriticalPathJson(*r.critical_path);
+  j["launches"] = LaunchesJson(r.launches);
+  j["user_annotations"] = AnnotationsJson(r.user_annotations);
   Json steps = Json::array();
   for (const TraceStepFigures& s : r.step_figures) {
     steps.push_back({{"step", s.step},
@@ -161,10 +202,86 @@ Json RankJson(const TraceRankBreakdown& r) {
 
 std::string Ms(double us) { return fmt::format("{:.1f} ms", us / 1000); }
 
+std::string StragglersText(const PotentialStragglers& s, const Report& report) {
+  std::string out;
+  if (s.ranks.empty()) {
+    out = fmt::format("\npotential stragglers (HTA): none: {}\n", s.why_none);
+  } else {
+    std::string list;
+    for (int r : s.ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    std::string kernel = s.kernel.size() > 60 ? s.kernel.substr(0, 59) + "~" : s.kernel;
+    out = fmt::format(
+        "\npotential stragglers (HTA): rank{} {}: latest to start {} (stream {}) "
+        "over {} step{}\n",
+        s.ranks.size() == 1 ? "" : "s", list, kernel, s.stream, s.steps, s.steps == 1 ? "" : "s");
+  }
+  std::string why = StragglerAgreement(s, report);
+  if (!why.empty()) out += "  " + why + "\n";
+  return out;
+}
+
+std::string LaunchesText(const LaunchStats& l) {
+  if (l.launches == 0) return "";
+  std::string out = fmt::format(
+      "  launches: {}; GPU shorter than its launch: {}; launch over {:.0f} us: {}; "
+      "delay over {:.0f} us: {}\n",
+      l.launches, l.short_gpu, kLaunchRuntimeCutoffUs, l.runtime_outliers, kLaunchDelayCutoffUs,
+      l.delay_outliers);
+  for (const KernelLaunchDelay& k : TopLaunchDelays(l, 3)) {
+    std::string name = k.name.size() > 60 ? k.name.substr(0, 59) + "~" : k.name;
+    out += fmt::format("    delay p50 {:>8.1f} us  p99 {:>8.1f} us  x{:<6} {}\n", k.p50_us,
+                       k.p99_us, k.launches, name);
+  }
+  return out;
+}
+
 }  // namespace
 
+std::string StragglerAgreement(const PotentialStragglers& stragglers, const Report& report) {
+  std::optional<int64_t> finding_rank;
+  for (const Finding& f : report.findings) {
+    if (f.id != "distributed.straggler") continue;
+    for (const Evidence& e : f.evidence) {
+      if (e.name == "rank" && std::holds_alternative<int64_t>(e.value)) {
+        finding_rank = std::get<int64_t>(e.value);
+      }
+    }
+  }
+  const auto& list = stragglers.ranks;
+  if (!finding_rank) {
+    if (list.empty() || stragglers.late_counts.size() < 2) return "";
+    return fmt::format(
+        "distributed.straggler names no rank: no rank's compute time is 15% over the others' "
+        "median; HTA's analysis always names the {} latest starters of {}, late or not",
+        list.size(), stragglers.kernel);
+  }
+  if (std::find(list.begin(), list.end(), *finding_rank) != list.end()) return "";
+  if (list.empty()) {
+    return fmt::format(
+        "distributed.straggler names rank {} by its compute time; HTA's analysis names none: {}",
+        *finding_rank, stragglers.why_none);
+  }
+  return fmt::format(
+      "distributed.straggler names rank {} by its compute time; HTA's analysis ranks by when {} "
+      "starts (a rank that computes longer reaches the collective later only where nothing "
+      "else waits in between)",
+      *finding_rank, stragglers.kernel);
+}
+
+Json StragglersJson(const PotentialStragglers& s, const Report& report) {
+  Json counts = Json::array();
+  for (const auto& [rank, n] : s.late_counts) counts.push_back({{"rank", rank}, {"late_steps", n}});
+  return {{"ranks", s.ranks},
+          {"stream", s.ranks.empty() ? Json(nullptr) : Json(s.stream)},
+          {"kernel", s.ranks.empty() ? Json(nullptr) : Json(s.kernel)},
+          {"steps", s.steps},
+          {"late_counts", counts},
+          {"why_none", s.why_none.empty() ? Json(nullptr) : Json(s.why_none)},
+          {"versus_straggler_finding", StragglerAgreement(s, report)}};
+}
+
 Json TraceToJson(const std::vector<TraceRankBreakdown>& ranks, const ReportHeader& header,
-                 const Report& report) {
+                 const Report& report, const PotentialStragglers& stragglers) {
   Json report_json = ReportToJson(header, report);
   Json out;
   out["schema"] = "stallscope.trace/1";
@@ -175,6 +292,8 @@ Json TraceToJson(const std::vector<TraceRankBreakdown>& ranks, const ReportHeade
   Json list = Json::array();
   for (const TraceRankBreakdown& r : ranks) list.push_back(RankJson(r));
   out["ranks"] = list;
+  out["potential_stragglers"] = stragglers.ranks;
+  out["potential_stragglers_detail"] = StragglersJson(stragglers, report);
   out["verdict"] = report_json["verdict"];
   out["layers"] = report_json["layers"];
   out["findings"] = report_json["findings"];
@@ -183,7 +302,8 @@ Json TraceToJson(const std::vector<TraceRankBreakdown>& ranks, const ReportHeade
 }
 
 std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
-                            const ReportHeader& header, const Report& report) {
+                            const ReportHeader& header, const Report& report,
+                            const PotentialStragglers& stragglers) {
   std::string out =
       fmt::format("stallscope trace: {} rank{}\n\n", ranks.size(), ranks.size() == 1 ? "" : "s");
   out += fmt::format("{:>5}  {:<24} {:>8} {:>10} {:>7} {:>8} {:>12} {:>9}  {}\n", "rank", "gpu",
@@ -223,11 +343,13 @@ std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
                          KernelTypeName(k.type), name);
     }
     for (const CopyStats& c : r.copies) {
-      out += fmt::format("  {:<12} {:>6} ops {:>12}  {:.1f} GB/s mean (max {:.1f})\n", c.kind,
-                         c.count, Ms(c.time_us), c.mean_gbps, c.max_gbps);
+      out += fmt::format("  {:<12} {:>6} ops {:>12}  {:.1f} GB/s mean (p50 {:.1f}, max {:.1f})\n",
+                         c.kind, c.count, Ms(c.time_us), c.mean_gbps, c.p50_gbps, c.max_gbps);
     }
     if (r.critical_path && r.critical_path->total_us > 0) out += CriticalPathText(*r.critical_path);
+    out += LaunchesText(r.launches);
   }
+  if (ranks.size() > 1) out += StragglersText(stragglers, report);
   out += "\n";
   for (const LayerStatus& l : report.layers) {
     for (const Finding& f : report.findings) {

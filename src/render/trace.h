@@ -18,8 +18,14 @@ namespace stallscope {
 inline constexpr size_t kTraceTopKernels = 10;
 
 std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
-                            const ReportHeader& header, const Report& report);
+                            const ReportHeader& header, const Report& report,
+                            const PotentialStragglers& stragglers = {});
 nlohmann::ordered_json TraceToJson(const std::vector<TraceRankBreakdown>& ranks,
-                                   const ReportHeader& header, const Report& report);
+                                   const ReportHeader& header, const Report& report,
+                                   const PotentialStragglers& stragglers = {});
+
+// How HTA's potential stragglers compare with the distributed.straggler
+// finding: "" when they agree (or neither names a rank), else a sentence.
+std::string StragglerAgreement(const PotentialStragglers& stragglers, const Report& report);
 
 }  // namespace stallscope

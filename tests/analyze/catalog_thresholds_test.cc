@@ -363,15 +363,17 @@ std::vector<Tie> Ties() {
       {"code.util_misleading",
        "critical below " + PercentOf(kUtilMisleadingCriticalSmActivePercent)},
 
-      // code.util_misleading from a trace (analyze/trace_rules.h)
-      {"code.util_misleading",
+      // code.launch_bound (analyze/trace_rules.h)
+      {"code.launch_bound",
        "at least " + Percent(kLaunchBoundShortShare) + " of the kernels run under " +
            Number(kShortKernelUs) + " us, the GPU is busy under " +
            PercentOf(kUtilMisleadingSmActivePercent) + " of its active window, and " +
            PercentOf(kUtilMisleadingUtilPercent) + " or more",
        Field::kChecks},
-      {"code.util_misleading", "(at least " + Number(kLaunchBoundMinKernels) + " kernels)",
+      {"code.launch_bound", "(at least " + Number(kLaunchBoundMinKernels) + " kernels)",
        Field::kChecks},
+
+      {"code.launch_bound", "critical under " + PercentOf(kUtilMisleadingCriticalSmActivePercent)},
 
       // code.gpu_idle, code.sync_in_step, memory.pageable_h2d (analyze/trace_rules.h)
       {"code.gpu_idle", "warning at >= " + PercentOf(kGpuIdleWarningPercent) + " idle"},

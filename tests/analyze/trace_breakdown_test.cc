@@ -263,7 +263,7 @@ TEST(TraceRules, ASyncEachStepALoaderAndPageableCopiesAreFound) {
   EXPECT_EQ(r.idle_causes.data_loader_us, 800);
   EXPECT_EQ(r.idle_causes.sync_us, 200);
   EXPECT_NE(idle->next.find("data loader"), std::string::npos) << idle->next;
-  EXPECT_EQ(find("code.util_misleading"), nullptr);  // too few kernels to judge
+  EXPECT_EQ(find("code.launch_bound"), nullptr);  // too few kernels to judge
 }
 
 TEST(TraceRules, AStragglerAcrossRanksAndNothingOnAHealthyTrace) {

@@ -120,7 +120,15 @@ class AgreesWithHta(unittest.TestCase):
         ids = {f["id"]: f for f in got["findings"]}
         self.assertEqual(ids["code.gpu_idle"]["severity"], "critical")
         self.assertGreater(ids["code.gpu_idle"]["evidence"]["host_launch_share"], 0.5)
-        self.assertEqual(ids["code.util_misleading"]["evidence"]["source"], "trace")
+        launch = ids["code.launch_bound"]["evidence"]
+        self.assertEqual(launch["source"], "trace")
+        self.assertNotIn("code.util_misleading", ids)  # one id per finding
+        rank = got["ranks"][0]
+        self.assertEqual(launch["launches"], rank["launches"]["launches"])
+        delays = {k["name"]: k for k in rank["launches"]["kernels"]}
+        self.assertIn(launch["top_kernel_1"], delays)
+        self.assertEqual(max(delays.values(), key=lambda k: k["delay_sum_us"])["name"],
+                         launch["top_kernel_1"])
         # Two ranks of one job: both read, both listed.
         got = common.run_json(self, ["trace", os.path.join(SHARED_TRACES, "trace_filter"),
                                      "--json"])
