@@ -12,10 +12,13 @@ it is generated (bounded memory), optionally gzipped.
 
   bench/gen_trace.py OUT.json [--bytes 2e9] [--gzip] [--rank 0 --world 8]
                     [--late-us 0] [--nccl-kernel NAME]
+                    [--slow-kernel TEXT --slow-factor 2]
 
 --late-us holds each step's GPU work back that long (a rank that reaches its
 collectives late, as a straggler does); --nccl-kernel names the all-reduce
 kernel (HTA's straggler analysis only sees names starting "ncclKernel").
+--slow-kernel makes every kernel whose name holds TEXT --slow-factor times
+longer (the test side of a trace diff); the random choices stay the same.
 
 Prints the events written and the uncompressed size. Standard library only.
 """
@@ -37,6 +40,8 @@ def main():
     p.add_argument("--kernels-per-step", type=int, default=400)
     p.add_argument("--late-us", type=float, default=0, help="hold each step's GPU work back")
     p.add_argument("--nccl-kernel", default="ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)")
+    p.add_argument("--slow-kernel", default="", help="kernels whose name holds this run slower")
+    p.add_argument("--slow-factor", type=float, default=2.0)
     a = p.parse_args()
     rnd = random.Random(a.rank)
     f = gzip.open(a.out, "wt", compresslevel=1) if a.gzip else open(a.out, "w")
@@ -90,6 +95,8 @@ def main():
             batch.append({"ph": "s", "id": c, "pid": 1, "tid": 1, "ts": ts + 2,
                           "cat": "ac2g", "name": "ac2g"})
             dur = rnd.choice((3, 8, 40, 120))
+            if a.slow_kernel and a.slow_kernel in name:
+                dur = int(round(dur * a.slow_factor))
             gpu = max(gpu, ts + 10)
             batch.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7,
                           "ts": gpu, "dur": dur, "args": {

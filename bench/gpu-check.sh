@@ -9,7 +9,16 @@
 #   4. `run -- <the workload>` for 20 s: NVML sampled into the timeline, the
 #      findings (code.util_misleading, memory.gpu_near_full, throttling);
 #   5. `bench h2d --max-size 256MiB --json` on GPU 0: pinned vs pageable,
-#      local vs remote NUMA node.
+#      local vs remote NUMA node, pinned h2d against the trained link's ceiling;
+#   6. health: each GPU's PCIe link (trained / device max), ECC counts, row
+#      remaps, persistence and MIG mode, Xid lines in the kernel log, and the
+#      health findings `doctor` raises from them (io.pcie_degraded,
+#      memory.gpu_ecc, memory.gpu_remap, code.gpu_persistence_off,
+#      code.gpu_xid, network.link_degraded);
+#   7. a capture: `snapshot --capture`, then `snapshot --from` and
+#      `doctor --from` on it: the GPUs and links read back the same;
+#   8. `bench allreduce --backend nccl` on one GPU (`mpirun -n 1`): NCCL
+#      loaded (the system's or PyTorch's wheel's), every element checked.
 # Without a GPU it says so in one line and exits 0: nothing to check here.
 #
 # usage: bench/gpu-check.sh            (env: STALLSCOPE_BIN, BUILD_DIR, PYTHON)
@@ -133,14 +142,108 @@ for g in b["gpus"]:
     pick = lambda d, m, local: next((s["bytes_per_second"] / 1e9 for s in g["samples"]
         if s["size_bytes"] == big and s["direction"] == d and s["memory"] == m and s["local"] == local), None)
     fmt = lambda v: "n/a" if v is None else "%.1f" % v
-    print("GPU%d h2d pinned %s pageable %s GB/s (x%s), remote-node pinned %s GB/s" % (
+    ceil = g.get("pinned_h2d_over_link_ceiling")
+    print("GPU%d h2d pinned %s pageable %s GB/s (x%s), remote-node pinned %s GB/s, %s of the trained link" % (
         g["index"], fmt(pick("h2d", "pinned", True)), fmt(pick("h2d", "pageable", True)),
-        fmt(g["pinned_over_pageable_h2d"]), fmt(pick("h2d", "pinned", False))))
+        fmt(g["pinned_over_pageable_h2d"]), fmt(pick("h2d", "pinned", False)),
+        "n/a" if ceil is None else "%.0f%%" % (100 * ceil)))
 PY
 )
   row "bench h2d" ok "$(elapsed "$t") $summary"
 else
   row "bench h2d" FAIL "rc $rc: $(head -c 300 "$WORK/h2d.err")"
+fi
+
+# 6. Health: PCIe links, ECC, remaps, persistence, MIG, Xids, and doctor's
+#    findings from them. Read from the snapshot taken above and one doctor run.
+if [[ -s "$WORK/snapshot.json" ]]; then
+  summary=$("$PYTHON" - "$WORK/snapshot.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+gpus = (s.get("gpus") or {}).get("devices", [])
+links = {l.get("pci_address", "").lower(): l for l in s.get("pcie_links") or []}
+end = lambda e: "Gen? x?" if not e else "%s GT/s x%s" % (e.get("speed_gts"), e.get("width"))
+out = []
+for d in gpus:
+    bus = (d.get("pci_bus_id") or "").lower()
+    l = next((v for k, v in links.items() if k and bus.endswith(k[-12:])), None)
+    out.append("GPU%s link %s of %s, ECC uncorr vol/agg %s/%s, remapped %s%s, persistence %s, MIG %s" % (
+        d.get("index"), end(l and l.get("current")), end(l and l.get("max")),
+        d.get("ecc_volatile_uncorrected"), d.get("ecc_aggregate_uncorrected"),
+        d.get("remapped_rows"), " PENDING" if d.get("remap_pending") else "",
+        d.get("persistence_mode"), d.get("mig_mode")))
+kl = s.get("kernel_log")
+out.append("kernel log: %s" % ("not readable" if kl is None else "%d Xid lines" % len(kl.get("xids", []))))
+print(("ok " if gpus else "FAIL no GPU in the snapshot; ") + " | ".join(out))
+PY
+)
+  row "health (PCIe/ECC/Xid)" "${summary%% *}" "${summary#* }"
+fi
+t=$(date +%s)
+if timeout 120 "$BIN" doctor --quick --json >"$WORK/doctor.json" 2>"$WORK/doctor.err"; then
+  ids=$("$PYTHON" -c '
+import json, sys
+health = ("io.pcie_degraded", "memory.gpu_ecc", "memory.gpu_remap", "code.gpu_persistence_off",
+          "code.gpu_xid", "network.link_degraded", "code.gpu_throttled")
+r = json.load(open(sys.argv[1]))
+got = ["%s(%s)" % (f["id"], f.get("severity")) for f in r.get("findings", []) if f["id"] in health]
+print(", ".join(got) or "none of the health ids raised")' "$WORK/doctor.json")
+  row "doctor (GPU health)" ok "$(elapsed "$t") $ids"
+else
+  row "doctor (GPU health)" FAIL "rc $?: $(head -c 300 "$WORK/doctor.err")"
+fi
+
+# 7. A capture carries the node's GPU evidence: read back, the GPUs and the
+#    links are the ones the live snapshot saw, and doctor runs on it.
+t=$(date +%s)
+if timeout 120 "$BIN" snapshot --capture "$WORK/node.tar.gz" >/dev/null 2>"$WORK/capture.err" &&
+   "$BIN" snapshot --from "$WORK/node.tar.gz" --json >"$WORK/from.json" 2>>"$WORK/capture.err" &&
+   "$BIN" doctor --from "$WORK/node.tar.gz" >"$WORK/doctor-from.txt" 2>>"$WORK/capture.err"; then
+  summary=$("$PYTHON" - "$WORK/snapshot.json" "$WORK/from.json" "$WORK/node.tar.gz" <<'PY'
+import json, os, sys
+live, back = (json.load(open(p)) for p in sys.argv[1:3])
+names = lambda s: sorted((d.get("index"), d.get("name"), d.get("memory_total_bytes"))
+                         for d in (s.get("gpus") or {}).get("devices", []))
+links = lambda s: sorted((l.get("pci_address"), json.dumps(l.get("max"))) for l in s.get("pcie_links") or [])
+same = names(live) == names(back) and links(live) == links(back)
+print("%s %d GPUs, %d links read back %s; capture %.0f KiB" % (
+    "ok" if same and names(back) else "FAIL", len(names(back)), len(links(back)),
+    "the same" if same else "DIFFERENT", os.path.getsize(sys.argv[3]) / 1024))
+PY
+)
+  row "capture + --from" "${summary%% *}" "$(elapsed "$t") ${summary#* }"
+else
+  row "capture + --from" FAIL "$(tail -c 300 "$WORK/capture.err")"
+fi
+
+# 8. bench allreduce over NCCL on one GPU. libnccl comes from the system or
+#    from PyTorch's wheel (nvidia/nccl/lib); one rank under mpirun.
+NCCL_DIR=$("$PYTHON" -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+t=$(date +%s)
+export LD_LIBRARY_PATH="${NCCL_DIR:+$NCCL_DIR:}${LD_LIBRARY_PATH:-}"
+rc=127
+if command -v mpirun >/dev/null; then
+  timeout 120 mpirun --allow-run-as-root -n 1 -x LD_LIBRARY_PATH \
+    "$BIN" bench allreduce --backend nccl -b 1M -e 256M -n 10 --json >"$WORK/allreduce.json" 2>"$WORK/allreduce.err"
+  rc=$?
+fi
+if [[ $rc == 127 ]]; then
+  row "allreduce (NCCL)" skip "no mpirun here (Debian: openmpi-bin); the MPI plugin needs libopenmpi-dev at build time"
+elif [[ $rc == 0 ]]; then
+  summary=$("$PYTHON" - "$WORK/allreduce.json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))["bench"]
+rows = b.get("rows") or []
+big = rows[-1] if rows else {}
+wrong = sum(r.get("wrong", 0) for r in rows)
+print("%s %s, %s rank(s), largest %s B: algbw %s GB/s, #wrong %d" % (
+    "ok" if wrong == 0 and rows else "FAIL", b.get("library"), b.get("ranks"),
+    big.get("size_bytes"), big.get("algbw_gbps", big.get("algbw")), wrong))
+PY
+)
+  row "allreduce (NCCL)" "${summary%% *}" "$(elapsed "$t") ${summary#* }"
+else
+  row "allreduce (NCCL)" FAIL "rc $rc: $(head -c 300 "$WORK/allreduce.err")"
 fi
 
 echo

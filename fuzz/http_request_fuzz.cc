@@ -1,28 +1,65 @@
-// Fuzzes the exporter's HTTP request-head parser (and, on the same bytes, the
-// hook-record table and the exposition writer fed from it): whatever a client
-// sends must never crash the exporter, a complete head must lie inside the
-// buffer and the bound, and an error must carry a 4xx/5xx status.
+// Fuzzes the exporter's request handler (what it answers to a request whose
+// line and headers libmicrohttpd parsed) and the basic-auth header reader,
+// and on the same bytes the hook-record table and the exposition writer fed
+// from it: whatever a client sends must never crash the exporter, metrics go
+// out only for an authorized GET or HEAD of /metrics, and every other answer
+// is a 4xx. The input is an HTTP request head: the request line's method and
+// target, then an Authorization header if there is one.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "export/http_request.h"
 #include "export/job_metrics.h"
 #include "render/exposition.h"
 
+namespace {
+
+std::string_view Field(std::string_view& text, char end) {
+  size_t at = text.find(end);
+  std::string_view field = text.substr(0, at);
+  text = at == std::string_view::npos ? std::string_view() : text.substr(at + 1);
+  return field;
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  constexpr size_t kMax = 1024;
-  stallscope::HttpParseResult r = stallscope::ParseHttpRequestHead(text, kMax);
-  using State = stallscope::HttpParseResult::State;
-  if (r.state == State::kComplete) {
-    if (r.head.head_bytes > size || r.head.head_bytes > kMax + 2) std::abort();
-    if (r.head.path.empty() || r.head.path[0] != '/') std::abort();
-  } else if (r.state == State::kError) {
-    if (r.status < 400 || r.status > 599 || r.reason.empty()) std::abort();
-  } else if (size > kMax + 2) {
-    std::abort();  // incomplete beyond the bound: the server would buffer forever
+  std::string_view rest = text;
+  stallscope::HttpRequest request;
+  request.method = Field(rest, ' ');
+  request.path = Field(rest, ' ');
+  size_t auth = rest.find("Authorization: ");
+  if (auth != std::string_view::npos) {
+    std::string_view header = rest.substr(auth + 15);
+    request.authorization = Field(header, '\r');
+  }
+  request.has_body = rest.find("Content-Length: 1") != std::string_view::npos;
+  for (bool with_auth : {false, true}) {
+    stallscope::PasswordCheck check;
+    if (with_auth) {
+      check = [](std::string_view user, std::string_view password) {
+        return user == "alice" && password == "secret";
+      };
+    }
+    bool served = false;
+    stallscope::HttpResponse r = stallscope::AnswerHttpRequest(request, check, [&]() {
+      served = true;
+      return stallscope::HttpResponse{};
+    });
+    bool may_serve = (request.method == "GET" || request.method == "HEAD") &&
+                     request.path == "/metrics" && !request.has_body;
+    if (served && !may_serve) std::abort();
+    if (!served && (r.status < 400 || r.status > 499)) std::abort();
+    if (r.status == 401 && r.headers.empty()) std::abort();  // no WWW-Authenticate
+    std::string user, password;
+    if (with_auth && served &&
+        !(stallscope::ParseBasicAuth(request.authorization, user, password) && user == "alice")) {
+      std::abort();
+    }
   }
   (void)stallscope::ParseListenAddress(text);
   // The same bytes as hook datagrams: the job table stays bounded and its

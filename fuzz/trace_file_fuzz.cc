@@ -2,7 +2,9 @@
 // or the legacy list) and HTA's breakdown of what it read. Whatever the
 // bytes: an error, or a trace whose breakdown holds its own invariants (the
 // temporal parts add up to the window; percentages within 0..100 where the
-// window is positive; no more kept steps than step rows).
+// window is positive; no more kept steps than step rows). The same bytes read
+// with every row kept give the trace diff's ops: a diff of the trace with
+// itself changes nothing.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <string_view>
 
 #include "analyze/trace_breakdown.h"
+#include "analyze/trace_diff.h"
 #include "analyze/trace_rules.h"
 #include "probe/trace_file.h"
 
@@ -36,6 +39,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     (void)stallscope::CheckTraces({*r});
+  }
+  stallscope::Result<stallscope::TraceFile> every =
+      stallscope::ParseTraceBytes(bytes, "fuzz", stallscope::TraceRows::kEvery);
+  if (!every.ok() || every->events.size() < trace->events.size()) std::abort();
+  stallscope::Result<stallscope::TraceDiffSide> side = stallscope::SummarizeTraceOps(*every, {});
+  if (!side.ok()) std::abort();  // only a step range can miss
+  stallscope::TraceDiff self = stallscope::DiffTraceOps(*side, *side);
+  for (const stallscope::TraceOpDiff& op : self.ops) {
+    if (op.change != stallscope::TraceOpChange::kUnchanged || op.diff_us() != 0) std::abort();
   }
   return 0;
 }

@@ -28,7 +28,7 @@ fuzz_one() {
     fuzz_dirents) seeds=(getdents64.bin) ;;
     fuzz_net_protocol) seeds=(net_message) ;;
     fuzz_tfrecord) seeds=('*.tfrecord') ;; fuzz_pack_index) seeds=('*.idx' manifest.json '*.tar') ;;
-    fuzz_byte_size) seeds=(byte_size) ;;
+    fuzz_byte_size) seeds=(byte_size) ;; fuzz_smaps) seeds=(smaps) ;;
     fuzz_fdinfo) seeds=(fdinfo) ;;
     fuzz_census_wire) seeds=('census-wire-*.json') ;;
     fuzz_input_format) seeds=('shard*' 'labels.csv*' empty.zip) ;;
@@ -43,6 +43,8 @@ fuzz_one() {
     fuzz_nvml_capture) seeds=('nvml*.json') ;;
     fuzz_captured_addresses) seeds=('addresses*.json') ;;
     fuzz_http_request) seeds=('*.http' hook_datagram) ;;
+    fuzz_web_config) seeds=('web-config-*.yml') ;;
+    fuzz_pci_path) seeds=('pci-path-*.txt') ;;
     fuzz_trace_file) seeds=('trace-*.json' 'trace-*.json.gz') ;;
     *) seeds=() ;;
   esac

@@ -25,6 +25,8 @@ packages=(
   rapidjson-dev zlib1g-dev
   # storage: io_uring for `bench io`, libarchive for WebDataset tar shards
   liburing-dev libarchive-dev
+  # the exporter's HTTP server (with GnuTLS for TLS) and bcrypt for basic auth
+  libmicrohttpd-dev libcrypt-dev
   # the MPI plugin of `bench allreduce` and `cluster` (mpirun in tests)
   openmpi-bin libopenmpi-dev
   # the unit tests and benchmarks are part of the build
@@ -41,8 +43,9 @@ test_packages=(
   python3-protobuf
   # the peer tool bench/net_vs_iperf3.sh measures `net probe` against
   iperf3
-  # the exporter's tests: promtool and a real Prometheus scraping it
-  prometheus
+  # the exporter's tests: promtool and a real Prometheus scraping it; curl
+  # against TLS with a certificate openssl makes and a hash `htpasswd -B` makes
+  prometheus curl openssl apache2-utils
   # the rules' tests write promtool's unit-test files and read the dashboard
   python3-yaml
   # the HTML report's test renders the page in headless Chromium

@@ -233,7 +233,9 @@ constexpr Rule kRules[] = {
      "/dev/infiniband), or NET/IB could not open its device and NCCL fell back to sockets; "
      "critical from 8 hosts. On signs alone, before any channel line (an IPoIB interface such "
      "as ib0 under the sockets with libibverbs missing; libfabric's efa provider output empty "
-     "list, No EFA devices): at most a warning",
+     "list, No EFA devices): at most a warning. aws-ofi-nccl on libfabric's tcp, sockets or udp "
+     "provider ('NET/OFI Selected Provider is tcp') with the plugin's channels between hosts "
+     "counts as sockets",
      "RDMA/RoCE bypasses the kernel's TCP stack with far lower latency and CPU cost; "
      "beyond 8 nodes it is 'basically required'; keep NCCL_IB_DISABLE=0 when using "
      "RDMA. Warning, not critical: at 4 nodes or fewer TCP 'can still cope'",
@@ -242,12 +244,14 @@ constexpr Rule kRules[] = {
     {"network.port_errors", Layer::kNetwork,
      "growth over the sampling window (doctor's interval; the whole run for run/report) of "
      "/proc/net/dev errors (errs+fifo+frame, errs+fifo+colls+carrier) and drops per NIC "
-     "(loopback left out), and of RDMA port counters symbol_error, port_rcv_errors, link_downed; "
+     "(loopback left out), and of RDMA port counters symbol_error, port_rcv_errors, link_downed "
+     "(and, in doctor, excessive_buffer_overrun_errors and local_link_integrity_errors); "
      "doctor also reads the kernel log for mlx5/InfiniBand link-down, lost-carrier and "
      "cable-unplugged messages since boot (source kernel_log in the evidence)",
      "NIC: warning at >= 1 error, or >= 10 drops that are >= 0.1% of the packets; critical at "
      "errors >= 0.1% or drops >= 1% of the packets. RDMA: warning when symbol or receive errors "
-     "grow, critical when link_downed grows (the link flapped); a link-down message in the "
+     "(or buffer overrun or link integrity errors) grow, critical when link_downed grows (the "
+     "link flapped); a link-down message in the "
      "kernel log: warning",
      "packet loss makes TCP retransmit and NCCL time out, and incast overflows "
      "switch buffers even below full bandwidth. A healthy link counts no CRC/frame errors at "
@@ -257,20 +261,34 @@ constexpr Rule kRules[] = {
      "growth over doctor's interval of each NIC's driver statistics (the SIOCETHTOOL ioctl, as "
      "ethtool -S): pause frames received (link-level and per-priority PFC, a total beside its "
      "priorities counted once), ECN-marked RoCE packets, CNPs handled; only the counter names "
-     "mlx5, bnxt_en/bnxt_re, ice/i40e and ixgbe document",
-     "warning when any of the three grows at >= 10/s; critical at >= 1000 pause frames/s",
+     "mlx5, bnxt_en/bnxt_re, ice/i40e and ixgbe document; and of each RDMA port's "
+     "/sys/class/infiniband counters: port_xmit_wait against port_xmit_data, and the hw_counters "
+     "np_ecn_marked_roce_packets and rp_cnp_handled; in `run`/`report`, the same over the run",
+     "warning when any of the three grows at >= 10/s, or when port_xmit_wait grows at >= 1e6 "
+     "ticks/s and >= 0.1 tick per 4-byte word sent; critical at >= 1000 pause frames/s or >= 1 "
+     "tick per word sent; over a run, the summary adds the job's sync-wait share in the "
+     "intervals with congestion against the others and says the congestion comes with the "
+     "all-reduce phases when Pearson's r of the two series is >= 0.5 (at least 4 intervals)",
      "a NIC that receives pause frames or CNPs is being told by the fabric to slow down: the "
      "switch's buffers fill (incast, oversubscribed uplinks, a PFC storm from a stuck host), so "
      "collectives slow or time out while this host is healthy. A quiet lossless fabric sends "
      "none; a few per second are normal bursts, hence the floor; at thousands a second a port is "
-     "paused most of the time (a storm). The levels are ours",
+     "paused most of the time (a storm). On InfiniBand, credits play the part of pause frames: "
+     "port_xmit_wait counts ticks in which the port had data and no credits. A tick is a "
+     "multiple of the symbol time that each chip picks (Quantum switches count every 8 bytes "
+     "of the port's time), so it is judged against the words the port sent in the same window, "
+     "not turned into seconds; the floor in ticks/s keeps an idle port's few waits out. The "
+     "levels are ours",
      "NVIDIA, RoCE congestion control and PFC: https://docs.nvidia.com/networking/ "
-     "(mlx5 ethtool counters: rx_prio_pause, rp_cnp_handled, np_ecn_marked_roce_packets)"},
+     "(mlx5 ethtool counters: rx_prio_pause, rp_cnp_handled, np_ecn_marked_roce_packets); "
+     "NVIDIA ibdiagnet manual, Congestion Assessment on InfiniBand Links (xmit_wait and the "
+     "tick)"},
     {"network.drops_buffer", Layer::kNetwork,
      "growth over doctor's interval of each NIC's receive buffer and ring drops (mlx5 "
      "rx_out_of_buffer, rx/tx_discards_phy, rx_prioN_discards; virtio_net rx_drops / "
      "rxN_drops; a total beside its queues counted once) and of a cloud NIC's allowance "
-     "counters (ena bw_in/bw_out/pps/conntrack/linklocal_allowance_exceeded)",
+     "counters (ena bw_in/bw_out/pps/conntrack/linklocal_allowance_exceeded); of each RoCE "
+     "port's hw_counters/out_of_buffer (receive work requests not posted in time)",
      "warning at >= 10 over the window; critical at >= 100/s",
      "these drops happen on the host side, before the kernel sees the packet: the ring was full "
      "because the CPUs that serve the NIC's interrupts were busy (often with the loader), or the "
@@ -323,8 +341,13 @@ constexpr Rule kRules[] = {
      "nccl-log: the 'NCCL version X' each process printed (a bare line goes to the process "
      "printed just before it), NCCL's own 'Mismatched NCCL version detected' WARN, and the "
      "version in PyTorch's lines (its error text '..., NCCL version X', ProcessGroupNCCL's "
-     "'NCCL version: X'); the evidence says which lines each version was read from",
-     "critical when two or more versions appear, or NCCL warned of a mismatch",
+     "'NCCL version: X'); for a process that printed no version line (a debug file before "
+     "2.22, where the version went to stdout; an excerpt), the versions its line forms allow "
+     "(forms only some versions print, each widened by one minor: 'Bootstrap : Using [0]IF' "
+     "2.4-2.7, 'Channel NN : ... via' 2.7-2.13, 'Init START' 2.18+, ...); the evidence says "
+     "which lines each version was read from",
+     "critical when two or more versions appear (forms that allow a version printed elsewhere "
+     "count as it), or NCCL warned of a mismatch",
      "NCCL's wire protocol between ranks is only guaranteed within one version: mixed builds "
      "hang or fail at init (NCCL checks it from 2.2x). The usual advice to compare the hosts "
      "(cluster) applies: every host must run the same image",
@@ -394,8 +417,9 @@ constexpr Rule kRules[] = {
      "NCCL documentation, Troubleshooting: "
      "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"network.link_local_interface", Layer::kNetwork,
-     "nccl-log: interfaces NCCL chose for bootstrap, NET/Socket and IB's OOB with an fe80:: "
-     "address or a tunnel device's name (ip6tnl, tunl, sit, gre)",
+     "nccl-log: interfaces NCCL chose for bootstrap, NET/Socket and IB's OOB with a "
+     "link-local address (fe80::, 169.254.x.x) or a tunnel device's name (ip6tnl, tunl, sit, "
+     "gre)",
      "critical when used: the first bootstrap interface, or a NET/Socket device the channels "
      "run over ('via NET/Socket/N') on a job of several hosts; warning when the channels' "
      "device is not shown on such a job; info when only listed, or on one host",

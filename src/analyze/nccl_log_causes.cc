@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/text.h"
+#include "sample/network.h"
 
 namespace stallscope {
 namespace {
@@ -61,10 +62,15 @@ std::string NcclLogPlace(std::string_view source, uint64_t line) {
 }
 
 std::pair<std::string, std::string> NcclPeerAddressPort(std::string_view peer) {
-  size_t lt = peer.find('<');
+  // The port is the last "<N>": a redacted address may hold brackets of its
+  // own ("<ip><43211>").
+  size_t lt = peer.rfind('<');
   if (lt == std::string_view::npos) return {std::string(peer), ""};
   std::string_view port = peer.substr(lt + 1);
   port = port.substr(0, port.find('>'));
+  if (port.empty() || port.find_first_not_of("0123456789") != std::string_view::npos) {
+    return {std::string(peer), ""};  // no port: "<ip>" alone is the address
+  }
   return {std::string(peer.substr(0, lt)), std::string(port)};
 }
 
@@ -322,7 +328,7 @@ void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::string_view s
     bool any = false;
     uint64_t line = 0;
     auto bad = [](const NcclInterface& i) {
-      return StartsWith(i.address, "fe80:") || IsTunnel(i.name);
+      return IsLinkLocalAddress(i.address) || IsTunnel(i.name);
     };
     for (size_t i = 0; i < p.bootstrap.size(); ++i) {
       if (!bad(p.bootstrap[i])) continue;
@@ -384,7 +390,8 @@ void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::string_view s
                 {"hosts", static_cast<int64_t>(hosts)}};
   if (first_line != 0) f.evidence.push_back({"first_at", NcclLogPlace(source, first_line)});
   f.next =
-      "fe80:: addresses reach only the same link and tunnels add their own hop: set "
+      "link-local addresses (fe80::, 169.254.x.x) reach only the same link and tunnels add "
+      "their own hop: set "
       "NCCL_SOCKET_IFNAME to the training interface (e.g. '^ip6tnl,tunl,sit,gre,lo,docker' "
       "excludes), NCCL_SOCKET_FAMILY=AF_INET if IPv6 is not routed";
   out.push_back(std::move(f));

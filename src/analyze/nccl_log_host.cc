@@ -37,6 +37,26 @@ std::string NcclCudaDriverText(int64_t driver) {
   return fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10);
 }
 
+std::string NcclOfiText(const NcclProcess& p) {
+  const NcclOfiFacts& o = p.ofi;
+  std::vector<std::string> parts;
+  if (!o.plugin_version.empty()) parts.push_back(o.plugin_version);
+  if (!o.libfabric_version.empty()) parts.push_back("libfabric " + o.libfabric_version);
+  if (!p.ofi_provider.empty()) {
+    parts.push_back("provider " + p.ofi_provider +
+                    (o.fabric.empty() ? "" : " (fabric " + o.fabric + ")"));
+  }
+  if (o.nics >= 0 || !o.devices.empty()) {
+    std::string nics = o.nics >= 0 ? fmt::format("{} NIC(s)", o.nics) : "NICs";
+    if (!o.devices.empty()) nics += fmt::format(" {}", fmt::join(o.devices, " "));
+    parts.push_back(nics);
+  }
+  if (!o.protocol.empty()) parts.push_back("protocol " + o.protocol);
+  if (!o.platform.empty()) parts.push_back("platform " + o.platform);
+  if (o.gdr_disabled) parts.push_back("GPUDirect RDMA disabled");
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 FindingsWithNotes NcclHostNetworkFindings(const NcclLogFile& log,
                                           const std::optional<HostRdmaPorts>& host) {
   std::vector<Finding> out;

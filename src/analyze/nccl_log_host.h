@@ -30,6 +30,10 @@ std::string NcclCudaRuntime(std::string_view version);
 // minor*10); "" for 0.
 std::string NcclCudaDriverText(int64_t driver);
 
+// What aws-ofi-nccl said of a process, in one line: "1.14.0, libfabric
+// 1.22, provider efa (fabric efa-direct), 4 NIC(s), protocol RDMA".
+std::string NcclOfiText(const NcclProcess& p);
+
 // The network findings of one log (see the header paragraph), each with
 // evidence "nccl_log" = the file and, where it applies, "nccl_log_line" =
 // "FILE:LINE". `host`: this host's Active RDMA ports (nullopt: unknown).

@@ -11,8 +11,10 @@
 #include <string>
 
 #include "analyze/nccl_log_causes.h"
+#include "analyze/nccl_log_versions.h"
 #include "core/text.h"
 #include "sample/nccl_log.h"
+#include "sample/network.h"
 
 namespace stallscope {
 namespace {
@@ -157,7 +159,7 @@ void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vec
       for (const auto* list : {&p.bootstrap, &p.net_socket}) {
         for (const NcclInterface& i : *list) {
           if (!i.address.empty() && BadInterfaceReason(i, false).empty() &&
-              !StartsWith(i.address, "fe80:")) {
+              !IsLinkLocalAddress(i.address)) {
             use.good.insert(i.name);
           }
         }
@@ -252,6 +254,13 @@ bool UsesNet(const NcclProcess& p, std::string_view prefix) {
   return false;
 }
 
+// aws-ofi-nccl on libfabric's tcp, sockets or udp provider: the plugin's
+// channels run over TCP/IP, not over EFA's or verbs' RDMA.
+bool OfiProviderOverTcp(const NcclProcess& p) {
+  const std::string& v = p.ofi_provider;
+  return StartsWith(v, "tcp") || StartsWith(v, "sockets") || StartsWith(v, "udp");
+}
+
 // Every sign that RDMA was there and sockets carried the job: RDMA devices
 // listed, an IPoIB interface under the sockets, libibverbs missing, an IB
 // plugin loaded, EFA's libfabric provider missing, another host on IB, this
@@ -262,10 +271,14 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   uint64_t first_line = 0;  // the first channel over a socket of a process judged
   uint64_t socket_connections = 0;
   std::vector<uint64_t> socket_by_process(log.processes.size(), 0);
+  std::vector<uint64_t> plugin_by_process(log.processes.size(), 0);
   for (const NcclRank& r : log.ranks) {
     socket_connections += r.transports.net_socket;
     socket_by_process[r.process] += r.transports.net_socket;
+    plugin_by_process[r.process] += r.transports.net_other;
   }
+  uint64_t ofi_tcp_connections = 0;
+  bool any_ofi_tcp = false;
   int nodes = NcclJobNodes(log);
   std::set<std::string> ib_hosts;
   for (const NcclProcess& p : log.processes) {
@@ -282,7 +295,8 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   for (const NcclWarning& w : log.warnings)
     efa_missing = efa_missing || w.text.find("No EFA devices") != std::string::npos;
   for (const NcclProcess& p : log.processes) libibverbs_missing |= p.libibverbs_missing;
-  bool signs_only = true;  // no process judged had channels or a network over sockets
+  bool signs_only = true;     // no process judged had channels or a network over sockets
+  bool any_channels = false;  // a process's channels' lines show sockets
   const bool efa_failed = !log.libfabric_efa_failures.empty();
   std::vector<std::string> processes;
   std::set<std::string> ib_seen;
@@ -294,7 +308,14 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   bool disabled_on_purpose = false;
   for (size_t i = 0; i < log.processes.size(); ++i) {
     const NcclProcess& p = log.processes[i];
-    bool socket = socket_by_process[i] > 0 || (NetworkOf(p) == "Socket" && nodes > 1);
+    // The plugin's channels over libfabric's TCP provider are sockets too.
+    const bool ofi_tcp = OfiProviderOverTcp(p) && (plugin_by_process[i] > 0 || nodes > 1);
+    // Shown: channels over sockets, or NCCL's own "Using network Socket".
+    // Inferred from the interfaces it listed, with no such line (an excerpt
+    // that stops early, or NCCL 2.3-2.5, which prints none): a sign only.
+    const bool shown = socket_by_process[i] > 0 || ofi_tcp || (p.network == "Socket" && nodes > 1);
+    const bool inferred = !shown && p.network.empty() && NetworkOf(p) == "Socket" && nodes > 1;
+    bool socket = shown || inferred;
     // Before any channel line, the unambiguous signs alone: an IPoIB
     // interface under the sockets with libibverbs missing, EFA looked for
     // and absent. RDMA shown in use rules them out.
@@ -306,7 +327,8 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
     bool signs = !rdma_in_use && ((ipoib_listed && (libibverbs_missing || p.ib_no_device)) ||
                                   efa_missing || efa_failed);
     if (!socket && !signs) continue;
-    if (socket) signs_only = false;
+    if (shown) signs_only = false;
+    any_channels = any_channels || socket_by_process[i] > 0 || ofi_tcp;
     if (p.ib_disabled) {
       disabled_on_purpose = true;
       continue;
@@ -352,6 +374,15 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
           "there but not usable from this process",
           log.libfabric_efa_failures.front()));
     }
+    if (ofi_tcp) {
+      fires = true;
+      any_ofi_tcp = true;
+      ofi_tcp_connections += plugin_by_process[i];
+      reason(fmt::format(
+          "aws-ofi-nccl selected libfabric's {} provider{}: the plugin's channels run over TCP/IP, "
+          "not over EFA",
+          p.ofi_provider, p.ofi.nics >= 0 ? fmt::format(" (found {} NIC(s))", p.ofi.nics) : ""));
+    }
     if (efa_missing) {
       fires = true;
       reason(
@@ -375,9 +406,10 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
       reason("NCCL could not open libibverbs: the image lacks rdma-core");
     if (fires) {
       processes.push_back(p.Name());
-      uint64_t line = p.socket_channel_line != 0 ? p.socket_channel_line
-                      : p.socket_line != 0       ? p.socket_line
-                                                 : p.bootstrap_line;
+      uint64_t line = p.socket_channel_line != 0            ? p.socket_channel_line
+                      : ofi_tcp && p.ofi.provider_line != 0 ? p.ofi.provider_line
+                      : p.socket_line != 0                  ? p.socket_line
+                                                            : p.bootstrap_line;
       if (line != 0 && (first_line == 0 || line < first_line)) first_line = line;
     }
   }
@@ -411,10 +443,14 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
                 {"hosts", static_cast<int64_t>(nodes)},
                 {"rdma_devices_in_log", ib_list.empty() ? "none" : JoinCapped(ib_list)},
                 {"nccl_ib_disable", false},
-                {"judged_from", signs_only ? "signs alone: the log shows no channel yet"
-                                           : "the channels' transport"}};
+                {"judged_from", signs_only     ? "signs alone: the log shows no channel yet"
+                                : any_channels ? "the channels' transport"
+                                               : "the network NCCL chose (Using network Socket)"}};
   if (host && !host->active_ports.empty()) {
     f.evidence.push_back({"host_active_ports", JoinCapped(host->active_ports)});
+  }
+  if (any_ofi_tcp) {
+    f.evidence.push_back({"ofi_tcp_connections", static_cast<int64_t>(ofi_tcp_connections)});
   }
   f.evidence.push_back({"why", JoinCapped(reasons)});
   if (first_line != 0) f.evidence.push_back({"first_at", NcclLogPlace(source, first_line)});
@@ -424,7 +460,8 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
           ? JoinCapped(processes, 4)
           : JoinCapped(std::vector<std::string>(socket_hosts.begin(), socket_hosts.end()), 4);
   std::vector<std::string> steps;
-  if (efa_missing || efa_failed) {
+  const bool efa = efa_missing || efa_failed || any_ofi_tcp;
+  if (efa) {
     steps.push_back(
         "give the container the EFA devices (the EFA device plugin's vpc.amazonaws.com/efa "
         "resource, or --device=/dev/infiniband/uverbs*) and check `fi_info -p efa` inside it");
@@ -432,7 +469,12 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   if (libibverbs_missing) {
     steps.push_back("install rdma-core (libibverbs1, ibverbs-providers) in the image");
   }
-  if (!efa_missing && !efa_failed) {
+  if (any_ofi_tcp) {
+    steps.push_back(
+        "set FI_PROVIDER=efa so that aws-ofi-nccl fails where EFA is missing instead of "
+        "running over TCP");
+  }
+  if (!efa) {
     steps.push_back(
         "pass --device=/dev/infiniband --cap-add=IPC_LOCK (or the RDMA device plugin) and check "
         "`ibv_devinfo` inside the container");
@@ -440,73 +482,10 @@ void RdmaUnused(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& h
   steps.push_back("unset NCCL_NET=Socket if it is set");
   f.next = fmt::format(
       "on {}: {}; rerun with NCCL_DEBUG=INFO and look for 'via NET/{}' in `stallscope nccl-log`",
-      where, fmt::join(steps, "; "), efa_missing || efa_failed ? "Libfabric" : "IB");
-  out.push_back(std::move(f));
-}
-
-// "2.18.1" of "2.18.1+cuda12.1": the part PyTorch prints too.
-std::string_view VersionNumber(std::string_view v) { return v.substr(0, v.find('+')); }
-
-void VersionMismatch(const NcclLogSummary& log, std::string_view source,
-                     std::vector<Finding>& out) {
-  // By version number; each with who printed it and which lines say so.
-  struct Seen {
-    std::string shown;  // the fullest form printed
-    std::vector<std::string> names;
-    std::set<std::string> from;
-    uint64_t line = 0;
-  };
-  std::map<std::string, Seen> by_version;
-  auto add = [&](std::string_view version, std::string name, std::string from, uint64_t line) {
-    Seen& seen = by_version[std::string(VersionNumber(version))];
-    if (version.size() > seen.shown.size()) seen.shown = std::string(version);
-    if (!name.empty() && std::find(seen.names.begin(), seen.names.end(), name) == seen.names.end())
-      seen.names.push_back(std::move(name));
-    seen.from.insert(std::move(from));
-    if (line != 0 && (seen.line == 0 || line < seen.line)) seen.line = line;
-  };
-  for (const NcclProcess& p : log.processes) {
-    if (!p.version.empty()) add(p.version, p.Name(), "NCCL's version line", p.version_line);
-  }
-  for (const std::string& v : log.unattributed_versions)
-    add(v, "", "NCCL's version line, printed without a prefix", 0);
-  for (const std::string& v : log.torch_error_versions)
-    add(v, "", "PyTorch's error text", log.torch_error_version_line);
-  for (const NcclTorchGroup& g : log.torch_groups) {
-    if (!g.nccl_version.empty())
-      add(g.nccl_version, g.process, "PyTorch's ProcessGroupNCCL line", 0);
-  }
-  if (by_version.size() < 2 && log.version_mismatch_warnings == 0) return;
-  std::vector<std::string> parts;
-  std::set<std::string> how;
-  for (const auto& [number, seen] : by_version) {
-    std::string from = fmt::format("{}", fmt::join(seen.from, ", "));
-    how.insert(seen.from.begin(), seen.from.end());
-    parts.push_back(seen.names.empty() ? fmt::format("{} (from {})", seen.shown, from)
-                                       : fmt::format("{} on {} (from {})", seen.shown,
-                                                     JoinCapped(seen.names, 4), from));
-  }
-  Finding f;
-  f.id = "distributed.nccl_version_mismatch";
-  f.layer = Layer::kDistributed;
-  f.severity = Severity::kCritical;
-  f.summary = by_version.size() >= 2
-                  ? fmt::format("the ranks run {} different NCCL versions", by_version.size())
-                  : "NCCL reported mismatched versions between ranks";
-  f.evidence = {{"versions", fmt::format("{}", fmt::join(parts, "; "))},
-                {"distinct_versions", static_cast<int64_t>(by_version.size())},
-                {"nccl_mismatch_warnings", static_cast<int64_t>(log.version_mismatch_warnings)},
-                {"inferred_from", fmt::format("{}", fmt::join(how, "; "))}};
-  std::vector<std::string> places;
-  for (const auto& [number, seen] : by_version) {
-    if (seen.line != 0)
-      places.push_back(fmt::format("{} ({})", NcclLogPlace(source, seen.line), seen.shown));
-  }
-  if (!places.empty())
-    f.evidence.push_back({"version_lines", fmt::format("{}", fmt::join(places, "; "))});
-  f.next =
-      "run one image (or one torch wheel with its bundled NCCL) on every host; compare with "
-      "`python3 -c 'import torch; print(torch.cuda.nccl.version())'` on each host";
+      where, fmt::join(steps, "; "),
+      any_ofi_tcp                 ? "Libfabric' with 'Selected provider is efa"
+      : efa_missing || efa_failed ? "Libfabric"
+                                  : "IB");
   out.push_back(std::move(f));
 }
 
@@ -558,7 +537,10 @@ void ConnectFailed(const NcclLogSummary& log, std::string_view source, std::vect
   for (const NcclProcess& p : log.processes) {
     if (p.Name() == first.first_seen_by) seer = &p;
   }
-  if (!address.empty() && NcclAddressRedacted(address)) {
+  // NCCL always prints the address before "<port>": none there was cut out.
+  const bool redacted = NcclAddressRedacted(address) &&
+                        (!address.empty() || (!port.empty() && !peer.empty() && peer[0] == '<'));
+  if (redacted) {
     check = fmt::format(
         "the peer's address is redacted in this log ({}): take it from the unredacted log or "
         "the peer host's `ip -br addr`, then `nc -vz` it{} from this host",
@@ -622,6 +604,88 @@ std::string StopEvidence(const NcclLogSummary& log) {
   return "";
 }
 
+// ncclResult_t's names (nccl.h), for a proxy's retcode.
+std::string_view NcclResultName(int code) {
+  static constexpr std::string_view kNames[] = {
+      "ncclSuccess",         "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+      "ncclInvalidArgument", "ncclInvalidUsage",       "ncclRemoteError", "ncclInProgress"};
+  return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : "";
+}
+
+std::string ProxyFailureText(const NcclProxyFailure& p) {
+  std::string_view name = NcclResultName(p.retcode);
+  return fmt::format("rank {} asked rank {}'s proxy ({}) to {} and it failed (retcode {}{}{}){}",
+                     p.from_rank, p.proxy_rank, p.proxy_process, p.operation, p.retcode,
+                     name.empty() ? "" : ", ", name,
+                     p.count > 1 ? fmt::format(", {}x", p.count) : "");
+}
+
+// The rank numbered `number` among the log's ranks on `host`, or null.
+const NcclRank* RankOnHost(const NcclLogSummary& log, int number, std::string_view host) {
+  for (const NcclRank& r : log.ranks) {
+    if (r.rank == number && log.processes[r.process].host == host) return &r;
+  }
+  return nullptr;
+}
+
+// The ranks a proxy's "... from rank M" names that are not in `stuck`
+// already: on the proxy's host (a proxy serves its own host's ranks). A
+// rank the log shows there is named as it prints; one with no lines of its
+// own, as the proxy names it. Adds their hosts to `hosts`.
+std::vector<std::string> ProxyNamedRanks(const NcclLogSummary& log,
+                                         const std::vector<std::string>& stuck,
+                                         std::set<std::string>& hosts) {
+  std::vector<std::string> out;
+  for (const NcclProxyFailure& p : log.proxy_failures) {
+    const NcclRank* known = RankOnHost(log, p.from_rank, p.host);
+    std::string name =
+        known ? RankName(log, *known)
+              : fmt::format("rank {} on {} (named by rank {}'s proxy; no lines of its own)",
+                            p.from_rank, p.host, p.proxy_rank);
+    if (known && known->init_completed > 0) continue;  // its init finished: a later request
+    if (std::find(stuck.begin(), stuck.end(), name) != stuck.end() ||
+        std::find(out.begin(), out.end(), name) != out.end()) {
+      continue;
+    }
+    out.push_back(std::move(name));
+    hosts.insert(p.host);
+  }
+  return out;
+}
+
+// A host:pid that stands for several processes says how many hosts it
+// stands for, and what told them apart.
+void TwinNotes(const NcclLogSummary& log, std::vector<std::string>& notes) {
+  std::map<std::string, std::vector<const NcclProcess*>> by_name;
+  for (const NcclProcess& p : log.processes) {
+    if (p.twin > 0) by_name[p.host + ":" + std::to_string(p.pid)];
+  }
+  for (const NcclProcess& p : log.processes) {
+    auto it = by_name.find(p.host + ":" + std::to_string(p.pid));
+    if (it != by_name.end()) it->second.push_back(&p);
+  }
+  for (const auto& [name, processes] : by_name) {
+    std::vector<std::string> told;
+    for (const NcclProcess* p : processes) {
+      std::string what;
+      if (!p->bootstrap.empty()) what = "bootstrap " + InterfaceText(p->bootstrap[0]);
+      for (const NcclRank& r : log.ranks) {
+        if (&log.processes[r.process] == p && r.identity_from_init && r.rank >= 0) {
+          what += fmt::format("{}rank {}", what.empty() ? "" : ", ", r.rank);
+          break;
+        }
+      }
+      told.push_back(fmt::format("{} ({})", p->Name(), what.empty() ? "no line of its own" : what));
+    }
+    notes.push_back(fmt::format(
+        "{} stands for {} processes on {} hosts: the log writes their hosts alike (redacted, or "
+        "one name on every host) and the pid repeats across hosts, as it does in containers; "
+        "told apart by their bootstrap addresses and their ranks of one communicator, lines of "
+        "other threads going to the first: {}",
+        name, processes.size(), processes.size(), JoinCapped(told, 8)));
+  }
+}
+
 // Ranks that never finished init on positive evidence: START without
 // COMPLETE (2.18+), or no COMPLETE while other ranks completed or the log
 // shows trouble. The rest of the ranks without COMPLETE are a note: the log
@@ -658,6 +722,11 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
       open_start_line = r.init_start_line;
     }
   }
+  // A rank named by a proxy's "... from rank M" runs on the proxy's host;
+  // its request failed, so it is stuck there, lines of its own or not.
+  const std::vector<std::string> proxy_named = ProxyNamedRanks(log, stuck, hosts);
+  const size_t inferred_ranks = proxy_named.size();
+  stuck.insert(stuck.end(), proxy_named.begin(), proxy_named.end());
   if (unknown > 0 && stuck.empty()) {
     std::string wait;
     if (unknown_start) {
@@ -679,7 +748,7 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
   f.severity = Severity::kCritical;
   std::vector<std::string> host_list(hosts.begin(), hosts.end());
   f.summary = fmt::format("{} of {} rank(s) never finished NCCL init (on {}){}", stuck.size(),
-                          log.ranks.size(), JoinCapped(host_list, 4),
+                          log.ranks.size() + inferred_ranks, JoinCapped(host_list, 4),
                           completed_ranks > 0 ? ": the others wait for them" : "");
   f.evidence = {{"ranks", JoinCapped(stuck, 16)},
                 {"incomplete_ranks", static_cast<int64_t>(stuck.size())},
@@ -697,6 +766,14 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
     if (at == 0 && !NcclWarningBenign(w.text)) at = w.first_line;
   }
   if (at != 0) f.evidence.push_back({"first_at", NcclLogPlace(source, at)});
+  if (!log.proxy_failures.empty()) {
+    std::vector<std::string> proxies;
+    for (const NcclProxyFailure& p : log.proxy_failures) {
+      proxies.push_back(
+          fmt::format("{} at {}", ProxyFailureText(p), NcclLogPlace(source, p.first_line)));
+    }
+    f.evidence.push_back({"proxy_failures", JoinCapped(proxies, 4)});
+  }
   // The next check follows from what the log shows, not always MASTER_ADDR.
   const NcclPeerFailure* lost = log.peer_failures.empty() ? nullptr : &log.peer_failures.front();
   const NcclWarning* cuda = nullptr;  // the GPU side failed first: peers lost follow from it
@@ -717,6 +794,14 @@ bool InitIncomplete(const NcclLogSummary& log, std::string_view source, std::vec
         "the bootstrap root {} is in no subnet of {}'s interfaces (network.root_unreachable): fix "
         "MASTER_ADDR or NCCL_SOCKET_IFNAME first, then rerun",
         lost->peer, lost->first_seen_by.empty() ? "the host" : lost->first_seen_by);
+  } else if (!log.proxy_failures.empty() && !lost) {
+    const NcclProxyFailure& p = log.proxy_failures.front();
+    f.next = fmt::format(
+        "on {}: {}; read rank {}'s own output there{} and the lines of {} before {}; rerun "
+        "with NCCL_DEBUG_SUBSYS=INIT,PROXY,NET to see the connection it set up",
+        p.host, ProxyFailureText(p), p.from_rank,
+        RankOnHost(log, p.from_rank, p.host) ? "" : " (it printed no line in this log)",
+        p.proxy_process, NcclLogPlace(source, p.first_line));
   } else if (lost) {
     f.next = fmt::format(
         "{} could not reach {} ({}): from that host `nc -vz` the peer's address and port, "
@@ -788,14 +873,18 @@ int NcclPeerHostsInferred(const NcclLogSummary& log) {
 int NcclJobNodes(const NcclLogSummary& log) {
   std::set<std::string_view> hosts;
   int nnodes = 0;
+  // Processes told apart under one host:pid run on other hosts than the
+  // first (one pid is one process on a host): each a host more.
+  int twins = 0;
   for (const NcclProcess& p : log.processes) {
     hosts.insert(p.host);
     nnodes = std::max(nnodes, p.nnodes);
+    twins += p.twin > 0;
   }
   for (const NcclTestsRank& r : log.tests_ranks) hosts.insert(r.host);
   // Peers the log's connects name that printed no line of their own are
   // hosts too (inferred: one host may hold two of the addresses).
-  int n = std::max(static_cast<int>(hosts.size()) + NcclPeerHostsInferred(log), nnodes);
+  int n = std::max(static_cast<int>(hosts.size()) + twins + NcclPeerHostsInferred(log), nnodes);
   // Every other sign that the job spans hosts, when fewer printed lines:
   // NET channels (within a host NCCL uses P2P or SHM), more ranks than the one
   // host in the log holds, a bootstrap root in no local subnet.
@@ -807,7 +896,8 @@ int NcclJobNodes(const NcclLogSummary& log) {
   }
   if (net) n = std::max(n, 2);
   // (NCCL's own nNodes, when printed, says how many the ranks span.)
-  if (hosts.size() == 1 && nnodes == 0 && nranks > static_cast<int>(log.ranks.size())) {
+  if (hosts.size() == 1 && twins == 0 && nnodes == 0 &&
+      nranks > static_cast<int>(log.ranks.size())) {
     n = std::max(n, 2);
   }
   for (const NcclPeerFailure& f : log.peer_failures) {
@@ -841,7 +931,7 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
   CheckNcclPluginFallback(log, source, out);
   RdmaUnused(log, host, source, out, result.notes);
   ConnectFailed(log, source, out);
-  VersionMismatch(log, source, out);
+  CheckNcclVersionMismatch(log, source, out);
   std::vector<Finding> init;
   bool init_failed = InitIncomplete(log, source, init, result.notes);
   CheckNcclConnectTimeout(log, init_failed, source, out);
@@ -862,6 +952,7 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
     }
   }
   for (Finding& f : init) out.push_back(std::move(f));
+  TwinNotes(log, result.notes);
   return result;
 }
 

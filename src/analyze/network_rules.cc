@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/text.h"
+#include "sample/rdma_congestion.h"
 
 namespace stallscope {
 namespace {
@@ -34,7 +35,7 @@ bool IsLoopbackAddress(std::string_view address) {
 // An address NCCL can bootstrap over: IPv4, or IPv6 that is not link-local.
 bool RoutableAddress(const IpAddress& a) {
   if (a.family == IpAddress::Family::kIpv4) return true;
-  return !StartsWith(a.address, "fe80:") && a.address != "::1";
+  return !IsLinkLocalAddress(a.address) && a.address != "::1";
 }
 
 const NetInterface* FindInterface(const NetworkObservation& o, std::string_view name) {
@@ -377,17 +378,26 @@ void CheckPortErrors(const NetworkObservation& o, std::vector<Finding>& out) {
     f.id = "network.port_errors";
     f.layer = Layer::kNetwork;
     if (d.rdma) {
-      if (d.symbol_errors + d.link_downed + d.rcv_errors == 0) continue;
+      const uint64_t link_faults = d.buffer_overrun_errors + d.link_integrity_errors;
+      if (d.symbol_errors + d.link_downed + d.rcv_errors + link_faults == 0) continue;
       f.severity = d.link_downed > 0 ? Severity::kCritical : Severity::kWarning;
       f.summary = fmt::format(
           "RDMA port {} counted {} symbol errors, {} receive errors and {} link-down events in "
-          "{:.1f} s",
-          d.port, d.symbol_errors, d.rcv_errors, d.link_downed, *o.window_seconds);
+          "{:.1f} s{}",
+          d.port, d.symbol_errors, d.rcv_errors, d.link_downed, *o.window_seconds,
+          link_faults > 0
+              ? fmt::format(" ({} excessive buffer overruns, {} local link integrity errors)",
+                            d.buffer_overrun_errors, d.link_integrity_errors)
+              : "");
       f.evidence = {{"port", d.port},
                     {"window_seconds", *o.window_seconds},
                     {"symbol_errors", AsInt(d.symbol_errors)},
                     {"rcv_errors", AsInt(d.rcv_errors)},
                     {"link_downed", AsInt(d.link_downed)}};
+      if (link_faults > 0) {
+        f.evidence.push_back({"excessive_buffer_overrun_errors", AsInt(d.buffer_overrun_errors)});
+        f.evidence.push_back({"local_link_integrity_errors", AsInt(d.link_integrity_errors)});
+      }
       f.next = fmt::format(
           "`perfquery` / `ibqueryerrors` on the fabric, then reseat or replace the cable of {}; "
           "link_downed means the link flapped and NCCL's IB connections broke",
@@ -512,8 +522,25 @@ std::vector<PortErrorDelta> RdmaErrorDeltas(const std::vector<InfinibandDevice>&
       delta.symbol_errors = grew(it->second->symbol_errors, p.symbol_errors);
       delta.link_downed = grew(it->second->link_downed, p.link_downed);
       delta.rcv_errors = grew(it->second->rcv_errors, p.rcv_errors);
+      delta.buffer_overrun_errors =
+          grew(it->second->excessive_buffer_overrun_errors, p.excessive_buffer_overrun_errors);
+      delta.link_integrity_errors =
+          grew(it->second->local_link_integrity_errors, p.local_link_integrity_errors);
       out.push_back(std::move(delta));
     }
+  }
+  return out;
+}
+
+std::vector<NetworkObservation::NicCongestionDelta> RdmaCongestionDeltas(
+    const std::vector<InfinibandDevice>& before, const std::vector<InfinibandDevice>& after) {
+  std::map<std::string, NicCongestion> earlier;
+  for (RdmaCongestionReading& r : RdmaCongestionReadings(before)) earlier[r.port] = r.total;
+  std::vector<NetworkObservation::NicCongestionDelta> out;
+  for (const RdmaCongestionReading& r : RdmaCongestionReadings(after)) {
+    auto it = earlier.find(r.port);
+    if (it == earlier.end()) continue;
+    out.push_back({r.port, NicCongestionGrowth(it->second, r.total)});
   }
   return out;
 }
@@ -545,6 +572,29 @@ bool MultiNodeHint(const NetworkObservation& o, std::string* why) {
   return false;
 }
 
+// "mlx5_0:1": an RDMA port (RdmaCongestionDeltas); NICs never hold a ':'.
+bool IsRdmaPortName(std::string_view name) { return name.find(':') != std::string_view::npos; }
+
+struct XmitWait {
+  double ticks_per_second = 0;
+  double ratio = 0;  // ticks per 4-byte word sent
+  bool hit = false;
+  bool critical = false;
+};
+
+// An InfiniBand port's port_xmit_wait growth over the window against what
+// it sent (network.congestion; the thresholds are in network_rules.h).
+XmitWait XmitWaitOf(const NicCongestion& g, double seconds) {
+  XmitWait w;
+  if (!g.has_xmit_wait || seconds <= 0) return w;
+  w.ticks_per_second = static_cast<double>(g.xmit_wait_ticks) / seconds;
+  w.ratio = static_cast<double>(g.xmit_wait_ticks) /
+            static_cast<double>(std::max<uint64_t>(g.xmit_words, 1));
+  w.hit = w.ticks_per_second >= kXmitWaitMinTicksPerSecond && w.ratio >= kXmitWaitWarningRatio;
+  w.critical = w.hit && w.ratio >= kXmitWaitCriticalRatio;
+  return w;
+}
+
 // network.congestion and network.drops_buffer from the NICs' driver
 // statistics over the window (sample/nic_stats.h).
 void CheckNicCongestion(const NetworkObservation& o, std::vector<Finding>& out) {
@@ -555,13 +605,20 @@ void CheckNicCongestion(const NetworkObservation& o, std::vector<Finding>& out) 
     const double pause_rate = static_cast<double>(g.pause_rx) / seconds;
     const double ecn_rate = static_cast<double>(g.ecn_marked) / seconds;
     const double cnp_rate = static_cast<double>(g.cnp_handled) / seconds;
+    const XmitWait wait = XmitWaitOf(g, seconds);
     if (pause_rate >= kCongestionWarningPerSecond || ecn_rate >= kCongestionWarningPerSecond ||
-        cnp_rate >= kCongestionWarningPerSecond) {
+        cnp_rate >= kCongestionWarningPerSecond || wait.hit) {
       Finding f;
       f.id = "network.congestion";
       f.layer = Layer::kNetwork;
-      f.severity = pause_rate >= kPauseStormPerSecond ? Severity::kCritical : Severity::kWarning;
+      f.severity = pause_rate >= kPauseStormPerSecond || wait.critical ? Severity::kCritical
+                                                                       : Severity::kWarning;
       std::vector<std::string> signs;
+      if (wait.hit)
+        signs.push_back(fmt::format(
+            "port_xmit_wait grew {:.3g} ticks/s ({:.2f} ticks per 4-byte word sent: it waited "
+            "for credits)",
+            wait.ticks_per_second, wait.ratio));
       if (g.pause_rx > 0)
         signs.push_back(
             fmt::format("{:.0f} pause frames/s received (the switch told it to stop)", pause_rate));
@@ -572,7 +629,7 @@ void CheckNicCongestion(const NetworkObservation& o, std::vector<Finding>& out) 
           "{}: the fabric pushes back: {} over {:.1f} s: PFC/ECN at work, so the network, not "
           "this host, is what is slow",
           d.interface, Join(signs, ", "), seconds);
-      f.evidence = {{"interface", d.interface},
+      f.evidence = {{IsRdmaPortName(d.interface) ? "port" : "interface", d.interface},
                     {"window_seconds", seconds},
                     {"pause_rx", AsInt(g.pause_rx)},
                     {"pause_tx", AsInt(g.pause_tx)},
@@ -580,11 +637,26 @@ void CheckNicCongestion(const NetworkObservation& o, std::vector<Finding>& out) 
                     {"cnp_sent", AsInt(g.cnp_sent)},
                     {"cnp_handled", AsInt(g.cnp_handled)},
                     {"counters", Join(g.counters_used, ", ")}};
-      f.next = fmt::format(
-          "ethtool -S {} | grep -E 'pause|cnp|ecn' twice, a minute apart; on the switch, the "
-          "port's PFC and ECN counters and the uplinks' oversubscription; many senders to one "
-          "receiver (incast) in the job's all-to-all or all-reduce shows as this",
-          d.interface);
+      if (g.has_xmit_wait) {
+        f.evidence.push_back({"xmit_wait_ticks", AsInt(g.xmit_wait_ticks)});
+        f.evidence.push_back({"xmit_wait_ticks_per_second", wait.ticks_per_second});
+        f.evidence.push_back({"xmit_wait_per_word_sent", wait.ratio});
+      }
+      f.next =
+          g.has_xmit_wait
+              ? fmt::format(
+                    "perfquery -x on {} twice, a minute apart (PortXmitWait), and `ibdiagnet "
+                    "--pm_pause_time 60` for the fabric's congested links; an oversubscribed "
+                    "uplink or many senders to one receiver (incast) in the job's all-to-all or "
+                    "all-reduce shows as this",
+                    d.interface)
+              : fmt::format(
+                    "ethtool -S {} | grep -E 'pause|cnp|ecn' twice, a minute apart; on the switch, "
+                    "the "
+                    "port's PFC and ECN counters and the uplinks' oversubscription; many senders "
+                    "to one "
+                    "receiver (incast) in the job's all-to-all or all-reduce shows as this",
+                    d.interface);
       out.push_back(std::move(f));
     }
     const uint64_t drops = g.buffer_drops + g.allowance_exceeded;
@@ -613,7 +685,18 @@ void CheckNicCongestion(const NetworkObservation& o, std::vector<Finding>& out) 
                     {"allowance_exceeded", AsInt(g.allowance_exceeded)},
                     {"pause_tx", AsInt(g.pause_tx)},
                     {"counters", Join(g.counters_used, ", ")}};
-      f.next = g.allowance_exceeded > 0
+      if (IsRdmaPortName(d.interface)) {
+        f.summary = fmt::format(
+            "RDMA port {}: {} packets dropped over {:.1f} s for want of a posted receive buffer "
+            "(out_of_buffer): the receiving processes do not keep up",
+            d.interface, g.buffer_drops, seconds);
+        f.evidence[0] = {"port", d.interface};
+      }
+      f.next = IsRdmaPortName(d.interface)
+                   ? "the job's ranks on this host starved of CPU (doctor's cpu findings), or "
+                     "NCCL_IB_QPS_PER_CONNECTION / NCCL_BUFFSIZE too small for the traffic; "
+                     "compare the counter on each host to find the slow receiver"
+               : g.allowance_exceeded > 0
                    ? "a larger instance type or fewer, larger transfers; ethtool -S " +
                          d.interface + " | grep allowance shows which limit"
                    : fmt::format(

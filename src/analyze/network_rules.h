@@ -17,6 +17,9 @@
 //                             use them (NCCL_IB_DISABLE=1, NCCL_NET=Socket).
 //   network.port_errors       NIC errors/drops, IB symbol errors, link_downed
 //                             that grew over a window.
+//   network.congestion        pause frames, ECN marks, CNPs or an IB port's
+//                             port_xmit_wait growing over a window.
+//   network.drops_buffer      NIC or HCA buffer/ring drops (out_of_buffer).
 //   network.mtu_mismatch      `net probe`: local, path and peer MTU differ.
 // Thresholds are named constants; their reasoning is in analyze/catalog.cc.
 // Stateless; thread-safe.
@@ -84,6 +87,12 @@ std::vector<PortErrorDelta> RdmaErrorDeltas(const std::vector<InfinibandDevice>&
 // that leaves the host. `why` receives the clue.
 bool MultiNodeHint(const NetworkObservation& observation, std::string* why);
 
+// The growth of each RDMA port's congestion counters (port_xmit_wait, the
+// hw_counters) between two readings, named "mlx5_0:1", for
+// NetworkObservation::nic_congestion. Ports in only one reading are left out.
+std::vector<NetworkObservation::NicCongestionDelta> RdmaCongestionDeltas(
+    const std::vector<InfinibandDevice>& before, const std::vector<InfinibandDevice>& after);
+
 // The facts of a snapshot (interfaces, RDMA ports, environment, container)
 // and the NIC counters' growth over its interval. Routes and RDMA counter
 // growth need the live host: the caller adds them.
@@ -96,6 +105,15 @@ FindingsWithNotes CheckNetwork(const NetworkObservation& observation);
 // NIC over the window; critical at kPauseStormPerSecond pause frames/s.
 inline constexpr double kCongestionWarningPerSecond = 10;
 inline constexpr double kPauseStormPerSecond = 1000;
+// network.congestion on an InfiniBand port: port_xmit_wait growing at
+// least kXmitWaitMinTicksPerSecond (a floor under the noise of an idle
+// port, whatever the chip's tick) and at kXmitWaitWarningRatio ticks or
+// more per 4-byte word sent; critical from kXmitWaitCriticalRatio (the
+// port waited about as long as it sent). The tick is a multiple of the
+// symbol time each chip picks, so the ratio, not seconds, is judged.
+inline constexpr double kXmitWaitMinTicksPerSecond = 1e6;
+inline constexpr double kXmitWaitWarningRatio = 0.1;
+inline constexpr double kXmitWaitCriticalRatio = 1.0;
 // network.drops_buffer: at least this many buffer/ring drops (or a cloud
 // NIC's allowance exceeded) over the window; critical at the rate below.
 inline constexpr uint64_t kBufferDropsMinCount = 10;

@@ -47,6 +47,7 @@
 
 #include "analyze/run_analysis.h"
 #include "analyze/trace_breakdown.h"
+#include "analyze/trace_diff.h"
 
 namespace stallscope {
 
@@ -124,6 +125,10 @@ struct RunDiff {
   // sides have GPU traces; by share as `components`.
   std::vector<DiffComponent> gpu_components;
   std::optional<DiffGpuSide> gpu_a, gpu_b;
+  // Where both sides were profiled: the trace diff of their traces (A the
+  // control, B the test; analyze/trace_diff.h), its ops and kernels whose
+  // count or time changed most, by the time they explain.
+  std::vector<TraceOpDiff> gpu_top_ops;
   // The causes among the components first (by share, largest first), then
   // the other changes in a fixed order.
   std::vector<DiffChange> changes;

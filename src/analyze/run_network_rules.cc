@@ -2,12 +2,13 @@
 //
 // network.port_errors judges the growth of each port's error counters from
 // the run's first stored reading to its last (the timeline's
-// port_counters). The host rules (wrong_interface, container_bridge,
-// rdma_unused) judge the run's baseline snapshot, which the run file keeps
-// as stallscope.snapshot/1 JSON; NetworkFromBaseline turns that JSON back
-// into a NetworkObservation, accepting missing or mistyped fields (the
-// file may come from anywhere) as unknown. The route to MASTER_ADDR is the
-// live kernel's and is not in a run file: doctor checks it.
+// port_counters); network.congestion and network.drops_buffer the growth
+// of its congestion counters (congestion_counters) over the same span. The host rules
+// (wrong_interface, container_bridge, rdma_unused) judge the run's baseline snapshot, which the run
+// file keeps as stallscope.snapshot/1 JSON; NetworkFromBaseline turns that JSON back into a
+// NetworkObservation, accepting missing or mistyped fields (the file may come from anywhere) as
+// unknown. The route to MASTER_ADDR is the live kernel's and is not in a run file: doctor checks
+// it.
 #include "analyze/run_network_rules.h"
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "analyze/congestion_sync.h"
 #include "analyze/run_rules.h"
 
 namespace stallscope {
@@ -73,6 +75,34 @@ int IbStateCode(const std::string& name) {
       {"DOWN", 1}, {"INIT", 2}, {"ARMED", 3}, {"ACTIVE", 4}, {"ACTIVE_DEFER", 5}};
   auto it = kCodes.find(name);
   return it == kCodes.end() ? 0 : it->second;
+}
+
+// The port a congestion finding names: evidence "interface" or "port".
+std::string FindingPort(const Finding& f) {
+  for (const auto& e : f.evidence) {
+    const std::string* text = std::get_if<std::string>(&e.value);
+    if ((e.name == "interface" || e.name == "port") && text != nullptr) return *text;
+  }
+  return {};
+}
+
+// Whether the port's congestion came with the job's all-reduce phases
+// (analyze/congestion_sync.h), in the finding's words and evidence.
+void AddSyncCorrelation(const Timeline& timeline, Finding& f) {
+  std::optional<CongestionSyncCorrelation> c =
+      CorrelateCongestionWithSync(timeline, FindingPort(f));
+  if (!c) return;
+  const bool with_sync = c->correlation >= kCongestionSyncCorrelation;
+  f.summary += fmt::format(
+      "; the job's sync-wait share was {:.0f}% in the {} intervals with congestion against {:.0f}% "
+      "in the other {} (r = {:.2f}){}",
+      100 * c->sync_share_congested, c->congested_intervals, 100 * c->sync_share_quiet,
+      c->intervals - c->congested_intervals, c->correlation,
+      with_sync ? ": it comes with the all-reduce phases, so it slows the collectives" : "");
+  f.evidence.push_back({"sync_share_congested", c->sync_share_congested});
+  f.evidence.push_back({"sync_share_quiet", c->sync_share_quiet});
+  f.evidence.push_back({"congestion_sync_correlation", c->correlation});
+  f.evidence.push_back({"intervals", static_cast<int64_t>(c->intervals)});
 }
 
 }  // namespace
@@ -190,9 +220,32 @@ FindingsWithNotes CheckRunNetwork(const Timeline& timeline) {
     d.rcv_errors = grew(a.rcv_errors, b.rcv_errors);
     o.port_deltas.push_back(std::move(d));
   }
-  if (o.port_deltas.empty() || window <= 0) return {};
+  // The congestion counters from each port's first stored reading to its
+  // last: the same rules as doctor's, with the run as the window.
+  std::map<std::string, std::pair<const CongestionPoint*, const CongestionPoint*>> congestion;
+  std::vector<std::string> congestion_order;
+  for (const CongestionPoint& p : timeline.congestion) {
+    auto [it, inserted] = congestion.try_emplace(p.port, &p, &p);
+    if (inserted) {
+      congestion_order.push_back(p.port);
+    } else {
+      if (p.t < it->second.first->t) it->second.first = &p;
+      if (p.t >= it->second.second->t) it->second.second = &p;
+    }
+  }
+  for (const std::string& name : congestion_order) {
+    const auto [a, b] = congestion[name];
+    if (a == b || b->t <= a->t) continue;
+    window = std::max(window, b->t - a->t);
+    o.nic_congestion.push_back({name, NicCongestionGrowth(a->counters, b->counters)});
+  }
+  if ((o.port_deltas.empty() && o.nic_congestion.empty()) || window <= 0) return {};
   o.window_seconds = window;
-  return CheckNetwork(o);
+  FindingsWithNotes out = CheckNetwork(o);
+  for (Finding& f : out.findings) {
+    if (f.id == "network.congestion") AddSyncCorrelation(timeline, f);
+  }
+  return out;
 }
 
 }  // namespace stallscope

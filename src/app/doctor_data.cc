@@ -10,6 +10,7 @@
 #include "analyze/storage_rules.h"
 #include "bench/io_bench.h"
 #include "core/child_call.h"
+#include "core/json_text.h"
 #include "core/text.h"
 #include "data/census.h"
 #include "probe/remote_path.h"
@@ -51,10 +52,12 @@ DataLook LookAtData(const DoctorRequest& r, const Progress& progress,
   progress("");
   if (r.quick) return look;
   // The bench writes its test file beside the data: in PATH, or in the
-  // directory of a file PATH.
+  // directory of a file PATH. Never above a directory PATH that cannot take
+  // it (read-only, missing): the parent may be another file system (a
+  // read-only mount's mount point), whose speed would pass for the data's.
   std::string dir = r.data;
   if (step) step("bench of the storage beside " + r.data);
-  if (Status s = CheckIoBenchPath(dir); !s.ok()) {
+  if (Status s = CheckIoBenchPath(dir); s.code() == Status::Code::kInvalidArgument) {
     dir = r.data.find('/') == std::string::npos ? "." : r.data.substr(0, r.data.rfind('/'));
     if (dir.empty()) dir = "/";
   }
@@ -136,7 +139,7 @@ std::string LookToWire(const DataLook& look) {
   j["bench_read_mode"] = look.bench_read_mode;
   j["bench_notes"] = look.bench_notes;
   j["bench_skipped"] = look.bench_skipped;
-  return j.dump();
+  return JsonText(j, -1);
 }
 
 Result<DataLook> LookFromWire(const std::string& text) {
@@ -248,7 +251,8 @@ std::string CensusToWire(const DatasetCensus& c) {
                     c.latency->open_p50_us, c.latency->open_p99_us, c.latency->fetch_p50_us,
                     c.latency->fetch_p99_us};
   }
-  return j.dump();
+  // A file name need not be UTF-8: its odd bytes go as U+FFFD (dump would throw).
+  return JsonText(j, -1);
 }
 
 Result<DatasetCensus> CensusFromWire(const std::string& text) {

@@ -16,6 +16,7 @@
 #include "core/file.h"
 #include "core/units.h"
 #include "probe/mounts.h"
+#include "probe/smaps.h"
 
 namespace stallscope {
 namespace {
@@ -263,6 +264,7 @@ Result<IoBenchResult> RunIoBench(const IoBenchOptions& o) {
     r.notes.push_back(fmt::format("io_uring refused ({}): reads used pread from {} threads",
                                   uring.message(), o.jobs * o.iodepth));
   }
+  r.thp_mode = ReadThpMode();
   ReadPhaseSpec spec;
   spec.file = r.file;
   spec.file_bytes = r.plan.bytes;

@@ -2,8 +2,11 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+
+#include "probe/smaps.h"
 
 namespace stallscope {
 
@@ -20,6 +23,12 @@ ReadBuffers::ReadBuffers(unsigned count, uint32_t block_bytes) : block_bytes_(bl
   if (huge) (void)::madvise(base_, bytes_, MADV_HUGEPAGE);
   // Fault the pages in now, not in the first timed read.
   std::memset(base_, 0, bytes_);
+  if (huge) {
+    // The area may be wider than the region (the allocator's own pages):
+    // count no more than the region.
+    Result<SmapsArea> area = ReadOwnSmapsAreaAt(reinterpret_cast<uintptr_t>(base_));
+    if (area.ok()) huge_bytes_ = std::min<size_t>(area->anon_huge_pages_bytes, bytes_);
+  }
 }
 
 ReadBuffers::~ReadBuffers() { std::free(base_); }

@@ -35,11 +35,16 @@ class ReadBuffers {
   char* data() const { return base_; }
   char* Block(unsigned slot) const { return base_ + size_t{slot} * block_bytes_; }
   size_t bytes() const { return bytes_; }
+  // How much of the region the kernel backed with transparent huge pages
+  // (its area's AnonHugePages in /proc/self/smaps, at most bytes()); 0 for
+  // 4 KiB blocks, which ask for none, and when smaps cannot tell.
+  size_t huge_bytes() const { return huge_bytes_; }
 
  private:
   char* base_ = nullptr;
   size_t bytes_ = 0;  // rounded up to whole pages of the alignment
   uint32_t block_bytes_ = 0;
+  size_t huge_bytes_ = 0;
 };
 
 }  // namespace stallscope

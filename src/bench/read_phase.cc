@@ -55,6 +55,8 @@ class OffsetStream {
 struct JobOutcome {
   uint64_t ios = 0;
   uint64_t bytes = 0;
+  uint64_t buffer_bytes = 0;       // the job's read buffers
+  uint64_t buffer_huge_bytes = 0;  // of which in transparent huge pages
   double seconds = 0;
   LatencyHistogram latency;
   Status status;
@@ -110,6 +112,8 @@ void RunUringJob(const ReadPhaseSpec& spec, int fd, OffsetStream offsets, std::l
   io_uring ring;
   int rc = InitRing(depth, ring);
   ReadBuffers buffers(depth, block);
+  out.buffer_bytes = buffers.bytes();
+  out.buffer_huge_bytes = buffers.huge_bytes();
   start.arrive_and_wait();
   if (rc < 0) {
     out.status = Status::FromErrno("io_uring_queue_init", -rc);
@@ -187,6 +191,8 @@ void RunPsyncJob(const ReadPhaseSpec& spec, int fd, OffsetStream offsets, std::l
   const uint32_t block =
       spec.pattern == ReadPattern::kSequential ? kSequentialBlockBytes : kRandomBlockBytes;
   ReadBuffers buffer(1, block);
+  out.buffer_bytes = buffer.bytes();
+  out.buffer_huge_bytes = buffer.huge_bytes();
   start.arrive_and_wait();
   if (buffer.data() == nullptr) {
     out.status = Status::FromErrno("allocating the read buffer", ENOMEM);
@@ -269,6 +275,8 @@ Result<ReadPhaseResult> RunReadPhase(const ReadPhaseSpec& spec) {
     if (!o.status.ok()) return o.status;
     result.ios += o.ios;
     result.bytes += o.bytes;
+    result.buffer_bytes += o.buffer_bytes;
+    result.buffer_huge_bytes += o.buffer_huge_bytes;
     result.seconds = std::max(result.seconds, o.seconds);
     result.latency.Merge(o.latency);
   }

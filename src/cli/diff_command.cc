@@ -11,6 +11,7 @@
 
 #include "app/profile_traces.h"
 #include "app/run_files.h"
+#include "app/trace_diff_files.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/atomic_file.h"
@@ -18,6 +19,29 @@
 #include "render/run_diff.h"
 
 namespace stallscope {
+namespace {
+
+// How many of the trace diff's ops the GPU part lists.
+constexpr size_t kDiffTopOps = 8;
+
+// Both sides profiled: the trace diff of their first run files' traces, its
+// ops whose count or time changed most. One that cannot be read is a note.
+void AddTraceDiff(const std::string& a, const std::string& b, RunDiff& diff) {
+  Result<TraceDiff> ops = DiffTracePaths(ProfileTraceDir(a), ProfileTraceDir(b), std::nullopt, {});
+  if (!ops.ok()) {
+    diff.notes.push_back("trace diff: " + ops.status().message());
+    return;
+  }
+  for (const TraceOpDiff& op : ops->ops) {
+    if (diff.gpu_top_ops.size() == kDiffTopOps || (op.diff_count() == 0 && op.diff_us() == 0)) {
+      break;
+    }
+    diff.gpu_top_ops.push_back(op);
+  }
+  for (const std::string& note : ops->notes) diff.notes.push_back("trace diff: " + note);
+}
+
+}  // namespace
 
 CommandRunner SetupDiff(CLI::App& app) {
   struct Flags {
@@ -85,6 +109,7 @@ CommandRunner SetupDiff(CLI::App& app) {
     }
     RunDiff diff = DiffRuns(side_a, side_b, gpu_a, gpu_b);
     diff.notes.insert(diff.notes.end(), trace_notes.begin(), trace_notes.end());
+    if (gpu_a && gpu_b) AddTraceDiff(a.front(), b.front(), diff);
     if (!flags->html.empty()) {
       if (Status s = WriteFileAtomically(flags->html, RenderDiffHtml(diff)); !s.ok()) {
         return Fail("diff", s, /*usage=*/false);

@@ -161,6 +161,8 @@ CommandRunner SetupRun(CLI::App& app) {
       // not this run's (diff would read them as its GPU time).
       ClearProfileDir(trace_dir);
     }
+    // The kernel's log before the job exists: an Xid it causes at once is its.
+    KernelLogWatch kernel_log(root, info->start_monotonic_seconds);
     Result<Job> job = Status::Ok();
     if (*layout) {
       const NodeLayout& l = **layout;
@@ -179,6 +181,7 @@ CommandRunner SetupRun(CLI::App& app) {
     }
     RecordOptions options = RunRecordOptions(*layout, job->master_port());
     options.node.start_realtime_seconds = start_realtime;
+    options.kernel_log = std::move(kernel_log);
     Result<RecordOutcome> outcome = Record(*job, *flags, *writer, &*hook, *info, options);
     if (!outcome.ok()) {
       std::fprintf(stderr, "stallscope run: %s\n", outcome.status().message().c_str());

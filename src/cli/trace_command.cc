@@ -1,5 +1,6 @@
 // `stallscope trace PATH... [--json] [--rank N] [--step-range A:B]
-// [--include-last-step] [--straggler-candidates N]`: reads PyTorch profiler traces (a file, or a
+// [--include-last-step] [--straggler-candidates N]` (and `trace --diff
+// CONTROL TEST`, cli/trace_diff_command.h): reads PyTorch profiler traces (a file, or a
 // directory of per-rank files as HTA reads one), gives HTA's breakdowns per
 // rank and the findings they show. Files are read on up to one thread per
 // CPU; each is streamed (probe/trace_file.h). Two files of one rank are an
@@ -17,6 +18,7 @@
 #include "app/profile_traces.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/trace_diff_command.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
 #include "probe/nccl_log_files.h"
@@ -35,12 +37,17 @@ CommandRunner SetupTrace(CLI::App& app) {
     std::string cp_annotation;
     std::string cp_instance;
     int straggler_candidates = kStragglerCandidates;
+    bool diff = false;
   };
   auto flags = std::make_shared<Flags>();
   app.add_option("PATH", flags->paths,
                  "a trace (.json, .json.gz) or a directory of per-rank traces (not recursive)")
       ->required();
-  app.add_flag("--json", flags->json, "machine output (schema stallscope.trace/1)");
+  app.add_flag("--json", flags->json,
+               "machine output (schema stallscope.trace/1; with --diff stallscope.trace_diff/1)");
+  app.add_flag("--diff", flags->diff,
+               "PATH is CONTROL TEST: the ops and kernels added, removed or changed between "
+               "them, as HTA's trace diff (one rank each, the first step by default)");
   app.add_option("--rank", flags->rank, "only this rank's trace");
   app.add_option("--step-range", flags->step_range,
                  "ProfilerStep#A to #B, inclusive (A:B); default: all but the last step, as HTA");
@@ -55,6 +62,12 @@ CommandRunner SetupTrace(CLI::App& app) {
                  "how many ranks HTA's straggler analysis names (its num_candidates)")
       ->check(CLI::Range(1, 1 << 20));
   return [flags]() {
+    if (flags->diff) {
+      if (flags->include_last_step) {
+        return Fail("trace", "--include-last-step does not go with --diff", kExitUsage);
+      }
+      return RunTraceDiff({flags->paths, flags->json, flags->rank, flags->step_range});
+    }
     TraceOptions options;
     options.critical_path.annotation = flags->cp_annotation;
     if (!flags->cp_instance.empty()) {

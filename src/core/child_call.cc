@@ -14,8 +14,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <utility>
+#include <vector>
 
 namespace stallscope {
 namespace {
@@ -83,6 +85,31 @@ void WriteAll(int fd, const std::string& text) {
   }
 }
 
+// Children killed while they ran (given up, or dropped running) and not
+// yet waited for: one stuck in the kernel dies when its wait ends, if ever.
+// Each later Start and Poll reaps those that ended, so that a long-lived
+// caller (the exporter, a long `run`) gathers no zombies. A pid is here or
+// in one ChildCall, never both: nothing waits for a pid twice, which could
+// take the status of an unrelated child that reused it.
+std::mutex& AbandonedMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+std::vector<pid_t>& Abandoned() {
+  static auto* pids = new std::vector<pid_t>;  // never destroyed: exit handlers may still run
+  return *pids;
+}
+
+// True once `pid` ended and was waited for (or is not our child any more).
+bool ReapedWithoutBlocking(pid_t pid) {
+  int status = 0;
+  pid_t reaped;
+  while ((reaped = ::waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR) {
+  }
+  return reaped != 0;
+}
+
 [[noreturn]] void RunChild(const ChildWork& work, int out_fd, ChildPage* page) {
   SetChildDescriptors(out_fd);
   WriteAll(STDOUT_FILENO, Encode(work(ChildProgress(page))));
@@ -90,6 +117,13 @@ void WriteAll(int fd, const std::string& text) {
 }
 
 }  // namespace
+
+size_t ReapAbandonedChildren() {
+  std::lock_guard<std::mutex> lock(AbandonedMutex());
+  std::vector<pid_t>& pids = Abandoned();
+  pids.erase(std::remove_if(pids.begin(), pids.end(), ReapedWithoutBlocking), pids.end());
+  return pids.size();
+}
 
 void CloseDescriptorsFrom(int lowest, CloseRangeCall close_range_call) {
   if (close_range_call == nullptr) close_range_call = RealCloseRange;
@@ -119,6 +153,7 @@ void SetChildDescriptors(int out_fd, const char* null_path, CloseRangeCall close
 }
 
 Result<ChildCall> ChildCall::Start(const ChildWork& work) {
+  ReapAbandonedChildren();
   void* mapped =
       ::mmap(nullptr, sizeof(ChildPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mapped == MAP_FAILED) return Status::FromErrno("mmap", errno);
@@ -165,13 +200,31 @@ void ChildCall::Release() {
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
-    if (pid_ > 0) ::kill(pid_, SIGKILL);  // abandoned while it ran
+  }
+  if (pid_ > 0) {
+    // Dropped while it ran, or given up: killed (again: it is not reaped,
+    // so the pid is still its own) and, if not ended yet, left to the
+    // reaping on later calls.
+    ::kill(pid_, SIGKILL);
+    if (!ReapedWithoutBlocking(pid_)) {
+      std::lock_guard<std::mutex> lock(AbandonedMutex());
+      Abandoned().push_back(pid_);
+    }
+    pid_ = -1;
   }
   if (page_ != nullptr) ::munmap(page_, sizeof(ChildPage));
   page_ = nullptr;
 }
 
+bool ChildCall::ReapIfEnded() {
+  if (pid_ <= 0) return true;
+  if (fd_ >= 0 || !ReapedWithoutBlocking(pid_)) return false;
+  pid_ = -1;
+  return true;
+}
+
 std::optional<Result<ChildAnswer>> ChildCall::Poll(double idle_deadline_seconds) {
+  ReapAbandonedChildren();
   if (fd_ < 0)
     return Result<ChildAnswer>(Status::Unavailable("the child was polled after it ended"));
   using Clock = std::chrono::steady_clock;
@@ -197,7 +250,8 @@ std::optional<Result<ChildAnswer>> ChildCall::Poll(double idle_deadline_seconds)
     const auto idle = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(idle_deadline_seconds));
     if (Clock::now() - last_progress_ < idle) return std::nullopt;
-    // Abandoned: the kill lands when its wait ends; nobody waits for it here.
+    // Given up: the kill lands when its wait ends; it is reaped later
+    // (ReapIfEnded, or once this ChildCall is gone, on later calls).
     ::kill(pid_, SIGKILL);
     page_->step[kStepBytes - 1] = '\0';
     std::string step(page_->step);

@@ -15,15 +15,29 @@
 // a slow server goes on for as long as it keeps answering; a dead one is
 // given up one deadline after its last answer. Then the caller sends the
 // child SIGKILL (it dies when the wait ends, if ever), does not wait for it,
-// and learns which step the child was on (the work names its steps).
+// and learns which step the child was on (the work names its steps). A
+// child given up or dropped is reaped without blocking once it ended: by
+// its ChildCall (ReapIfEnded) while that lives, then by every later Start
+// and Poll in the process, so a long-lived caller gathers no zombies.
 //
 // Fork safety: the child runs the caller's code after fork() without exec,
 // so in a threaded caller a lock another thread held at the fork stays held
-// in the child. glibc's fork() takes and resets malloc's locks around the
-// fork, so the child may allocate; it must not touch stdio, locales or
-// dlopen'ed libraries (their locks are not reset). The work given here is
-// single-purpose (a census, a bench: files, syscalls and memory) and writes
-// its answer with write(2). Thread-compatible.
+// in the child. The callers cannot be proved single-threaded: on a GPU host
+// `doctor --data` (app/doctor_data.h), and `run`, `watch` and the exporter
+// through the remote file prober (probe/remote_file_facts.h), have loaded
+// NVML by then, which may run threads of its own; `dataset` has none (its
+// thread pools run in the child, and joined pools elsewhere end before any
+// fork). So the children rely only on what glibc keeps usable in the child
+// of a threaded process: system calls, and malloc (glibc's fork takes
+// malloc's locks and resets them in the child; also the stdio list lock
+// and the dynamic loader's lock). They must not touch stdio streams,
+// setlocale, time zones, NSS lookups or dlopen'ed libraries (NVML, CUDA),
+// whose locks are not reset. The work given here is single-purpose (a stat
+// and a read; a census, a bench: files, syscalls and memory) and writes its
+// answer with write(2); ChildCall.ChildOfAThreadedCallerAllocates checks
+// the malloc part. An exec'd helper would lift the rule but would have to
+// carry the work across exec; not worth it while the work stays this
+// narrow. Thread-compatible; ReapAbandonedChildren is thread-safe.
 #pragma once
 
 #include <sys/types.h>
@@ -73,7 +87,8 @@ Result<ChildAnswer> CallInChild(const ChildWork& work, double idle_deadline_seco
 
 // One child started and polled without blocking: for a caller that must go
 // on with other work meanwhile (a sampling loop, the exporter). Move-only;
-// destroying one that still runs abandons it (SIGKILL, not waited for).
+// destroying one whose child was not reaped kills it (SIGKILL) and leaves
+// it to the reaping of later calls (see above).
 class ChildCall {
  public:
   // Forks the child. The error of mmap, pipe or fork.
@@ -83,9 +98,12 @@ class ChildCall {
   ~ChildCall();
   // Reads what the child wrote so far. nullopt while it runs and made
   // progress within `idle_deadline_seconds`; else what CallInChild returns:
-  // its answer, or Unavailable naming its last step (then it is abandoned:
-  // SIGKILL sent, pid() still names it for the caller to reap).
+  // its answer, or Unavailable naming its last step (then it is given up:
+  // SIGKILL sent, pid() still names it until ReapIfEnded).
   std::optional<Result<ChildAnswer>> Poll(double idle_deadline_seconds);
+  // For a child given up: waits for it without blocking; true once it
+  // ended (then pid() is -1). Never true while the child still runs.
+  bool ReapIfEnded();
   // The pipe the answer comes on (-1 once done): for poll(2).
   int fd() const { return fd_; }
   pid_t pid() const { return pid_; }
@@ -100,6 +118,11 @@ class ChildCall {
   uint64_t answered_ = 0;
   std::chrono::steady_clock::time_point last_progress_;
 };
+
+// Reaps, without blocking, the children given up or dropped whose
+// ChildCall is gone and that ended since; how many are still alive (stuck).
+// Start and Poll call it; thread-safe.
+size_t ReapAbandonedChildren();
 
 // The child's descriptors, as CallInChild sets them; exposed for tests.
 // Closes every descriptor from `lowest` up with close_range(2); where that

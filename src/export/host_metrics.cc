@@ -5,6 +5,7 @@
 
 #include "core/file.h"
 #include "probe/cgroup.h"
+#include "probe/ethtool_stats.h"
 #include "probe/gpu_probe.h"
 #include "probe/infiniband.h"
 #include "probe/net_dev.h"
@@ -185,6 +186,48 @@ Value Optional(const std::optional<uint64_t>& v) {
   return D(*v);
 }
 
+// One of a port's hw_counters, when the driver offers it.
+Value HwCounter(const InfinibandPort& p, std::string_view name) {
+  for (const NicCounter& c : p.hw_counters)
+    if (c.name == name) return D(c.value);
+  return std::nullopt;
+}
+
+// What a NIC's driver statistics say of congestion (sample/nic_stats.h);
+// a kind the driver does not count has no sample.
+constexpr Series<NicCongestion> kNicCongestionSeries[] = {
+    {"stallscope_network_pause_frames_received_total",
+     "Pause frames received, link-level and per-priority (PFC) counted once (ethtool -S).",
+     kCounterType,
+     [](const NicCongestion& c) -> Value { return c.has_pause ? Value(D(c.pause_rx)) : Value(); }},
+    {"stallscope_network_pause_frames_sent_total", "Pause frames sent (ethtool -S).", kCounterType,
+     [](const NicCongestion& c) -> Value { return c.has_pause ? Value(D(c.pause_tx)) : Value(); }},
+    {"stallscope_network_ecn_marked_packets_total", "ECN-marked RoCE packets received.",
+     kCounterType,
+     [](const NicCongestion& c) -> Value {
+       return c.has_ecn_cnp ? Value(D(c.ecn_marked)) : Value();
+     }},
+    {"stallscope_network_cnp_sent_total", "Congestion notification packets sent.", kCounterType,
+     [](const NicCongestion& c) -> Value {
+       return c.has_ecn_cnp ? Value(D(c.cnp_sent)) : Value();
+     }},
+    {"stallscope_network_cnp_handled_total",
+     "Congestion notification packets handled (the send rate was cut).", kCounterType,
+     [](const NicCongestion& c) -> Value {
+       return c.has_ecn_cnp ? Value(D(c.cnp_handled)) : Value();
+     }},
+    {"stallscope_network_buffer_drops_total",
+     "Packets dropped for want of a receive buffer or ring slot (ethtool -S).", kCounterType,
+     [](const NicCongestion& c) -> Value {
+       return c.has_drops ? Value(D(c.buffer_drops)) : Value();
+     }},
+    {"stallscope_network_allowance_exceeded_total",
+     "Packets queued or dropped by a cloud NIC's bandwidth or packet allowance.", kCounterType,
+     [](const NicCongestion& c) -> Value {
+       return c.has_drops ? Value(D(c.allowance_exceeded)) : Value();
+     }},
+};
+
 constexpr Series<InfinibandPort> kInfinibandSeries[] = {
     {"stallscope_infiniband_port_state",
      "Port state code: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER.", kGaugeType,
@@ -211,6 +254,26 @@ constexpr Series<InfinibandPort> kInfinibandSeries[] = {
      [](const InfinibandPort& p) { return Optional(p.link_downed); }},
     {"stallscope_infiniband_port_transmit_discards_total", "port_xmit_discards.", kCounterType,
      [](const InfinibandPort& p) { return Optional(p.xmit_discards); }},
+    {"stallscope_infiniband_port_transmit_wait_ticks_total",
+     "port_xmit_wait: ticks with data to send and no credits (the congestion counter; a tick is "
+     "a multiple of the symbol time the chip picks).",
+     kCounterType, [](const InfinibandPort& p) { return Optional(p.xmit_wait); }},
+    {"stallscope_infiniband_port_buffer_overrun_errors_total", "excessive_buffer_overrun_errors.",
+     kCounterType,
+     [](const InfinibandPort& p) { return Optional(p.excessive_buffer_overrun_errors); }},
+    {"stallscope_infiniband_port_link_integrity_errors_total", "local_link_integrity_errors.",
+     kCounterType, [](const InfinibandPort& p) { return Optional(p.local_link_integrity_errors); }},
+    {"stallscope_infiniband_port_out_of_buffer_total",
+     "hw_counters/out_of_buffer: packets dropped for want of a posted receive buffer.",
+     kCounterType, [](const InfinibandPort& p) { return HwCounter(p, "out_of_buffer"); }},
+    {"stallscope_infiniband_port_cnp_sent_total", "hw_counters/np_cnp_sent (RoCE).", kCounterType,
+     [](const InfinibandPort& p) { return HwCounter(p, "np_cnp_sent"); }},
+    {"stallscope_infiniband_port_cnp_handled_total",
+     "hw_counters/rp_cnp_handled (RoCE): CNPs that cut this port's send rate.", kCounterType,
+     [](const InfinibandPort& p) { return HwCounter(p, "rp_cnp_handled"); }},
+    {"stallscope_infiniband_port_ecn_marked_packets_total",
+     "hw_counters/np_ecn_marked_roce_packets (RoCE).", kCounterType,
+     [](const InfinibandPort& p) { return HwCounter(p, "np_ecn_marked_roce_packets"); }},
 };
 
 // The series of a GPU that is not lost (EmitGpus adds stallscope_gpu_info and
@@ -292,6 +355,13 @@ void EmitInfiniband(const std::vector<InfinibandDevice>& devices, Exposition& ou
   }
 }
 
+void EmitNicCongestion(const std::vector<NicStats>& stats, Exposition& out) {
+  Declare(kNicCongestionSeries, out);
+  for (const NicStats& n : stats) {
+    AddSamples(kNicCongestionSeries, SummarizeNicStats(n), {{"interface", n.interface}}, out);
+  }
+}
+
 void EmitGpus(const GpuObservation& gpus, Exposition& out) {
   Gauge(out, "stallscope_gpu_info", "The GPU's name and UUID; always 1.");
   Declare(kGpuSeries, out);
@@ -339,6 +409,7 @@ void HostMetrics::Emit(Exposition& out, std::vector<std::string>& notes) {
     Result<std::vector<NetInterface>> interfaces = ReadInterfaces(root_, {});
     if (!interfaces.ok()) notes.push_back(interfaces.status().message());
     EmitNetwork(now->net, interfaces.ok() ? *interfaces : std::vector<NetInterface>{}, out);
+    EmitNicCongestion(ReadEveryNicStats(root_, &notes), out);
   }
   Result<std::vector<InfinibandDevice>> ib = ReadInfinibandDevices(root_);
   if (ib.ok()) {

@@ -54,6 +54,9 @@ void EmitDisks(const DiskstatsSample& disks, const std::vector<DiskRates>& rates
 void EmitNetwork(const std::vector<NetDevCounters>& counters,
                  const std::vector<NetInterface>& interfaces, Exposition& out);
 void EmitInfiniband(const std::vector<InfinibandDevice>& devices, Exposition& out);
+// Pause frames, ECN marks, CNPs and buffer drops per interface, from the
+// NICs' driver statistics.
+void EmitNicCongestion(const std::vector<NicStats>& stats, Exposition& out);
 void EmitGpus(const GpuObservation& gpus, Exposition& out);
 
 // Devices the disk series leave out: loop, ram and zram (their IO is memory

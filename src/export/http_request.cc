@@ -9,152 +9,95 @@
 namespace stallscope {
 namespace {
 
-// RFC 9110 tchar.
-bool IsTokenChar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  switch (c) {
-    case '!':
-    case '#':
-    case '$':
-    case '%':
-    case '&':
-    case '\'':
-    case '*':
-    case '+':
-    case '-':
-    case '.':
-    case '^':
-    case '_':
-    case '`':
-    case '|':
-    case '~':
-      return true;
-    default:
-      return false;
-  }
+// The value of one base64 digit (RFC 4648), or -1.
+int Base64Digit(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
 }
 
-bool IsToken(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!IsTokenChar(c)) return false;
-  }
-  return true;
-}
-
-HttpParseResult Error(int status, std::string reason) {
-  HttpParseResult r;
-  r.state = HttpParseResult::State::kError;
-  r.status = status;
-  r.reason = std::move(reason);
-  return r;
-}
-
-// A request target of visible ASCII: origin form "/..." or absolute form
-// "http://host/...", whose path we keep.
-bool ParseTarget(std::string_view target, std::string& path) {
-  if (target.empty() || target.size() > 2048) return false;
-  for (char c : target) {
-    if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f) {
-      return false;
+bool DecodeBase64(std::string_view text, std::string& out) {
+  out.clear();
+  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+  uint32_t bits = 0;
+  int count = 0;
+  for (char c : text) {
+    int d = Base64Digit(c);
+    if (d < 0) return false;
+    bits = (bits << 6) | static_cast<uint32_t>(d);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out.push_back(static_cast<char>((bits >> count) & 0xff));
     }
   }
-  std::string_view rest = target;
-  if (rest.starts_with("http://") || rest.starts_with("https://")) {
-    rest.remove_prefix(rest.find("//") + 2);
-    size_t slash = rest.find('/');
-    rest = slash == std::string_view::npos ? std::string_view("/") : rest.substr(slash);
-  }
-  if (rest.empty() || rest[0] != '/') return false;
-  size_t end = rest.find_first_of("?#");
-  path = std::string(rest.substr(0, end));
-  return true;
+  return count < 6;  // a lone trailing digit is not base64
 }
 
-// The next line of the head starting at `pos`, without its CRLF / LF.
-// False when no line end has arrived yet.
-bool NextLine(std::string_view buffer, size_t& pos, std::string_view& line) {
-  size_t lf = buffer.find('\n', pos);
-  if (lf == std::string_view::npos) return false;
-  size_t end = lf;
-  if (end > pos && buffer[end - 1] == '\r') --end;
-  line = buffer.substr(pos, end - pos);
-  pos = lf + 1;
-  return true;
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return (x | 0x20) == (y | 0x20);
+         });
 }
 
-HttpParseResult ParseRequestLine(std::string_view line) {
-  HttpParseResult r;
-  size_t sp1 = line.find(' ');
-  size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
-    return Error(400, "the request line is not METHOD TARGET HTTP/1.x");
-  }
-  std::string_view method = line.substr(0, sp1);
-  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  std::string_view version = line.substr(sp2 + 1);
-  if (!IsToken(method) || method.size() > 32) return Error(400, "the method is not a token");
-  if (!version.starts_with("HTTP/") || version.size() != 8 || version[6] != '.' ||
-      version[5] < '0' || version[5] > '9' || version[7] < '0' || version[7] > '9') {
-    return Error(400, "the request line does not end in HTTP/x.y");
-  }
-  if (version[5] != '1') return Error(505, "only HTTP/1.x is spoken here");
-  if (!ParseTarget(target, r.head.path)) return Error(400, "the request target is not a path");
-  r.head.method = std::string(method);
-  r.head.target = std::string(target);
-  r.head.minor_version = version[7] - '0';
-  return r;
+HttpResponse Unauthorized() {
+  return {401,
+          "text/plain; charset=utf-8",
+          "unauthorized: this exporter wants basic auth (see its web config)\n",
+          {{"WWW-Authenticate", "Basic realm=\"stallscope exporter\", charset=\"UTF-8\""}}};
 }
 
 }  // namespace
 
-HttpParseResult ParseHttpRequestHead(std::string_view buffer, size_t max_head_bytes) {
-  size_t pos = 0;
-  std::string_view line;
-  // Empty lines before the request line are skipped (RFC 9112 2.2).
-  for (;;) {
-    size_t before = pos;
-    if (!NextLine(buffer, pos, line)) {
-      if (buffer.size() - before > max_head_bytes || buffer.size() > max_head_bytes) {
-        return Error(431, "the request head is larger than the server accepts");
-      }
-      // A request line that is already invalid fails now, not at the timeout.
-      std::string_view partial = buffer.substr(before);
-      for (char c : partial) {
-        if (c != '\r' && (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)) {
-          return Error(400, "control character in the request line");
-        }
-      }
-      return {};
-    }
-    if (!line.empty()) break;
+bool ParseBasicAuth(std::string_view header, std::string& user, std::string& password) {
+  constexpr std::string_view kScheme = "basic ";
+  if (header.size() < kScheme.size() ||
+      !EqualsIgnoringCase(header.substr(0, kScheme.size()), kScheme)) {
+    return false;
   }
-  HttpParseResult r = ParseRequestLine(line);
-  if (r.state == HttpParseResult::State::kError) return r;
-  for (;;) {
-    if (!NextLine(buffer, pos, line)) {
-      if (buffer.size() > max_head_bytes) {
-        return Error(431, "the request head is larger than the server accepts");
-      }
-      return r;  // incomplete
-    }
-    if (pos > max_head_bytes)
-      return Error(431, "the request head is larger than the server accepts");
-    if (line.empty()) break;
-    if (line[0] == ' ' || line[0] == '\t') return Error(400, "obsolete header line folding");
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos || !IsToken(line.substr(0, colon))) {
-      return Error(400, "a header line is not NAME: VALUE");
-    }
-    for (char c : line.substr(colon + 1)) {
-      if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) {
-        return Error(400, "control character in a header value");
-      }
+  std::string_view encoded = header.substr(kScheme.size());
+  while (!encoded.empty() && encoded.front() == ' ') encoded.remove_prefix(1);
+  while (!encoded.empty() && encoded.back() == ' ') encoded.remove_suffix(1);
+  std::string decoded;
+  if (!DecodeBase64(encoded, decoded)) return false;
+  size_t colon = decoded.find(':');
+  if (colon == std::string::npos) return false;
+  user = decoded.substr(0, colon);
+  password = decoded.substr(colon + 1);
+  return true;
+}
+
+HttpResponse AnswerHttpRequest(const HttpRequest& request, const PasswordCheck& check_password,
+                               const std::function<HttpResponse()>& metrics) {
+  if (check_password) {
+    std::string user, password;
+    if (!ParseBasicAuth(request.authorization, user, password) || !check_password(user, password)) {
+      return Unauthorized();
     }
   }
-  r.state = HttpParseResult::State::kComplete;
-  r.head.head_bytes = pos;
-  return r;
+  if (request.method != "GET" && request.method != "HEAD") {
+    return {405,
+            "text/plain; charset=utf-8",
+            "method not allowed: only GET and HEAD\n",
+            {{"Allow", "GET, HEAD"}}};
+  }
+  if (request.has_body) {
+    return {413, "text/plain; charset=utf-8", "content too large: a scrape carries no body\n", {}};
+  }
+  if (request.path != "/metrics") {
+    return {404, "text/plain; charset=utf-8", "not found: the metrics are at /metrics\n", {}};
+  }
+  return metrics();
+}
+
+HttpResponse BusyResponse() {
+  return {503,
+          "text/plain; charset=utf-8",
+          "service unavailable: too many scrapes at once; try again\n",
+          {{"Retry-After", "1"}}};
 }
 
 Result<ListenAddress> ParseListenAddress(std::string_view text) {

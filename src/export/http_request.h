@@ -1,45 +1,52 @@
-// The request side of our small HTTP/1.1 server: a pure, incremental parser
-// of a request's head (request line and headers), and of the --listen
-// address. No I/O; thread-safe.
-//
-// The exporter only answers GET /metrics, so the parser reads no body: it
-// stops at the blank line that ends the head and the server closes the
-// connection after one answer. It is strict where strictness protects the
-// server (RFC 9112): the head has a size bound, a request line is METHOD SP
-// TARGET SP HTTP/1.x, header names are tokens, obsolete line folding and
-// control characters are refused. Bare LF line ends are accepted (the RFC
-// allows it) and empty lines before the request line are skipped.
+// What the exporter answers to one HTTP request, decided without I/O: the
+// request line and headers come parsed by libmicrohttpd (export/http_server),
+// and this file says which status goes back (RFC 9110): 200 with the metrics
+// for GET or HEAD /metrics, 404 elsewhere, 405 with Allow for other methods,
+// 413 for a request carrying a body, 401 with WWW-Authenticate when basic
+// auth is configured and the credentials are missing or wrong. Also the
+// --listen address. Pure and thread-safe; a fuzz target covers it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
 namespace stallscope {
 
-struct HttpRequestHead {
-  std::string method;  // "GET"
-  std::string target;  // as sent: "/metrics?x=1"
-  std::string path;    // the target's path: "/metrics"
-  int minor_version = 1;
-  size_t head_bytes = 0;  // bytes of the buffer the head used
+struct HttpRequest {
+  std::string_view method;         // "GET"
+  std::string_view path;           // "/metrics" (libmicrohttpd strips the query)
+  std::string_view authorization;  // the Authorization header, or empty
+  bool has_body = false;           // Content-Length > 0 or a chunked body
 };
 
-struct HttpParseResult {
-  enum class State { kIncomplete, kComplete, kError };
-  State state = State::kIncomplete;
-  HttpRequestHead head;  // when complete
-  int status = 0;        // when an error: the status to answer (400, 431, 501, 505)
-  std::string reason;    // when an error: what was wrong, for the body
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra ones (Allow)
 };
 
-// Parses the head at the start of `buffer`. Incomplete while the blank line
-// is still to come and the buffer is under max_head_bytes; an error as soon
-// as what is there can no longer become a valid head.
-HttpParseResult ParseHttpRequestHead(std::string_view buffer, size_t max_head_bytes);
+// Says whether a user name and password are good; empty when no auth is set.
+using PasswordCheck = std::function<bool(std::string_view user, std::string_view password)>;
+
+// "Basic dXNlcjpwYXNz" -> {"user", "pass"}; false when it is not basic auth
+// in valid base64 with a colon (RFC 7617).
+bool ParseBasicAuth(std::string_view header, std::string& user, std::string& password);
+
+// The answer to one request. metrics() is called only for an authorized
+// GET or HEAD of /metrics.
+HttpResponse AnswerHttpRequest(const HttpRequest& request, const PasswordCheck& check_password,
+                               const std::function<HttpResponse()>& metrics);
+
+// The 503 sent when more requests are in flight than the bound.
+HttpResponse BusyResponse();
 
 // --listen HOST:PORT: an IPv4 literal, [IPv6 literal] or "localhost"; PORT
 // 0..65535 (0: the kernel picks one).

@@ -1,91 +1,46 @@
 #include "export/http_server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
+#include <microhttpd.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstring>
-#include <ctime>
-
-#include "core/host_clock.h"
+#include <mutex>
 
 namespace stallscope {
 namespace {
 
-int64_t Ns(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
+// A request's state pointer: counted in max_in_flight, waiting for the end
+// of the request; or counted and already answered.
+char kCounted;
+char kAnswered;
 
-// After the answer: read what the client still sends for this long, so that
-// closing with unread input does not reset the connection under the answer.
-constexpr double kLingerSeconds = 1.0;
-
-std::string_view Reason(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 503:
-      return "Service Unavailable";
-    case 505:
-      return "HTTP Version Not Supported";
-    default:
-      return "Unknown";
-  }
-}
-
-}  // namespace
-
-struct HttpServer::Connection {
-  enum class State { kReading, kWriting, kLingering, kClosed };
-  int fd = -1;
-  State state = State::kReading;
-  std::string in;
-  std::string out;
-  size_t sent = 0;
-  int64_t deadline_ns = 0;
-  ~Connection() {
-    if (fd >= 0) close(fd);
-  }
+// Messages libmicrohttpd logs while starting (why it would not start); later
+// ones (a client's failed TLS handshake) are dropped, not printed per client.
+struct StartLog {
+  std::mutex mutex;
+  bool starting = true;
+  std::string text;
 };
 
-std::string SerializeHttpResponse(const HttpResponse& response, bool head_only) {
-  std::string out =
-      fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n", response.status,
-                  Reason(response.status), response.content_type, response.body.size());
-  for (const auto& [name, value] : response.headers) out += fmt::format("{}: {}\r\n", name, value);
-  out += "Connection: close\r\n\r\n";
-  if (!head_only) out += response.body;
-  return out;
+void Log(void* log, const char* format, va_list args) {
+  auto* l = static_cast<StartLog*>(log);
+  std::lock_guard<std::mutex> lock(l->mutex);
+  if (!l->starting || l->text.size() > 1024) return;
+  char line[512];
+  vsnprintf(line, sizeof line, format, args);
+  l->text += line;
 }
 
-Result<HttpServer> HttpServer::Listen(const ListenAddress& address,
-                                      const HttpServerOptions& options) {
-  HttpServer s;
-  s.address_ = address;
-  s.options_ = options;
+Result<int> BindSocket(ListenAddress& address) {
   int family = address.ipv6 ? AF_INET6 : AF_INET;
-  s.fd_ = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (s.fd_ < 0) return Status::FromErrno("socket", errno);
+  int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::FromErrno("socket", errno);
   int one = 1;
-  setsockopt(s.fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_storage ss {};
   socklen_t len;
   if (address.ipv6) {
@@ -103,37 +58,101 @@ Result<HttpServer> HttpServer::Listen(const ListenAddress& address,
   }
   std::string where = address.ipv6 ? fmt::format("[{}]:{}", address.host, address.port)
                                    : fmt::format("{}:{}", address.host, address.port);
-  if (bind(s.fd_, reinterpret_cast<struct sockaddr*>(&ss), len) != 0) {
-    return Status::FromErrno("bind " + where, errno);
+  if (bind(fd, reinterpret_cast<struct sockaddr*>(&ss), len) != 0 || listen(fd, 512) != 0) {
+    Status s = Status::FromErrno("bind " + where, errno);
+    close(fd);
+    return s;
   }
-  if (listen(s.fd_, 128) != 0) return Status::FromErrno("listen " + where, errno);
-  if (getsockname(s.fd_, reinterpret_cast<struct sockaddr*>(&ss), &len) == 0) {
-    s.address_.port = ntohs(address.ipv6 ? reinterpret_cast<struct sockaddr_in6*>(&ss)->sin6_port
-                                         : reinterpret_cast<struct sockaddr_in*>(&ss)->sin_port);
+  if (getsockname(fd, reinterpret_cast<struct sockaddr*>(&ss), &len) == 0) {
+    address.port = ntohs(address.ipv6 ? reinterpret_cast<struct sockaddr_in6*>(&ss)->sin6_port
+                                      : reinterpret_cast<struct sockaddr_in*>(&ss)->sin_port);
+  }
+  return fd;
+}
+
+MHD_Result Send(MHD_Connection* connection, const HttpResponse& answer, bool close_after) {
+  MHD_Response* response = MHD_create_response_from_buffer(
+      answer.body.size(), const_cast<char*>(answer.body.data()), MHD_RESPMEM_MUST_COPY);
+  if (response == nullptr) return MHD_NO;
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, answer.content_type.c_str());
+  for (const auto& [name, value] : answer.headers) {
+    MHD_add_response_header(response, name.c_str(), value.c_str());
+  }
+  if (close_after) MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+  MHD_Result queued = MHD_queue_response(connection, answer.status, response);
+  MHD_destroy_response(response);
+  return queued;
+}
+
+std::string_view Header(MHD_Connection* connection, const char* name) {
+  const char* v = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, name);
+  return v ? std::string_view(v) : std::string_view();
+}
+
+}  // namespace
+
+struct HttpServerCallbacks {
+  static MHD_Result OnRequest(void* self, MHD_Connection* connection, const char* url,
+                              const char* method, const char* version, const char* upload_data,
+                              size_t* upload_data_size, void** request_state);
+  static void OnCompleted(void* self, MHD_Connection* connection, void** request_state,
+                          MHD_RequestTerminationCode why);
+  static void OnConnection(void* self, MHD_Connection* connection, void** socket_state,
+                           MHD_ConnectionNotificationCode what);
+};
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const ListenAddress& address,
+                                                      const HttpServerOptions& options,
+                                                      Handler handler) {
+  std::unique_ptr<HttpServer> s(new HttpServer());
+  s->address_ = address;
+  s->options_ = options;
+  s->handler_ = std::move(handler);
+  Result<int> fd = BindSocket(s->address_);
+  if (!fd.ok()) return fd.status();
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+                   MHD_USE_ERROR_LOG;
+  if (s->tls()) flags |= MHD_USE_TLS;
+  if (address.ipv6) flags |= MHD_USE_IPv6;
+  static StartLog log;
+  {
+    std::lock_guard<std::mutex> lock(log.mutex);
+    log.starting = true;
+    log.text.clear();
+  }
+  // The request's head and our answer's headers share this pool.
+  size_t memory = options.max_head_bytes * 2;
+  MHD_OptionItem tls_options[] = {
+      {MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(s->options_.tls_cert_pem.c_str())},
+      {MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(s->options_.tls_key_pem.c_str())},
+      {MHD_OPTION_END, 0, nullptr}};
+  MHD_OptionItem no_options[] = {{MHD_OPTION_END, 0, nullptr}};
+  s->daemon_ =
+      MHD_start_daemon(flags, 0, nullptr, nullptr, &HttpServerCallbacks::OnRequest, s.get(),  //
+                       MHD_OPTION_LISTEN_SOCKET, *fd,                                         //
+                       MHD_OPTION_EXTERNAL_LOGGER, &Log, &log,                                //
+                       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(options.max_connections),
+                       MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                       static_cast<unsigned>(options.max_connections_per_address),
+                       MHD_OPTION_CONNECTION_TIMEOUT, options.idle_timeout_seconds,  //
+                       MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory,                   //
+                       MHD_OPTION_THREAD_STACK_SIZE, static_cast<size_t>(256 << 10),
+                       MHD_OPTION_NOTIFY_COMPLETED, &HttpServerCallbacks::OnCompleted, s.get(),  //
+                       MHD_OPTION_NOTIFY_CONNECTION, &HttpServerCallbacks::OnConnection, s.get(),
+                       MHD_OPTION_ARRAY, s->tls() ? tls_options : no_options, MHD_OPTION_END);
+  std::lock_guard<std::mutex> lock(log.mutex);
+  log.starting = false;
+  if (s->daemon_ == nullptr) {
+    close(*fd);
+    std::string why = log.text.empty() ? "libmicrohttpd would not start" : log.text;
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    return Status::Unavailable("serving " + s->bound_address() + ": " + why);
   }
   return s;
 }
 
-HttpServer::HttpServer(HttpServer&& o) noexcept
-    : fd_(o.fd_),
-      address_(std::move(o.address_)),
-      options_(o.options_),
-      connections_(std::move(o.connections_)),
-      counts_(o.counts_) {
-  o.fd_ = -1;
-}
-
-HttpServer& HttpServer::operator=(HttpServer&& o) noexcept {
-  std::swap(fd_, o.fd_);
-  std::swap(address_, o.address_);
-  std::swap(options_, o.options_);
-  std::swap(connections_, o.connections_);
-  std::swap(counts_, o.counts_);
-  return *this;
-}
-
 HttpServer::~HttpServer() {
-  if (fd_ >= 0) close(fd_);
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
 }
 
 std::string HttpServer::bound_address() const {
@@ -141,155 +160,61 @@ std::string HttpServer::bound_address() const {
                        : fmt::format("{}:{}", address_.host, address_.port);
 }
 
-uint16_t HttpServer::port() const { return address_.port; }
-
-void HttpServer::Accept() {
-  for (;;) {
-    int fd = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or EMFILE and friends: try again next round
-    if (static_cast<int>(connections_.size()) >= options_.max_connections) {
-      ++counts_.refused;
-      std::string busy = SerializeHttpResponse(
-          {503, "text/plain; charset=utf-8", "too many connections\n", {}}, false);
-      (void)!send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      close(fd);
-      continue;
-    }
-    auto c = std::make_unique<Connection>();
-    c->fd = fd;
-    c->deadline_ns = MonotonicNs() + Ns(options_.request_timeout_seconds);
-    connections_.push_back(std::move(c));
-  }
+HttpServer::Counts HttpServer::counts() const {
+  return {requests_.load(), bad_requests_.load(), timeouts_.load(), refused_.load(), open_.load()};
 }
 
-void HttpServer::Respond(Connection& c, const HttpResponse& response, bool head_only) {
-  ++counts_.requests;
-  c.out = SerializeHttpResponse(response, head_only);
-  c.sent = 0;
-  c.in.clear();
-  c.in.shrink_to_fit();
-  c.state = Connection::State::kWriting;
-  c.deadline_ns = MonotonicNs() + Ns(options_.write_timeout_seconds);
-  OnWritable(c);
+MHD_Result HttpServerCallbacks::OnRequest(void* self, MHD_Connection* connection, const char* url,
+                                          const char* method, const char* /*version*/,
+                                          const char* /*upload_data*/, size_t* upload_data_size,
+                                          void** request_state) {
+  auto* s = static_cast<HttpServer*>(self);
+  std::string_view length = Header(connection, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  bool has_body = (!length.empty() && length.find_first_not_of('0') != std::string_view::npos) ||
+                  !Header(connection, MHD_HTTP_HEADER_TRANSFER_ENCODING).empty();
+  if (*request_state == nullptr) {
+    // The head is in. Answering now is an early answer that closes the
+    // connection: only for a request over the bound or with a body (which
+    // then goes unread). Others are answered on the next call, once
+    // libmicrohttpd knows the request is complete, so keep-alive holds.
+    *request_state = &kCounted;
+    if (s->in_flight_.fetch_add(1) >= s->options_.max_in_flight) {
+      ++s->refused_;
+      *request_state = &kAnswered;
+      return Send(connection, BusyResponse(), true);
+    }
+    if (!has_body) return MHD_YES;
+  } else if (*request_state == &kAnswered) {
+    *upload_data_size = 0;  // a body after our answer: discarded
+    return MHD_YES;
+  }
+  *request_state = &kAnswered;
+  HttpRequest request;
+  request.method = method;
+  request.path = url;
+  request.authorization = Header(connection, MHD_HTTP_HEADER_AUTHORIZATION);
+  request.has_body = has_body;
+  HttpResponse answer = s->handler_(request);
+  ++s->requests_;
+  if (answer.status >= 400 && answer.status < 500) ++s->bad_requests_;
+  return Send(connection, answer, has_body);
 }
 
-void HttpServer::OnReadable(Connection& c, const Handler& handler) {
-  char buffer[4096];
-  for (;;) {
-    ssize_t n = recv(c.fd, buffer, sizeof buffer, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) c.state = Connection::State::kClosed;
-      break;
-    }
-    if (n == 0) {  // the client is done sending
-      if (c.state == Connection::State::kReading) {
-        // A head cut short: nobody is left to answer.
-        c.state = Connection::State::kClosed;
-      } else {
-        c.state = Connection::State::kClosed;
-      }
-      return;
-    }
-    if (c.state == Connection::State::kLingering) continue;  // discarded
-    c.in.append(buffer, static_cast<size_t>(n));
-    if (c.in.size() > options_.max_head_bytes + sizeof buffer) break;
-  }
-  if (c.state != Connection::State::kReading) return;
-  HttpParseResult r = ParseHttpRequestHead(c.in, options_.max_head_bytes);
-  if (r.state == HttpParseResult::State::kIncomplete) return;
-  if (r.state == HttpParseResult::State::kError) {
-    ++counts_.bad_requests;
-    Respond(c, {r.status, "text/plain; charset=utf-8", r.reason + "\n", {}}, false);
-    return;
-  }
-  bool head_only = r.head.method == "HEAD";
-  if (r.head.method != "GET" && !head_only) {
-    Respond(c,
-            {405,
-             "text/plain; charset=utf-8",
-             "only GET and HEAD are served\n",
-             {{"Allow", "GET, HEAD"}}},
-            false);
-    return;
-  }
-  Respond(c, handler(r.head), head_only);
+void HttpServerCallbacks::OnCompleted(void* self, MHD_Connection* /*connection*/,
+                                      void** request_state, MHD_RequestTerminationCode why) {
+  auto* s = static_cast<HttpServer*>(self);
+  if (*request_state != &kCounted && *request_state != &kAnswered) return;
+  *request_state = nullptr;
+  --s->in_flight_;
+  if (why == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED) ++s->timeouts_;
 }
 
-void HttpServer::OnWritable(Connection& c) {
-  while (c.sent < c.out.size()) {
-    ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) c.state = Connection::State::kClosed;
-      return;
-    }
-    c.sent += static_cast<size_t>(n);
-  }
-  std::string().swap(c.out);
-  shutdown(c.fd, SHUT_WR);
-  c.state = Connection::State::kLingering;
-  c.deadline_ns = MonotonicNs() + Ns(kLingerSeconds);
-}
-
-Status HttpServer::Serve(const Handler& handler, const std::vector<Watch>& watches,
-                         double tick_seconds, const std::function<void()>& tick) {
-  int64_t next_tick = MonotonicNs();
-  std::vector<struct pollfd> fds;
-  for (;;) {
-    int64_t now = MonotonicNs();
-    if (tick && now >= next_tick) {
-      tick();
-      next_tick = now + Ns(tick_seconds);
-    }
-    // Expire connections past their deadline.
-    for (auto& c : connections_) {
-      if (c->state != Connection::State::kClosed && now >= c->deadline_ns) {
-        if (c->state != Connection::State::kLingering) ++counts_.timeouts;
-        c->state = Connection::State::kClosed;
-      }
-    }
-    std::erase_if(connections_, [](const std::unique_ptr<Connection>& c) {
-      return c->state == Connection::State::kClosed;
-    });
-    counts_.open = static_cast<int>(connections_.size());
-    int64_t wake = tick ? next_tick : now + Ns(3600);
-    fds.clear();
-    fds.push_back({fd_, POLLIN, 0});
-    for (const Watch& w : watches) fds.push_back({w.fd, POLLIN, 0});
-    for (auto& c : connections_) {
-      short events = c->state == Connection::State::kWriting ? POLLOUT : POLLIN;
-      fds.push_back({c->fd, events, 0});
-      wake = std::min(wake, c->deadline_ns);
-    }
-    int timeout_ms =
-        static_cast<int>(std::clamp<int64_t>((wake - now + 999999) / 1000000, 0, 60000));
-    int n = poll(fds.data(), fds.size(), timeout_ms);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno("poll", errno);
-    }
-    if (n == 0) continue;
-    size_t i = 1;
-    for (const Watch& w : watches) {
-      if (fds[i++].revents & (POLLIN | POLLERR | POLLHUP)) {
-        if (!w.on_readable()) return Status::Ok();
-      }
-    }
-    // Connections first (fds holds them in order), then new ones.
-    size_t count = connections_.size();
-    for (size_t k = 0; k < count; ++k, ++i) {
-      Connection& c = *connections_[k];
-      short rev = fds[i].revents;
-      if (!rev) continue;
-      if (c.state == Connection::State::kWriting && (rev & POLLOUT)) {
-        OnWritable(c);
-      } else if (rev & (POLLIN | POLLHUP | POLLERR)) {
-        OnReadable(c, handler);
-      }
-    }
-    if (fds[0].revents & POLLIN) Accept();
-  }
+void HttpServerCallbacks::OnConnection(void* self, MHD_Connection* /*connection*/,
+                                       void** /*socket_state*/,
+                                       MHD_ConnectionNotificationCode what) {
+  auto* s = static_cast<HttpServer*>(self);
+  if (what == MHD_CONNECTION_NOTIFY_STARTED) ++s->open_;
+  if (what == MHD_CONNECTION_NOTIFY_CLOSED) --s->open_;
 }
 
 }  // namespace stallscope

@@ -1,95 +1,83 @@
-// A small HTTP/1.1 server for the exporter: one thread, one poll() loop, no
-// dependency beyond the C library.
+// The exporter's HTTP server: libmicrohttpd in its thread-per-connection
+// mode, next to the exporter's own loop (which serves the hook socket and
+// the ticks on the main thread). The handler runs on the connections'
+// threads, several at once; the exporter guards what it shares with a mutex.
 //
-// It answers one request per connection and closes it (Connection: close):
-// Prometheus reconnects per scrape without complaint, and there is no
-// keep-alive state to bound. What keeps a hostile or broken client from
-// hurting it:
-//  - a whole request head must arrive within request_timeout (counted from
-//    accept, not per byte: a slowloris client trickling one byte a second
-//    is cut off at the same moment as a silent one);
-//  - the head is at most max_head_bytes (431 beyond);
-//  - at most max_connections are open; one more is answered 503 and closed;
-//  - an answer must drain within write_timeout, and every socket is
-//    non-blocking, so no client can stall the loop.
-// The loop also watches the caller's extra descriptors (the hook socket, a
-// signalfd) and calls a tick every tick_seconds. Not thread-safe; one owner.
+// What keeps a hostile or broken client from hurting it (the options):
+//  - max_in_flight: requests being answered at once. One more is answered
+//    503 with Retry-After at once and its connection closed, as promhttp's
+//    max-requests-in-flight does (libmicrohttpd alone would drop it unanswered).
+//  - max_connections and max_connections_per_address: libmicrohttpd's
+//    connection limits (past them a connection is closed unanswered); the
+//    per-address one keeps a slowloris client from taking every slot.
+//  - idle_timeout_seconds: a connection that sends or takes nothing for this
+//    long is closed (libmicrohttpd counts idle time, not time since accept:
+//    a client trickling a byte a second is bounded by the limits above).
+//  - max_head_bytes: the request head; beyond it the answer is 431.
+// TLS when a certificate and key are given (libmicrohttpd's GnuTLS support).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "core/status.h"
 #include "export/http_request.h"
 
+struct MHD_Daemon;
+struct MHD_Connection;
+
 namespace stallscope {
 
-struct HttpResponse {
-  int status = 200;
-  std::string content_type = "text/plain; charset=utf-8";
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;  // extra ones (Allow)
-};
-
 struct HttpServerOptions {
-  int max_connections = 64;
+  int max_in_flight = 64;
+  int max_connections = 512;
+  int max_connections_per_address = 256;
   size_t max_head_bytes = 8192;
-  double request_timeout_seconds = 5;
-  double write_timeout_seconds = 10;
+  unsigned idle_timeout_seconds = 5;
+  std::string tls_cert_pem;  // both empty: plain HTTP
+  std::string tls_key_pem;
 };
-
-// Status line text and the bytes sent for a response (HEAD: no body).
-std::string SerializeHttpResponse(const HttpResponse& response, bool head_only);
 
 class HttpServer {
  public:
-  using Handler = std::function<HttpResponse(const HttpRequestHead&)>;
-  // A descriptor to watch for input; the callback returns false to stop.
-  struct Watch {
-    int fd;
-    std::function<bool()> on_readable;
-  };
+  // Called on a connection's thread, possibly several at once.
+  using Handler = std::function<HttpResponse(const HttpRequest&)>;
 
-  static Result<HttpServer> Listen(const ListenAddress& address, const HttpServerOptions& options);
-  HttpServer(HttpServer&&) noexcept;
-  HttpServer& operator=(HttpServer&&) noexcept;
+  static Result<std::unique_ptr<HttpServer>> Start(const ListenAddress& address,
+                                                   const HttpServerOptions& options,
+                                                   Handler handler);
   ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
 
   // "127.0.0.1:40123": the bound address, with the port the kernel chose.
   std::string bound_address() const;
-  uint16_t port() const;
+  bool tls() const { return !options_.tls_cert_pem.empty(); }
 
-  // Serves until a watch callback returns false. tick runs every
-  // tick_seconds (and once at the start).
-  Status Serve(const Handler& handler, const std::vector<Watch>& watches, double tick_seconds,
-               const std::function<void()>& tick);
-
-  // Counters for the exporter's own metrics.
+  // Counters for the exporter's own metrics (read from any thread).
   struct Counts {
-    uint64_t requests = 0;      // answered with any status
-    uint64_t bad_requests = 0;  // 4xx/5xx from the parser
-    uint64_t timeouts = 0;      // connections cut for a slow head or a slow read
-    uint64_t refused = 0;       // over max_connections: 503
-    int open = 0;
+    uint64_t requests = 0;      // answered by the handler, any status
+    uint64_t bad_requests = 0;  // answered 4xx by the handler
+    uint64_t timeouts = 0;      // requests cut at the idle timeout
+    uint64_t refused = 0;       // over max_in_flight: 503
+    int64_t open = 0;           // connections open now
   };
-  const Counts& counts() const { return counts_; }
+  Counts counts() const;
 
  private:
-  struct Connection;
   HttpServer() = default;
-  void Accept();
-  void OnReadable(Connection& c, const Handler& handler);
-  void OnWritable(Connection& c);
-  void Respond(Connection& c, const HttpResponse& response, bool head_only);
+  friend struct HttpServerCallbacks;  // libmicrohttpd's callbacks, in the .cc
 
-  int fd_ = -1;
+  MHD_Daemon* daemon_ = nullptr;
   ListenAddress address_;
   HttpServerOptions options_;
-  std::vector<std::unique_ptr<Connection>> connections_;
-  Counts counts_;
+  Handler handler_;
+  std::atomic<int> in_flight_{0};
+  std::atomic<uint64_t> requests_{0}, bad_requests_{0}, timeouts_{0}, refused_{0};
+  std::atomic<int64_t> open_{0};
 };
 
 }  // namespace stallscope

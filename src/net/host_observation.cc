@@ -29,6 +29,10 @@ NetworkObservation ObserveHostNetwork(const Root& root, const Snapshot& snapshot
     if (after.ok) {
       std::vector<PortErrorDelta> rdma = RdmaErrorDeltas(before.devices, after.devices);
       o.port_deltas.insert(o.port_deltas.end(), rdma.begin(), rdma.end());
+      for (NetworkObservation::NicCongestionDelta& d :
+           RdmaCongestionDeltas(before.devices, after.devices)) {
+        o.nic_congestion.push_back(std::move(d));
+      }
       if (!o.window_seconds) o.window_seconds = after.monotonic_seconds - before.monotonic_seconds;
     }
   }

@@ -28,6 +28,8 @@ Result<std::string_view> SingleLine(std::string_view text, std::string_view sour
 }
 
 // Counter files: the driver may not offer one (EINVAL, ENOENT) -> nullopt.
+// port_xmit_wait counts ticks (a multiple of the symbol time each chip
+// picks); port_xmit_data and port_rcv_data count 4-octet words.
 Result<std::optional<uint64_t>> ReadCounter(const std::string& path) {
   Result<std::string> text = ReadAttribute(path);
   if (!text.ok()) return std::optional<uint64_t>();
@@ -113,6 +115,9 @@ Result<InfinibandPort> ReadPort(const std::string& hca_dir, uint32_t number) {
       {"symbol_error", &InfinibandPort::symbol_errors, false},
       {"link_downed", &InfinibandPort::link_downed, false},
       {"port_xmit_discards", &InfinibandPort::xmit_discards, false},
+      {"port_xmit_wait", &InfinibandPort::xmit_wait, false},
+      {"excessive_buffer_overrun_errors", &InfinibandPort::excessive_buffer_overrun_errors, false},
+      {"local_link_integrity_errors", &InfinibandPort::local_link_integrity_errors, false},
   };
   for (const CounterFile& counter : kCounters) {
     const std::string counter_path = counters + counter.name;
@@ -120,6 +125,15 @@ Result<InfinibandPort> ReadPort(const std::string& hca_dir, uint32_t number) {
         counter.data_words ? ReadDataCounterBytes(counter_path) : ReadCounter(counter_path);
     if (!value.ok()) return value.status();
     port.*counter.field = *value;
+  }
+  // hw_counters/ also holds settings (lifespan) and dozens of counters
+  // that say nothing of congestion: only these are read.
+  static constexpr const char* kHwCounters[] = {"out_of_buffer", "np_cnp_sent", "rp_cnp_handled",
+                                                "np_ecn_marked_roce_packets"};
+  for (const char* name : kHwCounters) {
+    Result<std::optional<uint64_t>> value = ReadCounter(dir + "/hw_counters/" + name);
+    if (!value.ok()) return value.status();
+    if (*value) port.hw_counters.push_back({name, **value});
   }
   port.netdev = FindNetdev(hca_dir, number);
   return port;

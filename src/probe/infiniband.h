@@ -2,7 +2,8 @@
 //
 // ReadInfinibandDevices lists every RDMA device (HCA) under a Root with its
 // firmware, node GUID, and per port the state, physical state, rate, link
-// layer (InfiniBand, or Ethernet for RoCE), LID, error counters and the netdev
+// layer (InfiniBand, or Ethernet for RoCE), LID, error and congestion counters
+// (port_xmit_wait, the hw_counters of RoCE ports) and the netdev
 // the port runs over. A host without RDMA has no /sys/class/infiniband: that
 // is an empty list, not an error. The string parsers are pure so fuzz
 // targets drive them; the reader passes each the file path as source.

@@ -160,6 +160,11 @@ constexpr std::string_view kIbNeedle = "NET/IB : Using";
 constexpr size_t kCarry = 13;
 static_assert(kCarry + 1 >= kSocketNeedle.size() && kCarry + 1 >= kIbNeedle.size());
 
+// A thread's key in twin_threads_.
+uint64_t ThreadKey(std::string_view host, int64_t pid, int dev, int64_t tid) {
+  return Hash(host, pid, dev) ^ (static_cast<uint64_t>(tid) * 0xc2b2ae3d27d4eb4full);
+}
+
 uint64_t Newlines(std::string_view s) {
   return static_cast<uint64_t>(std::count(s.begin(), s.end(), '\n'));
 }
@@ -603,72 +608,7 @@ namespace {
 // Marks the key of an outer tag alone in the tag map.
 constexpr uint64_t kOuterTag = 0x5bd1e9955bd1e995ull;
 
-// The widths terminals and log viewers wrap lines at.
-bool IsTerminalWidth(size_t n) {
-  return n == 80 || n == 100 || n == 120 || n == 132 || n == 160 || n == 200;
-}
-
 }  // namespace
-
-void NcclLogParser::AnyLine(const ScannedLine& scanned) {
-  std::string_view line = scanned.text;
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  // A progress bar's carriage returns put several lines on one (looked for
-  // only in lines the scanner did not find plain).
-  if (!scanned.plain && memchr(line.data(), '\r', line.size())) {
-    for (size_t from = 0; from <= line.size();) {
-      size_t at = line.find('\r', from);
-      if (at == std::string_view::npos) at = line.size();
-      AnyLine(Unscanned(line.substr(from, at - from)));  // the part holds none
-      from = at + 1;
-    }
-    return;
-  }
-  if (!wrapped_.empty()) {
-    // A terminal's wrap leaves the rest of the line on the next with no
-    // prefix, no decoration and no NCCL marker of its own.
-    std::string held = std::move(wrapped_);
-    wrapped_.clear();
-    const uint64_t now = line_no_;
-    line_no_ = wrapped_line_no_;
-    bool rest_of_it = !line.empty() && line[0] != ' ' && line[0] != '\t' &&
-                      line.size() <= held.size() && scanned.nccl == std::string_view::npos &&
-                      ReadLineHead(line).content == 0;
-    if (rest_of_it) {
-      held.append(line);
-      ++summary_.joined_lines;
-      Dispatch(Unscanned(held));
-      line_no_ = now;
-      longest_line_ = std::max(longest_line_, line.size());
-      return;
-    }
-    Dispatch(Unscanned(held));
-    line_no_ = now;
-  }
-  // Held only when no line so far was longer: a log that has one is not
-  // wrapped at that width.
-  // ... and only after another line of exactly that width: a terminal that
-  // wraps cuts many lines there, a log that is not wrapped rarely has two.
-  bool may_be_wrapped = IsTerminalWidth(line.size()) && line.size() >= longest_line_ &&
-                        line.size() == last_width_ && width_lines_ >= 1;
-  if (IsTerminalWidth(line.size())) {
-    width_lines_ = line.size() == last_width_ ? width_lines_ + 1 : 1;
-    last_width_ = line.size();
-  }
-  longest_line_ = std::max(longest_line_, line.size());
-  if (may_be_wrapped && scanned.nccl != std::string_view::npos) {
-    wrapped_.assign(line.data(), line.size());
-    wrapped_line_no_ = line_no_;
-    return;
-  }
-  if (line.size() == scanned.text.size()) {
-    Dispatch(scanned);
-  } else {
-    ScannedLine without_cr = scanned;
-    without_cr.text = line;
-    Dispatch(without_cr);
-  }
-}
 
 void NcclLogParser::Dispatch(const ScannedLine& line) {
   // Most lines of a dense log are NCCL's own: its prefix is tried right at
@@ -698,6 +638,7 @@ NcclLogSummary NcclLogParser::Finish() {
     ++line_no_;
     AnyLine(Unscanned(line));
   }
+  ReleaseWrapCandidate(false, true);
   if (!wrapped_.empty()) {
     std::string held = std::move(wrapped_);
     wrapped_.clear();
@@ -736,6 +677,16 @@ bool NcclLogParser::IsRecent(const RecentRank& recent, const NcclLinePrefix& pre
 }
 
 size_t NcclLogParser::RankFor(const NcclLinePrefix& prefix) {
+  if (!twin_threads_.empty()) {
+    auto it = twin_threads_.find(ThreadKey(prefix.host, prefix.pid, prefix.cuda_dev, prefix.tid));
+    if (it != twin_threads_.end()) {
+      const NcclRank& r = summary_.ranks[it->second];
+      const NcclProcess& p = summary_.processes[r.process];
+      if (r.cuda_dev == prefix.cuda_dev && p.pid == prefix.pid && p.host == prefix.host) {
+        return it->second;
+      }
+    }
+  }
   // Interleaved ranks: a small cache on (pid, dev), two ways to a slot,
   // checked against the host, spares hashing the host on nearly every line.
   uint64_t key = (static_cast<uint64_t>(prefix.pid) * 0x9e3779b97f4a7c15ull) ^
@@ -807,6 +758,48 @@ size_t NcclLogParser::LookUpRank(const NcclLinePrefix& prefix) {
   return found;
 }
 
+size_t NcclLogParser::TwinRank(
+    size_t rank_index, const std::function<bool(const NcclRank&, const NcclProcess&)>& fits) {
+  const NcclRank& base = summary_.ranks[rank_index];
+  const std::string host = summary_.processes[base.process].host;
+  const int64_t pid = summary_.processes[base.process].pid;
+  const int dev = base.cuda_dev;
+  size_t found = kNoRank;
+  int twins = 0;
+  for (size_t i = 0; i < summary_.processes.size(); ++i) {
+    const NcclProcess& p = summary_.processes[i];
+    if (p.pid != pid || p.host != host) continue;
+    twins = std::max(twins, p.twin);
+  }
+  for (size_t i = 0; i < summary_.ranks.size() && found == kNoRank; ++i) {
+    const NcclRank& r = summary_.ranks[i];
+    const NcclProcess& p = summary_.processes[r.process];
+    if (i != rank_index && r.cuda_dev == dev && p.pid == pid && p.host == host && fits(r, p)) {
+      found = i;
+    }
+  }
+  if (found == kNoRank) {
+    if (summary_.processes.size() >= kNcclMaxProcesses || summary_.ranks.size() >= kNcclMaxRanks) {
+      ++summary_.dropped;
+      return kNoRank;
+    }
+    NcclProcess p;
+    p.host = host;
+    p.pid = pid;
+    p.twin = twins + 1;
+    summary_.processes.push_back(std::move(p));
+    NcclRank r;
+    r.process = summary_.processes.size() - 1;
+    r.cuda_dev = dev;
+    summary_.ranks.push_back(std::move(r));
+    found = summary_.ranks.size() - 1;
+  }
+  if (line_tid_ != pid && twin_threads_.size() < kNcclMaxRanks) {
+    twin_threads_[ThreadKey(host, pid, dev, line_tid_)] = found;
+  }
+  return found;
+}
+
 void NcclLogParser::Line(const ScannedLine& scanned, bool fast_tried) {
   ++summary_.nccl_lines;
   std::string_view line = scanned.text;
@@ -855,6 +848,7 @@ void NcclLogParser::Line(const ScannedLine& scanned, bool fast_tried) {
 }
 
 size_t NcclLogParser::Prefixed(const NcclLinePrefix& prefix) {
+  line_tid_ = prefix.tid;
   size_t rank = RankFor(prefix);
   if (rank != kNoRank) {
     ++summary_.ranks[rank].lines;
@@ -1026,6 +1020,28 @@ void NcclLogParser::PeerFailure(std::string_view peer, std::string_view reason, 
   summary_.peer_failures.push_back(std::move(f));
 }
 
+void NcclLogParser::ProxyFailure(size_t rank, std::string_view msg) {
+  NcclProxyFailure f;
+  if (!ParseNcclProxyFailure(msg, &f)) return;
+  const NcclProcess& p = ProcessOf(rank);
+  for (NcclProxyFailure& seen : summary_.proxy_failures) {
+    if (seen.proxy_rank == f.proxy_rank && seen.from_rank == f.from_rank &&
+        seen.operation == f.operation && seen.host == p.host) {
+      ++seen.count;
+      return;
+    }
+  }
+  if (summary_.proxy_failures.size() >= kNcclMaxPeers) {
+    ++summary_.dropped;
+    return;
+  }
+  f.proxy_process = p.Name();
+  f.host = p.host;
+  f.count = 1;
+  f.first_line = line_no_;
+  summary_.proxy_failures.push_back(std::move(f));
+}
+
 void NcclLogParser::Algorithm(std::string_view text) {
   for (NcclAlgorithmChoice& a : summary_.algorithms) {
     if (a.text == text) {
@@ -1049,6 +1065,7 @@ void NcclLogParser::Warn(size_t rank, std::string_view msg) {
     // the printer's rank, when no Init line told it.
     int proxy_rank = NcclProxyServiceRank(msg);
     if (proxy_rank >= 0 && summary_.ranks[rank].rank < 0) summary_.ranks[rank].rank = proxy_rank;
+    if (proxy_rank >= 0) ProxyFailure(rank, msg);
   }
   std::optional<std::string_view> connect_to = After(msg, "Connect to ");
   if (!connect_to) connect_to = After(msg, ": connect to ");  // 2.27+

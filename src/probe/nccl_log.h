@@ -81,12 +81,20 @@ std::string_view ParseNcclVersion(std::string_view after_version_word);
 // aws-ofi-nccl's init.
 void ReadNcclFallbackInfo(std::string_view msg, uint64_t line, NcclProcess& p);
 void ReadNcclFallbackWarn(std::string_view msg, uint64_t line, NcclProcess& p);
+// aws-ofi-nccl's INFO lines (after "NET/OFI "): provider, fabric, NICs and
+// their PCI addresses, libfabric's and the plugin's versions, protocol,
+// platform, GDR disabled (probe/nccl_log_ofi.cc), read into process p.
+void ReadNcclOfiInfo(std::string_view msg, uint64_t line, NcclProcess& p);
 // "2.18.1" from PyTorch's error text ("NCCL error in: ..., NCCL version
 // 2.18.1"); empty when the line holds none.
 std::string_view NcclVersionInTorchError(std::string_view text);
 // N of "[Proxy Service N] ..." (proxy.cc's WARNs, 2.12+): the printing
 // rank; -1 when the message has no such tag.
 int NcclProxyServiceRank(std::string_view msg);
+// The proxy's "[Proxy Service N] Failed to execute operation OP from rank
+// M, retcode R" read into `out` (ranks, operation, retcode); false when the
+// message is not that one.
+bool ParseNcclProxyFailure(std::string_view msg, NcclProxyFailure* out);
 
 // The streaming parser: Feed whole lines (a chunk may end mid-line; the
 // parser keeps the tail until the next Feed), then Finish.
@@ -115,8 +123,21 @@ class NcclLogParser {
   void LibfabricLine(std::string_view text);
   void TorchLine(std::string_view text, const LineHead& head);
   void TorchErrorLine(std::string_view text);
-  // A line of either kind, once a wrapped one is joined back.
+  // Every line: carriage returns split, a terminal's wrap joined back
+  // (nccl_log_wrap.cc), then Dispatch.
   void AnyLine(const ScannedLine& line);
+  // Whether `line` may be the rest of a line a terminal `width` wide cut.
+  // `held`: the line it would join (whose launcher tag, if any, a row's
+  // "word: " must not look like).
+  static bool RestOfWrappedLine(std::string_view line, bool marker, size_t width,
+                                std::string_view held);
+  // A line read while the first NCCL line of a terminal's width waits.
+  void WaitWithCandidate(std::string_view line, bool marker);
+  // The waiting candidate and the lines after it, read in order: the
+  // candidate joined to its rest when `wrapped`, else as it is. `undecided`:
+  // no line told either way (the log or the wait ended); the candidate is
+  // joined if its own cut shows it was wrapped (see CutInsideMessage).
+  void ReleaseWrapCandidate(bool wrapped, bool undecided = false);
   void Dispatch(const ScannedLine& line);
   // The launcher's tag on a line NCCL prefixed, remembered for its process.
   void RememberTag(const LineHead& head, size_t rank);
@@ -126,12 +147,29 @@ class NcclLogParser {
   size_t RankFor(const NcclLinePrefix& prefix);
   size_t LookUpRank(const NcclLinePrefix& prefix);
   NcclProcess& ProcessOf(size_t rank) { return summary_.processes[summary_.ranks[rank].process]; }
+  void InitLine(size_t rank_index, std::string_view msg);
+  // A Bootstrap line of `rank_index`'s host:pid naming another first address.
+  void OtherBootstrap(size_t rank_index, std::string_view list);
+  // Another process under the host:pid:dev of `rank_index` (a host name
+  // written alike on several hosts, a pid that repeats across them): the rank
+  // among those already told apart that `fits`, else a new process and rank
+  // (NcclProcess::twin). The line's thread is remembered for it (unless it
+  // is the main thread, tid == pid, which repeats across hosts as the pid
+  // does), so the thread's later lines go to it. kNoRank past the caps.
+  // Invalidates references into summary_'s processes and ranks.
+  size_t TwinRank(size_t rank_index,
+                  const std::function<bool(const NcclRank&, const NcclProcess&)>& fits);
   void ChannelLine(NcclRank& rank, std::string_view msg);
+  // The version-bound form of a channel line with a transport (after "via ").
+  void ChannelForm(NcclProcess& process, std::string_view msg, size_t word,
+                   std::string_view transport);
   void TuningLine(std::string_view msg);
   void ConnectRetry(std::string_view msg);
   bool SetOnceInterfaces(std::vector<NcclInterface>& into, std::string_view list);
   static std::string_view FirstWordOf(std::string_view s);
   void PeerFailure(std::string_view peer, std::string_view reason, size_t rank);
+  // A proxy's "Failed to execute operation OP from rank M" printed by `rank`.
+  void ProxyFailure(size_t rank, std::string_view msg);
   void Algorithm(std::string_view text);
 
   NcclLogSummary summary_;
@@ -157,6 +195,11 @@ class NcclLogParser {
   std::vector<RecentRank> recent_ranks_;
   bool IsRecent(const RecentRank& recent, const NcclLinePrefix& prefix) const;
   size_t last_process_ = kNoRank;  // for a bare "NCCL version" line
+  // Processes told apart under one host:pid (TwinRank): the (host, pid, dev,
+  // tid) of a thread seen to be theirs, to their rank. Empty in nearly every
+  // log: RankFor looks here only when it is not.
+  std::unordered_map<uint64_t, size_t> twin_threads_;
+  int64_t line_tid_ = 0;  // the tid of the prefixed line being read
   // Launcher tags (LineHead::tag_key) to processes, and bare versions seen
   // under a tag before its process printed a prefixed line.
   std::unordered_map<uint64_t, size_t> tag_process_;  // kNoRank: several processes share it
@@ -166,6 +209,12 @@ class NcclLogParser {
   // An NCCL line as long as a terminal is wide, held until the next line
   // tells whether the terminal wrapped it.
   std::string wrapped_;
+  // The first NCCL line of a terminal's width, and the lines read after it
+  // (their numbers and copies), while it is not yet known whether the
+  // terminal wrapped it.
+  std::string wrap_candidate_;
+  uint64_t wrap_candidate_line_ = 0;
+  std::vector<std::pair<uint64_t, std::string>> waiting_;
   std::string scratch_;  // a line without its escape codes
   size_t longest_line_ = 0;
   size_t last_width_ = 0;         // the terminal width the last such line had

@@ -172,4 +172,31 @@ int NcclProxyServiceRank(std::string_view msg) {
   return n && *n >= 0 && *n < (1 << 24) ? static_cast<int>(*n) : -1;
 }
 
+bool ParseNcclProxyFailure(std::string_view msg, NcclProxyFailure* out) {
+  const int proxy = NcclProxyServiceRank(msg);
+  constexpr std::string_view kOperation = "] Failed to execute operation ";
+  size_t at = msg.find(kOperation);
+  if (proxy < 0 || at == std::string_view::npos) return false;
+  std::string_view rest = msg.substr(at + kOperation.size());
+  size_t from = rest.find(" from rank ");
+  if (from == std::string_view::npos) return false;
+  std::string_view rank = rest.substr(from + 11);
+  size_t comma = rank.find(',');
+  auto m = ParseInt(Trim(rank.substr(0, comma)));
+  if (!m || *m < 0 || *m >= (1 << 24)) return false;
+  out->proxy_rank = proxy;
+  out->from_rank = static_cast<int>(*m);
+  out->operation = std::string(Trim(rest.substr(0, from)).substr(0, 32));
+  out->retcode = -1;
+  if (comma != std::string_view::npos) {
+    std::string_view code = Trim(rank.substr(comma + 1));
+    if (StartsWith(code, "retcode ")) {
+      if (auto r = ParseInt(Trim(code.substr(8))); r && *r >= 0 && *r < 1000) {
+        out->retcode = static_cast<int>(*r);
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace stallscope

@@ -92,6 +92,24 @@ std::optional<int64_t> IntAfter(std::string_view s, const char (&key)[N]) {
   return ParseInt(rest.substr(0, end));
 }
 
+// The hexadecimal number after `key` (at most 16 digits); 0 when none.
+template <size_t N>
+uint64_t HexAfter(std::string_view s, const char (&key)[N]) {
+  size_t at = Find(s, key);
+  if (at == std::string_view::npos) return 0;
+  uint64_t v = 0;
+  for (size_t i = at + N - 1, digits = 0; i < s.size() && digits < 16; ++i, ++digits) {
+    const char c = s[i];
+    const int d = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
+    if (d < 0) break;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
 // The word after "set by environment to ", without a trailing '.'.
 std::string_view EnvValue(std::string_view msg) {
   size_t at = Find(msg, " set by environment to ");
@@ -112,39 +130,24 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
   NcclRank& rank = summary_.ranks[rank_index];
   NcclProcess& process = summary_.processes[rank.process];
   if (msg[0] == 'N' || msg[0] == 'F' || msg[0] == 'P') ReadNcclFallbackInfo(msg, line_no_, process);
-  auto init_line = [&](std::string_view m) {
-    // The words end the line in every version; the search is for text after them.
-    bool complete = EndsWith(m, "Init COMPLETE") || EndsWith(m, " - COMPLETE");
-    bool start = !complete && EndsWith(m, "Init START");
-    if (!complete && !start) {
-      complete = Find(m, "Init COMPLETE") != std::string_view::npos;
-      start = !complete && Find(m, "Init START") != std::string_view::npos;
-    }
-    auto r = IntAfter(m, " rank ");
-    auto n = IntAfter(m, " nranks ");
-    if (!n) n = IntAfter(m, " nRanks ");
-    if (!complete && !start) {
-      // "comm 0x.. rank 0 nranks 2" (2.3), "comm .. rank 0 nRanks 16 nNodes 2 ..."
-      // (2.20+), "... - Destroy COMPLETE": the identity only, when none is known.
-      if (r && n && rank.nranks == 0 && *r >= 0 && *r < *n && *n < (1 << 24)) {
-        rank.rank = static_cast<int>(*r);
-        rank.nranks = static_cast<int>(*n);
-      }
-      return;
-    }
-    (complete ? rank.init_completed : rank.init_started)++;
-    if (start) rank.init_start_line = line_no_;
-    if (r && n && *n >= rank.nranks && *n < (1 << 24) && *r >= 0 && *r < *n) {
-      rank.rank = static_cast<int>(*r);
-      rank.nranks = static_cast<int>(*n);
-      rank.identity_from_init = true;
-    }
-  };
   switch (msg[0]) {
     case 'B':
       if (StartsWith(msg, "Bootstrap : Using") || StartsWith(msg, "Bootstrap: Using")) {
-        if (!process.bootstrap.empty()) return;  // printed by every communicator
         std::string_view list = msg.substr(Find(msg, "Using") + 5);
+        // Printed by every communicator; another address under the same
+        // host:pid is another process (TwinRank).
+        if (!process.bootstrap.empty()) {
+          const std::string& first = process.bootstrap[0].address;
+          if (!first.empty() &&
+              list.substr(0, first.size() + 32).find(first) == std::string_view::npos) {
+            OtherBootstrap(rank_index, list);
+          }
+          return;
+        }
+        process.SawForm(msg[9] == ':'                 ? NcclLineForm::kBootstrapUnspaced
+                        : StartsWith(Trim(list), "[") ? NcclLineForm::kBootstrapIndexed
+                                                      : NcclLineForm::kBootstrapSpaced,
+                        line_no_);
         if (SetOnceInterfaces(process.bootstrap, list)) ++summary_.dropped;
         if (!process.bootstrap.empty()) process.bootstrap_line = line_no_;
       } else if (Find(msg, " Bytes -> Algo ") != std::string_view::npos) {
@@ -191,15 +194,7 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
         std::vector<NcclInterface> one = ParseNcclInterfaces(msg.substr(21));
         if (!one.empty() && process.bootstrap.empty()) process.bootstrap.push_back(one[0]);
       } else if (StartsWith(msg, "NET/OFI ")) {
-        // aws-ofi-nccl: "NET/OFI Selected Provider is efa (found 4 nics)",
-        // "NET/OFI Selected provider is efa, fabric is efa-direct (found 4 nics)".
-        size_t at = Find(msg, "elected Provider is ");
-        if (at == std::string_view::npos) at = Find(msg, "elected provider is ");
-        if (at != std::string_view::npos && process.ofi_provider.empty()) {
-          std::string_view name = FirstWordOf(msg.substr(at + 20));
-          while (!name.empty() && name.back() == ',') name.remove_suffix(1);
-          process.ofi_provider = std::string(name);
-        }
+        ReadNcclOfiInfo(msg.substr(8), line_no_, process);  // aws-ofi-nccl
       } else if (StartsWith(msg, "NET/Plugin: Loaded net plugin ") ||
                  StartsWith(msg, "NET/Plugin : Loaded net plugin ")) {
         size_t at = Find(msg, "net plugin ");
@@ -232,10 +227,12 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
       if (StartsWith(msg, "Using network ")) {
         std::string_view net = Trim(msg.substr(14)).substr(0, 64);
         if (process.network.empty()) process.network = std::string(net);
+        process.SawForm(NcclLineForm::kUsingNetwork, line_no_);
       } else if (StartsWith(msg, "Using internal Network ") ||
                  StartsWith(msg, "Using external Network ")) {  // 2.3
         std::string_view net = Trim(msg.substr(23)).substr(0, 64);
         if (process.network.empty()) process.network = std::string(net);
+        process.SawForm(NcclLineForm::kInternalNetwork, line_no_);
         // 2.3's socket transport uses the interface bootstrap found.
         if (net == "Socket" && process.net_socket.empty() && !process.bootstrap.empty()) {
           process.net_socket.push_back(process.bootstrap[0]);
@@ -281,20 +278,23 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
     case 'c':
       if (StartsWith(msg, "cudaDriverVersion ")) {
         if (auto v = ParseInt(Trim(msg.substr(18)))) process.cuda_driver = *v;
+        process.SawForm(NcclLineForm::kCudaDriverVersion, line_no_);
       } else if (StartsWith(msg, "comm ")) {
         if (auto nodes = IntAfter(msg, " nNodes ")) {
           if (*nodes > process.nnodes && *nodes < (1 << 20))
             process.nnodes = static_cast<int>(*nodes);
+          process.SawForm(NcclLineForm::kNodesLine, line_no_);
         }
-        init_line(msg);
+        InitLine(rank_index, msg);
       }
       return;
     case 'n':
     case '[':
-      if (Find(msg.substr(0, 48), "comm ") != std::string_view::npos) init_line(msg);
+      if (Find(msg.substr(0, 48), "comm ") != std::string_view::npos) InitLine(rank_index, msg);
       return;
     case 'I':
       if (StartsWith(msg, "Init timings")) {
+        process.SawForm(NcclLineForm::kInitTimings, line_no_);
         size_t at = Find(msg, " total ");
         if (at != std::string_view::npos) {
           std::string_view num = msg.substr(at + 7);
@@ -345,6 +345,76 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
   }
 }
 
+// "comm 0x.. rank R nranks N ... commId 0x.. - Init START|COMPLETE" and
+// the identity-only forms. The same host:pid:dev printing two ranks of one
+// communicator (one commId) is two processes: the line goes to the other.
+void NcclLogParser::InitLine(size_t rank_index, std::string_view m) {
+  // The words end the line in every version; the search is for text after them.
+  bool complete = EndsWith(m, "Init COMPLETE") || EndsWith(m, " - COMPLETE");
+  bool start = !complete && EndsWith(m, "Init START");
+  if (!complete && !start) {
+    complete = Find(m, "Init COMPLETE") != std::string_view::npos;
+    start = !complete && Find(m, "Init START") != std::string_view::npos;
+  }
+  auto r = IntAfter(m, " rank ");
+  auto n = IntAfter(m, " nranks ");
+  if (!n) n = IntAfter(m, " nRanks ");
+  // The commId is read only where the rank's identity is new or differs
+  // (a rank's START and COMPLETE lines say the same).
+  const NcclRank& now = summary_.ranks[rank_index];
+  const bool new_identity = (complete || start) && r && (!now.identity_from_init || now.rank != *r);
+  const uint64_t comm = new_identity ? HexAfter(m, " commId 0x") : 0;
+  if (new_identity && comm != 0) {
+    if (now.identity_from_init && now.comm_id == comm && now.rank != *r) {
+      const int number = static_cast<int>(*r);
+      size_t twin = TwinRank(rank_index, [&](const NcclRank& t, const NcclProcess&) {
+        return (t.comm_id == comm && t.rank == number) || !t.identity_from_init;
+      });
+      if (twin != kNoRank) rank_index = twin;
+    }
+  }
+  NcclRank& rank = summary_.ranks[rank_index];
+  NcclProcess& process = summary_.processes[rank.process];
+  if (!complete && !start) {
+    // "comm 0x.. rank 0 nranks 2" (2.3), "comm .. rank 0 nRanks 16 nNodes 2 ..."
+    // (2.20+), "... - Destroy COMPLETE": the identity only, when none is known.
+    if (r && n && rank.nranks == 0 && *r >= 0 && *r < *n && *n < (1 << 24)) {
+      rank.rank = static_cast<int>(*r);
+      rank.nranks = static_cast<int>(*n);
+    }
+    return;
+  }
+  (complete ? rank.init_completed : rank.init_started)++;
+  if (start) {
+    rank.init_start_line = line_no_;
+    process.SawForm(NcclLineForm::kInitStart, line_no_);
+  } else if (EndsWith(m, " - COMPLETE")) {
+    process.SawForm(NcclLineForm::kCompleteWithoutInit, line_no_);
+  }
+  if (r && n && *n >= rank.nranks && *n < (1 << 24) && *r >= 0 && *r < *n) {
+    rank.rank = static_cast<int>(*r);
+    rank.nranks = static_cast<int>(*n);
+    rank.identity_from_init = true;
+    if (new_identity) rank.comm_id = comm;
+  }
+}
+
+void NcclLogParser::OtherBootstrap(size_t rank_index, std::string_view list) {
+  std::vector<NcclInterface> other = ParseNcclInterfaces(list);
+  const std::string& first = ProcessOf(rank_index).bootstrap[0].address;
+  if (other.empty() || other[0].address.empty() || other[0].address == first) return;
+  const std::string address = other[0].address;
+  size_t twin = TwinRank(rank_index, [&](const NcclRank&, const NcclProcess& p) {
+    return p.bootstrap.empty() || p.bootstrap[0].address == address;
+  });
+  if (twin == kNoRank) return;
+  NcclProcess& p = ProcessOf(twin);
+  if (!p.bootstrap.empty()) return;
+  if (other.size() > kNcclMaxInterfaces) other.resize(kNcclMaxInterfaces);
+  p.bootstrap = std::move(other);
+  p.bootstrap_line = line_no_;
+}
+
 bool NcclLogParser::SetOnceInterfaces(std::vector<NcclInterface>& into, std::string_view list) {
   if (!into.empty()) return false;
   std::vector<NcclInterface> parsed = ParseNcclInterfaces(list);
@@ -365,6 +435,17 @@ void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
   if (via != std::string_view::npos) {
     std::string_view t = msg.substr(via + 5);
     NcclTransportCounts& c = rank.transports;
+    // The version-bound forms: the first channel line's, and SHM's.
+    {
+      NcclProcess& process = summary_.processes[rank.process];
+      constexpr uint32_t kChannelForms =
+          1u << static_cast<unsigned>(NcclLineForm::kRingVia) |
+          1u << static_cast<unsigned>(NcclLineForm::kChannelSubIndex) |
+          1u << static_cast<unsigned>(NcclLineForm::kChannelNoSubIndex);
+      if (!(process.line_forms & kChannelForms) || (!t.empty() && (t[0] == 'd' || t[0] == 'S'))) {
+        ChannelForm(process, msg, word, t);
+      }
+    }
     // The printer: "a[x] -> b[y] [send] via" is printed by a, "[receive]" by
     // b; P2P and SHM lines by the sender; 2.3's NET lines are the receiver's.
     if (rank.rank < 0) {
@@ -471,6 +552,31 @@ void NcclLogParser::ChannelLine(NcclRank& rank, std::string_view msg) {
     return;
   }
   summary_.rings.push_back(std::move(ring));
+}
+
+void NcclLogParser::ChannelForm(NcclProcess& process, std::string_view msg, size_t word,
+                                std::string_view transport) {
+  // Which NCCL printed it: "Ring NN :" (2.3-2.6), "Channel NN :" (P2P and
+  // NET until 2.13 and 2.11), "Channel NN/M :" (NET from 2.12, P2P from
+  // 2.14); SHM's "direct shared memory" (to 2.12) or "SHM/" (2.13+).
+  const uint64_t line = line_no_;
+  if (StartsWith(transport, "direct shared memory")) {
+    process.SawForm(NcclLineForm::kDirectSharedMemory, line);
+  } else if (StartsWith(transport, "SHM/")) {
+    process.SawForm(NcclLineForm::kShmSlash, line);
+  }
+  if (word == 5) {
+    process.SawForm(NcclLineForm::kRingVia, line);
+    return;
+  }
+  size_t i = word;
+  while (i < msg.size() && msg[i] >= '0' && msg[i] <= '9') ++i;
+  if (i == word || i >= msg.size()) return;
+  if (msg[i] == '/') {
+    process.SawForm(NcclLineForm::kChannelSubIndex, line);
+  } else if (msg[i] == ' ' && (StartsWith(transport, "P2P/") || StartsWith(transport, "NET/"))) {
+    process.SawForm(NcclLineForm::kChannelNoSubIndex, line);
+  }
 }
 
 void NcclLogParser::TuningLine(std::string_view msg) {

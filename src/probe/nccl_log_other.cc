@@ -311,6 +311,12 @@ void SanitizeNcclSummary(NcclLogSummary& s) {
     fix(p.net_plugin);
     fix(p.plugin_path);
     fix(p.ofi_provider);
+    fix(p.ofi.plugin_version);
+    fix(p.ofi.libfabric_version);
+    fix(p.ofi.fabric);
+    fix(p.ofi.protocol);
+    fix(p.ofi.platform);
+    for (std::string& d : p.ofi.devices) fix(d);
     fix(p.plugin_asked);
     fix(p.plugin_failed);
     fix(p.plugin_failure);
@@ -318,6 +324,11 @@ void SanitizeNcclSummary(NcclLogSummary& s) {
   }
   for (std::string& p : s.libfabric_empty_providers) fix(p);
   for (std::string& v : s.torch_error_versions) fix(v);
+  for (NcclProxyFailure& f : s.proxy_failures) {
+    fix(f.proxy_process);
+    fix(f.host);
+    fix(f.operation);
+  }
 }
 
 }  // namespace stallscope

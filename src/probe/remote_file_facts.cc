@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -82,7 +81,7 @@ void RemoteFileProber::Poll() {
       if (answered_.size() >= kMostAnswersKept) answered_.clear();
       if (std::optional<RemoteFileFacts> f = ParseAnswer(**done)) answered_[it->first] = *f;
     } else if (it->second.call.pid() > 0) {  // given up: stuck on the mount
-      abandoned_.push_back(it->second.call.pid());
+      abandoned_.push_back(std::move(it->second.call));
       if (dead_mounts_.insert(it->second.mount_point).second) {
         notes_.push_back(fmt::format(
             "io: no answer from the {} within {:.0f} s to the {}: the sizes and formats of the "
@@ -94,9 +93,7 @@ void RemoteFileProber::Poll() {
     it = running_.erase(it);
   }
   for (auto it = abandoned_.begin(); it != abandoned_.end();) {
-    int status = 0;
-    const pid_t reaped = ::waitpid(*it, &status, WNOHANG);
-    it = reaped == 0 ? it + 1 : abandoned_.erase(it);  // ended (or not ours any more)
+    it = it->ReapIfEnded() ? abandoned_.erase(it) : it + 1;
   }
 }
 

@@ -73,7 +73,7 @@ class RemoteFileProber {
   size_t max_children_;
   std::map<std::string, Running> running_;           // by file
   std::map<std::string, RemoteFileFacts> answered_;  // by file, taken once
-  std::vector<pid_t> abandoned_;
+  std::vector<ChildCall> abandoned_;                 // given up, not yet ended
   std::set<std::string> dead_mounts_;
   std::vector<std::string> notes_;
 };

@@ -153,30 +153,6 @@ void ReadStaticFacts(const Root& root, Snapshot& s) {
   }
 }
 
-// At most this many interfaces' statistics are read (a host with thousands
-// of veths gets the first ones by name).
-constexpr size_t kMaxNicStatsInterfaces = 64;
-
-// The driver statistics of every interface that has them (on the live
-// root those of /sys/class/net; under another root the files of ethtool/);
-// interfaces without (lo, bridges) are left out, other errors noted.
-std::vector<NicStats> ReadAllNicStats(const Root& root, std::vector<std::string>* notes) {
-  std::vector<NicStats> out;
-  Result<std::vector<std::string>> names =
-      ListDirectory(root.Path(root.IsLive() ? "/sys/class/net" : "/ethtool"));
-  if (!names.ok()) return out;
-  for (const std::string& name : *names) {
-    if (out.size() >= kMaxNicStatsInterfaces) break;
-    Result<NicStats> stats = ReadNicStats(root, name);
-    if (stats.ok()) {
-      out.push_back(std::move(*stats));
-    } else if (!stats.status().IsNotFound() && notes != nullptr) {
-      notes->push_back("NIC statistics: " + stats.status().message());
-    }
-  }
-  return out;
-}
-
 // The node's notes whose source ("kernel log" of "kernel log: ...") the
 // read-back has no note of.
 void AddNodeNotes(const std::vector<std::string>& node_notes, std::vector<std::string>& notes) {
@@ -226,7 +202,7 @@ Result<Snapshot> TakeSnapshot(const Root& root, const SnapshotOptions& options) 
   Result<HostSample> before = TakeHostSample(first_root, &s.notes);
   if (!before.ok()) return before.status();
   s.before = std::move(*before);
-  std::vector<NicStats> nic_before = ReadAllNicStats(first_root, &s.notes);
+  std::vector<NicStats> nic_before = ReadEveryNicStats(first_root, &s.notes);
   // GPUs: this sample starts GPM's interval, the one after the wait ends it.
   std::unique_ptr<GpuProbe> gpu = GpuProbe::Open(root);
   GpuObservation first;
@@ -241,7 +217,7 @@ Result<Snapshot> TakeSnapshot(const Root& root, const SnapshotOptions& options) 
   Result<HostSample> after = TakeHostSample(root, nullptr);
   if (!after.ok()) return after.status();
   s.after = std::move(*after);
-  for (const NicStats& now : ReadAllNicStats(root, nullptr)) {
+  for (const NicStats& now : ReadEveryNicStats(root, nullptr)) {
     Snapshot::NicStatsReading r{
         now.interface, now.source,  now.counters.size(), SummarizeNicStats(now), {},
         false,         now.counters};

@@ -363,7 +363,7 @@ std::optional<int64_t> IdOf(std::string_view text) {
 // field of the current event the last key named.
 class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TraceHandler> {
  public:
-  explicit TraceHandler(TraceFile& out) : out_(out) {}
+  TraceHandler(TraceFile& out, TraceRows rows) : out_(out), every_row_(rows == TraceRows::kEvery) {}
 
   bool Null() { return Scalar(std::string_view()); }
   bool Bool(bool) { return Scalar(std::string_view()); }
@@ -552,8 +552,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     TraceCategory cat = legacy_op ? TraceCategory::kCpuOp : TraceCategoryOf(cat_);
     TraceCpuRole role = TraceCpuRoleOf(name_);
     bool step = ProfilerStepNumber(name_).has_value();
-    if (event_.stream == -1 && event_.correlation < 0 && role == TraceCpuRole::kNone && !step &&
-        cat != TraceCategory::kGpuAnnotation) {
+    if (!every_row_ && event_.stream == -1 && event_.correlation < 0 &&
+        role == TraceCpuRole::kNone && !step && cat != TraceCategory::kGpuAnnotation) {
       return;  // counted, not kept (user annotations on the GPU are kept for their time)
     }
     TraceEvent e;
@@ -572,6 +572,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   }
 
   TraceFile& out_;
+  bool every_row_ = false;
   std::vector<Frame> stack_;
   Frame top_ = Frame::kSkip;
   bool top_seen_ = false;
@@ -585,7 +586,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   std::unordered_map<std::string, uint32_t> names_;
 };
 
-Result<TraceFile> ParseFrom(ByteSource& raw, std::string_view source) {
+Result<TraceFile> ParseFrom(ByteSource& raw, std::string_view source, TraceRows rows) {
   // Look at the first two bytes for gzip's magic.
   std::string head(2, '\0');
   size_t have = 0;
@@ -630,7 +631,7 @@ Result<TraceFile> ParseFrom(ByteSource& raw, std::string_view source) {
   TraceFile trace;
   trace.path = std::string(source);
   JsonStream stream(*text);
-  TraceHandler handler(trace);
+  TraceHandler handler(trace, rows);
   rapidjson::Reader reader;
   constexpr unsigned kFlags = rapidjson::kParseIterativeFlag |
                               rapidjson::kParseNumbersAsStringsFlag |
@@ -672,18 +673,18 @@ Result<TraceFile> ParseFrom(ByteSource& raw, std::string_view source) {
 
 }  // namespace
 
-Result<TraceFile> ReadTraceFile(const std::string& path) {
+Result<TraceFile> ReadTraceFile(const std::string& path, TraceRows rows) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno("cannot open " + path, errno);
   FdSource source(fd, path);
-  Result<TraceFile> out = ParseFrom(source, path);
+  Result<TraceFile> out = ParseFrom(source, path, rows);
   ::close(fd);
   return out;
 }
 
-Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source) {
+Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source, TraceRows rows) {
   MemorySource memory(bytes);
-  return ParseFrom(memory, source);
+  return ParseFrom(memory, source, rows);
 }
 
 Result<std::vector<std::string>> TraceFilesIn(const std::string& path) {

@@ -24,12 +24,17 @@
 
 namespace stallscope {
 
+// Which of HTA's rows are kept: those the analyses read (sample/trace.h says
+// which), or every one (the trace diff counts every CPU op by name).
+enum class TraceRows : uint8_t { kAnalysed, kEvery };
+
 // Reads the trace at `path` (JSON or gzip'd JSON).
-Result<TraceFile> ReadTraceFile(const std::string& path);
+Result<TraceFile> ReadTraceFile(const std::string& path, TraceRows rows = TraceRows::kAnalysed);
 
 // The same over bytes in memory (gzip'd or not); `source` names them in
 // errors. For tests and the fuzzer.
-Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source);
+Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source,
+                                  TraceRows rows = TraceRows::kAnalysed);
 
 // The trace files PATH names: PATH itself when it is a file, else the
 // `*.json` and `*.gz` files directly in the directory (not recursive, as HTA

@@ -1,9 +1,10 @@
 // What the kernel logged about the hardware while a job ran: the NVIDIA Xid
 // errors and RDMA/mlx5 port link-downs (probe/kernel_log.h) that were not in
-// the log when the run started. `run` and `watch` read the log once at the
-// start and once when the job ended (never while it runs: the log is read
-// whole, up to 64 MiB); a record is this run's when the first read did not
-// hold it, so no clock has to agree with the kernel's. Where the first read
+// the log when the run started. `run` reads the log once before it
+// launches the job (so what the job logs in its first moments is the run's;
+// `watch` when it begins) and once when the job ended (never while it runs:
+// the log is read whole, up to 64 MiB); a record is this run's when the
+// first read did not hold it, so no clock has to agree with the kernel's. Where the first read
 // failed, the records timed at or after the start are taken instead. The
 // events' times become seconds since the run's start. Not thread-safe (one
 // per run).

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sample/rdma_congestion.h"
+
 namespace stallscope {
 namespace {
 
@@ -47,6 +49,36 @@ std::vector<PortCounterPoint> PortCounterTracker::Update(double t,
   for (PortCounterPoint& p : now) {
     auto it = stored_.find(p.port);
     if (!all && it != stored_.end() && SameErrors(it->second, p)) continue;
+    stored_[p.port] = p;
+    store.push_back(std::move(p));
+  }
+  return store;
+}
+
+std::vector<CongestionPoint> CongestionTracker::Update(double t, const std::vector<NicStats>& nics,
+                                                       const std::vector<InfinibandDevice>& rdma,
+                                                       bool all) {
+  std::vector<CongestionPoint> now;
+  for (const NicStats& n : nics) {
+    NicCongestion c = SummarizeNicStats(n);
+    if (!c.has_pause && !c.has_ecn_cnp && !c.has_drops) continue;
+    c.counters_used.clear();
+    now.push_back({t, n.interface, false, std::move(c)});
+  }
+  for (RdmaCongestionReading& r : RdmaCongestionReadings(rdma)) {
+    r.total.counters_used.clear();
+    now.push_back({t, std::move(r.port), true, std::move(r.total)});
+  }
+  auto same = [](const NicCongestion& a, const NicCongestion& b) {
+    return a.pause_rx == b.pause_rx && a.pause_tx == b.pause_tx && a.ecn_marked == b.ecn_marked &&
+           a.cnp_sent == b.cnp_sent && a.cnp_handled == b.cnp_handled &&
+           a.buffer_drops == b.buffer_drops && a.allowance_exceeded == b.allowance_exceeded &&
+           a.xmit_wait_ticks == b.xmit_wait_ticks && a.xmit_words == b.xmit_words;
+  };
+  std::vector<CongestionPoint> store;
+  for (CongestionPoint& p : now) {
+    auto it = stored_.find(p.port);
+    if (!all && it != stored_.end() && same(it->second.counters, p.counters)) continue;
     stored_[p.port] = p;
     store.push_back(std::move(p));
   }

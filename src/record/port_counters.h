@@ -28,4 +28,16 @@ class PortCounterTracker {
   std::map<std::string, PortCounterPoint> stored_;  // last row stored, by port
 };
 
+// The same bookkeeping for the ports' congestion counters (table
+// congestion_counters): NICs from their driver statistics (those that
+// count any congestion kind), RDMA ports from RdmaPortCongestion.
+class CongestionTracker {
+ public:
+  std::vector<CongestionPoint> Update(double t, const std::vector<NicStats>& nics,
+                                      const std::vector<InfinibandDevice>& rdma, bool all = false);
+
+ private:
+  std::map<std::string, CongestionPoint> stored_;
+};
+
 }  // namespace stallscope

@@ -21,6 +21,7 @@
 #include "probe/cpu_stat.h"
 #include "probe/diskstats.h"
 #include "probe/environment.h"
+#include "probe/ethtool_stats.h"
 #include "probe/gpu_probe.h"
 #include "probe/host_sampler.h"
 #include "probe/infiniband.h"
@@ -487,8 +488,9 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   const int64_t interval_ns = static_cast<int64_t>(options.interval_seconds * 1e9);
   std::optional<uint64_t> oom_kills_at_start;
   if (auto v = ReadVmStat(root); v.ok()) oom_kills_at_start = v->oom_kill;
-  // What the kernel's log already holds is not this run's.
-  const KernelLogWatch kernel_log(root, info.start_monotonic_seconds);
+  // What the kernel's log already held is not this run's.
+  const KernelLogWatch kernel_log =
+      options.kernel_log ? *options.kernel_log : KernelLogWatch(root, info.start_monotonic_seconds);
   std::optional<uint64_t> cgroup_peak_at_start;
   if (info.cgroup_limit_bytes) {
     if (Result<CgroupMemory> cg = ReadCgroupMemory(root); cg.ok()) {
@@ -544,8 +546,15 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     if (auto read = ReadInfinibandDevices(root); read.ok()) devices = std::move(*read);
     return devices;
   };
-  std::vector<PortCounterPoint> ports =
-      port_tracker.Update(0, sampler.last_host().net, read_rdma());
+  std::vector<InfinibandDevice> rdma_now = read_rdma();
+  std::vector<PortCounterPoint> ports = port_tracker.Update(0, sampler.last_host().net, rdma_now);
+  // Congestion counters (the NICs' driver statistics, the RDMA ports'
+  // xmit_wait and hw_counters): read each interval only when the first
+  // reading found a port that counts any.
+  CongestionTracker congestion_tracker;
+  std::vector<CongestionPoint> congestion =
+      congestion_tracker.Update(0, ReadEveryNicStats(root, nullptr), rdma_now);
+  const bool has_congestion = !congestion.empty();
 
   // The run's place in the job, and the clock between nodes.
   NodeInfo node = options.node;
@@ -687,9 +696,16 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
         job_pids.emplace(p.pid, p.comm);
       }
     }
+    rdma_now = read_rdma();
     for (PortCounterPoint& p :
-         port_tracker.Update(t, sampler.last_host().net, read_rdma(), /*all=*/ended)) {
+         port_tracker.Update(t, sampler.last_host().net, rdma_now, /*all=*/ended)) {
       ports.push_back(std::move(p));
+    }
+    if (has_congestion) {
+      for (CongestionPoint& p : congestion_tracker.Update(t, ReadEveryNicStats(root, nullptr),
+                                                          rdma_now, /*all=*/ended)) {
+        congestion.push_back(std::move(p));
+      }
     }
     FoldSteps(events.steps, t - last_t, *sample);
     last_t = t;
@@ -731,6 +747,8 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
                                                  events.loaders, ports, events.ranks, events.syncs);
     ports.clear();
     if (written.ok() && !stopped) written = writer.AppendOtherProcesses(others);
+    if (written.ok() && !stopped) written = writer.AppendCongestion(congestion);
+    congestion.clear();
     if (written.ok() && !stopped && allocation_reports < kMaxAllocationReportsKept) {
       allocation_reports += events.allocations.size();
       written = writer.AppendAllocations(events.allocations);

@@ -21,6 +21,7 @@
 #include "core/status.h"
 #include "record/hook_receiver.h"
 #include "record/job.h"
+#include "record/kernel_log_watch.h"
 #include "sample/timeline.h"
 #include "store/run_writer.h"
 
@@ -31,6 +32,10 @@ struct RecordOptions {
   std::optional<std::string> data_path;  // the dataset: its disk is "the data device"
   bool forward_signals = true;           // run: yes; watch: no
   std::string root = "/";                // where /proc, /sys and /dev are read (tests: a fixture)
+  // What the kernel's log held before the job was launched: built then, so
+  // that what the job logs in its first moments (an Xid at CUDA init) is
+  // the run's. Unset (watch: the job ran before), read when RecordJob starts.
+  std::optional<KernelLogWatch> kernel_log;
   // The run's place in a job that may span nodes, written at start (table
   // node). `node_from_ranks`: `run -- LAUNCHER`, where the launcher places
   // the ranks: the first rank's environment (GROUP_RANK, MASTER_ADDR, ...)

@@ -25,7 +25,30 @@ nlohmann::ordered_json PhaseJson(const ReadPhaseResult& p) {
           {"seconds", p.seconds},
           {"mb_per_s", p.bytes_per_second() / 1e6},
           {"iops", p.iops()},
-          {"latency_us", LatencyJson(p.latency)}};
+          {"latency_us", LatencyJson(p.latency)},
+          {"buffer_bytes", p.buffer_bytes},
+          {"buffer_huge_page_bytes", p.buffer_huge_bytes}};
+}
+
+// Whether the 1 MiB reads' buffers got the huge pages they asked for: in
+// 4 KiB pages a read can go out as two device requests (docs/bench-io.md).
+std::string BuffersText(const IoBenchResult& r) {
+  const ReadPhaseResult& p = r.sequential;
+  if (p.buffer_bytes == 0) return "";
+  std::string mode =
+      r.thp_mode.empty() ? "" : fmt::format(" (transparent huge pages: {})", r.thp_mode);
+  if (p.buffer_huge_bytes >= p.buffer_bytes) {
+    return fmt::format("buffers     {} for the 1 MiB reads, all in 2 MiB huge pages{}\n",
+                       FormatBytes(p.buffer_bytes), mode);
+  }
+  std::string why = r.thp_mode == "never"
+                        ? ": huge pages are off, so each 1 MiB read may go out as "
+                          "more than one device request; as root: echo madvise > "
+                          "/sys/kernel/mm/transparent_hugepage/enabled"
+                        : ": the kernel had none free to give; a 1 MiB read may "
+                          "go out as more than one device request";
+  return fmt::format("buffers     {} for the 1 MiB reads, {} of it in 2 MiB huge pages{}{}\n",
+                     FormatBytes(p.buffer_bytes), FormatBytes(p.buffer_huge_bytes), mode, why);
 }
 
 std::string LatencyText(const LatencyHistogram& h) {
@@ -53,6 +76,7 @@ std::string RenderIoBenchText(const IoBenchResult& r, const StorageThresholds& t
                      r.direct ? "O_DIRECT" : "BUFFERED", r.jobs, r.iodepth,
                      ReadEngineName(r.engine), r.runtime_seconds);
   if (!r.direct) out += fmt::format("            {}\n", r.read_mode);
+  out += BuffersText(r);
   out += "\n";
   out += fmt::format("sequential 1 MiB  {:>12}  {:>9.0f} IOPS   {}   {} (>= {:.0f} MB/s)\n",
                      FormatRate(r.sequential.bytes_per_second()), r.sequential.iops(),
@@ -95,6 +119,7 @@ nlohmann::ordered_json IoBenchToJson(const IoBenchResult& r, const StorageThresh
                                 {"random", r.cached_after_drop_random.value_or(0)}};
   }
   out["engine"] = ReadEngineName(r.engine);
+  out["transparent_huge_pages"] = r.thp_mode;
   out["jobs"] = r.jobs;
   out["iodepth"] = r.iodepth;
   out["runtime_seconds"] = r.runtime_seconds;

@@ -160,6 +160,14 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
                        versions.first.empty() ? "-" : versions.first,
                        versions.second.empty() ? "-" : versions.second, count);
   }
+  // aws-ofi-nccl's own facts, one line per distinct set.
+  std::map<std::string, size_t> ofi;
+  for (const NcclProcess& p : log.processes) {
+    if (p.ofi.Any()) ++ofi[NcclOfiText(p)];
+  }
+  for (const auto& [text, count] : ofi) {
+    out += fmt::format("aws-ofi-nccl: {} on {} process(es)\n", text, count);
+  }
   if (!log.unattributed_versions.empty()) {
     out += fmt::format("NCCL versions printed without a prefix: {}\n",
                        fmt::join(log.unattributed_versions, ", "));
@@ -293,6 +301,19 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                          {"libibverbs_missing", p.libibverbs_missing},
                          {"ofi_provider", p.ofi_provider},
                          {"channel_nets", p.channel_nets}});
+    // Another process under the same host:pid (named "host:pid#N").
+    if (p.twin > 0) processes.back()["same_host_pid_as_another"] = p.twin + 1;
+    if (p.ofi.Any()) {
+      processes.back()["ofi"] = {{"plugin_version", p.ofi.plugin_version},
+                                 {"libfabric_version", p.ofi.libfabric_version},
+                                 {"provider", p.ofi_provider},
+                                 {"fabric", p.ofi.fabric},
+                                 {"nics", p.ofi.nics},
+                                 {"devices", p.ofi.devices},
+                                 {"protocol", p.ofi.protocol},
+                                 {"platform", p.ofi.platform},
+                                 {"gdr_disabled", p.ofi.gdr_disabled}};
+    }
   }
   n["processes"] = processes;
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
@@ -305,6 +326,7 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                                 {"init_started", r.init_started},
                                 {"init_completed", r.init_completed},
                                 {"identity_from_init", r.identity_from_init}};
+    if (log.processes[r.process].twin > 0) j["process"] = log.processes[r.process].Name();
     j["init_seconds"] = r.init_seconds ? nlohmann::ordered_json(*r.init_seconds) : nullptr;
     j["transports"] = TransportsJson(r.transports);
     j["trees"] = r.trees;
@@ -333,6 +355,17 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                      {"count", p.count}});
   }
   n["peer_failures"] = peers;
+  nlohmann::ordered_json proxies = nlohmann::ordered_json::array();
+  for (const NcclProxyFailure& f : log.proxy_failures) {
+    proxies.push_back({{"proxy_of_rank", f.proxy_rank},
+                       {"from_rank", f.from_rank},
+                       {"operation", f.operation},
+                       {"retcode", f.retcode},
+                       {"host", f.host},
+                       {"printed_by", f.proxy_process},
+                       {"count", f.count}});
+  }
+  if (!proxies.empty()) n["proxy_failures"] = proxies;
   n["connect_retries"] = log.connect_retries;
   n["connect_retry"] = {{"reason", log.connect_retry_reason},
                         {"peer", log.connect_retry_peer},

@@ -9,6 +9,7 @@
 #include "core/version.h"
 #include "render/html_report.h"
 #include "render/svg_chart.h"
+#include "render/trace_diff.h"
 
 namespace stallscope {
 namespace {
@@ -154,6 +155,12 @@ std::string RenderDiffText(const RunDiff& d) {
         d.gpu_a->ranks, d.gpu_b->ranks);
     out += ComponentLines(d.gpu_components, 28);
   }
+  if (!d.gpu_top_ops.empty()) {
+    out +=
+        "\nthe ops and kernels that changed most, by the time they explain (trace diff of the "
+        "first rank's first profiled step, B - A):\n";
+    for (const TraceOpDiff& op : d.gpu_top_ops) out += "  " + TraceOpDiffLine(op) + "\n";
+  }
   bool others = false;
   for (const DiffChange& c : d.changes) {
     if (c.share) continue;
@@ -193,6 +200,20 @@ Json DiffJson(const RunDiff& d) {
     j["gpu_components"] = ComponentsJson(d.gpu_components);
     j["gpu_ranks"] = {{"a", d.gpu_a->ranks}, {"b", d.gpu_b->ranks}};
     j["gpu_steps"] = {{"a", d.gpu_a->steps}, {"b", d.gpu_b->steps}};
+  }
+  if (!d.gpu_top_ops.empty()) {
+    Json ops = Json::array();
+    for (const TraceOpDiff& op : d.gpu_top_ops) {
+      ops.push_back({{"name", op.name},
+                     {"device", op.gpu ? "gpu" : "cpu"},
+                     {"change", TraceOpChangeName(op.change)},
+                     {"a_count", op.control_count},
+                     {"b_count", op.test_count},
+                     {"a_us", op.control_us},
+                     {"b_us", op.test_us},
+                     {"diff_us", op.diff_us()}});
+    }
+    j["gpu_top_ops"] = ops;
   }
   Json changes = Json::array();
   for (const DiffChange& c : d.changes) {
@@ -251,6 +272,19 @@ std::string RenderDiffHtml(const RunDiff& d) {
         [](const DiffSide& s) { return s.data_wait_series; });
   out += ComponentsHtml("The step, a step", d.components);
   out += ComponentsHtml("The step on the GPU (profiler traces)", d.gpu_components);
+  if (!d.gpu_top_ops.empty()) {
+    out +=
+        "<h2>The ops and kernels that changed most (trace diff, B - A)</h2>\n"
+        "<table class=\"changes\"><tr><th>op</th><th>A</th><th>B</th><th>change</th></tr>\n";
+    for (const TraceOpDiff& op : d.gpu_top_ops) {
+      out += fmt::format(
+          "<tr><td><code>{}</code> ({})</td><td>{} x {:.1f} µs</td><td>{} x {:.1f} µs</td>"
+          "<td>{:+.1f} µs</td></tr>\n",
+          e(op.name), op.gpu ? "kernel" : "op", op.control_count, op.control_us, op.test_count,
+          op.test_us, op.diff_us());
+    }
+    out += "</table>\n";
+  }
   out += "<h2>What else changed</h2>\n";
   bool others = false;
   for (const DiffChange& c : d.changes) {

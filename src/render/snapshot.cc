@@ -124,6 +124,8 @@ std::string NetworkSection(const Snapshot& s) {
                          p.phys_state ? p.phys_state->name : "?", p.rate ? p.rate->text : "rate ?",
                          p.link_layer, p.netdev.empty() ? "" : " via " + p.netdev,
                          p.symbol_errors.value_or(0), p.link_downed.value_or(0));
+      if (p.xmit_wait) out += fmt::format("  port_xmit_wait {} ticks\n", *p.xmit_wait);
+      for (const NicCounter& c : p.hw_counters) out += fmt::format("  {} {}\n", c.name, c.value);
     }
   }
   return out;
@@ -421,6 +423,13 @@ Json InterfacesJson(const Snapshot& s) {
   return out;
 }
 
+// The congestion counters of a port's hw_counters/, by name.
+Json HwCountersJson(const InfinibandPort& p) {
+  Json out = Json::object();
+  for (const NicCounter& c : p.hw_counters) out[c.name] = c.value;
+  return out;
+}
+
 Json InfinibandJson(const Snapshot& s) {
   Json out = Json::array();
   for (const InfinibandDevice& d : s.infiniband) {
@@ -437,7 +446,11 @@ Json InfinibandJson(const Snapshot& s) {
                      {"rcv_bytes", OrNull(p.rcv_bytes)},
                      {"rcv_errors", OrNull(p.rcv_errors)},
                      {"symbol_errors", OrNull(p.symbol_errors)},
-                     {"link_downed", OrNull(p.link_downed)}});
+                     {"link_downed", OrNull(p.link_downed)},
+                     {"xmit_wait_ticks", OrNull(p.xmit_wait)},
+                     {"excessive_buffer_overrun_errors", OrNull(p.excessive_buffer_overrun_errors)},
+                     {"local_link_integrity_errors", OrNull(p.local_link_integrity_errors)},
+                     {"hw_counters", HwCountersJson(p)}});
     }
   }
   return out;

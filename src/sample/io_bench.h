@@ -31,6 +31,10 @@ struct ReadPhaseResult {
   uint64_t bytes = 0;
   double seconds = 0;        // the longest job's measured time, as fio's group_reporting
   LatencyHistogram latency;  // submit to completion, nanoseconds
+  // The read buffers of all jobs, and how much of them the kernel backed
+  // with 2 MiB transparent huge pages (asked for blocks above 4 KiB).
+  uint64_t buffer_bytes = 0;
+  uint64_t buffer_huge_bytes = 0;
 
   double bytes_per_second() const { return seconds > 0 ? bytes / seconds : 0; }
   double iops() const { return seconds > 0 ? ios / seconds : 0; }
@@ -72,6 +76,7 @@ struct IoBenchResult {
   std::optional<double> cached_after_drop_sequential;
   std::optional<double> cached_after_drop_random;
   ReadEngine engine = ReadEngine::kIoUring;
+  std::string thp_mode;  // transparent huge pages: "always", "madvise", "never"; "" unknown
   unsigned jobs = 0;
   unsigned iodepth = 0;
   double runtime_seconds = 0;

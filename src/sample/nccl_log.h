@@ -4,6 +4,7 @@
 // them are in analyze/nccl_log_rules.h.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -44,6 +45,29 @@ struct NcclTransportCounts {
   uint64_t Total() const { return p2p + shm + net_socket + net_ib + net_other + collnet; }
 };
 
+// Line forms only some NCCL versions print (their versions, read in NCCL's
+// sources at every tag, are in analyze/nccl_log_versions.cc): what tells a
+// process's version where the log holds no version line of it.
+enum class NcclLineForm : uint8_t {
+  kRingVia,              // "Ring 00 : 0[0] -> 1[1] via ..."
+  kChannelNoSubIndex,    // "Channel 00 : 0[1b000] -> 1[3d000] via P2P/..." or "via NET/..."
+  kChannelSubIndex,      // "Channel 00/0 : 0[0] -> 1[1] via ..."
+  kDirectSharedMemory,   // "... via direct shared memory"
+  kShmSlash,             // "... via SHM/direct/direct"
+  kBootstrapIndexed,     // "Bootstrap : Using [0]eth0:10.0.0.1<0>"
+  kBootstrapSpaced,      // "Bootstrap : Using eth0:10.0.0.1<0>"
+  kBootstrapUnspaced,    // "Bootstrap: Using eth0:10.0.0.1<0>"
+  kInternalNetwork,      // "Using internal Network IB"
+  kUsingNetwork,         // "Using network IB"
+  kCompleteWithoutInit,  // "comm 0x.. rank 0 nranks 2 - COMPLETE"
+  kInitStart,            // "... - Init START"
+  kCudaDriverVersion,    // "cudaDriverVersion 12020"
+  kNodesLine,            // "comm 0x.. rank 0 nRanks 16 nNodes 2 localRanks 8 ..."
+  kInitTimings,          // "Init timings ..."
+  kCount
+};
+inline constexpr size_t kNcclLineForms = static_cast<size_t>(NcclLineForm::kCount);
+
 // One rank: host:pid plus the [cudaDev] of its lines.
 struct NcclRank {
   size_t process = 0;                  // index into NcclLogSummary::processes
@@ -55,16 +79,40 @@ struct NcclRank {
   std::optional<double> init_seconds;  // "Init timings ... total S" (2.23+), the largest
   NcclTransportCounts transports;
   bool identity_from_init = false;  // rank/nranks read off an Init line, not inferred
+  uint64_t comm_id = 0;             // the commId of that Init line (2.17+); 0: none printed
   std::string trees;                // the first "Trees [0] ..." layout, as printed
   uint64_t lines = 0;
   uint64_t warnings = 0;
   uint64_t init_start_line = 0;  // 1-based line of its last "Init START"
 };
 
+// What aws-ofi-nccl (the libfabric net plugin, "NET/OFI ..." lines) said of
+// one process (probe/nccl_log_ofi.cc has the forms).
+struct NcclOfiFacts {
+  std::string plugin_version;     // "Initializing aws-ofi-nccl 1.13.2-aws" -> "1.13.2-aws"
+  std::string libfabric_version;  // "Using Libfabric version 1.22"
+  std::string fabric;  // "Selected provider is efa, fabric is efa-direct" -> "efa-direct"
+  int nics = -1;       // "(found 4 nics)"; -1: not printed
+  std::vector<std::string> devices;  // "NIC group 0 device #0 0000:4b:00.0": PCI addresses
+  std::string protocol;              // "Using transport protocol RDMA|SENDRECV"
+  std::string platform;  // "Running on p5.48xlarge platform, ...", "Plugin selected platform: AWS"
+  bool gdr_disabled = false;   // "Could not disable CUDA API usage for HMEM, disabling GDR"
+  uint64_t provider_line = 0;  // 1-based line of "Selected provider is"
+  bool Any() const {
+    return !plugin_version.empty() || !libfabric_version.empty() || !fabric.empty() || nics >= 0 ||
+           !devices.empty() || !protocol.empty() || !platform.empty() || gdr_disabled;
+  }
+};
+
 // One process: what NCCL prints once per process.
 struct NcclProcess {
   std::string host;  // NCCL cuts the hostname at the first '.'
   int64_t pid = 0;
+  // 0; N > 0: the Nth other process printed under the same host:pid, told
+  // apart by what its lines show (another bootstrap address, another rank of
+  // one communicator): a host name written alike on several hosts (redacted)
+  // and a pid that repeats across hosts (containers). Named "host:pid#N+1".
+  int twin = 0;
   std::string version;                    // "2.18.3+cuda12.2"
   int64_t cuda_driver = 0;                // "cudaDriverVersion 12020"
   std::vector<NcclInterface> bootstrap;   // "Bootstrap : Using ..."
@@ -80,6 +128,7 @@ struct NcclProcess {
   std::string net_plugin;                 // "P2P plugin IBext_v8", "Loaded net plugin X"
   std::string plugin_path;                // "Plugin Path : /opt/hpcx/..."
   std::string ofi_provider;               // "NET/OFI Selected Provider is efa"
+  NcclOfiFacts ofi;                       // aws-ofi-nccl's other lines
   std::vector<std::string> channel_nets;  // "via NET/<name>/..." names: IB, Socket, IBext_v8
   uint64_t socket_devs_used = 0;          // bit i: a channel ran "via NET/Socket/i"
   // 1-based lines of the log, for findings' FILE:LINE (0: not seen).
@@ -93,7 +142,21 @@ struct NcclProcess {
   std::string plugin_failure;  // why, in the loader's or the plugin's words
   uint64_t plugin_failure_line = 0;
   bool libibverbs_missing = false;  // "Failed to open libibverbs.so[.1]" (an INFO line)
-  std::string Name() const { return host + ":" + std::to_string(pid); }
+  // The version-bound line forms it printed (bit i: NcclLineForm i), each
+  // with the 1-based line it was first seen on.
+  uint32_t line_forms = 0;
+  std::array<uint64_t, kNcclLineForms> line_form_lines{};
+  void SawForm(NcclLineForm form, uint64_t line) {
+    const uint32_t bit = uint32_t{1} << static_cast<unsigned>(form);
+    if (line_forms & bit) return;
+    line_forms |= bit;
+    line_form_lines[static_cast<size_t>(form)] = line;
+  }
+  std::string Name() const {
+    std::string name = host + ":" + std::to_string(pid);
+    if (twin > 0) name += "#" + std::to_string(twin + 1);
+    return name;
+  }
 };
 
 // The peer of a failure NCCL printed without one ("exceeded timeouts").
@@ -104,6 +167,22 @@ struct NcclPeerFailure {
   std::string peer;           // "10.0.0.2<43211>", "node1<57557>"
   std::string reason;         // the first reason seen: "Connection refused"
   std::string first_seen_by;  // "host:pid"
+  uint64_t count = 0;
+  uint64_t first_line = 0;  // 1-based line of the log
+};
+
+// "[Proxy Service N] Failed to execute operation OP from rank M, retcode R"
+// (proxy.cc, 2.12+): rank M asked the proxy thread of rank N, which runs in
+// the process that printed the line, and the operation failed. A proxy
+// serves the ranks of its own host, so rank M runs on the printer's host,
+// whether or not it printed lines of its own.
+struct NcclProxyFailure {
+  std::string proxy_process;  // "host:pid" that printed it
+  std::string host;
+  int proxy_rank = -1;    // N
+  int from_rank = -1;     // M
+  std::string operation;  // "Connect", "Init", "SharedInit", "Setup", ...
+  int retcode = -1;       // ncclResult_t: 6 is ncclRemoteError
   uint64_t count = 0;
   uint64_t first_line = 0;  // 1-based line of the log
 };
@@ -171,6 +250,7 @@ struct NcclLogSummary {
   uint64_t connect_retry_limit = 0;  // its M (NCCL_SOCKET_RETRY_CNT, 34 by default)
   uint64_t connect_retry_line = 0;   // 1-based line of the first retry
   std::vector<NcclWarning> warnings;
+  std::vector<NcclProxyFailure> proxy_failures;  // capped at kNcclMaxPeers
   std::vector<std::string> rings;  // "00/02: 0 1 2 3" from rank 0's "Channel 00/02 : ..."
   std::vector<NcclAlgorithmChoice> algorithms;
   // Errors the job printed around NCCL (PyTorch and NCCL's own words).

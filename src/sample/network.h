@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sample/container.h"
@@ -96,6 +97,17 @@ struct IpAddress {
   int prefix_length = 0;  // 16 for 172.17.0.1/16
 };
 
+// Whether a textual address reaches only its own link: IPv6 fe80::/10 (as
+// "fe80:..." in any case), IPv4 169.254.0.0/16 (a host with no DHCP answer,
+// a BMC's USB link). One rule for the host's interfaces and NCCL's.
+inline bool IsLinkLocalAddress(std::string_view address) {
+  if (address.size() >= 5 && address[4] == ':' && (address[0] | 0x20) == 'f' &&
+      (address[1] | 0x20) == 'e' && address[2] == '8' && address[3] == '0') {
+    return true;
+  }
+  return address.substr(0, 8) == "169.254.";
+}
+
 // IP addresses by interface name. On a live host getifaddrs fills it
 // (ReadLiveAddresses); tests supply their own.
 using InterfaceAddresses = std::map<std::string, std::vector<IpAddress>>;
@@ -167,6 +179,18 @@ struct InfinibandPort {
   std::optional<uint64_t> symbol_errors;
   std::optional<uint64_t> link_downed;
   std::optional<uint64_t> xmit_discards;
+  // port_xmit_wait: ticks in which the port had data to send but sent
+  // nothing (no credits from the link's far end, or lost arbitration): the
+  // InfiniBand congestion counter. A tick is a multiple of the symbol time
+  // that each chip chooses (PortSamplesControl.Tick), so it is kept in
+  // ticks, never turned into seconds here.
+  std::optional<uint64_t> xmit_wait;
+  std::optional<uint64_t> excessive_buffer_overrun_errors;
+  std::optional<uint64_t> local_link_integrity_errors;
+  // The congestion counters of the port's hw_counters/ (mlx5: out_of_buffer,
+  // np_cnp_sent, rp_cnp_handled, np_ecn_marked_roce_packets), where present;
+  // named as the driver names them.
+  std::vector<NicCounter> hw_counters;
   // The Ethernet netdev carrying this port (RoCE) or its IPoIB netdev; empty
   // when the driver exposes none.
   std::string netdev;
@@ -196,6 +220,10 @@ struct PortErrors {
   uint64_t symbol_errors = 0;  // RDMA ports
   uint64_t link_downed = 0;
   uint64_t rcv_errors = 0;
+  // RDMA ports: excessive_buffer_overrun_errors and
+  // local_link_integrity_errors (doctor's window; not in the run file).
+  uint64_t buffer_overrun_errors = 0;
+  uint64_t link_integrity_errors = 0;
 };
 
 // Where the kernel routes packets for one peer: the source address a

@@ -198,6 +198,8 @@ NicCongestion NicCongestionGrowth(const NicCongestion& before, const NicCongesti
   g.cnp_handled = grew(before.cnp_handled, after.cnp_handled);
   g.buffer_drops = grew(before.buffer_drops, after.buffer_drops);
   g.allowance_exceeded = grew(before.allowance_exceeded, after.allowance_exceeded);
+  g.xmit_wait_ticks = grew(before.xmit_wait_ticks, after.xmit_wait_ticks);
+  g.xmit_words = grew(before.xmit_words, after.xmit_words);
   return g;
 }
 

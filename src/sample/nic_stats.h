@@ -53,6 +53,12 @@ struct NicCongestion {
   uint64_t cnp_handled = 0;
   uint64_t buffer_drops = 0;
   uint64_t allowance_exceeded = 0;
+  // InfiniBand ports (RdmaPortCongestion): port_xmit_wait in ticks and
+  // port_xmit_data in 4-octet words, whose ratio says how long the port
+  // waited for credits against how long it sent.
+  uint64_t xmit_wait_ticks = 0;
+  uint64_t xmit_words = 0;
+  bool has_xmit_wait = false;
   bool has_pause = false;                  // the driver counts pause frames at all
   bool has_ecn_cnp = false;                // ... ECN marks or CNPs
   bool has_drops = false;                  // ... buffer drops

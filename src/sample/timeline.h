@@ -15,6 +15,7 @@
 #include "sample/gpu.h"
 #include "sample/kernel_events.h"
 #include "sample/network.h"
+#include "sample/nic_stats.h"
 
 namespace stallscope {
 
@@ -235,6 +236,18 @@ struct PortCounterPoint : PortErrors {
   double t = 0;
 };
 
+// The congestion counters of one port at one sample, cumulative: a NIC's
+// driver statistics summed by kind (sample/nic_stats.h) or an RDMA port's
+// xmit_wait and hw_counters (sample/rdma_congestion.h). Stored as port
+// counters are: a port's first reading, then only when one moved, and
+// every port's at the end (table congestion_counters).
+struct CongestionPoint {
+  double t = 0;
+  std::string port;  // "ens1f0np0", or "mlx5_0:1" for an RDMA port
+  bool rdma = false;
+  NicCongestion counters;  // counters_used is not stored
+};
+
 // One GPU at one sample (NVML, gpu/gpu_probe.h); the job's GPUs first.
 struct GpuPoint {
   double t = 0;
@@ -283,6 +296,7 @@ struct Timeline {
   std::vector<EpochEvent> epochs;
   std::vector<LoaderConfig> loaders;
   std::vector<PortCounterPoint> port_counters;  // by time, then port
+  std::vector<CongestionPoint> congestion;      // table congestion_counters; empty when absent
   std::vector<GpuPoint> gpus;                   // by time, then GPU
   std::vector<RankInfo> ranks;                  // hook hellos, in arrival order
   std::vector<StepSync> step_syncs;             // with stallscope.ddp(model)

@@ -531,6 +531,42 @@ Result<Timeline> ReadRun(const std::string& path) {
                     });
     if (!st.ok()) return st;
   }
+  // congestion_counters: created with its first rows, so absent both in
+  // older files and in runs on hosts whose ports count no congestion.
+  bool has_congestion = false;
+  st = ForEachRow(db, path,
+                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                  "'congestion_counters'",
+                  [&](Columns&) { has_congestion = true; });
+  if (!st.ok()) return st;
+  if (has_congestion) {
+    st = ForEachRow(db, path,
+                    "SELECT t_seconds, port, rdma, pause_rx, pause_tx, ecn_marked, cnp_sent, "
+                    "cnp_handled, buffer_drops, allowance_exceeded, xmit_wait_ticks, xmit_words, "
+                    "has_pause, has_ecn_cnp, has_drops, has_xmit_wait FROM congestion_counters "
+                    "ORDER BY rowid",
+                    [&](Columns& c) {
+                      CongestionPoint& p = timeline.congestion.emplace_back();
+                      p.t = c.Real();
+                      p.port = c.Text();
+                      p.rdma = c.Bool();
+                      NicCongestion& n = p.counters;
+                      n.pause_rx = c.Bytes();
+                      n.pause_tx = c.Bytes();
+                      n.ecn_marked = c.Bytes();
+                      n.cnp_sent = c.Bytes();
+                      n.cnp_handled = c.Bytes();
+                      n.buffer_drops = c.Bytes();
+                      n.allowance_exceeded = c.Bytes();
+                      n.xmit_wait_ticks = c.Bytes();
+                      n.xmit_words = c.Bytes();
+                      n.has_pause = c.Bool();
+                      n.has_ecn_cnp = c.Bool();
+                      n.has_drops = c.Bool();
+                      n.has_xmit_wait = c.Bool();
+                    });
+    if (!st.ok()) return st;
+  }
   // Files written before memory_peaks existed lack the table.
   st = ForEachRow(db, path,
                   "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_peaks'",

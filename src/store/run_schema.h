@@ -226,6 +226,31 @@ CREATE TABLE IF NOT EXISTS inputs (
 );
 )sql";
 
+// The ports' congestion counters (sample/timeline.h CongestionPoint),
+// created with their first rows; the has_* columns say which kinds the
+// driver counts at all.
+inline constexpr std::string_view kCreateCongestionCounters = R"sql(
+CREATE TABLE IF NOT EXISTS congestion_counters (
+  interval INTEGER NOT NULL REFERENCES samples(interval),
+  t_seconds REAL NOT NULL,
+  port TEXT NOT NULL,
+  rdma INTEGER NOT NULL,
+  pause_rx INTEGER NOT NULL,
+  pause_tx INTEGER NOT NULL,
+  ecn_marked INTEGER NOT NULL,
+  cnp_sent INTEGER NOT NULL,
+  cnp_handled INTEGER NOT NULL,
+  buffer_drops INTEGER NOT NULL,
+  allowance_exceeded INTEGER NOT NULL,
+  xmit_wait_ticks INTEGER NOT NULL,
+  xmit_words INTEGER NOT NULL,
+  has_pause INTEGER NOT NULL,
+  has_ecn_cnp INTEGER NOT NULL,
+  has_drops INTEGER NOT NULL,
+  has_xmit_wait INTEGER NOT NULL
+);
+)sql";
+
 // Processes outside the job's tree that took CPU (sample/timeline.h
 // OtherProcessPoint), created with their first rows.
 inline constexpr std::string_view kCreateOtherProcesses = R"sql(

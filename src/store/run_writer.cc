@@ -650,6 +650,42 @@ Status RunWriter::AppendOtherProcesses(std::span<const OtherProcessPoint> points
       });
 }
 
+Status RunWriter::AppendCongestion(std::span<const CongestionPoint> points) {
+  if (points.empty() || next_interval_ == 0) {
+    return db_ ? Status::Ok() : Status::InvalidArgument(path_ + ": the run file is closed");
+  }
+  const int64_t interval = next_interval_ - 1;  // the interval just appended
+  return AppendRows(
+      "congestion counters", store::kCreateCongestionCounters,
+      "INSERT INTO congestion_counters (interval, t_seconds, port, rdma, pause_rx, pause_tx, "
+      "ecn_marked, cnp_sent, cnp_handled, buffer_drops, allowance_exceeded, xmit_wait_ticks, "
+      "xmit_words, has_pause, has_ecn_cnp, has_drops, has_xmit_wait) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      points.size(), [&](sqlite3_stmt* statement, size_t i) {
+        const CongestionPoint& p = points[i];
+        const NicCongestion& c = p.counters;
+        Binder bind(statement);
+        return bind.Int(interval)
+            .Real(p.t)
+            .Text(p.port)
+            .Bool(p.rdma)
+            .Bytes(c.pause_rx)
+            .Bytes(c.pause_tx)
+            .Bytes(c.ecn_marked)
+            .Bytes(c.cnp_sent)
+            .Bytes(c.cnp_handled)
+            .Bytes(c.buffer_drops)
+            .Bytes(c.allowance_exceeded)
+            .Bytes(c.xmit_wait_ticks)
+            .Bytes(c.xmit_words)
+            .Bool(c.has_pause)
+            .Bool(c.has_ecn_cnp)
+            .Bool(c.has_drops)
+            .Bool(c.has_xmit_wait)
+            .ok();
+      });
+}
+
 Status RunWriter::AppendBoundarySample(const BoundarySample& sample) {
   // One row per disk; a sample without disks still has its row.
   const size_t rows = std::max<size_t>(1, sample.disk_read_bytes.size());

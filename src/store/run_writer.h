@@ -86,6 +86,10 @@ class RunWriter {
   // appended, into other_processes (created on first use). No-op before the
   // first interval or without rows.
   Status AppendOtherProcesses(std::span<const OtherProcessPoint> points);
+  // The ports' congestion counters stored for the interval just appended,
+  // into congestion_counters (created on first use). No-op before the
+  // first interval or without rows.
+  Status AppendCongestion(std::span<const CongestionPoint> points);
   // One boundary sample, in its own transaction, into boundary_samples
   // (created on first use), under the interval being recorded.
   Status AppendBoundarySample(const BoundarySample& sample);

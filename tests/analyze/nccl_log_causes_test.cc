@@ -448,5 +448,126 @@ TEST(NcclCauses, PyTorchsLinesAreOtherLinesAndNameTheirNcclVersion) {
   EXPECT_EQ(Of(same, "distributed.nccl_version_mismatch"), nullptr) << Ids(same.findings);
 }
 
+TEST(NcclCauses, AProxysFromRankIsARankOnItsHost) {
+  NcclProxyFailure p;
+  ASSERT_TRUE(ParseNcclProxyFailure(
+      "[Proxy Service 2] Failed to execute operation Connect from rank 3, retcode 6", &p));
+  EXPECT_EQ(p.proxy_rank, 2);
+  EXPECT_EQ(p.from_rank, 3);
+  EXPECT_EQ(p.operation, "Connect");
+  EXPECT_EQ(p.retcode, 6);
+  EXPECT_FALSE(ParseNcclProxyFailure("[Proxy Service 2] Failed to execute operation", &p));
+  EXPECT_FALSE(ParseNcclProxyFailure("Proxy Call to rank 3 failed (Connect)", &p));
+  // Rank 3 printed nothing; its host is the proxy's, and its init is stuck.
+  auto r = Check(kTwoHostsDone +
+                 "b:2:9 [0] proxy.cc:1557 NCCL WARN [Proxy Service 1] Failed to execute "
+                 "operation Connect from rank 3, retcode 6\n");
+  const Finding* f = Of(r, "distributed.init_incomplete");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_EQ(EvidenceOf<std::string>(*f, "ranks"),
+            "rank 3 on b (named by rank 1's proxy; no lines of its own)");
+  EXPECT_NE(f->next.find("on b: rank 3 asked rank 1's proxy (b:2) to Connect"), std::string::npos)
+      << f->next;
+  // A rank the log shows there, done with init: a later request, not init.
+  auto done = Check(kTwoHostsDone +
+                    "b:2:9 [0] proxy.cc:1557 NCCL WARN [Proxy Service 1] Failed to execute "
+                    "operation Connect from rank 1, retcode 6\n");
+  const Finding* g = Of(done, "distributed.init_incomplete");
+  EXPECT_TRUE(g == nullptr ||
+              EvidenceOf<std::string>(*g, "ranks").find("rank 1") == std::string::npos)
+      << Ids(done.findings);
+}
+
+TEST(NcclCauses, OnePidOnTwoHostsIsTwoProcesses) {
+  // Hosts redacted alike, the pid repeating across containers.
+  const std::string log_text =
+      "xxx:7:7 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "xxx:7:7 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+      "xxx:7:20 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId "
+      "0xab - Init START\n"
+      "xxx:7:21 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId "
+      "0xab - Init START\n"
+      "xxx:7:21 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId "
+      "0xab - Init COMPLETE\n"
+      "xxx:7:21 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/Socket/0\n";
+  NcclLogSummary log = ParseNcclLog(log_text);
+  ASSERT_EQ(log.processes.size(), 2u);
+  ASSERT_EQ(log.ranks.size(), 2u);
+  EXPECT_EQ(log.processes[1].Name(), "xxx:7#2");
+  EXPECT_EQ(log.processes[1].bootstrap[0].address, "10.0.0.2");
+  EXPECT_EQ(log.ranks[0].rank, 0);
+  EXPECT_EQ(log.ranks[0].init_completed, 0u);
+  EXPECT_EQ(log.ranks[1].rank, 1);
+  EXPECT_EQ(log.ranks[1].init_completed, 1u);
+  EXPECT_EQ(log.ranks[1].transports.net_socket, 1u);  // its thread's later line
+  EXPECT_EQ(NcclJobNodes(log), 2);
+  auto r = CheckNcclLog(log, std::nullopt, "job.log");
+  bool said = false;
+  for (const std::string& n : r.notes)
+    said = said || n.find("xxx:7 stands for 2 processes on 2 hosts") == 0;
+  EXPECT_TRUE(said) << ::testing::PrintToString(r.notes);
+  // One process in two communicators of one size (commIds differ), and a
+  // bootstrap line printed again by the next communicator: one process.
+  NcclLogSummary one = ParseNcclLog(
+      "a:7:7 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "a:7:7 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+      "a:7:20 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xab "
+      "- Init START\n"
+      "a:7:20 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xcd "
+      "- Init START\n");
+  EXPECT_EQ(one.processes.size(), 1u);
+  EXPECT_EQ(one.ranks.size(), 1u);
+}
+
+TEST(NcclCauses, AwsOfiNcclsLinesAreRead) {
+  NcclProcess p;
+  for (const char* line :
+       {"Initializing aws-ofi-nccl 1.13.2-aws", "Using Libfabric version 1.22",
+        "Selected provider is efa, fabric is efa-direct (found 4 nics)",
+        "NIC group 0 device #0 0000:4b:00.0", "NIC group 0 device #1 0000:4c:00.0",
+        "NIC group 0 device #1 0000:4c:00.0", "Using transport protocol RDMA (platform set)",
+        "Running on p5.48xlarge platform, Setting NCCL_TOPO_FILE environment variable to /x.xml",
+        "Could not disable CUDA API usage for HMEM, disabling GDR"}) {
+    ReadNcclOfiInfo(line, 7, p);
+  }
+  EXPECT_EQ(p.ofi.plugin_version, "1.13.2-aws");
+  EXPECT_EQ(p.ofi.libfabric_version, "1.22");
+  EXPECT_EQ(p.ofi_provider, "efa");
+  EXPECT_EQ(p.ofi.fabric, "efa-direct");
+  EXPECT_EQ(p.ofi.nics, 4);
+  EXPECT_EQ(p.ofi.devices, (std::vector<std::string>{"0000:4b:00.0", "0000:4c:00.0"}));
+  EXPECT_EQ(p.ofi.protocol, "RDMA");
+  EXPECT_EQ(p.ofi.platform, "p5.48xlarge");
+  EXPECT_TRUE(p.ofi.gdr_disabled);
+  EXPECT_EQ(p.ofi.provider_line, 7u);
+  NcclProcess old;
+  ReadNcclOfiInfo("Selected Provider is tcp (found 1 nics)", 3, old);
+  EXPECT_EQ(old.ofi_provider, "tcp");
+  EXPECT_EQ(old.ofi.fabric, "");
+  EXPECT_EQ(old.ofi.nics, 1);
+}
+
+TEST(NcclCauses, AwsOfiNcclOnLibfabricsTcpProviderIsRdmaUnused) {
+  auto lines = [](const std::string& provider) {
+    std::string out;
+    for (const char* h : {"a:1:2", "b:3:4"}) {
+      out += std::string(h) + " [0] NCCL INFO NET/OFI Selected Provider is " + provider +
+             " (found 1 nics)\n";
+      out += std::string(h) + " [0] NCCL INFO Using network AWS Libfabric\n";
+      out += std::string(h) +
+             " [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/AWS "
+             "Libfabric/0\n";
+    }
+    return out;
+  };
+  auto tcp = Check(lines("tcp"));
+  const Finding* f = Of(tcp, "network.rdma_unused");
+  ASSERT_NE(f, nullptr) << Ids(tcp.findings);
+  EXPECT_EQ(EvidenceOf<int64_t>(*f, "ofi_tcp_connections"), 2);
+  EXPECT_NE(f->next.find("FI_PROVIDER=efa"), std::string::npos) << f->next;
+  auto efa = Check(lines("efa"));
+  EXPECT_EQ(Of(efa, "network.rdma_unused"), nullptr) << Ids(efa.findings);
+}
+
 }  // namespace
 }  // namespace stallscope

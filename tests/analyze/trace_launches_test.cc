@@ -176,8 +176,9 @@ TEST(TraceRules, LaunchBoundIsItsOwnIdWithHtasLaunchStatistics) {
   EXPECT_EQ(std::get<std::string>(ev["top_kernel_2"]), "relu");
   EXPECT_EQ(std::get<std::string>(ev["top_kernel_3"]), "gemm");
   EXPECT_NE(l->next.find("add"), std::string::npos);
-  const Finding* critical =
-      Find(CheckTraces({LaunchRank(100, 50, 24.9, 0.8)}).findings, "code.launch_bound");
+  // The findings are kept: Find points into them.
+  FindingsWithNotes judged = CheckTraces({LaunchRank(100, 50, 24.9, 0.8)});
+  const Finding* critical = Find(judged.findings, "code.launch_bound");
   ASSERT_NE(critical, nullptr);
   EXPECT_EQ(critical->severity, Severity::kCritical);
 }

@@ -1,9 +1,12 @@
 // The census's wire between doctor and its child (app/doctor_data.h): every
-// field comes back as sent; a text that is not the wire is refused.
+// field comes back as sent, a file name that is not UTF-8 too (its odd bytes
+// as U+FFFD); a text that is not the wire is refused. The storage bench of
+// a --data directory that cannot take its file is skipped, not moved up.
 #include "app/doctor_data.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -56,6 +59,19 @@ TEST(CensusWire, RoundTrip) {
   EXPECT_FALSE(back->statfs_type);
 }
 
+TEST(CensusWire, FileNamesThatAreNotUtf8Travel) {
+  DatasetCensus c;
+  c.path = "/mnt/data";
+  c.deepest_path = "/mnt/data/caf\xe9/x";  // Latin-1
+  c.unreadable_examples = {"/mnt/data/\xff: Permission denied"};
+  std::string wire;
+  ASSERT_NO_THROW(wire = CensusToWire(c));
+  Result<DatasetCensus> back = CensusFromWire(wire);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->deepest_path, "/mnt/data/caf\xef\xbf\xbd/x");
+  EXPECT_EQ(back->unreadable_examples.at(0), "/mnt/data/\xef\xbf\xbd: Permission denied");
+}
+
 TEST(CensusWire, RefusesWhatIsNotTheWire) {
   EXPECT_FALSE(CensusFromWire("").ok());
   EXPECT_FALSE(CensusFromWire("[1,2]").ok());
@@ -67,6 +83,27 @@ TEST(CensusWire, RefusesWhatIsNotTheWire) {
 
 namespace stallscope {
 namespace {
+
+// A --data directory that cannot take the bench's file (here: missing) has
+// no bench; the directory above it, writable, is not benched in its place.
+TEST(DoctorData, BenchNeverMovesAboveADirectory) {
+  char dir[] = "/tmp/stallscope-doctor-data-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  DoctorRequest request;
+  request.data = std::string(dir) + "/dataset";
+  Triage t;
+  TriageDataset(Root("/"), request, 1ull << 34, t, [](std::string_view) {});
+  EXPECT_FALSE(t.bench);
+  bool said = false;
+  for (const std::string& note : t.notes) {
+    if (note.find("storage bench skipped") != std::string::npos &&
+        note.find(request.data) != std::string::npos) {
+      said = true;
+    }
+  }
+  EXPECT_TRUE(said) << ::testing::PrintToString(t.notes);
+  std::filesystem::remove_all(dir);
+}
 
 // The fuzz target's seeds are wires this version reads.
 TEST(CensusWire, ReadsTheFuzzSeeds) {

@@ -152,6 +152,9 @@ class Figures(unittest.TestCase):
         for op in ("create", "open", "stat", "readdir", "unlink"):
             self.assertRegex(out, r"(?m)^  %s\s+[0-9]+ (files|entries)/s\s+p50" % op)
         self.assertIn("O_DIRECT, 2 jobs x iodepth 2", out)
+        # Whether the 1 MiB reads' buffers got huge pages, and the THP mode.
+        self.assertRegex(out, r"(?m)^buffers     4\.0 MiB for the 1 MiB reads, (all|[0-9.]+ [KMG]?i?B of it)"
+                              r" in 2 MiB huge pages \(transparent huge pages: (always|madvise|never)\)")
         self.assertRegex(out, r"(?m)^io\s+(ok|CRITICAL)")
         self.assertRegex(out, r"(?m)^verdict: ")
 
@@ -297,6 +300,15 @@ class RealFileSystems(unittest.TestCase):
                                      "--files", "0"])
         device_reads = reads_completed() - before
         b = check_contract(self, report)
+        # The buffers: one 1 MiB block per read in flight, 2 MiB-aligned per
+        # job; how much of them is in huge pages, and the kernel's THP mode.
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            mode = f.read().split("[")[1].split("]")[0]
+        self.assertEqual(b["transparent_huge_pages"], mode)
+        self.assertEqual(b["sequential"]["buffer_bytes"], jobs * depth << 20)
+        self.assertLessEqual(b["sequential"]["buffer_huge_page_bytes"],
+                             b["sequential"]["buffer_bytes"])
+        self.assertEqual(b["random"]["buffer_huge_page_bytes"], 0)  # 4 KiB reads ask for none
         self.assertTrue(b["direct"], b["read_mode"])
         sequential, random_ios = b["sequential"]["ios"], b["random"]["ios"]
         self.assertGreater(sequential, 20)

@@ -26,7 +26,8 @@ DataLoader), one thing changed at a time.
   traces (../shared/traces/hta/trace_diff, control and test) beside the run
   files as `run --profile` leaves them (RUN.db.traces/): the GPU's parts a
   step, each equal to `stallscope trace`'s temporal breakdown over its
-  steps; no cause (the step did not change). Outside CI a missing
+  steps; no cause (the step did not change); the ops that changed most
+  are `trace --diff`'s top ones, in its order. Outside CI a missing
   ../shared skips this part with a message; with CI=true it fails.
 - `--html F`: the page charts both runs and lists the changes; an existing
   F is not overwritten without --force.
@@ -169,7 +170,9 @@ class Diff(unittest.TestCase):
             self.assertEqual(f.read(), html)
 
     def check_gpu_time_from_traces(self, a, b):
-        shared = os.path.join(os.path.dirname(ROOT), "shared", "traces", "hta", "trace_diff")
+        shared = os.path.join(os.environ.get("STALLSCOPE_SHARED") or
+                              os.path.join(os.path.dirname(ROOT), "shared"),
+                              "traces", "hta", "trace_diff")
         if not os.path.isdir(shared):
             if os.environ.get("CI") == "true":
                 self.fail("%s is missing (CI=true): the real traces are part of the test" % shared)
@@ -191,6 +194,14 @@ class Diff(unittest.TestCase):
         try:
             d = self.diff(a, b)
             rc, text, err, _ = common.run(["diff", a, b])
+            ops = common.run_json(self, ["trace", "--diff", a + ".traces", b + ".traces",
+                                         "--json"])["ops"]
+            page = a + ".gpu.html"
+            rc_html, _, err_html, _ = common.run(["diff", a, b, "--html", page, "--force"])
+            self.assertEqual(rc_html, 0, err_html)
+            with open(page) as f:
+                html_text = f.read()
+            os.unlink(page)
         finally:
             shutil.rmtree(a + ".traces")
             shutil.rmtree(b + ".traces")
@@ -208,6 +219,16 @@ class Diff(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("the step on the GPU, from the profiler traces (1 and 1 rank(s)", text)
         self.assertRegex(text, r"gpu\.idle +[0-9.]+ ms ->")
+        changed = [o for o in ops if o["diff_count"] != 0 or o["diff_us"] != 0][:8]
+        self.assertEqual(len(changed), 8)
+        self.assertEqual([(o["name"], o["control_count"], o["test_count"], o["diff_us"])
+                          for o in changed],
+                         [(o["name"], o["a_count"], o["b_count"], o["diff_us"])
+                          for o in d["gpu_top_ops"]])
+        self.assertIn("the ops and kernels that changed most", text)
+        self.assertIn("The ops and kernels that changed most (trace diff, B - A)", html_text)
+        self.assertEqual(html_text.count("</code> (kernel)") + html_text.count("</code> (op)"), 8)
+        self.assertIn(changed[0]["name"][:40], text)
 
     def test_slower_decode(self):
         job = ["--batch-size", "16", "--epochs", "2", "--steps-per-epoch", "20", "--workers", "1",

@@ -477,6 +477,34 @@ class RealJobLogs(unittest.TestCase):
             for key in ("processes", "ranks", "rings", "hosts", "warn_lines", "info_lines"):
                 self.assertEqual(got[key], base[key], "%s under %r" % (key, front))
 
+    def test_a_log_a_terminal_wrapped_reads_the_same(self):
+        # Every terminal width: each long line cut into rows of exactly that
+        # width (three rows and more at 80), the first cut line the first of
+        # its width, rows that open with a space or a "word: ".
+        plain = fixture("v2_18_multinode_ib_healthy.log")
+        base = e2e.run_json(self, ["nccl-log", plain, "--json"])["nccl"]
+        with open(plain) as f:
+            lines = f.read().splitlines()
+        for width in (80, 100, 120, 132):
+            rows = []
+            for line in lines:
+                while len(line) > width:
+                    rows.append(line[:width])
+                    line = line[width:]
+                rows.append(line)
+            self.assertGreater(len(rows), len(lines))
+            with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as out:
+                out.write("\n".join(rows) + "\n")
+                path = out.name
+            try:
+                got = e2e.run_json(self, ["nccl-log", path, "--json"])["nccl"]
+            finally:
+                os.unlink(path)
+            self.assertEqual(got["joined_lines"], len(rows) - len(lines), width)
+            for key in ("processes", "ranks", "rings", "hosts", "warn_lines", "info_lines",
+                        "other_lines", "attributed_lines"):
+                self.assertEqual(got[key], base[key], "%s at %d columns" % (key, width))
+
     def test_a_binary_file_is_refused_naming_the_offset(self):
         with tempfile.NamedTemporaryFile("wb", suffix=".log", delete=False) as out:
             out.write(b"gpu:1:1 [0] NCCL INFO Using network IB\n" + b"\x1f\x8b\x08\x00\x00")

@@ -11,6 +11,11 @@
   .item() each step are found, with the steps the schedule recorded.
 - Bad input: a cut .json.gz, a file that is not JSON, two traces of one
   rank, a step range with no step in it, a bad --step-range.
+- `trace --diff CONTROL TEST` on HTA's trace_diff pair: the JSON's rows
+  ranked by the time they explain, each side's temporal breakdown the one
+  `stallscope trace` gives, the text listing what was added and removed;
+  bad input named by side and file. (Its figures are checked against HTA's
+  own in tests/analyze/trace_diff_test.cc.)
 
 Outside CI a missing ../shared skips the real-trace tests with a message;
 with CI=true it fails.
@@ -29,7 +34,8 @@ import e2e_common as common
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SHARED_TRACES = os.path.join(os.path.dirname(ROOT), "shared", "traces", "hta")
+SHARED_TRACES = os.path.join(os.environ.get("STALLSCOPE_SHARED") or
+                             os.path.join(os.path.dirname(ROOT), "shared"), "traces", "hta")
 REFERENCE = os.path.join(ROOT, "tests", "fixtures", "traces", "hta_reference.json")
 TOLERANCE_PP = 0.05
 
@@ -179,6 +185,67 @@ class AgreesWithHta(unittest.TestCase):
                 self.assertIn("--step-range", err)
             ranged = common.run_json(self, ["trace", src, "--step-range", "1010:1012", "--json"])
             self.assertEqual(ranged["ranks"][0]["steps"], [1010, 1011, 1012])
+        finally:
+            shutil.rmtree(tmp)
+
+
+class TraceDiffCli(unittest.TestCase):
+    def setUp(self):
+        need_shared(self)
+        self.control = os.path.join(SHARED_TRACES, "trace_diff", "control")
+        self.test_dir = os.path.join(SHARED_TRACES, "trace_diff", "test")
+
+    def test_json_ranks_ops_and_gives_both_temporal_breakdowns(self):
+        got = common.run_json(self, ["trace", "--diff", self.control, self.test_dir, "--json"])
+        self.assertEqual(got["schema"], "stallscope.trace_diff/1")
+        self.assertTrue(got["version"])
+        ops = got["ops"]
+        self.assertGreater(len(ops), 100)
+        diffs = [abs(o["diff_us"]) for o in ops]
+        self.assertEqual(diffs, sorted(diffs, reverse=True))
+        for o in ops:
+            self.assertAlmostEqual(o["diff_us"], o["test_us"] - o["control_us"], places=6)
+            self.assertEqual(o["diff_count"], o["test_count"] - o["control_count"])
+        added = {o["name"] for o in ops if o["control_count"] == 0}
+        self.assertEqual(set(got["ops_diff"]["added"]), added)
+        self.assertTrue(added)
+        for side, path in (("control", self.control), ("test", self.test_dir)):
+            plain = common.run_json(self, ["trace", path, "--json"])
+            self.assertEqual(got[side]["temporal"], plain["ranks"][0]["temporal"], side)
+            self.assertEqual(got[side]["rank"], plain["ranks"][0]["rank"])
+            self.assertEqual(got[side]["steps"], [min(plain["ranks"][0]["steps"])])
+        text = common.run(["trace", "--diff", self.control, self.test_dir])
+        self.assertEqual(text[0], 0, text[2])
+        self.assertIn("changed, by the time they explain", text[1])
+        self.assertIn(ops[0]["name"][:40], text[1])
+        self.assertIn("added (%d" % len(added), text[1])
+
+    def test_bad_input_names_the_side_and_the_file(self):
+        tmp = tempfile.mkdtemp(prefix="stallscope-tdiff-")
+        try:
+            cut = os.path.join(tmp, "cut.json.gz")
+            with open(os.path.join(self.test_dir, "test.json.gz"), "rb") as f:
+                data = f.read()
+            with open(cut, "wb") as f:
+                f.write(data[: len(data) // 2])
+            rc, out, err, _ = common.run(["trace", "--diff", self.control, cut])
+            self.assertEqual(rc, 1, err)
+            self.assertEqual(out, "")
+            self.assertIn("test side", err)
+            self.assertIn(cut, err)
+            rc, _, err, _ = common.run(["trace", "--diff", os.path.join(tmp, "none"),
+                                        self.test_dir])
+            self.assertEqual(rc, 1, err)
+            self.assertIn("control side", err)
+            self.assertIn(os.path.join(tmp, "none"), err)
+            rc, _, err, _ = common.run(["trace", "--diff", self.control])
+            self.assertEqual(rc, 2, err)
+            self.assertIn("two traces", err)
+            rc, _, err, _ = common.run(["trace", "--diff", self.control, self.test_dir,
+                                        "--step-range", "1:2"])
+            self.assertEqual(rc, 1, err)
+            self.assertIn("control side", err)
+            self.assertIn("no ProfilerStep#1 to #2", err)
         finally:
             shutil.rmtree(tmp)
 

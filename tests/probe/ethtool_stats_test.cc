@@ -2,12 +2,21 @@
 // read and summed: pause frames without double counting a total beside its
 // priorities, XON frames left out, ECN/CNP, buffer drops, a cloud NIC's
 // allowance counters; unknown names kept raw; bad lines named. The live
-// ioctl is exercised on real veth pairs by e2e.nic_stats.
+// ioctl is exercised on real veth pairs by e2e.nic_stats; here a driver
+// whose counter count grows between the ioctls, written as the kernel
+// writes (as many as the driver has, into memory that may not be ours).
 #include "probe/ethtool_stats.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <linux/ethtool.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
 #include <string>
+#include <vector>
 
 namespace stallscope {
 namespace {
@@ -120,6 +129,114 @@ TEST(NicStats, LoopbackHasNoStatisticsLive) {
   Result<NicStats> lo = ReadNicStats(Root("/"), "lo");
   ASSERT_FALSE(lo.ok());
   EXPECT_TRUE(lo.status().IsNotFound()) << lo.status().message();
+}
+
+// Copies as the kernel's copy_to_user does: into a page that cannot be
+// written it fails instead of faulting the process (read(2) from a pipe
+// gives the same EFAULT).
+bool CopyOut(void* to, const void* from, size_t size) {
+  int fds[2];
+  if (::pipe(fds) != 0) return false;
+  bool ok = ::write(fds[1], from, size) == static_cast<ssize_t>(size) &&
+            ::read(fds[0], to, size) == static_cast<ssize_t>(size);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  return ok;
+}
+
+// A driver with counters c0, c1, ... valued 1000 + i; `counts` is how many
+// it has at each ioctl (the last one stays). Answers as kernels before 6.x
+// do (the count passed in is ignored, all are written), or with
+// `writes_none_on_mismatch` as newer ones do (none when it differs).
+struct GrowingDriver {
+  std::vector<uint32_t> counts;
+  bool writes_none_on_mismatch = false;
+  size_t calls = 0;
+
+  int operator()(void* block) {
+    uint32_t n = counts[std::min(calls++, counts.size() - 1)];
+    uint32_t cmd, asked;
+    std::memcpy(&cmd, block, sizeof cmd);
+    const size_t at = cmd == ETHTOOL_GSTATS ? offsetof(struct ethtool_stats, n_stats)
+                                            : offsetof(struct ethtool_gstrings, len);
+    std::memcpy(&asked, static_cast<uint8_t*>(block) + at, sizeof asked);
+    if (writes_none_on_mismatch && cmd != ETHTOOL_GSSET_INFO && asked != n) n = 0;
+    if (cmd == ETHTOOL_GSSET_INFO) {
+      auto* sset = static_cast<struct ethtool_sset_info*>(block);
+      sset->data[0] = n;
+      return 0;
+    }
+    std::vector<uint8_t> data;
+    size_t header = 0;
+    if (cmd == ETHTOOL_GSTRINGS) {
+      header = sizeof(struct ethtool_gstrings);
+      static_cast<struct ethtool_gstrings*>(block)->len = n;
+      data.resize(size_t{n} * ETH_GSTRING_LEN);
+      for (uint32_t i = 0; i < n; ++i) {
+        std::string name = fmt::format("c{}", i);
+        std::memcpy(data.data() + i * ETH_GSTRING_LEN, name.data(), name.size());
+      }
+    } else if (cmd == ETHTOOL_GSTATS) {
+      header = sizeof(struct ethtool_stats);
+      static_cast<struct ethtool_stats*>(block)->n_stats = n;
+      for (uint64_t i = 0; i < n; ++i) {
+        uint64_t value = 1000 + i;
+        data.insert(data.end(), reinterpret_cast<uint8_t*>(&value),
+                    reinterpret_cast<uint8_t*>(&value) + sizeof value);
+      }
+    } else {
+      errno = EOPNOTSUPP;
+      return -1;
+    }
+    if (!CopyOut(static_cast<uint8_t*>(block) + header, data.data(), data.size())) {
+      errno = EFAULT;
+      return -1;
+    }
+    return 0;
+  }
+};
+
+Result<NicStats> ReadFrom(GrowingDriver& driver) {
+  return ReadLiveNicStats("eth7",
+                          [&driver](const std::string&, void* block) { return driver(block); });
+}
+
+void ExpectCounters(const Result<NicStats>& stats, uint32_t n) {
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  ASSERT_EQ(stats->counters.size(), n);
+  for (uint32_t i = 0; i < n; ++i) {
+    EXPECT_EQ(stats->counters[i].name, fmt::format("c{}", i));
+    EXPECT_EQ(stats->counters[i].value, 1000u + i);
+  }
+}
+
+TEST(NicStats, ACountThatGrewBeforeTheNamesIsReadWhole) {
+  GrowingDriver driver{{10, 12}};  // 10 announced, 12 written
+  ExpectCounters(ReadFrom(driver), 12);
+}
+
+TEST(NicStats, NamesAndValuesOfDifferentCountsAreReadAgain) {
+  GrowingDriver driver{{10, 10, 12}};  // names for 10, values for 12
+  ExpectCounters(ReadFrom(driver), 12);
+  EXPECT_EQ(driver.calls, 6u);
+}
+
+TEST(NicStats, ANewerKernelThatWroteNoneIsReadAgain) {
+  GrowingDriver driver{{10, 12}, true};
+  ExpectCounters(ReadFrom(driver), 12);
+}
+
+TEST(NicStats, ACountThatOutgrewTheRoomFaultsAndIsReadAgain) {
+  GrowingDriver driver{{4, 100}};  // past twice 4: the kernel would write past the block
+  ExpectCounters(ReadFrom(driver), 100);
+}
+
+TEST(NicStats, ACountThatKeepsGrowingIsAnErrorNamingTheInterface) {
+  GrowingDriver driver{{4, 12, 36, 108, 324, 972}};
+  Result<NicStats> stats = ReadFrom(driver);
+  ASSERT_FALSE(stats.ok());
+  EXPECT_NE(stats.status().message().find("eth7"), std::string::npos) << stats.status().message();
+  EXPECT_NE(stats.status().message().find("kept changing"), std::string::npos);
 }
 
 }  // namespace

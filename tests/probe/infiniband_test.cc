@@ -216,5 +216,44 @@ TEST(ParseIbLid, HexSixteenBits) {
   }
 }
 
+// The congestion counters: port_xmit_wait in ticks (never scaled), the two
+// link error counters, and of hw_counters/ only the four that speak of
+// congestion (lifespan is a setting, rx_write_requests traffic).
+TEST(ReadInfinibandDevices, CongestionHostHasXmitWaitAndRoceHwCounters) {
+  Result<std::vector<InfinibandDevice>> devices =
+      ReadInfinibandDevices(Root(kFixtures + "/congestion_host"));
+  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+  ASSERT_EQ(devices->size(), 2u);
+  const InfinibandPort& ib = (*devices)[0].ports.at(0);
+  EXPECT_EQ(ib.xmit_wait, 93456781234u);
+  EXPECT_EQ(ib.xmit_bytes, 812345678901u * 4);
+  EXPECT_EQ(ib.excessive_buffer_overrun_errors, 0u);
+  EXPECT_EQ(ib.local_link_integrity_errors, 0u);
+  EXPECT_TRUE(ib.hw_counters.empty());
+  const InfinibandPort& roce = (*devices)[1].ports.at(0);
+  EXPECT_TRUE(roce.roce);
+  EXPECT_EQ(roce.netdev, "ens1f0np0");
+  std::vector<std::string> names;
+  for (const NicCounter& c : roce.hw_counters)
+    names.push_back(c.name + "=" + std::to_string(c.value));
+  EXPECT_EQ(names, (std::vector<std::string>{"out_of_buffer=4821", "np_cnp_sent=91234",
+                                             "rp_cnp_handled=187654",
+                                             "np_ecn_marked_roce_packets=90876"}));
+}
+
+TEST(ReadInfinibandDevices, AnXmitWaitOrHwCounterThatIsNotANumberNamesItsFile) {
+  TempTree tree;
+  tree.Write("sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_wait", "-1\n");
+  Result<std::vector<InfinibandDevice>> devices = ReadInfinibandDevices(Root(tree.dir()));
+  ASSERT_FALSE(devices.ok());
+  EXPECT_NE(devices.status().message().find("counters/port_xmit_wait"), std::string::npos)
+      << devices.status().message();
+  TempTree other;
+  other.Write("sys/class/infiniband/mlx5_0/ports/1/hw_counters/out_of_buffer", "many\n");
+  devices = ReadInfinibandDevices(Root(other.dir()));
+  ASSERT_FALSE(devices.ok());
+  EXPECT_NE(devices.status().message().find("hw_counters/out_of_buffer"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace stallscope

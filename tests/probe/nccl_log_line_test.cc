@@ -317,6 +317,83 @@ TEST(NcclLog, ATerminalsWrapIsJoinedBack) {
   EXPECT_NE(wide.processes[0].ib_oob[0].address, "192.168.1.1");  // left as cut
 }
 
+TEST(NcclLog, TheFirstWrappedLineAndLinesOfThreeRowsAreJoined) {
+  // 80 columns: the first cut line is the first of its width, its rest opens
+  // with a space; a later line takes three rows, its last a "word: ".
+  const std::string plugin =
+      "gpu-a:11:22 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : "
+      "libnccl-net.so: "
+      "cannot open shared object file: No such file or directory";
+  const std::string ib =
+      "gpu-a:11:22 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB "
+      "[3]mlx5_3:1/IB [4]mlx5_4:1/IB [5]mlx5_5:1/IB [6]mlx5_6:1/IB [RO]; OOB eth0:10.0.0.1<0>";
+  auto rows = [](std::string line) {
+    std::string out;
+    for (; line.size() > 80; line = line.substr(80)) out += line.substr(0, 80) + "\n";
+    return out + line + "\n";
+  };
+  ASSERT_EQ(plugin[80], ' ');
+  ASSERT_GT(ib.size(), 160u);
+  NcclLogSummary log = ParseNcclLog(rows(plugin) + "gpu-a:11:22 [0] NCCL INFO Using network IB\n" +
+                                    rows(ib) + "epoch 1\n");
+  EXPECT_EQ(log.joined_lines, 3u);
+  EXPECT_EQ(log.other_lines, 1u);
+  ASSERT_EQ(log.processes.size(), 1u);
+  const NcclProcess& p = log.processes[0];
+  EXPECT_EQ(p.plugin_failed, "");  // the default plugin absent, read whole
+  EXPECT_EQ(p.network, "IB");
+  EXPECT_EQ(p.ib_devices.size(), 7u);
+  ASSERT_EQ(p.ib_oob.size(), 1u);
+  EXPECT_EQ(p.ib_oob[0].address, "10.0.0.1");
+  // The first line of a width, then a line longer than it: not wrapped.
+  NcclLogSummary wide =
+      ParseNcclLog(rows(plugin) + "gpu-a:11:22 [0] NCCL INFO " + std::string(90, 'z') + "\n");
+  EXPECT_EQ(wide.joined_lines, 0u);
+  EXPECT_EQ(wide.other_lines, 1u);
+  // When the log ends, or the wait does, with nothing that wide again, the
+  // cut itself tells: the row opens with the space the cut fell on.
+  std::string quiet = rows(plugin);
+  for (int i = 0; i < 40; ++i) quiet += "gpu-a:11:22 [0] NCCL INFO Using network IB\n";
+  EXPECT_EQ(ParseNcclLog(quiet).joined_lines, 1u);
+  NcclLogSummary single = ParseNcclLog(rows(plugin));
+  EXPECT_EQ(single.joined_lines, 1u);
+  ASSERT_EQ(single.processes.size(), 1u);
+  EXPECT_EQ(single.processes[0].plugin_failed, "");
+}
+
+TEST(NcclLog, ASingleWrappedLineIsJoinedOnlyWhereItsCutShows) {
+  // 100 columns, cut after "mlx5_3:": no message ends with a colon.
+  const std::string ib =
+      "gpu-b:3001:3002 [1] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB "
+      "[3]mlx5_3:1/IB [RO]; OOB ens1f0np0:10.1.2.3<0>";
+  NcclLogSummary log = ParseNcclLog(ib.substr(0, 100) + "\n" + ib.substr(100) + "\n");
+  EXPECT_EQ(log.joined_lines, 1u);
+  ASSERT_EQ(log.processes.size(), 1u);
+  EXPECT_EQ(log.processes[0].ib_devices.size(), 4u);
+  ASSERT_EQ(log.processes[0].ib_oob.size(), 1u);
+  EXPECT_EQ(log.processes[0].ib_oob[0].address, "10.1.2.3");
+  EXPECT_EQ(log.other_lines, 0u);
+  // A "<" left open at the cut (in the OOB address) tells the same.
+  const std::string oob =
+      "gpu:1:2 [0] NCCL INFO Bootstrap : Using " + std::string(50, 'e') + ":10.0.0.1<0>";
+  NcclLogSummary open = ParseNcclLog(oob.substr(0, 100) + "\n" + oob.substr(100) + "\n");
+  EXPECT_EQ(open.joined_lines, 1u);
+  EXPECT_EQ(open.other_lines, 0u);
+  // A line of that width that ends whole, then the script's own output (a
+  // word, a traceback's indented row), or another NCCL line: not joined.
+  const std::string whole = "gpu:1:2 [0] NCCL INFO Using network IB " + std::string(61, 'x');
+  ASSERT_EQ(whole.size(), 100u);
+  for (const std::string& after :
+       {std::string("epoch 1 loss 0.5"), std::string("  File \"train.py\", line 3"),
+        std::string("gpu:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 1")}) {
+    NcclLogSummary kept = ParseNcclLog(whole + "\n" + after + "\n");
+    EXPECT_EQ(kept.joined_lines, 0u) << after;
+  }
+  const std::string colon = whole.substr(0, 99) + ":";
+  NcclLogSummary next = ParseNcclLog(colon + "\ngpu:1:2 [0] NCCL INFO Using network IB\n");
+  EXPECT_EQ(next.joined_lines, 0u);
+}
+
 TEST(NcclLog, ALogConsolesRepeatedMessageIsReadOnce) {
   NcclLogSummary log = ParseNcclLog(
       "2024-03-04T05:06:07.000Z | gpu:1:2 [0] NCCL INFO Using network IB | gpu:1:2 [0] NCCL INFO "

@@ -16,6 +16,7 @@
 #include <set>
 #include <type_traits>
 
+#include "core/child_call.h"
 #include "core/file.h"
 #include "probe/process_tree.h"
 
@@ -589,6 +590,10 @@ class LiveJobTree : public ::testing::Test {
   }
 
   void SetUp() override {
+    // Children an earlier test in this process gave up would count here.
+    for (int tries = 0; tries < 1000 && ReapAbandonedChildren() > 0; ++tries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     for (int i = 0; i < 3; ++i) {
       pid_t child = SpawnSleeper();
       ASSERT_GT(child, 0);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -22,26 +23,42 @@
 namespace stallscope {
 namespace {
 
+// Whether the file at `path` holds `text`, waiting up to 30 s for it.
+bool WaitUntilHolds(const std::string& path, const std::string& text) {
+  for (int tries = 0; tries < 3000; ++tries) {
+    std::ifstream in(path);
+    std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (held.find(text) != std::string::npos) return true;
+    usleep(10000);
+  }
+  return false;
+}
+
 // Records `argv` under `root` at 0.1 s into the run file `path`, with the
-// record signals blocked as `run` blocks them; the job's exit code, or an
-// error.
+// record signals blocked and the kernel's log read before the job starts,
+// as `run` does; the job's exit code, or an error. With `logged_first`,
+// recording begins only once the job wrote that to the root's dev/kmsg.
 Result<int> RecordUnder(const std::string& root, const std::vector<std::string>& argv,
-                        const std::string& path) {
+                        const std::string& path, const std::string& logged_first = "") {
   sigset_t saved;
   pthread_sigmask(SIG_BLOCK, nullptr, &saved);
   BlockRecordSignals();
   Result<int> exit_code = [&]() -> Result<int> {
     Result<RunWriter> writer = RunWriter::Create(path, false);
     if (!writer.ok()) return writer.status();
+    RunInfo info;
+    info.start_monotonic_seconds = MonotonicSeconds();
+    RecordOptions options;
+    options.kernel_log.emplace(Root(root), info.start_monotonic_seconds);
     Result<Job> job = Job::Start(argv, {});
     if (!job.ok()) return job.status();
-    RunInfo info;
+    if (!logged_first.empty() && !WaitUntilHolds(root + "/dev/kmsg", logged_first)) {
+      return Status::Unavailable("the job never wrote " + logged_first);
+    }
     info.command = argv.front();
     info.interval_seconds = 0.1;
     info.root_pid = job->pid();
-    info.start_monotonic_seconds = MonotonicSeconds();
     if (Status st = writer->WriteRunInfo(info); !st.ok()) return st;
-    RecordOptions options;
     options.interval_seconds = 0.1;
     options.root = root;
     std::FILE* quiet = std::fopen("/dev/null", "w");
@@ -122,6 +139,35 @@ TEST(RecordJob, KeepsTheXidsLoggedWhileTheJobRan) {
   EXPECT_NE(judged.findings[0].summary.find("during the run"), std::string::npos);
   EXPECT_NE(judged.findings[0].summary.find("s into the run"), std::string::npos);
   EXPECT_EQ(judged.findings[1].id, "network.port_errors");
+  std::filesystem::remove_all(dir);
+}
+
+// An Xid the job logs as its very first action (a GPU that fails at CUDA
+// init) is the run's: the log was read before the job was launched, and
+// the recording here begins only once the record is written.
+TEST(RecordJob, KeepsTheXidTheJobLoggedFirst) {
+  char dir[] = "/tmp/stallscope-recorder-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string root = std::string(dir) + "/host";
+  std::filesystem::copy(
+      std::string(STALLSCOPE_FIXTURES) + "/live_debian12", root,
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  std::filesystem::create_directories(root + "/dev");
+  const std::string kmsg = root + "/dev/kmsg";
+  std::ofstream(kmsg) << "6,1,0,-;Linux version 6.1.0-27-amd64\n";
+  const std::string path = std::string(dir) + "/run.db";
+  const std::string script =
+      "printf '4,2290,%s,-;NVRM: Xid (PCI:0000:17:00): 79, pid=4242, name=python3, "
+      "GPU has fallen off the bus.\\n' \"$(($(cut -d. -f1 /proc/uptime) * 1000000))\" >> " +
+      kmsg + "; sleep 0.3";
+  Result<int> exit_code = RecordUnder(root, {"sh", "-c", script}, path, "Xid (PCI:0000:17:00)");
+  ASSERT_TRUE(exit_code.ok()) << exit_code.status().message();
+  ASSERT_EQ(*exit_code, 0);
+  Result<Timeline> timeline = ReadRun(path);
+  ASSERT_TRUE(timeline.ok()) << timeline.status().message();
+  ASSERT_EQ(timeline->xids.size(), 1u);
+  EXPECT_EQ(timeline->xids[0].xid, 79);
+  EXPECT_EQ(timeline->xids[0].bus_id, "0000:17:00");
   std::filesystem::remove_all(dir);
 }
 

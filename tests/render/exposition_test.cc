@@ -8,7 +8,6 @@
 #include <limits>
 
 #include "export/http_request.h"
-#include "export/http_server.h"
 
 namespace stallscope {
 namespace {
@@ -78,77 +77,44 @@ TEST(Exposition, HistogramIsCumulativeWithInfSumAndCount) {
             "step_seconds_count{rank=\"0\"} 6\n");
 }
 
-using State = HttpParseResult::State;
+HttpResponse Served() { return {200, "text/plain", "metrics\n", {}}; }
 
-TEST(HttpRequest, CompleteGetWithHeaders) {
-  std::string req = "GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\nextra";
-  HttpParseResult r = ParseHttpRequestHead(req, 8192);
-  ASSERT_EQ(r.state, State::kComplete) << r.reason;
-  EXPECT_EQ(r.head.method, "GET");
-  EXPECT_EQ(r.head.path, "/metrics");
-  EXPECT_EQ(r.head.target, "/metrics?x=1");
-  EXPECT_EQ(r.head.minor_version, 1);
-  EXPECT_EQ(r.head.head_bytes, req.size() - 5);
+TEST(HttpAnswer, MetricsOnlyForGetOrHeadOfTheMetricsPath) {
+  EXPECT_EQ(AnswerHttpRequest({"GET", "/metrics", "", false}, nullptr, Served).body, "metrics\n");
+  EXPECT_EQ(AnswerHttpRequest({"HEAD", "/metrics", "", false}, nullptr, Served).status, 200);
+  HttpResponse post = AnswerHttpRequest({"POST", "/metrics", "", false}, nullptr, Served);
+  EXPECT_EQ(post.status, 405);
+  ASSERT_EQ(post.headers.size(), 1u);
+  EXPECT_EQ(post.headers[0].second, "GET, HEAD");
+  EXPECT_EQ(AnswerHttpRequest({"GET", "/nope", "", false}, nullptr, Served).status, 404);
+  EXPECT_EQ(AnswerHttpRequest({"GET", "/metrics", "", true}, nullptr, Served).status, 413);
+  EXPECT_EQ(BusyResponse().status, 503);
 }
 
-TEST(HttpRequest, IncompleteUntilTheBlankLineAndEveryPrefixIsIncomplete) {
-  std::string req = "\r\nGET /metrics HTTP/1.0\nHost: x\n\n";
-  for (size_t n = 0; n < req.size(); ++n) {
-    EXPECT_EQ(ParseHttpRequestHead(req.substr(0, n), 8192).state, State::kIncomplete) << n;
-  }
-  HttpParseResult r = ParseHttpRequestHead(req, 8192);
-  ASSERT_EQ(r.state, State::kComplete);
-  EXPECT_EQ(r.head.minor_version, 0);
-}
-
-TEST(HttpRequest, AbsoluteFormKeepsThePath) {
-  HttpParseResult r = ParseHttpRequestHead("GET http://h:9400/metrics HTTP/1.1\r\n\r\n", 8192);
-  ASSERT_EQ(r.state, State::kComplete);
-  EXPECT_EQ(r.head.path, "/metrics");
-}
-
-TEST(HttpRequest, ErrorsCarryTheirStatus) {
-  struct Case {
-    const char* text;
-    int status;
-  } cases[] = {
-      {"GET /metrics\r\n\r\n", 400},
-      {"GET  /metrics HTTP/1.1\r\n\r\n", 400},
-      {"GET /metrics HTTP/2.0\r\n\r\n", 505},
-      {"GET /metrics FTP/1.1\r\n\r\n", 400},
-      {"G(T /metrics HTTP/1.1\r\n\r\n", 400},
-      {"GET metrics HTTP/1.1\r\n\r\n", 400},
-      {"GET /metrics HTTP/1.1\r\nNo colon here\r\n\r\n", 400},
-      {"GET /metrics HTTP/1.1\r\nA: b\r\n folded\r\n\r\n", 400},
-      {"GET /metrics HTTP/1.1\r\nA: b\x01\r\n\r\n", 400},
-      {"GET /\x01 HTTP/1.1\r\n\r\n", 400},
+TEST(HttpAnswer, BasicAuthIsCheckedBeforeAnythingElse) {
+  PasswordCheck check = [](std::string_view u, std::string_view p) {
+    return u == "alice" && p == "s:cret";
   };
-  for (const Case& c : cases) {
-    HttpParseResult r = ParseHttpRequestHead(c.text, 8192);
-    EXPECT_EQ(r.state, State::kError) << c.text;
-    EXPECT_EQ(r.status, c.status) << c.text;
-    EXPECT_FALSE(r.reason.empty());
+  // "alice:s:cret" and "alice:wrong" in base64.
+  EXPECT_EQ(
+      AnswerHttpRequest({"GET", "/metrics", "Basic YWxpY2U6czpjcmV0", false}, check, Served).status,
+      200);
+  for (const char* bad : {"", "Basic YWxpY2U6d3Jvbmc=", "Bearer YWxpY2U6czpjcmV0", "Basic !!!"}) {
+    HttpResponse r = AnswerHttpRequest({"GET", "/metrics", bad, false}, check, Served);
+    EXPECT_EQ(r.status, 401) << bad;
+    ASSERT_FALSE(r.headers.empty());
+    EXPECT_EQ(r.headers[0].first, "WWW-Authenticate");
   }
-  // Binary garbage fails at once, before any line end.
-  EXPECT_EQ(ParseHttpRequestHead(std::string("\x16\x03\x01\x02\x00", 5), 8192).state,
-            State::kError);
+  EXPECT_EQ(AnswerHttpRequest({"DELETE", "/metrics", "", false}, check, Served).status, 401);
 }
 
-TEST(HttpRequest, HeadOverTheBoundIs431EvenWithoutALineEnd) {
-  std::string big = "GET /metrics HTTP/1.1\r\nX: " + std::string(9000, 'a');
-  EXPECT_EQ(ParseHttpRequestHead(big, 8192).status, 431);
-  EXPECT_EQ(ParseHttpRequestHead(std::string(9000, 'A'), 8192).status, 431);
-  std::string many = "GET / HTTP/1.1\r\n";
-  while (many.size() < 9000) many += "A: b\r\n";
-  EXPECT_EQ(ParseHttpRequestHead(many + "\r\n", 8192).status, 431);
-}
-
-TEST(HttpResponse, SerializedWithLengthAndClose) {
-  HttpResponse r{405, "text/plain", "no\n", {{"Allow", "GET, HEAD"}}};
-  EXPECT_EQ(SerializeHttpResponse(r, false),
-            "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n"
-            "Allow: GET, HEAD\r\nConnection: close\r\n\r\nno\n");
-  EXPECT_EQ(SerializeHttpResponse(r, true).find("no\n"), std::string::npos);
+TEST(HttpAnswer, BasicAuthHeaderDecodes) {
+  std::string user, password;
+  ASSERT_TRUE(ParseBasicAuth("basic  dTpw ", user, password));
+  EXPECT_EQ(user, "u");
+  EXPECT_EQ(password, "p");
+  EXPECT_FALSE(ParseBasicAuth("Basic dXNlcg==", user, password));  // "user": no colon
+  EXPECT_FALSE(ParseBasicAuth("Basic d", user, password));
 }
 
 TEST(ListenAddress, ParsesAndJudgesLoopback) {

@@ -16,6 +16,12 @@ Making the data: --make-zip PATH N, --make-dir PATH N [--file-kib K]; with
 sleeps M ms per step (a device's step time: the CPU free meanwhile);
 --first-step-cpu-s S spends S s of CPU in the rank on its first step (a
 first batch that compiles), without reading anything.
+
+A series of runs of one command line (history's test) changes the job by
+its environment, as a changed config file does: IO_STORIES_WORKERS and
+IO_STORIES_DECODE_MS override --workers and --decode-ms, and
+IO_STORIES_DROP_CACHE=1 drops the page cache of the --dir files before the
+run (so that each run reads them from the device).
 """
 import argparse
 import os
@@ -159,6 +165,12 @@ def main():
     p.add_argument("--shuffle", action="store_true")
     p.add_argument("--first-step-cpu-s", type=float, default=0.0)
     args = p.parse_args()
+    if "IO_STORIES_WORKERS" in os.environ:
+        args.workers = int(os.environ["IO_STORIES_WORKERS"])
+    if "IO_STORIES_DECODE_MS" in os.environ:
+        args.decode_ms = float(os.environ["IO_STORIES_DECODE_MS"])
+    if os.environ.get("IO_STORIES_DROP_CACHE") == "1" and args.dir:
+        drop_cache(args.dir)
     if args.make_zip:
         make_zip(args.make_zip[0], int(args.make_zip[1]), args.member_kib)
     if args.make_dir:
