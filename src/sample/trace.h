@@ -51,6 +51,20 @@ struct TraceEvent {
   TraceCategory cat = TraceCategory::kOther;
   TraceCpuRole role = TraceCpuRole::kNone;
   int16_t device = -1;  // args.device of GPU events
+  uint32_t index = 0;   // place in the file's list of events (HTA's index)
+  uint32_t thread = 0;  // TraceFile::threads: its pid and tid
+};
+
+// The pid and tid an event names, as written (numbers or text).
+struct TraceThread {
+  std::string pid, tid;
+};
+
+// A cuda_sync's wait: the stream and the cudaEventRecord it waits on.
+struct TraceSyncWait {
+  uint32_t index = 0;  // TraceEvent::index of the sync
+  int64_t stream = -1;             // args.wait_on_stream
+  int64_t record_correlation = -1;  // args.wait_on_cuda_event_record_corr_id
 };
 
 // ProfilerStep#N: its number, from the name.
@@ -65,6 +79,11 @@ struct TraceFile {
   std::vector<std::pair<int, std::string>> devices;  // deviceProperties: id, name
   std::vector<std::string> names;  // event names, each once; TraceEvent::name indexes it
   std::vector<TraceEvent> events;  // in file order
+  // The CPU rows with a dur the analysed rows leave out (TraceRows::kAnalysed):
+  // only the critical path's call stacks read them. In file order.
+  std::vector<TraceEvent> cpu_rows;
+  std::vector<TraceThread> threads;
+  std::vector<TraceSyncWait> sync_waits;  // of kept events, in file order
   bool fractional_times = false;   // some ts not a whole µs: HTA rounds every row then
   uint64_t complete_events = 0;    // every event with a dur and a cat
   uint64_t skipped_events = 0;     // events missing a field the reader needs
