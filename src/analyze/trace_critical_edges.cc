@@ -57,7 +57,7 @@ std::optional<std::string_view> OnlyThreadWith(const HtaRows& h, std::string_vie
     const TraceCategory c = r.event->cat;
     if (c != TraceCategory::kCpuOp && c != TraceCategory::kUserAnnotation) continue;
     if (h.Name(r).find(text) == std::string::npos) continue;
-    const std::string& t = h.trace->threads[r.event->thread].tid;
+    const std::string& t = h.ThreadOf(r).tid;
     if (tid && *tid != t) return std::nullopt;
     tid = t;
   }
@@ -75,7 +75,7 @@ void CpGraph::AddCallStacks() {
   std::map<std::pair<IdKey, IdKey>, std::vector<const HtaRow*>> threads;
   for (uint32_t at : h_.window) {
     const HtaRow& r = h_.rows[at];
-    const TraceThread& t = h_.trace->threads[r.event->thread];
+    const TraceThread& t = h_.ThreadOf(r);
     std::string_view tid = t.tid;
     if (merge && tid == *bwd) tid = *fwd;
     threads[{KeyOf(t.pid), KeyOf(tid)}].push_back(&r);

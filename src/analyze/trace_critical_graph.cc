@@ -9,9 +9,12 @@ namespace {
 constexpr uint32_t kNoNode = UINT32_MAX;
 
 bool IsBlocking(std::string_view n) {
-  static constexpr std::string_view kCalls[] = {
-      "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery",
-      "cudaEventSynchronize",  "cudaMemcpy",            "cudaMemcpyAsync"};
+  static constexpr std::string_view kCalls[] = {"cudaDeviceSynchronize",
+                                                "cudaStreamSynchronize",
+                                                "cudaEventQuery",
+                                                "cudaEventSynchronize",
+                                                "cudaMemcpy",
+                                                "cudaMemcpyAsync"};
   return std::find(std::begin(kCalls), std::end(kCalls), n) != std::end(kCalls);
 }
 

@@ -5,9 +5,7 @@
 #include "analyze/trace_critical_path.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <regex>
 #include <unordered_map>
 
 #include "analyze/trace_critical_graph.h"
@@ -48,7 +46,8 @@ CriticalBound BoundOf(const HtaRows& h, const CpGraph& g, const CpEdge& e) {
   }
   const HtaRow* r = h.At(g.AttributedEvent(e));
   if (r == nullptr) return CriticalBound::kCpu;
-  if (r->OnCpu()) return g.IsDataLoading(r->event->name) ? CriticalBound::kDataLoading : CriticalBound::kCpu;
+  if (r->OnCpu())
+    return g.IsDataLoading(r->event->name) ? CriticalBound::kDataLoading : CriticalBound::kCpu;
   return IsCommunication(h.Name(*r)) ? CriticalBound::kGpuCommunication
                                      : CriticalBound::kGpuCompute;
 }

@@ -11,10 +11,12 @@ namespace stallscope {
 
 bool IsHtaLaunch(std::string_view n) {
   static constexpr std::string_view kLaunches[] = {
-      "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
-      "cuLaunchKernelEx", "cudaMemcpyAsync",     "cudaMemsetAsync",
-      "hipLaunchKernel",  "hipExtModuleLaunchKernel", "hipMemsetAsync",
-      "hipMemcpyAsync",   "hipMemcpyWithStream", "runFunction - job_prep_and_submit_for_execution"};
+      "cudaLaunchKernel",    "cudaLaunchKernelExC",
+      "cuLaunchKernel",      "cuLaunchKernelEx",
+      "cudaMemcpyAsync",     "cudaMemsetAsync",
+      "hipLaunchKernel",     "hipExtModuleLaunchKernel",
+      "hipMemsetAsync",      "hipMemcpyAsync",
+      "hipMemcpyWithStream", "runFunction - job_prep_and_submit_for_execution"};
   return std::find(std::begin(kLaunches), std::end(kLaunches), n) != std::end(kLaunches);
 }
 
@@ -74,9 +76,9 @@ std::vector<HtaRow> AllRows(const TraceFile& t) {
 // TraceAnalysis' cut with two or more ProfilerSteps: the CPU rows before the
 // last step's start, then the GPU rows of their correlations (GPU rows first).
 std::vector<HtaRow> CutAtLastStep(const TraceFile& t, std::vector<HtaRow> rows) {
-  std::unordered_set<uint32_t> steps;
-  for (uint32_t n = 0; n < t.names.size(); ++n)
-    if (IsStep(t.names[n])) steps.insert(n);
+  std::unordered_set<uint32_t> steps;  // the step names rows have (HTA's symbols)
+  for (const HtaRow& r : rows)
+    if (IsStep(t.names[r.event->name])) steps.insert(r.event->name);
   if (steps.size() < 2) return rows;
   double last = -INFINITY;
   bool any = false;
@@ -105,24 +107,28 @@ bool ChooseWindow(const HtaRows& h, const CriticalPathRequest& req, CriticalPath
                   std::string* why_not) {
   std::string annotation = req.annotation;
   int64_t first = req.first_instance.value_or(0);
-  if (annotation.empty() && !req.first_instance) {  // as bench/hta_critical_path_reference.py
+  if (annotation.empty()) {  // ProfilerStep where there is one, as the reference does
     int64_t steps = 0;
     for (const HtaRow& r : h.rows) steps += h.Name(r).starts_with("ProfilerStep#");
     if (steps > 0) annotation = "ProfilerStep";
-    first = steps >= 2 ? 1 : 0;
+    if (!req.first_instance) first = steps >= 2 ? 1 : 0;
   }
   const int64_t last = req.last_instance.value_or(first);
   path.annotation = annotation;
   path.first_instance = first;
   path.last_instance = last;
-  if (annotation.empty()) {
+  if (h.rows.empty()) {
+    if (why_not) *why_not = "no events in the trace";
+    return false;
+  }
+  if (annotation.empty()) {  // the whole trace
     path.start_us = INFINITY;
     path.end_us = -INFINITY;
     for (const HtaRow& r : h.rows) {
       path.start_us = std::min(path.start_us, r.ts);
       path.end_us = std::max(path.end_us, r.End());
     }
-    return !h.rows.empty();
+    return true;
   }
   std::vector<const HtaRow*> rows;  // as HTA: any row whose name holds the text, in its order
   for (const HtaRow& r : h.rows)
@@ -131,8 +137,8 @@ bool ChooseWindow(const HtaRows& h, const CriticalPathRequest& req, CriticalPath
     if (why_not)
       *why_not = rows.empty() ? "no instance of the annotation \"" + annotation + "\""
                               : "instance " + std::to_string(first) + ":" + std::to_string(last) +
-                                    " of \"" + annotation + "\" out of range (0:" +
-                                    std::to_string(rows.size() - 1) + ")";
+                                    " of \"" + annotation +
+                                    "\" out of range (0:" + std::to_string(rows.size() - 1) + ")";
     return false;
   }
   path.start_us = INFINITY;
@@ -225,7 +231,7 @@ void EventLaunches(HtaRows& h) {
   h.has_event_records = records;
   if (!records && !(waits && wait_rows)) return;
   const std::vector<Launch> launches = Launches(h);
-  auto thread = [&](const HtaRow& r) { return &t.threads[r.event->thread]; };
+  auto thread = [&](const HtaRow& r) { return &h.ThreadOf(r); };
   if (records) {
     // the stream and GPU each recorded event was recorded on, from the syncs that wait on it
     std::map<int64_t, std::pair<int64_t, std::string>> recorded;
@@ -247,7 +253,8 @@ void EventLaunches(HtaRows& h) {
       const Launch* prev = nullptr;
       for (const HtaRow* rec : recs) {
         for (; li < launches.size() && launches[li].row->ts <= rec->ts; ++li)
-          if (launches[li].gpu->event->stream == key.first && thread(*launches[li].gpu)->pid == key.second)
+          if (launches[li].gpu->event->stream == key.first &&
+              thread(*launches[li].gpu)->pid == key.second)
             prev = &launches[li];
         if (prev != nullptr) h.previous_launch[rec->event->correlation] = prev->row->index;
       }

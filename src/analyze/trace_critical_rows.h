@@ -33,12 +33,12 @@ struct HtaRow {
 
 struct HtaRows {
   const TraceFile* trace = nullptr;
-  std::vector<HtaRow> rows;        // the cut trace, in HTA's order (GPU rows first when cut)
-  std::vector<int32_t> by_index;   // HTA index -> position in rows; -1 absent
-  std::vector<uint32_t> window;    // positions of the rows in the window, by index
-  std::unordered_map<int64_t, double> queue_length;     // by index: launches and GPU rows
-  std::unordered_map<int64_t, int64_t> previous_launch;  // record correlation -> launch index
-  std::unordered_map<int64_t, int64_t> next_launch;      // cudaStreamWaitEvent index -> launch
+  std::vector<HtaRow> rows;       // the cut trace, in HTA's order (GPU rows first when cut)
+  std::vector<int32_t> by_index;  // HTA index -> position in rows; -1 absent
+  std::vector<uint32_t> window;   // positions of the rows in the window, by index
+  std::unordered_map<int64_t, double> queue_length;          // by index: launches and GPU rows
+  std::unordered_map<int64_t, int64_t> previous_launch;      // record correlation -> launch index
+  std::unordered_map<int64_t, int64_t> next_launch;          // cudaStreamWaitEvent index -> launch
   std::unordered_map<uint32_t, const TraceSyncWait*> waits;  // by index
   bool has_event_records = false;                            // cudaEventRecord in the trace
   const HtaRow* At(int64_t index) const {
@@ -47,6 +47,10 @@ struct HtaRows {
     return at < 0 ? nullptr : &rows[static_cast<size_t>(at)];
   }
   const std::string& Name(const HtaRow& r) const { return trace->names[r.event->name]; }
+  const TraceThread& ThreadOf(const HtaRow& r) const {
+    static const TraceThread kNone;
+    return r.event->thread < trace->threads.size() ? trace->threads[r.event->thread] : kNone;
+  }
 };
 
 // The rows, the window chosen as HTA chooses it (filled into `path`), the

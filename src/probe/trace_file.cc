@@ -347,7 +347,7 @@ KeyName KeyOf(std::string_view k) {
       return is("wait_on_stream", KeyName::kWaitStream);
     case 23:
       return is("memory bandwidth (GB/s)", KeyName::kBandwidth);
-    case 32:
+    case 33:
       return is("wait_on_cuda_event_record_corr_id", KeyName::kWaitRecord);
     default:
       return KeyName::kOther;
@@ -575,8 +575,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     // are kept for their time); kept aside for the critical path's call
     // stacks when they last.
     const bool aside = !every_row_ && event_.stream == -1 && event_.correlation < 0 &&
-                       role == TraceCpuRole::kNone && !step &&
-                       cat != TraceCategory::kGpuAnnotation;
+                       role == TraceCpuRole::kNone && !step && cat != TraceCategory::kGpuAnnotation;
     if (aside && !(event_.dur > 0)) return;
     TraceEvent e;
     e.ts = event_.ts;
@@ -607,7 +606,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         out_.threads[last_thread_].tid == tid_)
       return last_thread_;
     std::string key = pid_ + '\x1f' + tid_;
-    auto [it, added] = threads_.try_emplace(std::move(key), static_cast<uint32_t>(out_.threads.size()));
+    auto [it, added] =
+        threads_.try_emplace(std::move(key), static_cast<uint32_t>(out_.threads.size()));
     if (added) out_.threads.push_back({pid_, tid_});
     last_thread_ = it->second;
     return last_thread_;
@@ -622,7 +622,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   KeyName key_ = KeyName::kOther;
   std::string name_;
   std::string cat_;
-  std::string pid_, tid_;  // as written, numbers or text
+  std::string pid_, tid_;                // as written, numbers or text
   uint32_t index_ = 0, next_index_ = 0;  // place in traceEvents, as HTA's index
   uint32_t last_thread_ = 0;
   std::unordered_map<std::string, uint32_t> threads_;

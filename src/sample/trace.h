@@ -62,8 +62,8 @@ struct TraceThread {
 
 // A cuda_sync's wait: the stream and the cudaEventRecord it waits on.
 struct TraceSyncWait {
-  uint32_t index = 0;  // TraceEvent::index of the sync
-  int64_t stream = -1;             // args.wait_on_stream
+  uint32_t index = 0;               // TraceEvent::index of the sync
+  int64_t stream = -1;              // args.wait_on_stream
   int64_t record_correlation = -1;  // args.wait_on_cuda_event_record_corr_id
 };
 
@@ -84,10 +84,10 @@ struct TraceFile {
   std::vector<TraceEvent> cpu_rows;
   std::vector<TraceThread> threads;
   std::vector<TraceSyncWait> sync_waits;  // of kept events, in file order
-  bool fractional_times = false;   // some ts not a whole µs: HTA rounds every row then
-  uint64_t complete_events = 0;    // every event with a dur and a cat
-  uint64_t skipped_events = 0;     // events missing a field the reader needs
-  uint64_t bytes = 0;              // of JSON text read
+  bool fractional_times = false;          // some ts not a whole µs: HTA rounds every row then
+  uint64_t complete_events = 0;           // every event with a dur and a cat
+  uint64_t skipped_events = 0;            // events missing a field the reader needs
+  uint64_t bytes = 0;                     // of JSON text read
 };
 
 // The name of the GPU the trace's kernels ran on: deviceProperties' entry for
