@@ -31,9 +31,13 @@ def gen(path, size):
 
 
 def steps_of(path):
+    """The ProfilerStep rows HTA keeps: those before the last CPU step's start
+    (HTA's TraceAnalysis cuts the last step off), GPU annotations included."""
     with open(path) as f:
-        return sum(1 for e in json.load(f)["traceEvents"]
-                   if str(e.get("name", "")).startswith("ProfilerStep#"))
+        rows = [e for e in json.load(f)["traceEvents"]
+                if str(e.get("name", "")).startswith("ProfilerStep#") and "dur" in e]
+    last = max(e["ts"] for e in rows if e.get("cat") != "gpu_user_annotation")
+    return sum(1 for e in rows if e["ts"] < last)
 
 
 def stallscope(binary, path, steps):
@@ -49,13 +53,34 @@ def stallscope(binary, path, steps):
 
 
 def hta(src, folder, steps):
+    """HTA's seconds (load + critical path) and its path: total and µs by bound."""
     sys.path.insert(0, src)
     from hta.trace_analysis import TraceAnalysis
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         ta = TraceAnalysis(trace_dir=folder)
-        ta.critical_path_analysis(rank=0, annotation="ProfilerStep", instance_id=(0, steps - 1))
-    return time.perf_counter() - t0
+        g, ok = ta.critical_path_analysis(rank=0, annotation="ProfilerStep",
+                                          instance_id=(0, steps - 1),
+                                          data_load_events=["enumerate(DataLoader)"])
+    seconds = time.perf_counter() - t0
+    edges = g.get_critical_path_breakdown() if ok else None
+    if edges is None:
+        return seconds, None
+    return seconds, {"total": float(edges.duration.sum()), "nodes": len(g.critical_path_nodes),
+                     "by_bound": {k: float(v) for k, v in
+                                  edges.groupby("bound_by").duration.sum().items()}}
+
+
+def differences(cp, theirs):
+    """Largest difference in percentage points between the two paths' shares
+    (the loader's time folded into cpu_bound, where HTA counts it)."""
+    if not theirs or not cp or not theirs["total"]:
+        return float("nan")
+    ours = dict(cp.get("by_bound_us", {}))
+    ours["cpu_bound"] = ours.get("cpu_bound", 0) + ours.pop("data_loading", 0)
+    keys = set(ours) | set(theirs["by_bound"])
+    return max(abs(ours.get(k, 0) / cp["total_us"] - theirs["by_bound"].get(k, 0) /
+                   theirs["total"]) * 100 for k in keys if k)
 
 
 def main():
@@ -66,6 +91,7 @@ def main():
     p.add_argument("--dir", default="/tmp/cp-scale")
     a = p.parse_args()
     print("%10s %9s %10s %8s %10s %7s" % ("bytes", "events", "stallscope", "us/ev", "hta", "ratio"))
+    print("(one run each on a machine others share: the load varies)")
     for size in [float(s) for s in a.sizes.split(",")]:
         folder = os.path.join(a.dir, "%d" % size)
         os.makedirs(folder, exist_ok=True)
@@ -75,10 +101,13 @@ def main():
             events = len(json.load(f)["traceEvents"])
         steps = steps_of(path)
         ours, cp = stallscope(a.binary, path, steps)
-        theirs = hta(a.hta_src, folder, steps) if a.hta_src else float("nan")
-        print("%10d %9d %9.2fs %8.2f %9.2fs %6.1fx  path %d nodes" %
+        theirs, path = hta(a.hta_src, folder, steps) if a.hta_src else (float("nan"), None)
+        print("%10d %9d %9.2fs %8.2f %9.2fs %6.1fx  path %d nodes, total %.0f us" %
               (size, events, ours, ours / events * 1e6, theirs, theirs / ours,
-               cp.get("nodes", 0)), flush=True)
+               cp.get("nodes", 0), cp.get("total_us", 0)), flush=True)
+        if path:
+            print("%10s HTA's path: %d nodes, total %.0f us; largest share difference %.3f points"
+                  % ("", path["nodes"], path["total"], differences(cp, path)), flush=True)
 
 
 if __name__ == "__main__":

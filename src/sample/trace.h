@@ -7,7 +7,9 @@
 // Kept: every event with a stream (kernels, memcpy, memset, stream syncs),
 // every CPU event with a correlation id (the launches), the ProfilerStep#N
 // rows, and the CPU ops the findings name (synchronisation, the data
-// loader's next). Everything else is counted, not kept. Times are µs as
+// loader's next). The other CPU rows that last are kept aside (`cpu_rows`),
+// for the critical path's call stacks only; the rest is counted, not kept.
+// Each event knows its place in the file and its (pid, tid). Times are µs as
 // written in the file. Plain data; thread-compatible.
 #pragma once
 
