@@ -38,6 +38,7 @@ struct CriticalPathRequest {
   std::string annotation;                 // "" with no instance: ProfilerStep, or the whole trace
   std::optional<int64_t> first_instance;  // 0-based, as HTA's instance_id
   std::optional<int64_t> last_instance;   // inclusive
+  bool include_last_step = false;         // as HTA's include_last_profiler_step
 };
 
 struct CriticalOp {

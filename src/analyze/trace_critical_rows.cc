@@ -74,26 +74,32 @@ std::vector<HtaRow> AllRows(const TraceFile& t) {
 }
 
 // TraceAnalysis' cut with two or more ProfilerSteps: the CPU rows before the
-// last step's start, then the GPU rows of their correlations (GPU rows first).
-std::vector<HtaRow> CutAtLastStep(const TraceFile& t, std::vector<HtaRow> rows) {
+// last step's start (up to its end with `include_last`), then the GPU rows of
+// their correlations (GPU rows first).
+std::vector<HtaRow> CutAtLastStep(const TraceFile& t, std::vector<HtaRow> rows, bool include_last) {
   std::unordered_set<uint32_t> steps;  // the step names rows have (HTA's symbols)
   for (const HtaRow& r : rows)
     if (IsStep(t.names[r.event->name])) steps.insert(r.event->name);
   if (steps.size() < 2) return rows;
-  double last = -INFINITY;
+  double last = -INFINITY, last_end = -INFINITY;
   bool any = false;
   for (const HtaRow& r : rows)
     if (!GpuSide(t, *r.event) && steps.contains(r.event->name)) {
       last = std::max(last, r.ts);
+      last_end = std::max(last_end, r.End());
       any = true;
     }
-  if (!any)
+  if (!any)  // steps only in GPU rows: as HTA, the CPU rows' first start and last end
     for (const HtaRow& r : rows)
-      if (!GpuSide(t, *r.event)) last = any ? std::min(last, r.ts) : r.ts, any = true;
+      if (!GpuSide(t, *r.event)) {
+        last = any ? std::min(last, r.ts) : r.ts;
+        last_end = std::max(last_end, r.End());
+        any = true;
+      }
   std::vector<HtaRow> cpu, out;
   std::unordered_set<int64_t> correlations;
   for (const HtaRow& r : rows)
-    if (!GpuSide(t, *r.event) && r.ts < last) {
+    if (!GpuSide(t, *r.event) && (include_last ? r.ts <= last_end : r.ts < last)) {
       cpu.push_back(r);
       correlations.insert(r.event->correlation);
     }
@@ -267,19 +273,17 @@ void EventLaunches(HtaRows& h) {
     const HtaRow* g = h.At(r.index_correlation);
     if (g != nullptr && !g->OnCpu()) wait_calls.push_back(&r);
   }
-  std::stable_sort(wait_calls.begin(), wait_calls.end(),
-                   [](const HtaRow* a, const HtaRow* b) { return a->ts < b->ts; });
   // per (thread, stream), the first launch after each wait (one at the same
   // time sorts before it, as in HTA's concatenation)
+  std::map<std::pair<uint32_t, int>, std::vector<const Launch*>> by_thread;
+  for (const Launch& l : launches)
+    by_thread[{l.row->event->thread, l.gpu->event->stream}].push_back(&l);
   for (const HtaRow* w : wait_calls) {
-    const int stream = h.At(w->index_correlation)->event->stream;
-    auto it = std::upper_bound(launches.begin(), launches.end(), w->ts,
-                               [](double ts, const Launch& l) { return ts < l.row->ts; });
-    for (; it != launches.end(); ++it)
-      if (it->row->event->thread == w->event->thread && it->gpu->event->stream == stream) {
-        h.next_launch[w->index] = it->row->index;
-        break;
-      }
+    auto it = by_thread.find({w->event->thread, h.At(w->index_correlation)->event->stream});
+    if (it == by_thread.end()) continue;
+    auto next = std::upper_bound(it->second.begin(), it->second.end(), w->ts,
+                                 [](double ts, const Launch* l) { return ts < l->row->ts; });
+    if (next != it->second.end()) h.next_launch[w->index] = (*next)->row->index;
   }
 }
 
@@ -289,7 +293,7 @@ std::optional<HtaRows> HtaRowsFor(const TraceFile& trace, const CriticalPathRequ
                                   CriticalPath& path, std::string* why_not) {
   HtaRows h;
   h.trace = &trace;
-  h.rows = CutAtLastStep(trace, AllRows(trace));
+  h.rows = CutAtLastStep(trace, AllRows(trace), request.include_last_step);
   int64_t top = 0;
   for (const HtaRow& r : h.rows) top = std::max(top, r.index);
   h.by_index.assign(static_cast<size_t>(top) + 1, -1);

@@ -149,6 +149,11 @@ TEST(TraceCriticalPath, DefaultInstanceIsTheSecondStep) {
   std::string why;
   EXPECT_FALSE(FindCriticalPath(t, {"", 2, 2}, &why));
   EXPECT_NE(why.find("out of range"), std::string::npos) << why;
+  CriticalPathRequest last{"", 2, 2};
+  last.include_last_step = true;  // as --include-last-step
+  auto kept = FindCriticalPath(t, last, &why);
+  ASSERT_TRUE(kept) << why;
+  EXPECT_DOUBLE_EQ(kept->total_us, 50);
 }
 
 TEST(TraceCriticalPath, MissingAnnotationOrInstanceSaysWhich) {
