@@ -110,6 +110,7 @@ void CpGraph::AddCallStack(const std::vector<const HtaRow*>& thread) {
     if (ev.start) {
       stack.push_back(o);
     } else {
+      if (stack.empty()) continue;  // cannot happen: every end follows its start
       o = stack.back();
       stack.pop_back();
     }

@@ -52,7 +52,7 @@ std::vector<HtaRow> AllRows(const TraceFile& t) {
       r.ts = std::ceil(e.ts);
       r.dur = std::floor(end) - r.ts;
     }
-    r.index_correlation = std::min<int64_t>(e.correlation, 0);
+    r.index_correlation = e.correlation < 0 ? -1 : 0;  // HTA: min(correlation, 0)
     rows.push_back(r);
   }
   std::unordered_map<int64_t, std::vector<size_t>> gpu;
@@ -66,8 +66,8 @@ std::vector<HtaRow> AllRows(const TraceFile& t) {
     auto it = gpu.find(e.correlation);
     if (it == gpu.end()) continue;
     for (size_t g : it->second) {
-      c.index_correlation = rows[g].index;
-      rows[g].index_correlation = c.index;
+      c.index_correlation = static_cast<int32_t>(rows[g].index);
+      rows[g].index_correlation = static_cast<int32_t>(c.index);
     }
   }
   return rows;
@@ -96,16 +96,23 @@ std::vector<HtaRow> CutAtLastStep(const TraceFile& t, std::vector<HtaRow> rows, 
         last_end = std::max(last_end, r.End());
         any = true;
       }
-  std::vector<HtaRow> cpu, out;
+  auto kept_cpu = [&](const HtaRow& r) {
+    return !GpuSide(t, *r.event) && (include_last ? r.ts <= last_end : r.ts < last);
+  };
   std::unordered_set<int64_t> correlations;
+  size_t kept = 0;
   for (const HtaRow& r : rows)
-    if (!GpuSide(t, *r.event) && (include_last ? r.ts <= last_end : r.ts < last)) {
-      cpu.push_back(r);
-      correlations.insert(r.event->correlation);
-    }
+    if (kept_cpu(r)) correlations.insert(r.event->correlation), ++kept;
+  auto kept_gpu = [&](const HtaRow& r) {
+    return GpuSide(t, *r.event) && correlations.contains(r.event->correlation);
+  };
+  for (const HtaRow& r : rows) kept += kept_gpu(r);
+  std::vector<HtaRow> out;
+  out.reserve(kept);
   for (const HtaRow& r : rows)
-    if (GpuSide(t, *r.event) && correlations.contains(r.event->correlation)) out.push_back(r);
-  out.insert(out.end(), cpu.begin(), cpu.end());
+    if (kept_gpu(r)) out.push_back(r);
+  for (const HtaRow& r : rows)
+    if (kept_cpu(r)) out.push_back(r);
   return out;
 }
 
@@ -294,7 +301,7 @@ std::optional<HtaRows> HtaRowsFor(const TraceFile& trace, const CriticalPathRequ
   HtaRows h;
   h.trace = &trace;
   h.rows = CutAtLastStep(trace, AllRows(trace), request.include_last_step);
-  int64_t top = 0;
+  uint32_t top = 0;
   for (const HtaRow& r : h.rows) top = std::max(top, r.index);
   h.by_index.assign(static_cast<size_t>(top) + 1, -1);
   for (size_t i = 0; i < h.rows.size(); ++i)

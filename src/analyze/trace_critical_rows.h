@@ -25,8 +25,8 @@ namespace stallscope {
 struct HtaRow {
   const TraceEvent* event = nullptr;
   double ts = 0, dur = 0;          // rounded as HTA rounds
-  int64_t index = 0;               // place in the file's events
-  int64_t index_correlation = -1;  // the counterpart's index; 0 absent, -1 none
+  uint32_t index = 0;              // place in the file's events
+  int32_t index_correlation = -1;  // the counterpart's index; 0 absent, -1 none
   double End() const { return ts + dur; }
   bool OnCpu() const { return event->stream == -1; }
 };
