@@ -10,6 +10,11 @@
 #include "probe/file_blocks.h"
 #include "probe/nccl_log_line.h"
 #include "probe/nccl_log_scan.h"
+#include "probe/nccl_log_scan_ahead.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace stallscope {
 namespace {
@@ -51,7 +56,8 @@ struct DigitRun {
 // of a dense log has three such runs (device, tid, pid) before its marker:
 // where eight bytes lie before `end`, they are looked at in one word (which
 // bytes are digits, and the value of up to eight of them, SWAR style).
-DigitRun DigitsBefore(const char* s, size_t end, size_t most) {
+__attribute__((always_inline)) inline DigitRun DigitsBefore(const char* s, size_t end,
+                                                            size_t most) {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   if (end >= 8 && most >= 8) {
     uint64_t x;
@@ -90,6 +96,32 @@ struct HostNameTable {
   }
 };
 constexpr HostNameTable kHostNameChars;
+
+// Where the run of host-name bytes (kHostNameChars) that ends at s[end]
+// begins: sixteen bytes classified at once where they lie before `end`.
+size_t HostNameBefore(const char* s, size_t end) {
+  size_t k = end;
+#if defined(__SSE2__)
+  while (k >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k - 16));
+    const auto at_most = [](__m128i x, char top) {  // x <= top, unsigned
+      return _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(top)), x);
+    };
+    const __m128i letter =
+        at_most(_mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8('a')), 25);
+    const __m128i digit = at_most(_mm_sub_epi8(v, _mm_set1_epi8('0')), 9);
+    const __m128i mark =
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
+    const unsigned host =
+        static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), mark)));
+    const unsigned other = ~host & 0xFFFFu;
+    if (other != 0) return k - static_cast<size_t>(__builtin_clz(other) - 16);
+    k -= 16;
+  }
+#endif
+  while (k > 0 && kHostNameChars.ok[static_cast<unsigned char>(s[k - 1])]) --k;
+  return k;
+}
 
 // The first "NCCL" in [p, end), or nullptr. memchr on 'N' runs at memory
 // speed and 'N' is rare in the lines around NCCL's (hostnames and training
@@ -359,7 +391,7 @@ size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* 
     --k;
   }
   const size_t host_end = k;
-  while (k > 0 && kHostNameChars.ok[static_cast<unsigned char>(s[k - 1])]) --k;
+  k = HostNameBefore(s, k);
   if (k > 0 && s[k - 1] == '.') return 0;  // NCCL cuts host names at '.'
   if (k == host_end || IsDigit(s[k])) return 0;
   size_t message = std::min(n, at + 10);
@@ -571,6 +603,9 @@ std::string_view ParseNcclVersion(std::string_view s) {
 }
 
 NcclLogParser::NcclLogParser() { recent_ranks_.resize(size_t{1} << kRecentRankBits); }
+NcclLogParser::~NcclLogParser() = default;
+NcclLogParser::NcclLogParser(NcclLogParser&&) noexcept = default;
+NcclLogParser& NcclLogParser::operator=(NcclLogParser&&) noexcept = default;
 
 void NcclLogParser::Feed(std::string_view chunk) {
   summary_.bytes += chunk.size();
@@ -606,22 +641,40 @@ void NcclLogParser::Feed(std::string_view chunk) {
 }
 
 void NcclLogParser::ScanLines(std::string_view text) {
+  // A large text a round of the scan-ahead at a time, cut after newlines.
+  while (text.size() > kScanAheadMaxBytes) {
+    const char* nl = static_cast<const char*>(
+        memrchr(text.data(), '\n', kScanAheadMaxBytes - kScanAheadPieceBytes));
+    if (nl == nullptr) break;  // one long line: cut by the serial scan
+    const size_t end = static_cast<size_t>(nl - text.data()) + 1;
+    ScanLines(text.substr(0, end));
+    text.remove_prefix(end);
+  }
+  if (ScanAhead::Worthwhile(text.size())) {
+    if (!scan_ahead_) scan_ahead_ = std::make_unique<ScanAhead>();
+    scan_ahead_->Start(text);
+    while (const std::vector<ScannedLine>* lines = scan_ahead_->Next()) {
+      for (ScannedLine line : *lines) ScannedOne(line);
+    }
+    return;
+  }
   LineScanner scanner(text);
   ScannedLine lines[64];
   while (size_t count = scanner.Next(lines, std::size(lines))) {
-    for (size_t i = 0; i < count; ++i) {
-      ScannedLine& line = lines[i];
-      if (line.text.size() > kNcclMaxLineBytes) {
-        ++summary_.dropped;  // cut, as a line split across Feeds is
-        line.text = line.text.substr(0, kNcclMaxLineBytes);
-        if (line.nccl != std::string_view::npos && line.nccl + 4 > kNcclMaxLineBytes) {
-          line.nccl = std::string_view::npos;
-        }
-      }
-      ++line_no_;
-      AnyLine(line);
+    for (size_t i = 0; i < count; ++i) ScannedOne(lines[i]);
+  }
+}
+
+void NcclLogParser::ScannedOne(ScannedLine& line) {
+  if (line.text.size() > kNcclMaxLineBytes) {
+    ++summary_.dropped;  // cut, as a line split across Feeds is
+    line.text = line.text.substr(0, kNcclMaxLineBytes);
+    if (line.nccl != std::string_view::npos && line.nccl + 4 > kNcclMaxLineBytes) {
+      line.nccl = std::string_view::npos;
     }
   }
+  ++line_no_;
+  AnyLine(line);
 }
 
 ScannedLine NcclLogParser::Unscanned(std::string_view line) {
@@ -645,8 +698,8 @@ void NcclLogParser::Dispatch(const ScannedLine& line) {
   // the line's start, before anything else, unless the last NCCL lines all
   // had a launcher's prefix in front (then the fast reader would only fail).
   const bool try_fast = fast_misses_ < kFastMissesBeforeSkip;
-  NcclLinePrefix fast;
   if (try_fast) {
+    NcclLinePrefix fast;
     if (size_t head = FastNcclLinePrefix(line.text, &fast, !line.plain)) {
       ++summary_.nccl_lines;
       fast.message = line.text.substr(head);
@@ -850,15 +903,17 @@ void NcclLogParser::Line(const ScannedLine& scanned, bool fast_tried) {
       return;
     }
   }
-  std::optional<NcclLinePrefix> prefix;
-  if (BackwardNcclLinePrefix(line, first_nccl, &fast, !scanned.plain)) {
-    prefix = fast;
-  } else {
-    prefix = ParseNcclLinePrefix(line, first_nccl);
-  }
-  if (!prefix) {
-    Unprefixed(line);
-    return;
+  // Read in place, not copied: a copy of the prefix just written, read
+  // back whole, stalls on the stores it waits for (a tenth of this call).
+  const NcclLinePrefix* prefix = &fast;
+  std::optional<NcclLinePrefix> general;
+  if (!BackwardNcclLinePrefix(line, first_nccl, &fast, !scanned.plain)) {
+    general = ParseNcclLinePrefix(line, first_nccl);
+    if (!general) {
+      Unprefixed(line);
+      return;
+    }
+    prefix = &*general;
   }
   // A prefix at the line's start: the fast reader's shape again, maybe.
   if (prefix->host_at == 0) {

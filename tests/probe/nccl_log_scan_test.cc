@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "probe/nccl_log.h"
+#include "probe/nccl_log_scan_ahead.h"
+#include "render/nccl_log.h"
 
 namespace stallscope {
 namespace {
@@ -102,6 +104,92 @@ TEST(NcclLogScan, RandomText) {
     }
     ExpectSameReading(text);
   }
+}
+
+// The scan-ahead (a second thread finding the lines of a large text) must
+// give the lines the plain reading gives, in order, round after round, with
+// pieces cut anywhere: lines longer than a piece, a text of one piece.
+TEST(NcclLogScanAhead, SameLinesAsThePlainReadingRoundAfterRound) {
+  const std::string alphabet = "NCL\r\x1b| xxxxxxxxxxxxxxxxxxxxxxxxxx";
+  unsigned state = 777;
+  ScanAhead ahead;
+  for (size_t size :
+       {size_t{3} << 20, kScanAheadPieceBytes / 2, size_t{700} << 10, size_t{2} << 20}) {
+    std::string text;
+    while (text.size() < size) {
+      state = state * 1103515245u + 12345u;
+      size_t length = (state >> 8) % 300;
+      if ((state >> 20) % 97 == 0) length = kScanAheadPieceBytes + 5000;  // longer than a piece
+      for (size_t i = 0; i < length; ++i) {
+        state = state * 1103515245u + 12345u;
+        text += alphabet[(state >> 16) % alphabet.size()];
+      }
+      if ((state >> 12) % 5 == 0) text += " NCCL INFO x";
+      text += '\n';
+    }
+    ahead.Start(text);
+    std::vector<Expected> got;
+    size_t pieces = 0;
+    while (const std::vector<ScannedLine>* lines = ahead.Next()) {
+      ++pieces;
+      for (const ScannedLine& l : *lines) got.push_back({std::string(l.text), l.nccl, l.plain});
+    }
+    EXPECT_EQ(ahead.Next(), nullptr);
+    EXPECT_GE(pieces, text.size() / (2 * kScanAheadPieceBytes)) << size;
+    std::vector<Expected> want = PlainReading(text.substr(0, text.size() - 1));
+    ASSERT_EQ(got.size(), want.size()) << size;
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(got[i].text, want[i].text) << "line " << i << " of " << size;
+      EXPECT_EQ(got[i].nccl, want[i].nccl) << "line " << i;
+      EXPECT_EQ(got[i].plain, want[i].plain) << "line " << i;
+    }
+  }
+}
+
+// A log fed whole (read with the scan-ahead, a round at a time) says what
+// it says fed in small pieces (one thread, lines split across Feeds).
+TEST(NcclLogScanAhead, ALogFedWholeReadsAsOneFedInSmallPieces) {
+  std::string log;
+  for (int i = 0; log.size() < (size_t{9} << 20); ++i) {
+    const int rank = i * 7 % 16;
+    const std::string prefix = "2024-03-04 05:06:07.123456 [1," + std::to_string(rank) +
+                               "]<stdout>:node" + std::to_string(rank / 8) + ":" +
+                               std::to_string(4000 + rank) + ":" + std::to_string(4100 + rank) +
+                               " [" + std::to_string(rank % 8) + "] NCCL ";
+    switch (i % 6) {
+      case 0:
+        log += prefix + "INFO Channel 0" + std::to_string(i % 8) + "/0 : " + std::to_string(rank) +
+               "[" + std::to_string(rank % 8) + "] -> " + std::to_string((rank + 1) % 16) +
+               "[0] via NET/IB/0/GDRDMA\n";
+        break;
+      case 1:
+        log += prefix + "INFO Using network IB\n";
+        break;
+      case 2:
+        log +=
+            "[rank" + std::to_string(rank) + "] epoch 0 step " + std::to_string(i) + " loss 2.5\n";
+        break;
+      case 3:
+        log += prefix + "INFO comm 0x55d4c3a00000 rank " + std::to_string(rank) +
+               " nranks 16 cudaDev " + std::to_string(rank % 8) + " busId 52000 - Init COMPLETE\n";
+        break;
+      case 4:
+        log += i % 6000 == 4 ? std::string(300000, 'y') + "\n" : "\n";
+        break;
+      default:
+        log += prefix + "WARN Call to connect returned Connection refused, retrying\n";
+    }
+  }
+  NcclLogSummary whole = ParseNcclLog(log);
+  NcclLogParser pieces;
+  for (size_t at = 0; at < log.size(); at += 4093)
+    pieces.Feed(std::string_view(log).substr(at, 4093));
+  NcclLogSummary small = pieces.Finish();
+  EXPECT_GT(whole.nccl_lines, 40000u);
+  EXPECT_GT(whole.dropped, 0u);  // the long lines, cut
+  EXPECT_EQ(whole.ranks.size(), 16u);
+  EXPECT_EQ(NcclLogToJson("log", whole, ReportHeader{}, Report{}).dump(),
+            NcclLogToJson("log", small, ReportHeader{}, Report{}).dump());
 }
 
 // A file on disk, read the way nccl-log reads it.
