@@ -10,7 +10,6 @@
 #include "probe/file_blocks.h"
 #include "probe/nccl_log_line.h"
 #include "probe/nccl_log_scan.h"
-#include "probe/nccl_log_scan_ahead.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -603,9 +602,6 @@ std::string_view ParseNcclVersion(std::string_view s) {
 }
 
 NcclLogParser::NcclLogParser() { recent_ranks_.resize(size_t{1} << kRecentRankBits); }
-NcclLogParser::~NcclLogParser() = default;
-NcclLogParser::NcclLogParser(NcclLogParser&&) noexcept = default;
-NcclLogParser& NcclLogParser::operator=(NcclLogParser&&) noexcept = default;
 
 void NcclLogParser::Feed(std::string_view chunk) {
   summary_.bytes += chunk.size();
@@ -641,23 +637,6 @@ void NcclLogParser::Feed(std::string_view chunk) {
 }
 
 void NcclLogParser::ScanLines(std::string_view text) {
-  // A large text a round of the scan-ahead at a time, cut after newlines.
-  while (text.size() > kScanAheadMaxBytes) {
-    const char* nl = static_cast<const char*>(
-        memrchr(text.data(), '\n', kScanAheadMaxBytes - kScanAheadPieceBytes));
-    if (nl == nullptr) break;  // one long line: cut by the serial scan
-    const size_t end = static_cast<size_t>(nl - text.data()) + 1;
-    ScanLines(text.substr(0, end));
-    text.remove_prefix(end);
-  }
-  if (ScanAhead::Worthwhile(text.size())) {
-    if (!scan_ahead_) scan_ahead_ = std::make_unique<ScanAhead>();
-    scan_ahead_->Start(text);
-    while (const std::vector<ScannedLine>* lines = scan_ahead_->Next()) {
-      for (ScannedLine line : *lines) ScannedOne(line);
-    }
-    return;
-  }
   LineScanner scanner(text);
   ScannedLine lines[64];
   while (size_t count = scanner.Next(lines, std::size(lines))) {

@@ -28,7 +28,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,8 +40,6 @@
 #include "sample/nccl_log.h"
 
 namespace stallscope {
-
-class ScanAhead;  // probe/nccl_log_scan_ahead.h
 
 // The "host:pid:tid [dev]" prefix of one NCCL line.
 struct NcclLinePrefix {
@@ -104,9 +101,6 @@ bool ParseNcclProxyFailure(std::string_view msg, NcclProxyFailure* out);
 class NcclLogParser {
  public:
   NcclLogParser();
-  ~NcclLogParser();
-  NcclLogParser(NcclLogParser&&) noexcept;
-  NcclLogParser& operator=(NcclLogParser&&) noexcept;
   void Feed(std::string_view chunk);
   NcclLogSummary Finish();
 
@@ -222,8 +216,7 @@ class NcclLogParser {
   std::string wrap_candidate_;
   uint64_t wrap_candidate_line_ = 0;
   std::vector<std::pair<uint64_t, std::string>> waiting_;
-  std::string scratch_;                    // a line without its escape codes
-  std::unique_ptr<ScanAhead> scan_ahead_;  // large Feeds: lines found on a second thread
+  std::string scratch_;  // a line without its escape codes
   size_t longest_line_ = 0;
   size_t last_width_ = 0;         // the terminal width the last such line had
   size_t width_lines_ = 0;        // lines in a row seen at one terminal width

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "probe/nccl_log.h"
-#include "probe/nccl_log_scan_ahead.h"
 #include "render/nccl_log.h"
 
 namespace stallscope {
@@ -106,49 +105,9 @@ TEST(NcclLogScan, RandomText) {
   }
 }
 
-// The scan-ahead (a second thread finding the lines of a large text) must
-// give the lines the plain reading gives, in order, round after round, with
-// pieces cut anywhere: lines longer than a piece, a text of one piece.
-TEST(NcclLogScanAhead, SameLinesAsThePlainReadingRoundAfterRound) {
-  const std::string alphabet = "NCL\r\x1b| xxxxxxxxxxxxxxxxxxxxxxxxxx";
-  unsigned state = 777;
-  ScanAhead ahead;
-  for (size_t size :
-       {size_t{3} << 20, kScanAheadPieceBytes / 2, size_t{700} << 10, size_t{2} << 20}) {
-    std::string text;
-    while (text.size() < size) {
-      state = state * 1103515245u + 12345u;
-      size_t length = (state >> 8) % 300;
-      if ((state >> 20) % 97 == 0) length = kScanAheadPieceBytes + 5000;  // longer than a piece
-      for (size_t i = 0; i < length; ++i) {
-        state = state * 1103515245u + 12345u;
-        text += alphabet[(state >> 16) % alphabet.size()];
-      }
-      if ((state >> 12) % 5 == 0) text += " NCCL INFO x";
-      text += '\n';
-    }
-    ahead.Start(text);
-    std::vector<Expected> got;
-    size_t pieces = 0;
-    while (const std::vector<ScannedLine>* lines = ahead.Next()) {
-      ++pieces;
-      for (const ScannedLine& l : *lines) got.push_back({std::string(l.text), l.nccl, l.plain});
-    }
-    EXPECT_EQ(ahead.Next(), nullptr);
-    EXPECT_GE(pieces, text.size() / (2 * kScanAheadPieceBytes)) << size;
-    std::vector<Expected> want = PlainReading(text.substr(0, text.size() - 1));
-    ASSERT_EQ(got.size(), want.size()) << size;
-    for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_EQ(got[i].text, want[i].text) << "line " << i << " of " << size;
-      EXPECT_EQ(got[i].nccl, want[i].nccl) << "line " << i;
-      EXPECT_EQ(got[i].plain, want[i].plain) << "line " << i;
-    }
-  }
-}
-
-// A log fed whole (read with the scan-ahead, a round at a time) says what
-// it says fed in small pieces (one thread, lines split across Feeds).
-TEST(NcclLogScanAhead, ALogFedWholeReadsAsOneFedInSmallPieces) {
+// A log fed whole says what it says fed in small pieces (lines split
+// across Feeds, long lines cut in both).
+TEST(NcclLogScan, ALogFedWholeReadsAsOneFedInSmallPieces) {
   std::string log;
   for (int i = 0; log.size() < (size_t{9} << 20); ++i) {
     const int rank = i * 7 % 16;
