@@ -357,6 +357,29 @@ size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out, bool may_h
   return message;
 }
 
+// Where a log console's export repeats an NCCL line's message after
+// " | " (the repeat begins with the line's own host:pid:tid, `self`, after
+// its own timestamp at most): the offset of that " | " in the message, or
+// npos. A '|' of NCCL's own ("threadThresholds 8/8/64 | 512/8/64") is none.
+size_t ConsoleRepeatAt(std::string_view message, std::string_view self) {
+  if (self.empty()) return std::string_view::npos;
+  for (size_t from = 0;;) {
+    // memchr on the rare '|' first: NCCL's messages seldom hold one.
+    const void* pipe =
+        memchr(message.data() + from, '|', message.size() - std::min(from, message.size()));
+    if (!pipe) return std::string_view::npos;
+    size_t at = static_cast<size_t>(static_cast<const char*>(pipe) - message.data());
+    if (at == 0 || at + 1 >= message.size() || message[at - 1] != ' ' || message[at + 1] != ' ') {
+      from = at + 1;
+      continue;
+    }
+    // One compare near the bar, not a search of the rest.
+    std::string_view after = message.substr(at + 2);
+    if (after.substr(0, 64 + self.size()).find(self) != std::string_view::npos) return at - 1;
+    from = at + 2;
+  }
+}
+
 size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* out,
                               bool may_hold_bar) {
   // "...host:pid:tid [dev] NCCL INFO msg" with anything before the host: read
@@ -380,7 +403,8 @@ size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* 
   if (digits == 0 || dev >= 1 << 20 || (k > 0 && s[k - 1] == '-')) return 0;
   if (k < 2 || s[k - 1] != '[' || s[k - 2] != ' ') return 0;
   k -= 2;
-  int64_t ids[2] = {0, 0};  // tid, then pid
+  const size_t token_end = k;  // host:pid:tid ends here
+  int64_t ids[2] = {0, 0};     // tid, then pid
   for (int64_t& id : ids) {
     const size_t end = k;
     const DigitRun run = DigitsBefore(s, end, 18);
@@ -394,7 +418,12 @@ size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* 
   if (k > 0 && s[k - 1] == '.') return 0;  // NCCL cuts host names at '.'
   if (k == host_end || IsDigit(s[k])) return 0;
   size_t message = std::min(n, at + 10);
-  if (may_hold_bar && memchr(s + message, '|', n - message)) return 0;
+  // A console's repeat after " | " is the general reader's to cut.
+  if (may_hold_bar &&
+      ConsoleRepeatAt(std::string_view(s + message, n - message),
+                      std::string_view(s + k, token_end - k)) != std::string_view::npos) {
+    return 0;
+  }
   out->level = NcclLinePrefix::Level::kInfo;
   out->host = std::string_view(s + k, host_end - k);
   out->host_at = k;
@@ -510,30 +539,9 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
       if (dev && *dev >= -1 && *dev < 1 << 20) out.cuda_dev = static_cast<int>(*dev);
     }
   }
-  // A log console's export that repeats the message after " | ": the
-  // repeat begins with the same host:pid:tid.
   std::string_view self = line.substr(out.host_at, token_end - out.host_at);
-  for (size_t from = 0;;) {
-    // memchr on the rare '|' first: NCCL's messages seldom hold one.
-    const void* pipe = memchr(out.message.data() + from, '|',
-                              out.message.size() - std::min(from, out.message.size()));
-    if (!pipe) break;
-    size_t at = static_cast<size_t>(static_cast<const char*>(pipe) - out.message.data());
-    if (at == 0 || at + 1 >= out.message.size() || out.message[at - 1] != ' ' ||
-        out.message[at + 1] != ' ') {
-      from = at + 1;
-      continue;
-    }
-    size_t bar = at - 1;
-    // The repeat begins with the same host:pid:tid (after its own
-    // timestamp, at most): one compare, not a search of the rest.
-    std::string_view after = out.message.substr(bar + 3);
-    size_t self_at = after.substr(0, 64 + self.size()).find(self);
-    if (!self.empty() && self_at != std::string_view::npos) {
-      out.message = out.message.substr(0, bar);
-      break;
-    }
-    from = bar + 3;
+  if (size_t bar = ConsoleRepeatAt(out.message, self); bar != std::string_view::npos) {
+    out.message = out.message.substr(0, bar);
   }
   return out;
 }

@@ -185,6 +185,19 @@ TEST(NcclLinePrefix, BackwardReaderAgreesWithTheGeneralOneAtEveryLength) {
   EXPECT_EQ(back.host, "abcdefghijklmnopqrstu");
   const std::string dot = "xxxxxxxxxxxxxxxxxxxxxx.abcdefghijklmnopqrstu:1:2 [0] NCCL INFO m";
   EXPECT_EQ(BackwardNcclLinePrefix(dot, dot.find("NCCL"), &back), 0u);  // NCCL cuts hosts at '.'
+  // NCCL's own '|' is read back; a console's repeat after " | " is left to
+  // the general reader, which cuts it.
+  const std::string own =
+      "[1,0]<stdout>:node4:4070:4130 [6] NCCL INFO threadThresholds 8/8/64 | 512/8/64 | 512";
+  ASSERT_GT(BackwardNcclLinePrefix(own, own.find("NCCL"), &back, true), 0u);
+  EXPECT_EQ(back.message, "threadThresholds 8/8/64 | 512/8/64 | 512");
+  const std::string repeat =
+      "[1,0]<stdout>:node4:4070:4130 [6] NCCL INFO Using network IB | 2024-03-04 05:06:07 "
+      "node4:4070:4130 [6] NCCL INFO Using network IB";
+  EXPECT_EQ(BackwardNcclLinePrefix(repeat, repeat.find("NCCL"), &back, true), 0u);
+  std::optional<NcclLinePrefix> cut = ParseNcclLinePrefix(repeat);
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->message, "Using network IB");
 }
 
 TEST(NcclInterfaces, Ipv4Ipv6AliasesAndIbDevices) {
