@@ -106,6 +106,7 @@ class NcclLogParser {
 
  private:
   void ScanLines(std::string_view complete);
+  void ScannedOne(ScannedLine& line);  // cut to kNcclMaxLineBytes, counted, read
   // A line the scanner did not see (a cut one, a part of one, a joined one):
   // its marker found, its closer looks all to be taken.
   static ScannedLine Unscanned(std::string_view line);
@@ -117,8 +118,8 @@ class NcclLogParser {
   void Unprefixed(std::string_view line);
   // A line without an NCCL marker: other programs' output, and what it says
   // that NCCL did not (nccl_log_other.cc).
-  void Other(std::string_view line);
-  bool OldNcclLine(std::string_view text);  // before 2.3: INFO/WARN without "NCCL"
+  void Other(std::string_view line, bool plain);  // plain: ScannedLine::plain
+  bool OldNcclLine(std::string_view text);        // before 2.3: INFO/WARN without "NCCL"
   void TestsTableLine(std::string_view text);
   void LibfabricLine(std::string_view text);
   void TorchLine(std::string_view text, const LineHead& head);

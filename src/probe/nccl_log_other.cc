@@ -6,6 +6,8 @@
 // blank line NCCL prints before a WARN, under a launcher) is not a line.
 // Formats read from nccl-tests' src/common.cu, PyTorch's ProcessGroupNCCL.cpp
 // (1.13 to 2.5) and libfabric's src/fabric.c.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -13,6 +15,10 @@
 #include "core/text.h"
 #include "probe/nccl_log.h"
 #include "probe/nccl_log_line.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace stallscope {
 namespace {
@@ -44,9 +50,117 @@ std::string_view EmptyProvider(std::string_view s) {
   return Trim(s.substr(word + 9, at - word - 9));
 }
 
+bool TokenStarts(std::string_view token, std::string_view word) {
+  return token.size() >= word.size() && memcmp(token.data(), word.data(), word.size()) == 0;
+}
+
+// Bit masks of 64 bytes: blanks (' ', '\t'), lower-case letters, the bytes
+// that send a line to the full read ('(' '#'), and the first letters of the
+// tokens it looks at ('I' 'W' 'l').
+struct WordMasks {
+  uint64_t blank = 0, lower = 0, bad = 0, marks = 0;
+};
+
+#if defined(__SSE2__)
+uint64_t Mask16(__m128i bytes) { return static_cast<uint16_t>(_mm_movemask_epi8(bytes)); }
+
+WordMasks MasksOf64(const char* p) {
+  WordMasks m;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const auto is = [&](char c) { return _mm_cmpeq_epi8(v, _mm_set1_epi8(c)); };
+    const __m128i from_a = _mm_sub_epi8(v, _mm_set1_epi8('a'));
+    const __m128i lower = _mm_cmpeq_epi8(_mm_min_epu8(from_a, _mm_set1_epi8(25)), from_a);
+    const int shift = 16 * k;
+    m.blank |= Mask16(_mm_or_si128(is(' '), is('\t'))) << shift;
+    m.lower |= Mask16(lower) << shift;
+    m.bad |= Mask16(_mm_or_si128(is('('), is('#'))) << shift;
+    m.marks |= Mask16(_mm_or_si128(_mm_or_si128(is('I'), is('W')), is('l'))) << shift;
+  }
+  return m;
+}
+#else
+WordMasks MasksOf64(const char* p) {
+  WordMasks m;
+  for (int i = 0; i < 64; ++i) {
+    const char c = p[i];
+    const uint64_t bit = uint64_t{1} << i;
+    if (c == ' ' || c == '\t') m.blank |= bit;
+    if (c >= 'a' && c <= 'z') m.lower |= bit;
+    if (c == '(' || c == '#') m.bad |= bit;
+    if (c == 'I' || c == 'W' || c == 'l') m.marks |= bit;
+  }
+  return m;
+}
+#endif
+
+// Whether a plain line (no '\r', escape or '|') is another program's and
+// no reader here wants more of it than its count, told without reading its
+// head (a third of a prefixed log's lines are such, and the head read cost
+// them most of their time). It is when the line holds a word of its own in
+// its first 64 bytes: a run of two or more lower-case letters between
+// blanks, not a container log's "stdout"/"stderr". No timestamp or
+// launcher's tag holds such a word but Ray's, in parentheses: with no '('
+// before the word, the head ends before it and the line is more than a
+// prefix. Nothing before the word is then a '#' (nccl-tests' table), a
+// token "libfabric:..." or "INFO"/"WARN" (NCCL before 2.3, which may put
+// one word between its device and WARN: the token after the word counts
+// too); and a last byte that is no ']' (Ray's repeat count), 'm' (colour
+// residue) or box-drawing byte leaves the tail as it is. Any doubt: false,
+// and the line is read in full.
+bool JustAnotherLine(std::string_view line) {
+  const size_t n = line.size();
+  if (n == 0) return false;
+  const unsigned char last = static_cast<unsigned char>(line.back());
+  if (last == ']' || last == 'm' || last >= 0x80) return false;
+  // The line's own first 64 bytes, or a copy padded with blanks.
+  char padded[64];
+  const char* window = line.data();
+  if (n < sizeof padded) {
+    memset(padded, ' ', sizeof padded);
+    memcpy(padded, line.data(), n);
+    window = padded;
+  }
+  const WordMasks m = MasksOf64(window);
+  const uint64_t starts = ~m.blank & ((m.blank << 1) | 1);
+  size_t word = 64, word_end = 0;
+  for (uint64_t st = starts; st != 0; st &= st - 1) {
+    const unsigned s = static_cast<unsigned>(__builtin_ctzll(st));
+    const uint64_t after = m.blank >> s;
+    const unsigned len = after != 0 ? static_cast<unsigned>(__builtin_ctzll(after)) : 64 - s;
+    if (s + len == 64 && n > 64) return false;  // cut by the window: not known
+    const uint64_t token = (len == 64 ? ~uint64_t{0} : (uint64_t{1} << len) - 1) << s;
+    if (len >= 2 && (m.lower & token) == token &&
+        !(len == 6 &&
+          (memcmp(window + s, "stdout", 6) == 0 || memcmp(window + s, "stderr", 6) == 0))) {
+      word = s;
+      word_end = s + len;
+      break;
+    }
+  }
+  if (word == 64) return false;
+  const uint64_t before = (uint64_t{1} << word) - 1;
+  if ((m.bad & before) != 0) return false;
+  for (uint64_t mk = m.marks & starts & before; mk != 0; mk &= mk - 1) {
+    std::string_view token = line.substr(static_cast<size_t>(__builtin_ctzll(mk)));
+    if (TokenStarts(token, "INFO") || TokenStarts(token, "WARN") ||
+        TokenStarts(token, "libfabric:")) {
+      return false;
+    }
+  }
+  size_t next = word_end;
+  while (next < n && (line[next] == ' ' || line[next] == '\t')) ++next;
+  std::string_view token = line.substr(next);
+  return !TokenStarts(token, "INFO") && !TokenStarts(token, "WARN");
+}
+
 }  // namespace
 
-void NcclLogParser::Other(std::string_view line) {
+void NcclLogParser::Other(std::string_view line, bool plain) {
+  if (plain && JustAnotherLine(line)) {
+    ++summary_.other_lines;
+    return;
+  }
   LineHead head = ReadLineHead(line);
   std::string_view text =
       StripLineTail(line.substr(std::min(head.content, line.size())), &summary_.folded_repeats);

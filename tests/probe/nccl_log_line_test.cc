@@ -245,6 +245,47 @@ TEST(NcclLog, OtherProgramsLinesAreCountedAndRead) {
   EXPECT_EQ(log.nccl_lines, 0u);
 }
 
+// Another program's plain line is counted without its head being read
+// when it holds a word of its own; every line below must say the same as
+// when the full read takes it (CRLF ends make no line plain).
+TEST(NcclLog, OtherLinesCountedWithoutTheHeadReadSayWhatTheFullReadSays) {
+  const std::vector<std::string> lines = {
+      "2024-03-04 05:00:02.015838 [1,43]<stdout>:[rank35] epoch 0 step 440 loss 2.6072",
+      "[rank3]: epoch 1 done",
+      "(RayTrainWorker pid=123, ip=10.0.0.5) epoch 1 loss 0.5",
+      "(foo bar pid=12) ",  // Ray's tag alone: no line
+      "(pid=12) epoch 2 [repeated 3x across cluster]",
+      "node1:2001:2002 [0] misc WARN Call to connect failed",  // NCCL before 2.3
+      "node1:2001:2002 [0] INFO NET : Using interface eth0:10.0.0.1<0>",
+      "2024-01-01T00:00:00Z stdout F epoch 3 loss 1",
+      "2024-01-01T00:00:00Z stdout F ",  // a container log's prefix alone
+      "nodeA: ",
+      "3: ",
+      "#  Rank  0 Group  0 Pid   4321 on      nodeA device  0 [0x41] NVIDIA H100",
+      "libfabric:4321:1700000000::core:core:fi_getinfo_():1138<warn> fi_getinfo: provider efa "
+      "output empty list",
+      "[1,0]<stdout>:[0m epoch 4",
+      "  File \"/x.py\", line 3, in <module>",
+      "warning: an epoch took longer than the one before it did by quite a lot of time ok",
+      "a",
+      "Jan  1 01:02:03 2024 epoch",
+  };
+  for (const std::string& line : lines) {
+    NcclLogSummary plain = ParseNcclLog(line + "\n" + line + "\n");
+    NcclLogSummary full = ParseNcclLog(line + "\r\n" + line + "\r\n");
+    EXPECT_EQ(plain.other_lines, full.other_lines) << line;
+    EXPECT_EQ(plain.nccl_lines, full.nccl_lines) << line;
+    EXPECT_EQ(plain.folded_repeats, full.folded_repeats) << line;
+    EXPECT_EQ(plain.tests_ranks.size(), full.tests_ranks.size()) << line;
+    EXPECT_EQ(plain.libfabric_empty_providers, full.libfabric_empty_providers) << line;
+  }
+  EXPECT_EQ(ParseNcclLog(lines[0] + "\n").other_lines, 1u);
+  EXPECT_EQ(ParseNcclLog(lines[3] + "\n").other_lines, 0u);
+  EXPECT_EQ(ParseNcclLog(lines[4] + "\n").folded_repeats, 3u);
+  EXPECT_EQ(ParseNcclLog(lines[5] + "\n").nccl_lines, 1u);
+  EXPECT_EQ(ParseNcclLog(lines[8] + "\n").other_lines, 0u);
+}
+
 TEST(NcclLog, LinesBefore23WithoutTheWordNcclAreNcclsToo) {
   NcclLogSummary log = ParseNcclLog(
       "[1,0]<stdout>:gpu-a:100:101 [0] INFO NET : Using interface eth0:10.0.0.1<0>\n"
