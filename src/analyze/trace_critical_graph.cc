@@ -31,8 +31,8 @@ CpGraph::CpGraph(const HtaRows& rows) : h_(rows) {
   for (size_t n = 0; n < loader_.size(); ++n)
     loader_[n] = TraceCpuRoleOf(h_.trace->names[n]) == TraceCpuRole::kDataLoader;
   CreateNodes();
-  succ_.resize(nodes_.size());
-  pred_.resize(nodes_.size());
+  first_out_.assign(nodes_.size(), kNoNode);
+  last_out_.assign(nodes_.size(), kNoNode);
   seen_.assign(nodes_.size(), false);
   AddRuntimeLock();
   AddCallStacks();
@@ -74,30 +74,36 @@ void CpGraph::Touch(uint32_t node) {
   order_.push_back(node);
 }
 
+uint32_t CpGraph::FindEdge(uint32_t from, uint32_t to) const {
+  for (uint32_t e = first_out_[from]; e != kNoNode; e = edges_[e].next_out)
+    if (edges_[e].to == to) return e;
+  return kNoNode;
+}
+
 // networkx's add_edge: a second edge between the same nodes replaces the
-// first one's data and keeps its place.
-uint64_t CpGraph::AddEdge(uint32_t from, uint32_t to, CpEdgeType type, bool zero) {
+// first one's data and keeps its place (and HTA's charge for it).
+uint32_t CpGraph::AddEdge(uint32_t from, uint32_t to, CpEdgeType type, bool zero) {
   const bool no_time =
       zero || type == CpEdgeType::kDependency || type == CpEdgeType::kSyncDependency;
-  const CpEdge e{from, to, type, no_time ? 0 : nodes_[to].ts - nodes_[from].ts};
-  const uint64_t key = Key(from, to);
-  auto [it, added] = edge_at_.try_emplace(key, static_cast<uint32_t>(edges_.size()));
-  if (!added) {
-    edges_[it->second] = e;
-    return key;
+  const double weight = no_time ? 0 : nodes_[to].ts - nodes_[from].ts;
+  if (const uint32_t e = FindEdge(from, to); e != kNoNode) {
+    edges_[e].type = type;
+    edges_[e].weight = weight;
+    return e;
   }
-  edges_.push_back(e);
+  const auto e = static_cast<uint32_t>(edges_.size());
+  edges_.push_back({from, to, type, weight});
+  (last_out_[from] == kNoNode ? first_out_[from] : edges_[last_out_[from]].next_out) = e;
+  last_out_[from] = e;
   Touch(from);
   Touch(to);
-  succ_[from].push_back(to);
-  pred_[to].push_back(from);
-  return key;
+  return e;
 }
 
 // HTA's _attribute_edge: an op's own time to the op, the time between two
 // children to their parent, a gap between GPU rows to the earlier one.
-void CpGraph::Attribute(uint64_t key, int64_t src_parent) {
-  const CpEdge& e = edges_[edge_at_.at(key)];
+void CpGraph::Attribute(uint32_t edge, int64_t src_parent) {
+  CpEdge& e = edges_[edge];
   if (e.type != CpEdgeType::kOperatorKernel && e.type != CpEdgeType::kKernelKernelDelay) return;
   const Node &src = nodes_[e.from], &dst = nodes_[e.to];
   int64_t ev = src_parent;
@@ -105,16 +111,13 @@ void CpGraph::Attribute(uint64_t key, int64_t src_parent) {
     ev = src.ev;
   else if (!dst.start)
     ev = dst.ev;
-  attributed_[key] = ev;
+  e.charged = ev;
 }
 
-int64_t CpGraph::AttributedEvent(const CpEdge& e) const {
-  auto it = attributed_.find(Key(e.from, e.to));
-  return it == attributed_.end() ? -1 : it->second;
-}
+int64_t CpGraph::AttributedEvent(const CpEdge& e) const { return e.charged; }
 
 const CpEdge& CpGraph::EdgeBetween(uint32_t from, uint32_t to) const {
-  return edges_[edge_at_.at(Key(from, to))];
+  return edges_[FindEdge(from, to)];
 }
 
 // HTA's _construct_graph_from_cuda_runtime_events: the calls that take the
@@ -162,17 +165,26 @@ std::optional<std::vector<uint32_t>> CpGraph::LongestPath(std::string* why_not) 
     if (a && b && a->event->stream != -1 && a->event->stream == b->event->stream)
       return fail("a sync between two GPU rows of one stream (HTA refuses this graph too)");
   }
-  std::vector<size_t> indegree(nodes_.size(), 0);
+  // the edges into each node, in the order added (networkx's predecessors)
+  std::vector<uint32_t> in_start(nodes_.size() + 1, 0), in_edges(edges_.size());
+  for (const CpEdge& e : edges_) ++in_start[e.to + 1];
+  for (size_t v = 0; v < nodes_.size(); ++v) in_start[v + 1] += in_start[v];
+  {
+    std::vector<uint32_t> fill(in_start.begin(), in_start.end() - 1);
+    for (uint32_t i = 0; i < edges_.size(); ++i) in_edges[fill[edges_[i].to]++] = i;
+  }
+  std::vector<uint32_t> indegree(nodes_.size(), 0);
   std::vector<uint32_t> topo, generation, next;
+  topo.reserve(order_.size());
   for (uint32_t v : order_) {
-    indegree[v] = pred_[v].size();
+    indegree[v] = in_start[v + 1] - in_start[v];
     if (indegree[v] == 0) generation.push_back(v);
   }
   while (!generation.empty()) {
     for (uint32_t v : generation) {
       topo.push_back(v);
-      for (uint32_t c : succ_[v])
-        if (--indegree[c] == 0) next.push_back(c);
+      for (uint32_t e = first_out_[v]; e != kNoNode; e = edges_[e].next_out)
+        if (--indegree[edges_[e].to] == 0) next.push_back(edges_[e].to);
     }
     generation.swap(next);
     next.clear();
@@ -184,8 +196,9 @@ std::optional<std::vector<uint32_t>> CpGraph::LongestPath(std::string* why_not) 
     double best = 0;
     uint32_t by = v;
     bool any = false;
-    for (uint32_t u : pred_[v]) {
-      const double w = EdgeBetween(u, v).weight;
+    for (uint32_t i = in_start[v]; i < in_start[v + 1]; ++i) {
+      const uint32_t u = edges_[in_edges[i]].from;
+      const double w = edges_[in_edges[i]].weight;
       const double d = dist[u] + (w <= -1 ? 0 : w);
       if (!any || d > best) {
         best = d;

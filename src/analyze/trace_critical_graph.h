@@ -34,7 +34,9 @@ enum class CpEdgeType : uint8_t {
 struct CpEdge {
   uint32_t from = 0, to = 0;
   CpEdgeType type = CpEdgeType::kDependency;
-  double weight = 0;  // as HTA: the time between the nodes, 0 for no-time edges
+  double weight = 0;               // as HTA: the time between the nodes, 0 for no-time edges
+  int64_t charged = -1;            // the row (HTA index) its time is charged to; -1 none
+  uint32_t next_out = UINT32_MAX;  // the next edge out of `from`, in the order added
 };
 
 class CpGraph {
@@ -57,13 +59,13 @@ class CpGraph {
     int64_t ev = 0;  // HTA index of its row
     bool start = false, blocking = false, lock = false;
   };
-  static uint64_t Key(uint32_t from, uint32_t to) { return (uint64_t{from} << 32) | to; }
   bool HasNodes(int64_t ev) const;
   uint32_t StartOf(int64_t ev) const { return start_[static_cast<size_t>(ev)]; }
   uint32_t EndOf(int64_t ev) const { return end_[static_cast<size_t>(ev)]; }
   void Touch(uint32_t node);
-  uint64_t AddEdge(uint32_t from, uint32_t to, CpEdgeType type, bool zero = false);
-  void Attribute(uint64_t key, int64_t src_parent);
+  uint32_t FindEdge(uint32_t from, uint32_t to) const;  // UINT32_MAX none
+  uint32_t AddEdge(uint32_t from, uint32_t to, CpEdgeType type, bool zero = false);
+  void Attribute(uint32_t edge, int64_t src_parent);
   void CreateNodes();
   void AddRuntimeLock();
   void AddCallStacks();
@@ -79,10 +81,8 @@ class CpGraph {
   std::vector<Node> nodes_;
   std::vector<uint32_t> start_, end_;  // by HTA index; UINT32_MAX none
   std::vector<CpEdge> edges_;
-  std::unordered_map<uint64_t, uint32_t> edge_at_;
-  std::unordered_map<uint64_t, int64_t> attributed_;
-  std::vector<std::vector<uint32_t>> succ_, pred_;
-  std::vector<uint32_t> order_;  // nodes as networkx first saw them
+  std::vector<uint32_t> first_out_, last_out_;  // per node: its edges out, a list
+  std::vector<uint32_t> order_;                 // nodes as networkx first saw them
   std::vector<bool> seen_;
   std::vector<int8_t> loader_;  // by name: data loading
 };
