@@ -99,7 +99,7 @@ def main():
     p.add_argument("--dir", default="/tmp/cp-scale")
     a = p.parse_args()
     print("%10s %9s %10s %8s %10s %7s" % ("bytes", "events", "stallscope", "us/ev", "hta", "ratio"))
-    print("(one run each on a machine others share: the load varies)")
+    print("(stallscope best of 3, HTA one run, on a machine others share: the load varies)")
     for size in [float(s) for s in a.sizes.split(",")]:
         folder = os.path.join(a.dir, "%d" % size)
         os.makedirs(folder, exist_ok=True)

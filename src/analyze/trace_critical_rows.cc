@@ -26,15 +26,30 @@ bool IsStep(std::string_view n) {
   return n.starts_with("ProfilerStep#") && n.size() > 13 && n[13] >= '0' && n[13] <= '9';
 }
 
+std::vector<uint8_t> NameFlags(const TraceFile& t) {
+  std::vector<uint8_t> flags(t.names.size(), 0);
+  for (size_t i = 0; i < t.names.size(); ++i) {
+    const std::string& n = t.names[i];
+    uint8_t f = 0;
+    if (n == "Event Sync" || n == "Context Sync") f |= kDeviceSync;
+    if (IsStep(n)) f |= kStepName;
+    if (n.starts_with("ProfilerStep#")) f |= kStepPrefix;
+    if (IsHtaLaunch(n)) f |= kLaunchCall;
+    if (n == "Stream Wait Event") f |= kStreamWaitRow;
+    if (n == "cudaEventRecord") f |= kEventRecord;
+    if (n == "cudaStreamWaitEvent") f |= kStreamWaitCall;
+    flags[i] = f;
+  }
+  return flags;
+}
+
 // HTA's GPUKernelFilter: a row with a stream and a correlation, or a device sync.
-bool GpuSide(const TraceFile& t, const TraceEvent& e) {
-  if (e.stream >= 0 && e.correlation >= 0) return true;
-  const std::string& n = t.names[e.name];
-  return n == "Event Sync" || n == "Context Sync";
+bool GpuSide(const std::vector<uint8_t>& flags, const TraceEvent& e) {
+  return (e.stream >= 0 && e.correlation >= 0) || (flags[e.name] & kDeviceSync);
 }
 
 // Every row in file order, rounded, linked by correlation.
-std::vector<HtaRow> AllRows(const TraceFile& t) {
+std::vector<HtaRow> AllRows(const TraceFile& t, const std::vector<uint8_t>& flags) {
   std::vector<HtaRow> rows;
   rows.reserve(t.events.size() + t.cpu_rows.size());
   size_t a = 0, b = 0;
@@ -58,11 +73,11 @@ std::vector<HtaRow> AllRows(const TraceFile& t) {
   std::unordered_map<int64_t, std::vector<size_t>> gpu;
   for (size_t i = 0; i < rows.size(); ++i) {
     const TraceEvent& e = *rows[i].event;
-    if (e.correlation != -1 && GpuSide(t, e)) gpu[e.correlation].push_back(i);
+    if (e.correlation != -1 && GpuSide(flags, e)) gpu[e.correlation].push_back(i);
   }
   for (HtaRow& c : rows) {
     const TraceEvent& e = *c.event;
-    if (e.correlation == -1 || GpuSide(t, e)) continue;
+    if (e.correlation == -1 || GpuSide(flags, e)) continue;
     auto it = gpu.find(e.correlation);
     if (it == gpu.end()) continue;
     for (size_t g : it->second) {
@@ -76,35 +91,36 @@ std::vector<HtaRow> AllRows(const TraceFile& t) {
 // TraceAnalysis' cut with two or more ProfilerSteps: the CPU rows before the
 // last step's start (up to its end with `include_last`), then the GPU rows of
 // their correlations (GPU rows first).
-std::vector<HtaRow> CutAtLastStep(const TraceFile& t, std::vector<HtaRow> rows, bool include_last) {
+std::vector<HtaRow> CutAtLastStep(const std::vector<uint8_t>& flags, std::vector<HtaRow> rows,
+                                  bool include_last) {
   std::unordered_set<uint32_t> steps;  // the step names rows have (HTA's symbols)
   for (const HtaRow& r : rows)
-    if (IsStep(t.names[r.event->name])) steps.insert(r.event->name);
+    if (flags[r.event->name] & kStepName) steps.insert(r.event->name);
   if (steps.size() < 2) return rows;
   double last = -INFINITY, last_end = -INFINITY;
   bool any = false;
   for (const HtaRow& r : rows)
-    if (!GpuSide(t, *r.event) && steps.contains(r.event->name)) {
+    if (!GpuSide(flags, *r.event) && steps.contains(r.event->name)) {
       last = std::max(last, r.ts);
       last_end = std::max(last_end, r.End());
       any = true;
     }
   if (!any)  // steps only in GPU rows: as HTA, the CPU rows' first start and last end
     for (const HtaRow& r : rows)
-      if (!GpuSide(t, *r.event)) {
+      if (!GpuSide(flags, *r.event)) {
         last = any ? std::min(last, r.ts) : r.ts;
         last_end = std::max(last_end, r.End());
         any = true;
       }
   auto kept_cpu = [&](const HtaRow& r) {
-    return !GpuSide(t, *r.event) && (include_last ? r.ts <= last_end : r.ts < last);
+    return !GpuSide(flags, *r.event) && (include_last ? r.ts <= last_end : r.ts < last);
   };
   std::unordered_set<int64_t> correlations;
   size_t kept = 0;
   for (const HtaRow& r : rows)
     if (kept_cpu(r)) correlations.insert(r.event->correlation), ++kept;
   auto kept_gpu = [&](const HtaRow& r) {
-    return GpuSide(t, *r.event) && correlations.contains(r.event->correlation);
+    return GpuSide(flags, *r.event) && correlations.contains(r.event->correlation);
   };
   for (const HtaRow& r : rows) kept += kept_gpu(r);
   std::vector<HtaRow> out;
@@ -122,7 +138,7 @@ bool ChooseWindow(const HtaRows& h, const CriticalPathRequest& req, CriticalPath
   int64_t first = req.first_instance.value_or(0);
   if (annotation.empty()) {  // ProfilerStep where there is one, as the reference does
     int64_t steps = 0;
-    for (const HtaRow& r : h.rows) steps += h.Name(r).starts_with("ProfilerStep#");
+    for (const HtaRow& r : h.rows) steps += h.Is(r, kStepPrefix);
     if (steps > 0) annotation = "ProfilerStep";
     if (!req.first_instance) first = steps >= 2 ? 1 : 0;
   }
@@ -144,8 +160,11 @@ bool ChooseWindow(const HtaRows& h, const CriticalPathRequest& req, CriticalPath
     return true;
   }
   std::vector<const HtaRow*> rows;  // as HTA: any row whose name holds the text, in its order
+  std::vector<uint8_t> match(h.trace->names.size());  // each name looked at once
+  for (size_t n = 0; n < match.size(); ++n)
+    match[n] = h.trace->names[n].find(annotation) != std::string::npos;
   for (const HtaRow& r : h.rows)
-    if (h.Name(r).find(annotation) != std::string::npos) rows.push_back(&r);
+    if (match[r.event->name]) rows.push_back(&r);
   if (rows.empty() || first < 0 || last < first || first >= static_cast<int64_t>(rows.size())) {
     if (why_not)
       *why_not = rows.empty() ? "no instance of the annotation \"" + annotation + "\""
@@ -176,7 +195,7 @@ void ClipToWindow(HtaRows& h, const CriticalPath& path) {
   for (size_t i = 0; i < h.rows.size(); ++i) {
     const HtaRow& r = h.rows[i];
     if (r.OnCpu()) continue;
-    if (launched.contains(r.index) || h.Name(r) == "Stream Wait Event")
+    if (launched.contains(r.index) || h.Is(r, kStreamWaitRow))
       h.window.push_back(static_cast<uint32_t>(i));
   }
   std::sort(h.window.begin(), h.window.end(),
@@ -196,7 +215,7 @@ void QueueLengths(HtaRows& h) {
   std::vector<Change> changes;
   std::unordered_set<int64_t> launched;
   for (const HtaRow& r : h.rows) {
-    if (!r.OnCpu() || r.index_correlation <= 0 || !IsHtaLaunch(h.Name(r))) continue;
+    if (!r.OnCpu() || r.index_correlation <= 0 || !h.Is(r, kLaunchCall)) continue;
     launched.insert(r.event->correlation);
     auto it = gpu_of.find(r.event->correlation);
     if (it != gpu_of.end()) changes.push_back({&r, it->second->event->stream, +1});
@@ -220,7 +239,7 @@ struct Launch {
 std::vector<Launch> Launches(const HtaRows& h) {
   std::vector<Launch> out;
   for (const HtaRow& r : h.rows) {
-    if (!r.OnCpu() || r.index_correlation <= 0 || !IsHtaLaunch(h.Name(r))) continue;
+    if (!r.OnCpu() || r.index_correlation <= 0 || !h.Is(r, kLaunchCall)) continue;
     const HtaRow* g = h.At(r.index_correlation);
     if (g != nullptr && !g->OnCpu()) out.push_back({&r, g, 0});
   }
@@ -255,7 +274,7 @@ void EventLaunches(HtaRows& h) {
     }
     std::map<std::pair<int64_t, std::string>, std::vector<const HtaRow*>> by_stream;
     for (const HtaRow& r : h.rows) {
-      if (h.Name(r) != "cudaEventRecord") continue;
+      if (!h.Is(r, kEventRecord)) continue;
       auto it = recorded.find(r.event->correlation);
       if (it != recorded.end()) by_stream[{it->second.first, it->second.second}].push_back(&r);
     }
@@ -276,7 +295,7 @@ void EventLaunches(HtaRows& h) {
   if (!(waits && wait_rows)) return;
   std::vector<const HtaRow*> wait_calls;
   for (const HtaRow& r : h.rows) {
-    if (h.Name(r) != "cudaStreamWaitEvent" || r.index_correlation <= 0) continue;
+    if (!h.Is(r, kStreamWaitCall) || r.index_correlation <= 0) continue;
     const HtaRow* g = h.At(r.index_correlation);
     if (g != nullptr && !g->OnCpu()) wait_calls.push_back(&r);
   }
@@ -300,7 +319,8 @@ std::optional<HtaRows> HtaRowsFor(const TraceFile& trace, const CriticalPathRequ
                                   CriticalPath& path, std::string* why_not) {
   HtaRows h;
   h.trace = &trace;
-  h.rows = CutAtLastStep(trace, AllRows(trace), request.include_last_step);
+  h.name_flags = NameFlags(trace);
+  h.rows = CutAtLastStep(h.name_flags, AllRows(trace, h.name_flags), request.include_last_step);
   uint32_t top = 0;
   for (const HtaRow& r : h.rows) top = std::max(top, r.index);
   h.by_index.assign(static_cast<size_t>(top) + 1, -1);

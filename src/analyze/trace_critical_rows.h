@@ -31,11 +31,23 @@ struct HtaRow {
   bool OnCpu() const { return event->stream == -1; }
 };
 
+// What a name is to HTA's rows, looked at once per name, not per row.
+enum HtaName : uint8_t {
+  kDeviceSync = 1,       // "Event Sync", "Context Sync": GPU-side without a stream
+  kStepName = 2,         // ProfilerStep#N
+  kStepPrefix = 4,       // starts "ProfilerStep#"
+  kLaunchCall = 8,       // IsHtaLaunch
+  kStreamWaitRow = 16,   // "Stream Wait Event"
+  kEventRecord = 32,     // "cudaEventRecord"
+  kStreamWaitCall = 64,  // "cudaStreamWaitEvent"
+};
+
 struct HtaRows {
   const TraceFile* trace = nullptr;
-  std::vector<HtaRow> rows;       // the cut trace, in HTA's order (GPU rows first when cut)
-  std::vector<int32_t> by_index;  // HTA index -> position in rows; -1 absent
-  std::vector<uint32_t> window;   // positions of the rows in the window, by index
+  std::vector<uint8_t> name_flags;  // by name: HtaName bits
+  std::vector<HtaRow> rows;         // the cut trace, in HTA's order (GPU rows first when cut)
+  std::vector<int32_t> by_index;    // HTA index -> position in rows; -1 absent
+  std::vector<uint32_t> window;     // positions of the rows in the window, by index
   std::unordered_map<int64_t, double> queue_length;          // by index: launches and GPU rows
   std::unordered_map<int64_t, int64_t> previous_launch;      // record correlation -> launch index
   std::unordered_map<int64_t, int64_t> next_launch;          // cudaStreamWaitEvent index -> launch
@@ -47,6 +59,7 @@ struct HtaRows {
     return at < 0 ? nullptr : &rows[static_cast<size_t>(at)];
   }
   const std::string& Name(const HtaRow& r) const { return trace->names[r.event->name]; }
+  bool Is(const HtaRow& r, HtaName what) const { return name_flags[r.event->name] & what; }
   const TraceThread& ThreadOf(const HtaRow& r) const {
     static const TraceThread kNone;
     return r.event->thread < trace->threads.size() ? trace->threads[r.event->thread] : kNone;
