@@ -151,6 +151,11 @@ TEST(NcclInterfaces, Ipv4Ipv6AliasesAndIbDevices) {
   EXPECT_EQ(ib[1].name, "mlx5_1:1/RoCE");
   EXPECT_TRUE(ib[1].address.empty());
   EXPECT_TRUE(ParseNcclInterfaces("").empty());
+  // A redacted address is what the log shows, before the port; an empty one stays empty.
+  EXPECT_EQ(ParseNcclInterfaces(" eth0:<ip><0>")[0], (NcclInterface{"eth0", "<ip>"}));
+  EXPECT_EQ(ParseNcclInterfaces(" [0]eth0:<ip_addr><0>")[0], (NcclInterface{"eth0", "<ip_addr>"}));
+  EXPECT_EQ(ParseNcclInterfaces(" eth0:<ip>")[0], (NcclInterface{"eth0", "<ip>"}));
+  EXPECT_EQ(ParseNcclInterfaces(" [0]eth0:<0>")[0], (NcclInterface{"eth0", ""}));
   EXPECT_EQ(ParseNcclVersion("2.18.3+cuda12.2\r"), "2.18.3+cuda12.2");
   EXPECT_EQ(ParseNcclVersion("unknown"), "");
 }
