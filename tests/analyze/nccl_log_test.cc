@@ -134,6 +134,72 @@ TEST(NcclLinePrefix, FastPathAgreesWithTheGeneralOne) {
   EXPECT_TRUE(ParseNcclLinePrefix("h:1:2 [0] misc/socket.cc:49 NCCL WARN x"));
 }
 
+// The backward reader (behind a launcher's prefix) reads its numbers eight
+// bytes and its host sixteen bytes at a time where the line has them before
+// the marker: every length of host, pid and tid, behind prefixes long and
+// short, must read as the general reader reads it.
+TEST(NcclLinePrefix, BackwardReaderAgreesWithTheGeneralOneAtEveryLength) {
+  const std::vector<std::string> prefixes = {
+      "", "3: ", "[1,5]<stdout>:", "2024-03-04 05:06:07.123456 [1,123]<stdout>:"};
+  const std::vector<std::string> hosts = {"h",
+                                          "node7",
+                                          "gpu-a_01",
+                                          "abcdefghijklmno",
+                                          "abcdefghijklmnop",
+                                          "ABCDEFGHIJKLMNOPQ",
+                                          "ip-10-0-1-23_compute-node-000123",
+                                          "x9-Y_z"};
+  const std::vector<std::string> numbers = {
+      "1", "12", "1234", "1234567", "12345678", "123456789", "100000000000000000"};
+  size_t read = 0;
+  for (const std::string& prefix : prefixes) {
+    for (const std::string& host : hosts) {
+      for (const std::string& pid : numbers) {
+        for (const std::string& tid : {std::string("7"), std::string("4175"), pid}) {
+          const std::string line = prefix + host + ":" + pid + ":" + tid + " [3] NCCL INFO x y";
+          const size_t marker = line.find("NCCL INFO");
+          NcclLinePrefix back;
+          std::optional<NcclLinePrefix> general = ParseNcclLinePrefix(line);
+          ASSERT_TRUE(general) << line;
+          if (BackwardNcclLinePrefix(line, marker, &back) == 0) continue;
+          ++read;
+          EXPECT_EQ(back.host, general->host) << line;
+          EXPECT_EQ(back.host, host) << line;
+          EXPECT_EQ(back.host_at, prefix.size()) << line;
+          EXPECT_EQ(back.pid, general->pid) << line;
+          EXPECT_EQ(back.tid, general->tid) << line;
+          EXPECT_EQ(back.pid, std::stoll(pid)) << line;
+          EXPECT_EQ(back.cuda_dev, 3) << line;
+          EXPECT_EQ(back.message, "x y") << line;
+        }
+      }
+    }
+  }
+  // Only a prefix glued to the host ("[1,5]<stdout>:h" reads back to 'h'
+  // alone, as NCCL's host) or one that begins with a digit is left over.
+  EXPECT_GE(read, prefixes.size() * hosts.size() * 7 * 3 - hosts.size() * 7 * 3);
+  NcclLinePrefix back;
+  // Host bytes end at any other byte, also sixteen and more bytes back.
+  const std::string slash = "xxxxxxxxxxxxxxxxxxxxxx/abcdefghijklmnopqrstu:1:2 [0] NCCL INFO m";
+  EXPECT_GT(BackwardNcclLinePrefix(slash, slash.find("NCCL"), &back), 0u);
+  EXPECT_EQ(back.host, "abcdefghijklmnopqrstu");
+  const std::string dot = "xxxxxxxxxxxxxxxxxxxxxx.abcdefghijklmnopqrstu:1:2 [0] NCCL INFO m";
+  EXPECT_EQ(BackwardNcclLinePrefix(dot, dot.find("NCCL"), &back), 0u);  // NCCL cuts hosts at '.'
+  // NCCL's own '|' is read back; a console's repeat after " | " is left to
+  // the general reader, which cuts it.
+  const std::string own =
+      "[1,0]<stdout>:node4:4070:4130 [6] NCCL INFO threadThresholds 8/8/64 | 512/8/64 | 512";
+  ASSERT_GT(BackwardNcclLinePrefix(own, own.find("NCCL"), &back, true), 0u);
+  EXPECT_EQ(back.message, "threadThresholds 8/8/64 | 512/8/64 | 512");
+  const std::string repeat =
+      "[1,0]<stdout>:node4:4070:4130 [6] NCCL INFO Using network IB | 2024-03-04 05:06:07 "
+      "node4:4070:4130 [6] NCCL INFO Using network IB";
+  EXPECT_EQ(BackwardNcclLinePrefix(repeat, repeat.find("NCCL"), &back, true), 0u);
+  std::optional<NcclLinePrefix> cut = ParseNcclLinePrefix(repeat);
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->message, "Using network IB");
+}
+
 TEST(NcclInterfaces, Ipv4Ipv6AliasesAndIbDevices) {
   auto two = ParseNcclInterfaces(" [0]eth0:10.0.0.1<0> [1]ib0:192.168.1.1<0>");
   ASSERT_EQ(two.size(), 2u);
