@@ -96,30 +96,48 @@ struct HostNameTable {
 };
 constexpr HostNameTable kHostNameChars;
 
+#if defined(__SSE2__)
+// Which of the sixteen bytes at p are host-name bytes (kHostNameChars), a
+// bit each, the first byte lowest.
+unsigned HostNameMask16(const char* p) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const auto at_most = [](__m128i x, char top) {  // x <= top, unsigned
+    return _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(top)), x);
+  };
+  const __m128i letter =
+      at_most(_mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8('a')), 25);
+  const __m128i digit = at_most(_mm_sub_epi8(v, _mm_set1_epi8('0')), 9);
+  const __m128i mark =
+      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
+  return static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), mark)));
+}
+#endif
+
 // Where the run of host-name bytes (kHostNameChars) that ends at s[end]
 // begins: sixteen bytes classified at once where they lie before `end`.
 size_t HostNameBefore(const char* s, size_t end) {
   size_t k = end;
 #if defined(__SSE2__)
   while (k >= 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k - 16));
-    const auto at_most = [](__m128i x, char top) {  // x <= top, unsigned
-      return _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(top)), x);
-    };
-    const __m128i letter =
-        at_most(_mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8('a')), 25);
-    const __m128i digit = at_most(_mm_sub_epi8(v, _mm_set1_epi8('0')), 9);
-    const __m128i mark =
-        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
-    const unsigned host =
-        static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), mark)));
-    const unsigned other = ~host & 0xFFFFu;
+    const unsigned other = ~HostNameMask16(s + k - 16) & 0xFFFFu;
     if (other != 0) return k - static_cast<size_t>(__builtin_clz(other) - 16);
     k -= 16;
   }
 #endif
   while (k > 0 && kHostNameChars.ok[static_cast<unsigned char>(s[k - 1])]) --k;
   return k;
+}
+
+// Whether s[0, end) is all host-name bytes, with n bytes readable at s.
+bool AllHostName(const char* s, size_t end, size_t n) {
+#if defined(__SSE2__)
+  if (end <= 16 && n >= 16) {
+    const unsigned want = (1u << end) - 1;
+    return (HostNameMask16(s) & want) == want;
+  }
+#endif
+  (void)n;
+  return HostNameBefore(s, end) == 0;
 }
 
 // The first "NCCL" in [p, end), or nullptr. memchr on 'N' runs at memory
@@ -285,30 +303,20 @@ size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out, bool may_h
   if (i >= n || i >= 256 || s[i] != ' ') return 0;
   // Backwards over ":pid:tid" (digits only, at most 18 each): the token's
   // last two colons, as ParseNcclLinePrefix finds them with rfind.
-  size_t k = i;
-  int64_t tid = 0;
-  int64_t scale = 1;
-  while (k > 0 && static_cast<unsigned char>(s[k - 1] - '0') <= 9 && i - k < 18) {
-    tid += (s[k - 1] - '0') * scale;
-    scale *= 10;
-    --k;
-  }
+  const DigitRun tid_run = DigitsBefore(s, i, 18);
+  size_t k = tid_run.begin;
+  const int64_t tid = tid_run.value;
   if (k == i || k == 0 || s[k - 1] != ':') return 0;
   const size_t c2 = --k;
-  int64_t pid = 0;
-  scale = 1;
-  while (k > 0 && static_cast<unsigned char>(s[k - 1] - '0') <= 9 && c2 - k < 18) {
-    pid += (s[k - 1] - '0') * scale;
-    scale *= 10;
-    --k;
-  }
+  const DigitRun pid_run = DigitsBefore(s, c2, 18);
+  k = pid_run.begin;
+  const int64_t pid = pid_run.value;
   if (k == c2 || k < 2 || s[k - 1] != ':') return 0;
   const size_t c1 = k - 1;
   // Only a plain host name: anything glued in front of it (a launcher's
-  // tag, a timestamp, a border) is the general path's to strip.
-  for (size_t h = 0; h < c1; ++h) {
-    if (!IsHostChar(s[h]) || s[h] == '.') return 0;  // NCCL cuts host names at '.'
-  }
+  // tag, a timestamp, a border) is the general path's to strip; NCCL cuts
+  // host names at '.'.
+  if (!AllHostName(s, c1, n)) return 0;
   // " [dev] NCCL " then the level word.
   size_t j = i + 1;
   if (j + 1 >= n || s[j] != '[') return 0;

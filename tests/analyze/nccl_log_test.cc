@@ -200,6 +200,33 @@ TEST(NcclLinePrefix, BackwardReaderAgreesWithTheGeneralOneAtEveryLength) {
   EXPECT_EQ(cut->message, "Using network IB");
 }
 
+// The fast reader (a line that starts with NCCL's own prefix) checks the
+// host's bytes sixteen at a time: every length, and a byte NCCL's host
+// names never hold at every place, is read as byte-by-byte reading would.
+TEST(NcclLinePrefix, FastReaderChecksEveryHostByte) {
+  for (size_t length = 1; length <= 20; ++length) {
+    std::string host;
+    for (size_t i = 0; i < length; ++i) host += "aZ9-_"[i % 5];
+    const std::string tail = ":4098:4158 [2] NCCL INFO Using network IB";
+    NcclLinePrefix fast;
+    const std::string line = host + tail;
+    ASSERT_GT(FastNcclLinePrefix(line, &fast), 0u) << host;
+    EXPECT_EQ(fast.host, host);
+    EXPECT_EQ(fast.pid, 4098);
+    EXPECT_EQ(fast.tid, 4158);
+    for (size_t at = 0; at < length; ++at) {
+      for (char bad : {'.', '/', '@', '\x80', '`', '{'}) {
+        std::string other = host;
+        other[at] = bad;
+        EXPECT_EQ(FastNcclLinePrefix(other + tail, &fast), 0u) << other;
+      }
+    }
+  }
+  NcclLinePrefix fast;
+  EXPECT_EQ(FastNcclLinePrefix("h:1:2 [0] NCCL", &fast), 0u);  // shorter than sixteen bytes
+  EXPECT_GT(FastNcclLinePrefix("h:1:2 [0] NCCL INFO", &fast), 0u);
+}
+
 TEST(NcclInterfaces, Ipv4Ipv6AliasesAndIbDevices) {
   auto two = ParseNcclInterfaces(" [0]eth0:10.0.0.1<0> [1]ib0:192.168.1.1<0>");
   ASSERT_EQ(two.size(), 2u);
