@@ -343,8 +343,9 @@ constexpr Rule kRules[] = {
      "version in PyTorch's lines (its error text '..., NCCL version X', ProcessGroupNCCL's "
      "'NCCL version: X'); for a process that printed no version line (a debug file before "
      "2.22, where the version went to stdout; an excerpt), the versions its line forms allow "
-     "(forms only some versions print, each widened by one minor: 'Bootstrap : Using [0]IF' "
-     "2.4-2.7, 'Channel NN : ... via' 2.7-2.13, 'Init START' 2.18+, ...); the evidence says "
+     "(forms only some versions print, from the first NCCL tag that prints each to the last: "
+     "'Bootstrap : Using [0]IF' 2.4.8-2.7, 'Channel NN : ... via' 2.7-2.13, 'Init START' "
+     "2.18.3+, ...); the evidence says "
      "which lines each version was read from",
      "critical when two or more versions appear (forms that allow a version printed elsewhere "
      "count as it), or NCCL warned of a mismatch",

@@ -585,13 +585,21 @@ std::vector<NcclInterface> ParseNcclInterfaces(std::string_view text) {
     if (token[0] == ';') break;
     // An empty or cut OOB ("; OOB :", ":<0>"): nothing named.
     if (token[0] == ':' || token[0] == '<') continue;
-    size_t lt = token.find('<');
+    // The port is the last "<N>"; a redacted address may hold brackets of
+    // its own ("eth0:<ip><0>"), kept as the address the log shows.
+    size_t lt = token.rfind('<');
+    bool port = false;
+    if (lt != std::string_view::npos) {
+      std::string_view digits = token.substr(lt + 1);
+      digits = digits.substr(0, digits.find('>'));
+      port = digits.find_first_not_of("0123456789") == std::string_view::npos;
+    }
     NcclInterface iface;
     if (lt == std::string_view::npos) {
       // No address: an IB device "mlx5_0:1/IB", or a plugin's "name:port".
       iface.name = std::string(token);
     } else {
-      std::string_view spec = token.substr(0, lt);
+      std::string_view spec = port ? token.substr(0, lt) : token;
       size_t last = spec.rfind(':');
       if (last != std::string_view::npos && IsIpv4(spec.substr(last + 1))) {
         iface.name = std::string(spec.substr(0, last));

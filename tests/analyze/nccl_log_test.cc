@@ -244,6 +244,11 @@ TEST(NcclInterfaces, Ipv4Ipv6AliasesAndIbDevices) {
   EXPECT_EQ(ib[1].name, "mlx5_1:1/RoCE");
   EXPECT_TRUE(ib[1].address.empty());
   EXPECT_TRUE(ParseNcclInterfaces("").empty());
+  // A redacted address is what the log shows, before the port; an empty one stays empty.
+  EXPECT_EQ(ParseNcclInterfaces(" eth0:<ip><0>")[0], (NcclInterface{"eth0", "<ip>"}));
+  EXPECT_EQ(ParseNcclInterfaces(" [0]eth0:<ip_addr><0>")[0], (NcclInterface{"eth0", "<ip_addr>"}));
+  EXPECT_EQ(ParseNcclInterfaces(" eth0:<ip>")[0], (NcclInterface{"eth0", "<ip>"}));
+  EXPECT_EQ(ParseNcclInterfaces(" [0]eth0:<0>")[0], (NcclInterface{"eth0", ""}));
   EXPECT_EQ(ParseNcclVersion("2.18.3+cuda12.2\r"), "2.18.3+cuda12.2");
   EXPECT_EQ(ParseNcclVersion("unknown"), "");
 }
@@ -389,11 +394,11 @@ TEST(NcclLog, V221VersionMismatchAndInitHang) {
   EXPECT_FALSE(Find(findings, "network.connect_failed"));
 }
 
-TEST(NcclLog, V223SingleNodeLoopbackNvlsTimings) {
-  NcclLogSummary log = ParseNcclLog(Fixture("v2_23_single_node_lo_nvls.log"));
+TEST(NcclLog, V224SingleNodeLoopbackNvlsTimings) {
+  NcclLogSummary log = ParseNcclLog(Fixture("v2_24_single_node_lo_nvls.log"));
   ASSERT_EQ(log.ranks.size(), 2u);
   EXPECT_EQ(log.processes[0].host, "h100-07");
-  EXPECT_EQ(log.processes[0].version, "2.23.4+cuda12.6");
+  EXPECT_EQ(log.processes[0].version, "2.24.3+cuda12.6");
   EXPECT_EQ(log.processes[0].socket_ifname, "lo");
   ASSERT_TRUE(log.ranks[0].init_seconds);
   EXPECT_DOUBLE_EQ(*log.ranks[0].init_seconds, 0.94);
@@ -415,7 +420,7 @@ TEST(NcclLog, V223SingleNodeLoopbackNvlsTimings) {
 TEST(NcclLog, V228MultiNodeLoopbackRefused) {
   NcclLogSummary log = ParseNcclLog(Fixture("v2_28_multinode_lo_refused.log"));
   EXPECT_EQ(NcclJobNodes(log), 2);
-  EXPECT_EQ(log.remote_errors, 2u);  // NCCL's WARN and PyTorch's error line
+  EXPECT_EQ(log.remote_errors, 1u);  // PyTorch's error line (NCCL 2.28 WARNs no such words)
   auto findings = CheckNcclLog(log, std::nullopt).findings;
   const Finding* wrong = Find(findings, "network.wrong_interface");
   ASSERT_TRUE(wrong);
@@ -434,7 +439,7 @@ TEST(NcclLog, V228MultiNodeLoopbackRefused) {
 TEST(NcclLog, ChunkedFeedEqualsWhole) {
   for (const char* name :
        {"v2_10_single_node_healthy.log", "v2_14_multinode_docker_bridge.log",
-        "v2_21_version_mismatch_init_hang.log", "v2_23_single_node_lo_nvls.log"}) {
+        "v2_21_version_mismatch_init_hang.log", "v2_24_single_node_lo_nvls.log"}) {
     std::string text = Fixture(name);
     NcclLogSummary whole = ParseNcclLog(text);
     for (size_t step : {1u, 7u, 64u, 4093u}) {
