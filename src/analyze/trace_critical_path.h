@@ -1,15 +1,14 @@
-// The critical path of one rank's profiler trace, after Holistic Trace
-// Analysis' critical_path_analysis (HTA): every CPU op and GPU row is a start
-// and an end node; edges run through each op's call stack (a child's time is
-// its own, the time between children its parent's), from a launch call to
-// its GPU row (launch overhead), from one GPU row to the next on its stream
-// (kernel-to-kernel overhead), from a GPU row's end to the blocking sync that
-// waited for it. The longest path through that graph, over one instance of an
-// annotation (by default the second ProfilerStep), is the critical path; each
-// of its edges is bound by one of HTA's six kinds. Work is linear in the
-// events after one sort. Differences from HTA: the trace's CPU rows are read
-// as one call stack (the reader keeps no thread id), and a sync edge comes
-// from the last GPU row that ended before the sync did. Pure; thread-safe.
+// The critical path of one rank's profiler trace, as Holistic Trace
+// Analysis' critical_path_analysis (HTA) finds it, built the same way so the
+// figures match: HTA's rows and window (trace_critical_rows.h), HTA's graph
+// of op, runtime call and GPU row starts and ends with its call stack,
+// runtime lock, launch, kernel-to-kernel and sync edges
+// (trace_critical_graph.h), the longest path as networkx finds it over one
+// instance of an annotation (by default the second ProfilerStep), each edge
+// bound by one of HTA's six kinds. One difference, where HTA is wrong: the
+// data loader's steps are `data_loading` by their full name (HTA matches the
+// shortened name and never finds them). Work is linear in the events after
+// sorts by time. Pure; thread-safe.
 #pragma once
 
 #include <cstdint>
