@@ -43,8 +43,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const stallscope::CriticalPath& p = *r->critical_path;
       double sum = 0;
       for (double us : p.by_bound_us) sum += us;
-      if (p.nodes < 2 || (std::isfinite(p.total_us) &&
-                          std::fabs(sum - p.total_us) > 1e-6 * std::max(1.0, std::fabs(p.total_us))))
+      if (p.nodes < 2 ||
+          (std::isfinite(p.total_us) &&
+           std::fabs(sum - p.total_us) > 1e-6 * std::max(1.0, std::fabs(p.total_us))))
         std::abort();
     }
     (void)stallscope::CheckTraces({*r});

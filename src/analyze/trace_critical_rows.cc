@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <unordered_set>
+#include <utility>
 
 namespace stallscope {
 
@@ -70,17 +71,22 @@ std::vector<HtaRow> AllRows(const TraceFile& t, const std::vector<uint8_t>& flag
     r.index_correlation = e.correlation < 0 ? -1 : 0;  // HTA: min(correlation, 0)
     rows.push_back(r);
   }
-  std::unordered_map<int64_t, std::vector<size_t>> gpu;
-  for (size_t i = 0; i < rows.size(); ++i) {
+  // GPU-side rows by correlation, each correlation's in file order (a chain)
+  std::unordered_map<int64_t, std::pair<uint32_t, uint32_t>> gpu;  // first, last
+  std::vector<uint32_t> next(rows.size(), UINT32_MAX);
+  gpu.reserve(rows.size() / 4);
+  for (uint32_t i = 0; i < rows.size(); ++i) {
     const TraceEvent& e = *rows[i].event;
-    if (e.correlation != -1 && GpuSide(flags, e)) gpu[e.correlation].push_back(i);
+    if (e.correlation == -1 || !GpuSide(flags, e)) continue;
+    auto [it, added] = gpu.try_emplace(e.correlation, i, i);
+    if (!added) next[std::exchange(it->second.second, i)] = i;
   }
   for (HtaRow& c : rows) {
     const TraceEvent& e = *c.event;
     if (e.correlation == -1 || GpuSide(flags, e)) continue;
     auto it = gpu.find(e.correlation);
     if (it == gpu.end()) continue;
-    for (size_t g : it->second) {
+    for (uint32_t g = it->second.first; g != UINT32_MAX; g = next[g]) {
       c.index_correlation = static_cast<int32_t>(rows[g].index);
       rows[g].index_correlation = static_cast<int32_t>(c.index);
     }
