@@ -5,7 +5,8 @@ For each directory of traces under --traces, runs HTA's own source (--hta-src,
 a checkout of github.com/facebookresearch/HolisticTraceAnalysis; nothing of
 HTA is in this repository) `critical_path_analysis` for every rank on the
 instance stallscope trace picks by default (the second ProfilerStep where
-there are two or more, the first with one, the whole trace with none), and
+there are two or more, the first with one, the whole trace with none; with
+two or more, also instances 0:1, as "instances_0_1"), and
 writes the summary by bound (µs and percent) and the node count as JSON
 (tests/fixtures/traces/hta_critical_path_reference.json, which
 tests/analyze/trace_critical_path_test.cc compares with). Needs Debian's
@@ -40,14 +41,10 @@ def trace_dirs(root):
             yield os.path.relpath(dirpath, root), dirpath
 
 
-def one_rank(ta, rank):
+def path(ta, rank, annotation, instance):
+    """HTA's path over one instance (or a (first, last) range) as figures."""
     df = ta.t.get_trace(rank)
     names = ta.t.symbol_table.get_sym_table()
-    steps = sum(1 for n in df["name"] if names[n].startswith("ProfilerStep#"))
-    if steps == 0:
-        annotation, instance = "", None
-    else:
-        annotation, instance = "ProfilerStep", 1 if steps >= 2 else 0
     t0 = time.perf_counter()
     got = ta.critical_path_analysis(rank=rank, annotation=annotation, instance_id=instance,
                                     data_load_events=LOADER)
@@ -66,6 +63,19 @@ def one_rank(ta, rank):
             "by_bound_us": by_bound, "data_loading_by_name_us": loader_us,
             "summary_pct": {k: v / total * 100 if total else 0 for k, v in by_bound.items()},
             "seconds": seconds}
+
+
+def one_rank(ta, rank):
+    """The default instance; with two steps or more, also instances 0:1 (a range)."""
+    df = ta.t.get_trace(rank)
+    names = ta.t.symbol_table.get_sym_table()
+    steps = sum(1 for n in df["name"] if names[n].startswith("ProfilerStep#"))
+    if steps == 0:
+        return path(ta, rank, "", None)
+    out = path(ta, rank, "ProfilerStep", 1 if steps >= 2 else 0)
+    if steps >= 2:
+        out["instances_0_1"] = path(ta, rank, "ProfilerStep", (0, 1))
+    return out
 
 
 def figures(trace_dir):
