@@ -6,7 +6,8 @@ a checkout of github.com/facebookresearch/HolisticTraceAnalysis; nothing of
 HTA is in this repository) `critical_path_analysis` for every rank on the
 instance stallscope trace picks by default (the second ProfilerStep where
 there are two or more, the first with one, the whole trace with none; with
-two or more, also instances 0:1, as "instances_0_1"), and
+two or more, also instances 0:1, as "instances_0_1"; and the default
+instance with the last step kept, as "last_step_kept"), and
 writes the summary by bound (µs and percent) and the node count as JSON
 (tests/fixtures/traces/hta_critical_path_reference.json, which
 tests/analyze/trace_critical_path_test.cc compares with). Needs Debian's
@@ -89,6 +90,18 @@ def figures(trace_dir):
                     out[str(int(rank))] = one_rank(ta, rank)
                 except Exception as e:  # HTA's own failure is a figure too
                     out[str(int(rank))] = {"error": "%s: %s" % (type(e).__name__, e)}
+            # the last step kept (HTA's include_last_profiler_step, stallscope's
+            # --include-last-step): the default instance again
+            kept = TraceAnalysis(trace_dir=trace_dir, include_last_profiler_step=True)
+            for rank in sorted(kept.t.get_ranks()):
+                entry = out.get(str(int(rank)))
+                if entry is None or "error" in entry:
+                    continue
+                try:
+                    entry["last_step_kept"] = one_rank(kept, rank)
+                    entry["last_step_kept"].pop("instances_0_1", None)
+                except Exception as e:
+                    entry["last_step_kept"] = {"error": "%s: %s" % (type(e).__name__, e)}
         except Exception as e:
             return {"error": "%s: %s" % (type(e).__name__, e)}
     return out

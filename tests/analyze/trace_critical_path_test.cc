@@ -264,7 +264,8 @@ void ExpectLikeHta(const CriticalPath& got, const nlohmann::json& want, const st
 // Against HTA's own critical path on its test traces
 // (fixtures/traces/hta_critical_path_reference.json, made by
 // bench/hta_critical_path_reference.py, every trace HTA's path runs on): the
-// default instance, and instances 0:1 where there are two steps or more.
+// default instance, the same with the last step kept, and instances 0:1
+// where there are two steps or more.
 TEST(TraceCriticalPath, MatchesHtaOnItsTestTraces) {
   const std::filesystem::path root = SharedTraces();
   if (!std::filesystem::exists(root)) {
@@ -274,7 +275,7 @@ TEST(TraceCriticalPath, MatchesHtaOnItsTestTraces) {
   }
   std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_critical_path_reference.json");
   const nlohmann::json ref = nlohmann::json::parse(in);
-  int compared = 0, ranges = 0;
+  int compared = 0, ranges = 0, last_kept = 0;
   for (const auto& [dir, ranks] : ref.at("traces").items()) {
     if (ranks.contains("error")) continue;
     for (const auto& entry : std::filesystem::directory_iterator(root / dir)) {
@@ -290,6 +291,14 @@ TEST(TraceCriticalPath, MatchesHtaOnItsTestTraces) {
       ASSERT_TRUE(got) << where << ": " << why;
       ExpectLikeHta(*got, want, where);
       ++compared;
+      if (want.contains("last_step_kept") && !want.at("last_step_kept").contains("error")) {
+        CriticalPathRequest kept;
+        kept.include_last_step = true;
+        auto with_last = FindCriticalPath(trace.value(), kept, &why);
+        ASSERT_TRUE(with_last) << where << " last step kept: " << why;
+        ExpectLikeHta(*with_last, want.at("last_step_kept"), where + " last step kept");
+        ++last_kept;
+      }
       if (!want.contains("instances_0_1") || want.at("instances_0_1").contains("error")) continue;
       auto range = FindCriticalPath(trace.value(), {"", 0, 1}, &why);
       ASSERT_TRUE(range) << where << " 0:1: " << why;
@@ -299,6 +308,7 @@ TEST(TraceCriticalPath, MatchesHtaOnItsTestTraces) {
   }
   EXPECT_GT(compared, 3);
   EXPECT_GT(ranges, 3);
+  EXPECT_GT(last_kept, 3);
 }
 
 }  // namespace
