@@ -12,6 +12,7 @@
 
 #include "analyze/run_io_rules.h"
 #include "analyze/trace_rules.h"
+#include "hta_traces.h"
 #include "probe/trace_file.h"
 
 namespace stallscope {
@@ -232,14 +233,6 @@ TEST(TraceCriticalPathRules, InputBoundReadsDataLoadingOnThePath) {
   EXPECT_EQ(Find(crit, "io.input_bound")->severity, Severity::kCritical);
 }
 
-std::filesystem::path SharedTraces() {
-  if (const char* dir = std::getenv("STALLSCOPE_SHARED")) {
-    return std::filesystem::path(dir) / "traces" / "hta";
-  }
-  return std::filesystem::path(STALLSCOPE_FIXTURES) / ".." / ".." / ".." / "shared" / "traces" /
-         "hta";
-}
-
 // `got` against one of HTA's paths in the reference: the same nodes, the
 // total within 0.1%, each bound's share within 0.05 points, the data
 // loader's time charged by name (HTA counts it as cpu_bound: its pattern is
@@ -268,11 +261,7 @@ void ExpectLikeHta(const CriticalPath& got, const nlohmann::json& want, const st
 // where there are two steps or more.
 TEST(TraceCriticalPath, MatchesHtaOnItsTestTraces) {
   const std::filesystem::path root = SharedTraces();
-  if (!std::filesystem::exists(root)) {
-    const char* ci = std::getenv("CI");
-    if (ci != nullptr && std::string(ci) == "true") FAIL() << root << " is missing";
-    GTEST_SKIP() << root << " is missing: HTA's test traces are not on this machine";
-  }
+  STALLSCOPE_REQUIRE_SHARED_TRACES(root);
   std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_critical_path_reference.json");
   const nlohmann::json ref = nlohmann::json::parse(in);
   int compared = 0, ranges = 0, last_kept = 0;
