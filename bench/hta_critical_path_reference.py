@@ -23,7 +23,6 @@ definition) is written beside, as data_loading_by_name_us.
 
   bench/hta_critical_path_reference.py --hta-src DIR --commit SHA --out FILE [--traces DIR]
 """
-import argparse
 import contextlib
 import io
 import json
@@ -32,14 +31,11 @@ import re
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hta_reference  # noqa: E402
+
 LOADER = ["enumerate(DataLoader)"]  # text: HTA escapes it
 LOADER_NAME = re.compile(r"enumerate\(DataLoader\).*__next__")
-
-
-def trace_dirs(root):
-    for dirpath, _, files in sorted(os.walk(root)):
-        if any(f.endswith((".json", ".json.gz")) for f in files):
-            yield os.path.relpath(dirpath, root), dirpath
 
 
 def path(ta, rank, annotation, instance):
@@ -108,22 +104,14 @@ def figures(trace_dir):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--hta-src", required=True)
-    p.add_argument("--commit", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--traces", default=os.path.join(os.path.dirname(__file__), "..", "..",
-                                                    "shared", "traces", "hta"))
-    a = p.parse_args()
-    sys.path.insert(0, a.hta_src)
+    p = hta_reference.parser()
+    a = hta_reference.parse(p)
     ref = {"generated_by": "bench/hta_critical_path_reference.py", "hta_source": a.commit,
            "traces": {}}
-    for name, path in trace_dirs(a.traces):
+    for name, path in hta_reference.trace_dirs(a.traces):
         ref["traces"][name] = figures(path)
         print(name, json.dumps(ref["traces"][name])[:300], flush=True)
-    with open(a.out, "w") as f:
-        json.dump(ref, f, indent=1, sort_keys=True)
-        f.write("\n")
+    hta_reference.write(a.out, ref)
 
 
 if __name__ == "__main__":
