@@ -13,7 +13,6 @@ Debian's python3-pandas, python3-plotly, python3-networkx and python3-psutil.
 
   bench/hta_diff_reference.py --hta-src DIR --commit SHA --out FILE [--traces DIR]
 """
-import argparse
 import contextlib
 import io
 import json
@@ -21,6 +20,9 @@ import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hta_reference  # noqa: E402
 
 # (name, control directory, test directory) under ../shared/traces/hta
 SHARED_PAIRS = [
@@ -58,14 +60,8 @@ def diff(control, test):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--hta-src", required=True)
-    p.add_argument("--commit", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--traces", default=os.path.join(os.path.dirname(__file__), "..", "..",
-                                                    "shared", "traces", "hta"))
-    a = p.parse_args()
-    sys.path.insert(0, a.hta_src)
+    p = hta_reference.parser()
+    a = hta_reference.parse(p)
     ref = {"generated_by": "bench/hta_diff_reference.py", "hta_source": a.commit,
            "pairs": {}, "generated": {}}
     for name, control, test in SHARED_PAIRS:
@@ -82,9 +78,7 @@ def main():
             ref["generated"][name] = {"control_args": control, "test_args": test,
                                       **diff(os.path.join(tmp, "control"), os.path.join(tmp, "test"))}
         print(name, json.dumps(ref["generated"][name])[:200])
-    with open(a.out, "w") as f:
-        json.dump(ref, f, indent=1, sort_keys=True)
-        f.write("\n")
+    hta_reference.write(a.out, ref)
 
 
 if __name__ == "__main__":

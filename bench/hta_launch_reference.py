@@ -21,28 +21,18 @@ python3-pandas, python3-plotly, python3-networkx and python3-psutil.
 3 ms each step; and none late) into a temporary directory and takes HTA's figures of them;
 tests/analyze/trace_stragglers_test.cc writes the same traces again.
 """
-import argparse
 import contextlib
 import io
 import json
-import math
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hta_reference  # noqa: E402
 
 RUNTIME_CUTOFF = 50
 DELAY_CUTOFF = 100
 RESIDUE_GBPS = 1e-9
-
-
-def number(v):
-    v = float(v)
-    return None if math.isnan(v) else v
-
-
-def trace_dirs(root):
-    for dirpath, _, files in sorted(os.walk(root)):
-        if any(f.endswith((".json", ".json.gz")) for f in files):
-            yield os.path.relpath(dirpath, root), dirpath
 
 
 def guarded(f):
@@ -81,9 +71,9 @@ def memory_bw(ta, ranks, by_definition=False):
     for (rank, name), row in df.iterrows():
         q = row["memory_bw_gbps"]
         out.setdefault(str(int(rank)), []).append({
-            "kind": name, "count": int(q["count"]), "mean": number(q["mean"]),
-            "std": number(q["std"]), "min": number(q["min"]), "p25": number(q["25%"]),
-            "p50": number(q["50%"]), "p75": number(q["75%"]), "max": number(q["max"])})
+            "kind": name, "count": int(q["count"]), "mean": hta_reference.number(q["mean"]),
+            "std": hta_reference.number(q["std"]), "min": hta_reference.number(q["min"]), "p25": hta_reference.number(q["25%"]),
+            "p50": hta_reference.number(q["50%"]), "p75": hta_reference.number(q["75%"]), "max": hta_reference.number(q["max"])})
     return out
 
 
@@ -99,8 +89,8 @@ def launches(ta, ranks):
         per_name = {}
         for name, g in named.groupby("kernel"):
             per_name[name] = {"count": int(len(g)),
-                              "p50": number(g["launch_delay"].quantile(0.5)),
-                              "p99": number(g["launch_delay"].quantile(0.99))}
+                              "p50": hta_reference.number(g["launch_delay"].quantile(0.5)),
+                              "p99": hta_reference.number(g["launch_delay"].quantile(0.99))}
         out[str(int(rank))] = {
             "launches": int(len(df)), "short_gpu": int(len(short)),
             "runtime_outliers": int((df["cpu_duration"] > RUNTIME_CUTOFF).sum()),
@@ -116,9 +106,9 @@ def annotations(ta):
         return out
     for _, row in df.iterrows():
         out.setdefault(str(int(row["rank"])), []).append({
-            "name": row["name"], "sum": number(row["sum (us)"]), "max": number(row["max (us)"]),
-            "min": number(row["min (us)"]), "mean": number(row["mean (us)"]),
-            "std": number(row["stddev"])})
+            "name": row["name"], "sum": hta_reference.number(row["sum (us)"]), "max": hta_reference.number(row["max (us)"]),
+            "min": hta_reference.number(row["min (us)"]), "mean": hta_reference.number(row["mean (us)"]),
+            "std": hta_reference.number(row["stddev"])})
     return out
 
 
@@ -158,16 +148,10 @@ def generate(root):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--hta-src", required=True)
-    p.add_argument("--commit", required=True)
-    p.add_argument("--out", required=True)
+    p = hta_reference.parser()
     p.add_argument("--candidates", type=int, default=2)
     p.add_argument("--generated", action="store_true", help="HTA on bench/gen_trace.py traces")
-    p.add_argument("--traces", default=os.path.join(os.path.dirname(__file__), "..", "..",
-                                                    "shared", "traces", "hta"))
-    a = p.parse_args()
-    sys.path.insert(0, a.hta_src)
+    a = hta_reference.parse(p)
     if a.generated:
         import tempfile
         tmp = tempfile.TemporaryDirectory()
@@ -178,12 +162,10 @@ def main():
            "straggler_candidates": a.candidates, "traces": {}}
     if a.generated:
         ref["generated"] = GENERATED
-    for name, path in trace_dirs(a.traces):
+    for name, path in hta_reference.trace_dirs(a.traces):
         ref["traces"][name] = figures(path, a.candidates)
         print(name, json.dumps(ref["traces"][name])[:300], flush=True)
-    with open(a.out, "w") as f:
-        json.dump(ref, f, indent=1, sort_keys=True)
-        f.write("\n")
+    hta_reference.write(a.out, ref)
 
 
 if __name__ == "__main__":

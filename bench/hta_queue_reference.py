@@ -10,24 +10,14 @@ python3-plotly, python3-networkx and python3-psutil.
 
   bench/hta_queue_reference.py --hta-src DIR --commit SHA --out FILE [--traces DIR]
 """
-import argparse
 import contextlib
 import io
 import json
-import math
 import os
 import sys
 
-
-def number(v):
-    v = float(v)
-    return None if math.isnan(v) else v
-
-
-def trace_dirs(root):
-    for dirpath, _, files in sorted(os.walk(root)):
-        if any(f.endswith((".json", ".json.gz")) for f in files):
-            yield os.path.relpath(dirpath, root), dirpath
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hta_reference  # noqa: E402
 
 
 def queue_figures(trace_dir):
@@ -46,33 +36,25 @@ def queue_figures(trace_dir):
         for (rank, stream), row in summary.iterrows():
             q = row["queue_length"]
             out.setdefault(str(int(rank)), {"streams": []})["streams"].append({
-                "stream": int(stream), "count": int(q["count"]), "mean": number(q["mean"]),
-                "std": number(q["std"]), "min": number(q["min"]), "p25": number(q["25%"]),
-                "p50": number(q["50%"]), "p75": number(q["75%"]), "max": number(q["max"])})
+                "stream": int(stream), "count": int(q["count"]), "mean": hta_reference.number(q["mean"]),
+                "std": hta_reference.number(q["std"]), "min": hta_reference.number(q["min"]), "p25": hta_reference.number(q["25%"]),
+                "p50": hta_reference.number(q["50%"]), "p75": hta_reference.number(q["75%"]), "max": hta_reference.number(q["max"])})
     for _, row in blocked.iterrows():
         r = out.setdefault(str(int(row["rank"])), {"streams": []})
         r["blocked"] = {"stream": int(row["stream"]),
-                        "us": number(row["duration_at_max_queue_length"]),
-                        "share": number(row["relative_duration_at_max_queue_length"])}
+                        "us": hta_reference.number(row["duration_at_max_queue_length"]),
+                        "share": hta_reference.number(row["relative_duration_at_max_queue_length"])}
     return out
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--hta-src", required=True)
-    p.add_argument("--commit", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--traces", default=os.path.join(os.path.dirname(__file__), "..", "..",
-                                                    "shared", "traces", "hta"))
-    a = p.parse_args()
-    sys.path.insert(0, a.hta_src)
+    p = hta_reference.parser()
+    a = hta_reference.parse(p)
     ref = {"generated_by": "bench/hta_queue_reference.py", "hta_source": a.commit, "traces": {}}
-    for name, path in trace_dirs(a.traces):
+    for name, path in hta_reference.trace_dirs(a.traces):
         ref["traces"][name] = queue_figures(path)
         print(name, json.dumps(ref["traces"][name])[:200])
-    with open(a.out, "w") as f:
-        json.dump(ref, f, indent=1, sort_keys=True)
-        f.write("\n")
+    hta_reference.write(a.out, ref)
 
 
 if __name__ == "__main__":

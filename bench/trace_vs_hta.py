@@ -6,8 +6,10 @@ For each directory of traces under --traces (each one HTA
 HTA's own source (--hta-src: a checkout of
 github.com/facebookresearch/HolisticTraceAnalysis; nothing of HTA is in this
 repository) and `stallscope trace DIR --json [--include-last-step]`, and
-compares per rank the idle / compute / non-compute percentages and the
-comm/compute overlap (goal: within 0.05 percentage points). It also times
+compares per rank the idle / compute / non-compute percentages, the
+comm/compute overlap and the critical path's shares by bound on the default
+instance (goal: within 0.05 percentage points; its line shows the totals in
+µs and the largest share difference). It also times
 the whole analysis of each side and `python3 -c "import json,gzip;
 json.load(gzip.open(F))"` over the same files (the parse any Python reader
 pays first), and prints the ratios.
@@ -88,8 +90,51 @@ def hta_figures(trace_dir, include_last):
                             for r in ta.t.get_ranks()}
         except Exception as e:
             out["steps"] = {"error": "%s: %s" % (type(e).__name__, e)}
+        out["critical_path"] = {}
+        for r in ta.t.get_ranks():  # on stallscope's default instance; timed with the rest
+            try:
+                names = ta.t.symbol_table.get_sym_table()
+                steps = sum(1 for n in ta.t.get_trace(r)["name"]
+                            if names[n].startswith("ProfilerStep#"))
+                annotation = "ProfilerStep" if steps else ""
+                instance = (1 if steps >= 2 else 0) if steps else None
+                got = ta.critical_path_analysis(rank=r, annotation=annotation,
+                                                instance_id=instance,
+                                                data_load_events=["enumerate(DataLoader)"])
+                edges = got[0].get_critical_path_breakdown() if got and got[1] else None
+                out["critical_path"][str(r)] = None if edges is None else {
+                    "total_us": number(edges.duration.sum()),
+                    "nodes": len(got[0].critical_path_nodes),
+                    "by_bound_us": {k: number(v) for k, v in
+                                    edges.groupby("bound_by").duration.sum().items() if k}}
+            except Exception as e:
+                out["critical_path"][str(r)] = "%s: %s" % (type(e).__name__, e)
         seconds = time.monotonic() - start
     return out, seconds
+
+
+def critical_path_lines(rel, hta, by_rank, compared, worst):
+    """The critical path's total and largest share difference per rank (HTA
+    counts the data loader's time as cpu_bound: folded in here)."""
+    for rank, fig in (hta.get("critical_path") or {}).items():
+        mine = (by_rank.get(rank) or {}).get("critical_path")
+        if not isinstance(fig, dict) or not mine:
+            print("%-44s %-6s %4s %-16s %9s %10s" % (rel, "drop", rank, "critical_path",
+                                                     "failed" if fig is None or isinstance(
+                                                         fig, str) else "-",
+                                                     "-" if not mine else mine["total_us"]))
+            continue
+        ours = dict(mine["by_bound_us"])
+        ours["cpu_bound"] = ours.get("cpu_bound", 0) + ours.pop("data_loading", 0)
+        share = max([abs(ours.get(k, 0) / (mine["total_us"] or 1) -
+                         fig["by_bound_us"].get(k, 0) / (fig["total_us"] or 1)) * 100
+                     for k in set(ours) | set(fig["by_bound_us"])] or [0])
+        worst = max(worst, share)
+        compared += 1
+        print("%-44s %-6s %4s %-16s %9.0f %10.0f %7.2f%s  (nodes %d / %d)" % (
+            rel, "drop", rank, "critical_path", fig["total_us"], mine["total_us"], share,
+            "  <-- over 0.05" if share > 0.05 else "", fig["nodes"], mine["nodes"]))
+    return compared, worst
 
 
 def stallscope_figures(binary, trace_dir, include_last):
@@ -197,6 +242,8 @@ def main():
                 print("%-44s %-6s %4s %-16s %9s %10s %7.2f%s" % (
                     rel, "kept" if include_last else "drop", rank, "overlap_pct", fig, mine, diff,
                     "  <-- over 0.05" if diff > 0.05 else ""))
+            if not include_last:
+                compared, worst = critical_path_lines(rel, hta, by_rank, compared, worst)
         if a.binary:
             totals["json_load"] += json_load_seconds(d)
         reference["traces"][rel] = entry

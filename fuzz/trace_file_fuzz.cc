@@ -2,7 +2,8 @@
 // or the legacy list) and HTA's breakdown of what it read. Whatever the
 // bytes: an error, or a trace whose breakdown holds its own invariants (the
 // temporal parts add up to the window; percentages within 0..100 where the
-// window is positive; no more kept steps than step rows). The same bytes read
+// window is positive; no more kept steps than step rows; a critical path of
+// two nodes at least whose bounds add up to its total). The same bytes read
 // with every row kept give the trace diff's ops: a diff of the trace with
 // itself changes nothing.
 #include <cmath>
@@ -37,6 +38,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           std::fabs(sum - t.kernel_time_us) > 1e-6 * std::max(1.0, std::fabs(t.kernel_time_us))) {
         std::abort();
       }
+    }
+    if (r->critical_path) {  // a path has two nodes at least; its bounds add up to its total
+      const stallscope::CriticalPath& p = *r->critical_path;
+      double sum = 0;
+      for (double us : p.by_bound_us) sum += us;
+      if (p.nodes < 2 ||
+          (std::isfinite(p.total_us) &&
+           std::fabs(sum - p.total_us) > 1e-6 * std::max(1.0, std::fabs(p.total_us))))
+        std::abort();
     }
     (void)stallscope::CheckTraces({*r});
   }

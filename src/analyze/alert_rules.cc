@@ -369,6 +369,7 @@ constexpr RuleWithoutAlert kWithout[] = {
     {"code.gpu_idle", "a profiler trace: stallscope trace DIR"},
     {"code.launch_bound", "a profiler trace: stallscope trace DIR"},
     {"code.sync_in_step", "a profiler trace: stallscope trace DIR"},
+    {"code.cpu_bound_step", "a profiler trace's critical path: stallscope trace DIR"},
     {"memory.pageable_h2d", "a profiler trace: stallscope trace DIR"},
     {"io.remote_fs", "a walk of the dataset: stallscope dataset PATH"},
     {"io.cold_cache",

@@ -125,7 +125,8 @@ constexpr Rule kRules[] = {
      "and overall, each rank's first step (worker start-up) left out; the worst rank decides, "
      "since in synchronous training every rank waits for it"
      "; a profiler trace (stallscope trace): the union of the data loader's "
-     "enumerate(DataLoader)...__next__ ops over the kept ProfilerSteps' time, any number of steps"
+     "enumerate(DataLoader)...__next__ ops over the kept ProfilerSteps' time, any number of steps, "
+     "or the data_loading share of the trace's critical path (code.cpu_bound_step), the larger"
      "; when the files the loader was caught reading are on a network file system (mountinfo "
      "type of each open file), io.remote_fs is named as the cause, with the per-file cost the "
      "steps show (step time x num_workers / batch_size) and stallscope pack in next",
@@ -360,8 +361,9 @@ constexpr Rule kRules[] = {
      "version in PyTorch's lines (its error text '..., NCCL version X', ProcessGroupNCCL's "
      "'NCCL version: X'); for a process that printed no version line (a debug file before "
      "2.22, where the version went to stdout; an excerpt), the versions its line forms allow "
-     "(forms only some versions print, each widened by one minor: 'Bootstrap : Using [0]IF' "
-     "2.4-2.7, 'Channel NN : ... via' 2.7-2.13, 'Init START' 2.18+, ...); the evidence says "
+     "(forms only some versions print, from the first NCCL tag that prints each to the last: "
+     "'Bootstrap : Using [0]IF' 2.4.8-2.7, 'Channel NN : ... via' 2.7-2.13, 'Init START' "
+     "2.18.3+, ...); the evidence says "
      "which lines each version was read from",
      "critical when two or more versions appear (forms that allow a version printed elsewhere "
      "count as it), or NCCL warned of a mismatch",
@@ -610,6 +612,21 @@ constexpr Rule kRules[] = {
      "shows in step time; 25% is a quarter of each step spent waiting",
      "PyTorch Performance Tuning Guide: "
      "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"},
+    {"code.cpu_bound_step", Layer::kCode,
+     "a profiler trace: the critical path of each rank as Holistic Trace Analysis' "
+     "critical_path_analysis builds it (CPU call stacks, launches, kernel to kernel, syncs; the "
+     "longest path), over the second ProfilerStep (the first with one, the whole trace with "
+     "none; --critical-path-annotation and --critical-path-instance choose another); the "
+     "cpu_bound share of its time and the CPU ops with the most time on it",
+     "warning at >= 50% of the critical path cpu_bound, critical at >= 80%; only in a trace "
+     "with GPU rows",
+     "what lies on the critical path is what makes the step long: when most of it is CPU "
+     "work the GPU waits on the host whatever its utilization reads, and only cheaper or "
+     "fewer host ops shorten the step. Half the path is where the host, not the GPU, sets the "
+     "pace; 80% leaves the GPU little to speed up. Ours",
+     "Holistic Trace Analysis, Critical Path Analysis: "
+     "https://hta.readthedocs.io/en/latest/source/features/"
+     "lightweight_critical_path_analysis.html"},
     {"memory.pageable_h2d", Layer::kMemory,
      "a profiler trace: Memcpy HtoD (Pageable -> Device) copies launched in the kept "
      "ProfilerSteps, their count and time against the steps' time",

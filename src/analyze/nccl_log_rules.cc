@@ -95,7 +95,7 @@ std::vector<UsedInterface> InterfacesUsed(const NcclProcess& p) {
   std::set<std::string> seen;
   for (const auto* list : {&p.bootstrap, &p.net_socket}) {
     for (const NcclInterface& i : *list) {
-      if (!i.address.empty() && seen.insert(i.address).second) ++addresses;
+      if (!NcclAddressRedacted(i.address) && seen.insert(i.address).second) ++addresses;
     }
   }
   const bool alone = addresses <= 1;
@@ -158,7 +158,7 @@ void WrongInterface(const NcclLogSummary& log, std::string_view source, std::vec
       }
       for (const auto* list : {&p.bootstrap, &p.net_socket}) {
         for (const NcclInterface& i : *list) {
-          if (!i.address.empty() && BadInterfaceReason(i, false).empty() &&
+          if (!NcclAddressRedacted(i.address) && BadInterfaceReason(i, false).empty() &&
               !IsLinkLocalAddress(i.address)) {
             use.good.insert(i.name);
           }

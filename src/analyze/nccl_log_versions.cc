@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "analyze/nccl_log_causes.h"
@@ -14,36 +15,42 @@
 namespace stallscope {
 namespace {
 
-// The versions that print each form, read in NCCL's sources at every tag
-// from 2.3 (init.cc, bootstrap.cc, transport/{p2p,shm,net,net_ib}.cc). Wide
-// where a form changed inside a release series: a form only ever widens the
-// versions a process may run, so a wrong guess misses a mismatch, never
-// makes one. Builds between tags (a container's NCCL, a patch release)
-// may print a form one minor early or late: each range is widened by
-// kSlack minors on each side before ranges are compared.
-constexpr int kSlack = 1;
+// The versions that print each form: its first and last tag in NCCL's git
+// history (init.cc, bootstrap.cc, transport/{p2p,shm,net}.cc at every tag
+// from 2.3.5). A form is taken to start at the patch of its first tag and to
+// run through every patch of its last tag's minor: the ranges shown are the
+// tags', no wider.
 struct FormVersions {
   NcclLineForm form;
-  int lo;
-  int hi;
+  int lo;  // version code of the first tag that prints it
+  int hi;  // of the last minor that prints it (kNcclLatest: still printed)
   const char* text;
 };
+constexpr int Upto(int minor) { return NcclVersionCode(minor, kAnyPatch); }
 constexpr FormVersions kFormVersions[] = {
-    {NcclLineForm::kRingVia, 3, 6, "'Ring NN : a -> b via'"},
-    {NcclLineForm::kChannelNoSubIndex, 7, 13, "'Channel NN : a[..] -> b[..] via P2P|NET'"},
-    {NcclLineForm::kChannelSubIndex, 12, kNcclLatestMinor, "'Channel NN/M : ... via'"},
-    {NcclLineForm::kDirectSharedMemory, 3, 12, "'via direct shared memory'"},
-    {NcclLineForm::kShmSlash, 13, kNcclLatestMinor, "'via SHM/'"},
-    {NcclLineForm::kBootstrapIndexed, 4, 7, "'Bootstrap : Using [0]IF'"},
-    {NcclLineForm::kBootstrapSpaced, 8, 23, "'Bootstrap : Using IF:ADDR'"},
-    {NcclLineForm::kBootstrapUnspaced, 24, kNcclLatestMinor, "'Bootstrap: Using'"},
-    {NcclLineForm::kInternalNetwork, 3, 3, "'Using internal Network'"},
-    {NcclLineForm::kUsingNetwork, 6, kNcclLatestMinor, "'Using network'"},
-    {NcclLineForm::kCompleteWithoutInit, 3, 3, "'... - COMPLETE'"},
-    {NcclLineForm::kInitStart, 18, kNcclLatestMinor, "'Init START'"},
-    {NcclLineForm::kCudaDriverVersion, 13, kNcclLatestMinor, "'cudaDriverVersion'"},
-    {NcclLineForm::kNodesLine, 20, kNcclLatestMinor, "'nRanks N nNodes M'"},
-    {NcclLineForm::kInitTimings, 22, kNcclLatestMinor, "'Init timings'"},
+    // v2.3.5 .. v2.6.4 (v2.7.3 prints "Channel NN :")
+    {NcclLineForm::kRingVia, NcclVersionCode(3), Upto(6), "'Ring NN : a -> b via'"},
+    // v2.7.3 .. v2.13.4 (P2P's lines; NET's took "NN/M" at v2.12.7)
+    {NcclLineForm::kChannelNoSubIndex, NcclVersionCode(7), Upto(13),
+     "'Channel NN : a[..] -> b[..] via P2P|NET'"},
+    {NcclLineForm::kChannelSubIndex, NcclVersionCode(12), kNcclLatest, "'Channel NN/M : ... via'"},
+    // v2.3.5 .. v2.12.12; "via SHM/" from v2.13.4
+    {NcclLineForm::kDirectSharedMemory, NcclVersionCode(3), Upto(12), "'via direct shared memory'"},
+    {NcclLineForm::kShmSlash, NcclVersionCode(13), kNcclLatest, "'via SHM/'"},
+    // v2.4.8 .. v2.7.8 (no bootstrap line before v2.4.8); v2.8.3 .. v2.23.4; v2.24.3 on
+    {NcclLineForm::kBootstrapIndexed, NcclVersionCode(4, 8), Upto(7), "'Bootstrap : Using [0]IF'"},
+    {NcclLineForm::kBootstrapSpaced, NcclVersionCode(8), Upto(23), "'Bootstrap : Using IF:ADDR'"},
+    {NcclLineForm::kBootstrapUnspaced, NcclVersionCode(24), kNcclLatest, "'Bootstrap: Using'"},
+    // v2.3.5 .. v2.3.7; "Using network" from v2.6.4
+    {NcclLineForm::kInternalNetwork, NcclVersionCode(3), Upto(3), "'Using internal Network'"},
+    {NcclLineForm::kUsingNetwork, NcclVersionCode(6), kNcclLatest, "'Using network'"},
+    // v2.3.7 only; "- Init COMPLETE" from v2.4.2
+    {NcclLineForm::kCompleteWithoutInit, NcclVersionCode(3), Upto(3), "'... - COMPLETE'"},
+    // v2.18.3 on (v2.18.1 prints none)
+    {NcclLineForm::kInitStart, NcclVersionCode(18, 3), kNcclLatest, "'Init START'"},
+    {NcclLineForm::kCudaDriverVersion, NcclVersionCode(13), kNcclLatest, "'cudaDriverVersion'"},
+    {NcclLineForm::kNodesLine, NcclVersionCode(20), kNcclLatest, "'nRanks N nNodes M'"},
+    {NcclLineForm::kInitTimings, NcclVersionCode(22), kNcclLatest, "'Init timings'"},
 };
 static_assert(std::size(kFormVersions) == kNcclLineForms);
 
@@ -61,12 +68,18 @@ std::string JoinCapped(const std::vector<std::string>& names, size_t cap = kMaxN
 // "2.18.1" of "2.18.1+cuda12.1": the part PyTorch prints too.
 std::string_view VersionNumber(std::string_view v) { return v.substr(0, v.find('+')); }
 
-// The minor of a 2.x version ("2.18.3+cuda12.2" -> 18); -1 for another major.
-int MinorOf(std::string_view version) {
+// The version code of a 2.x version ("2.18.3+cuda12.2" -> 18003); -1 for
+// another major. A version without a patch ("2.18") is its minor's first.
+int CodeOf(std::string_view version) {
   if (!StartsWith(version, "2.")) return -1;
-  std::string_view rest = version.substr(2);
-  auto minor = ParseInt(rest.substr(0, rest.find('.')));
-  return minor && *minor >= 0 && *minor < kNcclLatestMinor ? static_cast<int>(*minor) : -1;
+  std::string_view rest = VersionNumber(version.substr(2));
+  size_t dot = rest.find('.');
+  auto minor = ParseInt(rest.substr(0, dot));
+  if (!minor || *minor < 0 || *minor >= 99) return -1;
+  std::optional<int64_t> patch;
+  if (dot != std::string_view::npos) patch = ParseInt(rest.substr(dot + 1));
+  const int p = patch && *patch >= 0 && *patch < kAnyPatch ? static_cast<int>(*patch) : 0;
+  return NcclVersionCode(static_cast<int>(*minor), p);
 }
 
 void AddOnce(std::vector<std::string>& list, std::string item) {
@@ -76,9 +89,16 @@ void AddOnce(std::vector<std::string>& list, std::string item) {
 }  // namespace
 
 std::string NcclVersionRangeText(int lo, int hi) {
-  if (hi >= kNcclLatestMinor) return fmt::format("2.{} or later", lo);
-  if (lo == hi) return fmt::format("2.{}", lo);
-  return fmt::format("2.{}-2.{}", lo, hi);
+  const int lo_minor = lo / 1000;
+  const int lo_patch = lo % 1000;
+  const std::string from =
+      lo_patch == 0 ? fmt::format("2.{}", lo_minor) : fmt::format("2.{}.{}", lo_minor, lo_patch);
+  if (hi >= kNcclLatest) return from + " or later";
+  const int hi_minor = hi / 1000;
+  if (hi_minor == lo_minor) {
+    return lo_patch == 0 ? from : fmt::format("{} or a later 2.{}", from, hi_minor);
+  }
+  return fmt::format("{}-2.{}", from, hi_minor);
 }
 
 NcclFormsVersion NcclVersionOfForms(const NcclProcess& p, std::string_view source) {
@@ -87,8 +107,8 @@ NcclFormsVersion NcclVersionOfForms(const NcclProcess& p, std::string_view sourc
   const FormVersions* hi_by = nullptr;
   for (const FormVersions& f : kFormVersions) {
     if (!(p.line_forms & (uint32_t{1} << static_cast<unsigned>(f.form)))) continue;
-    const int lo = f.lo - kSlack;
-    const int hi = f.hi >= kNcclLatestMinor ? kNcclLatestMinor : f.hi + kSlack;
+    const int lo = f.lo;
+    const int hi = f.hi;
     if (!lo_by || lo > out.lo) {
       out.lo = lo;
       lo_by = &f;
@@ -120,14 +140,14 @@ void CheckNcclVersionMismatch(const NcclLogSummary& log, std::string_view source
     uint64_t line = 0;
   };
   std::map<std::string, Seen> by_version;
-  std::vector<int> minors;  // of the versions printed
+  std::vector<int> codes;  // of the versions printed
   auto add = [&](std::string_view version, std::string name, std::string from, uint64_t line) {
     Seen& seen = by_version[std::string(VersionNumber(version))];
     if (version.size() > seen.shown.size()) seen.shown = std::string(version);
     if (!name.empty()) AddOnce(seen.names, std::move(name));
     seen.from.insert(std::move(from));
     if (line != 0 && (seen.line == 0 || line < seen.line)) seen.line = line;
-    minors.push_back(MinorOf(version));
+    codes.push_back(CodeOf(version));
   };
   for (const NcclProcess& p : log.processes) {
     if (!p.version.empty()) add(p.version, p.Name(), "NCCL's version line", p.version_line);
@@ -152,8 +172,8 @@ void CheckNcclVersionMismatch(const NcclLogSummary& log, std::string_view source
     if (!p.version.empty()) continue;
     NcclFormsVersion range = NcclVersionOfForms(p, source);
     if (!range.Narrowed()) continue;
-    if (std::any_of(minors.begin(), minors.end(),
-                    [&](int m) { return m >= range.lo && m <= range.hi; })) {
+    if (std::any_of(codes.begin(), codes.end(),
+                    [&](int c) { return c >= range.lo && c <= range.hi; })) {
       continue;
     }
     auto joins = std::find_if(inferred.begin(), inferred.end(), [&](const Inferred& i) {

@@ -17,22 +17,28 @@
 
 namespace stallscope {
 
-// The NCCL 2.x versions a process's line forms allow: minors lo..hi
-// (hi = kNcclLatestMinor when open-ended), each form's versions widened by
-// one minor on each side (a build between tags may print a form early). `forms`: each form that
-// narrowed it, as "'Bootstrap : Using [0]...' (2.4-2.7) at FILE:LINE".
-inline constexpr int kNcclLatestMinor = 99;
+// A 2.x version as one number, minor * 1000 + patch ("2.18.3" -> 18003);
+// a range's upper end is the last patch of its minor (NcclVersionCode(M, kAnyPatch)).
+inline constexpr int kAnyPatch = 999;
+constexpr int NcclVersionCode(int minor, int patch = 0) { return minor * 1000 + patch; }
+inline constexpr int kNcclLatest = NcclVersionCode(99, kAnyPatch);
+
+// The NCCL 2.x versions a process's line forms allow: lo..hi (version codes;
+// hi = kNcclLatest when open-ended), exactly the tags that print each form.
+// `forms`: each form that narrowed it, as "'Bootstrap : Using [0]IF' (2.4.8-2.7)
+// at FILE:LINE".
 struct NcclFormsVersion {
   int lo = 0;
-  int hi = kNcclLatestMinor;
+  int hi = kNcclLatest;
   std::vector<std::string> forms;
   uint64_t first_line = 0;  // the first line of a form that narrowed it
-  bool Narrowed() const { return lo > 0 || hi < kNcclLatestMinor; }
+  bool Narrowed() const { return lo > 0 || hi < kNcclLatest; }
 };
 // Empty (not Narrowed) when the process printed no version-bound form, or
 // forms no one version prints together (then they tell nothing).
 NcclFormsVersion NcclVersionOfForms(const NcclProcess& p, std::string_view source);
-// "2.7", "2.4-2.7", "2.18 or later".
+// "2.3", "2.4.8-2.7", "2.18.3 or later" (version codes; a patch shown only where
+// a form starts inside a minor).
 std::string NcclVersionRangeText(int lo, int hi);
 
 // distributed.nccl_version_mismatch (see the header paragraph).

@@ -642,6 +642,11 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
         [](const CommKernelRow& a, const CommKernelRow& b) { return a.start < b.start; });
   }
   out.queue_length = SummarizeQueueLength(trace, cpu_kept);
+  std::string why_not;
+  CriticalPathRequest request = options.critical_path;
+  request.include_last_step = options.include_last_step;
+  out.critical_path = FindCriticalPath(trace, request, &why_not);
+  if (!out.critical_path) out.notes.push_back(trace.path + ": no critical path: " + why_not);
   out.launches = SummarizeLaunches(trace, {cpu_kept, filtering});
   // Annotation rows as HTA keeps them: with a launch's correlation among the
   // GPU's rows, without one (the usual: no stream, no correlation) among the

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "analyze/trace_annotations.h"
+#include "analyze/trace_critical_path.h"
 #include "analyze/trace_launches.h"
 #include "analyze/trace_queue.h"
 #include "analyze/trace_stragglers.h"
@@ -42,6 +43,7 @@ Result<TraceStepRange> ParseTraceStepRange(std::string_view text);
 struct TraceOptions {
   std::optional<TraceStepRange> steps;
   bool include_last_step = false;
+  CriticalPathRequest critical_path;  // default: the second ProfilerStep
 };
 
 enum class KernelType : uint8_t { kCommunication, kMemory, kComputation, kOther };
@@ -138,6 +140,7 @@ struct TraceRankBreakdown {
   std::vector<KernelStats> kernels;  // every name, by sum_us, largest first
   std::vector<CopyStats> copies;
   QueueLengthSummary queue_length;                   // over the whole trace, as HTA (no step cut)
+  std::optional<CriticalPath> critical_path;         // nullopt: no such instance (a note says)
   LaunchStats launches;                              // over the kept rows
   std::vector<UserAnnotationTime> user_annotations;  // gpu_user_annotation rows kept
   StragglerFigures straggler;                        // for FindPotentialStragglers over the ranks

@@ -250,27 +250,70 @@ std::optional<std::pair<Finding, double>> InputBound(const TraceRankBreakdown& r
     loader += s.loader_us;
     if (worst == nullptr || s.loader_us > worst->loader_us) worst = &s;
   }
-  double share = loader / std::max(1.0, StepTime(r));
-  if (loader <= 0 || share < kInputBoundWarningFraction) return std::nullopt;
+  const double step_share = loader / std::max(1.0, StepTime(r));
+  const double path_share =
+      r.critical_path
+          ? r.critical_path->summary_pct[static_cast<int>(CriticalBound::kDataLoading)] / 100
+          : 0;
+  const double share = std::max(step_share, path_share);
+  if (share < kInputBoundWarningFraction || (loader <= 0 && path_share <= 0)) return std::nullopt;
   Finding f;
   f.id = "io.input_bound";
   f.layer = Layer::kIo;
   f.severity = share >= kInputBoundCriticalFraction ? Severity::kCritical : Severity::kWarning;
-  f.summary = fmt::format(
-      "rank {} waits {:.1f}% of its steps' time for the data loader's next "
-      "batch ({})",
-      r.rank, share * 100, StepsText(r));
+  f.summary = fmt::format("rank {} waits {:.1f}% of its {} for the data loader's next batch ({})",
+                          r.rank, share * 100,
+                          step_share >= path_share ? "steps' time" : "critical path", StepsText(r));
   f.evidence = {{"rank", static_cast<int64_t>(r.rank)},
                 {"source", std::string("trace")},
                 {"event", std::string("enumerate(DataLoader)...__next__")},
-                {"data_wait_fraction", share},
-                {"worst_step", worst->step},
-                {"worst_step_wait_ms", worst->loader_us / 1000},
-                {"trace", r.path}};
+                {"data_wait_fraction", share}};
+  if (worst != nullptr && loader > 0) {
+    f.evidence.push_back({"worst_step", worst->step});
+    f.evidence.push_back({"worst_step_wait_ms", worst->loader_us / 1000});
+  }
+  if (r.critical_path) f.evidence.push_back({"critical_path_data_loading_fraction", path_share});
+  f.evidence.push_back({"trace", r.path});
   f.next =
       "stallscope run -- CMD finds what the loader waits on (CPU, disk, workers); raise "
       "DataLoader num_workers and prefetch_factor";
   return std::pair{std::move(f), share};
+}
+
+std::string PathName(const CriticalPath& p) {
+  if (p.annotation.empty()) return "the whole trace";
+  return p.first_instance == p.last_instance
+             ? fmt::format("{} instance {}", p.annotation, p.first_instance)
+             : fmt::format("{} instances {}:{}", p.annotation, p.first_instance, p.last_instance);
+}
+
+std::optional<std::pair<Finding, double>> CpuBoundPath(const TraceRankBreakdown& r) {
+  if (!r.critical_path || !r.temporal || r.critical_path->total_us <= 0) return std::nullopt;
+  const CriticalPath& p = *r.critical_path;
+  const double pct = p.summary_pct[static_cast<int>(CriticalBound::kCpu)];
+  if (pct < kCpuBoundPathWarningPercent) return std::nullopt;
+  Finding f;
+  f.id = "code.cpu_bound_step";
+  f.layer = Layer::kCode;
+  f.severity = pct >= kCpuBoundPathCriticalPercent ? Severity::kCritical : Severity::kWarning;
+  f.summary = fmt::format(
+      "rank {}: {:.1f}% of the critical path over {} ({:.1f} ms) is CPU work: the GPU waits on "
+      "the host's ops",
+      r.rank, pct, PathName(p), p.total_us / 1000);
+  std::string ops;
+  for (const CriticalOp& op : p.top_cpu_ops)
+    ops += fmt::format("{}{} ({:.1f} ms)", ops.empty() ? "" : ", ", op.name, op.us / 1000);
+  f.evidence = {{"rank", static_cast<int64_t>(r.rank)},
+                {"source", std::string("trace")},
+                {"critical_path_us", p.total_us},
+                {"cpu_bound_pct", pct},
+                {"top_cpu_ops", ops},
+                {"trace", r.path}};
+  f.next = fmt::format(
+      "make these CPU ops cheaper or take them off the path: {}; then fewer, larger ops "
+      "(torch.compile, CUDA graphs, fused optimizers) or the work moved into the data loader",
+      ops.empty() ? "see the trace" : ops);
+  return std::pair{std::move(f), pct};
 }
 
 std::optional<std::pair<Finding, double>> CommRatio(const TraceRankBreakdown& r) {
@@ -360,6 +403,7 @@ FindingsWithNotes CheckTraces(const std::vector<TraceRankBreakdown>& ranks) {
   OverRanks(ranks, out.findings, SyncInStep);
   OverRanks(ranks, out.findings, GpuIdle);
   OverRanks(ranks, out.findings, LaunchBound);
+  OverRanks(ranks, out.findings, CpuBoundPath);
   for (Finding& f : out.findings) {
     if (!FromTrace(f)) f.evidence.insert(f.evidence.begin() + 1, {"source", std::string("trace")});
   }

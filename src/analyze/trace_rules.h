@@ -13,7 +13,10 @@
 //    GPU busy under half the time while every 1/6 s sample window (what
 //    utilization.gpu reads) had a kernel in it; HTA's launch statistics and
 //    the kernels with the most launch delay as evidence.
-//  - io.input_bound: the data loader's __next__ as a share of the step.
+//  - io.input_bound: the data loader's __next__ as a share of the step, or
+//    data_loading's share of the critical path, whichever is larger.
+//  - code.cpu_bound_step: the critical path (trace_critical_path.h) over the
+//    default instance mostly cpu_bound, with the top CPU ops on it.
 //  - network.comm_ratio_high: communication kernels not overlapped by
 //    compute, against the steps' time.
 //  - distributed.straggler: across ranks' traces, a rank whose compute is
@@ -48,6 +51,10 @@ inline constexpr double kPageableCriticalFraction = 0.20;
 inline constexpr double kLaunchBoundShortShare = 0.5;
 inline constexpr uint64_t kLaunchBoundMinKernels = 100;
 inline constexpr size_t kLaunchBoundTopKernels = 3;
+// code.cpu_bound_step: cpu_bound share of the critical path (percent), in a
+// trace with GPU rows.
+inline constexpr double kCpuBoundPathWarningPercent = 50;
+inline constexpr double kCpuBoundPathCriticalPercent = 80;
 
 // Every finding carries {"source": "trace"} in its evidence.
 FindingsWithNotes CheckTraces(const std::vector<TraceRankBreakdown>& ranks);

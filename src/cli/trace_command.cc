@@ -34,6 +34,8 @@ CommandRunner SetupTrace(CLI::App& app) {
     std::optional<int> rank;
     std::string step_range;
     bool include_last_step = false;
+    std::string cp_annotation;
+    std::string cp_instance;
     int straggler_candidates = kStragglerCandidates;
     bool diff = false;
   };
@@ -51,6 +53,11 @@ CommandRunner SetupTrace(CLI::App& app) {
                  "ProfilerStep#A to #B, inclusive (A:B); default: all but the last step, as HTA");
   app.add_flag("--include-last-step", flags->include_last_step,
                "keep the last ProfilerStep (HTA drops it: it is often cut short)");
+  app.add_option("--critical-path-annotation", flags->cp_annotation,
+                 "the critical path over this annotation's instance (default: ProfilerStep)");
+  app.add_option("--critical-path-instance", flags->cp_instance,
+                 "which instance, from 0 (N or A:B); default: the second ProfilerStep, else the "
+                 "first");
   app.add_option("--straggler-candidates", flags->straggler_candidates,
                  "how many ranks HTA's straggler analysis names (its num_candidates)")
       ->check(CLI::Range(1, 1 << 20));
@@ -62,6 +69,17 @@ CommandRunner SetupTrace(CLI::App& app) {
       return RunTraceDiff({flags->paths, flags->json, flags->rank, flags->step_range});
     }
     TraceOptions options;
+    options.critical_path.annotation = flags->cp_annotation;
+    if (!flags->cp_instance.empty()) {
+      const std::string& text = flags->cp_instance;
+      Result<TraceStepRange> range =
+          ParseTraceStepRange(text.find(':') == std::string::npos ? text + ":" + text : text);
+      if (!range.ok()) {
+        return Fail("trace", "--critical-path-instance " + text + ": want N or A:B", kExitUsage);
+      }
+      options.critical_path.first_instance = range->first;
+      options.critical_path.last_instance = range->last;
+    }
     options.include_last_step = flags->include_last_step;
     if (!flags->step_range.empty()) {
       Result<TraceStepRange> range = ParseTraceStepRange(flags->step_range);

@@ -11,6 +11,10 @@
 #include "probe/nccl_log_line.h"
 #include "probe/nccl_log_scan.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace stallscope {
 namespace {
 
@@ -51,7 +55,8 @@ struct DigitRun {
 // of a dense log has three such runs (device, tid, pid) before its marker:
 // where eight bytes lie before `end`, they are looked at in one word (which
 // bytes are digits, and the value of up to eight of them, SWAR style).
-DigitRun DigitsBefore(const char* s, size_t end, size_t most) {
+__attribute__((always_inline)) inline DigitRun DigitsBefore(const char* s, size_t end,
+                                                            size_t most) {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   if (end >= 8 && most >= 8) {
     uint64_t x;
@@ -90,6 +95,50 @@ struct HostNameTable {
   }
 };
 constexpr HostNameTable kHostNameChars;
+
+#if defined(__SSE2__)
+// Which of the sixteen bytes at p are host-name bytes (kHostNameChars), a
+// bit each, the first byte lowest.
+unsigned HostNameMask16(const char* p) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const auto at_most = [](__m128i x, char top) {  // x <= top, unsigned
+    return _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(top)), x);
+  };
+  const __m128i letter =
+      at_most(_mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8('a')), 25);
+  const __m128i digit = at_most(_mm_sub_epi8(v, _mm_set1_epi8('0')), 9);
+  const __m128i mark =
+      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
+  return static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), mark)));
+}
+#endif
+
+// Where the run of host-name bytes (kHostNameChars) that ends at s[end]
+// begins: sixteen bytes classified at once where they lie before `end`.
+size_t HostNameBefore(const char* s, size_t end) {
+  size_t k = end;
+#if defined(__SSE2__)
+  while (k >= 16) {
+    const unsigned other = ~HostNameMask16(s + k - 16) & 0xFFFFu;
+    if (other != 0) return k - static_cast<size_t>(__builtin_clz(other) - 16);
+    k -= 16;
+  }
+#endif
+  while (k > 0 && kHostNameChars.ok[static_cast<unsigned char>(s[k - 1])]) --k;
+  return k;
+}
+
+// Whether s[0, end) is all host-name bytes, with n bytes readable at s.
+bool AllHostName(const char* s, size_t end, size_t n) {
+#if defined(__SSE2__)
+  if (end <= 16 && n >= 16) {
+    const unsigned want = (1u << end) - 1;
+    return (HostNameMask16(s) & want) == want;
+  }
+#endif
+  (void)n;
+  return HostNameBefore(s, end) == 0;
+}
 
 // The first "NCCL" in [p, end), or nullptr. memchr on 'N' runs at memory
 // speed and 'N' is rare in the lines around NCCL's (hostnames and training
@@ -254,30 +303,20 @@ size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out, bool may_h
   if (i >= n || i >= 256 || s[i] != ' ') return 0;
   // Backwards over ":pid:tid" (digits only, at most 18 each): the token's
   // last two colons, as ParseNcclLinePrefix finds them with rfind.
-  size_t k = i;
-  int64_t tid = 0;
-  int64_t scale = 1;
-  while (k > 0 && static_cast<unsigned char>(s[k - 1] - '0') <= 9 && i - k < 18) {
-    tid += (s[k - 1] - '0') * scale;
-    scale *= 10;
-    --k;
-  }
+  const DigitRun tid_run = DigitsBefore(s, i, 18);
+  size_t k = tid_run.begin;
+  const int64_t tid = tid_run.value;
   if (k == i || k == 0 || s[k - 1] != ':') return 0;
   const size_t c2 = --k;
-  int64_t pid = 0;
-  scale = 1;
-  while (k > 0 && static_cast<unsigned char>(s[k - 1] - '0') <= 9 && c2 - k < 18) {
-    pid += (s[k - 1] - '0') * scale;
-    scale *= 10;
-    --k;
-  }
+  const DigitRun pid_run = DigitsBefore(s, c2, 18);
+  k = pid_run.begin;
+  const int64_t pid = pid_run.value;
   if (k == c2 || k < 2 || s[k - 1] != ':') return 0;
   const size_t c1 = k - 1;
   // Only a plain host name: anything glued in front of it (a launcher's
-  // tag, a timestamp, a border) is the general path's to strip.
-  for (size_t h = 0; h < c1; ++h) {
-    if (!IsHostChar(s[h]) || s[h] == '.') return 0;  // NCCL cuts host names at '.'
-  }
+  // tag, a timestamp, a border) is the general path's to strip; NCCL cuts
+  // host names at '.'.
+  if (!AllHostName(s, c1, n)) return 0;
   // " [dev] NCCL " then the level word.
   size_t j = i + 1;
   if (j + 1 >= n || s[j] != '[') return 0;
@@ -326,6 +365,29 @@ size_t FastNcclLinePrefix(std::string_view line, NcclLinePrefix* out, bool may_h
   return message;
 }
 
+// Where a log console's export repeats an NCCL line's message after
+// " | " (the repeat begins with the line's own host:pid:tid, `self`, after
+// its own timestamp at most): the offset of that " | " in the message, or
+// npos. A '|' of NCCL's own ("threadThresholds 8/8/64 | 512/8/64") is none.
+size_t ConsoleRepeatAt(std::string_view message, std::string_view self) {
+  if (self.empty()) return std::string_view::npos;
+  for (size_t from = 0;;) {
+    // memchr on the rare '|' first: NCCL's messages seldom hold one.
+    const void* pipe =
+        memchr(message.data() + from, '|', message.size() - std::min(from, message.size()));
+    if (!pipe) return std::string_view::npos;
+    size_t at = static_cast<size_t>(static_cast<const char*>(pipe) - message.data());
+    if (at == 0 || at + 1 >= message.size() || message[at - 1] != ' ' || message[at + 1] != ' ') {
+      from = at + 1;
+      continue;
+    }
+    // One compare near the bar, not a search of the rest.
+    std::string_view after = message.substr(at + 2);
+    if (after.substr(0, 64 + self.size()).find(self) != std::string_view::npos) return at - 1;
+    from = at + 2;
+  }
+}
+
 size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* out,
                               bool may_hold_bar) {
   // "...host:pid:tid [dev] NCCL INFO msg" with anything before the host: read
@@ -349,7 +411,8 @@ size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* 
   if (digits == 0 || dev >= 1 << 20 || (k > 0 && s[k - 1] == '-')) return 0;
   if (k < 2 || s[k - 1] != '[' || s[k - 2] != ' ') return 0;
   k -= 2;
-  int64_t ids[2] = {0, 0};  // tid, then pid
+  const size_t token_end = k;  // host:pid:tid ends here
+  int64_t ids[2] = {0, 0};     // tid, then pid
   for (int64_t& id : ids) {
     const size_t end = k;
     const DigitRun run = DigitsBefore(s, end, 18);
@@ -359,11 +422,16 @@ size_t BackwardNcclLinePrefix(std::string_view line, size_t at, NcclLinePrefix* 
     --k;
   }
   const size_t host_end = k;
-  while (k > 0 && kHostNameChars.ok[static_cast<unsigned char>(s[k - 1])]) --k;
+  k = HostNameBefore(s, k);
   if (k > 0 && s[k - 1] == '.') return 0;  // NCCL cuts host names at '.'
   if (k == host_end || IsDigit(s[k])) return 0;
   size_t message = std::min(n, at + 10);
-  if (may_hold_bar && memchr(s + message, '|', n - message)) return 0;
+  // A console's repeat after " | " is the general reader's to cut.
+  if (may_hold_bar &&
+      ConsoleRepeatAt(std::string_view(s + message, n - message),
+                      std::string_view(s + k, token_end - k)) != std::string_view::npos) {
+    return 0;
+  }
   out->level = NcclLinePrefix::Level::kInfo;
   out->host = std::string_view(s + k, host_end - k);
   out->host_at = k;
@@ -479,30 +547,9 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
       if (dev && *dev >= -1 && *dev < 1 << 20) out.cuda_dev = static_cast<int>(*dev);
     }
   }
-  // A log console's export that repeats the message after " | ": the
-  // repeat begins with the same host:pid:tid.
   std::string_view self = line.substr(out.host_at, token_end - out.host_at);
-  for (size_t from = 0;;) {
-    // memchr on the rare '|' first: NCCL's messages seldom hold one.
-    const void* pipe = memchr(out.message.data() + from, '|',
-                              out.message.size() - std::min(from, out.message.size()));
-    if (!pipe) break;
-    size_t at = static_cast<size_t>(static_cast<const char*>(pipe) - out.message.data());
-    if (at == 0 || at + 1 >= out.message.size() || out.message[at - 1] != ' ' ||
-        out.message[at + 1] != ' ') {
-      from = at + 1;
-      continue;
-    }
-    size_t bar = at - 1;
-    // The repeat begins with the same host:pid:tid (after its own
-    // timestamp, at most): one compare, not a search of the rest.
-    std::string_view after = out.message.substr(bar + 3);
-    size_t self_at = after.substr(0, 64 + self.size()).find(self);
-    if (!self.empty() && self_at != std::string_view::npos) {
-      out.message = out.message.substr(0, bar);
-      break;
-    }
-    from = bar + 3;
+  if (size_t bar = ConsoleRepeatAt(out.message, self); bar != std::string_view::npos) {
+    out.message = out.message.substr(0, bar);
   }
   return out;
 }
@@ -538,13 +585,21 @@ std::vector<NcclInterface> ParseNcclInterfaces(std::string_view text) {
     if (token[0] == ';') break;
     // An empty or cut OOB ("; OOB :", ":<0>"): nothing named.
     if (token[0] == ':' || token[0] == '<') continue;
-    size_t lt = token.find('<');
+    // The port is the last "<N>"; a redacted address may hold brackets of
+    // its own ("eth0:<ip><0>"), kept as the address the log shows.
+    size_t lt = token.rfind('<');
+    bool port = false;
+    if (lt != std::string_view::npos) {
+      std::string_view digits = token.substr(lt + 1);
+      digits = digits.substr(0, digits.find('>'));
+      port = digits.find_first_not_of("0123456789") == std::string_view::npos;
+    }
     NcclInterface iface;
     if (lt == std::string_view::npos) {
       // No address: an IB device "mlx5_0:1/IB", or a plugin's "name:port".
       iface.name = std::string(token);
     } else {
-      std::string_view spec = token.substr(0, lt);
+      std::string_view spec = port ? token.substr(0, lt) : token;
       size_t last = spec.rfind(':');
       if (last != std::string_view::npos && IsIpv4(spec.substr(last + 1))) {
         iface.name = std::string(spec.substr(0, last));
@@ -609,19 +664,20 @@ void NcclLogParser::ScanLines(std::string_view text) {
   LineScanner scanner(text);
   ScannedLine lines[64];
   while (size_t count = scanner.Next(lines, std::size(lines))) {
-    for (size_t i = 0; i < count; ++i) {
-      ScannedLine& line = lines[i];
-      if (line.text.size() > kNcclMaxLineBytes) {
-        ++summary_.dropped;  // cut, as a line split across Feeds is
-        line.text = line.text.substr(0, kNcclMaxLineBytes);
-        if (line.nccl != std::string_view::npos && line.nccl + 4 > kNcclMaxLineBytes) {
-          line.nccl = std::string_view::npos;
-        }
-      }
-      ++line_no_;
-      AnyLine(line);
+    for (size_t i = 0; i < count; ++i) ScannedOne(lines[i]);
+  }
+}
+
+void NcclLogParser::ScannedOne(ScannedLine& line) {
+  if (line.text.size() > kNcclMaxLineBytes) {
+    ++summary_.dropped;  // cut, as a line split across Feeds is
+    line.text = line.text.substr(0, kNcclMaxLineBytes);
+    if (line.nccl != std::string_view::npos && line.nccl + 4 > kNcclMaxLineBytes) {
+      line.nccl = std::string_view::npos;
     }
   }
+  ++line_no_;
+  AnyLine(line);
 }
 
 ScannedLine NcclLogParser::Unscanned(std::string_view line) {
@@ -645,8 +701,8 @@ void NcclLogParser::Dispatch(const ScannedLine& line) {
   // the line's start, before anything else, unless the last NCCL lines all
   // had a launcher's prefix in front (then the fast reader would only fail).
   const bool try_fast = fast_misses_ < kFastMissesBeforeSkip;
-  NcclLinePrefix fast;
   if (try_fast) {
+    NcclLinePrefix fast;
     if (size_t head = FastNcclLinePrefix(line.text, &fast, !line.plain)) {
       ++summary_.nccl_lines;
       fast.message = line.text.substr(head);
@@ -850,15 +906,17 @@ void NcclLogParser::Line(const ScannedLine& scanned, bool fast_tried) {
       return;
     }
   }
-  std::optional<NcclLinePrefix> prefix;
-  if (BackwardNcclLinePrefix(line, first_nccl, &fast, !scanned.plain)) {
-    prefix = fast;
-  } else {
-    prefix = ParseNcclLinePrefix(line, first_nccl);
-  }
-  if (!prefix) {
-    Unprefixed(line);
-    return;
+  // Read in place, not copied: a copy of the prefix just written, read
+  // back whole, stalls on the stores it waits for (a tenth of this call).
+  const NcclLinePrefix* prefix = &fast;
+  std::optional<NcclLinePrefix> general;
+  if (!BackwardNcclLinePrefix(line, first_nccl, &fast, !scanned.plain)) {
+    general = ParseNcclLinePrefix(line, first_nccl);
+    if (!general) {
+      Unprefixed(line);
+      return;
+    }
+    prefix = &*general;
   }
   // A prefix at the line's start: the fast reader's shape again, maybe.
   if (prefix->host_at == 0) {

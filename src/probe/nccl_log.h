@@ -106,6 +106,7 @@ class NcclLogParser {
 
  private:
   void ScanLines(std::string_view complete);
+  void ScannedOne(ScannedLine& line);  // cut to kNcclMaxLineBytes, counted, read
   // A line the scanner did not see (a cut one, a part of one, a joined one):
   // its marker found, its closer looks all to be taken.
   static ScannedLine Unscanned(std::string_view line);

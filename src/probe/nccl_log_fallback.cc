@@ -3,19 +3,21 @@
 // probe/nccl_log.h). The
 // forms, from NCCL's src/net.cc (src/plugin/net.cc from 2.24) and
 // aws-ofi-nccl's src/nccl_ofi_net.c:
-//   Plugin name set by env to X                                      (2.18)
-//   NET/Plugin : Plugin load (X) returned 2 : ERR                    (2.18)
-//   NET/Plugin : No plugin found, using internal implementation      (2.18)
-//   NET/Plugin: Plugin load returned 2 : ERR : when loading X        (2.19-2.22)
+//   Plugin name set by env to X                                      (2.17-2.18)
+//   NET/Plugin : Plugin load (X) returned 2 : ERR                    (2.17-2.18)
+//   NET/Plugin : No plugin found, using internal implementation      (2.17-2.18)
+//   NET/Plugin: Plugin load returned 2 : ERR : when loading X        (2.21)
 //   NET/Plugin: Most recent plugin load returned 2 : ERR. All attempts to
-//     load 'X Y' also failed.                                        (2.19-2.22)
-//   NET/Plugin: No plugin found (X)                                  (2.19-2.22)
-//   NET/Plugin: Could not find: X Y. Using internal network plugin.  (2.23+)
-//   NET/Plugin: ERR                    (2.23+: a plugin there that does not load)
+//     load 'X Y' also failed.
+//   NET/Plugin: No plugin found (X)                                  (2.21)
+//   NET/Plugin: Could not find: X Y. Using internal network plugin.  (2.22-2.26)
+//   NET/Plugin: Could not find: X Y.                                 (2.27+)
+//   NET/Plugin: ERR                    (2.22+: a plugin there that does not load)
 //   Failed to initialize NET plugin X                                (2.29)
-//   NET/Plugin : No plugin found (X), using internal implementation  (2.12)
-//   NET/Plugin : Plugin load returned N : ERR.                       (2.12)
+//   NET/Plugin : No plugin found (X), using internal implementation  (2.7-2.16)
+//   NET/Plugin : Plugin load returned N : ERR.            (2.12-2.16, 2.19-2.20)
 //   NET/Plugin : dlerror=X: ERR No plugin found (X), using internal implementation
+//                                                                    (2.19-2.20)
 //   NET/OFI Unable to find a protocol that worked.  Failing initialization.
 //   NET/OFI aws-ofi-nccl initialization failed                       (WARN)
 //   Failed to open libibverbs.so[.1]                                 (INFO)
@@ -96,9 +98,11 @@ void PluginLine(NcclProcess& p, std::string_view m, uint64_t line) {
     std::string_view name = m.substr(
         17, m.find(')') == std::string_view::npos ? std::string_view::npos : m.find(')') - 17);
     if (NamesAPlugin(name)) Failed(p, name, "not found (No such file or directory)", line);
-  } else if (StartsWith(m, "Could not find:")) {  // 2.23+
+  } else if (StartsWith(m, "Could not find:")) {  // 2.22+
+    // "X Y. Using internal network plugin." (2.22-2.26); "X Y. " (2.27+).
     std::string_view names = m.substr(15);
-    names = names.substr(0, names.find(". Using"));
+    names = Trim(names.substr(0, names.find(". ")));
+    while (!names.empty() && names.back() == '.') names.remove_suffix(1);
     if (NamesAPlugin(names)) Failed(p, FirstName(names), "not found", line);
   } else if (StartsWith(m, "Plugin name set by env to ")) {
     if (p.plugin_asked.empty()) p.plugin_asked = std::string(Trim(m.substr(26)).substr(0, 128));

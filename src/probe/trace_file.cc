@@ -306,6 +306,10 @@ enum class KeyName : uint8_t {
   kCorrelation,
   kDevice,
   kBandwidth,
+  kPid,
+  kTid,
+  kWaitStream,  // args.wait_on_stream of a cuda_sync
+  kWaitRecord,  // args.wait_on_cuda_event_record_corr_id
 };
 
 // Picked by length, then first letter: one comparison a key, which matters
@@ -319,7 +323,9 @@ KeyName KeyOf(std::string_view k) {
       if (k[0] == 'p') return is("ph", KeyName::kPh);
       return is("ts", KeyName::kTs);
     case 3:
-      return k[0] == 'c' ? is("cat", KeyName::kCat) : is("dur", KeyName::kDur);
+      if (k[0] == 'c') return is("cat", KeyName::kCat);
+      if (k[0] == 'd') return is("dur", KeyName::kDur);
+      return k[0] == 'p' ? is("pid", KeyName::kPid) : is("tid", KeyName::kTid);
     case 4:
       if (k[0] == 'a') return is("args", KeyName::kArgs);
       if (k[0] == 'n') return is("name", KeyName::kName);
@@ -337,8 +343,12 @@ KeyName KeyOf(std::string_view k) {
       return is("distributedInfo", KeyName::kDistributedInfo);
     case 16:
       return is("deviceProperties", KeyName::kDeviceProperties);
+    case 14:
+      return is("wait_on_stream", KeyName::kWaitStream);
     case 23:
       return is("memory bandwidth (GB/s)", KeyName::kBandwidth);
+    case 33:
+      return is("wait_on_cuda_event_record_corr_id", KeyName::kWaitRecord);
     default:
       return KeyName::kOther;
   }
@@ -430,6 +440,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         if (object) {
           next = Frame::kEvent;
           event_ = Pending();
+          pid_.clear();
+          tid_.clear();
+          index_ = next_index_++;
         }
         break;
       case Frame::kEvent:
@@ -495,6 +508,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     bool has_ph = false, complete_ph = false, fractional = false;
     double ts = 0, dur = 0;
     int64_t correlation = -1, stream = -1, device = -1;
+    int64_t wait_stream = -1, wait_record = -1;
     double bandwidth = -1;
   };
 
@@ -515,6 +529,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       (is_ts ? event_.has_ts : event_.has_dur) = true;
       (is_ts ? event_.ts : event_.dur) = *d;
       if (is_ts && *d != std::floor(*d)) event_.fractional = true;  // HTA looks at ts only
+    } else if (key_ == KeyName::kPid || key_ == KeyName::kTid) {
+      (key_ == KeyName::kPid ? pid_ : tid_).assign(v);
     }
     (void)number;
   }
@@ -529,6 +545,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       if (std::optional<int64_t> d = IdOf(v)) event_.correlation = *d;
     } else if (key_ == KeyName::kDevice) {
       if (std::optional<int64_t> d = SmallIntOf(v)) event_.device = *d;
+    } else if (key_ == KeyName::kWaitStream || key_ == KeyName::kWaitRecord) {
+      if (std::optional<int64_t> d = IdOf(v))
+        (key_ == KeyName::kWaitStream ? event_.wait_stream : event_.wait_record) = *d;
     } else if (key_ == KeyName::kBandwidth) {
       std::optional<double> d = NumberOf(v);
       if (d && std::isfinite(*d) && *d >= 0 && *d < 1e30) event_.bandwidth = *d;
@@ -552,10 +571,12 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     TraceCategory cat = legacy_op ? TraceCategory::kCpuOp : TraceCategoryOf(cat_);
     TraceCpuRole role = TraceCpuRoleOf(name_);
     bool step = ProfilerStepNumber(name_).has_value();
-    if (!every_row_ && event_.stream == -1 && event_.correlation < 0 &&
-        role == TraceCpuRole::kNone && !step && cat != TraceCategory::kGpuAnnotation) {
-      return;  // counted, not kept (user annotations on the GPU are kept for their time)
-    }
+    // Counted, not kept among the analysed rows (user annotations on the GPU
+    // are kept for their time); kept aside for the critical path's call
+    // stacks when they last.
+    const bool aside = !every_row_ && event_.stream == -1 && event_.correlation < 0 &&
+                       role == TraceCpuRole::kNone && !step && cat != TraceCategory::kGpuAnnotation;
+    if (aside && !(event_.dur > 0)) return;
     TraceEvent e;
     e.ts = event_.ts;
     e.dur = event_.dur;
@@ -568,7 +589,28 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     auto [it, added] = names_.try_emplace(name_, static_cast<uint32_t>(out_.names.size()));
     if (added) out_.names.push_back(name_);
     e.name = it->second;
+    e.index = index_;
+    e.thread = ThreadOf();
+    if (aside) {
+      out_.cpu_rows.push_back(e);
+      return;
+    }
+    if (event_.wait_stream != -1 || event_.wait_record != -1)
+      out_.sync_waits.push_back({index_, event_.wait_stream, event_.wait_record});
     out_.events.push_back(e);
+  }
+
+  // The (pid, tid) row of this event, each pair once.
+  uint32_t ThreadOf() {
+    if (!out_.threads.empty() && out_.threads[last_thread_].pid == pid_ &&
+        out_.threads[last_thread_].tid == tid_)
+      return last_thread_;
+    std::string key = pid_ + '\x1f' + tid_;
+    auto [it, added] =
+        threads_.try_emplace(std::move(key), static_cast<uint32_t>(out_.threads.size()));
+    if (added) out_.threads.push_back({pid_, tid_});
+    last_thread_ = it->second;
+    return last_thread_;
   }
 
   TraceFile& out_;
@@ -580,6 +622,10 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   KeyName key_ = KeyName::kOther;
   std::string name_;
   std::string cat_;
+  std::string pid_, tid_;                // as written, numbers or text
+  uint32_t index_ = 0, next_index_ = 0;  // place in traceEvents, as HTA's index
+  uint32_t last_thread_ = 0;
+  std::unordered_map<std::string, uint32_t> threads_;
   Pending event_;
   int device_id_ = -1;
   std::string device_name_;

@@ -6,7 +6,7 @@
 // The text is streamed: never whole in memory, read once through RapidJSON's
 // SAX reader (iterative, so no recursion on deep input) from 1 MiB buffers,
 // inflated by zlib when the file starts with gzip's magic (several members
-// allowed). Memory is the events kept (sample/trace.h says which, ~40 bytes
+// allowed). Memory is the events kept (sample/trace.h says which, 48 bytes
 // each) plus the names, each once. Numbers are read as text and converted
 // with from_chars, so a time reads exactly as Python's float() reads it.
 //

@@ -16,6 +16,47 @@ Json Nullable(const std::optional<double>& v) { return v ? Json(*v) : Json(nullp
 
 double Pct(double part, double whole) { return whole > 0 ? part / whole * 100 : 0; }
 
+Json CriticalPathJson(const CriticalPath& p) {
+  Json by_bound = Json::object(), pct = Json::object();
+  for (int b = 0; b < kCriticalBounds; ++b) {
+    const std::string name(CriticalBoundName(static_cast<CriticalBound>(b)));
+    by_bound[name] = p.by_bound_us[b];
+    pct[name] = p.summary_pct[b];
+  }
+  Json ops = Json::array();
+  for (const CriticalOp& op : p.top_cpu_ops) ops.push_back({{"name", op.name}, {"us", op.us}});
+  return {{"annotation", p.annotation},
+          {"instance", p.first_instance == p.last_instance
+                           ? std::to_string(p.first_instance)
+                           : fmt::format("{}:{}", p.first_instance, p.last_instance)},
+          {"nodes", p.nodes},
+          {"total_us", p.total_us},
+          {"by_bound_us", by_bound},
+          {"summary_pct", pct},
+          {"top_cpu_ops", ops}};
+}
+
+std::string CriticalPathText(const CriticalPath& p) {
+  std::string out = fmt::format("  critical path ({} {}): {:.1f} ms",
+                                p.annotation.empty() ? "whole trace" : p.annotation,
+                                p.first_instance == p.last_instance
+                                    ? fmt::format("#{}", p.first_instance)
+                                    : fmt::format("#{}:{}", p.first_instance, p.last_instance),
+                                p.total_us / 1000);
+  for (int b = 0; b < kCriticalBounds; ++b) {
+    if (p.summary_pct[b] >= 0.05)
+      out += fmt::format(", {} {:.1f}%", CriticalBoundName(static_cast<CriticalBound>(b)),
+                         p.summary_pct[b]);
+  }
+  out += "\n";
+  for (const CriticalOp& op : p.top_cpu_ops) {
+    std::string name = op.name.size() > 60 ? op.name.substr(0, 59) + "~" : op.name;
+    out += fmt::format("    {:>12} cpu on the path  {}\n", fmt::format("{:.1f} ms", op.us / 1000),
+                       name);
+  }
+  return out;
+}
+
 Json LaunchesJson(const LaunchStats& l) {
   Json kernels = Json::array();
   for (const KernelLaunchDelay& k : l.kernels) {
@@ -141,6 +182,7 @@ Json RankJson(const TraceRankBreakdown& r) {
     queues.push_back(one);
   }
   j["queue_length"] = queues;
+  if (r.critical_path) j["critical_path"] = CriticalPathJson(*r.critical_path);
   j["launches"] = LaunchesJson(r.launches);
   j["user_annotations"] = AnnotationsJson(r.user_annotations);
   Json steps = Json::array();
@@ -304,6 +346,7 @@ std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
       out += fmt::format("  {:<12} {:>6} ops {:>12}  {:.1f} GB/s mean (p50 {:.1f}, max {:.1f})\n",
                          c.kind, c.count, Ms(c.time_us), c.mean_gbps, c.p50_gbps, c.max_gbps);
     }
+    if (r.critical_path && r.critical_path->total_us > 0) out += CriticalPathText(*r.critical_path);
     out += LaunchesText(r.launches);
   }
   if (ranks.size() > 1) out += StragglersText(stragglers, report);

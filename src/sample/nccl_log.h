@@ -74,12 +74,12 @@ struct NcclRank {
   int cuda_dev = -1;                   // the [N] of the line prefix
   int rank = -1;                       // global rank in the largest communicator it joined
   int nranks = 0;                      // that communicator's size
-  uint64_t init_started = 0;           // "Init START" lines (2.17+)
+  uint64_t init_started = 0;           // "Init START" lines (2.18.3+)
   uint64_t init_completed = 0;         // "Init COMPLETE" lines
   std::optional<double> init_seconds;  // "Init timings ... total S" (2.23+), the largest
   NcclTransportCounts transports;
   bool identity_from_init = false;  // rank/nranks read off an Init line, not inferred
-  uint64_t comm_id = 0;             // the commId of that Init line (2.17+); 0: none printed
+  uint64_t comm_id = 0;             // the commId of that Init line (2.16+); 0: none printed
   std::string trees;                // the first "Trees [0] ..." layout, as printed
   uint64_t lines = 0;
   uint64_t warnings = 0;

@@ -7,7 +7,9 @@
 // Kept: every event with a stream (kernels, memcpy, memset, stream syncs),
 // every CPU event with a correlation id (the launches), the ProfilerStep#N
 // rows, and the CPU ops the findings name (synchronisation, the data
-// loader's next). Everything else is counted, not kept. Times are µs as
+// loader's next). The other CPU rows that last are kept aside (`cpu_rows`),
+// for the critical path's call stacks only; the rest is counted, not kept.
+// Each event knows its place in the file and its (pid, tid). Times are µs as
 // written in the file. Plain data; thread-compatible.
 #pragma once
 
@@ -51,6 +53,20 @@ struct TraceEvent {
   TraceCategory cat = TraceCategory::kOther;
   TraceCpuRole role = TraceCpuRole::kNone;
   int16_t device = -1;  // args.device of GPU events
+  uint32_t index = 0;   // place in the file's list of events (HTA's index)
+  uint32_t thread = 0;  // TraceFile::threads: its pid and tid
+};
+
+// The pid and tid an event names, as written (numbers or text).
+struct TraceThread {
+  std::string pid, tid;
+};
+
+// A cuda_sync's wait: the stream and the cudaEventRecord it waits on.
+struct TraceSyncWait {
+  uint32_t index = 0;               // TraceEvent::index of the sync
+  int64_t stream = -1;              // args.wait_on_stream
+  int64_t record_correlation = -1;  // args.wait_on_cuda_event_record_corr_id
 };
 
 // ProfilerStep#N: its number, from the name.
@@ -65,10 +81,15 @@ struct TraceFile {
   std::vector<std::pair<int, std::string>> devices;  // deviceProperties: id, name
   std::vector<std::string> names;  // event names, each once; TraceEvent::name indexes it
   std::vector<TraceEvent> events;  // in file order
-  bool fractional_times = false;   // some ts not a whole µs: HTA rounds every row then
-  uint64_t complete_events = 0;    // every event with a dur and a cat
-  uint64_t skipped_events = 0;     // events missing a field the reader needs
-  uint64_t bytes = 0;              // of JSON text read
+  // The CPU rows with a dur the analysed rows leave out (TraceRows::kAnalysed):
+  // only the critical path's call stacks read them. In file order.
+  std::vector<TraceEvent> cpu_rows;
+  std::vector<TraceThread> threads;
+  std::vector<TraceSyncWait> sync_waits;  // of kept events, in file order
+  bool fractional_times = false;          // some ts not a whole µs: HTA rounds every row then
+  uint64_t complete_events = 0;           // every event with a dur and a cat
+  uint64_t skipped_events = 0;            // events missing a field the reader needs
+  uint64_t bytes = 0;                     // of JSON text read
 };
 
 // The name of the GPU the trace's kernels ran on: deviceProperties' entry for

@@ -384,6 +384,8 @@ std::vector<Tie> Ties() {
       {"code.sync_in_step", "critical at >= " + Percent(kSyncCriticalFraction)},
       {"memory.pageable_h2d", "warning at >= " + Percent(kPageableWarningFraction)},
       {"memory.pageable_h2d", "critical at >= " + Percent(kPageableCriticalFraction)},
+      {"code.cpu_bound_step", "warning at >= " + PercentOf(kCpuBoundPathWarningPercent)},
+      {"code.cpu_bound_step", "critical at >= " + PercentOf(kCpuBoundPathCriticalPercent)},
 
       // memory.gpu_near_full
       {"memory.gpu_near_full", "warning at >= " + Percent(kGpuNearFullWarningFraction) + " used"},

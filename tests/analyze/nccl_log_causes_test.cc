@@ -407,10 +407,11 @@ TEST(NcclInitIncomplete, TheNextCheckFollowsTheEvidence) {
 }
 
 TEST(NcclCauses, AnInterfacesNameAloneComesAfterAFailedCall) {
-  // br-1 by name only (its address is no Docker one), then a refused connect.
+  // br-1 by name only (its address is no Docker one), then a refused connect
+  // (both hosts print 2.4.8-2.7's indexed bootstrap: one NCCL version).
   auto r = Check(
       "a:1:1 [0] NCCL INFO Bootstrap : Using [0]br-1:10.9.0.1<0> [1]eth0:10.0.0.1<0>\n"
-      "b:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+      "b:2:2 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.2<0>\n"
       "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
       "\n"
       "b:2:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.9.0.1<5> failed "

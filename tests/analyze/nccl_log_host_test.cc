@@ -55,7 +55,7 @@ TEST(NcclCudaRuntime, FromTheVersionSuffixOfEveryFixture) {
   };
   for (const Want& w : {Want{"v2_10_single_node_healthy.log", "11.4"},
                         Want{"v2_18_multinode_ib_healthy.log", "12.2"},
-                        Want{"v2_23_single_node_lo_nvls.log", "12.6"},
+                        Want{"v2_24_single_node_lo_nvls.log", "12.6"},
                         Want{"v2_28_multinode_lo_refused.log", "12.8"}}) {
     NcclLogSummary log = ParseNcclLog(Fixture(w.file));
     ASSERT_FALSE(log.processes.empty()) << w.file;

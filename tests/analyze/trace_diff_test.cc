@@ -20,6 +20,7 @@
 #include <string>
 
 #include "app/trace_diff_files.h"
+#include "hta_traces.h"
 #include "probe/trace_file.h"
 
 namespace stallscope {
@@ -197,16 +198,8 @@ nlohmann::json Reference() {
 }
 
 TEST(TraceDiff, MatchesHtaOnPairsOfItsTestTraces) {
-  std::filesystem::path root =
-      std::filesystem::path(STALLSCOPE_FIXTURES) / ".." / ".." / ".." / "shared" / "traces" / "hta";
-  if (const char* dir = std::getenv("STALLSCOPE_SHARED")) {
-    root = std::filesystem::path(dir) / "traces" / "hta";
-  }
-  if (!std::filesystem::exists(root)) {
-    const char* ci = std::getenv("CI");
-    if (ci != nullptr && std::string(ci) == "true") FAIL() << root << " is missing";
-    GTEST_SKIP() << root << " is missing: HTA's test traces are not on this machine";
-  }
+  const std::filesystem::path root = SharedTraces();
+  STALLSCOPE_REQUIRE_SHARED_TRACES(root);
   const nlohmann::json ref = Reference();
   ASSERT_GE(ref.at("pairs").size(), 3u);
   for (const auto& [name, pair] : ref.at("pairs").items()) {

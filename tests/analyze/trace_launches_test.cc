@@ -21,6 +21,7 @@
 #include "analyze/trace_annotations.h"
 #include "analyze/trace_breakdown.h"
 #include "analyze/trace_rules.h"
+#include "hta_traces.h"
 #include "probe/trace_file.h"
 
 namespace stallscope {
@@ -194,14 +195,6 @@ TEST(TraceRules, LaunchBoundEdges) {
   EXPECT_TRUE(fires(LaunchRank(100, 50, 10, 0.8)));
 }
 
-std::filesystem::path SharedTraces() {
-  if (const char* dir = std::getenv("STALLSCOPE_SHARED")) {
-    return std::filesystem::path(dir) / "traces" / "hta";
-  }
-  return std::filesystem::path(STALLSCOPE_FIXTURES) / ".." / ".." / ".." / "shared" / "traces" /
-         "hta";
-}
-
 void ExpectNear(double got, const nlohmann::json& want, const std::string& what) {
   if (want.is_null()) return;
   const double w = want.get<double>();
@@ -265,11 +258,7 @@ void ExpectAnnotations(const std::vector<UserAnnotationTime>& got, const nlohman
 // per time, the residues left out (docs/commands/trace.md).
 TEST(TraceLaunches, MatchesHtaOnItsTestTraces) {
   const std::filesystem::path root = SharedTraces();
-  if (!std::filesystem::exists(root)) {
-    const char* ci = std::getenv("CI");
-    if (ci != nullptr && std::string(ci) == "true") FAIL() << root << " is missing";
-    GTEST_SKIP() << root << " is missing: HTA's test traces are not on this machine";
-  }
+  STALLSCOPE_REQUIRE_SHARED_TRACES(root);
   std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_launch_reference.json");
   const nlohmann::json ref = nlohmann::json::parse(in);
   int compared = 0;

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "analyze/trace_breakdown.h"
+#include "hta_traces.h"
 #include "probe/trace_file.h"
 
 namespace stallscope {
@@ -65,14 +66,6 @@ TEST(TraceQueue, TimeAtTheCudaLimitIsBlocked) {
   EXPECT_DOUBLE_EQ(q.blocked->share, 977.0 / 3023.0);
 }
 
-std::filesystem::path SharedTraces() {
-  if (const char* dir = std::getenv("STALLSCOPE_SHARED")) {
-    return std::filesystem::path(dir) / "traces" / "hta";
-  }
-  return std::filesystem::path(STALLSCOPE_FIXTURES) / ".." / ".." / ".." / "shared" / "traces" /
-         "hta";
-}
-
 void ExpectNear(double got, const nlohmann::json& want, const std::string& what, double slack = 0) {
   if (want.is_null()) return;
   const double w = want.get<double>();
@@ -86,11 +79,7 @@ double TieSlack(uint64_t) { return 0.015; }
 
 TEST(TraceQueue, MatchesHtaOnItsTestTraces) {
   const std::filesystem::path root = SharedTraces();
-  if (!std::filesystem::exists(root)) {
-    const char* ci = std::getenv("CI");
-    if (ci != nullptr && std::string(ci) == "true") FAIL() << root << " is missing";
-    GTEST_SKIP() << root << " is missing: HTA's test traces are not on this machine";
-  }
+  STALLSCOPE_REQUIRE_SHARED_TRACES(root);
   std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_queue_reference.json");
   const nlohmann::json ref = nlohmann::json::parse(in);
   int compared = 0;

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "analyze/trace_breakdown.h"
+#include "hta_traces.h"
 #include "probe/trace_file.h"
 
 namespace stallscope {
@@ -139,16 +140,8 @@ TEST(TraceStragglers, MatchesHtaOnEightGeneratedRanksWithOneLate) {
 }
 
 TEST(TraceStragglers, MatchesHtaOnItsTestTracesWhereHtaAnswers) {
-  std::filesystem::path root =
-      std::filesystem::path(STALLSCOPE_FIXTURES) / ".." / ".." / ".." / "shared" / "traces" / "hta";
-  if (const char* dir = std::getenv("STALLSCOPE_SHARED")) {
-    root = std::filesystem::path(dir) / "traces" / "hta";
-  }
-  if (!std::filesystem::exists(root)) {
-    const char* ci = std::getenv("CI");
-    if (ci != nullptr && std::string(ci) == "true") FAIL() << root << " is missing";
-    GTEST_SKIP() << root << " is missing: HTA's test traces are not on this machine";
-  }
+  const std::filesystem::path root = SharedTraces();
+  STALLSCOPE_REQUIRE_SHARED_TRACES(root);
   std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_launch_reference.json");
   const nlohmann::json ref = nlohmann::json::parse(in);
   int answered = 0;

@@ -402,6 +402,30 @@ TEST(NcclLog, TheFirstWrappedLineAndLinesOfThreeRowsAreJoined) {
   EXPECT_EQ(single.processes[0].plugin_failed, "");
 }
 
+TEST(NcclLog, TheDefaultPluginAbsentInEachVersionsWordsIsNoFallback) {
+  // Each NCCL version's words for "no libnccl-net.so": routine, no fallback;
+  // a plugin named besides it that is not found is one.
+  for (std::string words :
+       {"NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
+        "NET/Plugin : No plugin found, using internal implementation",
+        "NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file or "
+        "directory No plugin found (libnccl-net.so), using internal implementation",
+        "NET/Plugin: No plugin found (libnccl-net.so)",
+        "NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.",
+        "NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.",
+        "NET/Plugin: Could not find: libnccl-net.so. ",
+        "NET/Plugin: Could not find: libnccl-net.so."}) {
+    NcclLogSummary log = ParseNcclLog("gpu-a:11:22 [0] NCCL INFO " + words + "\n");
+    ASSERT_EQ(log.processes.size(), 1u) << words;
+    EXPECT_EQ(log.processes[0].plugin_failed, "") << words;
+  }
+  NcclLogSummary named = ParseNcclLog(
+      "gpu-a:11:22 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net-ofi.so libnccl-net.so. "
+      "\n");
+  ASSERT_EQ(named.processes.size(), 1u);
+  EXPECT_EQ(named.processes[0].plugin_failed, "libnccl-net-ofi.so");
+}
+
 TEST(NcclLog, ASingleWrappedLineIsJoinedOnlyWhereItsCutShows) {
   // 100 columns, cut after "mlx5_3:": no message ends with a colon.
   const std::string ib =

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "probe/nccl_log.h"
+#include "render/nccl_log.h"
 
 namespace stallscope {
 namespace {
@@ -102,6 +103,52 @@ TEST(NcclLogScan, RandomText) {
     }
     ExpectSameReading(text);
   }
+}
+
+// A log fed whole says what it says fed in small pieces (lines split
+// across Feeds, long lines cut in both).
+TEST(NcclLogScan, ALogFedWholeReadsAsOneFedInSmallPieces) {
+  std::string log;
+  for (int i = 0; log.size() < (size_t{9} << 20); ++i) {
+    const int rank = i * 7 % 16;
+    const std::string prefix = "2024-03-04 05:06:07.123456 [1," + std::to_string(rank) +
+                               "]<stdout>:node" + std::to_string(rank / 8) + ":" +
+                               std::to_string(4000 + rank) + ":" + std::to_string(4100 + rank) +
+                               " [" + std::to_string(rank % 8) + "] NCCL ";
+    switch (i % 6) {
+      case 0:
+        log += prefix + "INFO Channel 0" + std::to_string(i % 8) + "/0 : " + std::to_string(rank) +
+               "[" + std::to_string(rank % 8) + "] -> " + std::to_string((rank + 1) % 16) +
+               "[0] via NET/IB/0/GDRDMA\n";
+        break;
+      case 1:
+        log += prefix + "INFO Using network IB\n";
+        break;
+      case 2:
+        log +=
+            "[rank" + std::to_string(rank) + "] epoch 0 step " + std::to_string(i) + " loss 2.5\n";
+        break;
+      case 3:
+        log += prefix + "INFO comm 0x55d4c3a00000 rank " + std::to_string(rank) +
+               " nranks 16 cudaDev " + std::to_string(rank % 8) + " busId 52000 - Init COMPLETE\n";
+        break;
+      case 4:
+        log += i % 6000 == 4 ? std::string(300000, 'y') + "\n" : "\n";
+        break;
+      default:
+        log += prefix + "WARN Call to connect returned Connection refused, retrying\n";
+    }
+  }
+  NcclLogSummary whole = ParseNcclLog(log);
+  NcclLogParser pieces;
+  for (size_t at = 0; at < log.size(); at += 4093)
+    pieces.Feed(std::string_view(log).substr(at, 4093));
+  NcclLogSummary small = pieces.Finish();
+  EXPECT_GT(whole.nccl_lines, 40000u);
+  EXPECT_GT(whole.dropped, 0u);  // the long lines, cut
+  EXPECT_EQ(whole.ranks.size(), 16u);
+  EXPECT_EQ(NcclLogToJson("log", whole, ReportHeader{}, Report{}).dump(),
+            NcclLogToJson("log", small, ReportHeader{}, Report{}).dump());
 }
 
 // A file on disk, read the way nccl-log reads it.

@@ -86,6 +86,34 @@ TEST(TraceFile, KeepsTheRowsTheAnalysesNeedAndCountsTheRest) {
   EXPECT_EQ(t->events[4].role, TraceCpuRole::kSync);
   EXPECT_EQ(t->events[5].role, TraceCpuRole::kDataLoader);
   EXPECT_EQ(t->bytes, sizeof(kKineto) - 1);
+  // aten::mm is kept aside for the critical path's call stacks, with its place
+  // in the file (HTA's index) and its thread
+  ASSERT_EQ(t->cpu_rows.size(), 1u);
+  EXPECT_EQ(t->names[t->cpu_rows[0].name], "aten::mm");
+  EXPECT_EQ(t->cpu_rows[0].index, 1u);
+  EXPECT_EQ(t->events[1].index, 2u);
+  EXPECT_EQ(t->events[5].index, 6u);
+  ASSERT_LT(t->events[2].thread, t->threads.size());
+  EXPECT_EQ(t->threads[t->events[2].thread].tid, "7");
+  EXPECT_EQ(t->threads[t->events[1].thread].pid, "1");
+  EXPECT_EQ(t->threads[t->events[1].thread].tid, "1");
+  EXPECT_EQ(t->cpu_rows[0].thread, t->events[0].thread);
+}
+
+TEST(TraceFile, ReadsWhatACudaSyncWaitsOn) {
+  Result<TraceFile> t = ParseTraceBytes(R"json({"traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaEventRecord", "pid": 9, "tid": "main",
+     "ts": 1, "dur": 2, "args": {"correlation": 5}},
+    {"ph": "X", "cat": "cuda_sync", "name": "Event Sync", "pid": 0, "tid": -1, "ts": 4,
+     "dur": 3, "args": {"correlation": 6, "stream": -1, "wait_on_stream": 7,
+     "wait_on_cuda_event_record_corr_id": 5}}]})json",
+                                        "sync.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->sync_waits.size(), 1u);
+  EXPECT_EQ(t->sync_waits[0].index, 1u);
+  EXPECT_EQ(t->sync_waits[0].stream, 7);
+  EXPECT_EQ(t->sync_waits[0].record_correlation, 5);
+  EXPECT_EQ(t->threads[t->events[0].thread].tid, "main");  // text as written
 }
 
 TEST(TraceFile, ReadsTheLegacyListAndGzipInOneOrManyMembers) {

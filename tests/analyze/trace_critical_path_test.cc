@@ -1,0 +1,304 @@
+// The critical path (analyze/trace_critical_path.h) by hand on small traces:
+// which bound each edge gets, the default instance, an annotation's
+// instances, and errors for a missing one.
+#include "analyze/trace_critical_path.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "analyze/run_io_rules.h"
+#include "analyze/trace_rules.h"
+#include "hta_traces.h"
+#include "probe/trace_file.h"
+
+namespace stallscope {
+namespace {
+
+// A row appended to `t`, in file order: CPU rows on thread 0, GPU rows on
+// the GPU's thread 1.
+void Add(TraceFile& t, double ts, double dur, uint32_t name, TraceCategory cat, int stream = -1,
+         int64_t corr = -1) {
+  TraceEvent e;
+  e.ts = ts;
+  e.dur = dur;
+  e.name = name;
+  e.cat = cat;
+  e.stream = stream;
+  e.correlation = corr;
+  e.index = static_cast<uint32_t>(t.events.size());
+  e.thread = stream >= 0 || cat == TraceCategory::kCudaSync ? 1 : 0;
+  e.role = TraceCpuRoleOf(t.names[name]);
+  t.events.push_back(e);
+}
+constexpr TraceCategory kOp = TraceCategory::kCpuOp, kRuntime = TraceCategory::kRuntime,
+                        kKernel = TraceCategory::kKernel, kSync = TraceCategory::kCudaSync,
+                        kNote = TraceCategory::kUserAnnotation;
+
+double Bound(const CriticalPath& p, CriticalBound b) { return p.by_bound_us[static_cast<int>(b)]; }
+
+// names: 0 ProfilerStep#1, 1 ProfilerStep#2, 2 aten::mm, 3 cudaLaunchKernel,
+// 4 gemm, 5 cudaDeviceSynchronize, 6 ncclKernel_AllReduce, 7 MyRegion,
+// 8 the data loader's next, 9 ProfilerStep#3, 10 Context Sync
+TraceFile Names() {
+  TraceFile t;
+  t.names = {"ProfilerStep#1",
+             "ProfilerStep#2",
+             "aten::mm",
+             "cudaLaunchKernel",
+             "gemm",
+             "cudaDeviceSynchronize",
+             "ncclKernel_AllReduce",
+             "MyRegion",
+             "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+             "ProfilerStep#3",
+             "Context Sync"};
+  t.threads = {{"100", "100"}, {"0", "7"}};
+  return t;
+}
+
+TEST(TraceCriticalPath, CpuOnlyPathIsCpuBound) {
+  TraceFile t = Names();
+  Add(t, 0, 100, 2, kOp);
+  Add(t, 10, 20, 2, kOp);
+  std::string why;
+  auto p = FindCriticalPath(t, {}, &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->annotation, "");
+  EXPECT_DOUBLE_EQ(p->total_us, 100);
+  EXPECT_DOUBLE_EQ(Bound(*p, CriticalBound::kCpu), 100);
+  EXPECT_DOUBLE_EQ(p->summary_pct[0], 100);
+  ASSERT_FALSE(p->top_cpu_ops.empty());
+  EXPECT_EQ(p->top_cpu_ops[0].name, "aten::mm");
+}
+
+TEST(TraceCriticalPath, LongKernelAfterSyncIsGpuBound) {
+  TraceFile t = Names();
+  // op 0..600 launches at 10 (dur 5) a kernel 20..520; the host syncs 16..521
+  Add(t, 0, 600, 2, kOp);
+  Add(t, 10, 5, 3, kRuntime, -1, 7);
+  Add(t, 20, 500, 4, kKernel, 7, 7);
+  Add(t, 16, 505, 5, kRuntime, -1, 8);
+  Add(t, 20, 501, 10, kSync, -1, 8);  // the device sync's own row
+  std::string why;
+  auto p = FindCriticalPath(t, {}, &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_DOUBLE_EQ(Bound(*p, CriticalBound::kGpuCompute), 500);
+  EXPECT_DOUBLE_EQ(Bound(*p, CriticalBound::kKernelLaunchOverhead), 10);
+  EXPECT_DOUBLE_EQ(Bound(*p, CriticalBound::kCpu), 89);  // 0..10 and the 79 after the sync
+  EXPECT_DOUBLE_EQ(p->total_us, 599);
+  // without the sync's row nothing waits for the kernel: the path ends at its
+  // end, and the host's time after the sync is not on it (a blocking call's own
+  // time counts nothing, as in HTA)
+  t.events.pop_back();
+  p = FindCriticalPath(t, {}, &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_DOUBLE_EQ(p->total_us, 520);
+  EXPECT_DOUBLE_EQ(Bound(*p, CriticalBound::kCpu), 10);
+}
+
+TEST(TraceCriticalPath, CommunicationAndKernelGapsHaveTheirOwnBounds) {
+  TraceFile t = Names();
+  Add(t, 0, 30, 2, kOp);
+  Add(t, 10, 2, 3, kRuntime, -1, 1);
+  Add(t, 14, 2, 3, kRuntime, -1, 2);
+  Add(t, 20, 100, 6, kKernel, 7, 1);
+  Add(t, 140, 100, 4, kKernel, 7, 2);  // queued behind the first: a kernel-kernel gap
+  auto p = FindCriticalPath(t, {}, nullptr);
+  ASSERT_TRUE(p);
+  EXPECT_DOUBLE_EQ(Bound(*p, CriticalBound::kGpuCommunication), 100);
+  EXPECT_DOUBLE_EQ(Bound(*p, CriticalBound::kGpuCompute), 100);
+  EXPECT_DOUBLE_EQ(Bound(*p, CriticalBound::kKernelKernelOverhead), 20);
+  EXPECT_DOUBLE_EQ(p->total_us, 220);
+}
+
+TEST(TraceCriticalPath, DataLoaderTimeIsDataLoading) {
+  TraceFile t = Names();
+  Add(t, 0, 50, 8, kNote);  // the loader's next, an op inside it
+  Add(t, 10, 10, 2, kOp);
+  Add(t, 50, 30, 2, kOp);
+  auto p = FindCriticalPath(t, {}, nullptr);
+  ASSERT_TRUE(p);
+  EXPECT_DOUBLE_EQ(Bound(*p, CriticalBound::kDataLoading), 40);
+  EXPECT_DOUBLE_EQ(Bound(*p, CriticalBound::kCpu), 40);
+}
+
+TEST(TraceCriticalPath, DefaultInstanceIsTheSecondStep) {
+  TraceFile t = Names();
+  Add(t, 0, 100, 0, kNote);
+  Add(t, 100, 40, 1, kNote);
+  Add(t, 140, 60, 9, kNote);
+  Add(t, 5, 90, 2, kOp);
+  Add(t, 105, 30, 2, kOp);
+  Add(t, 145, 50, 2, kOp);
+  auto p = FindCriticalPath(t, {}, nullptr);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->annotation, "ProfilerStep");
+  EXPECT_EQ(p->first_instance, 1);
+  EXPECT_DOUBLE_EQ(p->total_us, 30);  // the time between top-level ops is no one's, as in HTA
+  auto first = FindCriticalPath(t, {"", 0, 0}, nullptr);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->annotation, "ProfilerStep");
+  EXPECT_DOUBLE_EQ(first->total_us, 90);
+  auto both = FindCriticalPath(t, {"", 0, 1}, nullptr);
+  ASSERT_TRUE(both);
+  EXPECT_DOUBLE_EQ(both->total_us, 120);
+  // as HTA's TraceAnalysis: the last step is cut off, so there is no instance 2
+  std::string why;
+  EXPECT_FALSE(FindCriticalPath(t, {"", 2, 2}, &why));
+  EXPECT_NE(why.find("out of range"), std::string::npos) << why;
+  CriticalPathRequest last{"", 2, 2};
+  last.include_last_step = true;  // as --include-last-step
+  auto kept = FindCriticalPath(t, last, &why);
+  ASSERT_TRUE(kept) << why;
+  EXPECT_DOUBLE_EQ(kept->total_us, 50);
+}
+
+TEST(TraceCriticalPath, MissingAnnotationOrInstanceSaysWhich) {
+  TraceFile t = Names();
+  Add(t, 0, 100, 7, kNote);
+  Add(t, 5, 90, 2, kOp);
+  std::string why;
+  EXPECT_FALSE(FindCriticalPath(t, {"Nope", std::nullopt, std::nullopt}, &why));
+  EXPECT_NE(why.find("Nope"), std::string::npos);
+  EXPECT_FALSE(FindCriticalPath(t, {"MyRegion", 3, 3}, &why));
+  EXPECT_NE(why.find("out of range"), std::string::npos);
+  auto p = FindCriticalPath(t, {"Region", std::nullopt, std::nullopt}, &why);  // a substring
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->annotation, "Region");
+  EXPECT_DOUBLE_EQ(p->total_us, 90);
+}
+
+TEST(TraceCriticalPath, EmptyTraceHasNoPath) {
+  TraceFile t = Names();
+  std::string why;
+  EXPECT_FALSE(FindCriticalPath(t, {}, &why));
+  EXPECT_FALSE(why.empty());
+}
+
+// A rank whose critical path has `cpu` and `loading` percent of 1000 µs.
+TraceRankBreakdown RankWithPath(double cpu, double loading, bool gpu = true) {
+  TraceRankBreakdown r;
+  r.path = "rank0.json";
+  if (gpu) r.temporal = TemporalBreakdown{};
+  CriticalPath p;
+  p.annotation = "ProfilerStep";
+  p.first_instance = p.last_instance = 1;
+  p.total_us = 1000;
+  p.summary_pct[static_cast<int>(CriticalBound::kCpu)] = cpu;
+  p.by_bound_us[static_cast<int>(CriticalBound::kCpu)] = cpu * 10;
+  p.summary_pct[static_cast<int>(CriticalBound::kDataLoading)] = loading;
+  p.top_cpu_ops = {{"aten::index", cpu * 6}, {"aten::copy_", cpu * 4}};
+  r.critical_path = p;
+  return r;
+}
+
+const Finding* Find(const FindingsWithNotes& f, std::string_view id) {
+  for (const Finding& x : f.findings)
+    if (x.id == id) return &x;
+  return nullptr;
+}
+
+TEST(TraceCriticalPathRules, CpuBoundStepAtItsThresholds) {
+  EXPECT_EQ(Find(CheckTraces({RankWithPath(kCpuBoundPathWarningPercent - 0.1, 0)}),
+                 "code.cpu_bound_step"),
+            nullptr);
+  FindingsWithNotes warn = CheckTraces({RankWithPath(kCpuBoundPathWarningPercent, 0)});
+  const Finding* f = Find(warn, "code.cpu_bound_step");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_NE(f->next.find("aten::index"), std::string::npos);  // the top CPU op is named
+  FindingsWithNotes crit = CheckTraces({RankWithPath(kCpuBoundPathCriticalPercent, 0)});
+  ASSERT_NE(Find(crit, "code.cpu_bound_step"), nullptr);
+  EXPECT_EQ(Find(crit, "code.cpu_bound_step")->severity, Severity::kCritical);
+}
+
+TEST(TraceCriticalPathRules, CpuOnlyTraceIsNotJudged) {
+  EXPECT_EQ(Find(CheckTraces({RankWithPath(100, 0, /*gpu=*/false)}), "code.cpu_bound_step"),
+            nullptr);
+}
+
+TEST(TraceCriticalPathRules, InputBoundReadsDataLoadingOnThePath) {
+  const double warning = kInputBoundWarningFraction * 100;
+  EXPECT_EQ(Find(CheckTraces({RankWithPath(0, warning - 0.1)}), "io.input_bound"), nullptr);
+  FindingsWithNotes f = CheckTraces({RankWithPath(0, warning)});
+  const Finding* input = Find(f, "io.input_bound");
+  ASSERT_NE(input, nullptr);
+  EXPECT_NE(input->summary.find("critical path"), std::string::npos);
+  FindingsWithNotes crit = CheckTraces({RankWithPath(0, kInputBoundCriticalFraction * 100)});
+  ASSERT_NE(Find(crit, "io.input_bound"), nullptr);
+  EXPECT_EQ(Find(crit, "io.input_bound")->severity, Severity::kCritical);
+}
+
+// `got` against one of HTA's paths in the reference: the same nodes, the
+// total within 0.1%, each bound's share within 0.05 points, the data
+// loader's time charged by name (HTA counts it as cpu_bound: its pattern is
+// matched against the shortened name, which has lost "(DataLoader)").
+void ExpectLikeHta(const CriticalPath& got, const nlohmann::json& want, const std::string& where) {
+  EXPECT_EQ(got.annotation, want.at("annotation").get<std::string>()) << where;
+  EXPECT_EQ(got.nodes, want.at("nodes").get<uint64_t>()) << where;
+  const double total = want.at("total_us").get<double>();
+  EXPECT_NEAR(got.total_us, total, std::max(1.0, total * 1e-3)) << where;
+  const double loader = want.at("data_loading_by_name_us").get<double>();
+  for (int b = 0; b < kCriticalBounds; ++b) {
+    const auto bound = static_cast<CriticalBound>(b);
+    const std::string name(CriticalBoundName(bound));
+    const auto& us = want.at("by_bound_us");
+    double w = us.contains(name) ? us.at(name).get<double>() : 0;
+    if (bound == CriticalBound::kCpu) w -= loader;
+    if (bound == CriticalBound::kDataLoading) w += loader;
+    EXPECT_NEAR(got.summary_pct[b], total != 0 ? 100 * w / total : 0, 0.05) << where << " " << name;
+  }
+}
+
+// Against HTA's own critical path on its test traces
+// (fixtures/traces/hta_critical_path_reference.json, made by
+// bench/hta_critical_path_reference.py, every trace HTA's path runs on): the
+// default instance, the same with the last step kept, and instances 0:1
+// where there are two steps or more.
+TEST(TraceCriticalPath, MatchesHtaOnItsTestTraces) {
+  const std::filesystem::path root = SharedTraces();
+  STALLSCOPE_REQUIRE_SHARED_TRACES(root);
+  std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_critical_path_reference.json");
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  int compared = 0, ranges = 0, last_kept = 0;
+  for (const auto& [dir, ranks] : ref.at("traces").items()) {
+    if (ranks.contains("error")) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(root / dir)) {
+      if (!entry.is_regular_file()) continue;
+      Result<TraceFile> trace = ReadTraceFile(entry.path().string());
+      ASSERT_TRUE(trace.ok()) << entry.path();
+      const std::string rank = std::to_string(trace.value().rank.value_or(0));
+      const std::string where = dir + " rank " + rank;
+      if (!ranks.contains(rank) || ranks.at(rank).contains("error")) continue;
+      const nlohmann::json& want = ranks.at(rank);
+      std::string why;
+      auto got = FindCriticalPath(trace.value(), {}, &why);
+      ASSERT_TRUE(got) << where << ": " << why;
+      ExpectLikeHta(*got, want, where);
+      ++compared;
+      if (want.contains("last_step_kept") && !want.at("last_step_kept").contains("error")) {
+        CriticalPathRequest kept;
+        kept.include_last_step = true;
+        auto with_last = FindCriticalPath(trace.value(), kept, &why);
+        ASSERT_TRUE(with_last) << where << " last step kept: " << why;
+        ExpectLikeHta(*with_last, want.at("last_step_kept"), where + " last step kept");
+        ++last_kept;
+      }
+      if (!want.contains("instances_0_1") || want.at("instances_0_1").contains("error")) continue;
+      auto range = FindCriticalPath(trace.value(), {"", 0, 1}, &why);
+      ASSERT_TRUE(range) << where << " 0:1: " << why;
+      ExpectLikeHta(*range, want.at("instances_0_1"), where + " 0:1");
+      ++ranges;
+    }
+  }
+  EXPECT_GT(compared, 3);
+  EXPECT_GT(ranges, 3);
+  EXPECT_GT(last_kept, 3);
+}
+
+}  // namespace
+}  // namespace stallscope
