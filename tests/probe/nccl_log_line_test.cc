@@ -269,6 +269,19 @@ TEST(NcclLog, OtherLinesCountedWithoutTheHeadReadSayWhatTheFullReadSays) {
       "warning: an epoch took longer than the one before it did by quite a lot of time ok",
       "a",
       "Jan  1 01:02:03 2024 epoch",
+      // From an independent read: a repeat count behind trailing blanks,
+      // tags with blanks inside, a tab in an old WARN's file:line, and
+      // libfabric's line glued to a launcher's tag.
+      "epoch 2 loss 0.5 [repeated 3x across cluster] ",
+      "epoch 2 loss 0.5 [repeated 3x across cluster]\t",
+      "[1,0][x ab ]<stdout>:",
+      "< ab >:",
+      "[x\tab\t]:",
+      "[1,0][x ab ]<stdout>: #  Rank  0 Group  0 Pid   4321 on      nodeA device  0 [0x41] H100",
+      "[1,0][x ab ]<stdout>: node1:2001:2002 [0] INFO NET : Using",
+      "node1:1:2 [0] ab\tcd WARN Call to connect failed",
+      "[1,0]<stdout>:libfabric:1:2::efa:core:f:1<warn> failed to open",
+      "[rank3]:libfabric:1:2::efa:core:f:1<warn> failed to open",
   };
   for (const std::string& line : lines) {
     NcclLogSummary plain = ParseNcclLog(line + "\n" + line + "\n");
