@@ -8,18 +8,9 @@
 #include <unordered_set>
 #include <utility>
 
-namespace stallscope {
+#include "analyze/trace_queue.h"
 
-bool IsHtaLaunch(std::string_view n) {
-  static constexpr std::string_view kLaunches[] = {
-      "cudaLaunchKernel",    "cudaLaunchKernelExC",
-      "cuLaunchKernel",      "cuLaunchKernelEx",
-      "cudaMemcpyAsync",     "cudaMemsetAsync",
-      "hipLaunchKernel",     "hipExtModuleLaunchKernel",
-      "hipMemsetAsync",      "hipMemcpyAsync",
-      "hipMemcpyWithStream", "runFunction - job_prep_and_submit_for_execution"};
-  return std::find(std::begin(kLaunches), std::end(kLaunches), n) != std::end(kLaunches);
-}
+namespace stallscope {
 
 namespace {
 

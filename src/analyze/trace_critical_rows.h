@@ -36,7 +36,7 @@ enum HtaName : uint8_t {
   kDeviceSync = 1,       // "Event Sync", "Context Sync": GPU-side without a stream
   kStepName = 2,         // ProfilerStep#N
   kStepPrefix = 4,       // starts "ProfilerStep#"
-  kLaunchCall = 8,       // IsHtaLaunch
+  kLaunchCall = 8,       // IsHtaLaunch (trace_queue.h)
   kStreamWaitRow = 16,   // "Stream Wait Event"
   kEventRecord = 32,     // "cudaEventRecord"
   kStreamWaitCall = 64,  // "cudaStreamWaitEvent"
@@ -70,8 +70,5 @@ struct HtaRows {
 // rows in it. nullopt: no such annotation or instance (`why_not` says).
 std::optional<HtaRows> HtaRowsFor(const TraceFile& trace, const CriticalPathRequest& request,
                                   CriticalPath& path, std::string* why_not);
-
-// HTA's runtime launch calls (cudaLaunchKernel, cudaMemcpyAsync, ...).
-bool IsHtaLaunch(std::string_view name);
 
 }  // namespace stallscope

@@ -11,10 +11,12 @@
 namespace stallscope {
 namespace {
 
-// HTA's launch calls for these statistics (not cuLaunchKernel nor HIP's).
+// HTA's launch calls for these statistics (get_cuda_kernel_launch_stats'
+// own list): its symbol table's launch calls, less the driver's cuLaunchKernel
+// and cuLaunchKernelEx and every HIP call. What is left: cudaLaunchKernel,
+// cudaLaunchKernelExC, cudaMemcpyAsync, cudaMemsetAsync and runFunction.
 bool IsLaunchCall(std::string_view name) {
-  return name == "cudaLaunchKernel" || name == "cudaLaunchKernelExC" || name == "cudaMemcpyAsync" ||
-         name == "cudaMemsetAsync" || name == "runFunction - job_prep_and_submit_for_execution";
+  return IsHtaLaunch(name) && (name.starts_with("cuda") || name.starts_with("runFunction"));
 }
 
 struct Row {

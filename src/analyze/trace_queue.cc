@@ -9,10 +9,8 @@
 #include <unordered_map>
 
 namespace stallscope {
-namespace {
 
-// HTA's runtime launch calls (trace_symbol_table's launch mask).
-bool IsLaunchCall(std::string_view name) {
+bool IsHtaLaunch(std::string_view name) {
   static constexpr std::string_view kNames[] = {
       "cudaLaunchKernel",    "cudaLaunchKernelExC",
       "cuLaunchKernel",      "cuLaunchKernelEx",
@@ -22,6 +20,8 @@ bool IsLaunchCall(std::string_view name) {
       "hipMemcpyWithStream", "runFunction - job_prep_and_submit_for_execution"};
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
+
+namespace {
 
 struct Change {
   double ts = 0;
@@ -71,7 +71,7 @@ std::map<int, std::vector<Change>> QueueChanges(const TraceFile& trace,
   }
   std::map<int, std::vector<Change>> changes;
   for (const TraceEvent& e : trace.events) {
-    if (e.stream != -1 || !IsLaunchCall(trace.names[e.name]) || !cpu_kept(StartOf(e))) continue;
+    if (e.stream != -1 || !IsHtaLaunch(trace.names[e.name]) || !cpu_kept(StartOf(e))) continue;
     auto gpu = gpu_by_correlation.find(e.correlation);
     if (gpu == gpu_by_correlation.end()) continue;
     auto& stream = changes[gpu->second->stream];

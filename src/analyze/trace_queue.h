@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "sample/trace.h"
@@ -41,6 +42,12 @@ struct QueueLengthSummary {
   // reached the limit. nullopt: no stream did.
   std::optional<QueueBlocked> blocked;
 };
+
+// HTA's runtime launch calls, its symbol table's launch mask
+// (cudaLaunchKernel, cuLaunchKernel, cudaMemcpyAsync, their HIP forms, ...):
+// what the queue length and the critical path count as a launch. The launch
+// statistics use a shorter list (see trace_launches.cc).
+bool IsHtaLaunch(std::string_view name);
 
 // pandas' quantile (linear interpolation) of sorted values; 0 when empty.
 double LinearQuantile(const std::vector<double>& sorted, double q);

@@ -7,7 +7,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "analyze/run_io_rules.h"
@@ -262,39 +261,32 @@ void ExpectLikeHta(const CriticalPath& got, const nlohmann::json& want, const st
 TEST(TraceCriticalPath, MatchesHtaOnItsTestTraces) {
   const std::filesystem::path root = SharedTraces();
   STALLSCOPE_REQUIRE_SHARED_TRACES(root);
-  std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_critical_path_reference.json");
-  const nlohmann::json ref = nlohmann::json::parse(in);
   int compared = 0, ranges = 0, last_kept = 0;
-  for (const auto& [dir, ranks] : ref.at("traces").items()) {
-    if (ranks.contains("error")) continue;
-    for (const auto& entry : std::filesystem::directory_iterator(root / dir)) {
-      if (!entry.is_regular_file()) continue;
-      Result<TraceFile> trace = ReadTraceFile(entry.path().string());
-      ASSERT_TRUE(trace.ok()) << entry.path();
-      const std::string rank = std::to_string(trace.value().rank.value_or(0));
-      const std::string where = dir + " rank " + rank;
-      if (!ranks.contains(rank) || ranks.at(rank).contains("error")) continue;
-      const nlohmann::json& want = ranks.at(rank);
-      std::string why;
-      auto got = FindCriticalPath(trace.value(), {}, &why);
-      ASSERT_TRUE(got) << where << ": " << why;
-      ExpectLikeHta(*got, want, where);
-      ++compared;
-      if (want.contains("last_step_kept") && !want.at("last_step_kept").contains("error")) {
-        CriticalPathRequest kept;
-        kept.include_last_step = true;
-        auto with_last = FindCriticalPath(trace.value(), kept, &why);
-        ASSERT_TRUE(with_last) << where << " last step kept: " << why;
-        ExpectLikeHta(*with_last, want.at("last_step_kept"), where + " last step kept");
-        ++last_kept;
-      }
-      if (!want.contains("instances_0_1") || want.at("instances_0_1").contains("error")) continue;
-      auto range = FindCriticalPath(trace.value(), {"", 0, 1}, &why);
-      ASSERT_TRUE(range) << where << " 0:1: " << why;
-      ExpectLikeHta(*range, want.at("instances_0_1"), where + " 0:1");
-      ++ranges;
+  auto compare = [&](const std::string& dir, const nlohmann::json& ranks, const TraceFile& trace,
+                     const std::string& rank) {
+    const std::string where = dir + " rank " + rank;
+    if (!ranks.contains(rank) || ranks.at(rank).contains("error")) return;
+    const nlohmann::json& want = ranks.at(rank);
+    std::string why;
+    auto got = FindCriticalPath(trace, {}, &why);
+    ASSERT_TRUE(got) << where << ": " << why;
+    ExpectLikeHta(*got, want, where);
+    ++compared;
+    if (want.contains("last_step_kept") && !want.at("last_step_kept").contains("error")) {
+      CriticalPathRequest kept;
+      kept.include_last_step = true;
+      auto with_last = FindCriticalPath(trace, kept, &why);
+      ASSERT_TRUE(with_last) << where << " last step kept: " << why;
+      ExpectLikeHta(*with_last, want.at("last_step_kept"), where + " last step kept");
+      ++last_kept;
     }
-  }
+    if (!want.contains("instances_0_1") || want.at("instances_0_1").contains("error")) return;
+    auto range = FindCriticalPath(trace, {"", 0, 1}, &why);
+    ASSERT_TRUE(range) << where << " 0:1: " << why;
+    ExpectLikeHta(*range, want.at("instances_0_1"), where + " 0:1");
+    ++ranges;
+  };
+  ForEachHtaTrace(root, HtaReference("hta_critical_path_reference.json").at("traces"), compare);
   EXPECT_GT(compared, 3);
   EXPECT_GT(ranges, 3);
   EXPECT_GT(last_kept, 3);

@@ -192,15 +192,10 @@ void ExpectHtaRows(const TraceDiff& got, const nlohmann::json& want, const std::
   }
 }
 
-nlohmann::json Reference() {
-  std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_diff_reference.json");
-  return nlohmann::json::parse(in);
-}
-
 TEST(TraceDiff, MatchesHtaOnPairsOfItsTestTraces) {
   const std::filesystem::path root = SharedTraces();
   STALLSCOPE_REQUIRE_SHARED_TRACES(root);
-  const nlohmann::json ref = Reference();
+  const nlohmann::json ref = HtaReference("hta_diff_reference.json");
   ASSERT_GE(ref.at("pairs").size(), 3u);
   for (const auto& [name, pair] : ref.at("pairs").items()) {
     ASSERT_FALSE(pair.contains("error")) << name << ": " << pair.at("error");
@@ -213,7 +208,7 @@ TEST(TraceDiff, MatchesHtaOnPairsOfItsTestTraces) {
 }
 
 TEST(TraceDiff, MatchesHtaOnGeneratedTracesWithAKernelMadeSlower) {
-  const nlohmann::json ref = Reference();
+  const nlohmann::json ref = HtaReference("hta_diff_reference.json");
   const std::string bench = std::string(STALLSCOPE_FIXTURES) + "/../../bench/gen_trace.py";
   const std::filesystem::path root =
       std::filesystem::temp_directory_path() / ("stallscope-tdiff-gen-" + std::to_string(getpid()));

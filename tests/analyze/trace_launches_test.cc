@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -259,30 +258,23 @@ void ExpectAnnotations(const std::vector<UserAnnotationTime>& got, const nlohman
 TEST(TraceLaunches, MatchesHtaOnItsTestTraces) {
   const std::filesystem::path root = SharedTraces();
   STALLSCOPE_REQUIRE_SHARED_TRACES(root);
-  std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_launch_reference.json");
-  const nlohmann::json ref = nlohmann::json::parse(in);
   int compared = 0;
-  for (const auto& [dir, want] : ref.at("traces").items()) {
-    if (want.contains("error")) continue;
-    for (const auto& entry : std::filesystem::directory_iterator(root / dir)) {
-      if (!entry.is_regular_file()) continue;
-      Result<TraceFile> trace = ReadTraceFile(entry.path().string());
-      ASSERT_TRUE(trace.ok()) << entry.path();
-      const std::string rank = std::to_string(trace.value().rank.value_or(0));
-      Result<TraceRankBreakdown> figures = BreakDownTrace(trace.value(), TraceOptions{});
-      ASSERT_TRUE(figures.ok()) << entry.path();
-      const std::string where = dir + " rank " + rank;
-      const TraceRankBreakdown& got = figures.value();
-      const nlohmann::json& bw = want.at("memory_bw_by_definition");
-      if (bw.contains(rank)) ExpectCopies(got, bw.at(rank), where);
-      const nlohmann::json& launches = want.at("launches");
-      if (launches.contains(rank)) ExpectLaunches(got.launches, launches.at(rank), where);
-      const nlohmann::json& notes = want.at("user_annotations");
-      ExpectAnnotations(got.user_annotations,
-                        notes.contains(rank) ? notes.at(rank) : nlohmann::json::array(), where);
-      ++compared;
-    }
-  }
+  auto compare = [&](const std::string& dir, const nlohmann::json& want, const TraceFile& trace,
+                     const std::string& rank) {
+    const std::string where = dir + " rank " + rank;
+    Result<TraceRankBreakdown> figures = BreakDownTrace(trace, TraceOptions{});
+    ASSERT_TRUE(figures.ok()) << where;
+    const TraceRankBreakdown& got = figures.value();
+    const nlohmann::json& bw = want.at("memory_bw_by_definition");
+    if (bw.contains(rank)) ExpectCopies(got, bw.at(rank), where);
+    const nlohmann::json& launches = want.at("launches");
+    if (launches.contains(rank)) ExpectLaunches(got.launches, launches.at(rank), where);
+    const nlohmann::json& notes = want.at("user_annotations");
+    ExpectAnnotations(got.user_annotations,
+                      notes.contains(rank) ? notes.at(rank) : nlohmann::json::array(), where);
+    ++compared;
+  };
+  ForEachHtaTrace(root, HtaReference("hta_launch_reference.json").at("traces"), compare);
   EXPECT_GT(compared, 10);
 }
 

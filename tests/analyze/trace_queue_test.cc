@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -80,47 +79,40 @@ double TieSlack(uint64_t) { return 0.015; }
 TEST(TraceQueue, MatchesHtaOnItsTestTraces) {
   const std::filesystem::path root = SharedTraces();
   STALLSCOPE_REQUIRE_SHARED_TRACES(root);
-  std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_queue_reference.json");
-  const nlohmann::json ref = nlohmann::json::parse(in);
   int compared = 0;
-  for (const auto& [dir, ranks] : ref.at("traces").items()) {
-    if (ranks.contains("error")) continue;
-    for (const auto& entry : std::filesystem::directory_iterator(root / dir)) {
-      if (!entry.is_regular_file()) continue;
-      Result<TraceFile> trace = ReadTraceFile(entry.path().string());
-      ASSERT_TRUE(trace.ok()) << entry.path();
-      const std::string rank = std::to_string(trace.value().rank.value_or(0));
-      if (!ranks.contains(rank)) continue;
-      const nlohmann::json& want = ranks.at(rank);
-      // HTA's default: the last step dropped, as BreakDownTrace does it.
-      Result<TraceRankBreakdown> figures = BreakDownTrace(trace.value(), TraceOptions{});
-      ASSERT_TRUE(figures.ok()) << entry.path();
-      const QueueLengthSummary& got = figures.value().queue_length;
-      const std::string where = dir + " rank " + rank;
-      ASSERT_EQ(got.streams.size(), want.at("streams").size()) << where;
-      for (size_t i = 0; i < got.streams.size(); ++i) {
-        const StreamQueueLength& s = got.streams[i];
-        const nlohmann::json& w = want.at("streams")[i];
-        const std::string at = where + " stream " + std::to_string(s.stream);
-        EXPECT_EQ(s.stream, w.at("stream").get<int>()) << at;
-        EXPECT_EQ(s.count, w.at("count").get<uint64_t>()) << at;
-        ExpectNear(s.mean, w.at("mean"), at + " mean", TieSlack(s.count));
-        if (s.std) ExpectNear(*s.std, w.at("std"), at + " std", TieSlack(s.count));
-        ExpectNear(s.min, w.at("min"), at + " min");
-        ExpectNear(s.p25, w.at("p25"), at + " p25");
-        ExpectNear(s.p50, w.at("p50"), at + " p50");
-        ExpectNear(s.p75, w.at("p75"), at + " p75");
-        ExpectNear(s.max, w.at("max"), at + " max");
-      }
-      EXPECT_EQ(got.blocked.has_value(), want.contains("blocked")) << where;
-      if (got.blocked && want.contains("blocked")) {
-        EXPECT_EQ(got.blocked->stream, want["blocked"]["stream"].get<int>()) << where;
-        ExpectNear(got.blocked->us, want["blocked"]["us"], where + " blocked");
-        ExpectNear(got.blocked->share, want["blocked"]["share"], where + " share");
-      }
-      ++compared;
+  auto compare = [&](const std::string& dir, const nlohmann::json& ranks, const TraceFile& trace,
+                     const std::string& rank) {
+    if (!ranks.contains(rank)) return;
+    const nlohmann::json& want = ranks.at(rank);
+    const std::string where = dir + " rank " + rank;
+    // HTA's default: the last step dropped, as BreakDownTrace does it.
+    Result<TraceRankBreakdown> figures = BreakDownTrace(trace, TraceOptions{});
+    ASSERT_TRUE(figures.ok()) << where;
+    const QueueLengthSummary& got = figures.value().queue_length;
+    ASSERT_EQ(got.streams.size(), want.at("streams").size()) << where;
+    for (size_t i = 0; i < got.streams.size(); ++i) {
+      const StreamQueueLength& s = got.streams[i];
+      const nlohmann::json& w = want.at("streams")[i];
+      const std::string at = where + " stream " + std::to_string(s.stream);
+      EXPECT_EQ(s.stream, w.at("stream").get<int>()) << at;
+      EXPECT_EQ(s.count, w.at("count").get<uint64_t>()) << at;
+      ExpectNear(s.mean, w.at("mean"), at + " mean", TieSlack(s.count));
+      if (s.std) ExpectNear(*s.std, w.at("std"), at + " std", TieSlack(s.count));
+      ExpectNear(s.min, w.at("min"), at + " min");
+      ExpectNear(s.p25, w.at("p25"), at + " p25");
+      ExpectNear(s.p50, w.at("p50"), at + " p50");
+      ExpectNear(s.p75, w.at("p75"), at + " p75");
+      ExpectNear(s.max, w.at("max"), at + " max");
     }
-  }
+    EXPECT_EQ(got.blocked.has_value(), want.contains("blocked")) << where;
+    if (got.blocked && want.contains("blocked")) {
+      EXPECT_EQ(got.blocked->stream, want["blocked"]["stream"].get<int>()) << where;
+      ExpectNear(got.blocked->us, want["blocked"]["us"], where + " blocked");
+      ExpectNear(got.blocked->share, want["blocked"]["share"], where + " share");
+    }
+    ++compared;
+  };
+  ForEachHtaTrace(root, HtaReference("hta_queue_reference.json").at("traces"), compare);
   EXPECT_GT(compared, 10);
 }
 

@@ -13,7 +13,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -107,8 +106,7 @@ std::vector<StragglerFigures> FiguresOf(const std::filesystem::path& dir,
 std::vector<int> Ranks(const nlohmann::json& j) { return j.get<std::vector<int>>(); }
 
 TEST(TraceStragglers, MatchesHtaOnEightGeneratedRanksWithOneLate) {
-  std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_generated_reference.json");
-  const nlohmann::json ref = nlohmann::json::parse(in);
+  const nlohmann::json ref = HtaReference("hta_generated_reference.json");
   const std::string bench = std::string(STALLSCOPE_FIXTURES) + "/../../bench/gen_trace.py";
   const std::filesystem::path root = std::filesystem::temp_directory_path() /
                                      ("stallscope-stragglers-" + std::to_string(getpid()));
@@ -142,8 +140,7 @@ TEST(TraceStragglers, MatchesHtaOnEightGeneratedRanksWithOneLate) {
 TEST(TraceStragglers, MatchesHtaOnItsTestTracesWhereHtaAnswers) {
   const std::filesystem::path root = SharedTraces();
   STALLSCOPE_REQUIRE_SHARED_TRACES(root);
-  std::ifstream in(std::string(STALLSCOPE_FIXTURES) + "/traces/hta_launch_reference.json");
-  const nlohmann::json ref = nlohmann::json::parse(in);
+  const nlohmann::json ref = HtaReference("hta_launch_reference.json");
   int answered = 0;
   for (const auto& [dir, want] : ref.at("traces").items()) {
     if (!want.contains("potential_stragglers")) continue;
