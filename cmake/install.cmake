@@ -47,8 +47,7 @@ install(DIRECTORY docs/ DESTINATION share/doc/stallscope/docs)
 # stallscope_VERSION_ARCH.deb. Depends: what dpkg-shlibdeps finds for the
 # binary and the CRC32C library (not for the MPI plugin: Open MPI is only a
 # Recommends, and cluster / bench allreduce say so when it is missing), plus
-# python3 for the hook and the libraries loaded with dlopen (libmicrohttpd);
-# computed at packaging time (packaging/depends.cmake).
+# python3 for the hook; computed at packaging time (packaging/depends.cmake).
 # The maintainer scripts byte-compile the hook and remove what that wrote.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME stallscope)
@@ -83,6 +82,6 @@ if(TARGET stallscope_crc32c)
   list(APPEND STALLSCOPE_SHLIBDEPS_FILES $<TARGET_FILE:stallscope_crc32c>)
 endif()
 file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/packaging/depends.cmake
-     CONTENT "set(STALLSCOPE_SHLIBDEPS_FILES \"${STALLSCOPE_SHLIBDEPS_FILES}\")\nset(STALLSCOPE_DLOPEN_DEPENDS \"${STALLSCOPE_MICROHTTPD_PACKAGE}\")\nset(STALLSCOPE_PACKAGING_DIR \"${CMAKE_BINARY_DIR}/packaging\")\ninclude(\"${CMAKE_CURRENT_SOURCE_DIR}/packaging/depends.cmake\")\n")
+     CONTENT "set(STALLSCOPE_SHLIBDEPS_FILES \"${STALLSCOPE_SHLIBDEPS_FILES}\")\nset(STALLSCOPE_PACKAGING_DIR \"${CMAKE_BINARY_DIR}/packaging\")\ninclude(\"${CMAKE_CURRENT_SOURCE_DIR}/packaging/depends.cmake\")\n")
 set(CPACK_PROJECT_CONFIG_FILE ${CMAKE_BINARY_DIR}/packaging/depends.cmake)
 include(CPack)

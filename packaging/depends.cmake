@@ -1,7 +1,6 @@
 # Run by cpack (CPACK_PROJECT_CONFIG_FILE): the package's Depends, from
 # dpkg-shlibdeps over the binary and the hook's CRC32C library only (the MPI
-# plugin's Open MPI is a Recommends), then what is loaded with dlopen
-# (libmicrohttpd, which dpkg-shlibdeps cannot see) and python3 for the hook.
+# plugin's Open MPI is a Recommends), then python3 for the hook.
 if(CPACK_GENERATOR STREQUAL "DEB")
   find_program(DPKG_SHLIBDEPS dpkg-shlibdeps)
   if(NOT DPKG_SHLIBDEPS)
@@ -19,6 +18,6 @@ if(CPACK_GENERATOR STREQUAL "DEB")
     message(FATAL_ERROR "dpkg-shlibdeps failed: ${shlibs_err}")
   endif()
   string(REGEX REPLACE "^shlibs:Depends=" "" shlibs "${shlibs}")
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS "${shlibs}, ${STALLSCOPE_DLOPEN_DEPENDS}, python3")
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "${shlibs}, python3")
   message(STATUS "Depends: ${CPACK_DEBIAN_PACKAGE_DEPENDS}")
 endif()

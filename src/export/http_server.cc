@@ -2,14 +2,13 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <mutex>
-
-#include "export/microhttpd_library.h"
 
 namespace stallscope {
 namespace {
@@ -71,26 +70,22 @@ Result<int> BindSocket(ListenAddress& address) {
   return fd;
 }
 
-// Loaded before the first server starts (HttpServer::Start); the callbacks
-// run only after that.
-const MicrohttpdLibrary* mhd = nullptr;
-
 MHD_Result Send(MHD_Connection* connection, const HttpResponse& answer, bool close_after) {
-  MHD_Response* response = mhd->create_response_from_buffer(
+  MHD_Response* response = MHD_create_response_from_buffer(
       answer.body.size(), const_cast<char*>(answer.body.data()), MHD_RESPMEM_MUST_COPY);
   if (response == nullptr) return MHD_NO;
-  mhd->add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, answer.content_type.c_str());
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, answer.content_type.c_str());
   for (const auto& [name, value] : answer.headers) {
-    mhd->add_response_header(response, name.c_str(), value.c_str());
+    MHD_add_response_header(response, name.c_str(), value.c_str());
   }
-  if (close_after) mhd->add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
-  MHD_Result queued = mhd->queue_response(connection, answer.status, response);
-  mhd->destroy_response(response);
+  if (close_after) MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+  MHD_Result queued = MHD_queue_response(connection, answer.status, response);
+  MHD_destroy_response(response);
   return queued;
 }
 
 std::string_view Header(MHD_Connection* connection, const char* name) {
-  const char* v = mhd->lookup_connection_value(connection, MHD_HEADER_KIND, name);
+  const char* v = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, name);
   return v ? std::string_view(v) : std::string_view();
 }
 
@@ -109,9 +104,6 @@ struct HttpServerCallbacks {
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const ListenAddress& address,
                                                       const HttpServerOptions& options,
                                                       Handler handler) {
-  Result<const MicrohttpdLibrary*> library = LoadMicrohttpd();
-  if (!library.ok()) return library.status();
-  mhd = library.value();
   std::unique_ptr<HttpServer> s(new HttpServer());
   s->address_ = address;
   s->options_ = options;
@@ -136,18 +128,18 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const ListenAddress& addre
       {MHD_OPTION_END, 0, nullptr}};
   MHD_OptionItem no_options[] = {{MHD_OPTION_END, 0, nullptr}};
   s->daemon_ =
-      mhd->start_daemon(flags, 0, nullptr, nullptr, &HttpServerCallbacks::OnRequest, s.get(),  //
-                        MHD_OPTION_LISTEN_SOCKET, *fd,                                         //
-                        MHD_OPTION_EXTERNAL_LOGGER, &Log, &log,                                //
-                        MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(options.max_connections),
-                        MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                        static_cast<unsigned>(options.max_connections_per_address),
-                        MHD_OPTION_CONNECTION_TIMEOUT, options.idle_timeout_seconds,  //
-                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory,                   //
-                        MHD_OPTION_THREAD_STACK_SIZE, static_cast<size_t>(256 << 10),
-                        MHD_OPTION_NOTIFY_COMPLETED, &HttpServerCallbacks::OnCompleted, s.get(),  //
-                        MHD_OPTION_NOTIFY_CONNECTION, &HttpServerCallbacks::OnConnection, s.get(),
-                        MHD_OPTION_ARRAY, s->tls() ? tls_options : no_options, MHD_OPTION_END);
+      MHD_start_daemon(flags, 0, nullptr, nullptr, &HttpServerCallbacks::OnRequest, s.get(),  //
+                       MHD_OPTION_LISTEN_SOCKET, *fd,                                         //
+                       MHD_OPTION_EXTERNAL_LOGGER, &Log, &log,                                //
+                       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(options.max_connections),
+                       MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                       static_cast<unsigned>(options.max_connections_per_address),
+                       MHD_OPTION_CONNECTION_TIMEOUT, options.idle_timeout_seconds,  //
+                       MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory,                   //
+                       MHD_OPTION_THREAD_STACK_SIZE, static_cast<size_t>(256 << 10),
+                       MHD_OPTION_NOTIFY_COMPLETED, &HttpServerCallbacks::OnCompleted, s.get(),  //
+                       MHD_OPTION_NOTIFY_CONNECTION, &HttpServerCallbacks::OnConnection, s.get(),
+                       MHD_OPTION_ARRAY, s->tls() ? tls_options : no_options, MHD_OPTION_END);
   std::lock_guard<std::mutex> lock(log.mutex);
   log.starting = false;
   if (s->daemon_ == nullptr) {
@@ -160,7 +152,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const ListenAddress& addre
 }
 
 HttpServer::~HttpServer() {
-  if (daemon_ != nullptr) mhd->stop_daemon(daemon_);
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
 }
 
 std::string HttpServer::bound_address() const {
