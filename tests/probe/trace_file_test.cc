@@ -2,7 +2,7 @@
 // autograd profiler's forms: what is kept and what only counted, the file's
 // rank, world and GPU, gzip (one member and several), and bad input: not
 // JSON, cut JSON, a cut or corrupt .gz, a JSON without traceEvents, each an
-// error naming the source and the byte offset; an event without a ts is
+// error naming the source and the byte offset, read whole and streamed; an event without a ts is
 // counted and skipped. The real traces of GPU jobs are read by
 // tests/e2e/trace_cli.py.
 #include "probe/trace_file.h"
@@ -28,6 +28,11 @@ std::string Gzip(const std::string& text) {
   deflateEnd(&z);
   return out;
 }
+
+// Whole in memory (the default, where the text fits) and streamed.
+const TraceReading kStreamed = {.rows = TraceRows::kAnalysed, .whole_text_limit_bytes = 0};
+const TraceReading kBothWays[] = {
+    {.rows = TraceRows::kAnalysed, .whole_text_limit_bytes = std::nullopt}, kStreamed};
 
 const char kKineto[] = R"json({
   "schemaVersion": 1,
@@ -167,24 +172,29 @@ TEST(TraceFile, BadInputIsAnErrorNamingTheSourceAndTheByte) {
       {std::string(100000, '['), "at byte"},
   };
   for (const Case& c : cases) {
-    Result<TraceFile> t = ParseTraceBytes(c.bytes, "bad.json");
-    ASSERT_FALSE(t.ok()) << c.expect;
-    EXPECT_NE(t.status().message().find("bad.json"), std::string::npos) << t.status().message();
-    EXPECT_NE(t.status().message().find(c.expect), std::string::npos)
-        << "wanted \"" << c.expect << "\" in: " << t.status().message();
+    for (const TraceReading& how : kBothWays) {
+      Result<TraceFile> t = ParseTraceBytes(c.bytes, "bad.json", how);
+      ASSERT_FALSE(t.ok()) << c.expect;
+      EXPECT_NE(t.status().message().find("bad.json"), std::string::npos) << t.status().message();
+      EXPECT_NE(t.status().message().find(c.expect), std::string::npos)
+          << "wanted \"" << c.expect << "\" in: " << t.status().message();
+    }
   }
   // A cut .gz names the uncompressed offset only when the JSON itself fails.
-  Result<TraceFile> cut = ParseTraceBytes(Gzip(text.substr(0, 400)), "cut.json.gz");
-  ASSERT_FALSE(cut.ok());
-  EXPECT_NE(cut.status().message().find("at byte 400 of the uncompressed JSON"), std::string::npos)
-      << cut.status().message();
+  for (const TraceReading& how : kBothWays) {
+    Result<TraceFile> cut = ParseTraceBytes(Gzip(text.substr(0, 400)), "cut.json.gz", how);
+    ASSERT_FALSE(cut.ok());
+    EXPECT_NE(cut.status().message().find("at byte 400 of the uncompressed JSON"),
+              std::string::npos)
+        << cut.status().message();
+  }
 }
 
-// A .gz is inflated on a thread of its own, blocks of 1 MiB ahead of the
-// parser: a trace of many blocks reads whole, every event across the block
-// edges; a bad document early in it ends the read with the error (the
-// inflating thread is stopped, not waited out to the end of the file); a cut
-// late in it is still the gzip error.
+// Streamed (the text over the limit), a .gz is inflated on a thread of its
+// own, blocks of 1 MiB ahead of the parser: a trace of many blocks reads
+// whole, every event across the block edges, as it does held whole; a bad document early in it ends
+// the read with the error (the inflating thread is stopped, not waited out to the end of the file);
+// a cut late in it is still the gzip error.
 TEST(TraceFile, AGzipOfManyBlocksReadsWholeAndStopsAtAnEarlyError) {
   std::string events;
   constexpr int kEvents = 70000;  // about 9 MiB of JSON: nine blocks and more
@@ -195,20 +205,26 @@ TEST(TraceFile, AGzipOfManyBlocksReadsWholeAndStopsAtAnEarlyError) {
   }
   std::string text = R"({"traceEvents": [)" + events + R"({"ph": "i", "name": "end"}]})";
   ASSERT_GT(text.size(), 8u << 20);
-  Result<TraceFile> whole = ParseTraceBytes(Gzip(text), "big.json.gz");
+  Result<TraceFile> whole = ParseTraceBytes(Gzip(text), "big.json.gz", kStreamed);
   ASSERT_TRUE(whole.ok()) << whole.status().message();
   EXPECT_EQ(whole->events.size(), static_cast<size_t>(kEvents));
   EXPECT_EQ(whole->bytes, text.size());
   EXPECT_EQ(whole->names.size(), 7u);
+  Result<TraceFile> held = ParseTraceBytes(Gzip(text), "big.json.gz");
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  EXPECT_TRUE(held->read_whole);
+  EXPECT_FALSE(whole->read_whole);
+  EXPECT_EQ(held->events.size(), whole->events.size());
+  EXPECT_EQ(held->bytes, whole->bytes);
 
   std::string early = "[}" + text;
-  Result<TraceFile> bad = ParseTraceBytes(Gzip(early), "early.json.gz");
+  Result<TraceFile> bad = ParseTraceBytes(Gzip(early), "early.json.gz", kStreamed);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("at byte 1 of the uncompressed JSON"), std::string::npos)
       << bad.status().message();
 
   std::string gz = Gzip(text);
-  Result<TraceFile> cut = ParseTraceBytes(gz.substr(0, gz.size() - 100), "cut.json.gz");
+  Result<TraceFile> cut = ParseTraceBytes(gz.substr(0, gz.size() - 100), "cut.json.gz", kStreamed);
   ASSERT_FALSE(cut.ok());
   EXPECT_NE(cut.status().message().find("the gzip stream ends early"), std::string::npos)
       << cut.status().message();
