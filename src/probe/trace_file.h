@@ -3,13 +3,14 @@
 // "distributedInfo": {...}}`, often gzipped) or as the legacy autograd
 // profiler does (a bare list of events with `"pid": "CPU functions"`).
 //
-// The text is read once through RapidJSON's SAX reader (iterative, so no
-// recursion on deep input): whole in memory when it fits a bound (inflated by
-// libdeflate), else streamed in 1 MiB blocks (inflated by zlib, several gzip
-// members allowed); probe/trace_text.h says which. Memory beyond that text is
-// the events kept (sample/trace.h says which, 48 bytes each) plus the names,
-// each once. Numbers are read as text and converted
-// with from_chars, so a time reads exactly as Python's float() reads it.
+// The text is read once through RapidJSON's SAX reader (recursive, nesting
+// stopped at 1,000 levels as Python's json.load stops it): whole in memory
+// when it fits a bound (inflated by libdeflate), else streamed in 1 MiB
+// blocks (inflated by zlib, several gzip members allowed);
+// probe/trace_text.h says which. Memory beyond that text is the events kept
+// (sample/trace.h says which, 48 bytes each) plus the names, each once.
+// Numbers are read as text and converted with from_chars, so a time reads exactly as Python's
+// float() reads it.
 //
 // Errors name the file and the byte offset (of the JSON text, and of the
 // compressed file for gzip errors); an event missing a field is counted in

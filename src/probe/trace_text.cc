@@ -44,7 +44,6 @@ constexpr size_t kBufferBytes = 1 << 20;
 // a small trace costs no megabytes of zeroed memory.
 std::unique_ptr<char[]> NewBuffer() { return std::make_unique_for_overwrite<char[]>(kBufferBytes); }
 
-
 // Gzip members one after another, as `cat a.gz b.gz` makes them.
 class GzipSource : public ByteSource {
  public:
@@ -262,7 +261,8 @@ Result<std::unique_ptr<TextBlocks>> StreamText(ByteSource& raw, std::string_view
   }
   head.resize(have);
   bool gzip = IsGzip(head);
-  return std::unique_ptr<TextBlocks>(std::make_unique<OwnedBlocks>(std::move(head), raw, name, gzip));
+  return std::unique_ptr<TextBlocks>(
+      std::make_unique<OwnedBlocks>(std::move(head), raw, name, gzip));
 }
 
 namespace {
@@ -334,7 +334,7 @@ std::optional<WholeText> Inflate(std::string_view gz, uint64_t held) {
   }
   size_t read = 0, wrote = 0;
   libdeflate_result rc = libdeflate_gzip_decompress_ex(inflater, gz.data(), gz.size(), text.get(),
-                                                        isize, &read, &wrote);
+                                                       isize, &read, &wrote);
   libdeflate_free_decompressor(inflater);
   if (rc != LIBDEFLATE_SUCCESS || read != gz.size() || wrote != isize) {
     Release(held);

@@ -169,7 +169,7 @@ TEST(TraceFile, BadInputIsAnErrorNamingTheSourceAndTheByte) {
       {R"({"schemaVersion": 1, "events": []})", "no \"traceEvents\" list"},
       {"42", "neither an object with \"traceEvents\" nor a list of events"},
       {text + " {}", "more after the JSON document, at byte " + std::to_string(text.size() + 1)},
-      {std::string(100000, '['), "at byte"},
+      {std::string(100000, '['), "nested deeper than 1000 levels at byte 1001"},
   };
   for (const Case& c : cases) {
     for (const TraceReading& how : kBothWays) {
@@ -179,6 +179,15 @@ TEST(TraceFile, BadInputIsAnErrorNamingTheSourceAndTheByte) {
       EXPECT_NE(t.status().message().find(c.expect), std::string::npos)
           << "wanted \"" << c.expect << "\" in: " << t.status().message();
     }
+  }
+  // Deep, but within Python's recursion limit: read.
+  std::string deep = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1,)"
+                     R"( "dur": 2, "args": {"x": )" +
+                     std::string(990, '[') + std::string(990, ']') + "}}]}";
+  for (const TraceReading& how : kBothWays) {
+    Result<TraceFile> t = ParseTraceBytes(deep, "deep.json", how);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    EXPECT_EQ(t->complete_events, 1u);
   }
   // A cut .gz names the uncompressed offset only when the JSON itself fails.
   for (const TraceReading& how : kBothWays) {

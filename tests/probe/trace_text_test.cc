@@ -83,10 +83,9 @@ bool SameEvents(const std::vector<TraceEvent>& a, const std::vector<TraceEvent>&
   for (size_t i = 0; i < a.size(); ++i) {
     const TraceEvent& x = a[i];
     const TraceEvent& y = b[i];
-    if (x.ts != y.ts || x.dur != y.dur || x.correlation != y.correlation ||
-        x.stream != y.stream || x.name != y.name || x.bandwidth_gbps != y.bandwidth_gbps ||
-        x.cat != y.cat || x.role != y.role || x.device != y.device || x.index != y.index ||
-        x.thread != y.thread)
+    if (x.ts != y.ts || x.dur != y.dur || x.correlation != y.correlation || x.stream != y.stream ||
+        x.name != y.name || x.bandwidth_gbps != y.bandwidth_gbps || x.cat != y.cat ||
+        x.role != y.role || x.device != y.device || x.index != y.index || x.thread != y.thread)
       return false;
   }
   return true;
