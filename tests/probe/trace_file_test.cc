@@ -10,6 +10,9 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <bit>
+#include <charconv>
+#include <cmath>
 #include <string>
 
 namespace stallscope {
@@ -237,6 +240,45 @@ TEST(TraceFile, AGzipOfManyBlocksReadsWholeAndStopsAtAnEarlyError) {
   ASSERT_FALSE(cut.ok());
   EXPECT_NE(cut.status().message().find("the gzip stream ends early"), std::string::npos)
       << cut.status().message();
+}
+
+// Times read as Python's float() reads them (from_chars), to the bit, read
+// whole or streamed.
+TEST(TraceFile, TimesReadExactlyAsFromCharsReadsThem) {
+  const std::string times[] = {"0",
+                               "-0",
+                               "7",
+                               "1681234567890.123",
+                               "1681234567890.1234",
+                               "9007199254740992",
+                               "9007199254740993",
+                               "0.1",
+                               "0.30000000000000004",
+                               "123456789012345678901234",
+                               "1.5e3",
+                               "-2.25E-2",
+                               "0.0000000000000000000001234",
+                               "99999999999999999.5"};
+  std::string events;
+  for (const std::string& ts : times) {
+    events += std::string(events.empty() ? "" : ",") +
+              R"({"ph": "X", "cat": "kernel", "name": "k", "ts": )" + ts +
+              R"(, "dur": 1, "args": {"stream": 7, "correlation": 1}})";
+  }
+  for (const TraceReading& how : kBothWays) {
+    Result<TraceFile> t = ParseTraceBytes(R"({"traceEvents": [)" + events + "]}", "t.json", how);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    size_t kept = 0;
+    for (const std::string& ts : times) {
+      double expect = 0;
+      std::from_chars(ts.data(), ts.data() + ts.size(), expect);
+      if (!(std::fabs(expect) < 1e17)) continue;  // no time at all: skipped
+      ASSERT_LT(kept, t->events.size());
+      EXPECT_EQ(std::bit_cast<uint64_t>(t->events[kept].ts), std::bit_cast<uint64_t>(expect)) << ts;
+      ++kept;
+    }
+    EXPECT_EQ(kept, t->events.size());
+  }
 }
 
 TEST(TraceFile, StepNumbersAndRoles) {
