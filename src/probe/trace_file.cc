@@ -18,6 +18,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 
@@ -168,11 +169,40 @@ std::optional<int64_t> IdOf(std::string_view text) {
 // so HTA) meets too. Kineto nests five levels deep.
 constexpr size_t kMaxNesting = 1000;
 
+// Hashes std::string and std::string_view alike, for lookups by view.
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+};
+
+// A field's text: a view of the parsed text where that stays put, else a
+// copy (a streamed block goes once the parser has moved past it).
+class FieldText {
+ public:
+  void Set(std::string_view text, bool text_stays) {
+    if (text_stays) {
+      view_ = text;
+    } else {
+      copy_.assign(text);
+      view_ = copy_;
+    }
+  }
+  void Clear() { view_ = {}; }
+  std::string_view view() const { return view_; }
+
+ private:
+  std::string copy_;
+  std::string_view view_;
+};
+
 // The SAX handler: a stack of what each open object or array is, and which
 // field of the current event the last key named.
 class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TraceHandler> {
  public:
-  TraceHandler(TraceFile& out, TraceRows rows) : out_(out), every_row_(rows == TraceRows::kEvery) {}
+  // `text_stays`: the strings handed over stay put until the parse ends (a
+  // whole text parsed in place), so they are kept as views, not copied.
+  TraceHandler(TraceFile& out, TraceRows rows, bool text_stays)
+      : out_(out), every_row_(rows == TraceRows::kEvery), text_stays_(text_stays) {}
 
   bool Null() { return Scalar(std::string_view()); }
   bool Bool(bool) { return Scalar(std::string_view()); }
@@ -241,8 +271,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         if (object) {
           next = Frame::kEvent;
           event_ = Pending();
-          pid_.clear();
-          tid_.clear();
+          pid_.Clear();
+          tid_.Clear();
           index_ = next_index_++;
         }
         break;
@@ -316,10 +346,10 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   void EventField(std::string_view v, bool number) {
     if (key_ == KeyName::kName) {
       event_.has_name = true;
-      name_.assign(v);
+      name_.Set(v, text_stays_);
     } else if (key_ == KeyName::kCat) {
       event_.has_cat = true;
-      cat_.assign(v);
+      cat_.Set(v, text_stays_);
     } else if (key_ == KeyName::kPh) {
       event_.has_ph = true;
       event_.complete_ph = v == "X";
@@ -331,7 +361,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       (is_ts ? event_.ts : event_.dur) = *d;
       if (is_ts && *d != std::floor(*d)) event_.fractional = true;  // HTA looks at ts only
     } else if (key_ == KeyName::kPid || key_ == KeyName::kTid) {
-      (key_ == KeyName::kPid ? pid_ : tid_).assign(v);
+      (key_ == KeyName::kPid ? pid_ : tid_).Set(v, text_stays_);
     }
     (void)number;
   }
@@ -360,7 +390,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     // list has no cat: its complete events are CPU ops.
     bool legacy_op = out_.legacy && !event_.has_cat && event_.complete_ph;
     if (!event_.has_dur || !(event_.has_cat || legacy_op)) return;
-    if (event_.has_cat && cat_ == "Trace") return;
+    if (event_.has_cat && cat_.view() == "Trace") return;
     ++out_.complete_events;
     // Times beyond ~3e15 years of µs, or that overflow, are no time at all.
     if (!event_.has_ts || !event_.has_name || !(std::fabs(event_.ts) < 1e17) ||
@@ -369,9 +399,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       return;
     }
     if (event_.fractional) out_.fractional_times = true;
-    TraceCategory cat = legacy_op ? TraceCategory::kCpuOp : TraceCategoryOf(cat_);
-    TraceCpuRole role = TraceCpuRoleOf(name_);
-    bool step = ProfilerStepNumber(name_).has_value();
+    TraceCategory cat = legacy_op ? TraceCategory::kCpuOp : TraceCategoryOf(cat_.view());
+    TraceCpuRole role = TraceCpuRoleOf(name_.view());
+    bool step = ProfilerStepNumber(name_.view()).has_value();
     // Counted, not kept among the analysed rows (user annotations on the GPU
     // are kept for their time); kept aside for the critical path's call
     // stacks when they last.
@@ -387,9 +417,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     e.role = role;
     e.device = static_cast<int16_t>(std::clamp<int64_t>(event_.device, -1, INT16_MAX));
     e.bandwidth_gbps = static_cast<float>(event_.bandwidth);
-    auto [it, added] = names_.try_emplace(name_, static_cast<uint32_t>(out_.names.size()));
-    if (added) out_.names.push_back(name_);
-    e.name = it->second;
+    e.name = NameOf(name_.view());
     e.index = index_;
     e.thread = ThreadOf();
     if (aside) {
@@ -401,37 +429,58 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     out_.events.push_back(e);
   }
 
+  // The index of this name in TraceFile::names, each name once.
+  uint32_t NameOf(std::string_view name) {
+    auto it = names_.find(name);
+    if (it != names_.end()) return it->second;
+    const auto id = static_cast<uint32_t>(out_.names.size());
+    out_.names.emplace_back(name);
+    names_.emplace(name, id);
+    return id;
+  }
+
   // The (pid, tid) row of this event, each pair once.
   uint32_t ThreadOf() {
-    if (!out_.threads.empty() && out_.threads[last_thread_].pid == pid_ &&
-        out_.threads[last_thread_].tid == tid_)
+    const std::string_view pid = pid_.view(), tid = tid_.view();
+    if (!out_.threads.empty() && out_.threads[last_thread_].pid == pid &&
+        out_.threads[last_thread_].tid == tid)
       return last_thread_;
-    std::string key = pid_ + '\x1f' + tid_;
-    auto [it, added] =
-        threads_.try_emplace(std::move(key), static_cast<uint32_t>(out_.threads.size()));
-    if (added) out_.threads.push_back({pid_, tid_});
+    thread_key_.assign(pid);
+    thread_key_ += '\x1f';
+    thread_key_ += tid;
+    auto it = threads_.find(thread_key_);
+    if (it == threads_.end()) {
+      it = threads_.emplace(thread_key_, static_cast<uint32_t>(out_.threads.size())).first;
+      out_.threads.push_back({std::string(pid), std::string(tid)});
+    }
     last_thread_ = it->second;
     return last_thread_;
   }
 
   TraceFile& out_;
   bool every_row_ = false;
+  bool text_stays_ = false;
   std::vector<Frame> stack_;
   Frame top_ = Frame::kSkip;
   bool top_seen_ = false;
   bool saw_events_ = false;
   KeyName key_ = KeyName::kOther;
-  std::string name_;
-  std::string cat_;
-  std::string pid_, tid_;                // as written, numbers or text
+  FieldText name_;
+  FieldText cat_;
+  FieldText pid_, tid_;                  // as written, numbers or text
   uint32_t index_ = 0, next_index_ = 0;  // place in traceEvents, as HTA's index
   uint32_t last_thread_ = 0;
-  std::unordered_map<std::string, uint32_t> threads_;
+  std::unordered_map<std::string, uint32_t> threads_;  // "pid\x1ftid"
+  std::string thread_key_;
   Pending event_;
   int device_id_ = -1;
   std::string device_name_;
-  std::unordered_map<std::string, uint32_t> names_;
+  // Looked up by view (no string made for a name seen before).
+  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> names_;
 };
+
+// Fewer bytes than any of Kineto's events takes (see ParseText).
+constexpr size_t kTextBytesPerRow = 256;
 
 const Status& StreamError(const JsonStream& stream) { return stream.error(); }
 const Status& StreamError(const rapidjson::InsituStringStream&) {
@@ -444,10 +493,17 @@ const Status& StreamError(const rapidjson::InsituStringStream&) {
 // SIMD scans apply to that stream only). `gzip`: offsets are of the
 // inflated text.
 template <unsigned kExtraFlags, typename Stream>
-Result<TraceFile> ParseText(Stream& stream, std::string_view source, TraceRows rows, bool gzip) {
+Result<TraceFile> ParseText(Stream& stream, std::string_view source, TraceRows rows, bool gzip,
+                            size_t text_bytes = 0) {
   TraceFile trace;
   trace.path = std::string(source);
-  TraceHandler handler(trace, rows);
+  // Room for the rows a text of this size holds (Kineto writes 300-450 bytes
+  // an event): the vectors then grow in place, not by copies. Pages never
+  // written are never touched, so a reserve too large costs no memory.
+  trace.events.reserve(text_bytes / kTextBytesPerRow);
+  trace.cpu_rows.reserve(text_bytes / kTextBytesPerRow);
+  TraceHandler handler(trace, rows,
+                       /*text_stays=*/(kExtraFlags & rapidjson::kParseInsituFlag) != 0);
   rapidjson::Reader reader;
   constexpr unsigned kFlags =
       rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseStopWhenDoneFlag | kExtraFlags;
@@ -502,7 +558,8 @@ Result<TraceFile> ParseStreamed(ByteSource& raw, std::string_view source, TraceR
 
 Result<TraceFile> ParseWhole(WholeText& text, std::string_view source, TraceRows rows) {
   rapidjson::InsituStringStream stream(text.data());
-  Result<TraceFile> trace = ParseText<rapidjson::kParseInsituFlag>(stream, source, rows, text.gzip);
+  Result<TraceFile> trace =
+      ParseText<rapidjson::kParseInsituFlag>(stream, source, rows, text.gzip, text.size());
   if (trace.ok()) trace->read_whole = true;
   return trace;
 }
