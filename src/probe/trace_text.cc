@@ -278,6 +278,11 @@ constexpr size_t kGzipMinBytes = 18;
 
 // Texts this big or bigger are mapped on their own, on huge pages.
 constexpr size_t kHugePageBytes = 2 << 20;
+// Huge pages cut the page faults of a 50 MB text from 12,000 to 25 and its
+// CPU time by a tenth; measured on a 2-CPU VM, they cost more than they save
+// past a few hundred MB (0.5 GB of text: 1.1 s of the kernel's time against
+// 0.5 s on small pages, the zeroing of fresh memory), so not past this.
+constexpr size_t kHugeTextBytes = size_t{256} << 20;
 
 // Bytes held whole now, by every file being read.
 std::atomic<uint64_t> held_bytes{0};
@@ -316,7 +321,8 @@ TextMemory NewText(size_t size) {
   if (aligned > start) ::munmap(raw, aligned - start);
   ::munmap(reinterpret_cast<void*>(aligned + mapped), start + kHugePageBytes - aligned);
   char* p = reinterpret_cast<char*>(aligned);
-  ::madvise(p, mapped, MADV_HUGEPAGE);  // a hint: without it, small pages
+  // A hint (without it, small pages), taken up to kHugeTextBytes only.
+  if (mapped <= kHugeTextBytes) ::madvise(p, mapped, MADV_HUGEPAGE);
   // Fresh pages read as zeros: the pad is zero already.
   return TextMemory(p, UnmapText{mapped});
 }

@@ -69,9 +69,9 @@ class TextBlocks {
 // gzip. `name` names the file in errors. `raw` must outlive the result.
 Result<std::unique_ptr<TextBlocks>> StreamText(ByteSource& raw, std::string_view name);
 
-// Memory for a whole text, mapped on its own and on huge pages where the
-// kernel gives them (a 50 MB text then costs a few dozen page faults, not
-// twelve thousand).
+// Memory for a whole text, mapped on its own; up to 256 MiB on huge pages
+// where the kernel gives them (a 50 MB text then costs a few dozen page
+// faults, not twelve thousand).
 struct UnmapText {
   size_t bytes = 0;
   void operator()(char* p) const;
