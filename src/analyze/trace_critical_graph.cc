@@ -8,6 +8,11 @@ namespace {
 
 constexpr uint32_t kNoNode = UINT32_MAX;
 
+// HTA's list of the runtime calls that wait for the GPU, kept as HTA has it
+// so the path is HTA's: not the sync list of TraceCpuRoleOf (trace.h), which
+// says which CPU ops a user's step waits in and so also holds the driver's
+// and HIP's calls and aten::item, and leaves out cudaEventQuery (a poll) and
+// cudaMemcpyAsync, which HTA counts here.
 bool IsBlocking(std::string_view n) {
   static constexpr std::string_view kCalls[] = {"cudaDeviceSynchronize",
                                                 "cudaStreamSynchronize",

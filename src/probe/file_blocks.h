@@ -2,7 +2,10 @@
 // big logs (nccl-log reads 1 GB ones). A regular file is mapped, window by
 // window, so its bytes are read where the page cache holds them, with no
 // copy (read() of a 1 GB log cost a quarter of nccl-log's time); a pipe, a
-// terminal or a file that grows while it is read is read with read().
+// terminal or a file that grows while it is read is read with read(). A
+// thread of its own maps the next window and unmaps the last one while the
+// caller reads (the kernel's share of the read, off the caller's core); it
+// touches no byte, receives no signal and ends with the read.
 //
 // A mapped file that another process truncates while it is read would end
 // the process with SIGBUS; here the vanished pages read as zeros and the

@@ -80,6 +80,9 @@ __attribute__((always_inline)) inline void Load(std::string_view text, size_t ba
                                                 LineScanner::Position& at) {
   BlockMasks b;
   if (base + 64 <= text.size()) {
+    // A page ahead: the hardware's prefetcher stops at a page's end, and the
+    // first touch of each line's bytes is most of this loop's time.
+    __builtin_prefetch(text.data() + base + 4096);
     b = Block(text.data() + base);
   } else {
     char last[64] = {};

@@ -1,7 +1,8 @@
 // ReadFileBlocks on real files and pipes: every byte once and in order
 // (from the descriptor's offset, across window and block edges), a file
 // that grows while it is read, and one another process truncates (an error
-// naming the file, not a SIGBUS).
+// naming the file, not a SIGBUS), also in a window mapped ahead; no window
+// stays mapped after a read, however it ended.
 #include "probe/file_blocks.h"
 
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -59,8 +61,21 @@ std::string ReadAll(int fd, Status* status, size_t* blocks = nullptr) {
   return out;
 }
 
+// How many mappings of `path` the process has (/proc/self/maps).
+int MappingsOf(const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  int count = 0;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.size() >= path.size() &&
+        line.compare(line.size() - path.size(), path.size(), path) == 0) {
+      ++count;
+    }
+  }
+  return count;
+}
+
 TEST(FileBlocks, AFileOfManyBlocksArrivesWholeAndInOrder) {
-  // Past several 8 MiB windows, and not a multiple of a block or a page.
+  // Past several windows, and not a multiple of a block or a page.
   std::string text = Pattern((25 << 20) + 12345);
   TempFile file(text);
   Status s;
@@ -70,6 +85,7 @@ TEST(FileBlocks, AFileOfManyBlocksArrivesWholeAndInOrder) {
   EXPECT_EQ(got.size(), text.size());
   EXPECT_TRUE(got == text);
   EXPECT_GE(blocks, 26u);
+  EXPECT_EQ(MappingsOf(file.path()), 0);
 }
 
 TEST(FileBlocks, StartsAtTheDescriptorsOffset) {
@@ -150,6 +166,34 @@ TEST(FileBlocks, AFileTruncatedWhileItIsReadFailsNamingIt) {
   EXPECT_GT(sum, 0u);
 }
 
+TEST(FileBlocks, AFileTruncatedInTheWindowMappedAheadFailsNamingIt) {
+  // The next window is mapped while the first is read: the file is cut in
+  // the third window's middle while the first is read, so the pages it lost
+  // were (or were about to be) entered ahead. What lies before the cut
+  // arrives whole; the read fails where it meets the loss.
+  std::string text = Pattern(20 << 20);
+  TempFile file(text);
+  int writer = open(file.path().c_str(), O_WRONLY);
+  ASSERT_GE(writer, 0);
+  const size_t cut = (10 << 20) + 4096;
+  std::string got;
+  size_t blocks = 0;
+  Status s = ReadFileBlocks(file.fd(), "the log", [&](std::string_view block) {
+    if (blocks++ == 0) {
+      EXPECT_EQ(ftruncate(writer, static_cast<off_t>(cut)), 0);
+    }
+    got.append(block);
+    return Status::Ok();
+  });
+  close(writer);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("the log: the file shrank while it was read"), std::string::npos)
+      << s.ToString();
+  ASSERT_GE(got.size(), cut);
+  EXPECT_TRUE(got.compare(0, cut, text, 0, cut) == 0);  // nothing lost before the cut
+  EXPECT_EQ(MappingsOf(file.path()), 0);
+}
+
 TEST(FileBlocks, TheCallersErrorEndsTheRead) {
   TempFile file(Pattern(3 << 20));
   size_t blocks = 0;
@@ -159,6 +203,19 @@ TEST(FileBlocks, TheCallersErrorEndsTheRead) {
   });
   EXPECT_EQ(blocks, 1u);
   EXPECT_EQ(s.ToString().find("not a text log") != std::string::npos, true);
+}
+
+TEST(FileBlocks, NoWindowStaysMappedWhenTheCallerStopsMidFile) {
+  // The caller stops in the second window, with the third mapped ahead and
+  // the first handed back to be unmapped.
+  TempFile file(Pattern(14 << 20));
+  size_t blocks = 0;
+  Status s = ReadFileBlocks(file.fd(), "the log", [&](std::string_view) {
+    return ++blocks == 6 ? Status::InvalidArgument("stop") : Status::Ok();
+  });
+  EXPECT_EQ(blocks, 6u);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(MappingsOf(file.path()), 0);
 }
 
 }  // namespace
