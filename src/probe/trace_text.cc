@@ -275,6 +275,9 @@ constexpr uint64_t kMaxWholeBytes = (uint64_t{4} << 30) - 1;
 constexpr size_t kPadBytes = 64;
 // gzip's header and trailer alone take 18 bytes.
 constexpr size_t kGzipMinBytes = 18;
+// Deflate makes at most 1,032 bytes of each compressed byte: a larger ISIZE
+// is a lie, not worth memory (the streamed read says what is wrong).
+constexpr uint64_t kMaxDeflateRatio = 1032;
 
 // Texts this big or bigger are mapped on their own, on huge pages.
 constexpr size_t kHugePageBytes = 2 << 20;
@@ -300,6 +303,13 @@ void Release(uint64_t bytes) { held_bytes -= bytes; }
 uint32_t LittleEndian32(const char* p) {
   const auto* u = reinterpret_cast<const unsigned char*>(p);
   return uint32_t{u[0]} | uint32_t{u[1]} << 8 | uint32_t{u[2]} << 16 | uint32_t{u[3]} << 24;
+}
+
+// The ISIZE a .gz of `gz_bytes` ends with, where it could be true.
+std::optional<uint64_t> PlausibleIsize(const char* trailer, uint64_t gz_bytes) {
+  const uint64_t isize = LittleEndian32(trailer);
+  if (isize > gz_bytes * kMaxDeflateRatio) return std::nullopt;
+  return isize;
 }
 
 // `size` bytes and the pad's zeros; null when the kernel gives no memory.
@@ -401,7 +411,10 @@ std::optional<WholeText> WholeTextOf(std::string_view bytes, uint64_t limit_byte
   limit_bytes = std::min(limit_bytes, kMaxWholeBytes);
   if (IsGzip(bytes)) {
     if (bytes.size() < kGzipMinBytes) return std::nullopt;
-    const uint64_t need = uint64_t{LittleEndian32(bytes.data() + bytes.size() - 4)} + kPadBytes;
+    const std::optional<uint64_t> isize =
+        PlausibleIsize(bytes.data() + bytes.size() - 4, bytes.size());
+    if (!isize) return std::nullopt;
+    const uint64_t need = *isize + kPadBytes;
     if (!Hold(need, limit_bytes)) return std::nullopt;
     return Inflate(bytes, need);
   }
@@ -427,8 +440,10 @@ Result<std::optional<WholeText>> ReadWholeText(int fd, const std::string& name,
   const bool gzip = size >= 2 && ::pread(fd, head, 2, 0) == 2 && IsGzip(std::string_view(head, 2));
   if (gzip && (size < kGzipMinBytes || ::pread(fd, tail, 4, static_cast<off_t>(size - 4)) != 4))
     return std::optional<WholeText>();  // zlib says what is wrong with it
+  const std::optional<uint64_t> isize = gzip ? PlausibleIsize(tail, size) : size;
+  if (!isize) return std::optional<WholeText>();
   // The .gz is held beside its text while it inflates, then let go.
-  const uint64_t text_bytes = (gzip ? LittleEndian32(tail) : size) + kPadBytes;
+  const uint64_t text_bytes = *isize + kPadBytes;
   const uint64_t file_bytes = gzip ? size : 0;
   if (!Hold(text_bytes + file_bytes, limit_bytes)) return std::optional<WholeText>();
   TextMemory bytes = NewText(size);
