@@ -10,38 +10,38 @@
 
 // Every function called, once.
 #define STALLSCOPE_LIBARCHIVE_FUNCTIONS(X) \
-  X(archive_entry_clear) \
-  X(archive_entry_copy_pathname) \
-  X(archive_entry_filetype) \
-  X(archive_entry_free) \
-  X(archive_entry_new) \
-  X(archive_entry_pathname) \
-  X(archive_entry_set_filetype) \
-  X(archive_entry_set_mtime) \
-  X(archive_entry_set_pathname) \
-  X(archive_entry_set_perm) \
-  X(archive_entry_set_size) \
-  X(archive_entry_set_symlink) \
-  X(archive_entry_size) \
-  X(archive_entry_symlink) \
-  X(archive_error_string) \
-  X(archive_read_data) \
-  X(archive_read_free) \
-  X(archive_read_new) \
-  X(archive_read_next_header) \
-  X(archive_read_open_memory) \
-  X(archive_read_support_format_tar) \
-  X(archive_set_error) \
-  X(archive_write_add_filter_gzip) \
-  X(archive_write_close) \
-  X(archive_write_data) \
-  X(archive_write_finish_entry) \
-  X(archive_write_free) \
-  X(archive_write_header) \
-  X(archive_write_new) \
-  X(archive_write_open) \
+  X(archive_entry_clear)                   \
+  X(archive_entry_copy_pathname)           \
+  X(archive_entry_filetype)                \
+  X(archive_entry_free)                    \
+  X(archive_entry_new)                     \
+  X(archive_entry_pathname)                \
+  X(archive_entry_set_filetype)            \
+  X(archive_entry_set_mtime)               \
+  X(archive_entry_set_pathname)            \
+  X(archive_entry_set_perm)                \
+  X(archive_entry_set_size)                \
+  X(archive_entry_set_symlink)             \
+  X(archive_entry_size)                    \
+  X(archive_entry_symlink)                 \
+  X(archive_error_string)                  \
+  X(archive_read_data)                     \
+  X(archive_read_free)                     \
+  X(archive_read_new)                      \
+  X(archive_read_next_header)              \
+  X(archive_read_open_memory)              \
+  X(archive_read_support_format_tar)       \
+  X(archive_set_error)                     \
+  X(archive_write_add_filter_gzip)         \
+  X(archive_write_close)                   \
+  X(archive_write_data)                    \
+  X(archive_write_finish_entry)            \
+  X(archive_write_free)                    \
+  X(archive_write_header)                  \
+  X(archive_write_new)                     \
+  X(archive_write_open)                    \
   X(archive_write_set_bytes_in_last_block) \
-  X(archive_write_set_bytes_per_block) \
+  X(archive_write_set_bytes_per_block)     \
   X(archive_write_set_format_pax_restricted)
 
 namespace stallscope {
@@ -89,7 +89,10 @@ const LibArchiveApi& LibArchive();
 #define archive_write_header (::stallscope::LibArchive().archive_write_header)
 #define archive_write_new (::stallscope::LibArchive().archive_write_new)
 #define archive_write_open (::stallscope::LibArchive().archive_write_open)
-#define archive_write_set_bytes_in_last_block (::stallscope::LibArchive().archive_write_set_bytes_in_last_block)
-#define archive_write_set_bytes_per_block (::stallscope::LibArchive().archive_write_set_bytes_per_block)
-#define archive_write_set_format_pax_restricted (::stallscope::LibArchive().archive_write_set_format_pax_restricted)
+#define archive_write_set_bytes_in_last_block \
+  (::stallscope::LibArchive().archive_write_set_bytes_in_last_block)
+#define archive_write_set_bytes_per_block \
+  (::stallscope::LibArchive().archive_write_set_bytes_per_block)
+#define archive_write_set_format_pax_restricted \
+  (::stallscope::LibArchive().archive_write_set_format_pax_restricted)
 #endif

@@ -9,12 +9,12 @@
 
 // Every function called, once.
 #define STALLSCOPE_MICROHTTPD_FUNCTIONS(X) \
-  X(MHD_add_response_header) \
-  X(MHD_create_response_from_buffer) \
-  X(MHD_destroy_response) \
-  X(MHD_lookup_connection_value) \
-  X(MHD_queue_response) \
-  X(MHD_start_daemon) \
+  X(MHD_add_response_header)               \
+  X(MHD_create_response_from_buffer)       \
+  X(MHD_destroy_response)                  \
+  X(MHD_lookup_connection_value)           \
+  X(MHD_queue_response)                    \
+  X(MHD_start_daemon)                      \
   X(MHD_stop_daemon)
 
 namespace stallscope {

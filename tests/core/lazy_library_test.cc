@@ -25,7 +25,8 @@ TEST(LazyLibraryDeathTest, AMissingLibraryOrSymbolNamesThePackage) {
               testing::ExitedWithCode(2),
               "needs libstallscope-none.so.0.*install the Debian package no-such-package");
   EXPECT_EXIT(LazyLibrary("libz.so.1", "zlib1g").Symbol("no_such_function"),
-              testing::ExitedWithCode(2), "needs no_such_function.*install the Debian package zlib1g");
+              testing::ExitedWithCode(2),
+              "needs no_such_function.*install the Debian package zlib1g");
 }
 
 TEST(LazyLibrary, LibarchiveAndLibmicrohttpdHaveEveryFunction) {
