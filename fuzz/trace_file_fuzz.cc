@@ -5,7 +5,8 @@
 // window is positive; no more kept steps than step rows; a critical path of
 // two nodes at least whose bounds add up to its total). The same bytes read
 // with every row kept give the trace diff's ops: a diff of the trace with
-// itself changes nothing.
+// itself changes nothing. The text held whole (libdeflate, parsed in place)
+// and streamed (zlib, blocks) give the same trace or the same error.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,15 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   stallscope::Result<stallscope::TraceFile> trace = stallscope::ParseTraceBytes(bytes, "fuzz");
+  stallscope::Result<stallscope::TraceFile> streamed = stallscope::ParseTraceBytes(
+      bytes, "fuzz", {.rows = stallscope::TraceRows::kAnalysed, .whole_text_limit_bytes = 0});
+  if (trace.ok() != streamed.ok()) std::abort();
+  if (!trace.ok() && trace.status().message() != streamed.status().message()) std::abort();
+  if (trace.ok() &&
+      (trace->events.size() != streamed->events.size() || trace->bytes != streamed->bytes ||
+       trace->names != streamed->names || trace->skipped_events != streamed->skipped_events ||
+       trace->cpu_rows.size() != streamed->cpu_rows.size()))
+    std::abort();
   if (!trace.ok()) {
     if (trace.status().message().find("fuzz") == std::string::npos) std::abort();
     return 0;

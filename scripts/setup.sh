@@ -21,8 +21,9 @@ packages=(
   # build
   g++ cmake ninja-build pkg-config make
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libhwloc-dev
-  # profiler traces: RapidJSON's SAX reader and zlib for `.json.gz`
-  rapidjson-dev zlib1g-dev
+  # profiler traces: RapidJSON's SAX reader, zlib for `.json.gz` streamed and
+  # libdeflate for those inflated whole
+  rapidjson-dev zlib1g-dev libdeflate-dev
   # storage: io_uring for `bench io`, libarchive for WebDataset tar shards
   liburing-dev libarchive-dev
   # the exporter's HTTP server (with GnuTLS for TLS) and bcrypt for basic auth

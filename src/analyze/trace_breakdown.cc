@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -161,6 +162,14 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
   out.gpu = TraceGpuName(trace);
   out.legacy = trace.legacy;
   const std::vector<TraceEvent>& events = trace.events;
+  std::string why_not;  // of no critical path
+  CriticalPathRequest request = options.critical_path;
+  request.include_last_step = options.include_last_step;
+  std::future<std::optional<CriticalPath>> path_beside;
+  if (options.critical_path_beside) {
+    path_beside =
+        std::async(std::launch::async, [&] { return FindCriticalPath(trace, request, &why_not); });
+  }
   auto name_of = [&](const TraceEvent& e) -> std::string_view { return trace.names[e.name]; };
   // HTA's rounding, when some ts is fractional: starts up, ends down.
   const bool round = trace.fractional_times;
@@ -642,10 +651,8 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
         [](const CommKernelRow& a, const CommKernelRow& b) { return a.start < b.start; });
   }
   out.queue_length = SummarizeQueueLength(trace, cpu_kept);
-  std::string why_not;
-  CriticalPathRequest request = options.critical_path;
-  request.include_last_step = options.include_last_step;
-  out.critical_path = FindCriticalPath(trace, request, &why_not);
+  out.critical_path =
+      path_beside.valid() ? path_beside.get() : FindCriticalPath(trace, request, &why_not);
   if (!out.critical_path) out.notes.push_back(trace.path + ": no critical path: " + why_not);
   out.launches = SummarizeLaunches(trace, {cpu_kept, filtering});
   // Annotation rows as HTA keeps them: with a launch's correlation among the

@@ -44,6 +44,9 @@ struct TraceOptions {
   std::optional<TraceStepRange> steps;
   bool include_last_step = false;
   CriticalPathRequest critical_path;  // default: the second ProfilerStep
+  // Find the critical path on a thread of its own while the other analyses
+  // run (for a caller with a CPU to spare): the same result, sooner.
+  bool critical_path_beside = false;
 };
 
 enum class KernelType : uint8_t { kCommunication, kMemory, kComputation, kOther };

@@ -31,6 +31,10 @@ Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<st
                                                             const TraceOptions& options,
                                                             std::optional<int> rank) {
   std::vector<std::optional<Result<TraceRankBreakdown>>> results(files.size());
+  const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
+  TraceOptions each = options;
+  // Fewer files than CPUs: each file's critical path on a CPU left over.
+  each.critical_path_beside = files.size() < cpus;
   {
     std::atomic<size_t> next{0};
     auto work = [&] {
@@ -41,11 +45,10 @@ Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<st
           continue;
         }
         if (rank && trace->rank.value_or(0) != *rank) continue;
-        results[i] = BreakDownTrace(*trace, options);
+        results[i] = BreakDownTrace(*trace, each);
       }
     };
-    size_t threads =
-        std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+    size_t threads = std::min<size_t>(files.size(), cpus);
     std::vector<std::thread> pool;
     for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
     work();

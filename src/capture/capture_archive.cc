@@ -1,7 +1,5 @@
 #include "capture/capture_archive.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -14,6 +12,7 @@
 
 #include "core/file.h"
 #include "core/json_text.h"
+#include "core/libarchive_api.h"
 #include "core/text.h"
 
 namespace stallscope {

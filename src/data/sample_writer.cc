@@ -6,10 +6,9 @@
 // each member is exact and the index can point at every sample.
 #include "data/sample_writer.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fmt/format.h>
 
+#include "core/libarchive_api.h"
 #include "data/crc32c.h"
 #include "data/example_proto.h"
 #include "data/tar_reader.h"

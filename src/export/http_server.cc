@@ -2,13 +2,14 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <mutex>
+
+#include "export/microhttpd_api.h"
 
 namespace stallscope {
 namespace {

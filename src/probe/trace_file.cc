@@ -1,247 +1,41 @@
 #include "probe/trace_file.h"
 
+// RapidJSON's SIMD scans of whitespace and strings (over a whole text in
+// memory): SSE2 is in every x86-64's baseline.
+#if defined(__SSE2__) && !defined(RAPIDJSON_SSE2) && !defined(RAPIDJSON_SSE42)
+#define RAPIDJSON_SSE2
+#endif
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/reader.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <unordered_map>
 
 #include "core/text.h"
+#include "probe/trace_text.h"
 
 namespace stallscope {
 namespace {
 
-constexpr size_t kBufferBytes = 1 << 20;
-
-// A buffer left unwritten: only the pages a read fills are ever touched, so
-// a small trace costs no megabytes of zeroed memory.
-std::unique_ptr<char[]> NewBuffer() { return std::make_unique_for_overwrite<char[]>(kBufferBytes); }
-
-// Where the bytes come from: a file, memory, or an inflated gzip stream over
-// one of those. Read returns 0 at the end.
-class ByteSource {
- public:
-  virtual ~ByteSource() = default;
-  virtual Result<size_t> Read(char* out, size_t n) = 0;
-};
-
-class FdSource : public ByteSource {
- public:
-  FdSource(int fd, std::string_view name) : fd_(fd), name_(name) {}
-  Result<size_t> Read(char* out, size_t n) override {
-    while (true) {
-      ssize_t got = ::read(fd_, out, n);
-      if (got >= 0) return static_cast<size_t>(got);
-      if (errno != EINTR) return Status::FromErrno("cannot read " + name_, errno);
-    }
-  }
-
- private:
-  int fd_;
-  std::string name_;
-};
-
-class MemorySource : public ByteSource {
- public:
-  explicit MemorySource(std::string_view bytes) : bytes_(bytes) {}
-  Result<size_t> Read(char* out, size_t n) override {
-    size_t k = std::min(n, bytes_.size());
-    std::memcpy(out, bytes_.data(), k);
-    bytes_.remove_prefix(k);
-    return k;
-  }
-
- private:
-  std::string_view bytes_;
-};
-
-// Gzip members one after another, as `cat a.gz b.gz` makes them.
-class GzipSource : public ByteSource {
- public:
-  GzipSource(ByteSource& raw, std::string_view name) : raw_(raw), in_(NewBuffer()), name_(name) {
-    std::memset(&z_, 0, sizeof(z_));
-    ok_ = inflateInit2(&z_, 15 + 16) == Z_OK;
-  }
-  ~GzipSource() override {
-    if (ok_) inflateEnd(&z_);
-  }
-  GzipSource(const GzipSource&) = delete;
-  GzipSource& operator=(const GzipSource&) = delete;
-
-  Result<size_t> Read(char* out, size_t n) override {
-    if (!ok_) return Status::Unavailable(name_ + ": zlib could not start");
-    z_.next_out = reinterpret_cast<Bytef*>(out);
-    z_.avail_out = static_cast<uInt>(n);
-    while (z_.avail_out == n && !done_) {
-      if (z_.avail_in == 0 && !raw_eof_) {
-        Result<size_t> got = raw_.Read(in_.get(), kBufferBytes);
-        if (!got.ok()) return got.status();
-        raw_eof_ = *got == 0;
-        z_.next_in = reinterpret_cast<Bytef*>(in_.get());
-        z_.avail_in = static_cast<uInt>(*got);
-      }
-      if (z_.avail_in == 0 && raw_eof_) {
-        if (!member_started_) {
-          done_ = true;  // the end, between members
-          break;
-        }
-        return Status::ParseError(name_, 0,
-                                  "the gzip stream ends early, at byte " +
-                                      std::to_string(z_.total_in + consumed_) +
-                                      " of the file: a truncated .gz (cut while copied, or "
-                                      "the job killed while writing it)");
-      }
-      member_started_ = true;
-      int rc = inflate(&z_, Z_NO_FLUSH);
-      if (rc == Z_STREAM_END) {
-        consumed_ += z_.total_in;
-        member_started_ = false;
-        inflateReset(&z_);
-        continue;
-      }
-      if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        return Status::ParseError(name_, 0,
-                                  "corrupt gzip data at byte " +
-                                      std::to_string(z_.total_in + consumed_) + " of the file (" +
-                                      (z_.msg != nullptr ? z_.msg : "zlib error") + ")");
-      }
-    }
-    return n - z_.avail_out;
-  }
-
- private:
-  ByteSource& raw_;
-  std::unique_ptr<char[]> in_;
-  std::string name_;
-  z_stream z_;
-  bool ok_ = false;
-  bool raw_eof_ = false;
-  bool done_ = false;
-  bool member_started_ = false;
-  uint64_t consumed_ = 0;  // compressed bytes of the members already ended
-};
-
-// What the parser reads: blocks of text one after another, each valid until
-// the next call; an empty block is the end.
-class BlockSource {
- public:
-  virtual ~BlockSource() = default;
-  virtual Result<std::string_view> Next() = 0;
-};
-
-// Blocks read from a ByteSource into one buffer, on the caller's thread.
-class ReadBlocks : public BlockSource {
- public:
-  explicit ReadBlocks(ByteSource& source) : source_(source), buffer_(NewBuffer()) {}
-  Result<std::string_view> Next() override {
-    Result<size_t> got = source_.Read(buffer_.get(), kBufferBytes);
-    if (!got.ok()) return got.status();
-    return std::string_view(buffer_.get(), *got);
-  }
-
- private:
-  ByteSource& source_;
-  std::unique_ptr<char[]> buffer_;
-};
-
-// Blocks inflated on a thread of their own, a few ahead of the parser: the
-// inflate and the parse then take about the time of the slower one, not of
-// both. The source is only touched by that thread once it starts.
-class InflateAhead : public BlockSource {
- public:
-  explicit InflateAhead(ByteSource& source) : source_(source) {
-    for (Block& b : blocks_) b.bytes = NewBuffer();
-    worker_ = std::thread([this] { Fill(); });
-  }
-  ~InflateAhead() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    changed_.notify_all();
-    worker_.join();
-  }
-  InflateAhead(const InflateAhead&) = delete;
-  InflateAhead& operator=(const InflateAhead&) = delete;
-
-  Result<std::string_view> Next() override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (holding_) {  // the parser is done with the block it had
-      holding_ = false;
-      ++taken_;
-      changed_.notify_all();
-    }
-    changed_.wait(lock, [this] { return filled_ > taken_; });
-    Block& b = blocks_[taken_ % kBlocks];
-    if (!b.error.ok()) return b.error;
-    if (b.length == 0) return std::string_view();  // the end: stays the end
-    holding_ = true;
-    return std::string_view(b.bytes.get(), b.length);
-  }
-
- private:
-  static constexpr size_t kBlocks = 4;
-  struct Block {
-    std::unique_ptr<char[]> bytes;
-    size_t length = 0;
-    Status error;
-  };
-
-  void Fill() {
-    while (true) {
-      size_t slot = 0;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        changed_.wait(lock, [this] { return stop_ || filled_ - taken_ < kBlocks; });
-        if (stop_) return;
-        slot = filled_ % kBlocks;
-      }
-      Block& b = blocks_[slot];
-      Result<size_t> got = source_.Read(b.bytes.get(), kBufferBytes);
-      b.error = got.ok() ? Status() : got.status();
-      b.length = got.ok() ? *got : 0;
-      bool last = !got.ok() || *got == 0;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++filled_;
-      }
-      changed_.notify_all();
-      if (last) return;
-    }
-  }
-
-  ByteSource& source_;
-  Block blocks_[kBlocks];
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  uint64_t filled_ = 0;  // blocks written by the worker
-  uint64_t taken_ = 0;   // blocks the parser has finished with
-  bool holding_ = false;
-  bool stop_ = false;
-  std::thread worker_;
-};
-
-// RapidJSON's input stream over a BlockSource: Peek is '\0' at the end and
+// RapidJSON's input stream over TextBlocks: Peek is '\0' at the end and
 // on a read error, which is kept for the caller to report before the
 // parser's. RapidJSON copies every string it hands on (not in-situ), so a
 // block may go once the stream has moved past it.
 class JsonStream {
  public:
   using Ch = char;
-  explicit JsonStream(BlockSource& source) : source_(source) { Refill(); }
+  explicit JsonStream(TextBlocks& source) : source_(source) { Refill(); }
   [[gnu::always_inline]] Ch Peek() const { return pos_ < len_ ? data_[pos_] : '\0'; }
   [[gnu::always_inline]] Ch Take() {
     if (pos_ >= len_) return '\0';
@@ -270,7 +64,7 @@ class JsonStream {
     data_ = got->data();
     len_ = got->size();
   }
-  BlockSource& source_;
+  TextBlocks& source_;
   const char* data_ = nullptr;
   size_t pos_ = 0;
   size_t len_ = 0;
@@ -369,11 +163,46 @@ std::optional<int64_t> IdOf(std::string_view text) {
   return static_cast<int64_t>(*d);
 }
 
+// RapidJSON's recursive parse (about a tenth fewer instructions than its
+// iterative one) takes a few hundred bytes of the thread's stack a level:
+// nesting is stopped at Python's own recursion limit, which json.load (and
+// so HTA) meets too. Kineto nests five levels deep.
+constexpr size_t kMaxNesting = 1000;
+
+// Hashes std::string and std::string_view alike, for lookups by view.
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+};
+
+// A field's text: a view of the parsed text where that stays put, else a
+// copy (a streamed block goes once the parser has moved past it).
+class FieldText {
+ public:
+  void Set(std::string_view text, bool text_stays) {
+    if (text_stays) {
+      view_ = text;
+    } else {
+      copy_.assign(text);
+      view_ = copy_;
+    }
+  }
+  void Clear() { view_ = {}; }
+  std::string_view view() const { return view_; }
+
+ private:
+  std::string copy_;
+  std::string_view view_;
+};
+
 // The SAX handler: a stack of what each open object or array is, and which
 // field of the current event the last key named.
 class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TraceHandler> {
  public:
-  TraceHandler(TraceFile& out, TraceRows rows) : out_(out), every_row_(rows == TraceRows::kEvery) {}
+  // `text_stays`: the strings handed over stay put until the parse ends (a
+  // whole text parsed in place), so they are kept as views, not copied.
+  TraceHandler(TraceFile& out, TraceRows rows, bool text_stays)
+      : out_(out), every_row_(rows == TraceRows::kEvery), text_stays_(text_stays) {}
 
   bool Null() { return Scalar(std::string_view()); }
   bool Bool(bool) { return Scalar(std::string_view()); }
@@ -395,6 +224,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool saw_events() const { return saw_events_; }
   bool top_is_object() const { return top_ == Frame::kTop; }
   bool top_seen() const { return top_seen_; }
+  bool too_deep() const { return stack_.size() >= kMaxNesting; }
 
  private:
   enum class Frame : uint8_t {
@@ -411,6 +241,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   Frame Current() const { return stack_.empty() ? Frame::kSkip : stack_.back(); }
 
   bool Open(bool object) {
+    if (stack_.size() >= kMaxNesting) return false;  // the parse stops: too deep
     if (stack_.empty() && !top_seen_) {
       top_seen_ = true;
       if (object) {
@@ -440,8 +271,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         if (object) {
           next = Frame::kEvent;
           event_ = Pending();
-          pid_.clear();
-          tid_.clear();
+          pid_.Clear();
+          tid_.Clear();
           index_ = next_index_++;
         }
         break;
@@ -515,10 +346,10 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   void EventField(std::string_view v, bool number) {
     if (key_ == KeyName::kName) {
       event_.has_name = true;
-      name_.assign(v);
+      name_.Set(v, text_stays_);
     } else if (key_ == KeyName::kCat) {
       event_.has_cat = true;
-      cat_.assign(v);
+      cat_.Set(v, text_stays_);
     } else if (key_ == KeyName::kPh) {
       event_.has_ph = true;
       event_.complete_ph = v == "X";
@@ -530,7 +361,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       (is_ts ? event_.ts : event_.dur) = *d;
       if (is_ts && *d != std::floor(*d)) event_.fractional = true;  // HTA looks at ts only
     } else if (key_ == KeyName::kPid || key_ == KeyName::kTid) {
-      (key_ == KeyName::kPid ? pid_ : tid_).assign(v);
+      (key_ == KeyName::kPid ? pid_ : tid_).Set(v, text_stays_);
     }
     (void)number;
   }
@@ -559,7 +390,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     // list has no cat: its complete events are CPU ops.
     bool legacy_op = out_.legacy && !event_.has_cat && event_.complete_ph;
     if (!event_.has_dur || !(event_.has_cat || legacy_op)) return;
-    if (event_.has_cat && cat_ == "Trace") return;
+    if (event_.has_cat && cat_.view() == "Trace") return;
     ++out_.complete_events;
     // Times beyond ~3e15 years of µs, or that overflow, are no time at all.
     if (!event_.has_ts || !event_.has_name || !(std::fabs(event_.ts) < 1e17) ||
@@ -568,9 +399,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       return;
     }
     if (event_.fractional) out_.fractional_times = true;
-    TraceCategory cat = legacy_op ? TraceCategory::kCpuOp : TraceCategoryOf(cat_);
-    TraceCpuRole role = TraceCpuRoleOf(name_);
-    bool step = ProfilerStepNumber(name_).has_value();
+    TraceCategory cat = legacy_op ? TraceCategory::kCpuOp : TraceCategoryOf(cat_.view());
+    TraceCpuRole role = TraceCpuRoleOf(name_.view());
+    bool step = ProfilerStepNumber(name_.view()).has_value();
     // Counted, not kept among the analysed rows (user annotations on the GPU
     // are kept for their time); kept aside for the critical path's call
     // stacks when they last.
@@ -586,9 +417,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     e.role = role;
     e.device = static_cast<int16_t>(std::clamp<int64_t>(event_.device, -1, INT16_MAX));
     e.bandwidth_gbps = static_cast<float>(event_.bandwidth);
-    auto [it, added] = names_.try_emplace(name_, static_cast<uint32_t>(out_.names.size()));
-    if (added) out_.names.push_back(name_);
-    e.name = it->second;
+    e.name = NameOf(name_.view());
     e.index = index_;
     e.thread = ThreadOf();
     if (aside) {
@@ -600,97 +429,95 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     out_.events.push_back(e);
   }
 
+  // The index of this name in TraceFile::names, each name once.
+  uint32_t NameOf(std::string_view name) {
+    auto it = names_.find(name);
+    if (it != names_.end()) return it->second;
+    const auto id = static_cast<uint32_t>(out_.names.size());
+    out_.names.emplace_back(name);
+    names_.emplace(name, id);
+    return id;
+  }
+
   // The (pid, tid) row of this event, each pair once.
   uint32_t ThreadOf() {
-    if (!out_.threads.empty() && out_.threads[last_thread_].pid == pid_ &&
-        out_.threads[last_thread_].tid == tid_)
+    const std::string_view pid = pid_.view(), tid = tid_.view();
+    if (!out_.threads.empty() && out_.threads[last_thread_].pid == pid &&
+        out_.threads[last_thread_].tid == tid)
       return last_thread_;
-    std::string key = pid_ + '\x1f' + tid_;
-    auto [it, added] =
-        threads_.try_emplace(std::move(key), static_cast<uint32_t>(out_.threads.size()));
-    if (added) out_.threads.push_back({pid_, tid_});
+    thread_key_.assign(pid);
+    thread_key_ += '\x1f';
+    thread_key_ += tid;
+    auto it = threads_.find(thread_key_);
+    if (it == threads_.end()) {
+      it = threads_.emplace(thread_key_, static_cast<uint32_t>(out_.threads.size())).first;
+      out_.threads.push_back({std::string(pid), std::string(tid)});
+    }
     last_thread_ = it->second;
     return last_thread_;
   }
 
   TraceFile& out_;
   bool every_row_ = false;
+  bool text_stays_ = false;
   std::vector<Frame> stack_;
   Frame top_ = Frame::kSkip;
   bool top_seen_ = false;
   bool saw_events_ = false;
   KeyName key_ = KeyName::kOther;
-  std::string name_;
-  std::string cat_;
-  std::string pid_, tid_;                // as written, numbers or text
+  FieldText name_;
+  FieldText cat_;
+  FieldText pid_, tid_;                  // as written, numbers or text
   uint32_t index_ = 0, next_index_ = 0;  // place in traceEvents, as HTA's index
   uint32_t last_thread_ = 0;
-  std::unordered_map<std::string, uint32_t> threads_;
+  std::unordered_map<std::string, uint32_t> threads_;  // "pid\x1ftid"
+  std::string thread_key_;
   Pending event_;
   int device_id_ = -1;
   std::string device_name_;
-  std::unordered_map<std::string, uint32_t> names_;
+  // Looked up by view (no string made for a name seen before).
+  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> names_;
 };
 
-Result<TraceFile> ParseFrom(ByteSource& raw, std::string_view source, TraceRows rows) {
-  // Look at the first two bytes for gzip's magic.
-  std::string head(2, '\0');
-  size_t have = 0;
-  while (have < head.size()) {
-    Result<size_t> got = raw.Read(head.data() + have, head.size() - have);
-    if (!got.ok()) return got.status();
-    if (*got == 0) break;
-    have += *got;
-  }
-  head.resize(have);
-  bool gzip = head.size() == 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
-              static_cast<unsigned char>(head[1]) == 0x8b;
+// Fewer bytes than any of Kineto's events takes (see ParseText).
+constexpr size_t kTextBytesPerRow = 256;
 
-  // The head is put back in front of the rest.
-  class Prefixed : public ByteSource {
-   public:
-    Prefixed(std::string head, ByteSource& rest) : head_(std::move(head)), rest_(rest) {}
-    Result<size_t> Read(char* out, size_t n) override {
-      if (!head_.empty()) {
-        size_t k = std::min(n, head_.size());
-        std::memcpy(out, head_.data(), k);
-        head_.erase(0, k);
-        return k;
-      }
-      return rest_.Read(out, n);
-    }
+const Status& StreamError(const JsonStream& stream) { return stream.error(); }
+const Status& StreamError(const rapidjson::InsituStringStream&) {
+  static const Status kNone;
+  return kNone;
+}
 
-   private:
-    std::string head_;
-    ByteSource& rest_;
-  } prefixed(head, raw);
-
-  std::unique_ptr<GzipSource> gz;
-  std::unique_ptr<BlockSource> text;
-  if (gzip) {
-    gz = std::make_unique<GzipSource>(prefixed, source);
-    text = std::make_unique<InflateAhead>(*gz);
-  } else {
-    text = std::make_unique<ReadBlocks>(prefixed);
-  }
-
+// The parse itself, over streamed blocks or over a whole text (which is
+// parsed in place: strings are unescaped where they lie, and RapidJSON's
+// SIMD scans apply to that stream only). `gzip`: offsets are of the
+// inflated text.
+template <unsigned kExtraFlags, typename Stream>
+Result<TraceFile> ParseText(Stream& stream, std::string_view source, TraceRows rows, bool gzip,
+                            size_t text_bytes = 0) {
   TraceFile trace;
   trace.path = std::string(source);
-  JsonStream stream(*text);
-  TraceHandler handler(trace, rows);
+  // Room for the rows a text of this size holds (Kineto writes 300-450 bytes
+  // an event): the vectors then grow in place, not by copies. Pages never
+  // written are never touched, so a reserve too large costs no memory.
+  trace.events.reserve(text_bytes / kTextBytesPerRow);
+  trace.cpu_rows.reserve(text_bytes / kTextBytesPerRow);
+  TraceHandler handler(trace, rows,
+                       /*text_stays=*/(kExtraFlags & rapidjson::kParseInsituFlag) != 0);
   rapidjson::Reader reader;
-  constexpr unsigned kFlags = rapidjson::kParseIterativeFlag |
-                              rapidjson::kParseNumbersAsStringsFlag |
-                              rapidjson::kParseStopWhenDoneFlag;
+  constexpr unsigned kFlags =
+      rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseStopWhenDoneFlag | kExtraFlags;
   rapidjson::ParseResult parsed = reader.Parse<kFlags>(stream, handler);
-  if (!stream.error().ok()) {
-    if (stream.error().code() == Status::Code::kParseError) return stream.error();
-    return Status::ParseError(source, 0, stream.error().message());
+  if (!StreamError(stream).ok()) {
+    if (StreamError(stream).code() == Status::Code::kParseError) return StreamError(stream);
+    return Status::ParseError(source, 0, StreamError(stream).message());
   }
   const char* where = gzip ? " of the uncompressed JSON" : "";
   if (parsed.IsError()) {
     std::string what = rapidjson::GetParseError_En(parsed.Code());
     if (parsed.Code() == rapidjson::kParseErrorDocumentEmpty) what = "empty: no JSON at all";
+    if (parsed.Code() == rapidjson::kParseErrorTermination && handler.too_deep())
+      what = "nested deeper than " + std::to_string(kMaxNesting) + " levels";
     return Status::ParseError(
         source, 0,
         "not a profiler trace: " + what + " at byte " + std::to_string(parsed.Offset()) + where);
@@ -700,7 +527,8 @@ Result<TraceFile> ParseFrom(ByteSource& raw, std::string_view source, TraceRows 
          stream.Peek() == '\t') {
     stream.Take();
   }
-  if (!stream.error().ok()) return Status::ParseError(source, 0, stream.error().message());
+  if (!StreamError(stream).ok())
+    return Status::ParseError(source, 0, StreamError(stream).message());
   if (stream.Peek() != '\0') {
     return Status::ParseError(source, 0,
                               "not a profiler trace: more after the JSON document, at byte " +
@@ -717,20 +545,64 @@ Result<TraceFile> ParseFrom(ByteSource& raw, std::string_view source, TraceRows 
   return trace;
 }
 
+Result<TraceFile> ParseStreamed(ByteSource& raw, std::string_view source, TraceRows rows) {
+  Result<std::unique_ptr<TextBlocks>> blocks = StreamText(raw, source);
+  if (!blocks.ok()) return blocks.status();
+  // The first block tells whether it was gzip: the stream knows, the
+  // offsets of a parse error say "of the uncompressed JSON" then.
+  JsonStream stream(**blocks);
+  Result<TraceFile> trace = ParseText<0>(stream, source, rows, (*blocks)->gzip());
+  if (trace.ok()) trace->read_whole = false;
+  return trace;
+}
+
+Result<TraceFile> ParseWhole(WholeText& text, std::string_view source, TraceRows rows) {
+  rapidjson::InsituStringStream stream(text.data());
+  Result<TraceFile> trace =
+      ParseText<rapidjson::kParseInsituFlag>(stream, source, rows, text.gzip, text.size());
+  if (trace.ok()) trace->read_whole = true;
+  return trace;
+}
+
 }  // namespace
 
-Result<TraceFile> ReadTraceFile(const std::string& path, TraceRows rows) {
+Result<TraceFile> ReadTraceFile(const std::string& path, const TraceReading& how) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno("cannot open " + path, errno);
-  FdSource source(fd, path);
-  Result<TraceFile> out = ParseFrom(source, path, rows);
+  const uint64_t limit = how.whole_text_limit_bytes.value_or(DefaultWholeTextLimitBytes());
+  Result<std::optional<WholeText>> whole = ReadWholeText(fd, path, limit);
+  Result<TraceFile> out = Status();
+  if (!whole.ok()) {
+    out = whole.status();
+  } else if (*whole) {
+    out = ParseWhole(**whole, path, how.rows);
+  } else if (::lseek(fd, 0, SEEK_SET) != 0) {
+    out = Status::FromErrno("cannot read " + path, errno);
+  } else {
+    FdSource source(fd, path);
+    out = ParseStreamed(source, path, how.rows);
+  }
   ::close(fd);
   return out;
 }
 
-Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source, TraceRows rows) {
+Result<TraceFile> ReadTraceFile(const std::string& path, TraceRows rows) {
+  return ReadTraceFile(path, TraceReading{.rows = rows, .whole_text_limit_bytes = std::nullopt});
+}
+
+Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source,
+                                  const TraceReading& how) {
+  const uint64_t limit = how.whole_text_limit_bytes.value_or(DefaultWholeTextLimitBytes());
+  if (std::optional<WholeText> whole = WholeTextOf(bytes, limit)) {
+    return ParseWhole(*whole, source, how.rows);
+  }
   MemorySource memory(bytes);
-  return ParseFrom(memory, source, rows);
+  return ParseStreamed(memory, source, how.rows);
+}
+
+Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source, TraceRows rows) {
+  return ParseTraceBytes(bytes, source,
+                         TraceReading{.rows = rows, .whole_text_limit_bytes = std::nullopt});
 }
 
 Result<std::vector<std::string>> TraceFilesIn(const std::string& path) {

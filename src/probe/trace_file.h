@@ -3,18 +3,22 @@
 // "distributedInfo": {...}}`, often gzipped) or as the legacy autograd
 // profiler does (a bare list of events with `"pid": "CPU functions"`).
 //
-// The text is streamed: never whole in memory, read once through RapidJSON's
-// SAX reader (iterative, so no recursion on deep input) from 1 MiB buffers,
-// inflated by zlib when the file starts with gzip's magic (several members
-// allowed). Memory is the events kept (sample/trace.h says which, 48 bytes
-// each) plus the names, each once. Numbers are read as text and converted
-// with from_chars, so a time reads exactly as Python's float() reads it.
+// The text is read once through RapidJSON's SAX reader (recursive, nesting
+// stopped at 1,000 levels as Python's json.load stops it): whole in memory
+// when it fits a bound (inflated by libdeflate), else streamed in 1 MiB
+// blocks (inflated by zlib, several gzip members allowed);
+// probe/trace_text.h says which. Memory beyond that text is the events kept
+// (sample/trace.h says which, 48 bytes each) plus the names, each once.
+// Numbers are read as text and converted with from_chars, so a time reads exactly as Python's
+// float() reads it.
 //
 // Errors name the file and the byte offset (of the JSON text, and of the
 // compressed file for gzip errors); an event missing a field is counted in
 // `skipped_events`, never fatal. Thread-compatible: one call, one file.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,13 +32,24 @@ namespace stallscope {
 // which), or every one (the trace diff counts every CPU op by name).
 enum class TraceRows : uint8_t { kAnalysed, kEvery };
 
+// How a trace is read: which rows, and how much text may be held whole.
+struct TraceReading {
+  TraceRows rows = TraceRows::kAnalysed;
+  // The most bytes held whole at once (probe/trace_text.h): default a
+  // quarter of MemAvailable, under 4 GiB; 0 streams every file.
+  std::optional<uint64_t> whole_text_limit_bytes;
+};
+
 // Reads the trace at `path` (JSON or gzip'd JSON).
 Result<TraceFile> ReadTraceFile(const std::string& path, TraceRows rows = TraceRows::kAnalysed);
+Result<TraceFile> ReadTraceFile(const std::string& path, const TraceReading& how);
 
 // The same over bytes in memory (gzip'd or not); `source` names them in
 // errors. For tests and the fuzzer.
 Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source,
                                   TraceRows rows = TraceRows::kAnalysed);
+Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source,
+                                  const TraceReading& how);
 
 // The trace files PATH names: PATH itself when it is a file, else the
 // `*.json` and `*.gz` files directly in the directory (not recursive, as HTA

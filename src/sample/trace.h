@@ -90,6 +90,7 @@ struct TraceFile {
   uint64_t complete_events = 0;           // every event with a dur and a cat
   uint64_t skipped_events = 0;            // events missing a field the reader needs
   uint64_t bytes = 0;                     // of JSON text read
+  bool read_whole = false;  // the text was held whole (libdeflate), not streamed (zlib)
 };
 
 // The name of the GPU the trace's kernels ran on: deviceProperties' entry for

@@ -24,7 +24,8 @@ dpkg-deb -I "$deb"
 
 step "remove the build tools and the libraries they brought"
 apt-get purge -y -qq g++ cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev \
-  libsqlite3-dev libhwloc-dev rapidjson-dev zlib1g-dev liburing-dev libarchive-dev openmpi-bin \
+  libsqlite3-dev libhwloc-dev rapidjson-dev zlib1g-dev libdeflate-dev liburing-dev libarchive-dev \
+  libmicrohttpd-dev openmpi-bin \
   libopenmpi-dev libgtest-dev libgmock-dev libbenchmark-dev python3 dpkg-dev >/dev/null
 apt-get autoremove --purge -y -qq >/dev/null
 ! command -v python3 >/dev/null || fail "python3 is still installed: the Depends check means nothing"

@@ -2,7 +2,7 @@
 // autograd profiler's forms: what is kept and what only counted, the file's
 // rank, world and GPU, gzip (one member and several), and bad input: not
 // JSON, cut JSON, a cut or corrupt .gz, a JSON without traceEvents, each an
-// error naming the source and the byte offset; an event without a ts is
+// error naming the source and the byte offset, read whole and streamed; an event without a ts is
 // counted and skipped. The real traces of GPU jobs are read by
 // tests/e2e/trace_cli.py.
 #include "probe/trace_file.h"
@@ -10,6 +10,9 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <bit>
+#include <charconv>
+#include <cmath>
 #include <string>
 
 namespace stallscope {
@@ -28,6 +31,11 @@ std::string Gzip(const std::string& text) {
   deflateEnd(&z);
   return out;
 }
+
+// Whole in memory (the default, where the text fits) and streamed.
+const TraceReading kStreamed = {.rows = TraceRows::kAnalysed, .whole_text_limit_bytes = 0};
+const TraceReading kBothWays[] = {
+    {.rows = TraceRows::kAnalysed, .whole_text_limit_bytes = std::nullopt}, kStreamed};
 
 const char kKineto[] = R"json({
   "schemaVersion": 1,
@@ -164,27 +172,41 @@ TEST(TraceFile, BadInputIsAnErrorNamingTheSourceAndTheByte) {
       {R"({"schemaVersion": 1, "events": []})", "no \"traceEvents\" list"},
       {"42", "neither an object with \"traceEvents\" nor a list of events"},
       {text + " {}", "more after the JSON document, at byte " + std::to_string(text.size() + 1)},
-      {std::string(100000, '['), "at byte"},
+      {std::string(100000, '['), "nested deeper than 1000 levels at byte 1001"},
   };
   for (const Case& c : cases) {
-    Result<TraceFile> t = ParseTraceBytes(c.bytes, "bad.json");
-    ASSERT_FALSE(t.ok()) << c.expect;
-    EXPECT_NE(t.status().message().find("bad.json"), std::string::npos) << t.status().message();
-    EXPECT_NE(t.status().message().find(c.expect), std::string::npos)
-        << "wanted \"" << c.expect << "\" in: " << t.status().message();
+    for (const TraceReading& how : kBothWays) {
+      Result<TraceFile> t = ParseTraceBytes(c.bytes, "bad.json", how);
+      ASSERT_FALSE(t.ok()) << c.expect;
+      EXPECT_NE(t.status().message().find("bad.json"), std::string::npos) << t.status().message();
+      EXPECT_NE(t.status().message().find(c.expect), std::string::npos)
+          << "wanted \"" << c.expect << "\" in: " << t.status().message();
+    }
+  }
+  // Deep, but within Python's recursion limit: read.
+  std::string deep = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1,)"
+                     R"( "dur": 2, "args": {"x": )" +
+                     std::string(990, '[') + std::string(990, ']') + "}}]}";
+  for (const TraceReading& how : kBothWays) {
+    Result<TraceFile> t = ParseTraceBytes(deep, "deep.json", how);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    EXPECT_EQ(t->complete_events, 1u);
   }
   // A cut .gz names the uncompressed offset only when the JSON itself fails.
-  Result<TraceFile> cut = ParseTraceBytes(Gzip(text.substr(0, 400)), "cut.json.gz");
-  ASSERT_FALSE(cut.ok());
-  EXPECT_NE(cut.status().message().find("at byte 400 of the uncompressed JSON"), std::string::npos)
-      << cut.status().message();
+  for (const TraceReading& how : kBothWays) {
+    Result<TraceFile> cut = ParseTraceBytes(Gzip(text.substr(0, 400)), "cut.json.gz", how);
+    ASSERT_FALSE(cut.ok());
+    EXPECT_NE(cut.status().message().find("at byte 400 of the uncompressed JSON"),
+              std::string::npos)
+        << cut.status().message();
+  }
 }
 
-// A .gz is inflated on a thread of its own, blocks of 1 MiB ahead of the
-// parser: a trace of many blocks reads whole, every event across the block
-// edges; a bad document early in it ends the read with the error (the
-// inflating thread is stopped, not waited out to the end of the file); a cut
-// late in it is still the gzip error.
+// Streamed (the text over the limit), a .gz is inflated on a thread of its
+// own, blocks of 1 MiB ahead of the parser: a trace of many blocks reads
+// whole, every event across the block edges, as it does held whole; a bad document early in it ends
+// the read with the error (the inflating thread is stopped, not waited out to the end of the file);
+// a cut late in it is still the gzip error.
 TEST(TraceFile, AGzipOfManyBlocksReadsWholeAndStopsAtAnEarlyError) {
   std::string events;
   constexpr int kEvents = 70000;  // about 9 MiB of JSON: nine blocks and more
@@ -195,23 +217,68 @@ TEST(TraceFile, AGzipOfManyBlocksReadsWholeAndStopsAtAnEarlyError) {
   }
   std::string text = R"({"traceEvents": [)" + events + R"({"ph": "i", "name": "end"}]})";
   ASSERT_GT(text.size(), 8u << 20);
-  Result<TraceFile> whole = ParseTraceBytes(Gzip(text), "big.json.gz");
+  Result<TraceFile> whole = ParseTraceBytes(Gzip(text), "big.json.gz", kStreamed);
   ASSERT_TRUE(whole.ok()) << whole.status().message();
   EXPECT_EQ(whole->events.size(), static_cast<size_t>(kEvents));
   EXPECT_EQ(whole->bytes, text.size());
   EXPECT_EQ(whole->names.size(), 7u);
+  Result<TraceFile> held = ParseTraceBytes(Gzip(text), "big.json.gz");
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  EXPECT_TRUE(held->read_whole);
+  EXPECT_FALSE(whole->read_whole);
+  EXPECT_EQ(held->events.size(), whole->events.size());
+  EXPECT_EQ(held->bytes, whole->bytes);
 
   std::string early = "[}" + text;
-  Result<TraceFile> bad = ParseTraceBytes(Gzip(early), "early.json.gz");
+  Result<TraceFile> bad = ParseTraceBytes(Gzip(early), "early.json.gz", kStreamed);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("at byte 1 of the uncompressed JSON"), std::string::npos)
       << bad.status().message();
 
   std::string gz = Gzip(text);
-  Result<TraceFile> cut = ParseTraceBytes(gz.substr(0, gz.size() - 100), "cut.json.gz");
+  Result<TraceFile> cut = ParseTraceBytes(gz.substr(0, gz.size() - 100), "cut.json.gz", kStreamed);
   ASSERT_FALSE(cut.ok());
   EXPECT_NE(cut.status().message().find("the gzip stream ends early"), std::string::npos)
       << cut.status().message();
+}
+
+// Times read as Python's float() reads them (from_chars), to the bit, read
+// whole or streamed.
+TEST(TraceFile, TimesReadExactlyAsFromCharsReadsThem) {
+  const std::string times[] = {"0",
+                               "-0",
+                               "7",
+                               "1681234567890.123",
+                               "1681234567890.1234",
+                               "9007199254740992",
+                               "9007199254740993",
+                               "0.1",
+                               "0.30000000000000004",
+                               "123456789012345678901234",
+                               "1.5e3",
+                               "-2.25E-2",
+                               "0.0000000000000000000001234",
+                               "99999999999999999.5"};
+  std::string events;
+  for (const std::string& ts : times) {
+    events += std::string(events.empty() ? "" : ",") +
+              R"({"ph": "X", "cat": "kernel", "name": "k", "ts": )" + ts +
+              R"(, "dur": 1, "args": {"stream": 7, "correlation": 1}})";
+  }
+  for (const TraceReading& how : kBothWays) {
+    Result<TraceFile> t = ParseTraceBytes(R"({"traceEvents": [)" + events + "]}", "t.json", how);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    size_t kept = 0;
+    for (const std::string& ts : times) {
+      double expect = 0;
+      std::from_chars(ts.data(), ts.data() + ts.size(), expect);
+      if (!(std::fabs(expect) < 1e17)) continue;  // no time at all: skipped
+      ASSERT_LT(kept, t->events.size());
+      EXPECT_EQ(std::bit_cast<uint64_t>(t->events[kept].ts), std::bit_cast<uint64_t>(expect)) << ts;
+      ++kept;
+    }
+    EXPECT_EQ(kept, t->events.size());
+  }
 }
 
 TEST(TraceFile, StepNumbersAndRoles) {

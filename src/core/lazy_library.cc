@@ -1,0 +1,30 @@
+#include "core/lazy_library.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace stallscope {
+namespace {
+
+[[noreturn]] void Missing(const char* what, const char* package) {
+  const char* why = dlerror();
+  std::fprintf(stderr,
+               "stallscope: this command needs %s, which cannot be loaded (%s); "
+               "install the Debian package %s\n",
+               what, why != nullptr ? why : "not found", package);
+  std::exit(2);
+}
+
+}  // namespace
+
+void* LazyLibrary::Symbol(const char* name) {
+  std::call_once(opened_, [this] { handle_ = dlopen(soname_, RTLD_NOW | RTLD_LOCAL); });
+  if (handle_ == nullptr) Missing(soname_, package_);
+  void* address = dlsym(handle_, name);
+  if (address == nullptr) Missing(name, package_);
+  return address;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,242 @@
+// The two ways a trace's text is read (probe/trace_text.h): whole (libdeflate,
+// parsed in place) and streamed (zlib, blocks). Both give the same trace on
+// every one of HTA's test traces (../shared/traces/hta: missing, the test
+// skips outside CI and fails with CI=true), read from the real files. The
+// whole path steps aside for the streamed one on several gzip members, a
+// wrong ISIZE, a text over the limit, and a cut or corrupt .gz, which then
+// give the streamed path's error (the file and the byte offset). The limit
+// is shared by the texts held at once.
+#include "probe/trace_text.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "hta_traces.h"
+#include "probe/trace_file.h"
+
+namespace stallscope {
+namespace {
+
+std::string Gzip(const std::string& text) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, text.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// A trace of `n` kernels and their launches, some names escaped.
+std::string TraceText(int n) {
+  std::string events;
+  for (int i = 0; i < n; ++i) {
+    events += R"({"ph": "X", "cat": "kernel", "name": "k\u00e9\"rnel)" + std::to_string(i % 5) +
+              R"(", "pid": 0, "tid": 7, "ts": )" + std::to_string(1000 + i * 10) +
+              R"(.5, "dur": 5, "args": {"stream": 7, "correlation": )" + std::to_string(i) +
+              "}},\n";
+    events += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 0,)"
+              R"( "tid": "main", "ts": )" +
+              std::to_string(990 + i * 10) + R"(, "dur": 2, "args": {"correlation": )" +
+              std::to_string(i) + "}},\n";
+  }
+  return R"({"distributedInfo": {"rank": 1}, "traceEvents": [)" + events +
+         R"({"ph": "i", "name": "end"}]})";
+}
+
+class TempFile {
+ public:
+  explicit TempFile(const std::string& bytes) {
+    path_ = std::filesystem::temp_directory_path() /
+            ("stallscope_trace_text_" + std::to_string(::getpid()) + "_" +
+             std::to_string(counter_++) + ".json.gz");
+    std::ofstream(path_, std::ios::binary) << bytes;
+  }
+  ~TempFile() { std::filesystem::remove(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+TraceReading Whole(TraceRows rows = TraceRows::kAnalysed) {
+  return {.rows = rows, .whole_text_limit_bytes = std::nullopt};
+}
+TraceReading Streamed(TraceRows rows = TraceRows::kAnalysed) {
+  return {.rows = rows, .whole_text_limit_bytes = 0};
+}
+
+bool SameEvents(const std::vector<TraceEvent>& a, const std::vector<TraceEvent>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const TraceEvent& x = a[i];
+    const TraceEvent& y = b[i];
+    if (x.ts != y.ts || x.dur != y.dur || x.correlation != y.correlation || x.stream != y.stream ||
+        x.name != y.name || x.bandwidth_gbps != y.bandwidth_gbps || x.cat != y.cat ||
+        x.role != y.role || x.device != y.device || x.index != y.index || x.thread != y.thread)
+      return false;
+  }
+  return true;
+}
+
+void ExpectSameTrace(const TraceFile& a, const TraceFile& b, const std::string& what) {
+  EXPECT_EQ(a.legacy, b.legacy) << what;
+  EXPECT_EQ(a.rank, b.rank) << what;
+  EXPECT_EQ(a.world_size, b.world_size) << what;
+  EXPECT_EQ(a.backend, b.backend) << what;
+  EXPECT_EQ(a.devices, b.devices) << what;
+  EXPECT_EQ(a.names, b.names) << what;
+  EXPECT_TRUE(SameEvents(a.events, b.events)) << what;
+  EXPECT_TRUE(SameEvents(a.cpu_rows, b.cpu_rows)) << what;
+  ASSERT_EQ(a.threads.size(), b.threads.size()) << what;
+  for (size_t i = 0; i < a.threads.size(); ++i) {
+    EXPECT_EQ(a.threads[i].pid, b.threads[i].pid) << what;
+    EXPECT_EQ(a.threads[i].tid, b.threads[i].tid) << what;
+  }
+  ASSERT_EQ(a.sync_waits.size(), b.sync_waits.size()) << what;
+  for (size_t i = 0; i < a.sync_waits.size(); ++i) {
+    EXPECT_EQ(a.sync_waits[i].index, b.sync_waits[i].index) << what;
+    EXPECT_EQ(a.sync_waits[i].stream, b.sync_waits[i].stream) << what;
+    EXPECT_EQ(a.sync_waits[i].record_correlation, b.sync_waits[i].record_correlation) << what;
+  }
+  EXPECT_EQ(a.fractional_times, b.fractional_times) << what;
+  EXPECT_EQ(a.complete_events, b.complete_events) << what;
+  EXPECT_EQ(a.skipped_events, b.skipped_events) << what;
+  EXPECT_EQ(a.bytes, b.bytes) << what;
+}
+
+TEST(TraceText, WholeAndStreamedGiveTheSameTraceOnEveryHtaTrace) {
+  const std::filesystem::path root = SharedTraces();
+  STALLSCOPE_REQUIRE_SHARED_TRACES(root);
+  int files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    const std::string path = entry.path().string();
+    if (!entry.is_regular_file() || !(path.ends_with(".gz") || path.ends_with(".json"))) continue;
+    for (TraceRows rows : {TraceRows::kAnalysed, TraceRows::kEvery}) {
+      Result<TraceFile> whole = ReadTraceFile(path, Whole(rows));
+      Result<TraceFile> streamed = ReadTraceFile(path, Streamed(rows));
+      ASSERT_TRUE(whole.ok()) << whole.status().message();
+      ASSERT_TRUE(streamed.ok()) << streamed.status().message();
+      EXPECT_TRUE(whole->read_whole) << path;
+      EXPECT_FALSE(streamed->read_whole) << path;
+      EXPECT_GT(whole->events.size(), 0u) << path;
+      ExpectSameTrace(*whole, *streamed, path);
+    }
+    ++files;
+  }
+  EXPECT_GE(files, 15);
+}
+
+TEST(TraceText, AGeneratedTraceReadsTheSameBothWaysFromFileAndMemory) {
+  const std::string text = TraceText(3000);
+  const std::string gz = Gzip(text);
+  TempFile file(gz);
+  Result<TraceFile> whole = ReadTraceFile(file.path(), Whole());
+  Result<TraceFile> streamed = ReadTraceFile(file.path(), Streamed());
+  Result<TraceFile> memory = ParseTraceBytes(gz, "memory.json.gz", Whole());
+  Result<TraceFile> plain = ParseTraceBytes(text, "plain.json", Whole());
+  for (const Result<TraceFile>* t : {&whole, &streamed, &memory, &plain}) {
+    ASSERT_TRUE(t->ok()) << t->status().message();
+  }
+  EXPECT_TRUE(whole->read_whole);
+  EXPECT_TRUE(memory->read_whole);
+  EXPECT_TRUE(plain->read_whole);
+  EXPECT_EQ(whole->events.size(), 6000u);
+  EXPECT_EQ(whole->names[0], "k\xc3\xa9\"rnel0");  // unescaped in place
+  ExpectSameTrace(*whole, *streamed, "file");
+  ExpectSameTrace(*memory, *streamed, "memory");
+  ExpectSameTrace(*plain, *streamed, "plain");
+}
+
+// Several members, a text over the limit: streamed, the same trace.
+TEST(TraceText, SeveralMembersOrATextOverTheLimitAreStreamed) {
+  const std::string text = TraceText(500);
+  const size_t half = text.size() / 2;
+  const std::string two = Gzip(text.substr(0, half)) + Gzip(text.substr(half));
+  TempFile members(two);
+  Result<TraceFile> one = ReadTraceFile(TempFile(Gzip(text)).path(), Whole());
+  ASSERT_TRUE(one.ok()) << one.status().message();
+
+  Result<TraceFile> split = ReadTraceFile(members.path(), Whole());
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  EXPECT_FALSE(split->read_whole);
+  ExpectSameTrace(*split, *one, "two members");
+
+  TempFile big(Gzip(text));
+  TraceReading small = Whole();
+  small.whole_text_limit_bytes = text.size() / 2;  // the .gz fits, its text does not
+  Result<TraceFile> over = ReadTraceFile(big.path(), small);
+  ASSERT_TRUE(over.ok()) << over.status().message();
+  EXPECT_FALSE(over->read_whole);
+  ExpectSameTrace(*over, *one, "over the limit");
+  Result<TraceFile> over_memory = ParseTraceBytes(text, "plain.json", small);
+  ASSERT_TRUE(over_memory.ok()) << over_memory.status().message();
+  EXPECT_FALSE(over_memory->read_whole);
+}
+
+// A wrong ISIZE (bigger or smaller), a cut or a corrupt .gz: the whole path
+// steps aside and the streamed one gives today's error, naming the file and
+// the byte of the compressed file.
+TEST(TraceText, AWrongIsizeOrACutOrCorruptGzipGivesTheStreamedError) {
+  const std::string gz = Gzip(TraceText(500));
+  auto with_isize = [&](uint32_t isize) {
+    std::string out = gz;
+    for (int i = 0; i < 4; ++i) out[out.size() - 4 + i] = static_cast<char>(isize >> (8 * i));
+    return out;
+  };
+  std::string corrupt = gz;
+  corrupt[gz.size() / 2] ^= 0x55;
+  corrupt[gz.size() / 2 + 1] ^= 0x55;
+  const uint32_t isize = static_cast<uint32_t>(TraceText(500).size());
+  const std::pair<std::string, std::string> cases[] = {
+      {with_isize(isize + 1000), "corrupt gzip data at byte"},
+      {with_isize(isize - 1000), "corrupt gzip data at byte"},
+      {with_isize(0xfffffff0u), "corrupt gzip data at byte"},  // over 4 GiB - 1: never whole
+      {gz.substr(0, gz.size() / 2), "the gzip stream ends early, at byte"},
+      {gz.substr(0, 10), "the gzip stream ends early, at byte"},
+      {corrupt, "corrupt gzip data at byte"},
+  };
+  for (const auto& [bytes, expect] : cases) {
+    TempFile file(bytes);
+    Result<TraceFile> whole = ReadTraceFile(file.path(), Whole());
+    Result<TraceFile> streamed = ReadTraceFile(file.path(), Streamed());
+    ASSERT_FALSE(whole.ok()) << expect;
+    ASSERT_FALSE(streamed.ok()) << expect;
+    EXPECT_EQ(whole.status().message(), streamed.status().message());
+    EXPECT_NE(whole.status().message().find(file.path()), std::string::npos)
+        << whole.status().message();
+    EXPECT_NE(whole.status().message().find(expect), std::string::npos)
+        << "wanted \"" << expect << "\" in: " << whole.status().message();
+  }
+}
+
+// Texts held at once share the limit; one let go makes room again.
+TEST(TraceText, TextsHeldAtOnceShareTheLimit) {
+  const std::string text = TraceText(100);
+  const uint64_t limit = text.size() * 2 + 200;  // two of it with their pads, not three
+  std::optional<WholeText> first = WholeTextOf(text, limit);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(std::string_view(first->data(), first->size()), text);
+  EXPECT_EQ(first->data()[first->size()], '\0');
+  EXPECT_FALSE(WholeTextOf(text + text, limit).has_value());
+  EXPECT_TRUE(WholeTextOf(text, limit).has_value());  // fits beside the first
+  first.reset();
+  EXPECT_TRUE(WholeTextOf(text + text, limit + 1000).has_value());
+  EXPECT_FALSE(WholeTextOf(text, 0).has_value());
+  EXPECT_GT(DefaultWholeTextLimitBytes(), 0u);  // this machine has a /proc/meminfo
+}
+
+}  // namespace
+}  // namespace stallscope
