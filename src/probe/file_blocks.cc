@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 
 namespace stallscope {
@@ -60,7 +61,9 @@ void OnBusError(int, siginfo_t* info, void*) {
 // leaves the reader's core. Populating touches no byte of the file, so the
 // reader finds them where they were, in the page cache; a page the file no
 // longer has is left unmapped, and the reader's SIGBUS handler deals with it
-// as before. One request at a time: Map() waits for the last one.
+// as before. One request at a time: Take() waits for the last one. Where no
+// thread can be started (a pids cgroup or RLIMIT_NPROC at its limit), the
+// caller reads the file with read() instead.
 class WindowsAhead {
  public:
   explicit WindowsAhead(int fd) : fd_(fd), worker_(Started()) {}
@@ -70,10 +73,13 @@ class WindowsAhead {
       stop_ = true;
     }
     wake_.notify_all();
-    worker_.join();
+    if (worker_.joinable()) worker_.join();
     if (asked_ && done_ != nullptr) munmap(done_, done_length_);  // stopped before it
     if (ready_ != nullptr && ready_ != MAP_FAILED) munmap(ready_, ready_length_);
   }
+
+  // Whether the worker runs; if not, nothing may be asked of it.
+  bool running() const { return worker_.joinable(); }
 
   // Maps [offset, offset + length) ahead, and unmaps `done` (of done_length
   // bytes; nullptr for none), while the caller goes on.
@@ -102,12 +108,18 @@ class WindowsAhead {
  private:
   // The worker, with every signal blocked from its start: a signal for the
   // process (Ctrl-C, a SIGTERM forwarded to it) goes to a thread that
-  // expects it, never to this one.
+  // expects it, never to this one. None (not joinable) when the system
+  // refuses a thread.
   std::thread Started() {
     sigset_t all, before;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &before);
-    std::thread worker([this] { Work(); });
+    std::thread worker;
+    try {
+      worker = std::thread([this] { Work(); });
+    } catch (const std::system_error&) {
+      // EAGAIN: the caller reads with read().
+    }
     pthread_sigmask(SIG_SETMASK, &before, nullptr);
     return worker;
   }
@@ -185,6 +197,11 @@ Status ReadMapped(int fd, std::string_view name, uint64_t from, uint64_t size,
     return static_cast<size_t>(std::min<uint64_t>(kWindowBytes, size - at));
   };
   WindowsAhead ahead(fd);
+  if (!ahead.running()) {
+    sigaction(SIGBUS, &g_previous_bus, nullptr);
+    *done = from;
+    return Status::Ok();  // read() it
+  }
   uint64_t aligned = offset & ~static_cast<uint64_t>(g_page_bytes - 1);
   ahead.Ask(aligned, window_at(aligned), nullptr, 0);
   void* read_last = nullptr;  // the window read before, unmapped by `ahead`

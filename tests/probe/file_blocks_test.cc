@@ -167,19 +167,20 @@ TEST(FileBlocks, AFileTruncatedWhileItIsReadFailsNamingIt) {
 }
 
 TEST(FileBlocks, AFileTruncatedInTheWindowMappedAheadFailsNamingIt) {
-  // The next window is mapped while the first is read: the file is cut in
-  // the third window's middle while the first is read, so the pages it lost
-  // were (or were about to be) entered ahead. What lies before the cut
-  // arrives whole; the read fails where it meets the loss.
+  // The second window (4-8 MiB) is mapped ahead while the first is read:
+  // the file is cut in the second window while the first one's last block
+  // is read, so the pages it lost were entered ahead (or are being). What
+  // lies before the cut arrives whole; the read fails where it meets the
+  // loss.
   std::string text = Pattern(20 << 20);
   TempFile file(text);
   int writer = open(file.path().c_str(), O_WRONLY);
   ASSERT_GE(writer, 0);
-  const size_t cut = (10 << 20) + 4096;
+  const size_t cut = (6 << 20) + 4096;
   std::string got;
   size_t blocks = 0;
   Status s = ReadFileBlocks(file.fd(), "the log", [&](std::string_view block) {
-    if (blocks++ == 0) {
+    if (blocks++ == 3) {
       EXPECT_EQ(ftruncate(writer, static_cast<off_t>(cut)), 0);
     }
     got.append(block);
