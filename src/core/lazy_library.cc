@@ -1,3 +1,4 @@
+// The lazy library: opened once, on the first symbol asked for (see lazy_library.h).
 #include "core/lazy_library.h"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+// libarchive's function table, filled from the library on first use (see libarchive_api.h).
 #define STALLSCOPE_LIBARCHIVE_TABLE_ONLY
 #include "core/libarchive_api.h"
 

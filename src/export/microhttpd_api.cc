@@ -1,3 +1,4 @@
+// libmicrohttpd's function table, filled from the library on first use (see microhttpd_api.h).
 #define STALLSCOPE_MICROHTTPD_TABLE_ONLY
 #include "export/microhttpd_api.h"
 

@@ -1,3 +1,4 @@
+// A trace's text read whole or streamed (see trace_text.h).
 #include "probe/trace_text.h"
 
 #include <fcntl.h>
