@@ -538,7 +538,9 @@ std::optional<DiffGpuSide> GpuSideOf(const std::vector<TraceRankBreakdown>& rank
 }
 
 RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysis>& b,
-                 const std::optional<DiffGpuSide>& gpu_a, const std::optional<DiffGpuSide>& gpu_b) {
+                 const std::optional<DiffGpuSide>& gpu_a, const std::optional<DiffGpuSide>& gpu_b,
+                 const std::optional<InputElsewhere>& input_a,
+                 const std::optional<InputElsewhere>& input_b) {
   RunDiff d;
   d.gpu_a = gpu_a;
   d.gpu_b = gpu_b;
@@ -638,14 +640,27 @@ RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysi
   changes.Text("hosts", JoinHosts(d.a.hosts), JoinHosts(d.b.hosts));
   if (!d.same_world_size) changes.Add("world_size", d.a.world_size, d.b.world_size, "");
   CompareLoaders(a, b, changes);
-  const std::optional<LoaderInput> input_a = MainInput(a), input_b = MainInput(b);
-  if (input_a && input_b) {
-    CompareInputs(*input_a, *input_b, changes);
-  } else if (input_a || input_b) {
+  std::optional<LoaderInput> main_a = MainInput(a), main_b = MainInput(b);
+  // A side that caught nothing takes what a run of its setting caught, where
+  // the caller knows one, and says so.
+  auto borrow = [&](std::optional<LoaderInput>& main, const std::optional<InputElsewhere>& other,
+                    const std::vector<std::string>& files) {
+    if (main || !other) return;
+    main = other->input;
+    d.notes.push_back(fmt::format(
+        "{}: no file the loader read was caught open (small files opened and closed between "
+        "samples): what {} caught, a run of the same setting, is compared instead",
+        fmt::join(files, " "), other->file));
+  };
+  borrow(main_a, input_a, d.a.files);
+  borrow(main_b, input_b, d.b.files);
+  if (main_a && main_b) {
+    CompareInputs(*main_a, *main_b, changes);
+  } else if (main_a || main_b) {
     d.notes.push_back(fmt::format(
         "{}: no file the loader read was caught open (small files opened and closed between "
         "samples): what the loader read is not compared",
-        fmt::join(input_a ? d.b.files : d.a.files, " ")));
+        fmt::join(main_a ? d.b.files : d.a.files, " ")));
   }
   const SideHost host_a = HostFigures(a), host_b = HostFigures(b);
   if (host_a.data_device.empty() != host_b.data_device.empty()) {

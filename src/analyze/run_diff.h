@@ -28,7 +28,9 @@
 //   the host's CPU, memory (RSS peak and slope, swap), the NCCL/torch
 //   environment and the host of the baseline snapshot, the command line,
 //   the world size, the NIC toward the master (multi-node runs), and
-//   findings present in one run and not the other. Numbers change when they
+//   findings present in one run and not the other. What the loader read is
+//   known only where a sample caught one of its files open; a side that
+//   caught none may be given another run's (InputElsewhere). Numbers change when they
 //   moved by more than a stated margin each.
 // - The step on the GPU, where both sides have profiler traces (`run
 //   --profile`, RUN.db.traces/): HTA's temporal breakdown a step, mean over
@@ -46,6 +48,7 @@
 #include <vector>
 
 #include "analyze/run_analysis.h"
+#include "analyze/run_inputs.h"
 #include "analyze/trace_breakdown.h"
 #include "analyze/trace_diff.h"
 
@@ -135,9 +138,22 @@ struct RunDiff {
   std::vector<std::string> notes;  // what could not be compared, by file
 };
 
+// What a side's loader read, seen by another run of the same unchanged
+// setting (history: a run of the representative's segment), for a side
+// whose own samples caught no file open: small files are opened and closed
+// between samples, so one run may miss what its neighbours caught.
+struct InputElsewhere {
+  LoaderInput input;
+  std::string file;  // the run file that caught it
+};
+
 // `gpu_a`, `gpu_b`: each side's GPU figures (GpuSideOf), where it has them.
+// `input_a`, `input_b`: used only where that side caught no input itself;
+// the notes say which run it came from.
 RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysis>& b,
                  const std::optional<DiffGpuSide>& gpu_a = std::nullopt,
-                 const std::optional<DiffGpuSide>& gpu_b = std::nullopt);
+                 const std::optional<DiffGpuSide>& gpu_b = std::nullopt,
+                 const std::optional<InputElsewhere>& input_a = std::nullopt,
+                 const std::optional<InputElsewhere>& input_b = std::nullopt);
 
 }  // namespace stallscope

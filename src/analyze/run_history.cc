@@ -64,6 +64,7 @@ void Merge(HistoryRun& into, const HistoryRun& node) {
   into.start_s = std::min(into.start_s, node.start_s);
   into.end_s = std::max(into.end_s, node.end_s);
   into.complete = into.complete && node.complete;
+  if (!into.input && node.input) into.input = node.input, into.input_file = node.input_file;
   // The slowest node sets the job's pace.
   auto slower = [](std::optional<double>& x, const std::optional<double>& y) {
     if (y && (!x || *y > *x)) x = y;
@@ -203,6 +204,36 @@ std::optional<double> IsoSeconds(const std::string& text) {
 
 }  // namespace
 
+std::optional<InputElsewhere> InputNear(const HistoryJob& job, size_t change, bool after) {
+  if (change >= job.changes.size()) return std::nullopt;
+  const HistoryChange& c = job.changes[change];
+  // The segment: from the previous change's first run to this one's last
+  // before, or from this change's first run to the next one's last before.
+  size_t lo = change > 0 ? job.changes[change - 1].after : 0;
+  size_t hi = c.before;
+  size_t from = c.before;
+  if (after) {
+    lo = c.after;
+    hi = change + 1 < job.changes.size() ? job.changes[change + 1].before : job.runs.size() - 1;
+    from = c.after;
+  }
+  // Nearest the representative first; an outlier is off its segment, so
+  // perhaps not of its setting.
+  auto usable = [&](size_t i) { return !job.runs[i].outlier && job.runs[i].input; };
+  for (size_t step = 0; step <= hi - lo; ++step) {
+    size_t i = from;
+    if (step > 0 && from >= lo + step && usable(from - step)) {
+      i = from - step;
+    } else if (step > 0) {
+      i = from + step;
+    }
+    if (i >= lo && i <= hi && usable(i)) {
+      return InputElsewhere{*job.runs[i].input, job.runs[i].input_file};
+    }
+  }
+  return std::nullopt;
+}
+
 Result<double> ParseSince(const std::string& text, double now) {
   if (std::optional<double> s = AgeBefore(text, now)) return *s;
   if (std::optional<double> s = IsoSeconds(text)) return *s;
@@ -239,6 +270,10 @@ HistoryRun SummarizeRunFile(const RunAnalysis& run) {
   r.command = t.info.command;
   r.hosts = {t.info.hostname};
   r.data_device = t.info.data_device;
+  if (std::vector<LoaderInput> inputs = WhatTheLoaderReads(t); !inputs.empty()) {
+    r.input = std::move(inputs.front());
+    r.input_file = run.path;
+  }
   if (t.node) {
     r.start_s = t.node->start_realtime_seconds;
     r.world_size = t.node->world_size.value_or(0);

@@ -19,6 +19,8 @@
 //   median, summed) is taken, then each side is split again.
 // - Each change's representatives: the last run of the segment before and
 //   the first after; the caller fills `diff` with analyze/run_diff.h.
+//   InputNear gives a side the input another run of its segment caught,
+//   where the representative's own samples caught no file open.
 #pragma once
 
 #include <optional>
@@ -27,6 +29,7 @@
 
 #include "analyze/run_analysis.h"
 #include "analyze/run_diff.h"
+#include "analyze/run_inputs.h"
 #include "core/status.h"
 
 namespace stallscope {
@@ -56,8 +59,13 @@ struct HistoryRun {
   std::vector<std::string> loaders;  // "num_workers=8 batch_size=32 ..." per distinct setting
   std::optional<double> step_median_s, step_p90_s, data_wait_s, sync_wait_s, steps_per_s;
   std::vector<std::string> findings;  // ids
-  bool complete = true;               // exited 0, no signal, not OOM-killed
-  bool outlier = false;               // off its segment by more than the noise
+  // What the loader read most (WhatTheLoaderReads), with the file it was
+  // caught in; nullopt when no sample caught a file open. A run's nodes:
+  // the first that caught one.
+  std::optional<LoaderInput> input;
+  std::string input_file;
+  bool complete = true;  // exited 0, no signal, not OOM-killed
+  bool outlier = false;  // off its segment by more than the noise
 };
 
 // One file's summary; `files` holds its path.
@@ -86,6 +94,12 @@ struct HistoryJob {
 // runs by start time and numbers them, finds the change points and marks
 // the outliers. Jobs with the most runs first.
 std::vector<HistoryJob> BuildHistory(std::vector<HistoryRun> files, HistoryMetric metric);
+
+// What the loader read on one side of `change`, from the run nearest the
+// representative within its segment (the runs up to the previous or next
+// change, never across one), nearest first; nullopt when none caught a
+// file. `after`: the side after the change. Pure.
+std::optional<InputElsewhere> InputNear(const HistoryJob& job, size_t change, bool after);
 
 // `--since DATE` as seconds since the epoch. DATE is an ISO 8601 date or
 // time in UTC unless it carries an offset (2026-03-04, 2026-03-04T09:12,

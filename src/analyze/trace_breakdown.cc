@@ -166,7 +166,7 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
   CriticalPathRequest request = options.critical_path;
   request.include_last_step = options.include_last_step;
   std::future<std::optional<CriticalPath>> path_beside;
-  if (options.critical_path_beside) {
+  if (options.critical_path_beside && events.size() >= kCriticalPathBesideMinEvents) {
     path_beside =
         std::async(std::launch::async, [&] { return FindCriticalPath(trace, request, &why_not); });
   }

@@ -45,9 +45,12 @@ struct TraceOptions {
   bool include_last_step = false;
   CriticalPathRequest critical_path;  // default: the second ProfilerStep
   // Find the critical path on a thread of its own while the other analyses
-  // run (for a caller with a CPU to spare): the same result, sooner.
+  // run (for a caller with a CPU to spare): the same result, sooner. Only
+  // for a trace of kCriticalPathBesideMinEvents events or more: below, the
+  // path takes about as long as starting the thread (and its memory arena).
   bool critical_path_beside = false;
 };
+inline constexpr size_t kCriticalPathBesideMinEvents = 4096;
 
 enum class KernelType : uint8_t { kCommunication, kMemory, kComputation, kOther };
 KernelType KernelTypeOf(std::string_view name);

@@ -199,10 +199,14 @@ CommandRunner SetupHistory(CLI::App& app) {
     {
       ProgressLine progress("comparing the runs on each side of each change...");
       for (HistoryJob& job : jobs) {
-        for (HistoryChange& c : job.changes) {
+        for (size_t k = 0; k < job.changes.size(); ++k) {
+          HistoryChange& c = job.changes[k];
           auto a = ReadRun(job.runs[c.before]);
           auto b = ReadRun(job.runs[c.after]);
-          if (a.ok() && b.ok()) c.diff = DiffRuns(*a, *b);
+          if (a.ok() && b.ok()) {
+            c.diff = DiffRuns(*a, *b, std::nullopt, std::nullopt, InputNear(job, k, false),
+                              InputNear(job, k, true));
+          }
         }
       }
     }

@@ -20,6 +20,17 @@ namespace {
 
 }  // namespace
 
+void* LazyLibrary::Find(const char* name, std::string& why) {
+  std::call_once(opened_, [this] { handle_ = dlopen(soname_, RTLD_NOW | RTLD_LOCAL); });
+  void* address = handle_ != nullptr ? dlsym(handle_, name) : nullptr;
+  if (address == nullptr) {
+    const char* error = dlerror();
+    why = std::string(handle_ == nullptr ? soname_ : name) + ": " +
+          (error != nullptr ? error : "not found") + " (Debian package " + package_ + ")";
+  }
+  return address;
+}
+
 void* LazyLibrary::Symbol(const char* name) {
   std::call_once(opened_, [this] { handle_ = dlopen(soname_, RTLD_NOW | RTLD_LOCAL); });
   if (handle_ == nullptr) Missing(soname_, package_);

@@ -9,10 +9,13 @@
 // looked up once. A missing library or symbol ends the program with a
 // message naming the Debian package (the package depends on both, so only a
 // broken install meets it); the commands that never call it run as before.
+// hwloc (probe/hwloc_api.h) is opened the same way, and its absence is not
+// fatal: the topology is then read from sysfs.
 // Thread-safe: the first use opens the library once.
 #pragma once
 
 #include <mutex>
+#include <string>
 
 namespace stallscope {
 
@@ -25,6 +28,11 @@ class LazyLibrary {
   // The address of `name` in the library, opened on the first call; exits
   // with a message when the library or the symbol is missing.
   void* Symbol(const char* name);
+
+  // For a caller that can do without the library (hwloc: the sysfs reader
+  // stands in): the address of `name`, or nullptr when the library or the
+  // symbol is missing, with dlerror's reason in `why`.
+  void* Find(const char* name, std::string& why);
 
  private:
   const char* soname_;

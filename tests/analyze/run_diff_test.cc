@@ -310,5 +310,58 @@ TEST(DiffRuns, SeveralFilesASideAreOneJob) {
   EXPECT_EQ(d.changes[0].what, "compute");
 }
 
+// A timeline whose workers were caught reading a file on `device`.
+Timeline ReadingFrom(const std::string& device) {
+  Timeline t = Job(1, 40, 0.100, 0.010);
+  InputSeen in;
+  in.path = "/data/images/0001.jpg";
+  in.role = "worker";
+  in.readers = 1;
+  in.samples = 3;
+  in.size_bytes = 48 << 10;
+  in.fs_type = "ext4";
+  in.device = device;
+  t.inputs.push_back(in);
+  return t;
+}
+
+TEST(DiffRuns, ASideThatCaughtNoInputTakesTheOneItsSettingCaught) {
+  LoaderInput elsewhere;
+  elsewhere.kind = "file";
+  elsewhere.path = "/data/images/0002.jpg";
+  elsewhere.fs_type = "ext4";
+  elsewhere.device = "vda1";
+  // A caught nothing; B read from loop0.
+  RunDiff d = DiffRuns({Analyzed("a.db", Job(1, 40, 0.100, 0.010))},
+                       {Analyzed("b.db", ReadingFrom("loop0"))}, std::nullopt, std::nullopt,
+                       InputElsewhere{elsewhere, "a-neighbour.db"}, std::nullopt);
+  const DiffChange* device = Change(d, "input.device");
+  ASSERT_NE(device, nullptr);
+  EXPECT_EQ(device->a, "vda1");
+  EXPECT_EQ(device->b, "loop0");
+  bool said = false;
+  for (const std::string& n : d.notes) said = said || n.find("a-neighbour.db") != std::string::npos;
+  EXPECT_TRUE(said) << ::testing::PrintToString(d.notes);
+
+  // Without it, the input is not compared, and a note says why.
+  d = DiffRuns({Analyzed("a.db", Job(1, 40, 0.100, 0.010))},
+               {Analyzed("b.db", ReadingFrom("loop0"))});
+  EXPECT_EQ(Change(d, "input.device"), nullptr);
+  said = false;
+  for (const std::string& n : d.notes)
+    said = said || n.find("is not compared") != std::string::npos;
+  EXPECT_TRUE(said) << ::testing::PrintToString(d.notes);
+}
+
+TEST(DiffRuns, ASideThatCaughtItsOwnInputKeepsIt) {
+  LoaderInput elsewhere;
+  elsewhere.device = "sdb";
+  RunDiff d = DiffRuns({Analyzed("a.db", ReadingFrom("vda1"))},
+                       {Analyzed("b.db", ReadingFrom("vda1"))}, std::nullopt, std::nullopt,
+                       InputElsewhere{elsewhere, "x.db"}, InputElsewhere{elsewhere, "y.db"});
+  EXPECT_EQ(Change(d, "input.device"), nullptr);  // vda1 on both: no change
+  for (const std::string& n : d.notes) EXPECT_EQ(n.find("x.db"), std::string::npos) << n;
+}
+
 }  // namespace
 }  // namespace stallscope

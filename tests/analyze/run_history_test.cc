@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 namespace stallscope {
 namespace {
@@ -86,6 +87,97 @@ TEST(RunHistory, ChangeNamesItsRepresentatives) {
   EXPECT_EQ(jobs[0].runs[c.before].index, 4);
   EXPECT_EQ(jobs[0].runs[c.after].index, 5);
   EXPECT_NEAR(c.ratio, 3.0, 0.1);
+}
+
+// Three segments of four runs (steps 0.1, 0.3, 0.6): changes at runs 5 and
+// 9. `caught` lists the runs (1-based) whose samples caught an input, on
+// the device "dev<segment>".
+HistoryJob ThreeSegments(const std::set<int>& caught) {
+  std::vector<HistoryRun> files;
+  for (int i = 0; i < 12; ++i) {
+    const int segment = i / 4;
+    HistoryRun r = OneRun("r" + std::to_string(i + 1) + ".db", i * 100.0,
+                          (segment == 0   ? 0.1
+                           : segment == 1 ? 0.3
+                                          : 0.6) +
+                              0.001 * (i % 2));
+    if (caught.count(i + 1)) {
+      LoaderInput in;
+      in.kind = "directory";
+      in.path = "/data/images";
+      in.device = "dev" + std::to_string(segment);
+      r.input = in;
+      r.input_file = r.files[0];
+    }
+    files.push_back(r);
+  }
+  auto jobs = BuildHistory(files, HistoryMetric::kStep);
+  EXPECT_EQ(jobs.size(), 1u);
+  return jobs.at(0);
+}
+
+TEST(RunHistory, InputNearIsTheNearestRunOfTheSameSegment) {
+  // Run 4 (the first change's representative before) caught nothing: run 2,
+  // not run 5 across the change; run 5 caught its own.
+  HistoryJob job = ThreeSegments({1, 2, 5, 7, 10});
+  ASSERT_EQ(job.changes.size(), 2u);
+  ASSERT_EQ(job.runs[job.changes[0].before].index, 4);
+  std::optional<InputElsewhere> before = InputNear(job, 0, false);
+  ASSERT_TRUE(before);
+  EXPECT_EQ(before->file, "r2.db");
+  EXPECT_EQ(before->input.device, "dev0");
+  std::optional<InputElsewhere> after = InputNear(job, 0, true);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->file, "r5.db");
+  // Before the second change (runs 5-8, representative 8): run 7; after it
+  // (runs 9-12): run 10, the one that caught one.
+  EXPECT_EQ(InputNear(job, 1, false)->file, "r7.db");
+  EXPECT_EQ(InputNear(job, 1, true)->file, "r10.db");
+}
+
+TEST(RunHistory, InputNearNeverCrossesAChange) {
+  // The middle segment caught nothing: its sides stay unknown even though
+  // runs 4 and 9, just across each change, caught theirs.
+  HistoryJob job = ThreeSegments({4, 9});
+  ASSERT_EQ(job.changes.size(), 2u);
+  EXPECT_FALSE(InputNear(job, 0, true));
+  EXPECT_FALSE(InputNear(job, 1, false));
+  EXPECT_EQ(InputNear(job, 0, false)->file, "r4.db");
+  EXPECT_EQ(InputNear(job, 1, true)->file, "r9.db");
+  EXPECT_FALSE(InputNear(job, 2, false));  // no such change
+}
+
+TEST(RunHistory, InputNearSkipsAnOutlier) {
+  std::vector<HistoryRun> files;
+  for (int i = 0; i < 8; ++i) {
+    // Run 3 is odd (twice the step): an outlier, perhaps of another setting.
+    double step = (i < 4 ? 0.1 : 0.3) + 0.001 * (i % 2) + (i == 2 ? 0.1 : 0);
+    HistoryRun r = OneRun("r" + std::to_string(i + 1) + ".db", i * 100.0, step);
+    if (i == 0 || i == 2) {
+      r.input = LoaderInput{};
+      r.input->device = i == 0 ? "vda1" : "loop0";
+      r.input_file = r.files[0];
+    }
+    files.push_back(r);
+  }
+  HistoryJob job = BuildHistory(files, HistoryMetric::kStep).at(0);
+  ASSERT_EQ(job.changes.size(), 1u);
+  ASSERT_TRUE(job.runs[2].outlier);
+  EXPECT_EQ(InputNear(job, 0, false)->file, "r1.db");
+}
+
+TEST(RunHistory, SummaryKeepsWhatTheLoaderReadAndANodeSupplies) {
+  // Two nodes' files of one run: the second node caught the input.
+  std::vector<HistoryRun> files = {OneRun("a-node0", 0, 0.1), OneRun("a-node1", 1, 0.1)};
+  for (HistoryRun& f : files) f.world_size = 4, f.hosts = {f.files[0]};
+  files[1].input = LoaderInput{};
+  files[1].input->device = "nvme0n1";
+  files[1].input_file = "a-node1";
+  auto jobs = BuildHistory(files, HistoryMetric::kStep);
+  ASSERT_EQ(jobs.at(0).runs.size(), 1u);
+  ASSERT_TRUE(jobs[0].runs[0].input);
+  EXPECT_EQ(jobs[0].runs[0].input->device, "nvme0n1");
+  EXPECT_EQ(jobs[0].runs[0].input_file, "a-node1");
 }
 
 TEST(RunHistory, TwoNodesFilesAreOneRun) {

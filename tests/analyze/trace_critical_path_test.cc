@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/run_io_rules.h"
+#include "analyze/trace_breakdown.h"
 #include "analyze/trace_rules.h"
 #include "hta_traces.h"
 #include "probe/trace_file.h"
@@ -290,6 +291,37 @@ TEST(TraceCriticalPath, MatchesHtaOnItsTestTraces) {
   EXPECT_GT(compared, 3);
   EXPECT_GT(ranges, 3);
   EXPECT_GT(last_kept, 3);
+}
+
+// The path found on a thread of its own while the other analyses run is the
+// one found after them; a trace under kCriticalPathBesideMinEvents events
+// (most of HTA's small ones) takes no thread, a larger one does.
+TEST(TraceCriticalPath, FoundBesideTheOtherAnalysesIsTheSame) {
+  const std::filesystem::path root = SharedTraces();
+  STALLSCOPE_REQUIRE_SHARED_TRACES(root);
+  int small = 0, large = 0;
+  for (const char* dir : {"critical_path/alexnet", "ns_resolution_trace", "trace_filter"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(root / dir)) {
+      Result<TraceFile> trace = ReadTraceFile(entry.path().string());
+      ASSERT_TRUE(trace.ok()) << entry.path() << ": " << trace.status().message();
+      (trace->events.size() < kCriticalPathBesideMinEvents ? small : large)++;
+      TraceOptions inline_options, beside_options;
+      beside_options.critical_path_beside = true;
+      Result<TraceRankBreakdown> a = BreakDownTrace(*trace, inline_options);
+      Result<TraceRankBreakdown> b = BreakDownTrace(*trace, beside_options);
+      ASSERT_TRUE(a.ok() && b.ok()) << entry.path();
+      ASSERT_EQ(a->critical_path.has_value(), b->critical_path.has_value()) << entry.path();
+      if (!a->critical_path) continue;
+      EXPECT_EQ(a->critical_path->nodes, b->critical_path->nodes) << entry.path();
+      EXPECT_EQ(a->critical_path->total_us, b->critical_path->total_us) << entry.path();
+      for (size_t k = 0; k < kCriticalBounds; ++k) {
+        EXPECT_EQ(a->critical_path->by_bound_us[k], b->critical_path->by_bound_us[k])
+            << entry.path() << " bound " << k;
+      }
+    }
+  }
+  EXPECT_GT(small, 0);
+  EXPECT_GT(large, 0);
 }
 
 }  // namespace

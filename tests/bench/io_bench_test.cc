@@ -47,9 +47,13 @@ void ExpectPlausible(const IoBenchResult& r) {
   EXPECT_GT(r.sequential.ios, 0u);
   EXPECT_EQ(r.sequential.bytes, r.sequential.ios * kSequentialBlockBytes);
   EXPECT_GT(r.sequential.bytes_per_second(), 1e6);
-  EXPECT_NEAR(r.sequential.seconds, 0.25, 0.05);
+  // The phase lasts its runtime, and ends with the IO in flight then (which
+  // a loaded disk may take long over): no rate is asserted, only that each
+  // phase did its IO.
+  EXPECT_GE(r.sequential.seconds, 0.2);
+  EXPECT_LT(r.sequential.seconds, 2.0);
   EXPECT_EQ(r.sequential.latency.count(), r.sequential.ios);
-  EXPECT_GT(r.random.iops(), 100);
+  EXPECT_GT(r.random.ios, 0u);
   EXPECT_EQ(r.random.bytes, r.random.ios * kRandomBlockBytes);
   EXPECT_LE(r.random.latency.Percentile(0.5), r.random.latency.Percentile(0.99));
   ASSERT_TRUE(r.metadata.has_value());

@@ -1,6 +1,7 @@
 // Libraries opened on first use: a symbol of a library that is there is
 // found; a missing library or symbol ends the program with a message naming
-// the Debian package to install. libarchive's and libmicrohttpd's tables,
+// the Debian package to install (Symbol), or gives null and the reason
+// (Find, for hwloc, whose absence is not fatal). libarchive's and libmicrohttpd's tables,
 // as the program fills them, have every function.
 #include "core/lazy_library.h"
 
@@ -27,6 +28,20 @@ TEST(LazyLibraryDeathTest, AMissingLibraryOrSymbolNamesThePackage) {
   EXPECT_EXIT(LazyLibrary("libz.so.1", "zlib1g").Symbol("no_such_function"),
               testing::ExitedWithCode(2),
               "needs no_such_function.*install the Debian package zlib1g");
+}
+
+TEST(LazyLibrary, FindGivesNullAndTheReasonInsteadOfExiting) {
+  std::string why;
+  LazyLibrary none("libstallscope-none.so.0", "no-such-package");
+  EXPECT_EQ(none.Find("f", why), nullptr);
+  EXPECT_NE(why.find("libstallscope-none.so.0"), std::string::npos) << why;
+  EXPECT_NE(why.find("no-such-package"), std::string::npos) << why;
+  LazyLibrary zlib("libz.so.1", "zlib1g");
+  why.clear();
+  EXPECT_NE(zlib.Find("zlibVersion", why), nullptr);
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(zlib.Find("no_such_function", why), nullptr);
+  EXPECT_NE(why.find("no_such_function"), std::string::npos) << why;
 }
 
 TEST(LazyLibrary, LibarchiveAndLibmicrohttpdHaveEveryFunction) {

@@ -64,6 +64,13 @@ class DebPackage(unittest.TestCase):
         # Opened on first use (dlopen), so named by hand, not found by ldd.
         self.assertIn("libarchive13", depends)
         self.assertIn("libmicrohttpd12", depends)
+        self.assertIn("libhwloc15", depends)
+        # Linked in (static archives, libstdc++): ldd does not list them, and
+        # the package does not depend on them.
+        for lib, package in [("libsqlite3", "libsqlite3-0"), ("libfmt", "libfmt9"),
+                             ("libstdc++", "libstdc++6")]:
+            if lib not in ldd:
+                self.assertNotIn(package, depends)
         self.assertIn("python3", depends)
         self.assertFalse([d for d in depends if "mpi" in d], depends)
         self.assertIn("openmpi-bin", self.field("Recommends"))

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "core/file.h"
+#ifdef STALLSCOPE_HAVE_HWLOC
+#include "probe/hwloc_api.h"
+#endif
 
 namespace stallscope {
 namespace {
@@ -129,6 +132,18 @@ TEST(ReadTopology, HwlocAndSysfsAgreeOnThisMachine) {
   EXPECT_FALSE(ReadHwlocTopology().ok());
 #endif
 }
+
+#ifdef STALLSCOPE_HAVE_HWLOC
+TEST(ReadTopology, HwlocIsOpenedOnFirstUseWithEveryFunction) {
+  std::string why;
+  const HwlocApi* api = Hwloc(why);
+  ASSERT_NE(api, nullptr) << why;
+#define STALLSCOPE_CHECK(name) EXPECT_NE(api->name, nullptr) << #name;
+  STALLSCOPE_HWLOC_FUNCTIONS(STALLSCOPE_CHECK)
+#undef STALLSCOPE_CHECK
+  EXPECT_EQ(Hwloc(why), api);  // filled once
+}
+#endif
 
 }  // namespace
 }  // namespace stallscope
