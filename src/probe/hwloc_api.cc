@@ -14,10 +14,10 @@ const HwlocApi* Hwloc(std::string& why) {
   static const Loaded loaded = [] {
     static LazyLibrary library("libhwloc.so.15", "libhwloc15");
     Loaded l;
-#define STALLSCOPE_HWLOC_LOAD(name)                                                   \
-  if (l.complete) {                                                                   \
+#define STALLSCOPE_HWLOC_LOAD(name)                                                      \
+  if (l.complete) {                                                                      \
     l.table.name = reinterpret_cast<decltype(l.table.name)>(library.Find(#name, l.why)); \
-    l.complete = l.table.name != nullptr;                                             \
+    l.complete = l.table.name != nullptr;                                                \
   }
     STALLSCOPE_HWLOC_FUNCTIONS(STALLSCOPE_HWLOC_LOAD)
 #undef STALLSCOPE_HWLOC_LOAD

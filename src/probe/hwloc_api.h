@@ -13,17 +13,17 @@
 #include <string>
 
 // Every function called, once.
-#define STALLSCOPE_HWLOC_FUNCTIONS(X)   \
-  X(hwloc_bitmap_first)                 \
-  X(hwloc_bitmap_list_snprintf)         \
-  X(hwloc_bitmap_weight)                \
-  X(hwloc_get_nbobjs_by_depth)          \
-  X(hwloc_get_obj_by_depth)             \
-  X(hwloc_get_type_depth)               \
-  X(hwloc_topology_destroy)             \
-  X(hwloc_topology_init)                \
-  X(hwloc_topology_load)                \
-  X(hwloc_topology_set_flags)           \
+#define STALLSCOPE_HWLOC_FUNCTIONS(X) \
+  X(hwloc_bitmap_first)               \
+  X(hwloc_bitmap_list_snprintf)       \
+  X(hwloc_bitmap_weight)              \
+  X(hwloc_get_nbobjs_by_depth)        \
+  X(hwloc_get_obj_by_depth)           \
+  X(hwloc_get_type_depth)             \
+  X(hwloc_topology_destroy)           \
+  X(hwloc_topology_init)              \
+  X(hwloc_topology_load)              \
+  X(hwloc_topology_set_flags)         \
   X(hwloc_topology_set_io_types_filter)
 
 namespace stallscope {
