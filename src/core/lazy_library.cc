@@ -21,7 +21,9 @@ namespace {
 }  // namespace
 
 void* LazyLibrary::Find(const char* name, std::string& why) {
-  std::call_once(opened_, [this] { handle_ = dlopen(soname_, RTLD_NOW | RTLD_LOCAL); });
+  std::call_once(opened_, [this] {
+    handle_ = dlopen(soname_, RTLD_NOW | (global_ ? RTLD_GLOBAL : RTLD_LOCAL));
+  });
   void* address = handle_ != nullptr ? dlsym(handle_, name) : nullptr;
   if (address == nullptr) {
     const char* error = dlerror();
@@ -32,7 +34,9 @@ void* LazyLibrary::Find(const char* name, std::string& why) {
 }
 
 void* LazyLibrary::Symbol(const char* name) {
-  std::call_once(opened_, [this] { handle_ = dlopen(soname_, RTLD_NOW | RTLD_LOCAL); });
+  std::call_once(opened_, [this] {
+    handle_ = dlopen(soname_, RTLD_NOW | (global_ ? RTLD_GLOBAL : RTLD_LOCAL));
+  });
   if (handle_ == nullptr) Missing(soname_, package_);
   void* address = dlsym(handle_, name);
   if (address == nullptr) Missing(name, package_);

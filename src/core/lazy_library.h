@@ -23,7 +23,11 @@ class LazyLibrary {
  public:
   // `soname`: what dlopen opens ("libarchive.so.13"); `package`: the Debian
   // package that installs it, for the message.
-  LazyLibrary(const char* soname, const char* package) : soname_(soname), package_(package) {}
+  // `global`: its symbols visible to libraries opened after it (hwloc's
+  // plugins, /usr/lib/x86_64-linux-gnu/hwloc/*.so, link against hwloc's own
+  // symbols and fail to load without it).
+  LazyLibrary(const char* soname, const char* package, bool global = false)
+      : soname_(soname), package_(package), global_(global) {}
 
   // The address of `name` in the library, opened on the first call; exits
   // with a message when the library or the symbol is missing.
@@ -37,6 +41,7 @@ class LazyLibrary {
  private:
   const char* soname_;
   const char* package_;
+  bool global_;
   std::once_flag opened_;
   void* handle_ = nullptr;
 };

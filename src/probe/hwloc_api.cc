@@ -12,7 +12,7 @@ const HwlocApi* Hwloc(std::string& why) {
     std::string why;
   };
   static const Loaded loaded = [] {
-    static LazyLibrary library("libhwloc.so.15", "libhwloc15");
+    static LazyLibrary library("libhwloc.so.15", "libhwloc15", /*global=*/true);
     Loaded l;
 #define STALLSCOPE_HWLOC_LOAD(name)                                                      \
   if (l.complete) {                                                                      \

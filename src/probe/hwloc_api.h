@@ -1,9 +1,10 @@
 // hwloc's functions that the topology reader (probe/topology_hwloc.cc)
 // calls, looked up in libhwloc.so.15 on first use rather than linked: the
 // library and libudev, which it links, were opened and relocated at every
-// start of every command (core/lazy_library.h), and only snapshot, doctor
-// and cluster read the topology. Include this instead of <hwloc.h>, and call
-// only the functions listed: hwloc's header-inline helpers
+// start of every command (core/lazy_library.h), and only the commands that
+// take a snapshot (snapshot, doctor, run, cluster) read the topology. Opened
+// with RTLD_GLOBAL: hwloc's plugins (hwloc_pci, ...) use its symbols. Include this instead of
+// <hwloc.h>, and call only the functions listed: hwloc's header-inline helpers
 // (hwloc_get_obj_by_type, hwloc_get_next_osdev, ...) would reference the
 // library directly and fail to link. Thread-safe.
 #pragma once

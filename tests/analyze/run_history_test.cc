@@ -147,13 +147,14 @@ TEST(RunHistory, InputNearNeverCrossesAChange) {
   EXPECT_FALSE(InputNear(job, 2, false));  // no such change
 }
 
-TEST(RunHistory, InputNearSkipsAnOutlier) {
+TEST(RunHistory, InputNearSkipsAnOutlierAndAnIncompleteRun) {
   std::vector<HistoryRun> files;
   for (int i = 0; i < 8; ++i) {
-    // Run 3 is odd (twice the step): an outlier, perhaps of another setting.
+    // Run 3 is odd (twice the step): an outlier, perhaps of another setting;
+    // run 4, the representative's neighbour, crashed (incomplete).
     double step = (i < 4 ? 0.1 : 0.3) + 0.001 * (i % 2) + (i == 2 ? 0.1 : 0);
-    HistoryRun r = OneRun("r" + std::to_string(i + 1) + ".db", i * 100.0, step);
-    if (i == 0 || i == 2) {
+    HistoryRun r = OneRun("r" + std::to_string(i + 1) + ".db", i * 100.0, step, i != 3);
+    if (i == 0 || i == 2 || i == 3) {
       r.input = LoaderInput{};
       r.input->device = i == 0 ? "vda1" : "loop0";
       r.input_file = r.files[0];

@@ -4,6 +4,8 @@
 
 #include "core/file.h"
 #ifdef STALLSCOPE_HAVE_HWLOC
+#include <dlfcn.h>
+
 #include "probe/hwloc_api.h"
 #endif
 
@@ -142,6 +144,12 @@ TEST(ReadTopology, HwlocIsOpenedOnFirstUseWithEveryFunction) {
   STALLSCOPE_HWLOC_FUNCTIONS(STALLSCOPE_CHECK)
 #undef STALLSCOPE_CHECK
   EXPECT_EQ(Hwloc(why), api);  // filled once
+  // Opened with its symbols global: its plugins, which link against them,
+  // load (RTLD_NOLOAD finds the library already there, and a plugin's
+  // symbol of hwloc's resolves).
+  EXPECT_NE(dlopen("libhwloc.so.15", RTLD_NOW | RTLD_NOLOAD), nullptr);
+  EXPECT_NE(dlsym(RTLD_DEFAULT, "hwloc_topology_init"), nullptr)
+      << "hwloc's symbols are not global: its plugins cannot load";
 }
 #endif
 

@@ -147,6 +147,24 @@ TEST(TraceText, AGeneratedTraceReadsTheSameBothWaysFromFileAndMemory) {
   ExpectSameTrace(*plain, *streamed, "plain");
 }
 
+// A text of many huge pages (mapped on its own, aligned) arrives byte for
+// byte, its pad zero; also one just under a huge page's multiple.
+TEST(TraceText, ALargeTextInflatesWholeByteForByte) {
+  for (size_t size : {size_t{3} << 20, (size_t{24} << 20) - 1, (size_t{40} << 20) + 12345}) {
+    std::string text(size, '\0');
+    uint64_t x = 88172645463325252ull;  // xorshift: no long runs deflate folds away
+    for (size_t i = 0; i < size; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      text[i] = static_cast<char>('a' + x % 26);
+    }
+    std::optional<WholeText> whole = WholeTextOf(Gzip(text), uint64_t{1} << 30);
+    ASSERT_TRUE(whole) << size;
+    ASSERT_EQ(whole->size(), size);
+    EXPECT_EQ(std::string_view(whole->data(), size), text) << size;
+    EXPECT_EQ(whole->data()[size], '\0') << size;
+  }
+}
+
 // Several members, a text over the limit: streamed, the same trace.
 TEST(TraceText, SeveralMembersOrATextOverTheLimitAreStreamed) {
   const std::string text = TraceText(500);
