@@ -313,15 +313,10 @@ TEST(DiffRuns, SeveralFilesASideAreOneJob) {
 // A timeline whose workers were caught reading a file on `device`.
 Timeline ReadingFrom(const std::string& device) {
   Timeline t = Job(1, 40, 0.100, 0.010);
-  InputSeen in;
-  in.path = "/data/images/0001.jpg";
-  in.role = "worker";
-  in.readers = 1;
-  in.samples = 3;
-  in.size_bytes = 48 << 10;
-  in.fs_type = "ext4";
-  in.device = device;
-  t.inputs.push_back(in);
+  // path, role, deleted, readers, samples, first_t, last_t, size, position,
+  // fs_type, remote, device
+  t.inputs.push_back(
+      {"/data/images/0001.jpg", "worker", false, 1, 3, 1, 3, 48 << 10, 0, "ext4", false, device});
   return t;
 }
 
