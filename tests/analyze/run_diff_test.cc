@@ -314,9 +314,9 @@ TEST(DiffRuns, SeveralFilesASideAreOneJob) {
 Timeline ReadingFrom(const std::string& device) {
   Timeline t = Job(1, 40, 0.100, 0.010);
   // path, role, deleted, readers, samples, first_t, last_t, size, position,
-  // fs_type, remote, device
-  t.inputs.push_back(
-      {"/data/images/0001.jpg", "worker", false, 1, 3, 1, 3, 48 << 10, 0, "ext4", false, device});
+  // fs_type, remote, device, format, archive, compressed, method
+  t.inputs.push_back({"/data/images/0001.jpg", "worker", false, 1, 3, 1, 3, 48 << 10, 0, "ext4",
+                      false, device, "", false, false, ""});
   return t;
 }
 
