@@ -30,8 +30,8 @@
 //   the world size, the NIC toward the master (multi-node runs), and
 //   findings present in one run and not the other. What the loader read is
 //   known only where a sample caught one of its files open; a side that
-//   caught none may be given another run's (InputElsewhere). Numbers change when they
-//   moved by more than a stated margin each.
+//   caught none may be given another run's (InputElsewhere). Numbers
+//   change when they moved by more than a stated margin each.
 // - The step on the GPU, where both sides have profiler traces (`run
 //   --profile`, RUN.db.traces/): HTA's temporal breakdown a step, mean over
 //   the ranks: the kernels' compute, their communication and copies, and the

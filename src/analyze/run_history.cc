@@ -217,9 +217,9 @@ std::optional<InputElsewhere> InputNear(const HistoryJob& job, size_t change, bo
     hi = change + 1 < job.changes.size() ? job.changes[change + 1].before : job.runs.size() - 1;
     from = c.after;
   }
-  // Nearest the representative first; an outlier is off its segment and an
-  // incomplete run outside the series, so perhaps not of its setting.
-  // Only the runs the series is made of (complete, not outliers).
+  // Nearest the representative first, among the runs the series is made of:
+  // an outlier is off its segment and an incomplete run outside the series,
+  // so either may be of another setting.
   auto usable = [&](size_t i) {
     const HistoryRun& r = job.runs[i];
     return r.complete && !r.outlier && r.input;

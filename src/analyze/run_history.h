@@ -98,7 +98,8 @@ std::vector<HistoryJob> BuildHistory(std::vector<HistoryRun> files, HistoryMetri
 // What the loader read on one side of `change`, from the run nearest the
 // representative within its segment (the runs up to the previous or next
 // change, never across one), nearest first, complete runs that are not
-// outliers only; nullopt when none caught a file. `after`: the side after the change. Pure.
+// outliers only; nullopt when none caught a file. `after`: the side after
+// the change. Pure.
 std::optional<InputElsewhere> InputNear(const HistoryJob& job, size_t change, bool after);
 
 // `--since DATE` as seconds since the epoch. DATE is an ISO 8601 date or

@@ -20,10 +20,15 @@ namespace {
 
 }  // namespace
 
-void* LazyLibrary::Find(const char* name, std::string& why) {
+void* LazyLibrary::Open() {
   std::call_once(opened_, [this] {
     handle_ = dlopen(soname_, RTLD_NOW | (global_ ? RTLD_GLOBAL : RTLD_LOCAL));
   });
+  return handle_;
+}
+
+void* LazyLibrary::Find(const char* name, std::string& why) {
+  Open();
   void* address = handle_ != nullptr ? dlsym(handle_, name) : nullptr;
   if (address == nullptr) {
     const char* error = dlerror();
@@ -34,10 +39,7 @@ void* LazyLibrary::Find(const char* name, std::string& why) {
 }
 
 void* LazyLibrary::Symbol(const char* name) {
-  std::call_once(opened_, [this] {
-    handle_ = dlopen(soname_, RTLD_NOW | (global_ ? RTLD_GLOBAL : RTLD_LOCAL));
-  });
-  if (handle_ == nullptr) Missing(soname_, package_);
+  if (Open() == nullptr) Missing(soname_, package_);
   void* address = dlsym(handle_, name);
   if (address == nullptr) Missing(name, package_);
   return address;

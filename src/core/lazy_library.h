@@ -39,6 +39,8 @@ class LazyLibrary {
   void* Find(const char* name, std::string& why);
 
  private:
+  void* Open();  // the handle, opened on the first call; nullptr if it failed
+
   const char* soname_;
   const char* package_;
   bool global_;

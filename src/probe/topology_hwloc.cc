@@ -45,7 +45,6 @@ class HwlocTopology {
     }
     return Status::Ok();
   }
-  hwloc_topology_t get() const { return topology_; }
 
   // The objects of a type, in hwloc's order (what hwloc's inline
   // hwloc_get_obj_by_type and hwloc_get_next_osdev walk, through the table).
