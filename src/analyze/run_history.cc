@@ -96,6 +96,11 @@ void SplitRange(const std::vector<double>& s, size_t lo, size_t hi, double noise
     double gap = std::abs(right - left);
     if (gap <= kHistoryNoiseSigmas * noise) continue;
     if (gap <= kHistoryMinChangeFraction * std::abs(left)) continue;
+    // The change begins at a run that shows it: the last run before is
+    // nearer the left median, the first after nearer the right one (a
+    // segment whose first run is still at the old level starts later).
+    auto nearer_left = [&](double x) { return std::abs(x - left) < std::abs(x - right); };
+    if (!nearer_left(s[k - 1]) || nearer_left(s[k])) continue;
     double cost = Cost(s, lo, k) + Cost(s, k, hi);
     if (cost < best_cost) best_cost = cost, best = k;
   }

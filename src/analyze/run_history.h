@@ -14,7 +14,9 @@
 //   segments' medians differ by more than kHistoryNoiseSigmas x that noise
 //   and by more than kHistoryMinChangeFraction of the earlier one, and each
 //   segment holds at least kHistoryMinSegmentRuns runs (one or two odd runs
-//   are outliers, marked, never a change). Of the splits that pass, the one
+//   are outliers, marked, never a change), and the runs either side of the
+//   split each lie nearer their own segment's median (a change starts at a
+//   run that shows it). Of the splits that pass, the one
 //   with the least L1 cost (the absolute deviations from each segment's
 //   median, summed) is taken, then each side is split again.
 // - Each change's representatives: the last run of the segment before and

@@ -48,6 +48,21 @@ TEST(RunHistory, TwoStepsFoundAtTheirRuns) {
       << ::testing::PrintToString(v) << SeriesNoise(v);
 }
 
+// The step times CI recorded (e2e.history_cli): two loaders, then the last
+// two runs slowed by a neighbour's load. The second segment's first three
+// runs are at one level: its late runs are outliers, never a change that
+// starts at a run still at the old level.
+TEST(RunHistory, ChangeStartsAtARunThatShowsIt) {
+  std::vector<double> v = {0.0673, 0.0669, 0.0675, 0.0671, 0.0668, 0.0673,
+                           0.1230, 0.1232, 0.1238, 0.1235, 0.1462, 0.1883};
+  EXPECT_EQ(SplitSeries(v, SeriesNoise(v)), (std::vector<size_t>{6}));
+  std::vector<double> tail(v.begin() + 6, v.end());
+  EXPECT_TRUE(SplitSeries(tail, SeriesNoise(tail)).empty());
+  // Once the later runs all show it, it is a change, at its first run.
+  tail = {0.1230, 0.1232, 0.1238, 0.1462, 0.1501, 0.1483};
+  EXPECT_EQ(SplitSeries(tail, SeriesNoise(tail)), (std::vector<size_t>{3}));
+}
+
 TEST(RunHistory, OneOddRunIsAnOutlierNotAChange) {
   std::vector<HistoryRun> files;
   for (int i = 0; i < 10; ++i) {

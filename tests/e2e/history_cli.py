@@ -1,8 +1,9 @@
 """End-to-end: `stallscope history` over 12 run files that `stallscope run`
 recorded from the example job (examples/train_cpu.py: a real PyTorch
 DataLoader whose pure-Python decode costs milliseconds a sample, each step
-mostly a sleep, a device's step time, so that the host's load cannot make
-one run 10% slower than another).
+mostly a sleep, a device's step time). The runs without workers decode on
+the training process, half of each step: a neighbour's load would slow
+some of them and not others, so the test runs alone (RUN_SERIAL).
 
 - Runs 1 to 6 load with two workers; from run 7 on, TRAIN_CPU_WORKERS=0
   (the same command line, the loader changed by the environment, as a
