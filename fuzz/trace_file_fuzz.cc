@@ -5,8 +5,9 @@
 // window is positive; no more kept steps than step rows; a critical path of
 // two nodes at least whose bounds add up to its total). The same bytes read
 // with every row kept give the trace diff's ops: a diff of the trace with
-// itself changes nothing. The text held whole (libdeflate, parsed in place)
-// and streamed (zlib, blocks) give the same trace or the same error.
+// itself changes nothing. The text held whole (libdeflate, parsed in place),
+// held whole and cut in three parts read by threads of their own, and
+// streamed (zlib, blocks) give the same trace or the same error.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -21,15 +22,32 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   stallscope::Result<stallscope::TraceFile> trace = stallscope::ParseTraceBytes(bytes, "fuzz");
-  stallscope::Result<stallscope::TraceFile> streamed = stallscope::ParseTraceBytes(
-      bytes, "fuzz", {.rows = stallscope::TraceRows::kAnalysed, .whole_text_limit_bytes = 0});
-  if (trace.ok() != streamed.ok()) std::abort();
-  if (!trace.ok() && trace.status().message() != streamed.status().message()) std::abort();
-  if (trace.ok() &&
-      (trace->events.size() != streamed->events.size() || trace->bytes != streamed->bytes ||
-       trace->names != streamed->names || trace->skipped_events != streamed->skipped_events ||
-       trace->cpu_rows.size() != streamed->cpu_rows.size()))
-    std::abort();
+  stallscope::TraceReading how;
+  how.whole_text_limit_bytes = 0;
+  stallscope::Result<stallscope::TraceFile> streamed =
+      stallscope::ParseTraceBytes(bytes, "fuzz", how);
+  how.whole_text_limit_bytes = std::nullopt;
+  how.parse_threads = 3;
+  stallscope::Result<stallscope::TraceFile> parts = stallscope::ParseTraceBytes(bytes, "fuzz", how);
+  for (const stallscope::Result<stallscope::TraceFile>* other : {&streamed, &parts}) {
+    if (trace.ok() != other->ok()) std::abort();
+    if (!trace.ok() && trace.status().message() != other->status().message()) std::abort();
+    if (trace.ok() &&
+        (trace->events.size() != (*other)->events.size() || trace->bytes != (*other)->bytes ||
+         trace->names != (*other)->names || trace->skipped_events != (*other)->skipped_events ||
+         trace->cpu_rows.size() != (*other)->cpu_rows.size() ||
+         trace->devices != (*other)->devices || trace->rank != (*other)->rank ||
+         trace->sync_waits.size() != (*other)->sync_waits.size()))
+      std::abort();
+    if (trace.ok()) {
+      for (size_t i = 0; i < trace->events.size(); ++i) {
+        const stallscope::TraceEvent& a = trace->events[i];
+        const stallscope::TraceEvent& b = (*other)->events[i];
+        if (a.index != b.index || a.name != b.name || a.thread != b.thread || a.ts != b.ts)
+          std::abort();
+      }
+    }
+  }
   if (!trace.ok()) {
     if (trace.status().message().find("fuzz") == std::string::npos) std::abort();
     return 0;

@@ -10,16 +10,22 @@
 #include <fcntl.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/reader.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <unordered_map>
 
 #include "core/text.h"
@@ -106,43 +112,49 @@ enum class KeyName : uint8_t {
   kWaitRecord,  // args.wait_on_cuda_event_record_corr_id
 };
 
+// `key` when `k` is `text`: a compare of a length known when compiled, which
+// the compiler makes a load or two, not a call of memcmp.
+template <size_t N>
+KeyName Is(std::string_view k, const char (&text)[N], KeyName key) {
+  return k.size() == N - 1 && std::memcmp(k.data(), text, N - 1) == 0 ? key : KeyName::kOther;
+}
+
 // Picked by length, then first letter: one comparison a key, which matters
 // at eight keys an event.
 KeyName KeyOf(std::string_view k) {
-  auto is = [&](std::string_view text, KeyName key) { return k == text ? key : KeyName::kOther; };
   if (k.empty()) return KeyName::kOther;
   switch (k.size()) {
     case 2:
-      if (k[0] == 'i') return is("id", KeyName::kId);
-      if (k[0] == 'p') return is("ph", KeyName::kPh);
-      return is("ts", KeyName::kTs);
+      if (k[0] == 'i') return Is(k, "id", KeyName::kId);
+      if (k[0] == 'p') return Is(k, "ph", KeyName::kPh);
+      return Is(k, "ts", KeyName::kTs);
     case 3:
-      if (k[0] == 'c') return is("cat", KeyName::kCat);
-      if (k[0] == 'd') return is("dur", KeyName::kDur);
-      return k[0] == 'p' ? is("pid", KeyName::kPid) : is("tid", KeyName::kTid);
+      if (k[0] == 'c') return Is(k, "cat", KeyName::kCat);
+      if (k[0] == 'd') return Is(k, "dur", KeyName::kDur);
+      return k[0] == 'p' ? Is(k, "pid", KeyName::kPid) : Is(k, "tid", KeyName::kTid);
     case 4:
-      if (k[0] == 'a') return is("args", KeyName::kArgs);
-      if (k[0] == 'n') return is("name", KeyName::kName);
-      return is("rank", KeyName::kRank);
+      if (k[0] == 'a') return Is(k, "args", KeyName::kArgs);
+      if (k[0] == 'n') return Is(k, "name", KeyName::kName);
+      return Is(k, "rank", KeyName::kRank);
     case 6:
-      return k[0] == 'd' ? is("device", KeyName::kDevice) : is("stream", KeyName::kStream);
+      return k[0] == 'd' ? Is(k, "device", KeyName::kDevice) : Is(k, "stream", KeyName::kStream);
     case 7:
-      return is("backend", KeyName::kBackend);
+      return Is(k, "backend", KeyName::kBackend);
     case 10:
-      return is("world_size", KeyName::kWorldSize);
+      return Is(k, "world_size", KeyName::kWorldSize);
     case 11:
-      return k[0] == 't' ? is("traceEvents", KeyName::kTraceEvents)
-                         : is("correlation", KeyName::kCorrelation);
+      return k[0] == 't' ? Is(k, "traceEvents", KeyName::kTraceEvents)
+                         : Is(k, "correlation", KeyName::kCorrelation);
     case 15:
-      return is("distributedInfo", KeyName::kDistributedInfo);
+      return Is(k, "distributedInfo", KeyName::kDistributedInfo);
     case 16:
-      return is("deviceProperties", KeyName::kDeviceProperties);
+      return Is(k, "deviceProperties", KeyName::kDeviceProperties);
     case 14:
-      return is("wait_on_stream", KeyName::kWaitStream);
+      return Is(k, "wait_on_stream", KeyName::kWaitStream);
     case 23:
-      return is("memory bandwidth (GB/s)", KeyName::kBandwidth);
+      return Is(k, "memory bandwidth (GB/s)", KeyName::kBandwidth);
     case 33:
-      return is("wait_on_cuda_event_record_corr_id", KeyName::kWaitRecord);
+      return Is(k, "wait_on_cuda_event_record_corr_id", KeyName::kWaitRecord);
     default:
       return KeyName::kOther;
   }
@@ -195,6 +207,8 @@ class FieldText {
   std::string_view view_;
 };
 
+class SplitParse;
+
 // The SAX handler: a stack of what each open object or array is, and which
 // field of the current event the last key named.
 class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TraceHandler> {
@@ -209,7 +223,11 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
     return Scalar(std::string_view(s, n), /*number=*/true);
   }
-  bool String(const char* s, rapidjson::SizeType n, bool) {
+  bool String(const char* s, rapidjson::SizeType n, bool copy) {
+    if (next_string_is_key_) {  // a part's tail, read a value at a time
+      next_string_is_key_ = false;
+      return Key(s, n, copy);
+    }
     return Scalar(std::string_view(s, n), /*number=*/false);
   }
   bool Key(const char* s, rapidjson::SizeType n, bool) {
@@ -220,6 +238,23 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool EndObject(rapidjson::SizeType) { return Close(); }
   bool StartArray() { return Open(/*object=*/false); }
   bool EndArray(rapidjson::SizeType) { return Close(); }
+
+  // For a text split among threads (SplitParse below): the part this
+  // handler reads, and where its parser's cursor is (`base`: the text's
+  // first byte), to tell when it meets the next part's first event.
+  void ReadPart(SplitParse& splits, size_t part, const char* base, const char* const* cursor);
+  // A part after the first starts inside traceEvents, at an event.
+  void StartInsideEvents() {
+    top_seen_ = saw_events_ = true;
+    top_ = Frame::kTop;
+    stack_ = {Frame::kTop, Frame::kEvents};
+  }
+  // Its tail after traceEvents, read a value at a time.
+  void KeyNext() { next_string_is_key_ = true; }
+  bool EndTop() { return Close(); }
+  // The part it stopped at (that part read on from there), or npos.
+  size_t stopped_at() const { return stopped_at_; }
+  uint32_t event_objects() const { return next_index_; }
 
   bool saw_events() const { return saw_events_; }
   bool top_is_object() const { return top_ == Frame::kTop; }
@@ -241,7 +276,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   Frame Current() const { return stack_.empty() ? Frame::kSkip : stack_.back(); }
 
   bool Open(bool object) {
-    if (stack_.size() >= kMaxNesting) return false;  // the parse stops: too deep
+    if (stack_.size() >= kMaxNesting) return false;                // the parse stops: too deep
+    if (splits_ != nullptr && object && !AtSplit()) return false;  // the next part reads on
     if (stack_.empty() && !top_seen_) {
       top_seen_ = true;
       if (object) {
@@ -457,7 +493,17 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     return last_thread_;
   }
 
+  bool AtSplit();  // false: stop here
+
   TraceFile& out_;
+  SplitParse* splits_ = nullptr;
+  size_t part_ = 0;
+  const char* base_ = nullptr;
+  const char* const* cursor_ = nullptr;
+  ptrdiff_t next_split_ = -1;  // where the next part starts (offset of its '{')
+  size_t next_part_ = 0;
+  size_t stopped_at_ = std::string::npos;
+  bool next_string_is_key_ = false;
   bool every_row_ = false;
   bool text_stays_ = false;
   std::vector<Frame> stack_;
@@ -482,6 +528,254 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
 // Fewer bytes than any of Kineto's events takes (see ParseText).
 constexpr size_t kTextBytesPerRow = 256;
 
+// A whole text of this many bytes a part or more is read by several threads.
+constexpr size_t kSplitMinBytes = size_t{4} << 20;
+constexpr size_t kMaxParseThreads = 8;
+// The first part is parsed in place, the others copy their strings: it
+// reads about a third more text in the same time (measured on the HTA
+// traces of 10-54 MB of text, 2 CPUs), so it takes a larger share.
+constexpr double kFirstPartWeight = 1.3;
+// How far past its share a part's first event is looked for.
+constexpr size_t kSplitSearchBytes = size_t{1} << 20;
+
+// The offset of the first event start at or after `from`: a '{', after "},"
+// (so an element of a list), before a key of letters, digits and '_' (so
+// outside every string: a quote that closed a string is followed by a space
+// or one of ",:]}", never by a letter, so the quote after the '{' opens
+// one), "ph" first; npos when there is none near. Kineto's pretty-printed
+// events and json.dump's one-line ones both start so.
+size_t EventStartAfter(std::string_view text, size_t from) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  auto word = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  const size_t end = std::min(text.size(), from + kSplitSearchBytes);
+  size_t first = std::string::npos;
+  while (from < end) {
+    const void* hit = std::memchr(text.data() + from, '{', end - from);
+    if (hit == nullptr) break;
+    const size_t brace = static_cast<size_t>(static_cast<const char*>(hit) - text.data());
+    from = brace + 1;
+    size_t after = from;
+    while (after < text.size() && space(text[after])) ++after;
+    if (after >= text.size() || text[after] != '"') continue;
+    size_t key = after + 1;
+    while (key < text.size() && word(text[key])) ++key;
+    if (key == after + 1 || key >= text.size() || text[key] != '"') continue;
+    size_t before = brace;
+    while (before > 0 && space(text[before - 1])) --before;
+    if (before == 0 || text[before - 1] != ',') continue;
+    --before;
+    while (before > 0 && space(text[before - 1])) --before;
+    if (before == 0 || text[before - 1] != '}') continue;
+    // An event's first key is "ph" where Kineto or json.dump wrote it: a
+    // list nested in args rarely starts so; another key is taken if no "ph".
+    if (text.substr(after + 1, key - after - 1) == "ph") return brace;
+    if (first == std::string::npos) first = brace;
+  }
+  return first;
+}
+
+// A whole text read by several threads, a part each, cut at event starts
+// (EventStartAfter). The first part is parsed in place on the calling
+// thread, as a whole text is; each other part on a thread of its own,
+// read-only (its strings copied), from its '{' as an event of traceEvents on.
+// Whether a cut is an event of traceEvents is known only to the part before
+// it: when that part's parser meets the cut's '{' inside traceEvents, it
+// waits for the part that starts there, and stops if that part read to its
+// end. A cut met anywhere else (a nested list, deviceProperties), or a part
+// that failed, and the part before reads on through it, once that part's
+// thread is done with the bytes. So every part used was read from a true
+// event start, and the result (events, their order and HTA indices, names,
+// errors) is one thread's: a part that fails (a broken text) is read again
+// by the part before, which meets the error where one thread would.
+class SplitParse {
+ public:
+  struct Part {
+    size_t begin = 0;  // offset of its first '{'
+    TraceFile file;
+    uint32_t event_objects = 0;           // the objects of traceEvents it read
+    size_t ended_at = std::string::npos;  // the part it stopped at; npos: read to the end
+    bool ok = false;
+    bool done = false;
+    std::atomic<bool> abandon{false};
+    std::thread thread;
+  };
+
+  SplitParse(std::string_view text, std::string_view source, TraceRows rows, size_t parts)
+      : text_(text), source_(source), rows_(rows) {
+    parts_.push_back(std::make_unique<Part>());
+    // The first part's share is kFirstPartWeight of another's.
+    const double total = kFirstPartWeight + static_cast<double>(parts - 1);
+    for (size_t i = 1; i < parts; ++i) {
+      const auto share =
+          static_cast<size_t>(static_cast<double>(text.size()) *
+                              (kFirstPartWeight + static_cast<double>(i - 1)) / total);
+      const size_t at = EventStartAfter(text, std::max(share, parts_.back()->begin + 1));
+      if (at == std::string::npos) break;
+      parts_.push_back(std::make_unique<Part>());
+      parts_.back()->begin = at;
+    }
+  }
+  ~SplitParse() {
+    for (auto& p : parts_) p->abandon = true;
+    for (auto& p : parts_)
+      if (p->thread.joinable()) p->thread.join();
+  }
+  SplitParse(const SplitParse&) = delete;
+  SplitParse& operator=(const SplitParse&) = delete;
+
+  size_t parts() const { return parts_.size(); }
+  Part& part(size_t k) { return *parts_[k]; }
+  size_t begin(size_t k) const { return parts_[k]->begin; }
+  bool abandoned(size_t k) const { return parts_[k]->abandon.load(std::memory_order_relaxed); }
+
+  void Start() {
+    for (size_t k = 1; k < parts_.size(); ++k) {
+      parts_[k]->thread = std::thread([this, k] { Read(k); });
+    }
+  }
+
+  // Part `k`'s parser met part `at`'s '{', inside traceEvents or not: true
+  // when part `at` read on from there (k stops), false to read on through it.
+  bool Use(size_t at, bool inside_events) {
+    Part& p = *parts_[at];
+    if (!inside_events) p.abandon = true;
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&p] { return p.done; });
+    return inside_events && p.ok;
+  }
+  void Stopped(size_t k, size_t at, uint32_t event_objects) {
+    parts_[k]->ended_at = at;
+    parts_[k]->event_objects = event_objects;
+  }
+
+ private:
+  void Read(size_t k);
+
+  std::string_view text_;
+  std::string_view source_;
+  TraceRows rows_;
+  std::vector<std::unique_ptr<Part>> parts_;
+  std::mutex mutex_;
+  std::condition_variable done_;
+};
+
+void TraceHandler::ReadPart(SplitParse& splits, size_t part, const char* base,
+                            const char* const* cursor) {
+  splits_ = &splits;
+  part_ = part;
+  base_ = base;
+  cursor_ = cursor;
+  next_part_ = part + 1;
+  next_split_ = next_part_ < splits.parts() ? static_cast<ptrdiff_t>(splits.begin(next_part_)) : -1;
+}
+
+bool TraceHandler::AtSplit() {
+  if (part_ > 0 && splits_->abandoned(part_)) return false;
+  if (*cursor_ - 1 - base_ != next_split_) return true;
+  const size_t at = next_part_++;
+  next_split_ =
+      next_part_ < splits_->parts() ? static_cast<ptrdiff_t>(splits_->begin(next_part_)) : -1;
+  if (!splits_->Use(at, Current() == Frame::kEvents)) return true;  // read on through it
+  stopped_at_ = at;
+  splits_->Stopped(part_, at, next_index_);
+  return false;
+}
+
+// The rest of the text from part `k`'s first event: traceEvents' elements,
+// then the top object's members after it, a value at a time.
+void SplitParse::Read(size_t k) {
+  Part& p = *parts_[k];
+  p.file.path = std::string(source_);
+  const size_t end = k + 1 < parts_.size() ? parts_[k + 1]->begin : text_.size();
+  p.file.events.reserve((end - p.begin) / kTextBytesPerRow);
+  p.file.cpu_rows.reserve((end - p.begin) / kTextBytesPerRow);
+  rapidjson::StringStream s(text_.data() + p.begin);
+  TraceHandler h(p.file, rows_, /*text_stays=*/false);
+  h.StartInsideEvents();
+  h.ReadPart(*this, k, text_.data(), &s.src_);
+  rapidjson::Reader reader;
+  constexpr unsigned kFlags =
+      rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseStopWhenDoneFlag;
+  auto value = [&] { return !reader.Parse<kFlags>(s, h).IsError(); };
+  auto read = [&] {
+    while (true) {
+      if (!value()) return false;
+      rapidjson::SkipWhitespace(s);
+      if (s.Peek() == ']') break;
+      if (s.Take() != ',') return false;
+    }
+    s.Take();
+    h.EndArray(0);
+    rapidjson::SkipWhitespace(s);
+    while (s.Peek() == ',') {
+      s.Take();
+      rapidjson::SkipWhitespace(s);
+      if (s.Peek() != '"') return false;
+      h.KeyNext();
+      if (!value()) return false;
+      rapidjson::SkipWhitespace(s);
+      if (s.Take() != ':' || !value()) return false;
+      rapidjson::SkipWhitespace(s);
+    }
+    if (s.Take() != '}') return false;
+    h.EndObject(0);
+    rapidjson::SkipWhitespace(s);
+    return s.Peek() == '\0';
+  };
+  const bool ok = read() || h.stopped_at() != std::string::npos;
+  if (h.stopped_at() == std::string::npos) p.event_objects = h.event_objects();
+  p.file.bytes = p.begin + s.Tell();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    p.ok = ok;
+    p.done = true;
+  }
+  done_.notify_all();
+}
+
+// The events of a later part appended to the earlier ones: names and
+// threads each once, indices after those before.
+void AppendPart(TraceFile& into, TraceFile& part, uint32_t index_base,
+                std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>>& names,
+                std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>>& threads) {
+  std::vector<uint32_t> name_of(part.names.size()), thread_of(part.threads.size());
+  for (size_t i = 0; i < part.names.size(); ++i) {
+    auto [it, added] = names.try_emplace(part.names[i], static_cast<uint32_t>(into.names.size()));
+    if (added) into.names.push_back(std::move(part.names[i]));
+    name_of[i] = it->second;
+  }
+  for (size_t i = 0; i < part.threads.size(); ++i) {
+    auto [it, added] = threads.try_emplace(part.threads[i].pid + '\x1f' + part.threads[i].tid,
+                                           static_cast<uint32_t>(into.threads.size()));
+    if (added) into.threads.push_back(std::move(part.threads[i]));
+    thread_of[i] = it->second;
+  }
+  auto move_rows = [&](std::vector<TraceEvent>& from, std::vector<TraceEvent>& to) {
+    for (TraceEvent& e : from) {
+      e.name = name_of[e.name];
+      e.thread = thread_of[e.thread];
+      e.index += index_base;
+      to.push_back(e);
+    }
+  };
+  move_rows(part.events, into.events);
+  move_rows(part.cpu_rows, into.cpu_rows);
+  for (TraceSyncWait w : part.sync_waits) {
+    w.index += index_base;
+    into.sync_waits.push_back(w);
+  }
+  into.devices.insert(into.devices.end(), part.devices.begin(), part.devices.end());
+  if (part.rank) into.rank = part.rank;
+  if (part.world_size) into.world_size = part.world_size;
+  if (!part.backend.empty()) into.backend = part.backend;
+  into.fractional_times = into.fractional_times || part.fractional_times;
+  into.complete_events += part.complete_events;
+  into.skipped_events += part.skipped_events;
+  into.bytes = part.bytes;
+}
+
 const Status& StreamError(const JsonStream& stream) { return stream.error(); }
 const Status& StreamError(const rapidjson::InsituStringStream&) {
   static const Status kNone;
@@ -494,7 +788,7 @@ const Status& StreamError(const rapidjson::InsituStringStream&) {
 // inflated text.
 template <unsigned kExtraFlags, typename Stream>
 Result<TraceFile> ParseText(Stream& stream, std::string_view source, TraceRows rows, bool gzip,
-                            size_t text_bytes = 0) {
+                            size_t text_bytes = 0, SplitParse* splits = nullptr) {
   TraceFile trace;
   trace.path = std::string(source);
   // Room for the rows a text of this size holds (Kineto writes 300-450 bytes
@@ -507,7 +801,11 @@ Result<TraceFile> ParseText(Stream& stream, std::string_view source, TraceRows r
   rapidjson::Reader reader;
   constexpr unsigned kFlags =
       rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseStopWhenDoneFlag | kExtraFlags;
+  if constexpr ((kExtraFlags & rapidjson::kParseInsituFlag) != 0) {
+    if (splits != nullptr) handler.ReadPart(*splits, 0, stream.head_, &stream.src_);
+  }
   rapidjson::ParseResult parsed = reader.Parse<kFlags>(stream, handler);
+  if (handler.stopped_at() != std::string::npos) return trace;  // a later part reads on
   if (!StreamError(stream).ok()) {
     if (StreamError(stream).code() == Status::Code::kParseError) return StreamError(stream);
     return Status::ParseError(source, 0, StreamError(stream).message());
@@ -556,10 +854,42 @@ Result<TraceFile> ParseStreamed(ByteSource& raw, std::string_view source, TraceR
   return trace;
 }
 
-Result<TraceFile> ParseWhole(WholeText& text, std::string_view source, TraceRows rows) {
+// The threads a whole text of `bytes` is read by: one a CPU this process may
+// run on, at most kMaxParseThreads, each with kSplitMinBytes or more.
+size_t ParseThreads(size_t bytes, const TraceReading& how) {
+  if (how.parse_threads) return std::max<size_t>(*how.parse_threads, 1);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const size_t n = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return std::clamp<size_t>(std::min(n, bytes / kSplitMinBytes), 1, kMaxParseThreads);
+}
+
+Result<TraceFile> ParseWhole(WholeText& text, std::string_view source, const TraceReading& how) {
   rapidjson::InsituStringStream stream(text.data());
-  Result<TraceFile> trace =
-      ParseText<rapidjson::kParseInsituFlag>(stream, source, rows, text.gzip, text.size());
+  std::optional<SplitParse> splits;
+  if (const size_t threads = ParseThreads(text.size(), how); threads > 1) {
+    splits.emplace(std::string_view(text.data(), text.size()), source, how.rows, threads);
+    if (splits->parts() > 1) splits->Start();
+  }
+  Result<TraceFile> trace = ParseText<rapidjson::kParseInsituFlag>(
+      stream, source, how.rows, text.gzip, text.size(), splits ? &*splits : nullptr);
+  if (trace.ok() && splits && splits->part(0).ended_at != std::string::npos) {
+    // Names and threads each once: the first part's, looked up by text.
+    std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> names, threads;
+    for (size_t i = 0; i < trace->names.size(); ++i)
+      names.emplace(trace->names[i], static_cast<uint32_t>(i));
+    for (size_t i = 0; i < trace->threads.size(); ++i)
+      threads.emplace(trace->threads[i].pid + '\x1f' + trace->threads[i].tid,
+                      static_cast<uint32_t>(i));
+    uint32_t index_base = splits->part(0).event_objects;
+    for (size_t at = splits->part(0).ended_at; at != std::string::npos;) {
+      SplitParse::Part& part = splits->part(at);
+      AppendPart(*trace, part.file, index_base, names, threads);
+      ++trace->parts;
+      index_base += part.event_objects;
+      at = part.ended_at;
+    }
+  }
   if (trace.ok()) trace->read_whole = true;
   return trace;
 }
@@ -575,7 +905,7 @@ Result<TraceFile> ReadTraceFile(const std::string& path, const TraceReading& how
   if (!whole.ok()) {
     out = whole.status();
   } else if (*whole) {
-    out = ParseWhole(**whole, path, how.rows);
+    out = ParseWhole(**whole, path, how);
   } else if (::lseek(fd, 0, SEEK_SET) != 0) {
     out = Status::FromErrno("cannot read " + path, errno);
   } else {
@@ -587,22 +917,25 @@ Result<TraceFile> ReadTraceFile(const std::string& path, const TraceReading& how
 }
 
 Result<TraceFile> ReadTraceFile(const std::string& path, TraceRows rows) {
-  return ReadTraceFile(path, TraceReading{.rows = rows, .whole_text_limit_bytes = std::nullopt});
+  TraceReading how;
+  how.rows = rows;
+  return ReadTraceFile(path, how);
 }
 
 Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source,
                                   const TraceReading& how) {
   const uint64_t limit = how.whole_text_limit_bytes.value_or(DefaultWholeTextLimitBytes());
   if (std::optional<WholeText> whole = WholeTextOf(bytes, limit)) {
-    return ParseWhole(*whole, source, how.rows);
+    return ParseWhole(*whole, source, how);
   }
   MemorySource memory(bytes);
   return ParseStreamed(memory, source, how.rows);
 }
 
 Result<TraceFile> ParseTraceBytes(std::string_view bytes, std::string_view source, TraceRows rows) {
-  return ParseTraceBytes(bytes, source,
-                         TraceReading{.rows = rows, .whole_text_limit_bytes = std::nullopt});
+  TraceReading how;
+  how.rows = rows;
+  return ParseTraceBytes(bytes, source, how);
 }
 
 Result<std::vector<std::string>> TraceFilesIn(const std::string& path) {

@@ -38,6 +38,10 @@ struct TraceReading {
   // The most bytes held whole at once (probe/trace_text.h): default a
   // quarter of MemAvailable, under 4 GiB; 0 streams every file.
   std::optional<uint64_t> whole_text_limit_bytes;
+  // The threads that read a text held whole: nullopt, one a CPU, each with
+  // 4 MiB of text or more; N, N parts whatever the size (tests). Streamed
+  // texts are read by one.
+  std::optional<size_t> parse_threads;
 };
 
 // Reads the trace at `path` (JSON or gzip'd JSON).

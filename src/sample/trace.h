@@ -91,6 +91,7 @@ struct TraceFile {
   uint64_t skipped_events = 0;            // events missing a field the reader needs
   uint64_t bytes = 0;                     // of JSON text read
   bool read_whole = false;  // the text was held whole (libdeflate), not streamed (zlib)
+  uint32_t parts = 1;       // of a text held whole, the parts read by threads of their own
 };
 
 // The name of the GPU the trace's kernels ran on: deviceProperties' entry for

@@ -59,10 +59,10 @@ class TempFile {
 };
 
 TraceReading Whole(TraceRows rows = TraceRows::kAnalysed) {
-  return {.rows = rows, .whole_text_limit_bytes = std::nullopt};
+  return {.rows = rows, .whole_text_limit_bytes = std::nullopt, .parse_threads = std::nullopt};
 }
 TraceReading Streamed(TraceRows rows = TraceRows::kAnalysed) {
-  return {.rows = rows, .whole_text_limit_bytes = 0};
+  return {.rows = rows, .whole_text_limit_bytes = 0, .parse_threads = std::nullopt};
 }
 
 bool SameEvents(const std::vector<TraceEvent>& a, const std::vector<TraceEvent>& b) {
@@ -120,6 +120,17 @@ TEST(TraceText, WholeAndStreamedGiveTheSameTraceOnEveryHtaTrace) {
       EXPECT_FALSE(streamed->read_whole) << path;
       EXPECT_GT(whole->events.size(), 0u) << path;
       ExpectSameTrace(*whole, *streamed, path);
+      // Cut in parts read by threads of their own: the same trace.
+      for (size_t threads : {2, 3, 7}) {
+        TraceReading how = Whole(rows);
+        how.parse_threads = threads;
+        Result<TraceFile> parts = ReadTraceFile(path, how);
+        ASSERT_TRUE(parts.ok()) << parts.status().message();
+        ExpectSameTrace(*parts, *streamed, path + " in " + std::to_string(threads) + " parts");
+        if (whole->complete_events > 100) {
+          EXPECT_EQ(parts->parts, threads) << path;
+        }
+      }
     }
     ++files;
   }
@@ -145,6 +156,109 @@ TEST(TraceText, AGeneratedTraceReadsTheSameBothWaysFromFileAndMemory) {
   ExpectSameTrace(*whole, *streamed, "file");
   ExpectSameTrace(*memory, *streamed, "memory");
   ExpectSameTrace(*plain, *streamed, "plain");
+}
+
+// A text whose cuts fall everywhere a cut can: in lists of objects nested in
+// args, in deviceProperties before and after traceEvents, at strings that
+// read like an event start; one line (json.dump's form) or an event a line.
+std::string PartsText(bool lines) {
+  std::string t =
+      "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"A\"}, "
+      "{\"id\": 1, \"name\": \"B\"}],\n \"traceEvents\": [";
+  for (int i = 0; i < 600; ++i) {
+    if (i > 0) t += lines ? ",\n  " : ", ";
+    const std::string ts = std::to_string(1000 + i * 10) + (i % 7 == 0 ? ".5" : "");
+    const std::string at = "\"pid\": " + std::to_string(1 + i % 2) + ", \"tid\": \"t" +
+                           std::to_string(i % 4) + "\", \"ts\": " + ts + ", \"dur\": 4";
+    switch (i % 5) {
+      case 0:
+        t += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::op" + std::to_string(i % 9) +
+             "\", " + at +
+             ", \"args\": {\"l\": [{\"a\": 1}, {\"ph\": [{\"c\": 2},\n {\"ph\": 3}]}], " +
+             "\"s\": \"}, {\\\"ph\\\": \\\"X\\\"\"}}";
+        break;
+      case 1:
+        t += "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\\\"}, {\\\"n\\u00e9" +
+             std::to_string(i % 3) + "\", " + at +
+             ", \"args\": {\"stream\": 7, \"correlation\": " + std::to_string(i) +
+             ", \"device\": 1}}";
+        break;
+      case 2:
+        t += "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", " + at +
+             ", \"args\": {\"correlation\": " + std::to_string(i + 1) + "}}";
+        break;
+      case 3:
+        t += "{\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"Stream Wait Event\", " + at +
+             ", \"args\": {\"stream\": 7, \"wait_on_stream\": 8, "
+             "\"wait_on_cuda_event_record_corr_id\": " +
+             std::to_string(i - 1) + "}}";
+        break;
+      default:
+        t += i % 2 ? "{\"ph\": \"i\", \"cat\": \"cpu_op\", \"name\": \"instant\", \"ts\": 5}"
+                   : "{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"PyTorch Profiler\", " + at +
+                         "}";
+    }
+  }
+  t += "],\n \"deviceProperties\": [{\"id\": 2, \"name\": \"C\"}, {\"id\": 3, \"name\": \"D\"}], "
+       "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 2, \"world_size\": 4}, "
+       "\"traceName\": \"x\"}\n";
+  return t;
+}
+
+// Read by 2 to 40 threads: one thread's trace, or one thread's error for a
+// broken text (cut, a bracket wrong, a raw line break in a string, more after
+// the document, a trailing comma), wherever the cuts fall.
+TEST(TraceText, ReadInPartsGivesOneThreadsTraceOrError) {
+  auto read = [](const std::string& text, size_t threads) {
+    TraceReading how = Whole();
+    how.parse_threads = threads;
+    return ParseTraceBytes(text, "parts.json", how);
+  };
+  for (bool lines : {false, true}) {
+    const std::string text = PartsText(lines);
+    Result<TraceFile> one = read(text, 1);
+    ASSERT_TRUE(one.ok()) << one.status().message();
+    EXPECT_EQ(one->parts, 1u);
+    ASSERT_EQ(one->devices.size(), 4u);
+    EXPECT_EQ(one->rank, 2);
+    EXPECT_GT(one->events.size(), 300u);
+    EXPECT_FALSE(one->sync_waits.empty());
+    // Most reads are cut; some cuts fall in a nested list and are read through.
+    int cut = 0, read_through = 0;
+    for (size_t threads = 2; threads <= 40; ++threads) {
+      Result<TraceFile> parts = read(text, threads);
+      ASSERT_TRUE(parts.ok()) << parts.status().message();
+      cut += parts->parts > 1;
+      read_through += parts->parts < threads;
+      ExpectSameTrace(*one, *parts, std::to_string(threads) + " threads");
+    }
+    EXPECT_GE(cut, 30) << lines;
+    EXPECT_GE(read_through, 3) << lines;
+    const size_t tail = text.find("],\n \"deviceProperties\"");
+    std::vector<std::string> broken = {
+        text.substr(0, text.size() / 3),
+        text.substr(0, text.size() * 3 / 4),
+        text.substr(0, tail + 20),
+        text.substr(0, text.size() * 2 / 3) + "]" + text.substr(text.size() * 2 / 3 + 1),
+        text.substr(0, text.size() - 3) + ", }\n",
+        text + "{}",
+    };
+    std::string line_break = text;
+    line_break.replace(line_break.rfind("cudaLaunchKernel"), 4, "cu\nd");
+    broken.push_back(line_break);
+    std::string close = text;
+    close.replace(close.rfind("{\"ph\""), 1, "]");
+    broken.push_back(close);
+    for (const std::string& b : broken) {
+      Result<TraceFile> want = read(b, 1);
+      ASSERT_FALSE(want.ok()) << b.size();
+      for (size_t threads : {2, 3, 5, 9, 17}) {
+        Result<TraceFile> got = read(b, threads);
+        ASSERT_FALSE(got.ok()) << threads;
+        EXPECT_EQ(got.status().message(), want.status().message()) << threads;
+      }
+    }
+  }
 }
 
 // A text of many huge pages (mapped on its own, aligned) arrives byte for
