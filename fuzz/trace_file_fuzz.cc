@@ -28,6 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       stallscope::ParseTraceBytes(bytes, "fuzz", how);
   how.whole_text_limit_bytes = std::nullopt;
   how.parse_threads = 3;
+  how.min_part_bytes = 0;
   stallscope::Result<stallscope::TraceFile> parts = stallscope::ParseTraceBytes(bytes, "fuzz", how);
   for (const stallscope::Result<stallscope::TraceFile>* other : {&streamed, &parts}) {
     if (trace.ok() != other->ok()) std::abort();

@@ -29,17 +29,20 @@ void RemoveRankTraces(const std::string& dir) {
 
 Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<std::string>& files,
                                                             const TraceOptions& options,
-                                                            std::optional<int> rank) {
+                                                            std::optional<int> rank,
+                                                            size_t threads) {
   std::vector<std::optional<Result<TraceRankBreakdown>>> results(files.size());
-  const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
+  const size_t cpus = threads > 0 ? threads : TraceCpus();
   TraceOptions each = options;
   // Fewer files than CPUs: each file's critical path on a CPU left over.
   each.critical_path_beside = files.size() < cpus;
+  TraceReading how;
+  how.parse_threads = std::max<size_t>(1, cpus / std::max<size_t>(files.size(), 1));
   {
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t i = next++; i < files.size(); i = next++) {
-        Result<TraceFile> trace = ReadTraceFile(files[i]);
+        Result<TraceFile> trace = ReadTraceFile(files[i], how);
         if (!trace.ok()) {
           results[i] = Result<TraceRankBreakdown>(trace.status());
           continue;
@@ -48,9 +51,8 @@ Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<st
         results[i] = BreakDownTrace(*trace, each);
       }
     };
-    size_t threads = std::min<size_t>(files.size(), cpus);
     std::vector<std::thread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    for (size_t t = 1; t < std::min(files.size(), cpus); ++t) pool.emplace_back(work);
     work();
     for (std::thread& t : pool) t.join();
   }

@@ -19,10 +19,13 @@ namespace stallscope {
 
 // Each file read and broken down; `rank`: only that rank's. Two files of one
 // rank are an error naming both; the first file that cannot be read is the
-// error. Sorted by rank.
+// error. Sorted by rank. `threads`: at most this many at once (0: one a CPU),
+// a file each, and a file's text in parts (probe/trace_file.h) by the
+// threads the files leave.
 Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<std::string>& files,
                                                             const TraceOptions& options,
-                                                            std::optional<int> rank);
+                                                            std::optional<int> rank,
+                                                            size_t threads = 0);
 
 // Where `run --profile` has the hook write its traces: RUN.db.traces/.
 std::string ProfileTraceDir(const std::string& run_path);

@@ -3,8 +3,9 @@
 // CONTROL TEST`, cli/trace_diff_command.h): reads PyTorch profiler traces (a file, or a
 // directory of per-rank files as HTA reads one), gives HTA's breakdowns per
 // rank and the findings they show. Files are read on up to one thread per
-// CPU; each is streamed (probe/trace_file.h). Two files of one rank are an
-// error naming both; different world sizes are a note.
+// CPU (--threads), a large one's text in parts by the CPUs the files leave
+// (probe/trace_file.h). Two files of one rank are an error naming both;
+// different world sizes are a note.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -38,6 +39,7 @@ CommandRunner SetupTrace(CLI::App& app) {
     std::string cp_instance;
     int straggler_candidates = kStragglerCandidates;
     bool diff = false;
+    int threads = 0;
   };
   auto flags = std::make_shared<Flags>();
   app.add_option("PATH", flags->paths,
@@ -61,6 +63,10 @@ CommandRunner SetupTrace(CLI::App& app) {
   app.add_option("--straggler-candidates", flags->straggler_candidates,
                  "how many ranks HTA's straggler analysis names (its num_candidates)")
       ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--threads", flags->threads,
+                 "at most N threads: a file each, a large file's text in parts (default: one a "
+                 "CPU this process may run on)")
+      ->check(CLI::Range(1, 1024));
   return [flags]() {
     if (flags->diff) {
       if (flags->include_last_step) {
@@ -102,7 +108,7 @@ CommandRunner SetupTrace(CLI::App& app) {
     {
       ProgressLine progress("reading " + std::to_string(files.size()) + " trace file" +
                             (files.size() == 1 ? "" : "s") + "...");
-      read = BreakDownTraceFiles(files, options, flags->rank);
+      read = BreakDownTraceFiles(files, options, flags->rank, static_cast<size_t>(flags->threads));
     }
     if (!read.ok()) return Fail("trace", read.status(), /*usage=*/false);
     std::vector<TraceRankBreakdown>& ranks = *read;

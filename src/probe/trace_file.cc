@@ -528,8 +528,6 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
 // Fewer bytes than any of Kineto's events takes (see ParseText).
 constexpr size_t kTextBytesPerRow = 256;
 
-// A whole text of this many bytes a part or more is read by several threads.
-constexpr size_t kSplitMinBytes = size_t{4} << 20;
 constexpr size_t kMaxParseThreads = 8;
 // The first part is parsed in place, the others copy their strings: it
 // reads about a third more text in the same time (measured on the HTA
@@ -854,14 +852,11 @@ Result<TraceFile> ParseStreamed(ByteSource& raw, std::string_view source, TraceR
   return trace;
 }
 
-// The threads a whole text of `bytes` is read by: one a CPU this process may
-// run on, at most kMaxParseThreads, each with kSplitMinBytes or more.
+// The threads a whole text of `bytes` is read by (TraceReading says how many).
 size_t ParseThreads(size_t bytes, const TraceReading& how) {
-  if (how.parse_threads) return std::max<size_t>(*how.parse_threads, 1);
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  const size_t n = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  return std::clamp<size_t>(std::min(n, bytes / kSplitMinBytes), 1, kMaxParseThreads);
+  size_t n = how.parse_threads.value_or(std::min(TraceCpus(), kMaxParseThreads));
+  if (how.min_part_bytes > 0) n = std::min(n, bytes / how.min_part_bytes);
+  return std::max<size_t>(n, 1);
 }
 
 Result<TraceFile> ParseWhole(WholeText& text, std::string_view source, const TraceReading& how) {
@@ -895,6 +890,13 @@ Result<TraceFile> ParseWhole(WholeText& text, std::string_view source, const Tra
 }
 
 }  // namespace
+
+size_t TraceCpus() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0) return 1;
+  return std::max(1, CPU_COUNT(&cpus));
+}
 
 Result<TraceFile> ReadTraceFile(const std::string& path, const TraceReading& how) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -38,11 +38,15 @@ struct TraceReading {
   // The most bytes held whole at once (probe/trace_text.h): default a
   // quarter of MemAvailable, under 4 GiB; 0 streams every file.
   std::optional<uint64_t> whole_text_limit_bytes;
-  // The threads that read a text held whole: nullopt, one a CPU, each with
-  // 4 MiB of text or more; N, N parts whatever the size (tests). Streamed
-  // texts are read by one.
+  // The threads that read a text held whole, a part each: at most this many
+  // (nullopt: one a CPU this process may run on, at most 8), each part of
+  // `min_part_bytes` of text or more. A streamed text is read by one.
   std::optional<size_t> parse_threads;
+  size_t min_part_bytes = size_t{4} << 20;
 };
+
+// The CPUs this process may run on (its affinity), 1 at least.
+size_t TraceCpus();
 
 // Reads the trace at `path` (JSON or gzip'd JSON).
 Result<TraceFile> ReadTraceFile(const std::string& path, TraceRows rows = TraceRows::kAnalysed);

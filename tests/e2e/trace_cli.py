@@ -111,6 +111,23 @@ class AgreesWithHta(unittest.TestCase):
                                          "%s %s rank %s" % (rel, setting, rank_text))
         self.assertGreater(compared, 60)
 
+    def test_one_thread_reads_what_three_read(self):
+        """--threads 1 (a file's text in one part) and --threads 3 (a text of 8
+        MiB or more in two or three parts, read at once): the same ranks,
+        figure for figure, on every real trace; 0 threads is a usage error."""
+        for rel in trace_dirs():
+            path = os.path.join(SHARED_TRACES, rel)
+            one = common.run_json(self, ["trace", path, "--json", "--threads", "1"])
+            three = common.run_json(self, ["trace", path, "--json", "--threads", "3"])
+            self.assertEqual(one["ranks"], three["ranks"], rel)
+            self.assertEqual(one.get("potential_stragglers"), three.get("potential_stragglers"), rel)
+            self.assertEqual(one["findings"], three["findings"], rel)
+        rc, out, err, _ = common.run(["trace", os.path.join(SHARED_TRACES, "amd_trace"),
+                                      "--threads", "0"])
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--threads", err)
+        self.assertEqual(out, "")
+
     def test_findings_name_rank_step_and_event(self):
         got = common.run_json(self, ["trace", os.path.join(SHARED_TRACES, "trace_diff", "control"),
                                      "--json"])

@@ -23,12 +23,19 @@ namespace {
 // Whole in memory (the default, where the text fits), whole and cut in three
 // parts read by threads of their own (where the text has event starts to cut
 // at: every test's text has a line break between events), and streamed.
-const TraceReading kStreamed = {
-    .rows = TraceRows::kAnalysed, .whole_text_limit_bytes = 0, .parse_threads = std::nullopt};
-const TraceReading kBothWays[] = {
-    {.rows = TraceRows::kAnalysed, .whole_text_limit_bytes = std::nullopt, .parse_threads = 1},
-    {.rows = TraceRows::kAnalysed, .whole_text_limit_bytes = std::nullopt, .parse_threads = 3},
-    kStreamed};
+const TraceReading kStreamed = {.rows = TraceRows::kAnalysed,
+                                .whole_text_limit_bytes = 0,
+                                .parse_threads = std::nullopt,
+                                .min_part_bytes = 0};
+const TraceReading kBothWays[] = {{.rows = TraceRows::kAnalysed,
+                                   .whole_text_limit_bytes = std::nullopt,
+                                   .parse_threads = 1,
+                                   .min_part_bytes = 0},
+                                  {.rows = TraceRows::kAnalysed,
+                                   .whole_text_limit_bytes = std::nullopt,
+                                   .parse_threads = 3,
+                                   .min_part_bytes = 0},
+                                  kStreamed};
 
 const char kKineto[] = R"json({
   "schemaVersion": 1,

@@ -59,10 +59,16 @@ class TempFile {
 };
 
 TraceReading Whole(TraceRows rows = TraceRows::kAnalysed) {
-  return {.rows = rows, .whole_text_limit_bytes = std::nullopt, .parse_threads = std::nullopt};
+  return {.rows = rows,
+          .whole_text_limit_bytes = std::nullopt,
+          .parse_threads = std::nullopt,
+          .min_part_bytes = 0};
 }
 TraceReading Streamed(TraceRows rows = TraceRows::kAnalysed) {
-  return {.rows = rows, .whole_text_limit_bytes = 0, .parse_threads = std::nullopt};
+  return {.rows = rows,
+          .whole_text_limit_bytes = 0,
+          .parse_threads = std::nullopt,
+          .min_part_bytes = 0};
 }
 
 bool SameEvents(const std::vector<TraceEvent>& a, const std::vector<TraceEvent>& b) {
