@@ -8,9 +8,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/reader.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -255,6 +258,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   // The part it stopped at (that part read on from there), or npos.
   size_t stopped_at() const { return stopped_at_; }
   uint32_t event_objects() const { return next_index_; }
+  bool backend_seen() const { return backend_seen_; }
 
   bool saw_events() const { return saw_events_; }
   bool top_is_object() const { return top_ == Frame::kTop; }
@@ -361,6 +365,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
           }
         } else if (key_ == KeyName::kBackend && !number) {
           out_.backend.assign(v);
+          backend_seen_ = true;
         }
         break;
       default:
@@ -504,6 +509,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   size_t next_part_ = 0;
   size_t stopped_at_ = std::string::npos;
   bool next_string_is_key_ = false;
+  bool backend_seen_ = false;
   bool every_row_ = false;
   bool text_stays_ = false;
   std::vector<Frame> stack_;
@@ -591,6 +597,12 @@ class SplitParse {
  public:
   struct Part {
     size_t begin = 0;  // offset of its first '{'
+    // Its first event's first key, where the part's reading starts: the
+    // bytes from the '{' to the key's opening quote are the part before's
+    // (in a broken text a string of that part may end at that quote, its
+    // in-place parse writing there).
+    size_t key_begin = 0, key_end = 0;
+    bool backend_seen = false;  // distributedInfo.backend read, if only ""
     TraceFile file;
     uint32_t event_objects = 0;           // the objects of traceEvents it read
     size_t ended_at = std::string::npos;  // the part it stopped at; npos: read to the end
@@ -611,8 +623,11 @@ class SplitParse {
                               (kFirstPartWeight + static_cast<double>(i - 1)) / total);
       const size_t at = EventStartAfter(text, std::max(share, parts_.back()->begin + 1));
       if (at == std::string::npos) break;
-      parts_.push_back(std::make_unique<Part>());
-      parts_.back()->begin = at;
+      auto part = std::make_unique<Part>();
+      part->begin = at;
+      part->key_begin = text.find('"', at) + 1;  // EventStartAfter saw it, and the closing one
+      part->key_end = text.find('"', part->key_begin);
+      parts_.push_back(std::move(part));
     }
   }
   ~SplitParse() {
@@ -628,10 +643,21 @@ class SplitParse {
   size_t begin(size_t k) const { return parts_[k]->begin; }
   bool abandoned(size_t k) const { return parts_[k]->abandon.load(std::memory_order_relaxed); }
 
+  // Each part's thread, with every signal blocked (a signal for the process
+  // goes to a thread that expects it). A thread the system refuses is a
+  // part that failed: the part before reads on through it.
   void Start() {
+    sigset_t all, before;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &before);
     for (size_t k = 1; k < parts_.size(); ++k) {
-      parts_[k]->thread = std::thread([this, k] { Read(k); });
+      try {
+        parts_[k]->thread = std::thread([this, k] { Read(k); });
+      } catch (const std::system_error&) {
+        Done(*parts_[k], false);
+      }
     }
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
   }
 
   // Part `k`'s parser met part `at`'s '{', inside traceEvents or not: true
@@ -650,6 +676,15 @@ class SplitParse {
 
  private:
   void Read(size_t k);
+  bool ReadFrom(Part& p, size_t k);
+  void Done(Part& p, bool ok) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      p.ok = ok;
+      p.done = true;
+    }
+    done_.notify_all();
+  }
 
   std::string_view text_;
   std::string_view source_;
@@ -675,21 +710,40 @@ bool TraceHandler::AtSplit() {
   const size_t at = next_part_++;
   next_split_ =
       next_part_ < splits_->parts() ? static_cast<ptrdiff_t>(splits_->begin(next_part_)) : -1;
-  if (!splits_->Use(at, Current() == Frame::kEvents)) return true;  // read on through it
-  stopped_at_ = at;
-  splits_->Stopped(part_, at, next_index_);
-  return false;
+  // An event of traceEvents (a legacy list's elements are not: the parts
+  // after the first read a Kineto object's).
+  const bool event = Current() == Frame::kEvents && top_ == Frame::kTop;
+  if (splits_->Use(at, event)) {
+    stopped_at_ = at;
+    splits_->Stopped(part_, at, next_index_);
+    return false;
+  }
+  // That part failed from a true event start: reading on would meet what
+  // it met. Only the first part reads on, to give one thread's error.
+  if (event && part_ > 0) return false;
+  return true;
 }
 
-// The rest of the text from part `k`'s first event: traceEvents' elements,
-// then the top object's members after it, a value at a time.
+// Part `k`: its first event from its first key on, traceEvents' other
+// elements, then the top object's members after it, a value at a time. Any
+// failure (a broken text, no memory) is the part failed.
 void SplitParse::Read(size_t k) {
   Part& p = *parts_[k];
+  bool ok = false;
+  try {
+    ok = ReadFrom(p, k);
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  Done(p, ok);
+}
+
+bool SplitParse::ReadFrom(Part& p, size_t k) {
   p.file.path = std::string(source_);
   const size_t end = k + 1 < parts_.size() ? parts_[k + 1]->begin : text_.size();
   p.file.events.reserve((end - p.begin) / kTextBytesPerRow);
   p.file.cpu_rows.reserve((end - p.begin) / kTextBytesPerRow);
-  rapidjson::StringStream s(text_.data() + p.begin);
+  rapidjson::StringStream s(text_.data() + p.key_end + 1);
   TraceHandler h(p.file, rows_, /*text_stays=*/false);
   h.StartInsideEvents();
   h.ReadPart(*this, k, text_.data(), &s.src_);
@@ -697,25 +751,40 @@ void SplitParse::Read(size_t k) {
   constexpr unsigned kFlags =
       rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseStopWhenDoneFlag;
   auto value = [&] { return !reader.Parse<kFlags>(s, h).IsError(); };
-  auto read = [&] {
+  auto key = [&] {
+    rapidjson::SkipWhitespace(s);
+    if (s.Peek() != '"') return false;
+    h.KeyNext();
+    return value();
+  };
+  // After a key: ": value", then ", key: value" until the '}'.
+  auto members = [&] {
     while (true) {
-      if (!value()) return false;
+      rapidjson::SkipWhitespace(s);
+      if (s.Take() != ':' || !value()) return false;
+      rapidjson::SkipWhitespace(s);
+      if (s.Peek() == '}') return true;
+      if (s.Take() != ',' || !key()) return false;
+    }
+  };
+  auto read = [&] {
+    const std::string_view first(text_.data() + p.key_begin, p.key_end - p.key_begin);
+    if (!h.StartObject() ||
+        !h.Key(first.data(), static_cast<rapidjson::SizeType>(first.size()), true) || !members())
+      return false;
+    s.Take();
+    h.EndObject(0);
+    while (true) {
       rapidjson::SkipWhitespace(s);
       if (s.Peek() == ']') break;
-      if (s.Take() != ',') return false;
+      if (s.Take() != ',' || !value()) return false;
     }
     s.Take();
     h.EndArray(0);
     rapidjson::SkipWhitespace(s);
-    while (s.Peek() == ',') {
+    if (s.Peek() == ',') {
       s.Take();
-      rapidjson::SkipWhitespace(s);
-      if (s.Peek() != '"') return false;
-      h.KeyNext();
-      if (!value()) return false;
-      rapidjson::SkipWhitespace(s);
-      if (s.Take() != ':' || !value()) return false;
-      rapidjson::SkipWhitespace(s);
+      if (!key() || !members()) return false;
     }
     if (s.Take() != '}') return false;
     h.EndObject(0);
@@ -724,18 +793,14 @@ void SplitParse::Read(size_t k) {
   };
   const bool ok = read() || h.stopped_at() != std::string::npos;
   if (h.stopped_at() == std::string::npos) p.event_objects = h.event_objects();
-  p.file.bytes = p.begin + s.Tell();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    p.ok = ok;
-    p.done = true;
-  }
-  done_.notify_all();
+  p.file.bytes = p.key_end + 1 + s.Tell();
+  p.backend_seen = h.backend_seen();
+  return ok;
 }
 
 // The events of a later part appended to the earlier ones: names and
 // threads each once, indices after those before.
-void AppendPart(TraceFile& into, TraceFile& part, uint32_t index_base,
+void AppendPart(TraceFile& into, TraceFile& part, bool backend_seen, uint32_t index_base,
                 std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>>& names,
                 std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>>& threads) {
   std::vector<uint32_t> name_of(part.names.size()), thread_of(part.threads.size());
@@ -767,7 +832,7 @@ void AppendPart(TraceFile& into, TraceFile& part, uint32_t index_base,
   into.devices.insert(into.devices.end(), part.devices.begin(), part.devices.end());
   if (part.rank) into.rank = part.rank;
   if (part.world_size) into.world_size = part.world_size;
-  if (!part.backend.empty()) into.backend = part.backend;
+  if (backend_seen) into.backend = part.backend;
   into.fractional_times = into.fractional_times || part.fractional_times;
   into.complete_events += part.complete_events;
   into.skipped_events += part.skipped_events;
@@ -862,8 +927,12 @@ size_t ParseThreads(size_t bytes, const TraceReading& how) {
 Result<TraceFile> ParseWhole(WholeText& text, std::string_view source, const TraceReading& how) {
   rapidjson::InsituStringStream stream(text.data());
   std::optional<SplitParse> splits;
-  if (const size_t threads = ParseThreads(text.size(), how); threads > 1) {
-    splits.emplace(std::string_view(text.data(), text.size()), source, how.rows, threads);
+  // A Kineto object only: the parts after the first read one's traceEvents.
+  const std::string_view view(text.data(), text.size());
+  const size_t first = view.find_first_not_of(" \t\r\n");
+  if (const size_t threads = ParseThreads(text.size(), how);
+      threads > 1 && first != std::string_view::npos && view[first] == '{') {
+    splits.emplace(view, source, how.rows, threads);
     if (splits->parts() > 1) splits->Start();
   }
   Result<TraceFile> trace = ParseText<rapidjson::kParseInsituFlag>(
@@ -879,7 +948,7 @@ Result<TraceFile> ParseWhole(WholeText& text, std::string_view source, const Tra
     uint32_t index_base = splits->part(0).event_objects;
     for (size_t at = splits->part(0).ended_at; at != std::string::npos;) {
       SplitParse::Part& part = splits->part(at);
-      AppendPart(*trace, part.file, index_base, names, threads);
+      AppendPart(*trace, part.file, part.backend_seen, index_base, names, threads);
       ++trace->parts;
       index_base += part.event_objects;
       at = part.ended_at;

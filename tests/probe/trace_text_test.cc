@@ -255,6 +255,35 @@ TEST(TraceText, ReadInPartsGivesOneThreadsTraceOrError) {
     std::string close = text;
     close.replace(close.rfind("{\"ph\""), 1, "]");
     broken.push_back(close);
+    // A string that runs on into what reads as an event start.
+    std::string spans = text;
+    spans.replace(spans.find("\"aten::op", spans.size() / 2), 9, "\"a}, {\"ph");
+    broken.push_back(spans);
+    // A legacy list, then what only an object may hold.
+    const size_t events = text.find('[', text.find("traceEvents"));
+    const std::string legacy = text.substr(events, tail + 1 - events);
+    broken.push_back(legacy + "}");
+    broken.push_back(legacy + ", \"x\": 1}");
+    // A legacy list is read by one thread; a backend of "" after one named
+    // is the last one read.
+    std::string named = text;
+    named.replace(named.find("\"backend\": \"nccl\""), 17, "\"backend\": \"\"");
+    named.replace(0, 1, "{\"distributedInfo\": {\"backend\": \"gloo\"},");
+    for (const std::string& good : {legacy, named}) {
+      Result<TraceFile> want = read(good, 1);
+      ASSERT_TRUE(want.ok()) << want.status().message();
+      for (size_t threads : {2, 5}) {
+        Result<TraceFile> got = read(good, threads);
+        ASSERT_TRUE(got.ok()) << got.status().message();
+        ExpectSameTrace(*want, *got, "legacy or backend, " + std::to_string(threads));
+        if (good == legacy) {
+          EXPECT_EQ(got->parts, 1u);
+        } else {
+          EXPECT_GT(got->parts, 1u);
+        }
+      }
+    }
+    EXPECT_EQ(read(named, 5)->backend, "");
     for (const std::string& b : broken) {
       Result<TraceFile> want = read(b, 1);
       ASSERT_FALSE(want.ok()) << b.size();
