@@ -63,7 +63,9 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "openmpi-bin, libopenmpi3")
+# hwloc is optional too: without it the topology is read from sysfs
+# (probe/hwloc_api.h).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "openmpi-bin, libopenmpi3, libhwloc15 (>= 2.9.0)")
 set(STALLSCOPE_HOOK_DIR ${CPACK_PACKAGING_INSTALL_PREFIX}/${STALLSCOPE_LIBDIR}/python)
 configure_file(packaging/postinst.in ${CMAKE_BINARY_DIR}/packaging/postinst @ONLY
                FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE

@@ -1,7 +1,8 @@
 # Run by cpack (CPACK_PROJECT_CONFIG_FILE): the package's Depends, from
 # dpkg-shlibdeps over the binary and the hook's CRC32C library only (the MPI
-# plugin's Open MPI is a Recommends), the three libraries opened on first use,
-# then python3 for the hook.
+# plugin's Open MPI is a Recommends), the two libraries opened on first use
+# that their commands need (hwloc, opened the same way, is a Recommends: the
+# topology is read from sysfs without it), then python3 for the hook.
 if(CPACK_GENERATOR STREQUAL "DEB")
   find_program(DPKG_SHLIBDEPS dpkg-shlibdeps)
   if(NOT DPKG_SHLIBDEPS)
@@ -19,10 +20,10 @@ if(CPACK_GENERATOR STREQUAL "DEB")
     message(FATAL_ERROR "dpkg-shlibdeps failed: ${shlibs_err}")
   endif()
   string(REGEX REPLACE "^shlibs:Depends=" "" shlibs "${shlibs}")
-  # libarchive, libmicrohttpd and hwloc are opened on first use (dlopen:
+  # libarchive and libmicrohttpd are opened on first use (dlopen:
   # core/lazy_library.h), so dpkg-shlibdeps does not see them: their Debian
   # 12 shlibs entries, named here.
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
-      "${shlibs}, libarchive13 (>= 3.6.2), libmicrohttpd12 (>= 0.9.75), libhwloc15 (>= 2.9.0), python3")
+      "${shlibs}, libarchive13 (>= 3.6.2), libmicrohttpd12 (>= 0.9.75), python3")
   message(STATUS "Depends: ${CPACK_DEBIAN_PACKAGE_DEPENDS}")
 endif()
