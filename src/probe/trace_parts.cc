@@ -209,8 +209,7 @@ void JoinParts(SplitParse& splits, TraceFile& first) {
   for (size_t i = 0; i < first.names.size(); ++i)
     names.emplace(first.names[i], static_cast<uint32_t>(i));
   for (size_t i = 0; i < first.threads.size(); ++i)
-    threads.emplace(first.threads[i].pid + '\x1f' + first.threads[i].tid,
-                    static_cast<uint32_t>(i));
+    threads.emplace(first.threads[i].pid + '\x1f' + first.threads[i].tid, static_cast<uint32_t>(i));
   uint32_t index_base = splits.part(0).event_objects;
   for (size_t at = splits.part(0).ended_at; at != std::string::npos;) {
     SplitParse::Part& part = splits.part(at);

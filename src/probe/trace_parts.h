@@ -101,7 +101,6 @@ class SplitParse {
   // part that failed: the part before reads on through it.
   void Start();
 
-
   // Part `k`'s parser met part `at`'s '{', inside traceEvents or not: true
   // when part `at` read on from there (k stops), false to read on through it.
   bool Use(size_t at, bool inside_events) {
