@@ -216,29 +216,17 @@ std::optional<InputElsewhere> InputNear(const HistoryJob& job, size_t change, bo
   // before, or from this change's first run to the next one's last before.
   size_t lo = change > 0 ? job.changes[change - 1].after : 0;
   size_t hi = c.before;
-  size_t from = c.before;
   if (after) {
     lo = c.after;
     hi = change + 1 < job.changes.size() ? job.changes[change + 1].before : job.runs.size() - 1;
-    from = c.after;
   }
-  // Nearest the representative first, among the runs the series is made of:
-  // an outlier is off its segment and an incomplete run outside the series,
-  // so either may be of another setting.
-  auto usable = [&](size_t i) {
-    const HistoryRun& r = job.runs[i];
-    return r.complete && !r.outlier && r.input;
-  };
-  for (size_t step = 0; step <= hi - lo; ++step) {
-    size_t i = from;
-    if (step > 0 && from >= lo + step && usable(from - step)) {
-      i = from - step;
-    } else if (step > 0) {
-      i = from + step;
-    }
-    if (i >= lo && i <= hi && usable(i)) {
-      return InputElsewhere{*job.runs[i].input, job.runs[i].input_file};
-    }
+  // Nearest the representative first (the segment's last run before the
+  // change, its first after it), among the runs the series is made of: an
+  // outlier is off its segment and an incomplete run outside the series, so
+  // either may be of another setting.
+  for (size_t k = 0; k <= hi - lo; ++k) {
+    const HistoryRun& r = job.runs[after ? lo + k : hi - k];
+    if (r.complete && !r.outlier && r.input) return InputElsewhere{*r.input, r.input_file};
   }
   return std::nullopt;
 }
