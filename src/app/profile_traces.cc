@@ -34,10 +34,13 @@ Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<st
   std::vector<std::optional<Result<TraceRankBreakdown>>> results(files.size());
   const size_t cpus = threads > 0 ? threads : TraceCpus();
   TraceOptions each = options;
-  // Fewer files than CPUs: each file's critical path on a CPU left over.
-  each.critical_path_beside = files.size() < cpus;
+  // Each file's threads: the CPUs the files leave, a part of its text each
+  // (at most kMaxTraceParseThreads), then its critical path beside the
+  // other analyses where that leaves two or more.
+  const size_t per_file = cpus / std::max<size_t>(files.size(), 1);
+  each.critical_path_beside = per_file >= 2;
   TraceReading how;
-  how.parse_threads = std::max<size_t>(1, cpus / std::max<size_t>(files.size(), 1));
+  how.parse_threads = std::clamp<size_t>(per_file, 1, kMaxTraceParseThreads);
   {
     std::atomic<size_t> next{0};
     auto work = [&] {

@@ -16,12 +16,16 @@
 namespace stallscope {
 
 // One side: `which` ("control", "test") prefixes every error. `rank`: that
-// rank's file, else the lowest rank's (HTA's default).
+// rank's file, else the lowest rank's (HTA's default). `parse_threads`: the
+// threads a file's text is read by (probe/trace_file.h; 0: its default).
 Result<TraceDiffSide> ReadTraceDiffSide(std::string_view which, const std::string& path,
-                                        std::optional<int> rank, const TraceDiffOptions& options);
+                                        std::optional<int> rank, const TraceDiffOptions& options,
+                                        size_t parse_threads = 0);
 
-// Both sides, diffed.
+// Both sides, diffed. `threads`: at most this many at once (0: one a CPU),
+// half for each side.
 Result<TraceDiff> DiffTracePaths(const std::string& control, const std::string& test,
-                                 std::optional<int> rank, const TraceDiffOptions& options);
+                                 std::optional<int> rank, const TraceDiffOptions& options,
+                                 size_t threads = 0);
 
 }  // namespace stallscope

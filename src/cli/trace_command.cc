@@ -72,7 +72,8 @@ CommandRunner SetupTrace(CLI::App& app) {
       if (flags->include_last_step) {
         return Fail("trace", "--include-last-step does not go with --diff", kExitUsage);
       }
-      return RunTraceDiff({flags->paths, flags->json, flags->rank, flags->step_range});
+      return RunTraceDiff({flags->paths, flags->json, flags->rank, flags->step_range,
+                           static_cast<size_t>(flags->threads)});
     }
     TraceOptions options;
     options.critical_path.annotation = flags->cp_annotation;

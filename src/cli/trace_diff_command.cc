@@ -29,7 +29,7 @@ int RunTraceDiff(const TraceDiffFlags& flags) {
   Result<TraceDiff> diff = Status::Ok();
   {
     ProgressLine progress("reading the control and test traces...");
-    diff = DiffTracePaths(flags.paths[0], flags.paths[1], flags.rank, options);
+    diff = DiffTracePaths(flags.paths[0], flags.paths[1], flags.rank, options, flags.threads);
   }
   if (!diff.ok()) return Fail("trace", diff.status(), /*usage=*/false);
   std::string out =

@@ -15,6 +15,7 @@ struct TraceDiffFlags {
   bool json = false;
   std::optional<int> rank;
   std::string step_range;  // "" or A:B
+  size_t threads = 0;      // --threads; 0: one a CPU
 };
 
 // The exit code.

@@ -25,7 +25,11 @@
 namespace stallscope {
 namespace {
 
-using namespace trace_reading;  // NOLINT: the reader's own parts
+using trace_reading::JoinParts;
+using trace_reading::kMaxNesting;
+using trace_reading::kTextBytesPerRow;
+using trace_reading::SplitParse;
+using trace_reading::TraceHandler;
 
 // RapidJSON's input stream over TextBlocks: Peek is '\0' at the end and
 // on a read error, which is kept for the caller to report before the
@@ -151,7 +155,7 @@ Result<TraceFile> ParseStreamed(ByteSource& raw, std::string_view source, TraceR
 
 // The threads a whole text of `bytes` is read by (TraceReading says how many).
 size_t ParseThreads(size_t bytes, const TraceReading& how) {
-  size_t n = how.parse_threads.value_or(std::min(TraceCpus(), kMaxParseThreads));
+  size_t n = how.parse_threads.value_or(std::min(TraceCpus(), kMaxTraceParseThreads));
   if (how.min_part_bytes > 0) n = std::min(n, bytes / how.min_part_bytes);
   return std::max<size_t>(n, 1);
 }

@@ -39,11 +39,15 @@ struct TraceReading {
   // quarter of MemAvailable, under 4 GiB; 0 streams every file.
   std::optional<uint64_t> whole_text_limit_bytes;
   // The threads that read a text held whole, a part each: at most this many
-  // (nullopt: one a CPU this process may run on, at most 8), each part of
+  // (nullopt: one a CPU this process may run on, at most
+  // kMaxTraceParseThreads), each part of
   // `min_part_bytes` of text or more. A streamed text is read by one.
   std::optional<size_t> parse_threads;
   size_t min_part_bytes = size_t{4} << 20;
 };
+
+// The most threads a text is read by, unless TraceReading names more.
+inline constexpr size_t kMaxTraceParseThreads = 8;
 
 // The CPUs this process may run on (its affinity), 1 at least.
 size_t TraceCpus();

@@ -197,7 +197,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool StartArray() { return Open(/*object=*/false); }
   bool EndArray(rapidjson::SizeType) { return Close(); }
 
-  // For a text split among threads (SplitParse below): the part this
+  // For a text split among threads (probe/trace_parts.h): the part this
   // handler reads, and where its parser's cursor is (`base`: the text's
   // first byte), to tell when it meets the next part's first event.
   void ReadPart(SplitParse& splits, size_t part, const char* base, const char* const* cursor);

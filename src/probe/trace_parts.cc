@@ -92,7 +92,7 @@ void SplitParse::Start() {
   for (size_t k = 1; k < parts_.size(); ++k) {
     try {
       parts_[k]->thread = std::thread([this, k] { Read(k); });
-    } catch (const std::system_error&) {
+    } catch (...) {  // std::system_error (EAGAIN), std::bad_alloc
       Done(*parts_[k], false);
     }
   }

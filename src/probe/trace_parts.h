@@ -4,20 +4,23 @@
 // single thread reads. Thread-safe as described there.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "probe/trace_handler.h"
 
 namespace stallscope::trace_reading {
 
-inline constexpr size_t kMaxParseThreads = 8;
 // The first part is parsed in place, the others copy their strings: it
 // reads about a third more text in the same time (measured on the HTA
 // traces of 10-54 MB of text, 2 CPUs), so it takes a larger share.

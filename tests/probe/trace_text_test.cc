@@ -21,6 +21,7 @@
 #include "gzip_text.h"
 #include "hta_traces.h"
 #include "probe/trace_file.h"
+#include "probe/trace_parts.h"
 
 namespace stallscope {
 namespace {
@@ -211,6 +212,30 @@ std::string PartsText(bool lines) {
   return t;
 }
 
+// Where a text is cut: a '{' after "}," before a key (outside every string),
+// "ph" first; never in a string, never before a quote that closes one.
+TEST(TraceText, CutsFallAtEventStartsOnly) {
+  using trace_reading::EventStartAfter;
+  const std::string kineto =
+      "{\"traceEvents\": [\n  {\n    \"ph\": \"X\", \"a\": 1\n  },\n  {\n"
+      "    \"ph\": \"X\"\n  }\n]}";
+  EXPECT_EQ(EventStartAfter(kineto, 1), kineto.find("{\n    \"ph\": \"X\"\n  }"));
+  const std::string dumped = R"({"traceEvents": [{"ph": "X", "l": [{"a": 1}, {"b": 2}]}, )"
+                             R"({"ph": "i"}]})";
+  // The nested {"b"} is a cut too, but "ph" is taken before it.
+  EXPECT_EQ(EventStartAfter(dumped, 2), dumped.find("{\"ph\": \"i\"}"));
+  const std::string nested_only = R"({"x": [{"a": 1}, {"b": 2}]})";
+  EXPECT_EQ(EventStartAfter(nested_only, 2), nested_only.find("{\"b\""));
+  for (const std::string& none :
+       {std::string(R"({"n": "}, {\"ph\": 1"})"),           // escaped quotes: in a string
+        std::string(R"({"n": "x}, {", "ph": 1})"),          // the quote closes a string
+        std::string(R"({"n": "x", "l": [1, {"ph": 2}]})"),  // after "1,", not "},"
+        std::string(R"({"l": [{}, {"p h": 1}]})"),          // a key that is no word
+        std::string("{}")}) {
+    EXPECT_EQ(EventStartAfter(none, 0), std::string::npos) << none;
+  }
+}
+
 // Read by 2 to 40 threads: one thread's trace, or one thread's error for a
 // broken text (cut, a bracket wrong, a raw line break in a string, more after
 // the document, a trailing comma), wherever the cuts fall.
@@ -255,9 +280,13 @@ TEST(TraceText, ReadInPartsGivesOneThreadsTraceOrError) {
     std::string close = text;
     close.replace(close.rfind("{\"ph\""), 1, "]");
     broken.push_back(close);
-    // A string that runs on into what reads as an event start.
+    // Strings that run on into what reads as an event start ("ph" its
+    // key), in every cpu_op of the second half: cuts fall on them.
     std::string spans = text;
-    spans.replace(spans.find("\"aten::op", spans.size() / 2), 9, "\"a}, {\"ph");
+    for (size_t at = spans.find("\"aten::op", spans.size() / 2); at != std::string::npos;
+         at = spans.find("\"aten::op", at + 1)) {
+      spans.replace(at, 11, "\"a}, {\"ph\"");
+    }
     broken.push_back(spans);
     // A legacy list, then what only an object may hold.
     const size_t events = text.find('[', text.find("traceEvents"));
