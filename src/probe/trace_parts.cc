@@ -118,7 +118,7 @@ bool TraceHandler::AtSplit() {
   // An event of traceEvents (a legacy list's elements are not: the parts
   // after the first read a Kineto object's).
   const bool event = Current() == Frame::kEvents && top_ == Frame::kTop;
-  if (splits_->Use(at, event)) {
+  if (splits_->Use(part_, at, event)) {
     stopped_at_ = at;
     splits_->Stopped(part_, at, next_index_);
     return false;

@@ -87,7 +87,11 @@ class SplitParse {
     }
   }
   ~SplitParse() {
-    for (auto& p : parts_) p->abandon = true;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& p : parts_) p->abandon = true;
+    }
+    done_.notify_all();
     for (auto& p : parts_)
       if (p->thread.joinable()) p->thread.join();
   }
@@ -106,12 +110,18 @@ class SplitParse {
 
   // Part `k`'s parser met part `at`'s '{', inside traceEvents or not: true
   // when part `at` read on from there (k stops), false to read on through it.
-  bool Use(size_t at, bool inside_events) {
+  // Part `k` waits for part `at` unless it is told to stop meanwhile (its
+  // own result is then never used): a part told to stop wakes from its wait.
+  bool Use(size_t k, size_t at, bool inside_events) {
     Part& p = *parts_[at];
-    if (!inside_events) p.abandon = true;
+    Part& waiting = *parts_[k];
     std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&p] { return p.done; });
-    return inside_events && p.ok;
+    if (!inside_events) {
+      p.abandon = true;
+      done_.notify_all();
+    }
+    done_.wait(lock, [&] { return p.done || waiting.abandon; });
+    return p.done && inside_events && p.ok;
   }
   void Stopped(size_t k, size_t at, uint32_t event_objects) {
     parts_[k]->ended_at = at;
