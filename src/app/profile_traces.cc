@@ -32,15 +32,14 @@ Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<st
                                                             std::optional<int> rank,
                                                             size_t threads) {
   std::vector<std::optional<Result<TraceRankBreakdown>>> results(files.size());
-  const size_t cpus = threads > 0 ? threads : TraceCpus();
+  const size_t cpus = TraceThreads(threads);
   TraceOptions each = options;
   // Each file's threads: the CPUs the files leave, a part of its text each
   // (at most kMaxTraceParseThreads), then its critical path beside the
   // other analyses where that leaves two or more.
-  const size_t per_file = cpus / std::max<size_t>(files.size(), 1);
-  each.critical_path_beside = per_file >= 2;
   TraceReading how;
-  how.parse_threads = std::clamp<size_t>(per_file, 1, kMaxTraceParseThreads);
+  how.parse_threads = ParseThreadsEach(cpus, files.size());
+  each.critical_path_beside = *how.parse_threads >= 2;
   {
     std::atomic<size_t> next{0};
     auto work = [&] {

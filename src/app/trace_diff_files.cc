@@ -50,8 +50,8 @@ Result<TraceDiffSide> ReadTraceDiffSide(std::string_view which, const std::strin
 Result<TraceDiff> DiffTracePaths(const std::string& control, const std::string& test,
                                  std::optional<int> rank, const TraceDiffOptions& options,
                                  size_t threads) {
-  const size_t cpus = threads > 0 ? threads : TraceCpus();
-  const size_t each = std::clamp<size_t>(cpus / 2, 1, kMaxTraceParseThreads);
+  const size_t cpus = TraceThreads(threads);
+  const size_t each = ParseThreadsEach(cpus, 2);
   auto read_test = [&] { return ReadTraceDiffSide("test", test, rank, options, each); };
   std::future<Result<TraceDiffSide>> test_side =
       std::async(cpus >= 2 ? std::launch::async : std::launch::deferred, read_test);

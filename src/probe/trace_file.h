@@ -52,6 +52,13 @@ inline constexpr size_t kMaxTraceParseThreads = 8;
 // The CPUs this process may run on (its affinity), 1 at least.
 size_t TraceCpus();
 
+// A reader's threads: `asked` (--threads), else TraceCpus().
+size_t TraceThreads(size_t asked);
+
+// The parse threads each of `readers` files read at once gets of `budget`
+// threads: 1 to kMaxTraceParseThreads.
+size_t ParseThreadsEach(size_t budget, size_t readers);
+
 // Reads the trace at `path` (JSON or gzip'd JSON).
 Result<TraceFile> ReadTraceFile(const std::string& path, TraceRows rows = TraceRows::kAnalysed);
 Result<TraceFile> ReadTraceFile(const std::string& path, const TraceReading& how);

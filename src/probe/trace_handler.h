@@ -145,6 +145,17 @@ struct TextHash {
   size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
 };
 
+// Each text once, with its index, looked up by view (no string made for a
+// text seen before).
+using TextIndex = std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>>;
+
+// The key of an event's (pid, tid) row: both as written, '\x1f' between.
+inline void ThreadKey(std::string& key, std::string_view pid, std::string_view tid) {
+  key.assign(pid);
+  key += '\x1f';
+  key += tid;
+}
+
 // A field's text: a view of the parsed text where that stays put, else a
 // copy (a streamed block goes once the parser has moved past it).
 class FieldText {
@@ -441,9 +452,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     if (!out_.threads.empty() && out_.threads[last_thread_].pid == pid &&
         out_.threads[last_thread_].tid == tid)
       return last_thread_;
-    thread_key_.assign(pid);
-    thread_key_ += '\x1f';
-    thread_key_ += tid;
+    ThreadKey(thread_key_, pid, tid);
     auto it = threads_.find(thread_key_);
     if (it == threads_.end()) {
       it = threads_.emplace(thread_key_, static_cast<uint32_t>(out_.threads.size())).first;
@@ -483,7 +492,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   int device_id_ = -1;
   std::string device_name_;
   // Looked up by view (no string made for a name seen before).
-  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> names_;
+  TextIndex names_;
 };
 
 }  // namespace stallscope::trace_reading

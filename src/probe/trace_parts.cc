@@ -13,8 +13,8 @@ namespace {
 // The events of a later part appended to the earlier ones: names and
 // threads each once, indices after those before.
 void AppendPart(TraceFile& into, TraceFile& part, bool backend_seen, uint32_t index_base,
-                std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>>& names,
-                std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>>& threads) {
+                TextIndex& names, TextIndex& threads) {
+  std::string key;
   std::vector<uint32_t> name_of(part.names.size()), thread_of(part.threads.size());
   for (size_t i = 0; i < part.names.size(); ++i) {
     auto [it, added] = names.try_emplace(part.names[i], static_cast<uint32_t>(into.names.size()));
@@ -22,8 +22,8 @@ void AppendPart(TraceFile& into, TraceFile& part, bool backend_seen, uint32_t in
     name_of[i] = it->second;
   }
   for (size_t i = 0; i < part.threads.size(); ++i) {
-    auto [it, added] = threads.try_emplace(part.threads[i].pid + '\x1f' + part.threads[i].tid,
-                                           static_cast<uint32_t>(into.threads.size()));
+    ThreadKey(key, part.threads[i].pid, part.threads[i].tid);
+    auto [it, added] = threads.try_emplace(key, static_cast<uint32_t>(into.threads.size()));
     if (added) into.threads.push_back(std::move(part.threads[i]));
     thread_of[i] = it->second;
   }
@@ -205,11 +205,14 @@ bool SplitParse::ReadFrom(Part& p, size_t k) {
 
 void JoinParts(SplitParse& splits, TraceFile& first) {
   // Names and threads each once: the first part's, looked up by text.
-  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> names, threads;
+  TextIndex names, threads;
+  std::string key;
   for (size_t i = 0; i < first.names.size(); ++i)
     names.emplace(first.names[i], static_cast<uint32_t>(i));
-  for (size_t i = 0; i < first.threads.size(); ++i)
-    threads.emplace(first.threads[i].pid + '\x1f' + first.threads[i].tid, static_cast<uint32_t>(i));
+  for (size_t i = 0; i < first.threads.size(); ++i) {
+    ThreadKey(key, first.threads[i].pid, first.threads[i].tid);
+    threads.emplace(key, static_cast<uint32_t>(i));
+  }
   uint32_t index_base = splits.part(0).event_objects;
   for (size_t at = splits.part(0).ended_at; at != std::string::npos;) {
     SplitParse::Part& part = splits.part(at);
