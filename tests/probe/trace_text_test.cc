@@ -165,9 +165,10 @@ TEST(TraceText, AGeneratedTraceReadsTheSameBothWaysFromFileAndMemory) {
   ExpectSameTrace(*plain, *streamed, "plain");
 }
 
-// A text whose cuts fall everywhere a cut can: in lists of objects nested in
-// args, in deviceProperties before and after traceEvents, at strings that
-// read like an event start; one line (json.dump's form) or an event a line.
+// A text whose cuts fall in lists of objects keyed "ph" nested in args as
+// well as at events, with strings that read like an event start and
+// deviceProperties before and after traceEvents; one line (json.dump's
+// form) or an event a line.
 std::string PartsText(bool lines) {
   std::string t =
       "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"A\"}, "
