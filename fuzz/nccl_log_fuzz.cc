@@ -11,6 +11,7 @@
 #include <optional>
 #include <string_view>
 
+#include "analyze/nccl_log_failures.h"
 #include "analyze/nccl_log_rules.h"
 #include "probe/nccl_log.h"
 #include "probe/nccl_log_line.h"
@@ -27,6 +28,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       whole.warn_lines != chunked.warn_lines || whole.bytes != chunked.bytes) {
     abort();
   }
+  // Each process's WARNs point into the summary's, capped, and chunks do
+  // not change what followed them.
+  if (whole.processes.size() != chunked.processes.size()) abort();
+  for (size_t i = 0; i < whole.processes.size(); ++i) {
+    const auto& warns = whole.processes[i].warns;
+    if (warns.size() > stallscope::kNcclMaxWarnsPerProcess ||
+        warns.size() != chunked.processes[i].warns.size()) {
+      abort();
+    }
+    for (size_t k = 0; k < warns.size(); ++k) {
+      const auto& w = warns[k];
+      const auto& c = chunked.processes[i].warns[k];
+      if (w.warning >= whole.warnings.size() || w.line == 0 || w.chain_result != c.chain_result ||
+          w.progress_after != c.progress_after || w.source != c.source ||
+          (w.chain_line != 0 && w.chain_line <= w.line)) {
+        abort();
+      }
+    }
+  }
+  (void)stallscope::JudgeNcclWarnings(whole);
   stallscope::HostRdmaPorts host{"node1", {"mlx5_0:1 InfiniBand"}};
   (void)stallscope::CheckNcclLog(whole, host, "fuzz.log");
   (void)stallscope::CheckNcclLog(whole, std::nullopt);
@@ -65,6 +86,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string clean = stallscope::ValidUtf8(line);
     if (stallscope::ValidUtf8(clean) != clean) abort();  // idempotent on valid text
     (void)stallscope::WithoutEscapes(line);
+    // An error-return line's file:line lies inside it.
+    std::string_view source;
+    int result = 0;
+    if (stallscope::ParseNcclErrorReturn(line, &source, &result) &&
+        (source.empty() || source.data() < line.data() ||
+         source.data() + source.size() > line.data() + line.size())) {
+      abort();
+    }
     stallscope::NcclLinePrefix back;
     size_t marker = line.find("NCCL");
     if (marker != std::string_view::npos &&
@@ -74,7 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!general || general->host != back.host || general->pid != back.pid ||
           general->tid != back.tid || general->cuda_dev != back.cuda_dev ||
           general->level != back.level || general->message != back.message ||
-          general->host_at != back.host_at) {
+          general->host_at != back.host_at || !back.source.empty()) {
         abort();
       }
     }

@@ -379,20 +379,24 @@ constexpr Rule kRules[] = {
      "PyTorch's watchdog), an error the job printed (unhandled system error, PyTorch's NCCL "
      "error), connect retries, lost peers, or a WARN NCCL did not carry on from (not libibverbs "
      "or a net plugin missing, not an IB device or plugin NCCL fell back from)",
-     "critical on that evidence; a log that just ends (an Init START with no COMPLETE and "
+     "critical on that evidence, info (with consequence_of) beside a critical cause, which "
+     "lists it in its consequences; a log that just ends (an Init START with no COMPLETE and "
      "nothing after) is a note, 'init state unknown', never more; not judged without INFO "
      "lines (NCCL_DEBUG=WARN). Verdict order over an NCCL log's critical findings, cause before "
      "consequence: nccl_cuda_failure, oob_socket_failed, root_unreachable, duplicate_address, "
-     "wrong_interface, link_local_interface, nccl_version_mismatch, connect_timeout, "
-     "connect_failed, rdma_unused, then init_incomplete",
+     "wrong_interface, link_local_interface, nccl_version_mismatch, nccl_setup_error, "
+     "nccl_usage_error, nccl_error (a failure whatever its words; among these, the first in "
+     "the log), connect_timeout, connect_failed (info beside another process's failure, or an "
+     "earlier one of its own, that is no lost peer), rdma_unused, then init_incomplete",
      "an NCCL init that never finishes is one of the two most common distributed "
      "failures; one missing rank stalls every other rank until the collective times out",
      "NCCL documentation, Troubleshooting: "
      "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"},
     {"distributed.nccl_cuda_failure", Layer::kDistributed,
      "nccl-log: WARNs of the GPU side of NCCL's set-up: 'Cuda failure 'initialization error'', "
-     "'invalid argument', 'failed to open CUDA IPC handle', peer access; per host and device, "
-     "with the first FILE:LINE",
+     "'invalid argument', 'failed to open CUDA IPC handle', peer access; and any WARN that "
+     "was a failure (network.nccl_error says how that is judged) after which NCCL returned "
+     "ncclUnhandledCudaError, whatever its words; per host and device, with the first FILE:LINE",
      "critical whenever one is logged",
      "NCCL cannot run a collective without its buffers on the GPU and, within a host, the "
      "peers' memory handles: a driver/runtime mismatch, a GPU in a bad state or containers "
@@ -460,14 +464,50 @@ constexpr Rule kRules[] = {
      "NCCL documentation, Environment Variables (NCCL_NET_PLUGIN): "
      "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"},
     {"distributed.nccl_warning", Layer::kDistributed,
-     "nccl-log: every NCCL WARN that none of the other rules reads (connect failures, Cuda "
-     "failures, version mismatches, ...) nor is harmless on its own (libibverbs or a net plugin "
-     "missing), each with its first FILE:LINE, who printed it and its count",
-     "warning whenever one is left",
-     "an NCCL WARN is NCCL saying something went wrong; a log with one unexplained must not "
-     "read as healthy",
+     "nccl-log: every NCCL WARN that NCCL carried on from (its process completed init after "
+     "it, or printed more and did not stop) and that none of the other rules reads nor is "
+     "harmless on its own (libibverbs or a net plugin missing), each with its first FILE:LINE, "
+     "who printed it, its count and what the process did after it",
+     "info whenever one is left: a WARN that was a failure is raised by network.nccl_error, "
+     "distributed.nccl_setup_error, code.nccl_usage_error or distributed.nccl_cuda_failure "
+     "instead, never both",
+     "a WARN NCCL went on from did not stop the job; it is listed so a reader of the log knows "
+     "it was seen and judged",
      "NCCL documentation, Environment Variables: "
      "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"},
+    {"network.nccl_error", Layer::kNetwork,
+     "nccl-log: a WARN that was a failure (an error-return line 'file:N -> R' followed it on "
+     "its process, the process aborted, stopped in init while others went on, or the job "
+     "printed an NCCL error or timeout after it, and no Init COMPLETE of the process followed) "
+     "that no other rule reads, raised in NCCL's network code: transport/net*, coll_net, "
+     "misc/socket, the verbs, mlx5 and GDR wrappers, the net plugin loader, a plugin's own "
+     "'NET/...' lines; bootstrap and the proxy when they returned ncclSystemError or the WARN "
+     "names a socket, an interface, a connection or a peer; ncclRemoteError from anywhere",
+     "critical; per process only its first failure (the later ones followed from it); one "
+     "finding, the first in the log summarised and quoted with host, rank, process and time",
+     "NCCL prints its own words for each check that fails, and net plugins and launchers add "
+     "more: a rule per message never catches up, where NCCL raised it and what it returned do",
+     "NCCL source, src/include/checks.h (NCCLCHECK's error-return lines) and debug.cc (the "
+     "WARN prefix): https://github.com/NVIDIA/nccl"},
+    {"distributed.nccl_setup_error", Layer::kDistributed,
+     "nccl-log: a WARN that was a failure (as network.nccl_error judges it) that no other rule "
+     "reads, raised in NCCL's set-up of the ranks: init.cc, bootstrap.cc and proxy.cc (except "
+     "where network.nccl_error takes them), the topology (graph/), shared memory (transport/shm, "
+     "misc/shmutils), P2P, NVML, registration; a rank outside the world size, two processes "
+     "claiming one rank, ranks that disagree on the world size",
+     "critical; per process only its first failure; one finding, the first summarised",
+     "the ranks must agree on who they are and the host must give NCCL what it asks (shared "
+     "memory, the GPUs' topology) before any byte moves: a failure there stops every rank",
+     "NCCL source, src/init.cc and src/bootstrap.cc: https://github.com/NVIDIA/nccl"},
+    {"code.nccl_usage_error", Layer::kCode,
+     "nccl-log: a WARN that was a failure (as network.nccl_error judges it) that no other rule "
+     "reads, raised where NCCL checks how it is called: enqueue.cc, misc/argcheck.cc, group.cc "
+     "(a send to self with no receive, a datatype or root out of range, streams in a group "
+     "captured differently)",
+     "critical; per process only its first failure; one finding, the first summarised",
+     "the caller asked NCCL for something it refuses: no change to the network or the hosts "
+     "fixes it, the job's code does",
+     "NCCL source, src/enqueue.cc and src/misc/argcheck.cc: https://github.com/NVIDIA/nccl"},
     {"distributed.straggler", Layer::kDistributed,
      "a recorded run with stallscope.ddp(model): per step and rank, the wait in gradient "
      "all-reduce (each bucket from launch to completion, overlaps counted once); for each step "

@@ -116,15 +116,16 @@ bool NcclWarningBenign(std::string_view t) {
 }
 
 void CheckNcclCudaFailure(const NcclLogSummary& log, std::string_view source,
-                          std::vector<Finding>& out) {
+                          std::vector<Finding>& out, const std::vector<std::string>& also) {
   std::vector<std::string> errors;
   std::set<std::string> hosts;
   uint64_t count = 0;
   std::string first_place;
   bool ipc = false;
   for (const NcclWarning& w : log.warnings) {
-    bool cuda =
-        Has(w.text, "Cuda failure") || Has(w.text, "CUDA IPC handle") || Has(w.text, "peer access");
+    bool cuda = Has(w.text, "Cuda failure") || Has(w.text, "CUDA IPC handle") ||
+                Has(w.text, "peer access") ||
+                std::find(also.begin(), also.end(), w.text) != also.end();
     if (!cuda) continue;
     ipc = ipc || Has(w.text, "IPC");
     errors.push_back(fmt::format("{} on {}{}", w.text, Who(w),
@@ -449,51 +450,28 @@ void CheckNcclPluginFallback(const NcclLogSummary& log, std::string_view source,
   out.push_back(std::move(f));
 }
 
-void CheckNcclUnexplainedWarnings(const NcclLogSummary& log, std::string_view source,
-                                  std::vector<Finding>& out) {
-  bool no_subnet = false;
-  for (const NcclPeerFailure& p : log.peer_failures) {
-    no_subnet = no_subnet || p.reason == "no local interface in the same subnet";
-  }
-  std::vector<std::string> listed;
-  uint64_t lines = 0;
-  for (const NcclWarning& w : log.warnings) {
-    if (NcclWarningExplained(w.text) || NcclWarningBenign(w.text)) continue;
-    if (no_subnet && Has(w.text, "bind failed")) continue;  // network.root_unreachable's
-    if (Has(w.text, "output empty list")) continue;         // a libfabric provider's absence
-    listed.push_back(fmt::format("{} ({}, {}{})", w.text, NcclLogPlace(source, w.first_line),
-                                 Who(w), w.count > 1 ? fmt::format(", {}x", w.count) : ""));
-    lines += w.count;
-  }
-  if (listed.empty()) return;
-  Finding f;
-  f.id = "distributed.nccl_warning";
-  f.layer = Layer::kDistributed;
-  f.severity = Severity::kWarning;
-  f.summary = fmt::format("NCCL warned {} time(s) of what no rule here explains: {}", lines,
-                          listed.front());
-  f.evidence = {{"warnings", Joined(listed)},
-                {"distinct", static_cast<int64_t>(listed.size())},
-                {"lines", static_cast<int64_t>(lines)}};
-  f.next =
-      "read each at its FILE:LINE with the lines before it; NCCL's source file:line in the "
-      "WARN names the check that failed (github.com/NVIDIA/nccl at the version printed)";
-  out.push_back(std::move(f));
+std::string_view NcclResultName(int code) {
+  static constexpr std::string_view kNames[] = {
+      "ncclSuccess",         "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+      "ncclInvalidArgument", "ncclInvalidUsage",       "ncclRemoteError", "ncclInProgress"};
+  return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : "";
 }
 
 int NcclCauseRank(std::string_view id) {
-  static constexpr std::string_view kOrder[] = {"distributed.nccl_cuda_failure",
-                                                "network.oob_socket_failed",
-                                                "network.root_unreachable",
-                                                "network.duplicate_address",
-                                                "network.wrong_interface",
-                                                "network.link_local_interface",
-                                                "distributed.nccl_version_mismatch",
-                                                "network.connect_timeout",
-                                                "network.connect_failed",
-                                                "network.rdma_unused",
-                                                "network.net_plugin_fallback",
-                                                "distributed.init_incomplete"};
+  static constexpr std::string_view kOrder[] = {
+      "distributed.nccl_cuda_failure", "network.oob_socket_failed", "network.root_unreachable",
+      "network.duplicate_address", "network.wrong_interface", "network.link_local_interface",
+      "distributed.nccl_version_mismatch",
+      // failures whatever their words
+      // (nccl_log_failures.h)
+      "distributed.nccl_setup_error", "code.nccl_usage_error", "network.nccl_error",
+      "network.connect_timeout", "network.connect_failed", "network.rdma_unused",
+      "network.net_plugin_fallback", "distributed.init_incomplete"};
+  // The failures whatever their words rank as one: the first in the log
+  // comes first (PreferNcclCause).
+  if (id == "code.nccl_usage_error" || id == "network.nccl_error") {
+    id = "distributed.nccl_setup_error";
+  }
   for (size_t i = 0; i < std::size(kOrder); ++i) {
     if (kOrder[i] == id) return static_cast<int>(i);
   }

@@ -25,8 +25,10 @@ std::string NcclLogPlace(std::string_view source, uint64_t line);
 // when none was printed.
 std::pair<std::string, std::string> NcclPeerAddressPort(std::string_view peer);
 
+// `also`: the texts of WARNs judged CUDA-side failures by where NCCL raised
+// them and what it returned (nccl_log_failures.h), whatever their words.
 void CheckNcclCudaFailure(const NcclLogSummary& log, std::string_view source,
-                          std::vector<Finding>& out);
+                          std::vector<Finding>& out, const std::vector<std::string>& also = {});
 void CheckNcclOobSocket(const NcclLogSummary& log, std::string_view source,
                         std::vector<Finding>& out);
 void CheckNcclRootUnreachable(const NcclLogSummary& log, std::string_view source,
@@ -42,9 +44,8 @@ void CheckNcclLinkLocal(const NcclLogSummary& log, int hosts, std::string_view s
 // what carried the job instead.
 void CheckNcclPluginFallback(const NcclLogSummary& log, std::string_view source,
                              std::vector<Finding>& out);
-// WARN lines none of the rules above or in nccl_log_rules.cc explains.
-void CheckNcclUnexplainedWarnings(const NcclLogSummary& log, std::string_view source,
-                                  std::vector<Finding>& out);
+// ncclResult_t's names (nccl.h): "ncclSystemError" for 2; empty past them.
+std::string_view NcclResultName(int code);
 
 // Whether a WARN's text is one a rule reads (a connect failure, a Cuda
 // failure, a version mismatch, ...), or one that is harmless on its own.

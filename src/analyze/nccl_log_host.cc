@@ -8,6 +8,7 @@
 #include <set>
 
 #include "analyze/nccl_log_rules.h"
+#include "core/text.h"
 
 namespace stallscope {
 namespace {
@@ -16,7 +17,8 @@ bool IsNetworkHostFinding(std::string_view id) {
   return id == "network.rdma_unused" || id == "network.wrong_interface" ||
          id == "network.connect_failed" || id == "network.connect_timeout" ||
          id == "network.root_unreachable" || id == "network.oob_socket_failed" ||
-         id == "network.duplicate_address" || id == "network.link_local_interface";
+         id == "network.duplicate_address" || id == "network.link_local_interface" ||
+         id == "network.nccl_error";
 }
 
 }  // namespace
@@ -35,6 +37,36 @@ std::string NcclCudaRuntime(std::string_view version) {
 std::string NcclCudaDriverText(int64_t driver) {
   if (driver <= 0) return "";
   return fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10);
+}
+
+std::string NcclCudaCompatibility(std::string_view runtime, std::string_view driver) {
+  auto split = [](std::string_view v, int* major, int* minor) {
+    size_t dot = v.find('.');
+    auto a = ParseInt(v.substr(0, dot));
+    auto b = dot == std::string_view::npos
+                 ? std::optional<int64_t>(0)
+                 : ParseInt(v.substr(dot + 1, v.find('.', dot + 1) - dot - 1));
+    if (!a || !b) return false;
+    *major = static_cast<int>(*a);
+    *minor = static_cast<int>(*b);
+    return true;
+  };
+  int rm = 0, rn = 0, dm = 0, dn = 0;
+  if (runtime.empty() || driver.empty() || !split(runtime, &rm, &rn) || !split(driver, &dm, &dn)) {
+    return "";
+  }
+  if (rm < dm || (rm == dm && rn <= dn)) return "";
+  if (rm == dm) {
+    return fmt::format(
+        "runtime newer than the driver within CUDA {}: runs under CUDA's minor-version "
+        "compatibility (only PTX built for {}.{} cannot be JIT-compiled by this driver)",
+        rm, rm, rn);
+  }
+  return fmt::format(
+      "runtime {}.{} on a CUDA {} driver: fails ('CUDA driver version is insufficient for CUDA "
+      "runtime version') unless CUDA's forward-compatibility package (cuda-compat) is installed "
+      "on a data-center GPU",
+      rm, rn, dm);
 }
 
 std::string NcclOfiText(const NcclProcess& p) {

@@ -29,6 +29,13 @@ std::string NcclCudaRuntime(std::string_view version);
 // 12020 -> "12.2" (cudaDriverVersion as CUDA encodes it: major*1000 +
 // minor*10); "" for 0.
 std::string NcclCudaDriverText(int64_t driver);
+// Whether a CUDA runtime ("12.4") runs on a driver ("12.2"), in words:
+// empty when either is unknown or the driver is as new; CUDA's minor-version
+// compatibility when only the minor is newer (it runs: NCCL's own calls need
+// no newer driver; PTX built for the newer minor does not JIT), fatal when
+// the major is newer ("CUDA driver version is insufficient") unless the
+// forward-compatibility package (cuda-compat) is installed.
+std::string NcclCudaCompatibility(std::string_view runtime, std::string_view driver);
 
 // What aws-ofi-nccl said of a process, in one line: "1.14.0, libfabric
 // 1.22, provider efa (fabric efa-direct), 4 NIC(s), protocol RDMA".

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "analyze/nccl_log_causes.h"
+#include "analyze/nccl_log_failures.h"
 #include "analyze/nccl_log_versions.h"
 #include "core/text.h"
 #include "sample/nccl_log.h"
@@ -236,12 +237,30 @@ bool IsIpoib(std::string_view name) {
          ((name[2] >= '0' && name[2] <= '9') || name[2] == 'p' || name[2] == 's');
 }
 
+// Whether the process ran an NCCL before 2.6, which prints no "Using
+// network" line: by its version, else by the forms only 2.3 prints.
+bool BeforeUsingNetwork(const NcclProcess& p) {
+  if (!p.version.empty()) {
+    std::string_view v = p.version;
+    if (!StartsWith(v, "2.")) return false;
+    v.remove_prefix(2);
+    auto minor = ParseInt(v.substr(0, v.find_first_not_of("0123456789")));
+    return minor && *minor < 6;
+  }
+  auto saw = [&](NcclLineForm form) { return (p.line_forms >> static_cast<unsigned>(form)) & 1; };
+  return (saw(NcclLineForm::kInternalNetwork) || saw(NcclLineForm::kCompleteWithoutInit)) &&
+         !saw(NcclLineForm::kUsingNetwork);
+}
+
 // The network a process chose: its "Using network" line, or before 2.6
 // (no such line) what its net lines show: NCCL initializes IB first and the
 // socket transport only when IB has no device, so a NET/Socket list without
 // IB devices is sockets, IB devices without one is IB. Empty when unknown.
 std::string NetworkOf(const NcclProcess& p) {
   if (!p.network.empty()) return p.network;
+  // Before 2.6 NCCL uses the first net transport that initialises: IB when
+  // it lists devices; its NET/Socket list then serves the bootstrap only.
+  if (BeforeUsingNetwork(p) && !p.ib_devices.empty() && !p.ib_disabled) return "IB";
   if (!p.net_socket.empty() && p.ib_devices.empty()) return "Socket";
   if (!p.ib_devices.empty() && p.net_socket.empty()) return "IB";
   return "";
@@ -604,14 +623,6 @@ std::string StopEvidence(const NcclLogSummary& log) {
   return "";
 }
 
-// ncclResult_t's names (nccl.h), for a proxy's retcode.
-std::string_view NcclResultName(int code) {
-  static constexpr std::string_view kNames[] = {
-      "ncclSuccess",         "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
-      "ncclInvalidArgument", "ncclInvalidUsage",       "ncclRemoteError", "ncclInProgress"};
-  return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : "";
-}
-
 std::string ProxyFailureText(const NcclProxyFailure& p) {
   std::string_view name = NcclResultName(p.retcode);
   return fmt::format("rank {} asked rank {}'s proxy ({}) to {} and it failed (retcode {}{}{}){}",
@@ -643,6 +654,15 @@ std::vector<std::string> ProxyNamedRanks(const NcclLogSummary& log,
               : fmt::format("rank {} on {} (named by rank {}'s proxy; no lines of its own)",
                             p.from_rank, p.host, p.proxy_rank);
     if (known && known->init_completed > 0) continue;  // its init finished: a later request
+    // The proxy's process went on through init after it: NCCL carried on.
+    bool carried = false;
+    for (const NcclProcess& proc : log.processes) {
+      if (proc.Name() != p.proxy_process) continue;
+      for (const NcclWarnOnProcess& w : proc.warns) {
+        carried = carried || (w.line == p.first_line && w.init_completed_after && !w.aborted_after);
+      }
+    }
+    if (carried) continue;
     if (std::find(stuck.begin(), stuck.end(), name) != stuck.end() ||
         std::find(out.begin(), out.end(), name) != out.end()) {
       continue;
@@ -917,12 +937,44 @@ bool NcclLogProvesOneHost(const NcclLogSummary& log) {
   return nranks <= static_cast<int>(log.ranks.size());
 }
 
+// Findings judged by an interface's kind, graded by what the log shows it
+// did: on one host, with every rank through init, the sockets carried the
+// bootstrap alone and a container's bridge address is what one container
+// has (info); across hosts, where no connect failed and every rank finished
+// init, the connections worked over it (a warning).
+void GradeByOutcome(const NcclLogSummary& log, std::vector<Finding>& out) {
+  bool all_done = !log.ranks.empty();
+  for (const NcclRank& r : log.ranks) all_done = all_done && r.init_completed > 0;
+  if (!all_done) return;
+  const bool one_host = NcclLogProvesOneHost(log);
+  const bool connects_failed = !log.peer_failures.empty() || log.connect_retries > 0;
+  for (Finding& f : out) {
+    if (f.severity != Severity::kCritical) continue;
+    const bool by_kind = f.id == "network.wrong_interface" ||
+                         f.id == "network.link_local_interface" ||
+                         f.id == "network.duplicate_address";
+    if (one_host && (by_kind || f.id == "network.rdma_unused")) {
+      f.severity = Severity::kInfo;
+      f.evidence.push_back({"graded_by",
+                            "one host, every rank through init: the sockets carried "
+                            "the bootstrap alone"});
+    } else if (!one_host && by_kind && !connects_failed) {
+      f.severity = Severity::kWarning;
+      f.evidence.push_back({"graded_by",
+                            "every rank through init and no connect failed: the "
+                            "connections worked over it"});
+    }
+  }
+}
+
 FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<HostRdmaPorts>& host,
                                std::string_view source) {
   FindingsWithNotes result;
   std::vector<Finding>& out = result.findings;
   // Causes first, then what follows from them.
-  CheckNcclCudaFailure(log, source, out);
+  // A CUDA-side failure, whatever its words, joins the rule that reads Cuda
+  // failures.
+  CheckNcclCudaFailure(log, source, out, NcclCudaFailureTexts(log));
   CheckNcclOobSocket(log, source, out);
   CheckNcclRootUnreachable(log, source, out);
   CheckNcclDuplicateAddress(log, source, out);
@@ -935,7 +987,8 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
   std::vector<Finding> init;
   bool init_failed = InitIncomplete(log, source, init, result.notes);
   CheckNcclConnectTimeout(log, init_failed, source, out);
-  CheckNcclUnexplainedWarnings(log, source, out);
+  // Every failure no rule above quotes, whatever its words.
+  CheckNcclFailures(log, source, out);
   // An init that stopped follows from a cause found above: its next is the
   // cause's (a lost peer or a retry is itself a consequence, not a cause).
   const Finding* cause = nullptr;
@@ -952,6 +1005,9 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
     }
   }
   for (Finding& f : init) out.push_back(std::move(f));
+  GradeNcclCarriedOn(log, source, out);
+  DemoteNcclConsequences(log, out);
+  GradeByOutcome(log, out);
   TwinNotes(log, result.notes);
   return result;
 }
@@ -967,11 +1023,30 @@ int VerdictRank(const Finding& f) {
   return rank;
 }
 
+// The line of a finding's first_at ("FILE:LINE"); 0 when it has none.
+uint64_t FirstLine(const Finding& f) {
+  for (const Evidence& e : f.evidence) {
+    const std::string* v = std::get_if<std::string>(&e.value);
+    if (e.name != "first_at" || !v) continue;
+    size_t colon = v->rfind(':');
+    std::string_view digits =
+        colon == std::string::npos ? std::string_view(*v) : std::string_view(*v).substr(colon + 1);
+    if (StartsWith(digits, "line ")) digits.remove_prefix(5);
+    if (auto n = ParseInt(digits); n && *n > 0) return static_cast<uint64_t>(*n);
+  }
+  return 0;
+}
+
 void PreferNcclCause(Report& report) {
   const Finding* best = nullptr;
   for (const Finding& f : report.findings) {
     if (f.severity != Severity::kCritical) continue;
-    if (!best || VerdictRank(f) < VerdictRank(*best)) best = &f;
+    if (!best || VerdictRank(f) < VerdictRank(*best)) {
+      best = &f;
+    } else if (VerdictRank(f) == VerdictRank(*best) && FirstLine(f) != 0 &&
+               (FirstLine(*best) == 0 || FirstLine(f) < FirstLine(*best))) {
+      best = &f;  // causes of one rank: the first in the log
+    }
   }
   if (best) report.verdict = Verdict{best->layer, best->id, best->summary};
 }

@@ -234,6 +234,16 @@ void CheckNcclVersionMismatch(const NcclLogSummary& log, std::string_view source
   }
   if (!places.empty())
     f.evidence.push_back({"version_lines", fmt::format("{}", fmt::join(places, "; "))});
+  // NCCL's own WARN, quoted where it said so.
+  for (const NcclWarning& w : log.warnings) {
+    if (!StartsWith(w.text, "Mismatched NCCL version") &&
+        w.text.find("version mismatch") == std::string::npos) {
+      continue;
+    }
+    f.evidence.push_back({"warn", w.text});
+    f.evidence.push_back({"first_at", NcclLogPlace(source, w.first_line)});
+    break;
+  }
   f.next =
       "run one image (or one torch wheel with its bundled NCCL) on every host; compare with "
       "`python3 -c 'import torch; print(torch.cuda.nccl.version())'` on each host";

@@ -547,6 +547,17 @@ std::optional<NcclLinePrefix> ParseNcclLinePrefix(std::string_view line, size_t 
       if (dev && *dev >= -1 && *dev < 1 << 20) out.cuda_dev = static_cast<int>(*dev);
     }
   }
+  // WARN's "file:line": the last token before the marker, when it ends in
+  // ":digits" and is not the [dev] (TRACE's "func:line" is not kept).
+  if (out.level == NcclLinePrefix::Level::kWarn) {
+    size_t space = rest.rfind(' ');
+    std::string_view last = space == std::string_view::npos ? rest : rest.substr(space + 1);
+    size_t colon = last.rfind(':');
+    if (!last.empty() && last[0] != '[' && colon != std::string_view::npos && colon > 0 &&
+        Digits(last.substr(colon + 1))) {
+      out.source = NcclSourceOf(last);
+    }
+  }
   std::string_view self = line.substr(out.host_at, token_end - out.host_at);
   if (size_t bar = ConsoleRepeatAt(out.message, self); bar != std::string_view::npos) {
     out.message = out.message.substr(0, bar);
@@ -613,6 +624,39 @@ std::vector<NcclInterface> ParseNcclInterfaces(std::string_view text) {
     if (!iface.name.empty()) out.push_back(std::move(iface));
   }
   return out;
+}
+
+std::string_view NcclSourceOf(std::string_view path) {
+  size_t src = path.rfind("src/");
+  if (src != std::string_view::npos && (src == 0 || path[src - 1] == '/'))
+    path = path.substr(src + 4);
+  return path;
+}
+
+bool ParseNcclErrorReturn(std::string_view msg, std::string_view* source, int* result) {
+  // "file.cc:123 -> 2", "file.cc:123 -> 2 (Connection reset by peer)",
+  // "file.cc:123 -> 3 [Async thread]": no space inside the first word.
+  size_t space = msg.find(' ');
+  if (space == std::string_view::npos || space < 4 || msg.substr(space, 4) != " -> ") return false;
+  std::string_view where = msg.substr(0, space);
+  size_t colon = where.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || !Digits(where.substr(colon + 1))) {
+    return false;
+  }
+  std::string_view file = where.substr(0, colon);
+  size_t dot = file.rfind('.');
+  if (dot == std::string_view::npos || dot + 1 >= file.size()) return false;
+  std::string_view code = msg.substr(space + 4);
+  bool negative = !code.empty() && code[0] == '-';
+  if (negative) code.remove_prefix(1);
+  size_t n = 0;
+  while (n < code.size() && n < 9 && IsDigit(code[n])) ++n;
+  if (n == 0 || (n < code.size() && code[n] != ' ')) return false;
+  auto value = Digits(code.substr(0, n));
+  if (!value) return false;
+  *source = NcclSourceOf(where);
+  *result = negative ? -static_cast<int>(*value) : static_cast<int>(*value);
+  return true;
 }
 
 std::string_view ParseNcclVersion(std::string_view s) {
@@ -924,7 +968,18 @@ void NcclLogParser::Line(const ScannedLine& scanned, bool fast_tried) {
   } else if (fast_misses_ < kFastMissesBeforeSkip) {
     ++fast_misses_;
   }
+  // A WARN's time, where a launcher or log system put one before the host.
+  if (prefix->level == NcclLinePrefix::Level::kWarn && prefix->host_at > 0) {
+    std::string_view head = line.substr(0, prefix->host_at);
+    for (size_t at = 0; at < head.size() && at < 64; ++at) {
+      if (size_t n = TimestampLength(head.substr(at)); n > 0) {
+        warn_time_ = head.substr(at, n);
+        break;
+      }
+    }
+  }
   size_t rank = Prefixed(*prefix);
+  warn_time_ = {};
   // The launcher's tag, read off a rank's first lines and then now and
   // then (a process keeps its tag): its bare lines are found by it.
   if (prefix->host_at > 0 && rank != kNoRank) {
@@ -954,11 +1009,20 @@ size_t NcclLogParser::Prefixed(const NcclLinePrefix& prefix) {
   switch (prefix.level) {
     case NcclLinePrefix::Level::kInfo:
       ++summary_.info_lines;
-      if (rank != kNoRank) Info(rank, message);
+      if (rank != kNoRank) {
+        NcclProcess& process = ProcessOf(rank);
+        process.last_line = line_no_;
+        // A process that warned: is this line an error return, or progress?
+        if (!process.warns.empty() && !ErrorReturn(process, message)) {
+          for (size_t i = process.warns.size(); i > 0 && !process.warns[i - 1].progress_after; --i)
+            process.warns[i - 1].progress_after = true;
+        }
+        Info(rank, message);
+      }
       break;
     case NcclLinePrefix::Level::kWarn:
       ++summary_.warn_lines;
-      Warn(rank, message);
+      Warn(rank, message, prefix.source);
       break;
     case NcclLinePrefix::Level::kTrace:
     case NcclLinePrefix::Level::kCall:
@@ -1015,6 +1079,15 @@ void NcclLogParser::Unprefixed(std::string_view line) {
   LineHead head = ReadLineHead(line);
   std::string_view s =
       StripLineTail(line.substr(std::min(head.content, line.size())), &summary_.folded_repeats);
+  // A log quoted in an issue or an e-mail ("> NCCL version 2.4.8+cuda10.1",
+  // "> > ..."): the quote marks are no launcher's tag.
+  if (!s.empty() && s[0] == '>') {
+    std::string_view unquoted = s;
+    while (!unquoted.empty() && (unquoted[0] == '>' || unquoted[0] == ' ')) {
+      unquoted.remove_prefix(1);
+    }
+    if (StartsWith(unquoted, "NCCL version ")) s = unquoted;
+  }
   if (StartsWith(s, "NCCL version ")) {
     std::string_view version = ParseNcclVersion(s.substr(13));
     if (version.empty()) return;
@@ -1058,12 +1131,18 @@ void NcclLogParser::Unprefixed(std::string_view line) {
     --summary_.nccl_lines;
     ++summary_.other_lines;
   }
+  if (memchr(s.data(), '=', s.size())) LauncherEcho(s);
   TorchLine(s, head);
   TorchErrorLine(s);
   if (Contains(s, "unhandled system error")) ++summary_.system_errors;
   if (Contains(s, "remote process exited")) ++summary_.remote_errors;
   if (Contains(s, "collective operation timeout") || Contains(s, "Timeout waiting")) {
     ++summary_.timeouts;
+  }
+  if (summary_.job_error_line == 0 && summary_.system_errors + summary_.remote_errors +
+                                              summary_.timeouts + summary_.torch_nccl_errors >
+                                          0) {
+    summary_.job_error_line = line_no_;
   }
 }
 
@@ -1144,7 +1223,44 @@ void NcclLogParser::Algorithm(std::string_view text) {
   summary_.algorithms.push_back({std::string(text), 1});
 }
 
-void NcclLogParser::Warn(size_t rank, std::string_view msg) {
+bool NcclLogParser::ErrorReturn(NcclProcess& process, std::string_view msg) {
+  std::string_view source;
+  int result = 0;
+  if (msg.empty() || msg[0] == ' ' || !ParseNcclErrorReturn(msg, &source, &result)) return false;
+  if (result > 0) ++process.error_returns;
+  // It follows the WARNs after which the process printed nothing else.
+  for (NcclWarnOnProcess& w : process.warns) {
+    if (w.chain_result >= 0 || w.progress_after) continue;
+    w.chain_result = result;
+    w.chain_source = std::string(source);
+    w.chain_line = line_no_;
+  }
+  return true;
+}
+
+void NcclLogParser::WarnOnProcess(size_t rank, size_t warning, std::string_view source) {
+  NcclProcess& p = ProcessOf(rank);
+  p.last_line = line_no_;
+  // The same WARN again with nothing between: one.
+  if (!p.warns.empty() && p.warns.back().warning == warning && !p.warns.back().progress_after &&
+      p.warns.back().chain_result < 0) {
+    return;
+  }
+  if (p.warns.size() >= kNcclMaxWarnsPerProcess) {
+    ++summary_.dropped;
+    return;
+  }
+  NcclWarnOnProcess w;
+  w.warning = warning;
+  w.line = line_no_;
+  w.cuda_dev = summary_.ranks[rank].cuda_dev;
+  w.source = std::string(source.substr(0, 160));
+  w.time = std::string(warn_time_);
+  w.init_done_before = p.init_done;
+  p.warns.push_back(std::move(w));
+}
+
+void NcclLogParser::Warn(size_t rank, std::string_view msg, std::string_view source) {
   if (rank != kNoRank) ++summary_.ranks[rank].warnings;
   msg = Trim(msg);
   if (rank != kNoRank) {
@@ -1214,9 +1330,11 @@ void NcclLogParser::Warn(size_t rank, std::string_view msg) {
   if (Contains(msg, "remote process exited")) ++summary_.remote_errors;
   if (Contains(msg, "Timeout waiting") || Contains(msg, "timed out waiting")) ++summary_.timeouts;
   std::string_view text = msg.substr(0, 200);
-  for (NcclWarning& w : summary_.warnings) {
+  for (size_t i = 0; i < summary_.warnings.size(); ++i) {
+    NcclWarning& w = summary_.warnings[i];
     if (w.text == text) {
       ++w.count;
+      if (rank != kNoRank) WarnOnProcess(rank, i, source);
       return;
     }
   }
@@ -1224,6 +1342,7 @@ void NcclLogParser::Warn(size_t rank, std::string_view msg) {
     ++summary_.dropped;
     return;
   }
+  if (rank != kNoRank) WarnOnProcess(rank, summary_.warnings.size(), source);
   NcclWarning w;
   w.text = std::string(text);
   if (rank != kNoRank) {

@@ -50,6 +50,9 @@ struct NcclLinePrefix {
   enum class Level { kInfo, kWarn, kTrace, kCall } level = Level::kInfo;
   std::string_view message;  // after "NCCL INFO " etc.
   size_t host_at = 0;        // where the host starts in the line (after a glued tag)
+  // WARN's "file:line" between "[dev]" and "NCCL WARN" ("misc/socket.cc:484");
+  // empty on other levels and where the line has none.
+  std::string_view source;
 };
 
 // Pure pieces, exposed for tests and the fuzz target.
@@ -85,6 +88,14 @@ void ReadNcclFallbackWarn(std::string_view msg, uint64_t line, NcclProcess& p);
 // their PCI addresses, libfabric's and the plugin's versions, protocol,
 // platform, GDR disabled (probe/nccl_log_ofi.cc), read into process p.
 void ReadNcclOfiInfo(std::string_view msg, uint64_t line, NcclProcess& p);
+// NCCL's error-return line, "init.cc:1270 -> 2" (NCCLCHECK's, printed at
+// INFO as each caller returns a failed call's ncclResult_t; 2.9+ may add
+// " (text)" or "[Async thread]"): the "file:line" and the result, or false.
+bool ParseNcclErrorReturn(std::string_view msg, std::string_view* source, int* result);
+// A source path as NCCL's WARN and error-return lines print it, cut to what
+// follows "src/" when a build printed it whole ("/build/nccl/src/init.cc:12"
+// -> "init.cc:12").
+std::string_view NcclSourceOf(std::string_view path);
 // "2.18.1" from PyTorch's error text ("NCCL error in: ..., NCCL version
 // 2.18.1"); empty when the line holds none.
 std::string_view NcclVersionInTorchError(std::string_view text);
@@ -114,13 +125,22 @@ class NcclLogParser {
   void Line(const ScannedLine& line, bool fast_tried);
   size_t Prefixed(const NcclLinePrefix& prefix);  // the rank, or kNoRank
   void Info(size_t rank, std::string_view msg);
-  void Warn(size_t rank, std::string_view msg);
+  // `source`: the WARN's "file:line" (NcclLinePrefix::source).
+  void Warn(size_t rank, std::string_view msg, std::string_view source = {});
+  // The WARN just read, on the process of `rank` (NcclProcess::warns).
+  void WarnOnProcess(size_t rank, size_t warning, std::string_view source);
+  // Whether an INFO message of `process` is an error-return line; if so,
+  // read into the process's WARNs that no such line followed yet.
+  bool ErrorReturn(NcclProcess& process, std::string_view msg);
   void Unprefixed(std::string_view line);
   // A line without an NCCL marker: other programs' output, and what it says
   // that NCCL did not (nccl_log_other.cc).
   void Other(std::string_view line, bool plain);  // plain: ScannedLine::plain
   bool OldNcclLine(std::string_view text);        // before 2.3: INFO/WARN without "NCCL"
   void TestsTableLine(std::string_view text);
+  // "WORLD_SIZE=8", "RANK=3", "LOCAL_RANK=3" anywhere in a line that is not
+  // NCCL's own (NcclLauncherEcho).
+  void LauncherEcho(std::string_view text);
   void LibfabricLine(std::string_view text);
   void TorchLine(std::string_view text, const LineHead& head);
   void TorchErrorLine(std::string_view text);
@@ -200,7 +220,8 @@ class NcclLogParser {
   // tid) of a thread seen to be theirs, to their rank. Empty in nearly every
   // log: RankFor looks here only when it is not.
   std::unordered_map<uint64_t, size_t> twin_threads_;
-  int64_t line_tid_ = 0;  // the tid of the prefixed line being read
+  int64_t line_tid_ = 0;        // the tid of the prefixed line being read
+  std::string_view warn_time_;  // the timestamp on the WARN line being read, if any
   // Launcher tags (LineHead::tag_key) to processes, and bare versions seen
   // under a tag before its process printed a prefixed line.
   std::unordered_map<uint64_t, size_t> tag_process_;  // kNoRank: several processes share it

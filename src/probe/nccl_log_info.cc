@@ -257,6 +257,17 @@ void NcclLogParser::Info(size_t rank_index, std::string_view msg) {
     case 'R':
       if (StartsWith(msg, "Ring ")) ChannelLine(rank, msg);  // 2.3-2.6
       return;
+    case 'r':
+      // 2.3: "rank 0 nranks 8", with no "comm 0x.." before it: the identity.
+      if (StartsWith(msg, "rank ") && rank.nranks == 0) {
+        auto r = IntAfter(msg, "rank ");
+        auto n = IntAfter(msg, " nranks ");
+        if (r && n && *r >= 0 && *r < *n && *n < (1 << 24)) {
+          rank.rank = static_cast<int>(*r);
+          rank.nranks = static_cast<int>(*n);
+        }
+      }
+      return;
     case 'C':
       if (StartsWith(msg, "Channel ")) {
         ChannelLine(rank, msg);
@@ -376,6 +387,10 @@ void NcclLogParser::InitLine(size_t rank_index, std::string_view m) {
   NcclRank& rank = summary_.ranks[rank_index];
   NcclProcess& process = summary_.processes[rank.process];
   if (!complete && !start) {
+    // "comm 0x.. rank R nranks N cudaDev D busId B - Abort COMPLETE" (2.6+).
+    if (EndsWith(m, "Abort COMPLETE")) {
+      for (NcclWarnOnProcess& w : process.warns) w.aborted_after = true;
+    }
     // "comm 0x.. rank 0 nranks 2" (2.3), "comm .. rank 0 nRanks 16 nNodes 2 ..."
     // (2.20+), "... - Destroy COMPLETE": the identity only, when none is known.
     if (r && n && rank.nranks == 0 && *r >= 0 && *r < *n && *n < (1 << 24)) {
@@ -385,6 +400,10 @@ void NcclLogParser::InitLine(size_t rank_index, std::string_view m) {
     return;
   }
   (complete ? rank.init_completed : rank.init_started)++;
+  if (complete) {
+    process.init_done = true;
+    for (NcclWarnOnProcess& w : process.warns) w.init_completed_after = true;
+  }
   if (start) {
     rank.init_start_line = line_no_;
     process.SawForm(NcclLineForm::kInitStart, line_no_);

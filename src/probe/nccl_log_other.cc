@@ -231,7 +231,69 @@ bool JustAnotherLine(std::string_view line) {
 
 }  // namespace
 
+namespace {
+
+// The value of every "KEY=N" in `text` whose KEY stands alone (not the end
+// of a longer name: "RANK=" is not read out of "LOCAL_RANK=" or
+// "NODE_RANK="), each passed to `take`.
+template <typename Take>
+void EchoedValues(std::string_view text, std::string_view key, Take take) {
+  for (size_t at = text.find(key); at != std::string_view::npos; at = text.find(key, at + 1)) {
+    if (at > 0) {
+      char before = text[at - 1];
+      if (before == '_' || (before >= 'A' && before <= 'Z') || (before >= 'a' && before <= 'z') ||
+          (before >= '0' && before <= '9')) {
+        continue;
+      }
+    }
+    std::string_view rest = text.substr(at + key.size());
+    if (!rest.empty() && (rest[0] == '"' || rest[0] == '\'')) rest.remove_prefix(1);
+    size_t n = 0;
+    while (n < rest.size() && n < 9 && rest[n] >= '0' && rest[n] <= '9') ++n;
+    if (n == 0 || (n < rest.size() && rest[n] >= '0' && rest[n] <= '9')) continue;
+    if (auto v = ParseInt(rest.substr(0, n)); v && *v < (1 << 24)) take(static_cast<int>(*v));
+  }
+}
+
+void InsertSorted(std::vector<int>& values, int v, uint64_t& dropped) {
+  auto it = std::lower_bound(values.begin(), values.end(), v);
+  if (it != values.end() && *it == v) return;
+  if (values.size() >= kNcclMaxRanks) {
+    ++dropped;
+    return;
+  }
+  values.insert(it, v);
+}
+
+}  // namespace
+
+void NcclLogParser::LauncherEcho(std::string_view text) {
+  if (text.find("RANK=") == std::string_view::npos &&
+      text.find("WORLD_SIZE=") == std::string_view::npos) {
+    return;
+  }
+  NcclLauncherEcho& e = summary_.launcher;
+  bool any = false;
+  EchoedValues(text, "WORLD_SIZE=", [&](int v) {
+    e.world_size = std::max(e.world_size, v);
+    any = true;
+  });
+  EchoedValues(text, "LOCAL_RANK=", [&](int v) {
+    InsertSorted(e.local_ranks, v, summary_.dropped);
+    any = true;
+  });
+  EchoedValues(text, "RANK=", [&](int v) {
+    InsertSorted(e.ranks, v, summary_.dropped);
+    any = true;
+  });
+  if (!any) return;
+  ++e.lines;
+  if (e.first_line == 0) e.first_line = line_no_;
+}
+
 void NcclLogParser::Other(std::string_view line, bool plain) {
+  // A launcher's echo of the job's world: '=' is rare in other lines.
+  if (memchr(line.data(), '=', line.size())) LauncherEcho(line);
   if (plain && JustAnotherLine(line)) {
     ++summary_.other_lines;
     return;

@@ -156,9 +156,23 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
     if (!runtime.empty() || !driver.empty()) ++cuda[{runtime, driver}];
   }
   for (const auto& [versions, count] : cuda) {
-    out += fmt::format("CUDA: runtime {} (NCCL's +cuda suffix), driver {} on {} process(es)\n",
+    std::string compat = NcclCudaCompatibility(versions.first, versions.second);
+    out += fmt::format("CUDA: runtime {} (NCCL's +cuda suffix), driver {} on {} process(es){}\n",
                        versions.first.empty() ? "-" : versions.first,
-                       versions.second.empty() ? "-" : versions.second, count);
+                       versions.second.empty() ? "-" : versions.second, count,
+                       compat.empty() ? "" : ": " + compat);
+  }
+  if (log.launcher.lines > 0) {
+    const NcclLauncherEcho& e = log.launcher;
+    out += fmt::format(
+        "launcher's echo (line {}, {} line(s)): WORLD_SIZE {}, RANK {}, LOCAL_RANK {}\n",
+        e.first_line, e.lines, e.world_size > 0 ? std::to_string(e.world_size) : "-",
+        e.ranks.empty()
+            ? "-"
+            : fmt::format("{} value(s) {}..{}", e.ranks.size(), e.ranks.front(), e.ranks.back()),
+        e.local_ranks.empty() ? "-"
+                              : fmt::format("{} value(s) {}..{}", e.local_ranks.size(),
+                                            e.local_ranks.front(), e.local_ranks.back()));
   }
   // aws-ofi-nccl's own facts, one line per distinct set.
   std::map<std::string, size_t> ofi;
@@ -280,27 +294,30 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
   n["hosts_inferred_from_peers"] = NcclPeerHostsInferred(log);
   nlohmann::ordered_json processes = nlohmann::ordered_json::array();
   for (const NcclProcess& p : log.processes) {
-    processes.push_back({{"host", p.host},
-                         {"pid", p.pid},
-                         {"version", p.version},
-                         {"cuda_runtime", NcclCudaRuntime(p.version)},
-                         {"cuda_driver", p.cuda_driver},
-                         {"network", p.network},
-                         {"bootstrap", InterfacesJson(p.bootstrap)},
-                         {"net_socket", InterfacesJson(p.net_socket)},
-                         {"ib_devices", InterfacesJson(p.ib_devices)},
-                         {"ib_oob", InterfacesJson(p.ib_oob)},
-                         {"ib_no_device", p.ib_no_device},
-                         {"ib_disabled", p.ib_disabled},
-                         {"socket_ifname", p.socket_ifname},
-                         {"nnodes", p.nnodes},
-                         {"net_plugin", p.net_plugin},
-                         {"plugin_path", p.plugin_path},
-                         {"plugin_failed", p.plugin_failed},
-                         {"plugin_failure", p.plugin_failure},
-                         {"libibverbs_missing", p.libibverbs_missing},
-                         {"ofi_provider", p.ofi_provider},
-                         {"channel_nets", p.channel_nets}});
+    processes.push_back(
+        {{"host", p.host},
+         {"pid", p.pid},
+         {"version", p.version},
+         {"cuda_runtime", NcclCudaRuntime(p.version)},
+         {"cuda_driver", p.cuda_driver},
+         {"cuda_compatibility",
+          NcclCudaCompatibility(NcclCudaRuntime(p.version), NcclCudaDriverText(p.cuda_driver))},
+         {"network", p.network},
+         {"bootstrap", InterfacesJson(p.bootstrap)},
+         {"net_socket", InterfacesJson(p.net_socket)},
+         {"ib_devices", InterfacesJson(p.ib_devices)},
+         {"ib_oob", InterfacesJson(p.ib_oob)},
+         {"ib_no_device", p.ib_no_device},
+         {"ib_disabled", p.ib_disabled},
+         {"socket_ifname", p.socket_ifname},
+         {"nnodes", p.nnodes},
+         {"net_plugin", p.net_plugin},
+         {"plugin_path", p.plugin_path},
+         {"plugin_failed", p.plugin_failed},
+         {"plugin_failure", p.plugin_failure},
+         {"libibverbs_missing", p.libibverbs_missing},
+         {"ofi_provider", p.ofi_provider},
+         {"channel_nets", p.channel_nets}});
     // Another process under the same host:pid (named "host:pid#N").
     if (p.twin > 0) processes.back()["same_host_pid_as_another"] = p.twin + 1;
     if (p.ofi.Any()) {
@@ -396,6 +413,11 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
                      {"nccl_version", g.nccl_version}});
   }
   n["pytorch_groups"] = torch;
+  n["launcher"] = {{"world_size", log.launcher.world_size},
+                   {"ranks", log.launcher.ranks},
+                   {"local_ranks", log.launcher.local_ranks},
+                   {"lines", log.launcher.lines},
+                   {"first_line", log.launcher.first_line}};
   n["torch_nccl_errors"] = log.torch_nccl_errors;
   n["torch_error_versions"] = log.torch_error_versions;
   n["libfabric"] = {{"lines", log.libfabric_lines},

@@ -20,6 +20,7 @@ inline constexpr size_t kNcclMaxRanks = 8192;
 inline constexpr size_t kNcclMaxInterfaces = 8;  // per process and role
 inline constexpr size_t kNcclMaxPeers = 64;
 inline constexpr size_t kNcclMaxWarnings = 64;
+inline constexpr size_t kNcclMaxWarnsPerProcess = 8;  // NcclProcess::warns
 inline constexpr size_t kNcclMaxRings = 64;
 inline constexpr size_t kNcclMaxAlgorithms = 64;
 inline constexpr size_t kNcclMaxLineBytes = 16 << 10;    // longer lines are cut there
@@ -104,6 +105,30 @@ struct NcclOfiFacts {
   }
 };
 
+// One WARN as one process printed it, and what that process printed after
+// it: what tells a failure from a WARN NCCL carried on from
+// (analyze/nccl_log_failures.h). A WARN repeated with nothing between is
+// kept once.
+struct NcclWarnOnProcess {
+  size_t warning = 0;  // index into NcclLogSummary::warnings
+  uint64_t line = 0;   // 1-based line of the WARN
+  int cuda_dev = -1;   // the [cudaDev] of its line
+  // NCCL's "file:line" before "NCCL WARN" ("transport/net_ib.cc:123"; a
+  // build's absolute path cut to what follows "src/"); empty when the line
+  // has none (2.3's form, a plugin's own).
+  std::string source;
+  std::string time;  // the timestamp a launcher or log system put on the line; empty if none
+  // The first error-return line after it on the process ("init.cc:1270 -> 2",
+  // printed by NCCLCHECK when a call fails): its "file:line" and ncclResult_t.
+  std::string chain_source;
+  int chain_result = -1;  // -1: no such line followed
+  uint64_t chain_line = 0;
+  bool init_done_before = false;      // a rank of the process had printed Init COMPLETE
+  bool progress_after = false;        // an INFO line after it that is no error-return line
+  bool init_completed_after = false;  // a rank of the process printed Init COMPLETE after it
+  bool aborted_after = false;         // "... - Abort COMPLETE" after it
+};
+
 // One process: what NCCL prints once per process.
 struct NcclProcess {
   std::string host;  // NCCL cuts the hostname at the first '.'
@@ -142,6 +167,11 @@ struct NcclProcess {
   std::string plugin_failure;  // why, in the loader's or the plugin's words
   uint64_t plugin_failure_line = 0;
   bool libibverbs_missing = false;  // "Failed to open libibverbs.so[.1]" (an INFO line)
+  // Its WARNs in order, the first kNcclMaxWarnsPerProcess (more: `dropped`).
+  std::vector<NcclWarnOnProcess> warns;
+  bool init_done = false;      // a rank of it printed Init COMPLETE
+  uint64_t error_returns = 0;  // its error-return lines ("file:line -> R", R > 0)
+  uint64_t last_line = 0;      // 1-based line of its last NCCL line
   // The version-bound line forms it printed (bit i: NcclLineForm i), each
   // with the 1-based line it was first seen on.
   uint32_t line_forms = 0;
@@ -226,6 +256,17 @@ struct NcclTorchGroup {
   std::string nccl_version;
 };
 
+// What a launcher or the job's own script echoed of the job's world
+// ("WORLD_SIZE=8 RANK=3 LOCAL_RANK=3": torchrun's environment printed, a
+// Slurm script's, a training script's): the launcher's facts, not NCCL's.
+struct NcclLauncherEcho {
+  int world_size = 0;            // the largest WORLD_SIZE echoed; 0: none
+  std::vector<int> ranks;        // distinct RANK values, ascending (capped at kNcclMaxRanks)
+  std::vector<int> local_ranks;  // distinct LOCAL_RANK values, ascending (capped alike)
+  uint64_t lines = 0;            // lines that echoed one of them
+  uint64_t first_line = 0;       // 1-based line of the first
+};
+
 struct NcclLogSummary {
   uint64_t bytes = 0;
   uint64_t nccl_lines = 0;        // NCCL's own lines (a prefix, or its bare "NCCL version")
@@ -254,13 +295,15 @@ struct NcclLogSummary {
   std::vector<std::string> rings;  // "00/02: 0 1 2 3" from rank 0's "Channel 00/02 : ..."
   std::vector<NcclAlgorithmChoice> algorithms;
   // Errors the job printed around NCCL (PyTorch and NCCL's own words).
-  uint64_t system_errors = 0;  // "unhandled system error"
-  uint64_t remote_errors = 0;  // "remote process exited or there was a network error"
-  uint64_t timeouts = 0;       // "Timeout waiting", watchdog "collective operation timeout"
+  uint64_t system_errors = 0;   // "unhandled system error"
+  uint64_t remote_errors = 0;   // "remote process exited or there was a network error"
+  uint64_t timeouts = 0;        // "Timeout waiting", watchdog "collective operation timeout"
+  uint64_t job_error_line = 0;  // 1-based line of the first of those the job printed (no WARN)
   uint64_t version_mismatch_warnings = 0;  // NCCL's "Mismatched NCCL version detected"
   uint64_t dropped = 0;                    // items past a cap, and lines cut at kNcclMaxLineBytes
   std::vector<NcclTestsRank> tests_ranks;  // nccl-tests' table, in its order
   std::vector<NcclTorchGroup> torch_groups;
+  NcclLauncherEcho launcher;
   uint64_t libfabric_lines = 0;                        // "libfabric:pid:time:prov:..." lines
   std::vector<std::string> libfabric_empty_providers;  // "provider efa output empty list"
   // An EFA queue or endpoint that failed: "efa: <its warning>", the first few

@@ -61,20 +61,35 @@ TEST(NcclCauses, CudaFailureIsNamedBeforeTheInitItStopped) {
   EXPECT_NE(EvidenceOf<std::string>(*f, "errors").find("b:2 [3]"), std::string::npos);
   ASSERT_NE(Of(r, "network.connect_failed"), nullptr);
   ASSERT_NE(Of(r, "distributed.init_incomplete"), nullptr);
-  // By layer the network's lost peer would come first; the cause is the GPU.
+  // The peer lost on a's side follows b's failure: its evidence, no longer
+  // critical, so even by layer the verdict is the GPU.
+  EXPECT_EQ(Of(r, "network.connect_failed")->severity, Severity::kInfo);
+  EXPECT_EQ(EvidenceOf<std::string>(*Of(r, "network.connect_failed"), "consequence_of"),
+            "distributed.nccl_cuda_failure");
   Report report = MakeReport(r.findings, {Layer::kNetwork, Layer::kDistributed}, r.notes);
-  EXPECT_EQ(report.verdict.finding, "network.connect_failed");
+  EXPECT_EQ(report.verdict.finding, "distributed.nccl_cuda_failure");
   PreferNcclCause(report);
   EXPECT_EQ(report.verdict.finding, "distributed.nccl_cuda_failure");
 }
 
 TEST(NcclCauses, OobSocketFailureButNotWhenIbIsDisabled) {
+  // The WARN, then NCCL's error returns: a failure.
   auto r = Check(kTwoHostsDone +
                  "a:1:1 [0] misc/socket.cc:1 NCCL WARN Net : Socket creation failed : Address "
-                 "family not supported by protocol\n");
+                 "family not supported by protocol\n"
+                 "a:1:1 [0] NCCL INFO transport/net_ib.cc:560 -> 2\n");
   const Finding* f = Of(r, "network.oob_socket_failed");
   ASSERT_NE(f, nullptr) << Ids(r.findings);
   EXPECT_EQ(f->severity, Severity::kCritical);
+  // The same WARN after init, with the process going on: NCCL carried on.
+  auto carried = Check(kTwoHostsDone +
+                       "a:1:1 [0] misc/socket.cc:1 NCCL WARN Net : Socket creation failed : "
+                       "Address family not supported by protocol\n"
+                       "a:1:1 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[0] via NET/IB/0\n");
+  f = Of(carried, "network.oob_socket_failed");
+  ASSERT_NE(f, nullptr) << Ids(carried.findings);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_FALSE(EvidenceOf<std::string>(*f, "carried_on").empty());
   auto empty_oob =
       Check(kTwoHostsDone + "a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB :\n");
   EXPECT_NE(Of(empty_oob, "network.oob_socket_failed"), nullptr) << Ids(empty_oob.findings);
@@ -165,8 +180,22 @@ TEST(NcclCauses, LinkLocalOrTunnelInterfaces) {
                     "NET/Socket/1\n");
   f = Of(used, "network.link_local_interface");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::kCritical);
+  // Both hosts finished init and no connect failed: it worked, a warning.
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_FALSE(EvidenceOf<std::string>(*f, "graded_by").empty());
   EXPECT_EQ(EvidenceOf<std::string>(*f, "used_for"), "channels (via NET/Socket/1)");
+  // Where a connect over it failed, critical.
+  auto failed = Check(kTwoHostsDone +
+                      "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> "
+                      "[1]veth9d2d103:fe80::b051:e3ff:febe:607b%veth9d2d103<0>\n"
+                      "a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via "
+                      "NET/Socket/1\n"
+                      "a:1:1 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+                      "fe80::b051<4000> failed : Network is unreachable\n"
+                      "a:1:1 [0] NCCL INFO misc/socket.cc:567 -> 2\n");
+  f = Of(failed, "network.link_local_interface");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kCritical);
   auto one_host = Check(
       "a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
       "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> "
@@ -188,7 +217,7 @@ TEST(NcclCauses, UnexplainedWarningsAreListedWithTheirLine) {
                  "Connection refused\n");
   const Finding* f = Of(r, "distributed.nccl_warning");
   ASSERT_NE(f, nullptr) << Ids(r.findings);
-  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(f->severity, Severity::kInfo);            // nothing shows a process stopped there
   EXPECT_EQ(EvidenceOf<int64_t>(*f, "distinct"), 1);  // libibverbs: benign; Connect: its rule's
   EXPECT_NE(EvidenceOf<std::string>(*f, "warnings").find("job.log:6, b:2 [0]"), std::string::npos)
       << EvidenceOf<std::string>(*f, "warnings");

@@ -313,7 +313,10 @@ TEST(NcclLog, V214DockerBridgeTimeouts) {
   const Finding* init = Find(findings, "distributed.init_incomplete");
   ASSERT_TRUE(init);
   EXPECT_EQ(EvidenceString(*init, "incomplete_ranks"), "4");
-  EXPECT_EQ(init->severity, Severity::kCritical);  // WARNs explain it: not a cut log
+  // WARNs explain it (not a cut log), and a critical cause is there: the
+  // init that stopped is its consequence, no longer critical beside it.
+  EXPECT_EQ(init->severity, Severity::kInfo);
+  EXPECT_FALSE(EvidenceString(*init, "consequence_of").empty());
   // This host (trainer-0) has Active RDMA ports, NCCL found none: the
   // container does not see them.
   const Finding* rdma = Find(findings, "network.rdma_unused");
@@ -387,7 +390,11 @@ TEST(NcclLog, V221VersionMismatchAndInitHang) {
             std::string::npos);
   const Finding* init = Find(findings, "distributed.init_incomplete");
   ASSERT_TRUE(init);
-  EXPECT_EQ(init->severity, Severity::kCritical);  // the other ranks finished and wait
+  // The other ranks finished and wait: a consequence of the mismatch.
+  EXPECT_EQ(init->severity, Severity::kInfo);
+  EXPECT_EQ(EvidenceString(*init, "consequence_of"), "distributed.nccl_version_mismatch");
+  EXPECT_NE(EvidenceString(*version, "consequences").find("distributed.init_incomplete"),
+            std::string::npos);
   EXPECT_EQ(EvidenceString(*init, "ranks"), "gpu-d:5530 [0] rank 2, gpu-d:5531 [1] rank 3");
   EXPECT_EQ(EvidenceString(*init, "completed_ranks"), "2");
   // INFO retries alone are not a failed connection.
