@@ -18,13 +18,7 @@ bool Has(std::string_view text, std::string_view needle) {
 }
 
 std::string Joined(const std::vector<std::string>& items, size_t cap = 8) {
-  std::string out;
-  for (size_t i = 0; i < items.size() && i < cap; ++i) {
-    if (i) out += "; ";
-    out += items[i];
-  }
-  if (items.size() > cap) out += fmt::format("; and {} more", items.size() - cap);
-  return out;
+  return NcclJoined(items, cap);
 }
 
 std::string Who(const NcclWarning& w) {
@@ -55,6 +49,16 @@ bool IsTimeoutReason(std::string_view reason) {
 }
 
 }  // namespace
+
+std::string NcclJoined(const std::vector<std::string>& items, size_t cap) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < cap; ++i) {
+    if (i) out += "; ";
+    out += items[i];
+  }
+  if (items.size() > cap) out += fmt::format("; and {} more", items.size() - cap);
+  return out;
+}
 
 std::string NcclLogPlace(std::string_view source, uint64_t line) {
   if (line == 0) return source.empty() ? "-" : std::string(source);

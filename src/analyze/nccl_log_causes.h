@@ -18,6 +18,8 @@
 
 namespace stallscope {
 
+// Items joined by "; ", past `cap` counted ("; and 3 more").
+std::string NcclJoined(const std::vector<std::string>& items, size_t cap = 8);
 // "FILE:LINE" for a line of the log (or "line N" when the source is unnamed).
 std::string NcclLogPlace(std::string_view source, uint64_t line);
 // A peer as NCCL prints it, "10.0.0.2<43211>" or "node1<57557>", as the

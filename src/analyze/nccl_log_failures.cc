@@ -61,16 +61,6 @@ bool PrintedInfo(const NcclLogSummary& log, const NcclProcess& p) {
   return false;
 }
 
-std::string Joined(const std::vector<std::string>& items, size_t cap = 8) {
-  std::string out;
-  for (size_t i = 0; i < items.size() && i < cap; ++i) {
-    if (i) out += "; ";
-    out += items[i];
-  }
-  if (items.size() > cap) out += fmt::format("; and {} more", items.size() - cap);
-  return out;
-}
-
 int RankNumber(const NcclLogSummary& log, const NcclProcess& p, int dev) {
   int any = -1;
   for (const NcclRank& r : log.ranks) {
@@ -302,7 +292,7 @@ void CheckNcclFailures(const NcclLogSummary& log, std::string_view source,
                   {"failure_because", first.why},
                   {"first_at", Place(first, source)}};
     if (list.size() > 1) {
-      f.evidence.push_back({"failures", Joined(all)});
+      f.evidence.push_back({"failures", NcclJoined(all)});
       f.evidence.push_back({"failure_count", static_cast<int64_t>(list.size())});
     }
     f.next = NextFor(id, p.host, FileOf(raised), Place(first, source));
@@ -354,7 +344,7 @@ void CheckNcclFailures(const NcclLogSummary& log, std::string_view source,
   f.severity = Severity::kInfo;
   f.summary = fmt::format("NCCL warned {} time(s) and nothing shows a process stopped there: {}",
                           lines, listed.front());
-  f.evidence = {{"warnings", Joined(listed)},
+  f.evidence = {{"warnings", NcclJoined(listed)},
                 {"distinct", static_cast<int64_t>(listed.size())},
                 {"lines", static_cast<int64_t>(lines)}};
   f.next =
@@ -403,13 +393,9 @@ void DemoteNcclConsequences(const NcclLogSummary& log, std::vector<Finding>& out
     }
   }
   if (cause && !consequences.empty()) {
-    cause->evidence.push_back({"consequences", Joined(consequences)});
+    cause->evidence.push_back({"consequences", NcclJoined(consequences)});
   }
 }
-
-}  // namespace stallscope
-
-namespace stallscope {
 
 void GradeNcclCarriedOn(const NcclLogSummary& log, std::string_view source,
                         std::vector<Finding>& out) {
