@@ -133,6 +133,18 @@ bool IsPlainRelative(std::string_view path) {
   return true;
 }
 
+// "./", ".", "./." or ".//": the top of the archive itself.
+bool IsTreeRoot(const char* pathname) {
+  if (!pathname) return false;
+  std::string_view name(pathname);
+  while (!name.empty() && (name.front() == '.' || name.front() == '/')) {
+    if (name.front() == '.' && name.size() > 1 && name[1] == '.') return false;  // ".."
+    name.remove_prefix(1);
+  }
+  return name.empty() && std::string_view(pathname).find('.') != std::string_view::npos &&
+         pathname[0] == '.';
+}
+
 // Whether a link at `path` ("node/sys/class/net/eth0") to `target` stays
 // inside its tree ("node/"), read as the path's words say.
 bool LinkStaysInTree(std::string_view path, std::string_view target) {
@@ -412,6 +424,9 @@ Result<CaptureContents> ParseCaptureTar(std::string_view bytes, std::string_view
     if (out.entries.size() + 1 > kCaptureMaxEntries) {
       return Status::ParseError(source, 0, fmt::format("more than {} entries", kCaptureMaxEntries));
     }
+    // The archive's own top folder, "./" or ".", which GNU tar writes first
+    // for `tar -C DIR -czf node.tar.gz .`: nothing to read.
+    if (archive_entry_filetype(e) == AE_IFDIR && IsTreeRoot(archive_entry_pathname(e))) continue;
     CaptureEntry entry;
     if (Status s = ReadEntry(a.get(), e, source, entry, total); !s.ok()) return s;
     last = entry.path;

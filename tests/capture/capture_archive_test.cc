@@ -145,6 +145,27 @@ TEST(CaptureArchive, RefusesNamesAndLinksThatLeaveTheTrees) {
   EXPECT_NE(message.find("entry node/dev/sda"), std::string::npos) << message;
 }
 
+TEST(CaptureArchive, ReadsTheTopFolderEntryTarWritesFirst) {
+  // `tar -C DIR -czf node.tar.gz .` writes "./" first; "." alike.
+  for (const char* top : {"./", ".", "./."}) {
+    Result<CaptureContents> read =
+        ParseCaptureArchive(Raw({{top, AE_IFDIR, ""},
+                                 {"./manifest.json", AE_IFREG, kManifest},
+                                 {"./node/proc/meminfo", AE_IFREG, "MemTotal: 1 kB\n"}}),
+                            "NODE.tar.gz");
+    ASSERT_TRUE(read.ok()) << top << ": " << read.status().message();
+    ASSERT_EQ(read->entries.size(), 1u) << top;
+    EXPECT_EQ(read->entries[0].path, "node/proc/meminfo");
+  }
+  // An absolute root, a parent, and ".." under "./" stay refused.
+  for (const char* bad : {"/", "..", "./..", "../"}) {
+    std::string message =
+        ErrorOf(Raw({{"manifest.json", AE_IFREG, kManifest}, {bad, AE_IFDIR, ""}}));
+    EXPECT_NE(message.find("not a plain relative path"), std::string::npos)
+        << bad << ": " << message;
+  }
+}
+
 TEST(CaptureArchive, RefusesAnEntryOverTheLimit) {
   std::string message =
       ErrorOf(Raw({{"manifest.json", AE_IFREG, kManifest},

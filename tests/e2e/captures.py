@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import socket
+import subprocess
 import tarfile
 import tempfile
 import unittest
@@ -175,6 +176,36 @@ class FixtureCapture(unittest.TestCase):
             self.assertIn(cut, err)
             self.assertRegex(err, r"entry [\w./:-]+")
             self.assertEqual(out, "")
+
+    def test_repacked_by_gnu_tar_with_its_dot_entry_reads(self):
+        # A user unpacks the capture, removes a file they will not share, and
+        # packs the folder again with GNU tar, which writes "./" first.
+        tree = os.path.join(self.dir, "repack")
+        os.makedirs(tree)
+        subprocess.run(["tar", "-C", tree, "-xzf", self.path], check=True)
+        removed = os.path.join(tree, "node", "proc", "loadavg")
+        if os.path.exists(removed):
+            os.remove(removed)
+        repacked = os.path.join(self.dir, "repacked.tar.gz")
+        subprocess.run(["tar", "-C", tree, "-czf", repacked, "."], check=True)
+        names = subprocess.run(["tar", "-tzf", repacked], capture_output=True, text=True,
+                               check=True).stdout.split()
+        self.assertEqual(names[0], "./")  # what GNU tar writes, which was refused
+        report = e2e.run_json(self, ["doctor", "--json", "--from", repacked], env=no_nvml_env())
+        e2e.check_report(self, report)
+        self.assertEqual(findings(report), findings(self.on_node))
+        rc, out, err, _ = e2e.run(["snapshot", "--json", "--from", repacked], env=no_nvml_env())
+        self.assertEqual(rc, 0, err)
+        # A bare "/" or ".." entry stays refused.
+        bad = os.path.join(self.dir, "dotdot.tar.gz")
+        with tarfile.open(bad, "w:gz") as tar:
+            add_bytes(tar, "manifest.json", b'{"format": "stallscope.capture/1"}')
+            up = tarfile.TarInfo("..")
+            up.type = tarfile.DIRTYPE
+            tar.addfile(up)
+        rc, out, err, _ = e2e.run(["doctor", "--from", bad])
+        self.assertEqual(rc, 1, err)
+        self.assertIn("entry ..", err)
 
     def test_hand_made_link_out_of_the_tree_is_refused(self):
         bad = os.path.join(self.dir, "bad.tar.gz")
