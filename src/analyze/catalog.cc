@@ -464,10 +464,11 @@ constexpr Rule kRules[] = {
      "NCCL documentation, Environment Variables (NCCL_NET_PLUGIN): "
      "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"},
     {"distributed.nccl_warning", Layer::kDistributed,
-     "nccl-log: every NCCL WARN that NCCL carried on from (its process completed init after "
-     "it, or printed more and did not stop) and that none of the other rules reads nor is "
-     "harmless on its own (libibverbs or a net plugin missing), each with its first FILE:LINE, "
-     "who printed it, its count and what the process did after it",
+     "nccl-log: every NCCL WARN that was no failure (NCCL carried on from it: its process "
+     "completed init after it, or printed more; or nothing shows either way) and that none of "
+     "the other rules reads nor is harmless on its own (libibverbs or a net plugin missing), "
+     "each with its first FILE:LINE, who printed it, its count and what the process did after "
+     "it",
      "info whenever one is left: a WARN that was a failure is raised by network.nccl_error, "
      "distributed.nccl_setup_error, code.nccl_usage_error or distributed.nccl_cuda_failure "
      "instead, never both",
@@ -476,10 +477,11 @@ constexpr Rule kRules[] = {
      "NCCL documentation, Environment Variables: "
      "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"},
     {"network.nccl_error", Layer::kNetwork,
-     "nccl-log: a WARN that was a failure (an error-return line 'file:N -> R' followed it on "
-     "its process, the process aborted, stopped in init while others went on, or the job "
-     "printed an NCCL error or timeout after it, and no Init COMPLETE of the process followed) "
-     "that no other rule reads, raised in NCCL's network code: transport/net*, coll_net, "
+     "nccl-log: a WARN that was a failure (an error-return line 'file:N -> R' of its thread "
+     "followed it, the process aborted before completing init, stopped in init while another "
+     "completed init or lost it as a peer, or the job's error report followed it with none of "
+     "its own lines between; and no Init COMPLETE of the process followed) that no other "
+     "critical finding quotes, raised in NCCL's network code: transport/net*, coll_net, "
      "misc/socket, the verbs, mlx5 and GDR wrappers, the net plugin loader, a plugin's own "
      "'NET/...' lines; bootstrap and the proxy when they returned ncclSystemError or the WARN "
      "names a socket, an interface, a connection or a peer; ncclRemoteError from anywhere",

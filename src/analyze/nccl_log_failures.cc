@@ -145,15 +145,35 @@ std::string_view NcclFailureId(std::string_view source, int result, std::string_
   return kSetup;
 }
 
+// Where a failure showed: its error-return line, else the WARN's own.
+uint64_t FailedAt(const NcclJudgedWarn& j) {
+  return j.at->chain_result > 0 ? j.at->chain_line : j.at->line;
+}
+
+// Blank or stray lines a launcher may print between a WARN and the job's
+// error report; more, and the job was doing its own work after the WARN.
+constexpr uint64_t kLinesBeforeTheError = 2;
+
+// Whether, after `line`, another process showed it went on while `p`
+// stopped: it completed init, or lost `p` as a peer (a connect failure).
+bool OthersWentOn(const NcclLogSummary& log, const NcclProcess& p, uint64_t line) {
+  for (const NcclProcess& q : log.processes) {
+    if (&q != &p && q.init_done_line > line) return true;
+  }
+  const std::string name = p.Name();
+  for (const NcclPeerFailure& f : log.peer_failures) {
+    if (f.first_line > line && f.first_seen_by != name) return true;
+  }
+  return false;
+}
+
 std::vector<NcclJudgedWarn> JudgeNcclWarnings(const NcclLogSummary& log) {
   std::vector<NcclJudgedWarn> out;
   const bool info_level = log.info_lines > 0;
-  uint64_t last_line = 0;  // the log's last NCCL line a process printed
-  for (const NcclProcess& p : log.processes) last_line = std::max(last_line, p.last_line);
   for (const NcclProcess& p : log.processes) {
     if (p.warns.empty()) continue;
     const bool printed_info = info_level && PrintedInfo(log, p);
-    bool failed = false;
+    const size_t begin = out.size();
     for (const NcclWarnOnProcess& w : p.warns) {
       if (w.warning >= log.warnings.size()) continue;
       NcclJudgedWarn j;
@@ -171,27 +191,47 @@ std::vector<NcclJudgedWarn> JudgeNcclWarnings(const NcclLogSummary& log) {
         j.failure = true;
         j.why = "the process aborted its communicator after it";
       } else if (!w.init_done_before && printed_info && !w.progress_after &&
-                 p.last_line < last_line && !NcclWarningBenign(text) &&
-                 !NcclWarningFallback(text)) {
-        // Other processes went on printing: this one stopped in init here.
+                 !NcclWarningBenign(text) && !NcclWarningFallback(text) &&
+                 OthersWentOn(log, p, w.line)) {
         j.failure = true;
-        j.why = "the process printed nothing more of its init after it while others went on";
-      } else if (!w.progress_after && log.job_error_line > w.line) {
+        j.why =
+            "the process printed nothing more of its init after it while the others went "
+            "on (completed init, or lost it as a peer)";
+      } else if (!w.progress_after && log.job_error_line > w.line &&
+                 log.job_error_other_lines <= w.other_lines_before + kLinesBeforeTheError &&
+                 // After init, only the report that follows at once: between
+                 // a WARN and a hang's timeout other ranks' lines may stand.
+                 (!w.init_done_before ||
+                  log.job_error_report_line <= w.line + 1 + kLinesBeforeTheError)) {
         j.failure = true;
-        j.why = fmt::format("the job printed an NCCL error or a timeout after it (line {})",
-                            log.job_error_line);
+        j.why = fmt::format(
+            "the job's error report follows it (line {}), with none of the job's "
+            "own lines between",
+            log.job_error_line);
       } else {
         j.why = w.progress_after ? "NCCL carried on: the process printed more after it"
                                  : "nothing after it shows the process stopped";
       }
       j.carried_on = !j.failure && ((w.init_completed_after && !w.aborted_after) ||
                                     (w.init_done_before && w.progress_after));
-      j.first_on_process = j.failure && !failed;
-      failed = failed || j.failure;
       out.push_back(std::move(j));
     }
+    // Its cause: the failure shown first, by its error return where it has
+    // one (another thread's WARN may stand before it, failing later).
+    NcclJudgedWarn* first = nullptr;
+    for (size_t i = begin; i < out.size(); ++i) {
+      if (out[i].failure && (!first || FailedAt(out[i]) < FailedAt(*first))) first = &out[i];
+    }
+    if (first) first->first_on_process = true;
   }
   return out;
+}
+
+uint64_t NcclFirstFailureLine(const std::vector<NcclJudgedWarn>& judged, const NcclProcess& p) {
+  for (const NcclJudgedWarn& j : judged) {
+    if (j.process == &p && j.first_on_process) return j.at->line;
+  }
+  return 0;
 }
 
 std::vector<std::string> NcclCudaFailureTexts(const NcclLogSummary& log) {
@@ -242,8 +282,13 @@ void CheckNcclFailures(const NcclLogSummary& log, std::string_view source,
   }
   // A failure is raised here unless a critical finding of another rule
   // quotes it (its words, or the FILE:LINE of its line).
-  auto covered = [&](const NcclWarning& w) {
-    if (connect_rule && NcclWarningLostPeer(w.text)) return true;
+  auto covered = [&](const NcclJudgedWarn& j) {
+    const NcclWarning& w = *j.warning;
+    if (connect_rule && NcclWarningLostPeer(w.text)) {
+      for (const NcclPeerFailure& pf : log.peer_failures) {
+        if (pf.first_seen_by == j.process->Name()) return true;
+      }
+    }
     for (const Finding& f : out) {
       if (f.severity != Severity::kCritical || f.id == "distributed.init_incomplete") continue;
       if (NcclFindingQuotes(f, log, w, source)) return true;
@@ -255,7 +300,7 @@ void CheckNcclFailures(const NcclLogSummary& log, std::string_view source,
   for (const NcclJudgedWarn& j : judged) {
     if (!j.failure) continue;
     failed_texts.insert(j.warning->text);
-    if (!j.first_on_process || covered(*j.warning)) continue;
+    if (!j.first_on_process || covered(j)) continue;
     std::string_view id = NcclFailureId(RaisedAt(j), j.at->chain_result, j.warning->text);
     if (id == "distributed.nccl_cuda_failure") continue;  // CheckNcclCudaFailure's
     by_id[std::string(id)].push_back(&j);
@@ -401,11 +446,27 @@ void GradeNcclCarriedOn(const NcclLogSummary& log, std::string_view source,
                         std::vector<Finding>& out) {
   const std::vector<NcclJudgedWarn> judged = JudgeNcclWarnings(log);
   if (judged.empty()) return;
+  // The finding that quotes the first failure of a process, by process.
+  auto cause_of = [&](const NcclProcess* p) -> std::string {
+    for (const NcclJudgedWarn& j : judged) {
+      if (j.process != p || !j.first_on_process) continue;
+      for (const Finding& f : out) {
+        if (f.severity == Severity::kCritical && NcclFindingQuotes(f, log, *j.warning, source)) {
+          return f.id;
+        }
+      }
+      return fmt::format("the first failure of {} ({})", p->Name(),
+                         NcclLogPlace(source, j.at->line));
+    }
+    return "";
+  };
   for (Finding& f : out) {
     // An init left open is judged on its own evidence, not on a WARN's.
     if (f.severity != Severity::kCritical || f.id == "distributed.init_incomplete") continue;
     bool quotes = false;
-    bool kept = false;  // a quoted WARN NCCL is not shown to have carried on from
+    bool kept = false;   // a quoted WARN NCCL is not shown to have carried on from
+    bool cause = false;  // a quoted WARN that is no later failure of its process
+    const NcclProcess* after = nullptr;
     for (const NcclWarning& w : log.warnings) {
       if (!NcclFindingQuotes(f, log, w, source)) continue;
       quotes = true;
@@ -414,14 +475,29 @@ void GradeNcclCarriedOn(const NcclLogSummary& log, std::string_view source,
         if (j.warning != &w) continue;
         judged_any = true;
         kept = kept || !j.carried_on;
+        const uint64_t first = NcclFirstFailureLine(judged, *j.process);
+        if (!j.first_on_process && first != 0 && j.at->line > first) {
+          after = j.process;
+        } else {
+          cause = true;
+        }
       }
       kept = kept || !judged_any;
+      cause = cause || !judged_any;
     }
-    if (!quotes || kept) continue;
-    f.severity = Severity::kWarning;
-    f.evidence.push_back({"carried_on",
-                          "NCCL went on after every WARN this rests on: no error "
-                          "return, no stop, init completed after it"});
+    if (!quotes) continue;
+    if (!kept) {
+      f.severity = Severity::kWarning;
+      f.evidence.push_back({"carried_on",
+                            "NCCL went on after every WARN this rests on: no error "
+                            "return, no stop, init completed after it"});
+    } else if (!cause && after) {
+      // Every WARN it rests on came after its process had already failed.
+      const std::string first = cause_of(after);
+      if (first == f.id) continue;
+      f.severity = Severity::kInfo;
+      f.evidence.push_back({"consequence_of", first});
+    }
   }
 }
 

@@ -34,7 +34,9 @@ struct NcclJudgedWarn {
   const NcclProcess* process = nullptr;
   const NcclWarnOnProcess* at = nullptr;
   bool failure = false;
-  bool first_on_process = false;  // the process's first failure: its cause
+  // The process's cause: of its failures, the one shown first (by its
+  // error-return line where it has one, else by its own line).
+  bool first_on_process = false;
   // No failure, and the log shows NCCL went on: Init COMPLETE after it, or
   // (after init) more lines of the process.
   bool carried_on = false;
@@ -44,6 +46,9 @@ struct NcclJudgedWarn {
 // Every WARN the processes printed (NcclProcess::warns), in log order per
 // process, judged. WARNs without a prefix (no process) are left out.
 std::vector<NcclJudgedWarn> JudgeNcclWarnings(const NcclLogSummary& log);
+
+// The line of the WARN that is `p`'s cause (its first failure); 0: none.
+uint64_t NcclFirstFailureLine(const std::vector<NcclJudgedWarn>& judged, const NcclProcess& p);
 
 // The id of a failure no rule reads, from where NCCL raised it: `source` the
 // WARN's "file:line" (or, when it printed none, the first error-return
@@ -77,7 +82,9 @@ void CheckNcclFailures(const NcclLogSummary& log, std::string_view source,
 
 // A critical finding that rests on WARNs' words alone, where the log shows
 // NCCL carried on from every WARN it quotes, becomes a warning
-// (`carried_on`). A WARN that ends an excerpt shows neither.
+// (`carried_on`; a WARN that ends an excerpt shows neither); where every
+// WARN it quotes came after its process had already failed, info with
+// `consequence_of` (time order within a process before the cause order).
 void GradeNcclCarriedOn(const NcclLogSummary& log, std::string_view source,
                         std::vector<Finding>& out);
 

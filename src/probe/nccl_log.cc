@@ -1014,8 +1014,10 @@ size_t NcclLogParser::Prefixed(const NcclLinePrefix& prefix) {
         process.last_line = line_no_;
         // A process that warned: is this line an error return, or progress?
         if (!process.warns.empty() && !ErrorReturn(process, message)) {
-          for (size_t i = process.warns.size(); i > 0 && !process.warns[i - 1].progress_after; --i)
-            process.warns[i - 1].progress_after = true;
+          for (NcclWarnOnProcess& w : process.warns) {
+            w.progress_after = true;
+            w.thread_progress_after = w.thread_progress_after || w.tid == line_tid_;
+          }
         }
         Info(rank, message);
       }
@@ -1143,6 +1145,11 @@ void NcclLogParser::Unprefixed(std::string_view line) {
                                               summary_.timeouts + summary_.torch_nccl_errors >
                                           0) {
     summary_.job_error_line = line_no_;
+    // Its report began at the last traceback, unless lines came between.
+    const uint64_t traceback = summary_.traceback_other_lines;  // 1 + the lines before it
+    const bool in_traceback = traceback != 0 && summary_.other_lines + 1 - traceback <= 64;
+    summary_.job_error_other_lines = in_traceback ? traceback - 1 : summary_.other_lines - 1;
+    summary_.job_error_report_line = in_traceback ? summary_.traceback_line : line_no_;
   }
 }
 
@@ -1228,11 +1235,12 @@ bool NcclLogParser::ErrorReturn(NcclProcess& process, std::string_view msg) {
   int result = 0;
   if (msg.empty() || msg[0] == ' ' || !ParseNcclErrorReturn(msg, &source, &result)) return false;
   if (result > 0) ++process.error_returns;
-  // It follows the WARNs after which the process printed nothing else.
+  // It follows the WARNs of its own thread after which that thread printed
+  // nothing else: NCCLCHECK returns up the thread that failed.
   for (NcclWarnOnProcess& w : process.warns) {
-    if (w.chain_result >= 0 || w.progress_after) continue;
+    if (w.chain_result >= 0 || w.thread_progress_after || w.tid != line_tid_) continue;
     w.chain_result = result;
-    w.chain_source = std::string(source);
+    w.chain_source = std::string(source.substr(0, 160));
     w.chain_line = line_no_;
   }
   return true;
@@ -1247,12 +1255,20 @@ void NcclLogParser::WarnOnProcess(size_t rank, size_t warning, std::string_view 
     return;
   }
   if (p.warns.size() >= kNcclMaxWarnsPerProcess) {
+    // Full: one NCCL went on from (more lines followed, no error return)
+    // makes room, so the failure is kept.
+    auto carried = std::find_if(p.warns.begin(), p.warns.end(), [](const NcclWarnOnProcess& w) {
+      return w.progress_after && w.chain_result < 0;
+    });
     ++summary_.dropped;
-    return;
+    if (carried == p.warns.end()) return;
+    p.warns.erase(carried);
   }
   NcclWarnOnProcess w;
   w.warning = warning;
   w.line = line_no_;
+  w.tid = line_tid_;
+  w.other_lines_before = summary_.other_lines;
   w.cuda_dev = summary_.ranks[rank].cuda_dev;
   w.source = std::string(source.substr(0, 160));
   w.time = std::string(warn_time_);

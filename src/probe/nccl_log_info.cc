@@ -388,8 +388,11 @@ void NcclLogParser::InitLine(size_t rank_index, std::string_view m) {
   NcclProcess& process = summary_.processes[rank.process];
   if (!complete && !start) {
     // "comm 0x.. rank R nranks N cudaDev D busId B - Abort COMPLETE" (2.6+).
+    // Only a WARN no Init COMPLETE followed: a job's teardown aborts too.
     if (EndsWith(m, "Abort COMPLETE")) {
-      for (NcclWarnOnProcess& w : process.warns) w.aborted_after = true;
+      for (NcclWarnOnProcess& w : process.warns) {
+        if (!w.init_completed_after) w.aborted_after = true;
+      }
     }
     // "comm 0x.. rank 0 nranks 2" (2.3), "comm .. rank 0 nRanks 16 nNodes 2 ..."
     // (2.20+), "... - Destroy COMPLETE": the identity only, when none is known.
@@ -402,6 +405,7 @@ void NcclLogParser::InitLine(size_t rank_index, std::string_view m) {
   (complete ? rank.init_completed : rank.init_started)++;
   if (complete) {
     process.init_done = true;
+    process.init_done_line = line_no_;
     for (NcclWarnOnProcess& w : process.warns) w.init_completed_after = true;
   }
   if (start) {

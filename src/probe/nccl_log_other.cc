@@ -294,6 +294,11 @@ void NcclLogParser::LauncherEcho(std::string_view text) {
 void NcclLogParser::Other(std::string_view line, bool plain) {
   // A launcher's echo of the job's world: '=' is rare in other lines.
   if (memchr(line.data(), '=', line.size())) LauncherEcho(line);
+  // Where a Python traceback begins: the job's error report, not its work.
+  if (line.substr(0, 96).find("Traceback (") != std::string_view::npos) {
+    summary_.traceback_other_lines = summary_.other_lines + 1;
+    summary_.traceback_line = line_no_;
+  }
   if (plain && JustAnotherLine(line)) {
     ++summary_.other_lines;
     return;

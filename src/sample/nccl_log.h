@@ -110,9 +110,11 @@ struct NcclOfiFacts {
 // (analyze/nccl_log_failures.h). A WARN repeated with nothing between is
 // kept once.
 struct NcclWarnOnProcess {
-  size_t warning = 0;  // index into NcclLogSummary::warnings
-  uint64_t line = 0;   // 1-based line of the WARN
-  int cuda_dev = -1;   // the [cudaDev] of its line
+  size_t warning = 0;               // index into NcclLogSummary::warnings
+  uint64_t line = 0;                // 1-based line of the WARN
+  int64_t tid = 0;                  // the thread that printed it
+  int cuda_dev = -1;                // the [cudaDev] of its line
+  uint64_t other_lines_before = 0;  // other programs' lines read before it
   // NCCL's "file:line" before "NCCL WARN" ("transport/net_ib.cc:123"; a
   // build's absolute path cut to what follows "src/"); empty when the line
   // has none (2.3's form, a plugin's own).
@@ -123,10 +125,11 @@ struct NcclWarnOnProcess {
   std::string chain_source;
   int chain_result = -1;  // -1: no such line followed
   uint64_t chain_line = 0;
-  bool init_done_before = false;      // a rank of the process had printed Init COMPLETE
-  bool progress_after = false;        // an INFO line after it that is no error-return line
-  bool init_completed_after = false;  // a rank of the process printed Init COMPLETE after it
-  bool aborted_after = false;         // "... - Abort COMPLETE" after it
+  bool init_done_before = false;       // a rank of the process had printed Init COMPLETE
+  bool progress_after = false;         // an INFO line after it that is no error-return line
+  bool thread_progress_after = false;  // the same, printed by its own thread
+  bool init_completed_after = false;   // a rank of the process printed Init COMPLETE after it
+  bool aborted_after = false;          // "... - Abort COMPLETE" after it
 };
 
 // One process: what NCCL prints once per process.
@@ -169,9 +172,10 @@ struct NcclProcess {
   bool libibverbs_missing = false;  // "Failed to open libibverbs.so[.1]" (an INFO line)
   // Its WARNs in order, the first kNcclMaxWarnsPerProcess (more: `dropped`).
   std::vector<NcclWarnOnProcess> warns;
-  bool init_done = false;      // a rank of it printed Init COMPLETE
-  uint64_t error_returns = 0;  // its error-return lines ("file:line -> R", R > 0)
-  uint64_t last_line = 0;      // 1-based line of its last NCCL line
+  bool init_done = false;       // a rank of it printed Init COMPLETE
+  uint64_t init_done_line = 0;  // 1-based line of its last Init COMPLETE
+  uint64_t error_returns = 0;   // its error-return lines ("file:line -> R", R > 0)
+  uint64_t last_line = 0;       // 1-based line of its last NCCL line
   // The version-bound line forms it printed (bit i: NcclLineForm i), each
   // with the 1-based line it was first seen on.
   uint32_t line_forms = 0;
@@ -299,6 +303,12 @@ struct NcclLogSummary {
   uint64_t remote_errors = 0;   // "remote process exited or there was a network error"
   uint64_t timeouts = 0;        // "Timeout waiting", watchdog "collective operation timeout"
   uint64_t job_error_line = 0;  // 1-based line of the first of those the job printed (no WARN)
+  // Other programs' lines read before that error's report began (its
+  // "Traceback (most recent call last):", else the error line itself).
+  uint64_t job_error_other_lines = 0;
+  uint64_t traceback_other_lines = 0;      // 1 + other lines before the last traceback; 0: none
+  uint64_t traceback_line = 0;             // 1-based line of the last traceback begun
+  uint64_t job_error_report_line = 0;      // where that error's report began (its traceback)
   uint64_t version_mismatch_warnings = 0;  // NCCL's "Mismatched NCCL version detected"
   uint64_t dropped = 0;                    // items past a cap, and lines cut at kNcclMaxLineBytes
   std::vector<NcclTestsRank> tests_ranks;  // nccl-tests' table, in its order

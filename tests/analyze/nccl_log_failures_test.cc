@@ -148,8 +148,11 @@ std::string FailingWithChain(const WarnFormat& f, const std::string& text) {
          "nodeA:101:101 [0] NCCL INFO init.cc:1400 -> 3\n" + kPeerGoesOn;
 }
 
+// No error return; the peer goes on and then loses it.
 std::string FailingStopped(const WarnFormat& f, const std::string& text) {
-  return std::string(kStart) + Head(f) + text + "\n" + kPeerGoesOn;
+  return std::string(kStart) + Head(f) + text + "\n" + kPeerGoesOn +
+         "nodeB:202:202 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by "
+         "remote peer nodeA<4000>\n";
 }
 
 std::string Completing(const WarnFormat& f, const std::string& text) {
@@ -468,6 +471,105 @@ TEST(NcclFailures, AmongCausesOfOneRankTheFirstInTheLog) {
   ASSERT_NE(Find(r.findings, "code.nccl_usage_error"), nullptr) << Ids(r.findings);
   ASSERT_NE(Find(r.findings, "network.nccl_error"), nullptr) << Ids(r.findings);
   EXPECT_EQ(Verdict(r), "code.nccl_usage_error");
+}
+
+// From an independent read of the change: a job's teardown, other
+// threads, later errors, many WARNs, a log that just ends, and time order
+// within a process.
+const char kBothDone[] =
+    "nodeA:101:101 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0x9 - "
+    "Init COMPLETE\n"
+    "nodeB:202:202 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 commId 0x9 - "
+    "Init COMPLETE\n";
+
+TEST(NcclFailures, ATeardownAbortIsNoFailureOfAWarnBeforeInitCompleted) {
+  auto r = Check(std::string(kStart) +
+                 "nodeA:101:101 [0] misc/nvmlwrap.cc:182 NCCL WARN "
+                 "nvmlDeviceGetNvLinkRemoteDeviceType() failed: Not Supported\n" +
+                 kPeerGoesOn + kBothDone + "epoch 0 step 10 loss 2.1\n" +
+                 "nodeA:101:101 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - "
+                 "Abort COMPLETE\n"
+                 "nodeB:202:202 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 - "
+                 "Abort COMPLETE\n");
+  for (const Finding& g : r.findings) EXPECT_NE(g.severity, Severity::kCritical) << g.id;
+}
+
+TEST(NcclFailures, AnErrorReturnBelongsToTheWarnOfItsThread) {
+  // Thread 140 warns harmlessly and goes on; thread 141 fails.
+  auto r = Check(std::string(kStart) +
+                 "nodeA:101:140 [0] misc/nvmlwrap.cc:182 NCCL WARN nvml query failed: Not "
+                 "Supported\n"
+                 "nodeA:101:141 [0] transport/net_ib.cc:500 NCCL WARN NET/IB : ibv_reg_mr failed: "
+                 "Cannot allocate memory\n"
+                 "nodeA:101:140 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] via NET/IB/0\n"
+                 "nodeA:101:141 [0] NCCL INFO transport/net.cc:700 -> 2\n"
+                 "nodeA:101:141 [0] NCCL INFO init.cc:1400 -> 2\n" +
+                 kPeerGoesOn);
+  const Finding* f = Find(r.findings, "network.nccl_error");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_NE(f->summary.find("ibv_reg_mr"), std::string::npos);
+  EXPECT_EQ(Find(r.findings, "distributed.nccl_setup_error"), nullptr) << Ids(r.findings);
+  EXPECT_EQ(Verdict(r), "network.nccl_error");
+}
+
+TEST(NcclFailures, AJobErrorAfterTheJobWentOnIsNotTheWarnsFault) {
+  // WARN level: a WARN at the start, then training, then a watchdog timeout.
+  std::string log =
+      "nodeA:101:101 [0] misc/nvmlwrap.cc:182 NCCL WARN nvml query failed: Not Supported\n";
+  for (int i = 0; i < 20; ++i) log += "epoch 0 step " + std::to_string(i) + " loss 2.0\n";
+  log +=
+      "[E ProcessGroupNCCL.cpp:475] [Rank 0] Watchdog caught collective operation timeout: "
+      "WorkNCCL(SeqNum=21, OpType=ALLREDUCE) ran for 1800000 milliseconds before timing out.\n";
+  auto r = Check(log);
+  for (const Finding& g : r.findings) EXPECT_NE(g.severity, Severity::kCritical) << g.id;
+  // Its traceback right after it: the WARN is where it failed.
+  auto raised = Check(
+      "nodeA:101:101 [0] misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-x "
+      "to 9637892 bytes\n"
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 41, in <module>\n"
+      "    dist.barrier()\n"
+      "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, unhandled "
+      "system error, NCCL version 2.18.3\n");
+  EXPECT_EQ(Verdict(raised), "distributed.nccl_setup_error") << Ids(raised.findings);
+}
+
+TEST(NcclFailures, ManyWarnsOfAProcessKeepItsFailure) {
+  std::string log = kStart;
+  for (int dev = 0; dev < 12; ++dev) {
+    log += "nodeA:101:101 [0] misc/nvmlwrap.cc:" + std::to_string(100 + dev) +
+           " NCCL WARN nvml query " + std::to_string(dev) + " failed: Not Supported\n";
+    log += "nodeA:101:101 [0] NCCL INFO Setting affinity for GPU 0 to ffff\n";
+  }
+  log +=
+      "nodeA:101:101 [0] transport/net_ib.cc:500 NCCL WARN NET/IB : ibv_reg_mr failed: Cannot "
+      "allocate memory\n"
+      "nodeA:101:101 [0] NCCL INFO transport/net.cc:700 -> 2\n";
+  log += kPeerGoesOn;
+  auto r = Check(log);
+  EXPECT_EQ(Verdict(r), "network.nccl_error") << Ids(r.findings);
+}
+
+TEST(NcclFailures, ALogThatEndsAfterAWarnInInitIsNoFailure) {
+  auto r = Check(std::string(kStart) +
+                 "nodeA:101:101 [0] graph/xml.cc:663 NCCL WARN Could not find real path of "
+                 "/sys/class/pci_bus/0000:3b/../../0000:3b:00.0\n" +
+                 kPeerGoesOn);
+  EXPECT_EQ(Find(r.findings, "distributed.nccl_setup_error"), nullptr) << Ids(r.findings);
+}
+
+TEST(NcclFailures, WithinAProcessTheFirstFailureIsTheVerdict) {
+  auto r = Check(std::string(kStart) + kBothDone +
+                 "nodeB:202:230 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion "
+                 "from peer 10.0.0.1<5000> with status=12 opcode=0 len=0 vendor err 129\n"
+                 "nodeB:202:230 [0] NCCL INFO transport/net.cc:1302 -> 6\n"
+                 "nodeB:202:202 [0] init.cc:1903 NCCL WARN Cuda failure 'driver shutting down'\n"
+                 "nodeB:202:202 [0] NCCL INFO init.cc:1905 -> 1\n");
+  EXPECT_EQ(Verdict(r), "network.nccl_error") << Ids(r.findings);
+  const Finding* cuda = Find(r.findings, "distributed.nccl_cuda_failure");
+  ASSERT_NE(cuda, nullptr);
+  EXPECT_EQ(cuda->severity, Severity::kInfo);
+  EXPECT_EQ(EvidenceOf<std::string>(*cuda, "consequence_of"), "network.nccl_error");
 }
 
 }  // namespace
