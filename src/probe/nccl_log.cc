@@ -1010,13 +1010,16 @@ size_t NcclLogParser::Prefixed(const NcclLinePrefix& prefix) {
     case NcclLinePrefix::Level::kInfo:
       ++summary_.info_lines;
       if (rank != kNoRank) {
+        // A process with a WARN whose thread has not gone on: is this line an
+        // error return, or progress?
         NcclProcess& process = ProcessOf(rank);
-        process.last_line = line_no_;
-        // A process that warned: is this line an error return, or progress?
-        if (!process.warns.empty() && !ErrorReturn(process, message)) {
+        if (process.warns_waiting > 0 && !ErrorReturn(process, message)) {
           for (NcclWarnOnProcess& w : process.warns) {
             w.progress_after = true;
-            w.thread_progress_after = w.thread_progress_after || w.tid == line_tid_;
+            if (w.tid == line_tid_ && !w.thread_progress_after) {
+              w.thread_progress_after = true;
+              --process.warns_waiting;
+            }
           }
         }
         Info(rank, message);
@@ -1233,7 +1236,12 @@ void NcclLogParser::Algorithm(std::string_view text) {
 bool NcclLogParser::ErrorReturn(NcclProcess& process, std::string_view msg) {
   std::string_view source;
   int result = 0;
-  if (msg.empty() || msg[0] == ' ' || !ParseNcclErrorReturn(msg, &source, &result)) return false;
+  // A path's first byte: a lower-case letter, '.' or '/' (most INFO
+  // messages begin with an upper-case word).
+  if (msg.empty() || !((msg[0] >= 'a' && msg[0] <= 'z') || msg[0] == '/' || msg[0] == '.') ||
+      !ParseNcclErrorReturn(msg, &source, &result)) {
+    return false;
+  }
   if (result > 0) ++process.error_returns;
   // It follows the WARNs of its own thread after which that thread printed
   // nothing else: NCCLCHECK returns up the thread that failed.
@@ -1248,22 +1256,26 @@ bool NcclLogParser::ErrorReturn(NcclProcess& process, std::string_view msg) {
 
 void NcclLogParser::WarnOnProcess(size_t rank, size_t warning, std::string_view source) {
   NcclProcess& p = ProcessOf(rank);
-  p.last_line = line_no_;
   // The same WARN again with nothing between: one.
   if (!p.warns.empty() && p.warns.back().warning == warning && !p.warns.back().progress_after &&
       p.warns.back().chain_result < 0) {
     return;
   }
-  if (p.warns.size() >= kNcclMaxWarnsPerProcess) {
-    // Full: one NCCL went on from (more lines followed, no error return)
-    // makes room, so the failure is kept.
-    auto carried = std::find_if(p.warns.begin(), p.warns.end(), [](const NcclWarnOnProcess& w) {
-      return w.progress_after && w.chain_result < 0;
-    });
+  // One NCCL went on from (its thread printed more, no error return) makes
+  // room: the same WARN's, else any, once the list is full; a failure is kept.
+  auto settled = [](const NcclWarnOnProcess& w) {
+    return w.thread_progress_after && w.chain_result < 0;
+  };
+  auto room = std::find_if(p.warns.begin(), p.warns.end(), [&](const NcclWarnOnProcess& w) {
+    return w.warning == warning && settled(w);
+  });
+  if (room == p.warns.end() && p.warns.size() >= kNcclMaxWarnsPerProcess) {
+    room = std::find_if(p.warns.begin(), p.warns.end(), settled);
     ++summary_.dropped;
-    if (carried == p.warns.end()) return;
-    p.warns.erase(carried);
+    if (room == p.warns.end()) return;
   }
+  if (room != p.warns.end()) p.warns.erase(room);
+  ++p.warns_waiting;
   NcclWarnOnProcess w;
   w.warning = warning;
   w.line = line_no_;

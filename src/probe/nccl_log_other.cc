@@ -89,7 +89,7 @@ __attribute__((target("avx2"))) WordMasks MasksOf64Avx2(const char* p) {
     const int shift = 32 * k;
     m.blank |= Is32(q, ' ') << shift;
     m.lower |= Lower32(q) << shift;
-    m.bad |= (Is32(q, '(') | Is32(q, '#') | Is32(q, '\t')) << shift;
+    m.bad |= (Is32(q, '(') | Is32(q, '#') | Is32(q, '\t') | Is32(q, '=')) << shift;
     m.open_square |= Is32(q, '[') << shift;
     m.close_square |= Is32(q, ']') << shift;
     m.open_angle |= Is32(q, '<') << shift;
@@ -122,7 +122,7 @@ WordMasks MasksOf64(const char* p) {
     const int shift = 16 * k;
     m.blank |= is(' ') << shift;
     m.lower |= Mask16(lower) << shift;
-    m.bad |= (is('(') | is('#') | is('\t')) << shift;
+    m.bad |= (is('(') | is('#') | is('\t') | is('=')) << shift;
     m.open_square |= is('[') << shift;
     m.close_square |= is(']') << shift;
     m.open_angle |= is('<') << shift;
@@ -140,7 +140,7 @@ WordMasks MasksOf64(const char* p) {
     const uint64_t bit = uint64_t{1} << i;
     if (c == ' ') m.blank |= bit;
     if (c >= 'a' && c <= 'z') m.lower |= bit;
-    if (c == '(' || c == '#' || c == '\t') m.bad |= bit;
+    if (c == '(' || c == '#' || c == '\t' || c == '=') m.bad |= bit;
     if (c == '[') m.open_square |= bit;
     if (c == ']') m.close_square |= bit;
     if (c == '<') m.open_angle |= bit;
@@ -169,12 +169,11 @@ bool LeftOpen(uint64_t opens, uint64_t closes) {
 // parentheses, and a bracket ('[' or '<') still open before the word; with
 // neither, nor a tab, before the word, the head ends before it and the line
 // is more than a prefix. Nothing before the word is then a '#' (nccl-tests'
-// table), "libfabric:" (also glued to a tag) or an INFO/WARN token (NCCL
-// before 2.3, which may put one word between its device and WARN: the
-// token after the word counts too); and a last byte, trailing blanks aside,
-// that is no ']' (Ray's repeat count), 'm' (colour residue) or
-// box-drawing byte leaves the tail as it is. Any doubt: false, and the
-// line is read in full.
+// table), an '=' (a launcher's KEY=VALUE echo), "libfabric:" (also glued to a tag) or an INFO/WARN
+// token (NCCL before 2.3, which may put one word between its device and WARN: the token after the
+// word counts too); and a last byte, trailing blanks aside, that is no ']' (Ray's repeat count),
+// 'm' (colour residue) or box-drawing byte leaves the tail as it is. Any doubt: false, and the line
+// is read in full.
 bool JustAnotherLine(std::string_view line) {
   const size_t n = line.size();
   size_t end = n;
@@ -292,16 +291,18 @@ void NcclLogParser::LauncherEcho(std::string_view text) {
 }
 
 void NcclLogParser::Other(std::string_view line, bool plain) {
+  // A line with a word of its own and no '=' or '(' before it is neither a
+  // launcher's echo nor a traceback's first line (JustAnotherLine).
+  if (plain && JustAnotherLine(line)) {
+    ++summary_.other_lines;
+    return;
+  }
   // A launcher's echo of the job's world: '=' is rare in other lines.
   if (memchr(line.data(), '=', line.size())) LauncherEcho(line);
   // Where a Python traceback begins: the job's error report, not its work.
   if (line.substr(0, 96).find("Traceback (") != std::string_view::npos) {
     summary_.traceback_other_lines = summary_.other_lines + 1;
     summary_.traceback_line = line_no_;
-  }
-  if (plain && JustAnotherLine(line)) {
-    ++summary_.other_lines;
-    return;
   }
   LineHead head = ReadLineHead(line);
   std::string_view text =

@@ -175,7 +175,7 @@ struct NcclProcess {
   bool init_done = false;       // a rank of it printed Init COMPLETE
   uint64_t init_done_line = 0;  // 1-based line of its last Init COMPLETE
   uint64_t error_returns = 0;   // its error-return lines ("file:line -> R", R > 0)
-  uint64_t last_line = 0;       // 1-based line of its last NCCL line
+  uint32_t warns_waiting = 0;   // of them, those whose thread printed nothing since
   // The version-bound line forms it printed (bit i: NcclLineForm i), each
   // with the 1-based line it was first seen on.
   uint32_t line_forms = 0;
