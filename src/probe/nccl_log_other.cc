@@ -297,17 +297,17 @@ void NcclLogParser::Other(std::string_view line, bool plain) {
     ++summary_.other_lines;
     return;
   }
-  // A launcher's echo of the job's world: '=' is rare in other lines.
-  if (memchr(line.data(), '=', line.size())) LauncherEcho(line);
-  // Where a Python traceback begins: the job's error report, not its work.
-  if (line.substr(0, 96).find("Traceback (") != std::string_view::npos) {
-    summary_.traceback_other_lines = summary_.other_lines + 1;
-    summary_.traceback_line = line_no_;
-  }
   LineHead head = ReadLineHead(line);
   std::string_view text =
       StripLineTail(line.substr(std::min(head.content, line.size())), &summary_.folded_repeats);
   if (text.empty()) return;  // a prefix alone, a timestamp on its own line, a blank line
+  // A launcher's echo of the job's world ('=' in its first bytes), and where
+  // a Python traceback begins: the job's error report, not its work.
+  if (memchr(text.data(), '=', std::min<size_t>(text.size(), 64))) LauncherEcho(text);
+  if (text[0] == 'T' && StartsWith(text, "Traceback (")) {
+    summary_.traceback_other_lines = summary_.other_lines + 1;
+    summary_.traceback_line = line_no_;
+  }
   if (OldNcclLine(text)) return;
   ++summary_.other_lines;
   if (text[0] == '#') {
