@@ -41,10 +41,15 @@ bool NamesNetwork(std::string_view text) {
          text[lt + 1] <= '9';
 }
 
+// NCCL's network code, and the net plugins' own sources (nccl-rdma-sharp-
+// plugins' ib_plugin.c, p2p_plugin.c, ucx_plugin.c, sharp_plugin.c;
+// aws-ofi-nccl's nccl_ofi_*.c).
 bool NetworkFile(std::string_view file) {
   return StartsWith(file, "transport/net") || StartsWith(file, "transport/coll_net") ||
          StartsWith(file, "net_") || StartsWith(file, "plugin/net") || file == "net.cc" ||
-         Has(file, "socket") || Has(file, "ibv") || Has(file, "mlx5") || Has(file, "gdr");
+         Has(file, "socket") || Has(file, "ibv") || Has(file, "mlx5") || Has(file, "gdr") ||
+         Has(file, "ib_plugin") || Has(file, "p2p_plugin") || Has(file, "ucx_plugin") ||
+         Has(file, "sharp_plugin") || Has(file, "nccl_ofi");
 }
 
 // The caller's use of NCCL: arguments checked, collectives enqueued, groups.
@@ -133,10 +138,11 @@ std::string_view NcclFailureId(std::string_view source, int result, std::string_
   if (result == 1) return kCuda;  // ncclUnhandledCudaError
   if (NetworkFile(file)) return kNetwork;
   if (UsageFile(file)) return result == 6 ? kNetwork : kUsage;
-  // A net plugin's own lines name no NCCL file: their tag does.
-  if (file.empty() && (StartsWith(text, "NET/") || Has(text.substr(0, 24), "NET/"))) {
-    return kNetwork;
-  }
+  // A file not of NCCL's own tree (its sources end in .cc, .h, .cu; a
+  // plugin's in .c or .cpp), or none: the tag of a net plugin's WARN
+  // ("NET/IB :", "NET/OFI ...") says it is the network's.
+  const bool own = EndsWith(file, ".cc") || EndsWith(file, ".h") || EndsWith(file, ".cu");
+  if (!own && (StartsWith(text, "NET/") || Has(text.substr(0, 24), " NET/"))) return kNetwork;
   if (result == 6) return kNetwork;  // ncclRemoteError: a peer went away
   if (file == "bootstrap.cc" || file == "proxy.cc" || file.empty()) {
     if (result == 2) return kNetwork;  // ncclSystemError from a socket call

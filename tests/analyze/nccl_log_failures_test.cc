@@ -402,6 +402,16 @@ TEST(NcclFailures, WhereNcclRaisedItNamesTheLayer) {
   EXPECT_EQ(NcclFailureId("transport/net_socket.cc:80", 3, "x"), "network.nccl_error");
   EXPECT_EQ(NcclFailureId("misc/socket.cc:80", -1, "x"), "network.nccl_error");
   EXPECT_EQ(NcclFailureId("", -1, "NET/OFI Unable to register memory"), "network.nccl_error");
+  // A net plugin's own file (nccl-rdma-sharp-plugins), with or without its tag.
+  EXPECT_EQ(NcclFailureId("ib_plugin.c:1615", -1, "NET/IB : Got completion from peer"),
+            "network.nccl_error");
+  EXPECT_EQ(NcclFailureId("p2p_plugin.c:80", -1, "x"), "network.nccl_error");
+  EXPECT_EQ(NcclFailureId("", -1, "NET/IB : No device found."), "network.nccl_error");
+  // NCCL's own file decides for its own WARNs; "profiler" holds no "ofi".
+  EXPECT_EQ(NcclFailureId("graph/topo.cc:1316", -1, "NET/TOPO : Couldn't find net mlx5_0"),
+            "distributed.nccl_setup_error");
+  EXPECT_EQ(NcclFailureId("misc/profiler.cc:225", 3, "Profiler init failed"),
+            "distributed.nccl_setup_error");
   EXPECT_EQ(NcclFailureId("proxy.cc:900", 2, "x"), "network.nccl_error");
   EXPECT_EQ(NcclFailureId("proxy.cc:900", 5, "Proxy: bad op"), "distributed.nccl_setup_error");
   EXPECT_EQ(NcclFailureId("bootstrap.cc:90", -1, "Message truncated : received 8 bytes"),
