@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -273,9 +274,32 @@ Result<int> FreeTcpPort() {
   sigaddset(&set, SIGCHLD);
   size_t alive = ranks.size();
   std::optional<int> first_failure;  // as a shell status
+  // Once a rank failed and the others were sent SIGTERM: when (CLOCK_MONOTONIC,
+  // ns) a rank that ignores it is sent SIGKILL; 0: not yet.
+  int64_t kill_at_ns = 0;
+  auto now_ns = [] {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<int64_t>(now.tv_sec) * 1000000000LL + now.tv_nsec;
+  };
   while (alive > 0) {
     siginfo_t info;
-    int sig = sigwaitinfo(&set, &info);
+    int sig;
+    if (kill_at_ns != 0) {
+      const int64_t left_ns = kill_at_ns - now_ns();
+      if (left_ns <= 0) {
+        for (pid_t r : ranks) {
+          if (r > 0) kill(r, SIGKILL);
+        }
+        kill_at_ns = 0;
+        continue;
+      }
+      timespec wait{static_cast<time_t>(left_ns / 1000000000LL),
+                    static_cast<long>(left_ns % 1000000000LL)};
+      sig = sigtimedwait(&set, &info, &wait);
+    } else {
+      sig = sigwaitinfo(&set, &info);
+    }
     if (sig < 0) continue;
     if (sig != SIGCHLD) {
       // Sent to the launcher alone: the ranks have not seen it. From the
@@ -300,6 +324,7 @@ Result<int> FreeTcpPort() {
           for (pid_t other : ranks) {
             if (other > 0) kill(other, SIGTERM);
           }
+          kill_at_ns = now_ns() + kRankTermGraceSeconds * 1000000000LL;
         }
       }
     }

@@ -27,6 +27,11 @@ struct JobExit {
   int ShellStatus() const { return exit_code ? *exit_code : 128 + signal.value_or(0); }
 };
 
+// How long StartRanks' launcher waits, after sending the other ranks
+// SIGTERM because one failed, before it sends SIGKILL to those that ignore
+// it (a rank stuck in a collective, a handler that never returns).
+inline constexpr int kRankTermGraceSeconds = 10;
+
 // Where StartRanks' ranks sit in the job (dist/node_layout.h decides it):
 // this node's ranks are node_rank*procs .. node_rank*procs + procs - 1.
 struct RankLayout {
@@ -50,7 +55,8 @@ class Job {
   // WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK,
   // ROLE_WORLD_SIZE, ROLE_NAME, MASTER_ADDR, MASTER_PORT). The job's pid is a launcher (a fork of
   // stallscope) whose children are the ranks: it waits for all of them, ends the others with
-  // SIGTERM when one fails (as torchrun does), passes on SIGINT/SIGTERM sent
+  // SIGTERM when one fails (as torchrun does) and SIGKILL
+  // kRankTermGraceSeconds later to those still running, passes on SIGINT/SIGTERM sent
   // to it alone, and exits with the first failed rank's status, or 0. The
   // caller has blocked SIGINT, SIGTERM and SIGCHLD (BlockRecordSignals), as
   // for Start. A command that cannot be executed fails here as in Start.

@@ -74,6 +74,21 @@ class Launcher(unittest.TestCase):
         self.assertEqual(rc, 5, err)
         self.assertLess(seconds, 20, "the other rank was not ended")
 
+    def test_a_rank_that_ignores_sigterm_is_killed_after_the_grace(self):
+        # Rank 1 fails; rank 0 ignores SIGTERM (a handler that never returns
+        # stands for a rank stuck in a collective): SIGKILL after 10 s.
+        marker = os.path.join(TMP, "ignored_term")
+        script = ('if [ "$RANK" = 1 ]; then sleep 1; exit 3; fi; '
+                  'trap "touch %s" TERM; while true; do sleep 0.2; done' % marker)
+        rc, _, err, seconds = e2e.run(["run", "--procs", "2", "--interval", "0.2", "--out",
+                                       os.path.join(TMP, "ignore.db"), "--", "sh", "-c", script],
+                                      timeout=60)
+        self.assertEqual(rc, 3, err)
+        self.assertTrue(os.path.exists(marker), "rank 0 never saw the SIGTERM")
+        # Not before the grace (it ignored SIGTERM), and not much after it.
+        self.assertGreaterEqual(seconds, 10)
+        self.assertLess(seconds, 40)
+
     def test_command_not_found_and_bad_procs(self):
         db = os.path.join(TMP, "missing.db")
         rc, _, err, _ = e2e.run(["run", "--procs", "2", "--out", db, "--",
