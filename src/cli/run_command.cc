@@ -202,6 +202,7 @@ CommandRunner SetupRun(CLI::App& app) {
     }
     StoredFindings unsaved = KeepRunConclusions(
         *writer, from_traces, NcclLogConclusions(nccl_logs, host, std::move(nccl_notes)), stderr);
+    (void)writer->Checkpoint();  // space freed since a write failed: one file again
     if (Status closed = writer->Close(); !closed.ok()) {
       std::fprintf(stderr, "stallscope run: %s\n", closed.message().c_str());
     }
@@ -244,7 +245,10 @@ CommandRunner SetupWatch(CLI::App& app) {
       std::fprintf(stderr, "stallscope watch: %s\n", outcome.status().message().c_str());
       return kExitCouldNotRun;
     }
-    (void)writer->Close();
+    (void)writer->Checkpoint();
+    if (Status closed = writer->Close(); !closed.ok()) {
+      std::fprintf(stderr, "stallscope watch: %s\n", closed.message().c_str());
+    }
     return PrintRunReport("watch", path, flags->json, stdout);
   };
 }

@@ -632,6 +632,8 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
                  "stallscope: recording stopped at %.1f s: %s; the run file keeps what was "
                  "recorded before, and the job goes on\n",
                  t, why.message().c_str());
+    // Into the file alone, where space allows (retried when the run ends).
+    (void)writer.Checkpoint();
   };
   // The tree's RSS at the readings of epoch starts, for the epoch line of an
   // epoch that no interval sample fell inside (dropped once printed).

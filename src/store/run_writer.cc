@@ -275,6 +275,15 @@ Status RunWriter::Prepare() {
 
 RunWriter::~RunWriter() { (void)Close(); }
 
+Status RunWriter::Checkpoint() {
+  if (!db_) return Status::Ok();
+  if (sqlite3_exec(db_.get(), "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr) !=
+      SQLITE_OK) {
+    return Fail("cannot fold the -wal into the file");
+  }
+  return Status::Ok();
+}
+
 Status RunWriter::Close() {
   if (!db_) return Status::Ok();
   for (Statement* statement : {&begin_, &commit_, &rollback_, &insert_run_, &insert_baseline_,
@@ -292,6 +301,15 @@ Status RunWriter::Close() {
     return status;
   }
   lock_.reset();  // after the WAL is folded back: the file is complete
+  // A -wal left with content: its pages did not fit in the file.
+  struct stat wal {};
+  if (stat((path_ + "-wal").c_str(), &wal) == 0 && wal.st_size > 0) {
+    return Status::Unavailable(path_ + ": its file system is full: the run's last part stays in " +
+                               path_ + "-wal beside it; copy both files together (" + path_ +
+                               " alone reads as malformed), or "
+                               "free space and run: sqlite3 " +
+                               path_ + " 'PRAGMA wal_checkpoint(TRUNCATE)'");
+  }
   return Status::Ok();
 }
 

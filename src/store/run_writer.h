@@ -98,8 +98,15 @@ class RunWriter {
   int64_t boundary_samples() const { return next_boundary_; }
   const std::string& path() const { return path_; }
 
+  // Folds the -wal into the file now (PRAGMA wal_checkpoint(TRUNCATE)), so
+  // that the file alone holds the run: after a write failed (its disk full)
+  // and when the run ends. Fails where the file cannot grow by the -wal's
+  // pages; the -wal then still holds them.
+  Status Checkpoint();
   // Finalizes the statements and closes the database, which folds the WAL
   // back into the file and removes -wal/-shm. Idempotent; later writes fail.
+  // Where the fold could not be done (the disk still full), the -wal stays
+  // with the run's end: an error that names both files to copy.
   Status Close();
 
  private:

@@ -19,6 +19,7 @@ the tmpfs mounts (skips without, fails under CI=true).
 """
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -209,6 +210,15 @@ class Failures(unittest.TestCase):
         os.mkdir(os.path.join(self.tmp, "sockets"))
         self.addCleanup(subprocess.run, ["rm", "-rf", self.tmp])
 
+    def fill(self, folder):
+        fd = os.open(os.path.join(folder, "filler"), os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            while os.write(fd, b"\0" * 4096) > 0:  # until ENOSPC
+                pass
+        except OSError:
+            pass
+        os.close(fd)
+
     def test_disk_full_mid_run(self):
         full = os.path.join(self.tmp, "full")
         mount_tmpfs(self, full, "size=8m")
@@ -217,14 +227,23 @@ class Failures(unittest.TestCase):
         wait_for(trial.started, 60, "the job to start")
         time.sleep(0.6)
         fill_began = time.monotonic()
-        fd = os.open(os.path.join(full, "filler"), os.O_WRONLY | os.O_CREAT, 0o644)
-        try:
-            while os.write(fd, b"\0" * 4096) > 0:  # until ENOSPC
-                pass
-        except OSError:
-            pass
-        os.close(fd)
+        self.fill(full)
         err = trial.wait()
+        # The disk stays full: the run's end is in run.db-wal, and run says
+        # to copy both files.
+        self.assertIn(trial.db + "-wal beside it; copy both files together", err)
+        alone = os.path.join(self.tmp, "alone")
+        pair = os.path.join(self.tmp, "pair")
+        os.mkdir(alone)
+        os.mkdir(pair)
+        shutil.copy(trial.db, alone)
+        shutil.copy(trial.db, pair)
+        shutil.copy(trial.db + "-wal", pair)
+        rc, _, rerr, _ = e2e.run(["report", os.path.join(alone, "run.db")])
+        self.assertEqual(rc, 1, rerr)
+        self.assertIn("run.db-wal: copy that file beside it", rerr)
+        rc, _, rerr, _ = e2e.run(["report", os.path.join(pair, "run.db"), "--json"])
+        self.assertEqual(rc, 0, rerr)
         self.assertEqual(trial.proc.returncode, 7, err[-2000:])  # the job's own status
         self.assertEqual(err.count("recording stopped"), 1, err[-2000:])
         line = [l for l in err.splitlines() if "recording stopped" in l][0]
@@ -240,6 +259,31 @@ class Failures(unittest.TestCase):
         # What was recorded before the disk filled is there.
         self.assertGreaterEqual(start + last, fill_began - INTERVAL - ALLOWANCE,
                                 (start, last, fill_began))
+
+    def test_space_freed_before_the_end_leaves_one_file(self):
+        # The filler removed while the job still runs: the run's end folds
+        # into run.db, which then reads copied alone.
+        full = os.path.join(self.tmp, "freed")
+        mount_tmpfs(self, full, "size=8m")
+        trial = Trial(self, self.tmp, "freed", seconds=60, out=os.path.join(full, "run.db"))
+        wait_for(trial.started, 60, "the job to start")
+        time.sleep(0.6)
+        self.fill(full)
+        def stopped():
+            with open(trial.stderr, errors="replace") as f:
+                return "recording stopped" in f.read()
+
+        wait_for(stopped, 30, "the recording to stop")
+        os.remove(os.path.join(full, "filler"))
+        open(trial.stop, "w").close()
+        err = trial.wait()
+        self.assertNotIn("-wal beside it", err)
+        self.assertFalse(os.path.exists(trial.db + "-wal") and
+                         os.path.getsize(trial.db + "-wal") > 0, "the -wal was not folded")
+        alone = os.path.join(self.tmp, "alone.db")
+        shutil.copy(trial.db, alone)
+        rc, _, rerr, _ = e2e.run(["report", alone, "--json"])
+        self.assertEqual(rc, 0, rerr)
 
     def refused_before_the_job(self, out, expect, extra=()):
         marker = os.path.join(self.tmp, "job-ran")
