@@ -1,6 +1,7 @@
 #include "record/job.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -10,10 +11,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace stallscope {
 namespace {
@@ -203,6 +206,44 @@ void Job::Forward(int signal) const {
 namespace stallscope {
 namespace {
 
+// SIGKILL to each of `roots` and every process below it (a rank started
+// through `sh -c` or a wrapper has its work in a child), read from /proc's
+// parent links; children first found, then killed all at once.
+void KillTrees(const std::vector<pid_t>& roots) {
+  std::vector<std::pair<pid_t, pid_t>> links;  // (pid, parent)
+  if (DIR* dir = opendir("/proc")) {
+    while (dirent* e = readdir(dir)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      if (pid <= 0 || *end != '\0') continue;
+      char path[64];
+      std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      char buf[512];
+      const ssize_t n = read(fd, buf, sizeof buf - 1);
+      close(fd);
+      if (n <= 0) continue;
+      buf[n] = '\0';
+      // "pid (comm) state ppid ...": the comm may hold spaces and ')'.
+      const char* close_paren = std::strrchr(buf, ')');
+      if (!close_paren) continue;
+      char state = 0;
+      long ppid = 0;
+      if (std::sscanf(close_paren + 1, " %c %ld", &state, &ppid) != 2) continue;
+      links.emplace_back(static_cast<pid_t>(pid), static_cast<pid_t>(ppid));
+    }
+    closedir(dir);
+  }
+  std::vector<pid_t> tree(roots.begin(), roots.end());
+  for (size_t i = 0; i < tree.size() && tree.size() < 65536; ++i) {
+    for (const auto& [pid, parent] : links) {
+      if (parent == tree[i]) tree.push_back(pid);
+    }
+  }
+  for (pid_t pid : tree) kill(pid, SIGKILL);
+}
+
 // A TCP port free on 127.0.0.1 now (the kernel's pick for port 0). Another
 // process may take it before rank 0 binds it; torchrun has the same window.
 Result<int> FreeTcpPort() {
@@ -277,6 +318,7 @@ Result<int> FreeTcpPort() {
   // Once a rank failed and the others were sent SIGTERM: when (CLOCK_MONOTONIC,
   // ns) a rank that ignores it is sent SIGKILL; 0: not yet.
   int64_t kill_at_ns = 0;
+  bool user_stop = false;  // a SIGINT or SIGTERM reached the launcher
   auto now_ns = [] {
     timespec now{};
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -288,9 +330,11 @@ Result<int> FreeTcpPort() {
     if (kill_at_ns != 0) {
       const int64_t left_ns = kill_at_ns - now_ns();
       if (left_ns <= 0) {
+        std::vector<pid_t> live;
         for (pid_t r : ranks) {
-          if (r > 0) kill(r, SIGKILL);
+          if (r > 0) live.push_back(r);
         }
+        KillTrees(live);
         kill_at_ns = 0;
         continue;
       }
@@ -302,6 +346,9 @@ Result<int> FreeTcpPort() {
     }
     if (sig < 0) continue;
     if (sig != SIGCHLD) {
+      // The user asked the job to stop: ranks that end on it are no failure
+      // to hurry the others over.
+      user_stop = true;
       // Sent to the launcher alone: the ranks have not seen it. From the
       // terminal they have (same process group).
       if (info.si_code == SI_USER || info.si_code == SI_QUEUE) {
@@ -324,7 +371,7 @@ Result<int> FreeTcpPort() {
           for (pid_t other : ranks) {
             if (other > 0) kill(other, SIGTERM);
           }
-          kill_at_ns = now_ns() + kRankTermGraceSeconds * 1000000000LL;
+          if (!user_stop) kill_at_ns = now_ns() + kRankTermGraceSeconds * 1000000000LL;
         }
       }
     }

@@ -29,7 +29,9 @@ struct JobExit {
 
 // How long StartRanks' launcher waits, after sending the other ranks
 // SIGTERM because one failed, before it sends SIGKILL to those that ignore
-// it (a rank stuck in a collective, a handler that never returns).
+// it (a rank stuck in a collective, a handler that never returns), and to
+// every process below them. Not after a stop the user asked for (SIGINT or
+// SIGTERM): a rank may be saving its checkpoint.
 inline constexpr int kRankTermGraceSeconds = 10;
 
 // Where StartRanks' ranks sit in the job (dist/node_layout.h decides it):

@@ -239,7 +239,27 @@ Status ReadBoundarySamples(sqlite3* db, const std::string& path, Timeline& timel
 
 }  // namespace
 
+namespace {
+Result<Timeline> ReadRunFile(const std::string& path);
+}  // namespace
+
 Result<Timeline> ReadRun(const std::string& path) {
+  Result<Timeline> read = ReadRunFile(path);
+  if (read.ok() || read.status().message().find("malformed") == std::string::npos) return read;
+  // A file copied without the -wal a full disk left beside it reads as
+  // malformed: say so where no -wal with content is beside it.
+  struct stat wal {};
+  if (stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0) return read;
+  return Status::Unavailable(
+      read.status().message() +
+      " (if it was copied from a run whose disk filled, its last part may be in "
+      "its -wal: copy " +
+      path + "-wal from beside the original)");
+}
+
+namespace {
+
+Result<Timeline> ReadRunFile(const std::string& path) {
   Result<Database> opened = OpenRunFile(path);
   if (!opened.ok()) return opened.status();
   sqlite3* db = opened->get();
@@ -663,6 +683,8 @@ Result<Timeline> ReadRun(const std::string& path) {
   sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
   return timeline;
 }
+
+}  // namespace
 
 Result<std::string> ReadBaseline(const std::string& path) {
   Result<Database> opened = OpenRunFile(path);

@@ -51,12 +51,7 @@ Status SqliteError(std::string_view path, sqlite3* db, std::string_view what) {
   }
   context += ": ";
   context += sqlite3_errmsg(db);
-  // A run file copied without the -wal its full disk left beside it.
-  if ((code & 0xff) == SQLITE_CORRUPT) {
-    context += " (a run whose disk filled keeps its last part in ";
-    context += path;
-    context += "-wal: copy that file beside it)";
-  }
+
   // The errno is only meaningful when the OS refused something; after other
   // errors it may be left over from a failure SQLite handled itself.
   bool os_error = (code & 0xff) == SQLITE_CANTOPEN || (code & 0xff) == SQLITE_IOERR ||

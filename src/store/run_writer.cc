@@ -277,8 +277,11 @@ RunWriter::~RunWriter() { (void)Close(); }
 
 Status RunWriter::Checkpoint() {
   if (!db_) return Status::Ok();
+  fold_failed_full_ = false;
   if (sqlite3_exec(db_.get(), "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr) !=
       SQLITE_OK) {
+    const int code = sqlite3_errcode(db_.get()) & 0xff;
+    fold_failed_full_ = code == SQLITE_FULL || sqlite3_system_errno(db_.get()) == ENOSPC;
     return Fail("cannot fold the -wal into the file");
   }
   return Status::Ok();
@@ -301,9 +304,10 @@ Status RunWriter::Close() {
     return status;
   }
   lock_.reset();  // after the WAL is folded back: the file is complete
-  // A -wal left with content: its pages did not fit in the file.
+  // A -wal left with content after a fold that found no space: its pages
+  // did not fit in the file.
   struct stat wal {};
-  if (stat((path_ + "-wal").c_str(), &wal) == 0 && wal.st_size > 0) {
+  if (fold_failed_full_ && stat((path_ + "-wal").c_str(), &wal) == 0 && wal.st_size > 0) {
     return Status::Unavailable(path_ + ": its file system is full: the run's last part stays in " +
                                path_ + "-wal beside it; copy both files together (" + path_ +
                                " alone reads as malformed), or "

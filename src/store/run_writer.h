@@ -105,8 +105,9 @@ class RunWriter {
   Status Checkpoint();
   // Finalizes the statements and closes the database, which folds the WAL
   // back into the file and removes -wal/-shm. Idempotent; later writes fail.
-  // Where the fold could not be done (the disk still full), the -wal stays
-  // with the run's end: an error that names both files to copy.
+  // Where the last Checkpoint() could not fold for want of space (the disk
+  // still full), the -wal stays with the run's end: an error that names both
+  // files to copy. A -wal a reader's open transaction keeps is no error.
   Status Close();
 
  private:
@@ -139,6 +140,7 @@ class RunWriter {
                         std::span<const StepSync> syncs);
 
   std::string path_;
+  bool fold_failed_full_ = false;  // the last Checkpoint() failed: no space for the -wal's pages
   std::unique_ptr<int, CloseFile> lock_;  // the descriptor that holds the flock
   int64_t next_interval_ = 0;
   int64_t next_boundary_ = 0;

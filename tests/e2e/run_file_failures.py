@@ -241,7 +241,7 @@ class Failures(unittest.TestCase):
         shutil.copy(trial.db + "-wal", pair)
         rc, _, rerr, _ = e2e.run(["report", os.path.join(alone, "run.db")])
         self.assertEqual(rc, 1, rerr)
-        self.assertIn("run.db-wal: copy that file beside it", rerr)
+        self.assertIn("its last part may be in its -wal", rerr)
         rc, _, rerr, _ = e2e.run(["report", os.path.join(pair, "run.db"), "--json"])
         self.assertEqual(rc, 0, rerr)
         self.assertEqual(trial.proc.returncode, 7, err[-2000:])  # the job's own status

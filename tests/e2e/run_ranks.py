@@ -78,8 +78,11 @@ class Launcher(unittest.TestCase):
         # Rank 1 fails; rank 0 ignores SIGTERM (a handler that never returns
         # stands for a rank stuck in a collective): SIGKILL after 10 s.
         marker = os.path.join(TMP, "ignored_term")
+        child = os.path.join(TMP, "child_pid")
+        # Its work in a child, as a rank started through a wrapper has it.
         script = ('if [ "$RANK" = 1 ]; then sleep 1; exit 3; fi; '
-                  'trap "touch %s" TERM; while true; do sleep 0.2; done' % marker)
+                  'sleep 300 & echo $! > %s; '
+                  'trap "touch %s" TERM; while true; do sleep 0.2; done' % (child, marker))
         rc, _, err, seconds = e2e.run(["run", "--procs", "2", "--interval", "0.2", "--out",
                                        os.path.join(TMP, "ignore.db"), "--", "sh", "-c", script],
                                       timeout=60)
@@ -88,6 +91,38 @@ class Launcher(unittest.TestCase):
         # Not before the grace (it ignored SIGTERM), and not much after it.
         self.assertGreaterEqual(seconds, 10)
         self.assertLess(seconds, 40)
+        # The rank's child went with it.
+        with open(child) as f:
+            pid = int(f.read())
+        deadline = time.monotonic() + 5
+        while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(os.path.exists("/proc/%d" % pid), "the rank's child outlived the kill")
+
+    def test_a_stop_the_user_asked_for_waits_for_a_rank_that_saves(self):
+        # SIGTERM to stallscope: rank 0 ends at once (143), rank 1 takes 13 s
+        # to save its checkpoint: no SIGKILL after 10 s cuts it short.
+        saved = os.path.join(TMP, "saved1")
+        ready = os.path.join(TMP, "ready1")
+        script = ('if [ "$RANK" = 1 ]; then trap "sleep 13; touch %s; exit 0" TERM; '
+                  'touch %s; while true; do sleep 0.2; done; fi; '
+                  'trap "exit 143" TERM; while true; do sleep 0.2; done' % (saved, ready))
+        proc = subprocess.Popen([e2e.BINARY, "run", "--procs", "2", "--interval", "0.2", "--out",
+                                 os.path.join(TMP, "save.db"), "--", "sh", "-c", script],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 30
+            while not os.path.exists(ready) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertTrue(os.path.exists(ready), "rank 1 did not start")
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertTrue(os.path.exists(saved), "rank 1 was killed while saving")
 
     def test_command_not_found_and_bad_procs(self):
         db = os.path.join(TMP, "missing.db")

@@ -339,6 +339,51 @@ TEST_F(RunFileTest, RecordsTheVersionThatWroteIt) {
   EXPECT_EQ(read->written_by, "");
 }
 
+TEST_F(RunFileTest, AWalAReaderKeepsIsNoFullDisk) {
+  // A reader's open transaction keeps the -wal when the run closes; that is
+  // no full disk to warn of, and the file reads once the reader is gone.
+  const std::string path = Path("run.db");
+  Result<RunWriter> writer = RunWriter::Create(path, false);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  ASSERT_TRUE(writer->WriteRunInfo(FinishedRun()).ok());
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &reader, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM run;", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  ASSERT_TRUE(writer->WriteRunInfo(FinishedRun()).ok());  // more in the -wal
+  (void)writer->Checkpoint();  // the reader holds it: not folded, not for want of space
+  Status closed = writer->Close();
+  EXPECT_TRUE(closed.ok()) << closed.ToString();
+  sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(reader);
+  EXPECT_TRUE(ReadRun(path).ok());
+}
+
+TEST_F(RunFileTest, AFileCopiedWithoutItsWalSaysWhereItsEndMayBe) {
+  const std::string path = Path("run.db");
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    ASSERT_TRUE(writer->WriteRunInfo(FinishedRun()).ok());
+  }
+  // A page of the file cut away: SQLite calls it malformed.
+  std::string bytes = ReadText(path);
+  ASSERT_GT(bytes.size(), 4096u);
+  WriteText(path, bytes.substr(0, 4096) + std::string(bytes.size() - 4096, '\x7f'));
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("malformed"), std::string::npos)
+      << read.status().ToString();
+  EXPECT_NE(read.status().message().find("run.db-wal from beside the original"), std::string::npos)
+      << read.status().ToString();
+  // With a -wal of content beside it the hint would mislead: not given.
+  WriteText(path + "-wal", "not empty");
+  read = ReadRun(path);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().message().find("from beside the original"), std::string::npos)
+      << read.status().ToString();
+}
+
 TEST_F(RunFileTest, TablesAreQueryableByTheirDocumentedColumns) {
   const std::string path = Path("run.db");
   {
