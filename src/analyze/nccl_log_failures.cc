@@ -240,9 +240,17 @@ uint64_t NcclFirstFailureLine(const std::vector<NcclJudgedWarn>& judged, const N
   return 0;
 }
 
-std::vector<std::string> NcclCudaFailureTexts(const NcclLogSummary& log) {
+namespace {
+// The WARNs no rule reads that were no failure, as one info finding
+// (distributed.nccl_warning), each with what followed it.
+void NoteNcclWarnings(const NcclLogSummary& log, const std::vector<NcclJudgedWarn>& judged,
+                      const std::set<std::string_view>& failed_texts, std::string_view source,
+                      std::vector<Finding>& out);
+}  // namespace
+
+std::vector<std::string> NcclCudaFailureTexts(const std::vector<NcclJudgedWarn>& judged) {
   std::vector<std::string> out;
-  for (const NcclJudgedWarn& j : JudgeNcclWarnings(log)) {
+  for (const NcclJudgedWarn& j : judged) {
     if (!j.first_on_process) continue;
     if (NcclFailureId(RaisedAt(j), j.at->chain_result, j.warning->text) !=
         "distributed.nccl_cuda_failure") {
@@ -277,9 +285,8 @@ bool NcclFindingQuotes(const Finding& f, const NcclLogSummary& log, const NcclWa
   return false;
 }
 
-void CheckNcclFailures(const NcclLogSummary& log, std::string_view source,
-                       std::vector<Finding>& out) {
-  const std::vector<NcclJudgedWarn> judged = JudgeNcclWarnings(log);
+void CheckNcclFailures(const NcclLogSummary& log, const std::vector<NcclJudgedWarn>& judged,
+                       std::string_view source, std::vector<Finding>& out) {
   // Lost peers are read by the connect rules whatever their number.
   bool connect_rule = false;
   for (const Finding& f : out) {
@@ -362,7 +369,14 @@ void CheckNcclFailures(const NcclLogSummary& log, std::string_view source,
     }
     out.push_back(std::move(f));
   }
-  // What no rule reads and was no failure: a note.
+  NoteNcclWarnings(log, judged, failed_texts, source, out);
+}
+
+namespace {
+
+void NoteNcclWarnings(const NcclLogSummary& log, const std::vector<NcclJudgedWarn>& judged,
+                      const std::set<std::string_view>& failed_texts, std::string_view source,
+                      std::vector<Finding>& out) {
   bool no_subnet = false;
   for (const NcclPeerFailure& pf : log.peer_failures) {
     no_subnet = no_subnet || pf.reason == "no local interface in the same subnet";
@@ -405,7 +419,10 @@ void CheckNcclFailures(const NcclLogSummary& log, std::string_view source,
   out.push_back(std::move(f));
 }
 
-void DemoteNcclConsequences(const NcclLogSummary& log, std::vector<Finding>& out) {
+}  // namespace
+
+void DemoteNcclConsequences(const NcclLogSummary& log, const std::vector<NcclJudgedWarn>& judged,
+                            std::vector<Finding>& out) {
   const int consequence_rank = NcclCauseRank("network.connect_timeout");
   Finding* cause = nullptr;
   for (Finding& f : out) {
@@ -413,7 +430,6 @@ void DemoteNcclConsequences(const NcclLogSummary& log, std::vector<Finding>& out
     if (!cause || NcclCauseRank(f.id) < NcclCauseRank(cause->id)) cause = &f;
   }
   // The first failure of each process that is no lost peer.
-  const std::vector<NcclJudgedWarn> judged = JudgeNcclWarnings(log);
   std::vector<const NcclJudgedWarn*> roots;
   for (const NcclJudgedWarn& j : judged) {
     if (j.first_on_process && !NcclWarningLostPeer(j.warning->text)) roots.push_back(&j);
@@ -448,9 +464,8 @@ void DemoteNcclConsequences(const NcclLogSummary& log, std::vector<Finding>& out
   }
 }
 
-void GradeNcclCarriedOn(const NcclLogSummary& log, std::string_view source,
-                        std::vector<Finding>& out) {
-  const std::vector<NcclJudgedWarn> judged = JudgeNcclWarnings(log);
+void GradeNcclCarriedOn(const NcclLogSummary& log, const std::vector<NcclJudgedWarn>& judged,
+                        std::string_view source, std::vector<Finding>& out) {
   if (judged.empty()) return;
   // The finding that quotes the first failure of a process, by process.
   auto cause_of = [&](const NcclProcess* p) -> std::string {

@@ -44,7 +44,9 @@ struct NcclJudgedWarn {
 };
 
 // Every WARN the processes printed (NcclProcess::warns), in log order per
-// process, judged. WARNs without a prefix (no process) are left out.
+// process, judged. WARNs without a prefix (no process) are left out. Judged
+// once per log (CheckNcclLog) and passed to the functions below; the
+// entries point into `log`, which must outlive them.
 std::vector<NcclJudgedWarn> JudgeNcclWarnings(const NcclLogSummary& log);
 
 // The line of the WARN that is `p`'s cause (its first failure); 0: none.
@@ -65,7 +67,7 @@ bool NcclWarningLostPeer(std::string_view text);
 
 // The texts of the failures raised where NCCL returned a CUDA error
 // (ncclUnhandledCudaError), for CheckNcclCudaFailure, whatever their words.
-std::vector<std::string> NcclCudaFailureTexts(const NcclLogSummary& log);
+std::vector<std::string> NcclCudaFailureTexts(const std::vector<NcclJudgedWarn>& judged);
 
 // Whether a finding quotes a WARN: its first 40 bytes in the summary or the
 // evidence, or a first_at that is the FILE:LINE of one of its lines.
@@ -77,21 +79,22 @@ bool NcclFindingQuotes(const Finding& f, const NcclLogSummary& log, const NcclWa
 // first in log order summarised, every other in evidence); then the WARNs
 // NCCL carried on from that no rule reads, as one info finding
 // (distributed.nccl_warning). Run after the other rules.
-void CheckNcclFailures(const NcclLogSummary& log, std::string_view source,
-                       std::vector<Finding>& out);
+void CheckNcclFailures(const NcclLogSummary& log, const std::vector<NcclJudgedWarn>& judged,
+                       std::string_view source, std::vector<Finding>& out);
 
 // A critical finding that rests on WARNs' words alone, where the log shows
 // NCCL carried on from every WARN it quotes, becomes a warning
 // (`carried_on`; a WARN that ends an excerpt shows neither); where every
 // WARN it quotes came after its process had already failed, info with
 // `consequence_of` (time order within a process before the cause order).
-void GradeNcclCarriedOn(const NcclLogSummary& log, std::string_view source,
-                        std::vector<Finding>& out);
+void GradeNcclCarriedOn(const NcclLogSummary& log, const std::vector<NcclJudgedWarn>& judged,
+                        std::string_view source, std::vector<Finding>& out);
 
 // Makes consequences evidence of their cause: distributed.init_incomplete,
 // and network.connect_failed where the first failure of another process (or
 // an earlier one of its own) is no lost peer, are made info with
 // `consequence_of`, and the cause lists them in `consequences`.
-void DemoteNcclConsequences(const NcclLogSummary& log, std::vector<Finding>& out);
+void DemoteNcclConsequences(const NcclLogSummary& log, const std::vector<NcclJudgedWarn>& judged,
+                            std::vector<Finding>& out);
 
 }  // namespace stallscope

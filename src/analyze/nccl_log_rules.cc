@@ -974,7 +974,8 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
   // Causes first, then what follows from them.
   // A CUDA-side failure, whatever its words, joins the rule that reads Cuda
   // failures.
-  CheckNcclCudaFailure(log, source, out, NcclCudaFailureTexts(log));
+  const std::vector<NcclJudgedWarn> judged = JudgeNcclWarnings(log);
+  CheckNcclCudaFailure(log, source, out, NcclCudaFailureTexts(judged));
   CheckNcclOobSocket(log, source, out);
   CheckNcclRootUnreachable(log, source, out);
   CheckNcclDuplicateAddress(log, source, out);
@@ -988,7 +989,7 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
   bool init_failed = InitIncomplete(log, source, init, result.notes);
   CheckNcclConnectTimeout(log, init_failed, source, out);
   // Every failure no rule above quotes, whatever its words.
-  CheckNcclFailures(log, source, out);
+  CheckNcclFailures(log, judged, source, out);
   // An init that stopped follows from a cause found above: its next is the
   // cause's (a lost peer or a retry is itself a consequence, not a cause).
   const Finding* cause = nullptr;
@@ -1005,8 +1006,8 @@ FindingsWithNotes CheckNcclLog(const NcclLogSummary& log, const std::optional<Ho
     }
   }
   for (Finding& f : init) out.push_back(std::move(f));
-  GradeNcclCarriedOn(log, source, out);
-  DemoteNcclConsequences(log, out);
+  GradeNcclCarriedOn(log, judged, source, out);
+  DemoteNcclConsequences(log, judged, out);
   GradeByOutcome(log, out);
   TwinNotes(log, result.notes);
   return result;
