@@ -244,6 +244,24 @@ void KillTrees(const std::vector<pid_t>& roots) {
   for (pid_t pid : tree) kill(pid, SIGKILL);
 }
 
+int64_t MonotonicNow() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1000000000LL + now.tv_nsec;
+}
+
+// Waits for one of `set` until `deadline_ns` (CLOCK_MONOTONIC): false once
+// the deadline passed; else true, with the signal (or -1, interrupted) in
+// `sig`.
+bool WaitSignalUntil(const sigset_t& set, int64_t deadline_ns, siginfo_t* info, int* sig) {
+  const int64_t left_ns = deadline_ns - MonotonicNow();
+  if (left_ns <= 0) return false;
+  timespec wait{static_cast<time_t>(left_ns / 1000000000LL),
+                static_cast<long>(left_ns % 1000000000LL)};
+  *sig = sigtimedwait(&set, info, &wait);
+  return true;
+}
+
 // A TCP port free on 127.0.0.1 now (the kernel's pick for port 0). Another
 // process may take it before rank 0 binds it; torchrun has the same window.
 Result<int> FreeTcpPort() {
@@ -319,31 +337,19 @@ Result<int> FreeTcpPort() {
   // ns) a rank that ignores it is sent SIGKILL; 0: not yet.
   int64_t kill_at_ns = 0;
   bool user_stop = false;  // a SIGINT or SIGTERM reached the launcher
-  auto now_ns = [] {
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return static_cast<int64_t>(now.tv_sec) * 1000000000LL + now.tv_nsec;
-  };
   while (alive > 0) {
     siginfo_t info;
-    int sig;
-    if (kill_at_ns != 0) {
-      const int64_t left_ns = kill_at_ns - now_ns();
-      if (left_ns <= 0) {
-        std::vector<pid_t> live;
-        for (pid_t r : ranks) {
-          if (r > 0) live.push_back(r);
-        }
-        KillTrees(live);
-        kill_at_ns = 0;
-        continue;
+    int sig = 0;
+    if (kill_at_ns != 0 && !WaitSignalUntil(set, kill_at_ns, &info, &sig)) {
+      std::vector<pid_t> live;
+      for (pid_t r : ranks) {
+        if (r > 0) live.push_back(r);
       }
-      timespec wait{static_cast<time_t>(left_ns / 1000000000LL),
-                    static_cast<long>(left_ns % 1000000000LL)};
-      sig = sigtimedwait(&set, &info, &wait);
-    } else {
-      sig = sigwaitinfo(&set, &info);
+      KillTrees(live);
+      kill_at_ns = 0;
+      continue;
     }
+    if (kill_at_ns == 0) sig = sigwaitinfo(&set, &info);
     if (sig < 0) continue;
     if (sig != SIGCHLD) {
       // The user asked the job to stop: ranks that end on it are no failure
@@ -371,7 +377,7 @@ Result<int> FreeTcpPort() {
           for (pid_t other : ranks) {
             if (other > 0) kill(other, SIGTERM);
           }
-          if (!user_stop) kill_at_ns = now_ns() + kRankTermGraceSeconds * 1000000000LL;
+          if (!user_stop) kill_at_ns = MonotonicNow() + kRankTermGraceSeconds * 1000000000LL;
         }
       }
     }
