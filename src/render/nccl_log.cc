@@ -300,6 +300,7 @@ nlohmann::ordered_json NcclLogToJson(std::string_view source, const NcclLogSumma
          {"version", p.version},
          {"cuda_runtime", NcclCudaRuntime(p.version)},
          {"cuda_driver", p.cuda_driver},
+         {"error_returns", p.error_returns},
          {"cuda_compatibility",
           NcclCudaCompatibility(NcclCudaRuntime(p.version), NcclCudaDriverText(p.cuda_driver))},
          {"network", p.network},

@@ -647,6 +647,8 @@ class FailureForms(unittest.TestCase):
         for part in ("gpu-n18", "rank 1", "gpu-n18:30911", "2024-11-02 14:21:40",
                      "Got completion from peer"):
             self.assertIn(part, f["summary"])
+        returns = {p["host"]: p["error_returns"] for p in report["nccl"]["processes"]}
+        self.assertEqual(returns, {"gpu-n17": 1, "gpu-n18": 3})
         rc, out, err, _ = e2e.run(["nccl-log", os.path.join(CAUSES, "v2_21_ib_completion_error_peer_lost.log")])
         self.assertEqual(rc, 0, err)
         self.assertIn("verdict: network", out)
