@@ -14,10 +14,7 @@
 namespace stallscope {
 namespace {
 
-struct Interval {
-  double start = 0;
-  double end = 0;
-};
+using Interval = TimeSpan;
 
 // HTA's merge: sorted by start, a row joins the group while its start is at
 // or before the largest end so far (touching intervals merge).
@@ -75,12 +72,7 @@ bool StartsWithAny(std::string_view name, std::initializer_list<std::string_view
 }
 
 // A row as the analyses see it: HTA's rounded times and its event.
-struct Row {
-  double start = 0;
-  double end = 0;
-  const TraceEvent* event = nullptr;
-  double launch = std::numeric_limits<double>::quiet_NaN();  // the CPU launch's start
-};
+using Row = KeptGpuRow;
 
 // pandas' describe() of the bandwidth's values above zero.
 void DescribeBandwidth(std::vector<double> values, CopyStats& c) {
@@ -558,6 +550,14 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
       out.idle_causes.longest_gap_us = gap;
       out.idle_causes.longest_gap_start_us = lo;
     }
+  }
+
+  {
+    std::vector<KeptStep> steps_by_start;
+    for (const Step& s : kept_steps) steps_by_start.push_back({s.number, s.start, s.end});
+    CommKernelInputs in{&rows,     &steps_by_start, &compute_u, &busy,
+                        &loader_u, &sync_u,         cpu_kept,   round};
+    out.comm_kernels = CollectCommKernels(trace, in);
   }
 
   // Per step: each mark's window placed in time order, its figures summed

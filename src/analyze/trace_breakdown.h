@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "analyze/trace_annotations.h"
+#include "analyze/trace_comm_kernels.h"
 #include "analyze/trace_critical_path.h"
 #include "analyze/trace_launches.h"
 #include "analyze/trace_queue.h"
@@ -151,6 +152,9 @@ struct TraceRankBreakdown {
   std::vector<UserAnnotationTime> user_annotations;  // gpu_user_annotation rows kept
   StragglerFigures straggler;                        // for FindPotentialStragglers over the ranks
   std::vector<TraceStepFigures> step_figures;
+  // Every communication kernel kept (NCCL's and the others'), by start, for
+  // the collectives matched across ranks (trace_collectives.h).
+  std::vector<CommKernelUse> comm_kernels;
   std::vector<std::string> notes;
 };
 

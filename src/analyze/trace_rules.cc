@@ -316,7 +316,10 @@ std::optional<std::pair<Finding, double>> CpuBoundPath(const TraceRankBreakdown&
   return std::pair{std::move(f), pct};
 }
 
-std::optional<std::pair<Finding, double>> CommRatio(const TraceRankBreakdown& r) {
+// With the collectives split (`rank`: this rank's wait and transfer): the
+// exposed transfer, and the time of its kernels matched in no collective.
+std::optional<std::pair<Finding, double>> CommRatio(const TraceRankBreakdown& r,
+                                                    const RankSplit* rank) {
   if (r.comm_us <= 0) return std::nullopt;
   double wall = StepTime(r);
   std::string basis = "the steps' time";
@@ -325,24 +328,37 @@ std::optional<std::pair<Finding, double>> CommRatio(const TraceRankBreakdown& r)
     basis = "the GPU's active window";
   }
   if (wall <= 0) return std::nullopt;
-  double ratio = r.comm_exposed_us / wall;
+  // waiting for the last rank is no network time
+  if (rank != nullptr && rank->wait_us > rank->transfer_us) return std::nullopt;
+  double exposed =
+      rank != nullptr ? rank->transfer_exposed_us + rank->unmatched_exposed_us : r.comm_exposed_us;
+  double ratio = exposed / wall;
   if (ratio < kCommRatioHigh) return std::nullopt;
   Finding f;
   f.id = "network.comm_ratio_high";
   f.layer = Layer::kNetwork;
   f.severity = ratio >= kCommRatioCritical ? Severity::kCritical : Severity::kWarning;
   f.summary = fmt::format(
-      "rank {} spends {:.0f}% of {} in communication kernels that no compute "
-      "overlaps ({})",
-      r.rank, ratio * 100, basis, StepsText(r));
+      "rank {} spends {:.0f}% of {} {} that no compute overlaps ({})", r.rank, ratio * 100, basis,
+      rank != nullptr ? "moving data in collectives (its wait for the last rank left out)"
+                      : "in communication kernels",
+      StepsText(r));
   f.evidence = {{"rank", static_cast<int64_t>(r.rank)},
                 {"source", std::string("trace")},
                 {"comm_ratio", ratio},
                 {"comm_us", r.comm_us},
                 {"comm_exposed_us", r.comm_exposed_us},
                 {"comm_comp_overlap_pct", r.comm_comp_overlap_pct.value_or(0)},
-                {"basis", basis},
-                {"trace", r.path}};
+                {"basis", basis}};
+  if (rank != nullptr) {
+    f.evidence.push_back({"wait_us", rank->wait_us});
+    f.evidence.push_back({"transfer_us", rank->transfer_us});
+    f.evidence.push_back({"transfer_exposed_us", rank->transfer_exposed_us});
+    f.evidence.push_back({"unmatched_exposed_us", rank->unmatched_exposed_us});
+  } else {
+    f.evidence.push_back({"split", std::string("none: no other rank's collectives to match")});
+  }
+  f.evidence.push_back({"trace", r.path});
   f.next =
       "overlap the all-reduce with backward (DDP bucket_cap_mb, FSDP prefetch), or "
       "accumulate gradients over more steps; stallscope bench allreduce measures the fabric";
@@ -392,14 +408,126 @@ void Straggler(const std::vector<TraceRankBreakdown>& ranks, std::vector<Finding
   out.push_back(std::move(f));
 }
 
+// What to look at for each cause of a late arrival.
+std::string StragglerNext(const TraceStraggler& s) {
+  if (s.cause == "compute") {
+    return fmt::format(
+        "rank {} computes longer before its collectives{}: its GPU (clocks, throttling: "
+        "stallscope snapshot on its host), its share of the work (uneven shards, sequence "
+        "lengths)",
+        s.rank, s.cause_detail.empty() ? "" : " (" + s.cause_detail.substr(0, 80) + ")");
+  }
+  if (s.cause == "input") {
+    return fmt::format(
+        "rank {} waits for its data loader before its collectives: stallscope run -- CMD finds "
+        "what the loader waits on; raise DataLoader num_workers and prefetch_factor",
+        s.rank);
+  }
+  if (s.cause == "sync") {
+    return fmt::format("rank {} blocks on {} before its collectives: take the sync off the path",
+                       s.rank, s.cause_detail.empty() ? "a sync" : s.cause_detail);
+  }
+  if (s.cause == "host_launch") {
+    return fmt::format(
+        "rank {}'s host is late to launch its work{}: CPU contention on its host (stallscope "
+        "snapshot), its Python-side work, or fewer larger launches (CUDA graphs)",
+        s.rank,
+        s.cause_detail.empty() ? "" : " (longest op: " + s.cause_detail.substr(0, 80) + ")");
+  }
+  if (s.cause == "late_step_start") {
+    return fmt::format(
+        "rank {} {}: profile the steps before (a longer --step-range, or the previous step "
+        "kept) or run it under stallscope run, which times every step",
+        s.rank, s.cause_detail);
+  }
+  return fmt::format(
+      "what rank {} does before its collectives: stallscope trace --json lists "
+      "each collective's arrivals",
+      s.rank);
+}
+
+// Whether HTA's potential stragglers name the same rank, or why not.
+void CompareWithHta(const TraceStraggler& s, const PotentialStragglers* hta, Finding& f) {
+  if (hta == nullptr) return;
+  std::string list = RanksText(hta->ranks);
+  f.evidence.push_back({"hta_potential_stragglers", list.empty() ? std::string("none") : list});
+  bool agrees = std::find(hta->ranks.begin(), hta->ranks.end(), s.rank) != hta->ranks.end();
+  f.evidence.push_back({"agrees_with_hta", std::string(agrees ? "yes" : "no")});
+  if (agrees) return;
+  f.evidence.push_back(
+      {"hta_differs_because",
+       hta->ranks.empty()
+           ? "HTA names none: " + hta->why_none
+           : fmt::format("HTA counts, per step, the {} latest ranks to start {} on stream {}, "
+                         "however little late; stallscope weighs each collective's last "
+                         "arrival by the wait it costs the others",
+                         hta->ranks.size(), hta->kernel.substr(0, 80), hta->stream)});
+}
+
+// distributed.straggler from the collectives matched across ranks.
+void StragglerFromArrivals(const CollectiveSplit& split, const PotentialStragglers* hta,
+                           std::vector<Finding>& out) {
+  if (split.stragglers.empty()) return;
+  const TraceStraggler& s = split.stragglers.front();
+  const CollectiveInstance& worst = split.collectives[s.worst];
+  std::vector<int> all;
+  for (const TraceStraggler& t : split.stragglers) all.push_back(t.rank);
+  std::vector<int> others(s.late_ranks);
+  others.erase(std::remove(others.begin(), others.end(), s.rank), others.end());
+  Finding f;
+  f.id = "distributed.straggler";
+  f.layer = Layer::kDistributed;
+  f.severity = s.share >= kStragglerCriticalFraction ? Severity::kCritical : Severity::kWarning;
+  f.summary = fmt::format(
+      "rank {} arrives last in {} of its {} collectives, up to {:.1f} ms after the first "
+      "rank{}; the others wait {:.1f} ms for it, {:.0f}% of the steps' time{}",
+      s.rank, s.last_in, s.of, s.lateness_max_us / 1000,
+      others.empty() ? "" : fmt::format(" (ranks {} nearly as late)", RanksText(others)),
+      s.caused_wait_us / 1000, s.share * 100,
+      s.cause.empty() ? "" : fmt::format("; cause: {}", s.cause));
+  f.evidence = {
+      {"rank", static_cast<int64_t>(s.rank)},
+      {"source", std::string("trace")},
+      {"basis", std::string("collective arrivals")},
+      {"last_in", static_cast<int64_t>(s.last_in)},
+      {"collectives", static_cast<int64_t>(s.of)},
+      {"lateness_p50_us", s.lateness_p50_us},
+      {"lateness_max_us", s.lateness_max_us},
+      {"others_wait_us", s.caused_wait_us},
+      {"share_of_steps", s.share},
+      {"cause", s.cause.empty() ? std::string("unknown") : s.cause},
+      {"cause_detail", s.cause_detail},
+      {"cause_excess_us", s.cause_excess_us},
+      {"worst_step", worst.step},
+      {"worst_collective",
+       fmt::format("#{} {} ({})", worst.seq,
+                   worst.collective.empty() ? worst.kernel.substr(0, 60) : worst.collective,
+                   worst.communicator)},
+      {"late_ranks", RanksText(s.late_ranks)},
+      {"stragglers", RanksText(all)},
+      {"clock", split.clock},
+      {"end_spread_p50_us", split.spread_p50_us}};
+  CompareWithHta(s, hta, f);
+  f.next = StragglerNext(s);
+  out.push_back(std::move(f));
+}
+
 }  // namespace
 
-FindingsWithNotes CheckTraces(const std::vector<TraceRankBreakdown>& ranks) {
+FindingsWithNotes CheckTraces(const std::vector<TraceRankBreakdown>& ranks,
+                              const CollectiveSplit* split, const PotentialStragglers* hta) {
   FindingsWithNotes out;
+  const bool matched = split != nullptr && split->Matched();
   OverRanks(ranks, out.findings, PageableH2d);
   OverRanks(ranks, out.findings, InputBound);
-  OverRanks(ranks, out.findings, CommRatio);
-  Straggler(ranks, out.findings);
+  OverRanks(ranks, out.findings, [&](const TraceRankBreakdown& r) {
+    return CommRatio(r, matched ? split->Of(r.rank) : nullptr);
+  });
+  if (matched) {
+    StragglerFromArrivals(*split, hta, out.findings);
+  } else {
+    Straggler(ranks, out.findings);
+  }
   OverRanks(ranks, out.findings, SyncInStep);
   OverRanks(ranks, out.findings, GpuIdle);
   OverRanks(ranks, out.findings, LaunchBound);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "analyze/trace_breakdown.h"
+#include "analyze/trace_collectives.h"
 #include "sample/finding.h"
 
 namespace stallscope {
@@ -56,8 +57,14 @@ inline constexpr size_t kLaunchBoundTopKernels = 3;
 inline constexpr double kCpuBoundPathWarningPercent = 50;
 inline constexpr double kCpuBoundPathCriticalPercent = 80;
 
-// Every finding carries {"source": "trace"} in its evidence.
-FindingsWithNotes CheckTraces(const std::vector<TraceRankBreakdown>& ranks);
+// Every finding carries {"source": "trace"} in its evidence. With `split`
+// (the collectives matched across the ranks), network.comm_ratio_high is
+// judged on the transfer time alone and distributed.straggler names the
+// ranks the others wait for; `hta`: HTA's potential stragglers, which the
+// straggler finding is compared with.
+FindingsWithNotes CheckTraces(const std::vector<TraceRankBreakdown>& ranks,
+                              const CollectiveSplit* split = nullptr,
+                              const PotentialStragglers* hta = nullptr);
 
 // True for a finding CheckTraces made.
 bool FromTrace(const Finding& f);

@@ -101,7 +101,8 @@ FindingsWithNotes JudgeProfileTraces(const std::string& dir, const TraceStepRang
     out.notes.push_back("--profile " + asked + ": " + ranks.status().message());
     return out;
   }
-  out = CheckTraces(*ranks);
+  CollectiveSplit split = SplitCollectives(*ranks, {});
+  out = CheckTraces(*ranks, &split);
   for (const TraceRankBreakdown& r : *ranks) {
     out.notes.insert(out.notes.end(), r.notes.begin(), r.notes.end());
   }

@@ -15,6 +15,7 @@
 
 #include "analyze/report.h"
 #include "analyze/trace_breakdown.h"
+#include "analyze/trace_collectives.h"
 #include "analyze/trace_rules.h"
 #include "app/profile_traces.h"
 #include "cli/commands.h"
@@ -39,6 +40,7 @@ CommandRunner SetupTrace(CLI::App& app) {
     std::string cp_instance;
     int straggler_candidates = kStragglerCandidates;
     bool diff = false;
+    bool same_clock = false;
     int threads = 0;
   };
   auto flags = std::make_shared<Flags>();
@@ -63,6 +65,9 @@ CommandRunner SetupTrace(CLI::App& app) {
   app.add_option("--straggler-candidates", flags->straggler_candidates,
                  "how many ranks HTA's straggler analysis names (its num_candidates)")
       ->check(CLI::Range(1, 1 << 20));
+  app.add_flag("--same-clock", flags->same_clock,
+               "the traces share one clock (one host): take their times as written instead of "
+               "aligning each rank's clock on the collectives' ends");
   app.add_option("--threads", flags->threads,
                  "at most N threads: a file each, a large file's text in parts (default: one a "
                  "CPU this process may run on)")
@@ -125,17 +130,19 @@ CommandRunner SetupTrace(CLI::App& app) {
       notes.push_back("the traces give different world sizes (" + sizes +
                       "): not one job's ranks?");
     }
-    FindingsWithNotes checked = CheckTraces(ranks);
+    std::vector<StragglerFigures> figures;
+    for (const TraceRankBreakdown& r : ranks) figures.push_back(r.straggler);
+    PotentialStragglers stragglers = FindPotentialStragglers(figures, flags->straggler_candidates);
+    CollectiveSplit split = SplitCollectives(ranks, {flags->same_clock});
+    FindingsWithNotes checked = CheckTraces(ranks, &split, &stragglers);
     notes.insert(notes.end(), checked.notes.begin(), checked.notes.end());
     Report report = MakeReport(
         std::move(checked.findings),
         {Layer::kMemory, Layer::kIo, Layer::kNetwork, Layer::kDistributed, Layer::kCode}, notes);
     ReportHeader header{"trace", ShortHostname(Root("/")), UtcNow(), 0};
-    std::vector<StragglerFigures> figures;
-    for (const TraceRankBreakdown& r : ranks) figures.push_back(r.straggler);
-    PotentialStragglers stragglers = FindPotentialStragglers(figures, flags->straggler_candidates);
-    std::string out = flags->json ? JsonText(TraceToJson(ranks, header, report, stragglers)) + "\n"
-                                  : RenderTraceText(ranks, header, report, stragglers);
+    std::string out = flags->json
+                          ? JsonText(TraceToJson(ranks, header, report, stragglers, split)) + "\n"
+                          : RenderTraceText(ranks, header, report, stragglers, split);
     std::fputs(out.c_str(), stdout);
     return kExitOk;
   };

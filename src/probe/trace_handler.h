@@ -68,6 +68,14 @@ enum class KeyName : uint8_t {
   kTid,
   kWaitStream,  // args.wait_on_stream of a cuda_sync
   kWaitRecord,  // args.wait_on_cuda_event_record_corr_id
+  // A communication kernel's collective (sample/trace.h's TraceCommArgs)
+  kGroupName,
+  kGroupRanks,
+  kCollective,
+  kDtype,
+  kInNelems,
+  kOutNelems,
+  kGroupSize,
 };
 
 // `key` when `k` is `text`: a compare of a length known when compiled, which
@@ -96,19 +104,30 @@ inline KeyName KeyOf(std::string_view k) {
       return Is(k, "rank", KeyName::kRank);
     case 6:
       return k[0] == 'd' ? Is(k, "device", KeyName::kDevice) : Is(k, "stream", KeyName::kStream);
+    case 5:
+      return Is(k, "dtype", KeyName::kDtype);
     case 7:
       return Is(k, "backend", KeyName::kBackend);
     case 10:
-      return Is(k, "world_size", KeyName::kWorldSize);
+      return k[0] == 'w' ? Is(k, "world_size", KeyName::kWorldSize)
+                         : Is(k, "Group size", KeyName::kGroupSize);
+    case 13:
+      return Is(k, "In msg nelems", KeyName::kInNelems);
     case 11:
       return k[0] == 't' ? Is(k, "traceEvents", KeyName::kTraceEvents)
                          : Is(k, "correlation", KeyName::kCorrelation);
     case 15:
-      return Is(k, "distributedInfo", KeyName::kDistributedInfo);
+      return k[0] == 'd' ? Is(k, "distributedInfo", KeyName::kDistributedInfo)
+                         : Is(k, "Collective name", KeyName::kCollective);
+    case 18:
+      return Is(k, "Process Group Name", KeyName::kGroupName);
+    case 19:
+      return Is(k, "Process Group Ranks", KeyName::kGroupRanks);
     case 16:
       return Is(k, "deviceProperties", KeyName::kDeviceProperties);
     case 14:
-      return Is(k, "wait_on_stream", KeyName::kWaitStream);
+      return k[0] == 'w' ? Is(k, "wait_on_stream", KeyName::kWaitStream)
+                         : Is(k, "Out msg nelems", KeyName::kOutNelems);
     case 23:
       return Is(k, "memory bandwidth (GB/s)", KeyName::kBandwidth);
     case 33:
@@ -277,6 +296,10 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         if (object) {
           next = Frame::kEvent;
           event_ = Pending();
+          if (comm_seen_) {
+            comm_ = TraceCommArgs();
+            comm_seen_ = false;
+          }
           pid_.Clear();
           tid_.Clear();
           index_ = next_index_++;
@@ -374,6 +397,10 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   }
 
   void ArgField(std::string_view v, bool number) {
+    if (key_ >= KeyName::kGroupName) {
+      CommField(v, number);
+      return;
+    }
     if (!number) return;  // stream/correlation/device/bandwidth are numbers
     if (key_ == KeyName::kStream) {
       // Any number is a stream to HTA (some runtimes write a handle there):
@@ -389,6 +416,36 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     } else if (key_ == KeyName::kBandwidth) {
       std::optional<double> d = NumberOf(v);
       if (d && std::isfinite(*d) && *d >= 0 && *d < 1e30) event_.bandwidth = *d;
+    }
+  }
+
+  // A collective's args: texts as written, counts as whole numbers.
+  void CommField(std::string_view v, bool number) {
+    comm_seen_ = true;
+    switch (key_) {
+      case KeyName::kGroupName:
+        comm_.group.assign(v);
+        break;
+      case KeyName::kGroupRanks:
+        comm_.group_ranks.assign(v);
+        break;
+      case KeyName::kCollective:
+        comm_.collective.assign(v);
+        break;
+      case KeyName::kDtype:
+        comm_.dtype.assign(v);
+        break;
+      case KeyName::kInNelems:
+      case KeyName::kOutNelems:
+        if (std::optional<int64_t> d = number ? IdOf(v) : std::nullopt; d && *d >= 0)
+          (key_ == KeyName::kInNelems ? comm_.in_nelems : comm_.out_nelems) = *d;
+        break;
+      case KeyName::kGroupSize:
+        if (std::optional<int64_t> d = number ? SmallIntOf(v) : std::nullopt; d && *d > 0)
+          comm_.group_size = static_cast<int32_t>(*d);
+        break;
+      default:
+        break;
     }
   }
 
@@ -433,6 +490,10 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     }
     if (event_.wait_stream != -1 || event_.wait_record != -1)
       out_.sync_waits.push_back({index_, event_.wait_stream, event_.wait_record});
+    if (comm_seen_ && e.stream >= 0) {
+      comm_.index = index_;
+      out_.comm_args.push_back(std::move(comm_));
+    }
     out_.events.push_back(e);
   }
 
@@ -489,6 +550,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   std::unordered_map<std::string, uint32_t> threads_;  // "pid\x1ftid"
   std::string thread_key_;
   Pending event_;
+  TraceCommArgs comm_;  // the event's collective args, when comm_seen_
+  bool comm_seen_ = false;
   int device_id_ = -1;
   std::string device_name_;
   // Looked up by view (no string made for a name seen before).

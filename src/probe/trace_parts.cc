@@ -41,6 +41,10 @@ void AppendPart(TraceFile& into, TraceFile& part, bool backend_seen, uint32_t in
     w.index += index_base;
     into.sync_waits.push_back(w);
   }
+  for (TraceCommArgs& c : part.comm_args) {
+    c.index += index_base;
+    into.comm_args.push_back(std::move(c));
+  }
   into.devices.insert(into.devices.end(), part.devices.begin(), part.devices.end());
   if (part.rank) into.rank = part.rank;
   if (part.world_size) into.world_size = part.world_size;

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "core/version.h"
+#include "render/trace_collectives.h"
 
 namespace stallscope {
 namespace {
@@ -281,7 +282,8 @@ Json StragglersJson(const PotentialStragglers& s, const Report& report) {
 }
 
 Json TraceToJson(const std::vector<TraceRankBreakdown>& ranks, const ReportHeader& header,
-                 const Report& report, const PotentialStragglers& stragglers) {
+                 const Report& report, const PotentialStragglers& stragglers,
+                 const CollectiveSplit& split) {
   Json report_json = ReportToJson(header, report);
   Json out;
   out["schema"] = "stallscope.trace/1";
@@ -290,10 +292,16 @@ Json TraceToJson(const std::vector<TraceRankBreakdown>& ranks, const ReportHeade
   out["host"] = header.hostname;
   out["time"] = header.time_utc;
   Json list = Json::array();
-  for (const TraceRankBreakdown& r : ranks) list.push_back(RankJson(r));
+  for (const TraceRankBreakdown& r : ranks) {
+    Json one = RankJson(r);
+    one["comm_kernels"] = CommKernelsJson(r.comm_kernels);
+    one["collectives"] = RankCollectivesJson(split, r.rank);
+    list.push_back(std::move(one));
+  }
   out["ranks"] = list;
   out["potential_stragglers"] = stragglers.ranks;
   out["potential_stragglers_detail"] = StragglersJson(stragglers, report);
+  out["collectives"] = CollectivesJson(split);
   out["verdict"] = report_json["verdict"];
   out["layers"] = report_json["layers"];
   out["findings"] = report_json["findings"];
@@ -303,7 +311,7 @@ Json TraceToJson(const std::vector<TraceRankBreakdown>& ranks, const ReportHeade
 
 std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
                             const ReportHeader& header, const Report& report,
-                            const PotentialStragglers& stragglers) {
+                            const PotentialStragglers& stragglers, const CollectiveSplit& split) {
   std::string out =
       fmt::format("stallscope trace: {} rank{}\n\n", ranks.size(), ranks.size() == 1 ? "" : "s");
   out += fmt::format("{:>5}  {:<24} {:>8} {:>10} {:>7} {:>8} {:>12} {:>9}  {}\n", "rank", "gpu",
@@ -349,7 +357,7 @@ std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
     if (r.critical_path && r.critical_path->total_us > 0) out += CriticalPathText(*r.critical_path);
     out += LaunchesText(r.launches);
   }
-  if (ranks.size() > 1) out += StragglersText(stragglers, report);
+  if (ranks.size() > 1) out += CollectivesText(split) + StragglersText(stragglers, report);
   out += "\n";
   for (const LayerStatus& l : report.layers) {
     for (const Finding& f : report.findings) {

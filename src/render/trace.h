@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyze/trace_breakdown.h"
+#include "analyze/trace_collectives.h"
 #include "render/report.h"
 
 namespace stallscope {
@@ -19,10 +20,12 @@ inline constexpr size_t kTraceTopKernels = 10;
 
 std::string RenderTraceText(const std::vector<TraceRankBreakdown>& ranks,
                             const ReportHeader& header, const Report& report,
-                            const PotentialStragglers& stragglers = {});
+                            const PotentialStragglers& stragglers = {},
+                            const CollectiveSplit& split = {});
 nlohmann::ordered_json TraceToJson(const std::vector<TraceRankBreakdown>& ranks,
                                    const ReportHeader& header, const Report& report,
-                                   const PotentialStragglers& stragglers = {});
+                                   const PotentialStragglers& stragglers = {},
+                                   const CollectiveSplit& split = {});
 
 // How HTA's potential stragglers compare with the distributed.straggler
 // finding: "" when they agree (or neither names a rank), else a sentence.

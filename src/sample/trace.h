@@ -69,6 +69,21 @@ struct TraceSyncWait {
   int64_t record_correlation = -1;  // args.wait_on_cuda_event_record_corr_id
 };
 
+// What a communication kernel's args say about its collective (Kineto
+// copies them from PyTorch's record_param_comms onto the kernel in
+// PyTorch 2.1 and later): the process group it ran on and the message.
+// Empty / -1 where the args lack a field.
+struct TraceCommArgs {
+  uint32_t index = 0;       // TraceEvent::index of the kernel
+  std::string group;        // "Process Group Name"
+  std::string group_ranks;  // "Process Group Ranks", as written ("[0, 1]")
+  std::string collective;   // "Collective name" ("allreduce", "_allgather_base", ...)
+  std::string dtype;        // "dtype" ("Float", "BFloat16", ...)
+  int64_t in_nelems = -1;   // "In msg nelems"
+  int64_t out_nelems = -1;  // "Out msg nelems"
+  int32_t group_size = -1;  // "Group size"
+};
+
 // ProfilerStep#N: its number, from the name.
 std::optional<int64_t> ProfilerStepNumber(std::string_view name);
 
@@ -86,6 +101,7 @@ struct TraceFile {
   std::vector<TraceEvent> cpu_rows;
   std::vector<TraceThread> threads;
   std::vector<TraceSyncWait> sync_waits;  // of kept events, in file order
+  std::vector<TraceCommArgs> comm_args;   // of kept GPU events with any, in file order
   bool fractional_times = false;          // some ts not a whole µs: HTA rounds every row then
   uint64_t complete_events = 0;           // every event with a dur and a cat
   uint64_t skipped_events = 0;            // events missing a field the reader needs
