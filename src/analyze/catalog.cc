@@ -515,15 +515,23 @@ constexpr Rule kRules[] = {
      "all-reduce (each bucket from launch to completion, overlaps counted once); for each step "
      "every rank reported, the rank that waited least and how much less than the median of the "
      "others; each rank's first 2 steps left out; from profiler traces of two or more ranks "
-     "(stallscope trace): the rank whose compute-kernel time is longest, against the others' "
-     "median, by the same 15% / 30%",
+     "(stallscope trace): each collective matched across the ranks (the n-th of its process "
+     "group or stream in a step), clocks aligned on the collectives' ends, the rank that "
+     "starts it last and how long the others wait for it; the ranks whose late arrivals cost "
+     "the others 15% of the steps' time, the cause from what they did since their previous "
+     "collective against the others (compute, input, sync, host launch, a late step start); "
+     "traces with no collective matched: the rank whose compute-kernel time is longest, "
+     "against the others' median, by the same 15% / 30%",
      "when one rank is the least-waiting by more than 15% of the step in at least 2 of 3 "
      "compared steps (>= 5) and the others wait for it more than 15% of a step on average; "
      "critical at 30%",
      "in synchronous training every step waits for the slowest GPU (one V100 "
      "among A100s sets the pace). Step time is equal across ranks, so the sync wait names the "
-     "rank: the straggler launches its all-reduce last and waits least. 15% is the issue's "
-     "threshold for 'waiting'. 2 steps in 3 separates sustained from jitter: ranks that share "
+     "rank: the straggler launches its all-reduce last and waits least; in a trace it is the "
+     "last to start the collective's kernel, which every other rank's kernel sits in until "
+     "then (a last arrival under 20 us, or twice the ends' spread, is launch jitter). 15% is "
+     "the issue's threshold for 'waiting'. 2 steps in 3 separates sustained from jitter: ranks "
+     "that share "
      "oversubscribed CPUs trade places as the scheduler runs one or the other (measured: 7 of "
      "12 steps for a healthy 2-rank job on 2 busy CPUs, 11 of 12 for a rank slowed 200 ms)"},
     {"distributed.load_imbalance", Layer::kDistributed,
@@ -553,7 +561,9 @@ constexpr Rule kRules[] = {
      "wait beside it; comm / (k * compute + comm) for gradient accumulation k = 2, 4, 8; a "
      "profiler trace "
      "(stallscope trace): communication kernels no compute kernel overlaps, over the kept "
-     "ProfilerSteps' time (the GPU's active window without steps)",
+     "ProfilerSteps' time (the GPU's active window without steps); with several ranks' "
+     "traces only the transfer counts (from the last rank's start to the end), and a rank "
+     "whose collectives are mostly waiting for the last rank gets no network finding",
      "warning over 30%, critical over 50%",
      "'over 30% the network is a clear bottleneck; at 5% RDMA gains little'; the "
      "manual method: time one step on 1 GPU and on N, the difference is mostly "

@@ -15,6 +15,8 @@
 namespace stallscope {
 namespace {
 
+std::string GroupText(const std::string& written);
+
 // Each kernel's communicator: its process group where the args name one,
 // else its stream: by id where every rank's communication streams are the
 // same ids in the same order, else by their order of first use.
@@ -37,8 +39,7 @@ std::vector<std::vector<std::string>> CommunicatorKeys(
   for (size_t i = 0; i < ranks.size(); ++i) {
     for (const CommKernelUse& k : ranks[i].comm_kernels) {
       if (!k.group.empty()) {
-        out[i].push_back(fmt::format("process group {}{}", k.group,
-                                     k.group_ranks.empty() ? std::string() : " " + k.group_ranks));
+        out[i].push_back(fmt::format("process group {}{}", k.group, GroupText(k.group_ranks)));
       } else if (same_ids) {
         out[i].push_back(fmt::format("stream {}", k.stream));
       } else {
@@ -74,6 +75,29 @@ std::vector<int> GroupRanks(const std::string& text) {
   }
   if (digits) out.push_back(value);
   return out;
+}
+
+// " [0-3, 8-11]": the ranks of a group as ranges, cut after 60 characters
+// (a group's name is unique in its job; the ranks are for the reader).
+std::string GroupText(const std::string& written) {
+  if (written.empty()) return "";
+  std::vector<int> ranks = GroupRanks(written);
+  if (ranks.empty()) return " " + written.substr(0, 60);
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    std::string part = j > i + 1 ? fmt::format("{}-{}", ranks[i], ranks[j])
+                                 : (j == i + 1 ? fmt::format("{}, {}", ranks[i], ranks[j])
+                                               : std::to_string(ranks[i]));
+    out += (out.empty() ? "" : ", ") + part;
+    i = j + 1;
+    if (out.size() > 60 && i < ranks.size()) {
+      out += fmt::format(", ... ({} ranks)", ranks.size());
+      break;
+    }
+  }
+  return " [" + out + "]";
 }
 
 // One (communicator, step)'s kernels on each rank that ran any: matched

@@ -240,33 +240,36 @@ std::string LaunchesText(const LaunchStats& l) {
 
 std::string StragglerAgreement(const PotentialStragglers& stragglers, const Report& report) {
   std::optional<int64_t> finding_rank;
+  bool by_arrivals = false;
   for (const Finding& f : report.findings) {
     if (f.id != "distributed.straggler") continue;
     for (const Evidence& e : f.evidence) {
       if (e.name == "rank" && std::holds_alternative<int64_t>(e.value)) {
         finding_rank = std::get<int64_t>(e.value);
       }
+      if (e.name == "basis") by_arrivals = true;  // "collective arrivals"
     }
   }
   const auto& list = stragglers.ranks;
   if (!finding_rank) {
     if (list.empty() || stragglers.late_counts.size() < 2) return "";
     return fmt::format(
-        "distributed.straggler names no rank: no rank's compute time is 15% over the others' "
-        "median; HTA's analysis always names the {} latest starters of {}, late or not",
+        "distributed.straggler names no rank: no rank holds the others back 15% of the steps' "
+        "time; HTA's analysis always names the {} latest starters of {}, late or not",
         list.size(), stragglers.kernel);
   }
   if (std::find(list.begin(), list.end(), *finding_rank) != list.end()) return "";
+  const std::string by = by_arrivals ? "as the last to arrive at its collectives, weighed by "
+                                       "the others' wait"
+                                     : "by its compute time";
   if (list.empty()) {
-    return fmt::format(
-        "distributed.straggler names rank {} by its compute time; HTA's analysis names none: {}",
-        *finding_rank, stragglers.why_none);
+    return fmt::format("distributed.straggler names rank {} {}; HTA's analysis names none: {}",
+                       *finding_rank, by, stragglers.why_none);
   }
   return fmt::format(
-      "distributed.straggler names rank {} by its compute time; HTA's analysis ranks by when {} "
-      "starts (a rank that computes longer reaches the collective later only where nothing "
-      "else waits in between)",
-      *finding_rank, stragglers.kernel);
+      "distributed.straggler names rank {} {}; HTA's analysis counts how often a rank is "
+      "among the latest to start {}, however little late",
+      *finding_rank, by, stragglers.kernel);
 }
 
 Json StragglersJson(const PotentialStragglers& s, const Report& report) {
