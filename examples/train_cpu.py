@@ -17,7 +17,8 @@ and decoded per sample. --mode picks what the run suffers from:
 --ddp trains with DistributedDataParallel (gloo backend, a DistributedSampler)
 under the variables torchrun sets (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
 MASTER_PORT); --slow-rank R --slow-ms M makes rank R sleep M ms per step
-before its backward pass, a straggler on purpose (--step-ms M makes every rank
+before its backward pass, a straggler on purpose (--slow-loader-rank R
+instead makes its loader hand over each batch M ms late; --step-ms M makes every rank
 sleep M ms per step: a device's step time, during which the CPU is free):
 
     stallscope run --procs 2 -- /usr/bin/python3 examples/train_cpu.py --ddp \
@@ -88,6 +89,22 @@ def read_ppm(path):
     w, h = (int(v) for v in size.split())
     assert magic == b"P6" and len(body) == w * h * 3, path
     return w, h, body
+
+
+class LateBatches:
+    """A loader whose every batch comes `late_s` seconds late (a sleep: the CPU
+    stays free, as while waiting on storage)."""
+
+    def __init__(self, loader, late_s):
+        self.loader, self.late_s = loader, late_s
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __iter__(self):
+        for batch in self.loader:
+            time.sleep(self.late_s)
+            yield batch
 
 
 def slow_decode(w, h, body):
@@ -163,6 +180,9 @@ def main():
     p.add_argument("--slow-rank", type=int, default=-1, metavar="R",
                    help="with --ddp: this rank sleeps --slow-ms per step before backward")
     p.add_argument("--slow-ms", type=float, default=0.0, metavar="M")
+    p.add_argument("--slow-loader-rank", type=int, default=-1, metavar="R",
+                   help="with --ddp: this rank's data loader hands over each batch --slow-ms "
+                        "late (a slow input pipeline, where --slow-rank is a slow device)")
     p.add_argument("--step-ms", type=float, default=0.0, metavar="M",
                    help="every rank sleeps M ms per step before backward (a device's step "
                         "time, the CPU free meanwhile)")
@@ -200,6 +220,8 @@ def main():
     model = Net()
     if args.ddp:
         model = stallscope.ddp(DistributedDataParallel(model))
+    if args.ddp and rank == args.slow_loader_rank:
+        data = LateBatches(data, args.slow_ms / 1000.0)
     straggle_s = args.slow_ms / 1000.0 if args.ddp and rank == args.slow_rank else 0.0
     straggle_s += args.step_ms / 1000.0
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)

@@ -517,7 +517,7 @@ std::vector<Finding> Check(StepsByRank& by_rank, const std::vector<RankSummary>&
                     {"others_compute_seconds", others_compute},
                     {"its_data_wait_seconds", s.data_wait_s},
                     {"others_data_wait_seconds", others_wait},
-                    {"cause", std::string(data ? "data_wait" : "compute")}};
+                    {"cause", std::string(data ? "input" : "compute")}};
       f.next = data ? fmt::format(
                           "rank {}'s loader is slower: compare its data (stallscope dataset PATH "
                           "on {}), its workers and sample sizes with the other ranks'",

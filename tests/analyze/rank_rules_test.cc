@@ -108,7 +108,7 @@ TEST(Straggler, ASlowLoaderMakesItTooAndSaysSo) {
   auto s = WithId(findings, "distributed.straggler");
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(std::get<int64_t>(Find(*s[0], "rank")->value), 1);
-  EXPECT_EQ(std::get<std::string>(Find(*s[0], "cause")->value), "data_wait");
+  EXPECT_EQ(std::get<std::string>(Find(*s[0], "cause")->value), "input");
   // The others wait 115 ms of a 230 ms step: critical.
   EXPECT_EQ(s[0]->severity, Severity::kCritical);
   // The data-wait spread (115 ms of a 230 ms step) is load imbalance too.

@@ -141,7 +141,7 @@ class DdpJob(unittest.TestCase):
     """Two gloo ranks of the example, 14 steps each (batch 32 over 900
     images: each rank's shard is 450 images, 15 batches)."""
 
-    def ddp(self, name, *extra):
+    def ddp(self, name, *extra, procs=2, steps=14):
         # A 2-rank gloo job of 14 steps takes 4-30 s here. Once in CI (a
         # loaded 2-CPU machine) a healthy run hung past 240 s with nothing to
         # show why; the cause is not found yet. So: the run gets its own
@@ -155,8 +155,9 @@ class DdpJob(unittest.TestCase):
         # joins it, may have been this hang.)
         for attempt in (1, 2):
             db = os.path.join(TMP, "%s-%d.db" % (name, attempt))
-            args = ["run", "--procs", "2", "--interval", "0.5", "--json", "--out", db, "--",
-                    PYTHON, EXAMPLE, "--ddp", "--epochs", "1", "--steps-per-epoch", "14",
+            args = ["run", "--procs", str(procs), "--interval", "0.5", "--json", "--out", db,
+                    "--", PYTHON, EXAMPLE, "--ddp", "--epochs", "1", "--steps-per-epoch",
+                    str(steps),
                     "--batch-size", "32", "--workers", "0", "--make-images", "900",
                     "--data", os.path.join(TMP, "images")] + list(extra)
             proc = subprocess.Popen([e2e.BINARY] + args, stdout=subprocess.PIPE,
@@ -207,6 +208,23 @@ class DdpJob(unittest.TestCase):
         self.assertIn("distributed.straggler", text)
         table = text[text.index("per rank"):].splitlines()[2:4]
         self.assertEqual([int(line.split()[0]) for line in table], [0, 1])
+
+    def test_four_ranks_the_sleeping_one_named_with_its_cause(self):
+        """4 gloo ranks, 12 steps of batch 16: rank 2 sleeps 50 ms before its
+        backward (a sleep, not a busy loop: this machine has 2 CPUs), then
+        rank 3's loader hands each batch over 50 ms late instead."""
+        for slow, flag, cause in ((2, "--slow-rank", "compute"),
+                                  (3, "--slow-loader-rank", "input")):
+            report, _, _ = self.ddp("four-%s" % cause, flag, str(slow), "--slow-ms", "50",
+                                    "--batch-size", "16", procs=4, steps=12)
+            f = e2e.finding(report, "distributed.straggler")
+            self.assertIsNotNone(f, json.dumps(report["findings"], indent=1))
+            self.assertEqual(f["evidence"]["rank"], slow)
+            self.assertEqual(f["evidence"]["cause"], cause)
+            wait = f["evidence"]["wait_for_it_seconds_per_step"]
+            self.assertGreater(wait, 0.035, cause)
+            self.assertLess(wait, 0.065, cause)
+            self.assertEqual(sorted(r["rank"] for r in report["ranks"]), [0, 1, 2, 3])
 
     def test_healthy_run_raises_no_distributed_finding(self):
         # Each step sleeps 400 ms in both ranks (a device's step time, the
