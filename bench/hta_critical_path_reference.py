@@ -22,13 +22,25 @@ time of the edges charged to a loader step (by its full name, the
 definition) is written beside, as data_loading_by_name_us.
 
   bench/hta_critical_path_reference.py --hta-src DIR --commit SHA --out FILE [--traces DIR]
+  bench/hta_critical_path_reference.py --hta-src DIR --commit SHA --generated \
+      --out tests/fixtures/traces/hta_critical_path_generated.json
+
+--generated runs HTA instead on multi-rank traces bench/gen_trace.py writes
+(GENERATED below: what HTA's test traces lack, a multiprocess loader's
+__next__ on the main thread, long gaps on the GPU, ranks waiting in NCCL for
+a late one), each set as written and again with a device sync added under
+each step's aten::item (bench/add_device_sync.py), one folder a set, and
+names in the file ("generated") each set's gen_trace.py arguments and
+whether the sync was added, so that the test writes the same traces again.
 """
 import contextlib
 import io
 import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -103,11 +115,62 @@ def figures(trace_dir):
     return out
 
 
+# gen_trace.py's arguments after the output folder, a set each: 4 ranks on one
+# clock (no --offset: HTA reads the times as written), 7 steps, so the default
+# instance (ProfilerStep#1), the range 0:1 and the last step kept all take in
+# late steps.
+BASE = ["--ranks", "4", "--kernels-per-step", "80", "--bytes", "3e5"]
+LATE = {
+    "balanced": [],
+    # rank 2's multiprocess loader __next__ (on the main thread) 5 ms longer
+    # in steps 0 to 3
+    "loader_late": [x for s in range(4) for x in ("--late", "2:%d:0:5000:loader" % s)],
+    # rank 1 runs a 20 ms CPU op before its first launch in steps 1 and 3: a
+    # long gap on its GPU, and the others' first all-reduce waits for it
+    "cpu_late": ["--late", "1:1:0:20000:cpu", "--late", "1:3:0:20000:cpu"],
+    # rank 3 runs a 3 ms kernel before its third all-reduce of steps 0 and 1,
+    # rank 0 a 1 ms one before its first of step 1: the others' NCCL kernels
+    # wait
+    "kernel_late": ["--late", "3:0:2:3000:kernel", "--late", "3:1:2:3000:kernel",
+                    "--late", "0:1:0:1000:kernel"],
+    # three ranks late in one step, each by its own cause, and one the next
+    "mixed_late": ["--late", "1:1:0:8000:cpu", "--late", "2:1:0:4000:loader",
+                   "--late", "3:1:1:2000:kernel", "--late", "0:2:3:1500:kernel"],
+}
+# Each set as written, then again with a device sync under each step's
+# aten::item (bench/add_device_sync.py): without it nothing in gen_trace.py's
+# traces says the host waits for the GPU, and the path never leaves the CPU.
+GENERATED = {}
+for _name, _late in LATE.items():
+    GENERATED[_name] = {"gen_trace_args": BASE + _late, "device_sync": False}
+    GENERATED[_name + "_synced"] = {"gen_trace_args": BASE + _late, "device_sync": True}
+
+
+def generate(root):
+    """Each set of GENERATED in a folder of its own under root."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name, g in GENERATED.items():
+        out = os.path.join(root, name)
+        subprocess.run([sys.executable, os.path.join(here, "gen_trace.py"), out] +
+                       g["gen_trace_args"], check=True, stdout=subprocess.DEVNULL)
+        if g["device_sync"]:
+            subprocess.run([sys.executable, os.path.join(here, "add_device_sync.py"), out],
+                           check=True)
+
+
 def main():
     p = hta_reference.parser()
+    p.add_argument("--generated", action="store_true", help="HTA on bench/gen_trace.py traces")
     a = hta_reference.parse(p)
     ref = {"generated_by": "bench/hta_critical_path_reference.py", "hta_source": a.commit,
            "traces": {}}
+    tmp = None
+    if a.generated:
+        tmp = tempfile.TemporaryDirectory()
+        a.traces = tmp.name
+        generate(a.traces)
+        ref["generated_by"] += " --generated"
+        ref["generated"] = GENERATED
     for name, path in hta_reference.trace_dirs(a.traces):
         ref["traces"][name] = figures(path)
         print(name, json.dumps(ref["traces"][name])[:300], flush=True)

@@ -45,8 +45,9 @@ _mono = time.monotonic_ns
 # the loader generators may keep a reference to it.
 _buf = []
 _last_send = [0]             # monotonic ns of the last flush; a cell, not rebound
-# stallscope.ddp(): (launch_ns, done_ns) of each bucket's all-reduce, appended
-# from the communication thread's future callbacks and taken at each step end.
+# stallscope.ddp(): (launch_ns, done_ns, bucket index) of each bucket's
+# all-reduce, appended from the communication thread's future callbacks and
+# taken at each step end.
 _sync = []
 _ddp_on = [False]
 # Tokens of the bucket callbacks (_BucketDone) not yet freed. PyTorch runs a
@@ -156,8 +157,10 @@ def _lines(st, records):
         else:
             t0, t1, t2 = r[0], r[1], r[2]
             out.append("%s%d %d %d %d" % (head, st.step, t2, t1 - t0, t2 - t0))
-            if len(r) == 5:      # stallscope.ddp(): sync wait and CPU of the step
+            if len(r) == 6:      # stallscope.ddp(): sync wait and CPU of the step
                 out.append("sync %d %d %d %d %d" % (st.pid, st.rank, st.step, r[3], r[4]))
+                for a, b, i in r[5]:
+                    out.append("bucket %d %d %d %d %d %d" % (st.pid, st.rank, st.step, i, a, b))
             st.step += 1
     return out
 
@@ -319,12 +322,13 @@ def _loader_record(st, x):
 
 def _sync_ns(t_end):
     """Time in [.., t_end] during which at least one of the step's all-reduces
-    was outstanding (overlapping buckets counted once); takes them off _sync."""
+    was outstanding (overlapping buckets counted once), and the step's
+    (launch, done, index) spans; takes them off _sync."""
     n = len(_sync)
     spans = sorted(_sync[:n])
     del _sync[:n]
     total, cur_a, cur_b = 0, None, None
-    for a, b in spans:
+    for a, b, _ in spans:
         b = min(b, t_end)
         if cur_b is None or a > cur_b:
             if cur_b is not None:
@@ -334,7 +338,7 @@ def _sync_ns(t_end):
             cur_b = b
     if cur_b is not None and cur_b > cur_a:
         total += cur_b - cur_a
-    return max(total, 0)
+    return max(total, 0), spans
 
 
 def _end_after_max_steps():
@@ -387,7 +391,8 @@ def _timed(inner, batch=_BATCH, period=_PERIOD_NS):
             t2 = mono()          # the step ends as the next batch is asked for
             if _ddp_on[0]:
                 c2 = cpu()
-                buf.append((t0, t1, t2, _sync_ns(t2), c2 - c0))
+                sync, spans = _sync_ns(t2)
+                buf.append((t0, t1, t2, sync, c2 - c0, spans))
                 c0 = c2
             else:
                 buf.append((t0, t1, t2))
@@ -406,7 +411,8 @@ def _timed(inner, batch=_BATCH, period=_PERIOD_NS):
         try:
             t2 = mono()
             if _ddp_on[0]:
-                buf.append((t0, t1, t2, _sync_ns(t2), cpu() - c0))
+                sync, spans = _sync_ns(t2)
+                buf.append((t0, t1, t2, sync, cpu() - c0, spans))
             else:
                 buf.append((t0, t1, t2))
             _flush()
@@ -529,22 +535,23 @@ def ddp(model):
             """The all-reduce's completion callback: notes when it finished
             and averages the bucket. Counted live until freed (see
             _live_callbacks); set.add/discard are atomic under the GIL."""
-            __slots__ = ("t_launch", "token")
+            __slots__ = ("t_launch", "index", "token")
 
-            def __init__(self, t_launch):
+            def __init__(self, t_launch, index):
                 self.t_launch = t_launch
+                self.index = index
                 self.token = next(tokens)
                 live.add(self.token)
 
             def __call__(self, f):
-                spans.append((self.t_launch, mono()))
+                spans.append((self.t_launch, mono(), self.index))
                 return f.value()[0].div_(world)
 
             def __del__(self):
                 live.discard(self.token)
 
         def _allreduce_timed(state, bucket):
-            done = _BucketDone(mono())
+            done = _BucketDone(mono(), bucket.index())
             fut = dist.all_reduce(bucket.buffer(), group=state, async_op=True).get_future()
             return fut.then(done)
 

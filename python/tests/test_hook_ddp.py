@@ -97,10 +97,13 @@ class HostAndLimits(Receiver):
 
     def test_sync_spans_overlap_once_and_stop_at_the_step_end(self):
         # [0,10] and [5,20] overlap: 20; [30,40] apart: 10; [45,200] cut at 60: 15.
-        stallscope._sync[:] = [(30, 40), (0, 10), (5, 20), (45, 200)]
-        self.assertEqual(stallscope._sync_ns(60), 45)
+        stallscope._sync[:] = [(30, 40, 2), (0, 10, 0), (5, 20, 1), (45, 200, 3)]
+        total, spans = stallscope._sync_ns(60)
+        self.assertEqual(total, 45)
+        # each bucket's own span, as it was: the bucket records carry them
+        self.assertEqual(spans, [(0, 10, 0), (5, 20, 1), (30, 40, 2), (45, 200, 3)])
         self.assertEqual(stallscope._sync, [])  # taken
-        self.assertEqual(stallscope._sync_ns(60), 0)
+        self.assertEqual(stallscope._sync_ns(60), (0, []))
 
     def test_ddp_is_a_no_op_without_stallscope_or_torch_distributed(self):
         sentinel = object()
@@ -150,6 +153,15 @@ class RealDdp(Receiver):
             self.assertGreater(sync_ns, 0)                  # an all-reduce ran
             self.assertLessEqual(sync_ns, int(steps[step][6]))
             self.assertGreater(cpu_ns, 0)
+        # One bucket record per bucket and step (a Linear(16, 4) is one
+        # bucket), after its step's sync record: launch before done.
+        buckets = [r for r in recs if r[0] == "bucket"]
+        self.assertEqual([b[3] for b in buckets], [str(i) for i in range(5)])
+        for b in buckets:
+            self.assertEqual((b[1], b[2], b[4]), (str(os.getpid()), "0", "0"))
+            self.assertLess(int(b[5]), int(b[6]))
+        order = [r[0] + r[3] for r in recs if r[0] in ("sync", "bucket")]
+        self.assertEqual(order, [kind + str(i) for i in range(5) for kind in ("sync", "bucket")])
 
 
 # Two gloo ranks, each timing its all-reduces through stallscope.ddp and

@@ -425,7 +425,9 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeR
     for (size_t i = 0; i < nodes.size(); ++i) InTimeOrder(timeline_of(i).steps);
     JobSteps steps;
     for (size_t i = 0; i < nodes.size(); ++i) {
-      steps.parts.push_back({&timeline_of(i).steps, &timeline_of(i).step_syncs});
+      const Timeline& t = timeline_of(i);
+      steps.parts.push_back({&t.steps, &t.step_syncs, &t.bucket_syncs,
+                             t.bucket_syncs_recorded || t.step_syncs.empty()});
     }
     steps.ranks = &merged.ranks;
     steps.fallback_host = base_host;
@@ -440,7 +442,10 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeR
   // The job's timeline: every file's steps in time order, on node 0's
   // clock. Its sync records were judged above, in place, and are not kept:
   // merged they would be held twice.
-  for (size_t i = 0; i < nodes.size(); ++i) Drop(timeline_of(i).step_syncs);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Drop(timeline_of(i).step_syncs);
+    Drop(timeline_of(i).bucket_syncs);
+  }
   {
     size_t total = 0;
     for (size_t i = 0; i < nodes.size(); ++i) total += timeline_of(i).steps.size();

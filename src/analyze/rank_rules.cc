@@ -10,6 +10,7 @@
 #include <span>
 #include <unordered_map>
 
+#include "analyze/bucket_arrivals.h"
 #include "core/stats.h"
 
 namespace stallscope {
@@ -154,7 +155,8 @@ StepsByRank CountedSteps(const JobSteps& job) {
 
 JobSteps StepsOf(const Timeline& timeline, const std::string& fallback_host) {
   JobSteps job;
-  job.parts.push_back({&timeline.steps, &timeline.step_syncs});
+  job.parts.push_back({&timeline.steps, &timeline.step_syncs, &timeline.bucket_syncs,
+                       timeline.bucket_syncs_recorded || timeline.step_syncs.empty()});
   job.ranks = &timeline.ranks;
   job.fallback_host = fallback_host;
   return job;
@@ -449,7 +451,32 @@ std::vector<RankSummary> Summarize(const StepsByRank& by_rank, const std::vector
 
 // distributed.straggler and distributed.load_imbalance over the counted
 // steps (ranks with too few left out) and every rank's summary.
-std::vector<Finding> Check(StepsByRank& by_rank, const std::vector<RankSummary>& every_row) {
+// The straggler's bucket-by-bucket evidence: how often it entered a
+// bucket's all-reduce last and the others' wait for it there.
+void AddBucketEvidence(const BucketArrivals& arrivals, bool predates, int rank, Finding& f) {
+  if (predates) {
+    f.evidence.push_back(
+        {"buckets", std::string("not recorded: a run file of an earlier version")});
+    return;
+  }
+  if (arrivals.buckets == 0) return;
+  auto last = arrivals.last_in.find(rank);
+  auto wait = arrivals.others_wait_s.find(rank);
+  const double share =
+      last == arrivals.last_in.end() ? 0.0 : static_cast<double>(last->second) / arrivals.buckets;
+  f.evidence.push_back({"last_into_bucket_share", share});
+  f.evidence.push_back({"buckets_compared", static_cast<int64_t>(arrivals.buckets)});
+  f.evidence.push_back({"others_bucket_wait_seconds_per_step",
+                        wait == arrivals.others_wait_s.end() || arrivals.steps == 0
+                            ? 0.0
+                            : wait->second / static_cast<double>(arrivals.steps)});
+  f.evidence.push_back(
+      {"bucket_clock",
+       std::string(arrivals.aligned ? "hosts aligned on the completions" : "one host's clock")});
+}
+
+std::vector<Finding> Check(StepsByRank& by_rank, const std::vector<RankSummary>& every_row,
+                           const BucketArrivals& arrivals = {}, bool buckets_predate = false) {
   std::vector<Finding> findings;
   std::erase_if(by_rank, [](const auto& kv) {
     return static_cast<int64_t>(kv.second.size()) < kRankMinSteps;
@@ -518,6 +545,7 @@ std::vector<Finding> Check(StepsByRank& by_rank, const std::vector<RankSummary>&
                     {"its_data_wait_seconds", s.data_wait_s},
                     {"others_data_wait_seconds", others_wait},
                     {"cause", std::string(data ? "input" : "compute")}};
+      AddBucketEvidence(arrivals, buckets_predate, s.rank, f);
       f.next = data ? fmt::format(
                           "rank {}'s loader is slower: compare its data (stallscope dataset PATH "
                           "on {}), its workers and sample sizes with the other ranks'",
@@ -606,16 +634,21 @@ std::vector<RankSummary> SummarizeRanks(const Timeline& timeline,
 }
 
 FindingsWithNotes CheckRanks(const Timeline& timeline) {
-  StepsByRank by_rank = CountedSteps(StepsOf(timeline, timeline.info.hostname));
-  return FindingsWithNotes{
-      Check(by_rank, Summarize(by_rank, &timeline.ranks, timeline.info.hostname)), {}};
+  return FindingsWithNotes{JudgeRanks(StepsOf(timeline, timeline.info.hostname)).findings, {}};
 }
 
 RankResults JudgeRanks(const JobSteps& job) {
   StepsByRank by_rank = CountedSteps(job);
   RankResults out;
   out.ranks = Summarize(by_rank, job.ranks, job.fallback_host);
-  out.findings = Check(by_rank, out.ranks);
+  std::vector<const std::vector<BucketSync>*> buckets;
+  bool predates = false;
+  for (const StepRecords& p : job.parts) {
+    buckets.push_back(p.buckets);
+    predates = predates || !p.buckets_recorded;
+  }
+  out.findings =
+      Check(by_rank, out.ranks, FindBucketArrivals(buckets, job.ranks, kRankWarmupSteps), predates);
   return out;
 }
 

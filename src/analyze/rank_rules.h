@@ -71,7 +71,9 @@ std::vector<StepParts> CountedStepParts(const Timeline& timeline);
 // their hosts, and the host of a rank without one.
 struct StepRecords {
   const std::vector<StepEvent>* steps = nullptr;
-  const std::vector<StepSync>* syncs = nullptr;  // none when null
+  const std::vector<StepSync>* syncs = nullptr;      // none when null
+  const std::vector<BucketSync>* buckets = nullptr;  // none when null
+  bool buckets_recorded = true;  // false: a file that predates the bucket records
 };
 struct JobSteps {
   std::vector<StepRecords> parts;

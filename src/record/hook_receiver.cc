@@ -83,6 +83,14 @@ void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& 
         continue;
       }
       into.syncs.push_back({static_cast<int>(v[1]), v[2], v[3] / 1e9, v[4] / 1e9});
+    } else if (type == "bucket") {
+      // pid rank step index launch_ns done_ns: follows its sync record
+      if (!ToInts(f, 6, v) || v[3] < 0 || v[3] > INT32_MAX || v[5] < v[4]) {
+        ++into.malformed;
+        continue;
+      }
+      into.buckets.push_back({static_cast<int>(v[1]), v[2], static_cast<int>(v[3]),
+                              Seconds(v[4], start_ns), Seconds(v[5], start_ns)});
     } else if (type == "hello") {
       // pid rank local_rank world_size
       if (!ToInts(f, 4, v)) {

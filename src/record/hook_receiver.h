@@ -27,6 +27,7 @@ struct HookEvents {
   std::set<int> pids;                         // processes that said hello (the ranks)
   std::vector<RankInfo> ranks;                // their hello records, as they came
   std::vector<StepSync> syncs;                // stallscope.ddp(model): per step
+  std::vector<BucketSync> buckets;            // stallscope.ddp(model): per bucket
   std::vector<AllocationReport> allocations;  // alloc_site / alloc_holder / alloc_note
   int64_t dropped = 0;                        // datagrams the hook reported it could not send
   int64_t malformed = 0;                      // lines we could not read

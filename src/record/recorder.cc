@@ -750,6 +750,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     ports.clear();
     if (written.ok() && !stopped) written = writer.AppendOtherProcesses(others);
     if (written.ok() && !stopped) written = writer.AppendCongestion(congestion);
+    if (written.ok() && !stopped) written = writer.AppendBuckets(events.buckets);
     congestion.clear();
     if (written.ok() && !stopped && allocation_reports < kMaxAllocationReportsKept) {
       allocation_reports += events.allocations.size();

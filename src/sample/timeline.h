@@ -197,6 +197,18 @@ struct StepSync {
   double cpu_seconds = 0;
 };
 
+// From the hook, with stallscope.ddp(model): one gradient bucket's
+// all-reduce in one step of one rank, from its launch in the DDP
+// communication hook to its future's completion; seconds since the run's
+// start on the rank's host (table bucket_sync).
+struct BucketSync {
+  int rank = 0;
+  int64_t step = 0;
+  int bucket = 0;  // DDP's bucket index
+  double launch_seconds = 0;
+  double done_seconds = 0;
+};
+
 // From the hook: a process that reported as a rank (its hello record).
 struct RankInfo {
   int pid = 0;
@@ -300,6 +312,8 @@ struct Timeline {
   std::vector<GpuPoint> gpus;                   // by time, then GPU
   std::vector<RankInfo> ranks;                  // hook hellos, in arrival order
   std::vector<StepSync> step_syncs;             // with stallscope.ddp(model)
+  std::vector<BucketSync> bucket_syncs;         // with stallscope.ddp(model), per bucket
+  bool bucket_syncs_recorded = true;  // false: read from a file without table bucket_sync
   std::vector<AllocationReport> allocations;    // the hook's allocation tracing
   std::vector<MemoryPeak> memory_peaks;         // table memory_peaks, when written
   bool memory_peaks_recorded = false;           // false: the file predates the table

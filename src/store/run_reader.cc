@@ -551,6 +551,28 @@ Result<Timeline> ReadRunFile(const std::string& path) {
                     });
     if (!st.ok()) return st;
   }
+  // bucket_sync: created with its first rows (stallscope.ddp), absent in
+  // older files.
+  timeline.bucket_syncs_recorded = false;
+  st = ForEachRow(db, path,
+                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'bucket_sync'",
+                  [&](Columns&) { timeline.bucket_syncs_recorded = true; });
+  if (!st.ok()) return st;
+  if (timeline.bucket_syncs_recorded) {
+    reserve(timeline.bucket_syncs, "SELECT max(rowid) FROM bucket_sync");
+    st = ForEachRow(db, path,
+                    "SELECT rank, step, bucket, launch_seconds, done_seconds FROM bucket_sync "
+                    "ORDER BY rowid",
+                    [&](Columns& c) {
+                      BucketSync& b = timeline.bucket_syncs.emplace_back();
+                      b.rank = c.Int32();
+                      b.step = c.Int();
+                      b.bucket = c.Int32();
+                      b.launch_seconds = c.Real();
+                      b.done_seconds = c.Real();
+                    });
+    if (!st.ok()) return st;
+  }
   // congestion_counters: created with its first rows, so absent both in
   // older files and in runs on hosts whose ports count no congestion.
   bool has_congestion = false;

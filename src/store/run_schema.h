@@ -229,6 +229,20 @@ CREATE TABLE IF NOT EXISTS inputs (
 // The ports' congestion counters (sample/timeline.h CongestionPoint),
 // created with their first rows; the has_* columns say which kinds the
 // driver counts at all.
+// With stallscope.ddp(model): each gradient bucket's all-reduce per step
+// and rank (sample/timeline.h BucketSync); created with its first rows, so
+// files of older versions, and runs without stallscope.ddp, lack it.
+inline constexpr std::string_view kCreateBucketSync = R"sql(
+CREATE TABLE IF NOT EXISTS bucket_sync (
+  interval INTEGER NOT NULL REFERENCES samples(interval),
+  rank INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  bucket INTEGER NOT NULL,
+  launch_seconds REAL NOT NULL,
+  done_seconds REAL NOT NULL
+);
+)sql";
+
 inline constexpr std::string_view kCreateCongestionCounters = R"sql(
 CREATE TABLE IF NOT EXISTS congestion_counters (
   interval INTEGER NOT NULL REFERENCES samples(interval),

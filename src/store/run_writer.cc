@@ -672,6 +672,27 @@ Status RunWriter::AppendOtherProcesses(std::span<const OtherProcessPoint> points
       });
 }
 
+Status RunWriter::AppendBuckets(std::span<const BucketSync> buckets) {
+  if (buckets.empty() || next_interval_ == 0) {
+    return db_ ? Status::Ok() : Status::InvalidArgument(path_ + ": the run file is closed");
+  }
+  const int64_t interval = next_interval_ - 1;  // the interval just appended
+  return AppendRows("bucket all-reduces", store::kCreateBucketSync,
+                    "INSERT INTO bucket_sync (interval, rank, step, bucket, launch_seconds, "
+                    "done_seconds) VALUES (?, ?, ?, ?, ?, ?)",
+                    buckets.size(), [&](sqlite3_stmt* statement, size_t i) {
+                      const BucketSync& b = buckets[i];
+                      Binder bind(statement);
+                      return bind.Int(interval)
+                          .Int(b.rank)
+                          .Int(b.step)
+                          .Int(b.bucket)
+                          .Real(b.launch_seconds)
+                          .Real(b.done_seconds)
+                          .ok();
+                    });
+}
+
 Status RunWriter::AppendCongestion(std::span<const CongestionPoint> points) {
   if (points.empty() || next_interval_ == 0) {
     return db_ ? Status::Ok() : Status::InvalidArgument(path_ + ": the run file is closed");

@@ -90,6 +90,10 @@ class RunWriter {
   // into congestion_counters (created on first use). No-op before the
   // first interval or without rows.
   Status AppendCongestion(std::span<const CongestionPoint> points);
+  // The gradient buckets' all-reduces the hook reported in the interval just
+  // appended, into bucket_sync (created on first use). No-op before the
+  // first interval or without rows.
+  Status AppendBuckets(std::span<const BucketSync> buckets);
   // One boundary sample, in its own transaction, into boundary_samples
   // (created on first use), under the interval being recorded.
   Status AppendBoundarySample(const BoundarySample& sample);

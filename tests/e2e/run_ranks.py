@@ -212,11 +212,14 @@ class DdpJob(unittest.TestCase):
     def test_four_ranks_the_sleeping_one_named_with_its_cause(self):
         """4 gloo ranks, 12 steps of batch 16: rank 2 sleeps 50 ms before its
         backward (a sleep, not a busy loop: this machine has 2 CPUs), then
-        rank 3's loader hands each batch over 50 ms late instead."""
+        rank 3's loader hands each batch over 50 ms late instead. Every rank
+        also sleeps 100 ms a step (--step-ms, a device's step time): the 4
+        ranks' few ms of compute then rarely contend for the 2 CPUs, so the
+        others' wait stays near the 50 ms however loaded the machine."""
         for slow, flag, cause in ((2, "--slow-rank", "compute"),
                                   (3, "--slow-loader-rank", "input")):
             report, _, _ = self.ddp("four-%s" % cause, flag, str(slow), "--slow-ms", "50",
-                                    "--batch-size", "16", procs=4, steps=12)
+                                    "--step-ms", "100", "--batch-size", "16", procs=4, steps=12)
             f = e2e.finding(report, "distributed.straggler")
             self.assertIsNotNone(f, json.dumps(report["findings"], indent=1))
             self.assertEqual(f["evidence"]["rank"], slow)
@@ -224,6 +227,14 @@ class DdpJob(unittest.TestCase):
             wait = f["evidence"]["wait_for_it_seconds_per_step"]
             self.assertGreater(wait, 0.035, cause)
             self.assertLess(wait, 0.065, cause)
+            # Bucket by bucket: it enters the all-reduce last, the others
+            # wait about its 50 ms there.
+            self.assertGreaterEqual(f["evidence"]["last_into_bucket_share"], 0.8, cause)
+            self.assertGreaterEqual(f["evidence"]["buckets_compared"], 8)
+            bucket_wait = f["evidence"]["others_bucket_wait_seconds_per_step"]
+            self.assertGreater(bucket_wait, 0.035, cause)
+            self.assertLess(bucket_wait, 0.065, cause)
+            self.assertEqual(f["evidence"]["bucket_clock"], "one host's clock")
             self.assertEqual(sorted(r["rank"] for r in report["ranks"]), [0, 1, 2, 3])
 
     def test_healthy_run_raises_no_distributed_finding(self):

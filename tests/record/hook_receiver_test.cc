@@ -41,6 +41,23 @@ TEST(HookDatagram, ParsesEveryRecordType) {
   EXPECT_EQ(e.malformed, 0);
 }
 
+TEST(HookDatagram, BucketRecordsAndTheirMalformedForms) {
+  HookEvents e;
+  ParseHookDatagram(
+      "bucket 42 1 7 3 2000000000 2500000000\n"
+      "bucket 42 1 7 -1 2000000000 2500000000\n"  // no such bucket
+      "bucket 42 1 7 4 2500000000 2000000000\n"   // done before its launch
+      "bucket 42 1 7 4 2000000000\n",             // a field short
+      kStart, e);
+  EXPECT_EQ(e.malformed, 3);
+  ASSERT_EQ(e.buckets.size(), 1u);
+  EXPECT_EQ(e.buckets[0].rank, 1);
+  EXPECT_EQ(e.buckets[0].step, 7);
+  EXPECT_EQ(e.buckets[0].bucket, 3);
+  EXPECT_DOUBLE_EQ(e.buckets[0].launch_seconds, 1.0);
+  EXPECT_DOUBLE_EQ(e.buckets[0].done_seconds, 1.5);
+}
+
 TEST(HookDatagram, CountsMalformedAndSkipsUnknown) {
   HookEvents e;
   ParseHookDatagram(

@@ -570,6 +570,40 @@ TEST_F(RunFileTest, InputsAndOtherProcessesRoundTripAndOlderFilesLackThem) {
   EXPECT_FALSE(read->processes[0].run_delay_percent.has_value());
 }
 
+TEST_F(RunFileTest, BucketAllReducesRoundTripAndOlderFilesLackThem) {
+  const std::string path = Path("buckets.db");
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+    // Before the first interval there is no interval to attach them to.
+    ASSERT_TRUE(writer->AppendBuckets(std::vector<BucketSync>{{0, 1, 0, 0.5, 0.6}}).ok());
+    ASSERT_TRUE(writer->AppendInterval(SampleAt(0), {}, {}, {}, {}).ok());
+    ASSERT_TRUE(writer
+                    ->AppendBuckets(std::vector<BucketSync>{
+                        {0, 7, 0, 3.25, 3.5}, {1, 7, 0, 3.125, 3.5}, {1, 7, 1, 3.0, 3.75}})
+                    .ok());
+  }
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE(read->bucket_syncs_recorded);
+  ASSERT_EQ(read->bucket_syncs.size(), 3u);
+  const BucketSync& b = read->bucket_syncs[2];
+  EXPECT_EQ(b.rank, 1);
+  EXPECT_EQ(b.step, 7);
+  EXPECT_EQ(b.bucket, 1);
+  EXPECT_EQ(b.launch_seconds, 3.0);
+  EXPECT_EQ(b.done_seconds, 3.75);
+  EXPECT_EQ(Query(path, "SELECT interval, rank, bucket FROM bucket_sync ORDER BY rowid"),
+            (std::vector<std::string>{"0|0|0", "0|1|0", "0|1|1"}));
+  // A run without stallscope.ddp, or a file of an older version: no table.
+  Execute(path, "DROP TABLE bucket_sync");
+  read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_FALSE(read->bucket_syncs_recorded);
+  EXPECT_TRUE(read->bucket_syncs.empty());
+}
+
 TEST_F(RunFileTest, TheJobInterfaceAndItsRatesRoundTripAndOlderFilesLackThem) {
   const std::string path = Path("net.db");
   NodeInfo node;
