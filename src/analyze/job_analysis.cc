@@ -427,7 +427,8 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeR
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Timeline& t = timeline_of(i);
       steps.parts.push_back({&t.steps, &t.step_syncs, &t.bucket_syncs,
-                             t.bucket_syncs_recorded || t.step_syncs.empty()});
+                             t.bucket_syncs_recorded || t.step_syncs.empty(), &t.processes,
+                             &t.ranks});
     }
     steps.ranks = &merged.ranks;
     steps.fallback_host = base_host;

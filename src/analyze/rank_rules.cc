@@ -156,7 +156,8 @@ StepsByRank CountedSteps(const JobSteps& job) {
 JobSteps StepsOf(const Timeline& timeline, const std::string& fallback_host) {
   JobSteps job;
   job.parts.push_back({&timeline.steps, &timeline.step_syncs, &timeline.bucket_syncs,
-                       timeline.bucket_syncs_recorded || timeline.step_syncs.empty()});
+                       timeline.bucket_syncs_recorded || timeline.step_syncs.empty(),
+                       &timeline.processes, &timeline.ranks});
   job.ranks = &timeline.ranks;
   job.fallback_host = fallback_host;
   return job;
@@ -451,6 +452,43 @@ std::vector<RankSummary> Summarize(const StepsByRank& by_rank, const std::vector
 
 // distributed.straggler and distributed.load_imbalance over the counted
 // steps (ranks with too few left out) and every rank's summary.
+// The other ranks' median run delay (0 where none was read).
+double OthersRunDelay(const std::vector<RankSummary>& rows, int rank) {
+  std::vector<double> others;
+  for (const RankSummary& r : rows) {
+    if (r.rank != rank && r.run_delay_pct) others.push_back(*r.run_delay_pct);
+  }
+  return others.empty() ? 0.0 : Median(others);
+}
+
+// A straggler by compute whose process waited for a CPU well beyond the
+// others: contention on its host.
+bool HostCpuBound(const std::vector<RankSummary>& rows, const RankSummary& s) {
+  if (!s.run_delay_pct || *s.run_delay_pct < kHostCpuRunDelayPercent) return false;
+  return *s.run_delay_pct - OthersRunDelay(rows, s.rank) >= kHostCpuRunDelayMargin;
+}
+
+// Each rank's mean run delay over the run, from the parts' process samples
+// (the rank's own process, by the pid of its hello in that part).
+std::map<int, double> RankRunDelays(const JobSteps& job) {
+  std::map<int, std::pair<double, int>> sums;
+  for (const StepRecords& p : job.parts) {
+    if (p.processes == nullptr || p.part_ranks == nullptr) continue;
+    std::map<int, int> rank_of;
+    for (const RankInfo& r : *p.part_ranks) rank_of[r.pid] = r.rank;
+    for (const ProcessPoint& pt : *p.processes) {
+      auto it = rank_of.find(pt.pid);
+      if (it == rank_of.end() || !pt.run_delay_percent) continue;
+      auto& [sum, n] = sums[it->second];
+      sum += *pt.run_delay_percent;
+      ++n;
+    }
+  }
+  std::map<int, double> out;
+  for (const auto& [rank, s] : sums) out[rank] = s.first / s.second;
+  return out;
+}
+
 // The straggler's bucket-by-bucket evidence: how often it entered a
 // bucket's all-reduce last and the others' wait for it there.
 void AddBucketEvidence(const BucketArrivals& arrivals, bool predates, int rank, Finding& f) {
@@ -520,6 +558,7 @@ std::vector<Finding> Check(StepsByRank& by_rank, const std::vector<RankSummary>&
       others_wait /= k;
       others_sync /= k;
       const bool data = s.data_wait_s - others_wait > s.compute_s - others_compute;
+      const bool host_cpu = !data && HostCpuBound(rows, s);
       Finding f;
       f.id = "distributed.straggler";
       f.layer = Layer::kDistributed;
@@ -527,11 +566,13 @@ std::vector<Finding> Check(StepsByRank& by_rank, const std::vector<RankSummary>&
           fraction >= kStragglerCriticalFraction ? Severity::kCritical : Severity::kWarning;
       f.summary = fmt::format(
           "{} is the straggler: the other ranks wait {:.0f} ms a step ({:.0f}% of it) in "
-          "gradient sync for it, in {} of {} steps; it spends {:.0f} ms more on {} than they do",
+          "gradient sync for it, in {} of {} steps; it spends {:.0f} ms more on {} than they "
+          "do{}",
           RankName(s), 1000 * straggle->mean_gap_s, 100 * fraction, call->singled_out,
           call->compared,
           1000 * (data ? s.data_wait_s - others_wait : s.compute_s - others_compute),
-          data ? "waiting for data" : "compute");
+          data ? "waiting for data" : "compute",
+          host_cpu ? fmt::format(", waiting for a CPU {:.0f}% of the time", *s.run_delay_pct) : "");
       f.evidence = {{"rank", int64_t{s.rank}},
                     {"host", s.hostname},
                     {"wait_for_it_seconds_per_step", straggle->mean_gap_s},
@@ -544,7 +585,11 @@ std::vector<Finding> Check(StepsByRank& by_rank, const std::vector<RankSummary>&
                     {"others_compute_seconds", others_compute},
                     {"its_data_wait_seconds", s.data_wait_s},
                     {"others_data_wait_seconds", others_wait},
-                    {"cause", std::string(data ? "input" : "compute")}};
+                    {"cause", std::string(data ? "input" : (host_cpu ? "host_cpu" : "compute"))}};
+      if (s.run_delay_pct) {
+        f.evidence.push_back({"its_run_delay_pct", *s.run_delay_pct});
+        f.evidence.push_back({"others_run_delay_pct", OthersRunDelay(rows, s.rank)});
+      }
       AddBucketEvidence(arrivals, buckets_predate, s.rank, f);
       f.next = data ? fmt::format(
                           "rank {}'s loader is slower: compare its data (stallscope dataset PATH "
@@ -555,6 +600,13 @@ std::vector<Finding> Check(StepsByRank& by_rank, const std::vector<RankSummary>&
                           "different GPU, driver or clock; CPU contention or throttling on {}; "
                           "uneven sample sizes in its shard",
                           s.rank, s.hostname.empty() ? "its host" : s.hostname);
+      if (host_cpu) {
+        f.next = fmt::format(
+            "rank {} waits for a CPU on {}: the processes the run lists beside the job "
+            "(stallscope report, other processes), fewer ranks or DataLoader workers per host, "
+            "or each rank pinned to CPUs of its own",
+            s.rank, s.hostname.empty() ? "its host" : s.hostname);
+      }
       f.impact = Impact{std::clamp(fraction, 0.0, 1.0), std::nullopt,
                         "the other ranks' extra wait in gradient sync over the step"};
       findings.push_back(std::move(f));
@@ -641,6 +693,10 @@ RankResults JudgeRanks(const JobSteps& job) {
   StepsByRank by_rank = CountedSteps(job);
   RankResults out;
   out.ranks = Summarize(by_rank, job.ranks, job.fallback_host);
+  const std::map<int, double> delays = RankRunDelays(job);
+  for (RankSummary& r : out.ranks) {
+    if (auto it = delays.find(r.rank); it != delays.end()) r.run_delay_pct = it->second;
+  }
   std::vector<const std::vector<BucketSync>*> buckets;
   bool predates = false;
   for (const StepRecords& p : job.parts) {

@@ -37,6 +37,11 @@ inline constexpr int64_t kRankMinSteps = 5;  // per rank, after the warm-up
 // compute time, or of their mean data wait, against the mean step; sustained
 // as the straggler is (kStragglerSustainedShare of the compared steps).
 inline constexpr double kComputeImbalanceFraction = 0.20;
+// distributed.straggler's cause host_cpu: a straggler by compute whose
+// process waited for a CPU (schedstat run delay) this share of the time,
+// and this many points more than the other ranks' median.
+inline constexpr double kHostCpuRunDelayPercent = 20;
+inline constexpr double kHostCpuRunDelayMargin = 10;
 inline constexpr double kDataWaitImbalanceFraction = 0.10;
 
 // One rank over the run, means per counted step.
@@ -50,6 +55,9 @@ struct RankSummary {
   double compute_s = 0;
   std::optional<double> sync_wait_s;  // with stallscope.ddp(model)
   std::optional<double> cpu_s;        // process CPU time per step, likewise
+  // Its process's mean run delay (waiting for a CPU, % of the time) over
+  // the run; absent where the sampler read none.
+  std::optional<double> run_delay_pct;
 };
 
 // One counted step of one rank (the warm-up left out, as SummarizeRanks
@@ -74,6 +82,10 @@ struct StepRecords {
   const std::vector<StepSync>* syncs = nullptr;      // none when null
   const std::vector<BucketSync>* buckets = nullptr;  // none when null
   bool buckets_recorded = true;  // false: a file that predates the bucket records
+  // The part's process samples and its own ranks' hellos (pid -> rank), for
+  // each rank's run delay; none when null.
+  const std::vector<ProcessPoint>* processes = nullptr;
+  const std::vector<RankInfo>* part_ranks = nullptr;
 };
 struct JobSteps {
   std::vector<StepRecords> parts;

@@ -118,6 +118,49 @@ TEST(Straggler, ASlowLoaderMakesItTooAndSaysSo) {
   EXPECT_EQ(std::get<int64_t>(Find(*imbalance[0], "max_rank")->value), 1);
 }
 
+TEST(Straggler, ARankThatWaitsForACpuIsHostCpuAndItsBucketsSaySo) {
+  // Rank 2 computes 200 ms more while its process waits for a CPU 55% of
+  // the time (the others 5%): contention on its host, not its work.
+  Timeline t = SyncRun({0.100, 0.100, 0.300, 0.100}, {0.005, 0.005, 0.005, 0.005}, 20);
+  for (int i = 0; i < 10; ++i) {
+    for (int r = 0; r < 4; ++r) {
+      ProcessPoint p;
+      p.t = i;
+      p.pid = 1000 + r;
+      p.run_delay_percent = r == 2 ? 55.0 : 5.0;
+      t.processes.push_back(p);
+    }
+    // a DataLoader worker of rank 0 (not a rank's own process): not counted
+    ProcessPoint worker;
+    worker.pid = 2000;
+    worker.run_delay_percent = 99.0;
+    t.processes.push_back(worker);
+  }
+  // Rank 2 enters every bucket's all-reduce 200 ms after the others.
+  for (int s = 0; s < 20; ++s) {
+    for (int r = 0; r < 4; ++r) {
+      double launch = s + (r == 2 ? 0.3 : 0.1);
+      t.bucket_syncs.push_back({r, s, 0, launch, s + 0.31});
+    }
+  }
+  std::vector<Finding> findings = CheckRanks(t).findings;
+  auto s = WithId(findings, "distributed.straggler");
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(Find(*s[0], "cause")->value), "host_cpu");
+  EXPECT_NEAR(std::get<double>(Find(*s[0], "its_run_delay_pct")->value), 55, 1e-9);
+  EXPECT_NEAR(std::get<double>(Find(*s[0], "others_run_delay_pct")->value), 5, 1e-9);
+  EXPECT_NE(s[0]->summary.find("waiting for a CPU 55% of the time"), std::string::npos);
+  EXPECT_NEAR(std::get<double>(Find(*s[0], "last_into_bucket_share")->value), 1.0, 1e-9);
+  EXPECT_EQ(std::get<int64_t>(Find(*s[0], "buckets_compared")->value), 18);
+  EXPECT_NEAR(std::get<double>(Find(*s[0], "others_bucket_wait_seconds_per_step")->value), 0.2,
+              1e-9);
+  // The same delay on every rank is the host's for all: compute, not host_cpu.
+  for (ProcessPoint& p : t.processes) p.run_delay_percent = 55.0;
+  s = WithId(CheckRanks(t).findings, "distributed.straggler");
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(Find(*s[0], "cause")->value), "compute");
+}
+
 TEST(Straggler, ABalancedRunRaisesNothing) {
   // Ranks within a few ms of each other, and the least-waiting rank changes
   // from step to step: jitter, not a straggler.

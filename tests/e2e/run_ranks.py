@@ -141,7 +141,7 @@ class DdpJob(unittest.TestCase):
     """Two gloo ranks of the example, 14 steps each (batch 32 over 900
     images: each rank's shard is 450 images, 15 batches)."""
 
-    def ddp(self, name, *extra, procs=2, steps=14):
+    def ddp(self, name, *extra, procs=2, steps=14, wrap=None):
         # A 2-rank gloo job of 14 steps takes 4-30 s here. Once in CI (a
         # loaded 2-CPU machine) a healthy run hung past 240 s with nothing to
         # show why; the cause is not found yet. So: the run gets its own
@@ -156,8 +156,8 @@ class DdpJob(unittest.TestCase):
         for attempt in (1, 2):
             db = os.path.join(TMP, "%s-%d.db" % (name, attempt))
             args = ["run", "--procs", str(procs), "--interval", "0.5", "--json", "--out", db,
-                    "--", PYTHON, EXAMPLE, "--ddp", "--epochs", "1", "--steps-per-epoch",
-                    str(steps),
+                    "--"] + (wrap or []) + [PYTHON, EXAMPLE, "--ddp", "--epochs", "1",
+                                            "--steps-per-epoch", str(steps),
                     "--batch-size", "32", "--workers", "0", "--make-images", "900",
                     "--data", os.path.join(TMP, "images")] + list(extra)
             proc = subprocess.Popen([e2e.BINARY] + args, stdout=subprocess.PIPE,
@@ -236,6 +236,37 @@ class DdpJob(unittest.TestCase):
             self.assertLess(bucket_wait, 0.065, cause)
             self.assertEqual(f["evidence"]["bucket_clock"], "one host's clock")
             self.assertEqual(sorted(r["rank"] for r in report["ranks"]), [0, 1, 2, 3])
+
+    @unittest.skipUnless(shutil.which("taskset") and len(os.sched_getaffinity(0)) >= 2,
+                         "needs taskset and two CPUs")
+    def test_a_rank_that_waits_for_a_cpu_is_named_host_cpu(self):
+        """Rank 2 runs on CPU 1 beside three busy loops pinned there; the other
+        three ranks share CPU 0 and sleep most of each step (--step-ms), so
+        they rarely wait for it: rank 2 computes longer because it waits for
+        a CPU, which its run delay shows."""
+        cpus = sorted(os.sched_getaffinity(0))[:2]
+        # The images first, by one process (4 ranks would each start making them).
+        data = os.path.join(TMP, "images-host-cpu")
+        subprocess.run([PYTHON, "-c", "import sys; sys.path.insert(0, %r); import train_cpu; "
+                        "train_cpu.make_images(%r, 1000)" % (os.path.dirname(EXAMPLE), data)],
+                       check=True, capture_output=True)
+        hogs = [subprocess.Popen(["taskset", "-c", str(cpus[1]), "sh", "-c", "while :; do :; done"])
+                for _ in range(3)]
+        try:
+            wrap = ["sh", "-c", 'exec taskset -c "$([ "$RANK" = 2 ] && echo %d || echo %d)" "$@"'
+                    % (cpus[1], cpus[0]), "pin"]
+            report, _, _ = self.ddp("host-cpu", "--step-ms", "60", "--batch-size", "16",
+                                    "--data", data, procs=4, steps=12, wrap=wrap)
+        finally:
+            for h in hogs:
+                h.kill()
+                h.wait()
+        f = e2e.finding(report, "distributed.straggler")
+        self.assertIsNotNone(f, json.dumps(report["findings"], indent=1))
+        self.assertEqual(f["evidence"]["rank"], 2)
+        self.assertEqual(f["evidence"]["cause"], "host_cpu", f["evidence"])
+        self.assertGreater(f["evidence"]["its_run_delay_pct"],
+                           f["evidence"]["others_run_delay_pct"] + 10)
 
     def test_healthy_run_raises_no_distributed_finding(self):
         # Each step sleeps 400 ms in both ranks (a device's step time, the
