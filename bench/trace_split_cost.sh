@@ -5,8 +5,9 @@
 # and one with it (AFTER), in one run, interleaved by hyperfine: every
 # folder of HTA's test traces, one process a folder, as one command; and a
 # set of 64 ranks bench/gen_trace.py --ranks writes (2 of them late, clocks
-# offset). Prints each mean, the ratio AFTER / BEFORE (goal: under 1.10)
-# and AFTER's peak RSS on the 64 ranks.
+# offset), with --json and as text (the JSON carries each collective's
+# times on every rank: the output itself grows). Prints each mean, the ratio
+# AFTER / BEFORE (goal: under 1.10) and AFTER's peak RSS on the 64 ranks.
 # Usage: bench/trace_split_cost.sh BEFORE_BINARY AFTER_BINARY [TRACES_DIR] [MB_A_RANK]
 set -euo pipefail
 command -v hyperfine >/dev/null || { echo "$0 needs hyperfine (apt-get install hyperfine)" >&2; exit 2; }
@@ -45,6 +46,9 @@ else
 fi
 hyperfine --style none --warmup 1 --runs 5 --export-json "$work/64.json" \
   "$before trace $work/ranks64 --json" "$after trace $work/ranks64 --json" >/dev/null
-report "$work/64.json" "64 generated ranks (${mb} MB each)"
+report "$work/64.json" "64 generated ranks (${mb} MB each), --json"
+hyperfine --style none --warmup 1 --runs 5 --export-json "$work/64t.json" \
+  "$before trace $work/ranks64" "$after trace $work/ranks64" >/dev/null
+report "$work/64t.json" "64 generated ranks, text"
 rss=$( { /usr/bin/time -f '%M' "$after" trace "$work/ranks64" --json >/dev/null; } 2>&1 | tail -1)
 echo "after's peak RSS on the 64 ranks: $((rss / 1024)) MiB"

@@ -98,26 +98,43 @@ double CoveredIn(const std::vector<TimeSpan>& v, double lo, double hi) {
   return sum;
 }
 
-// A CPU row with a name, for the longest op inside a window.
-struct CpuOp {
-  double start = 0, end = 0;
-  uint32_t name = 0;
+// A collective's lead-in window, [from, to).
+struct Window {
+  double from = 0, to = 0;
 };
 
-// The longest row (sorted by start) that lies inside [lo, hi).
-template <typename Row>
-const Row* LongestInside(const std::vector<Row>& rows, double lo, double hi, double* us) {
-  const Row* best = nullptr;
-  *us = 0;
-  auto it = std::lower_bound(rows.begin(), rows.end(), lo,
-                             [](const Row& r, double t) { return r.start < t; });
-  for (; it != rows.end() && it->start < hi; ++it) {
-    if (it->end <= hi && it->end - it->start > *us) {
-      *us = it->end - it->start;
-      best = &*it;
+// The longest row offered so far: its length and name.
+struct Longest {
+  double us = 0;
+  uint32_t name = 0;
+  void Offer(double len, uint32_t n) {
+    if (len > us) {
+      us = len;
+      name = n;
     }
   }
-  return best;
+};
+
+// Calls fn(i) for each window that holds [start, end] whole. The windows'
+// `from` and `to` never go back, so they are a run: those with to >= end,
+// up to the last with from <= start.
+template <typename Fn>
+void ForWindowsHolding(const std::vector<Window>& windows, double start, double end, Fn fn) {
+  auto it = std::lower_bound(windows.begin(), windows.end(), end,
+                             [](const Window& w, double t) { return w.to < t; });
+  for (; it != windows.end() && it->from <= start; ++it) {
+    if (it->to > it->from) fn(static_cast<size_t>(it - windows.begin()));
+  }
+}
+
+// Calls fn(i) for each window that [start, end) meets.
+template <typename Fn>
+void ForWindowsMeeting(const std::vector<Window>& windows, double start, double end, Fn fn) {
+  auto it = std::upper_bound(windows.begin(), windows.end(), start,
+                             [](double t, const Window& w) { return t < w.to; });
+  for (; it != windows.end() && it->from < end; ++it) {
+    if (it->to > it->from) fn(static_cast<size_t>(it - windows.begin()));
+  }
 }
 
 }  // namespace
@@ -275,47 +292,27 @@ std::vector<CommKernelUse> CollectCommKernels(const TraceFile& trace, const Comm
     return a.start < b.start;
   });
 
-  // The lead-ins: the CPU ops that last and the syncs, by start; the
-  // compute kernels by start, with the index of the latest-ending one so far.
-  std::vector<CpuOp> ops, syncs;
-  auto add_op = [&](const TraceEvent& e) {
-    if (e.stream >= 0 || e.dur <= 0 || e.role == TraceCpuRole::kDataLoader) return;
-    if (e.cat == TraceCategory::kGpuAnnotation || ProfilerStepNumber(trace.names[e.name])) return;
-    double start = in.round ? std::ceil(e.ts) : e.ts;
-    if (!in.cpu_kept(start)) return;
-    CpuOp op{start, in.round ? std::floor(e.ts + e.dur) : e.ts + e.dur, e.name};
-    (e.role == TraceCpuRole::kSync ? syncs : ops).push_back(op);
-  };
-  for (const TraceEvent& e : trace.events) add_op(e);
-  for (const TraceEvent& e : trace.cpu_rows) add_op(e);
-  auto by_start = [](const CpuOp& a, const CpuOp& b) { return a.start < b.start; };
-  std::sort(ops.begin(), ops.end(), by_start);
-  std::sort(syncs.begin(), syncs.end(), by_start);
-  std::vector<CpuOp> kernels;
-  for (const KeptGpuRow* r : compute_rows) kernels.push_back({r->start, r->end, r->event->name});
-  std::sort(kernels.begin(), kernels.end(), by_start);
-  std::vector<size_t> latest_end(kernels.size());
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    latest_end[i] =
-        i > 0 && kernels[latest_end[i - 1]].end >= kernels[i].end ? latest_end[i - 1] : i;
-  }
-
+  // The windows: from the previous collective's end (or the step's start)
+  // to each collective's start; both ends never go back, so the windows
+  // holding or meeting a row are one run of them, found by binary search.
   double previous_end = -INFINITY;
+  std::vector<Window> windows;
   for (CommKernelUse& k : out) {
-    CommLeadIn& l = k.lead_in;
     double from = std::min(previous_end, k.start);
     if (!std::isfinite(from)) {
       const KeptStep* step = step_of(k.start);
-      from = step != nullptr ? std::min(step->start, k.start)
-                             : (in.steps->empty() ? k.start : in.steps->front().start);
+      from =
+          step != nullptr ? step->start : (in.steps->empty() ? k.start : in.steps->front().start);
       from = std::min(from, k.start);
     }
     previous_end = std::max(previous_end, k.end);
+    windows.push_back({from, k.start});
     auto c = std::upper_bound(in.compute->begin(), in.compute->end(), k.start,
                               [](double t, const TimeSpan& i) { return t < i.end; });
     for (; c != in.compute->end() && c->start < k.end; ++c) {
       k.compute_within.emplace_back(std::max(c->start, k.start), std::min(c->end, k.end));
     }
+    CommLeadIn& l = k.lead_in;
     l.from_us = from;
     const double window = k.start - from;
     if (window <= 0) continue;
@@ -324,29 +321,42 @@ std::vector<CommKernelUse> CollectCommKernels(const TraceFile& trace, const Comm
     const double idle = window - CoveredIn(*in.busy, from, k.start);
     l.sync_us = std::min(std::max(0.0, idle - l.loader_us), CoveredIn(*in.sync, from, k.start));
     l.host_us = std::max(0.0, idle - l.loader_us - l.sync_us);
-    double us = 0;
-    if (const CpuOp* g = LongestInside(kernels, from, k.start, &us)) {
-      l.longest_kernel = trace.names[g->name];
-      l.longest_kernel_us = us;
+  }
+  // The longest CPU op and sync inside each window; the compute kernel
+  // with the most time in it.
+  std::vector<Longest> cpu(out.size()), sync(out.size()), kernel(out.size());
+  std::vector<int8_t> step_name(trace.names.size(), -1);
+  auto add_op = [&](const TraceEvent& e) {
+    if (e.stream >= 0 || e.dur <= 0 || e.role == TraceCpuRole::kDataLoader) return;
+    if (e.cat == TraceCategory::kGpuAnnotation) return;
+    int8_t& is_step = step_name[e.name];
+    if (is_step < 0) is_step = ProfilerStepNumber(trace.names[e.name]).has_value() ? 1 : 0;
+    if (is_step == 1) return;
+    const double start = in.round ? std::ceil(e.ts) : e.ts;
+    const double end = in.round ? std::floor(e.ts + e.dur) : e.ts + e.dur;
+    if (!in.cpu_kept(start)) return;
+    std::vector<Longest>& best = e.role == TraceCpuRole::kSync ? sync : cpu;
+    ForWindowsHolding(windows, start, end, [&](size_t w) { best[w].Offer(end - start, e.name); });
+  };
+  for (const TraceEvent& e : trace.events) add_op(e);
+  for (const TraceEvent& e : trace.cpu_rows) add_op(e);
+  for (const KeptGpuRow* r : compute_rows) {
+    ForWindowsMeeting(windows, r->start, r->end, [&](size_t w) {
+      const double len = std::min(windows[w].to, r->end) - std::max(windows[w].from, r->start);
+      kernel[w].Offer(len, r->event->name);
+    });
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    CommLeadIn& l = out[i].lead_in;
+    if (kernel[i].us > 0) {
+      l.longest_kernel = trace.names[kernel[i].name];
+      l.longest_kernel_us = kernel[i].us;
     }
-    // or one that started before the window and runs into it
-    auto first = std::lower_bound(kernels.begin(), kernels.end(), from,
-                                  [](const CpuOp& g, double t) { return g.start < t; });
-    if (first != kernels.begin()) {
-      const CpuOp& g = kernels[latest_end[first - kernels.begin() - 1]];
-      double len = std::min(k.start, g.end) - from;
-      if (len > l.longest_kernel_us) {
-        l.longest_kernel = trace.names[g.name];
-        l.longest_kernel_us = len;
-      }
+    if (cpu[i].us > 0) {
+      l.longest_cpu_op = trace.names[cpu[i].name];
+      l.longest_cpu_op_us = cpu[i].us;
     }
-    if (const CpuOp* op = LongestInside(ops, from, k.start, &us)) {
-      l.longest_cpu_op = trace.names[op->name];
-      l.longest_cpu_op_us = us;
-    }
-    if (const CpuOp* op = LongestInside(syncs, from, k.start, &us)) {
-      l.sync_op = trace.names[op->name];
-    }
+    if (sync[i].us > 0) l.sync_op = trace.names[sync[i].name];
   }
   return out;
 }

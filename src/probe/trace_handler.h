@@ -419,8 +419,10 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     }
   }
 
-  // A collective's args: texts as written, counts as whole numbers.
-  void CommField(std::string_view v, bool number) {
+  // A collective's args: texts as written, counts as whole numbers. Out of
+  // line: few events have them, and ArgField, which runs for every arg of
+  // every event, stays small enough to inline.
+  [[gnu::noinline, gnu::cold]] void CommField(std::string_view v, bool number) {
     comm_seen_ = true;
     switch (key_) {
       case KeyName::kGroupName:

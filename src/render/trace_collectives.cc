@@ -40,14 +40,16 @@ Json StragglerJson(const CollectiveSplit& split, const TraceStraggler& s) {
       {"late_ranks", s.late_ranks}};
 }
 
+// Each rank's times as lists in the order of `ranks` (a wait is the
+// arrival less the rank's start; a transfer its end less the later of its
+// start and the arrival): an instance is matched across every rank, so
+// this is most of the JSON on many ranks.
 Json InstanceJson(const CollectiveInstance& c) {
-  Json ranks = Json::array();
+  Json ranks = Json::array(), starts = Json::array(), ends = Json::array();
   for (const CollectiveRankTimes& t : c.ranks) {
-    ranks.push_back({{"rank", t.rank},
-                     {"start_us", t.start},
-                     {"end_us", t.end},
-                     {"wait_us", t.wait_us},
-                     {"transfer_us", t.transfer_us}});
+    ranks.push_back(t.rank);
+    starts.push_back(t.start);
+    ends.push_back(t.end);
   }
   auto maybe = [](const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); };
   return {{"communicator", c.communicator},
@@ -64,7 +66,9 @@ Json InstanceJson(const CollectiveInstance& c) {
           {"bytes", c.bytes >= 0 ? Json(c.bytes) : Json(nullptr)},
           {"algbw_gbps", maybe(c.algbw_gbps)},
           {"busbw_gbps", maybe(c.busbw_gbps)},
-          {"ranks", ranks}};
+          {"ranks", ranks},
+          {"starts_us", starts},
+          {"ends_us", ends}};
 }
 
 }  // namespace
