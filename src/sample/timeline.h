@@ -313,7 +313,7 @@ struct Timeline {
   std::vector<RankInfo> ranks;                  // hook hellos, in arrival order
   std::vector<StepSync> step_syncs;             // with stallscope.ddp(model)
   std::vector<BucketSync> bucket_syncs;         // with stallscope.ddp(model), per bucket
-  bool bucket_syncs_recorded = true;  // false: read from a file without table bucket_sync
+  bool bucket_syncs_recorded = true;            // false: read from a file without table bucket_sync
   std::vector<AllocationReport> allocations;    // the hook's allocation tracing
   std::vector<MemoryPeak> memory_peaks;         // table memory_peaks, when written
   bool memory_peaks_recorded = false;           // false: the file predates the table
