@@ -51,17 +51,6 @@ double IntersectionLength(const std::vector<Interval>& a, const std::vector<Inte
   return sum;
 }
 
-// The part of [lo, hi) that `v` (merged, sorted) covers.
-double CoveredIn(const std::vector<Interval>& v, double lo, double hi) {
-  auto it = std::upper_bound(v.begin(), v.end(), lo,
-                             [](double t, const Interval& i) { return t < i.end; });
-  double sum = 0;
-  for (; it != v.end() && it->start < hi; ++it) {
-    sum += std::max(0.0, std::min(hi, it->end) - std::max(lo, it->start));
-  }
-  return sum;
-}
-
 double Round2(double v) { return std::round(v * 100) / 100; }
 
 bool StartsWithAny(std::string_view name, std::initializer_list<std::string_view> prefixes) {

@@ -87,17 +87,6 @@ std::string Lower(std::string_view text) {
   return out;
 }
 
-// The part of [lo, hi) that `v` (merged, sorted) covers.
-double CoveredIn(const std::vector<TimeSpan>& v, double lo, double hi) {
-  auto it = std::upper_bound(v.begin(), v.end(), lo,
-                             [](double t, const TimeSpan& i) { return t < i.end; });
-  double sum = 0;
-  for (; it != v.end() && it->start < hi; ++it) {
-    sum += std::max(0.0, std::min(hi, it->end) - std::max(lo, it->start));
-  }
-  return sum;
-}
-
 // A collective's lead-in window, [from, to).
 struct Window {
   double from = 0, to = 0;
@@ -138,6 +127,17 @@ void ForWindowsMeeting(const std::vector<Window>& windows, double start, double 
 }
 
 }  // namespace
+
+// The part of [lo, hi) that `v` (merged, sorted) covers.
+double CoveredIn(const std::vector<TimeSpan>& v, double lo, double hi) {
+  auto it = std::upper_bound(v.begin(), v.end(), lo,
+                             [](double t, const TimeSpan& i) { return t < i.end; });
+  double sum = 0;
+  for (; it != v.end() && it->start < hi; ++it) {
+    sum += std::max(0.0, std::min(hi, it->end) - std::max(lo, it->start));
+  }
+  return sum;
+}
 
 std::optional<CommFamily> CommFamilyOf(std::string_view name) {
   // NCCL's and RCCL's (RCCL's MSCCL kernels too: src/include/msccl/msccl_kernel.h)

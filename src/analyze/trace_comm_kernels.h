@@ -112,6 +112,9 @@ struct CommKernelInputs {
   bool round = false;                    // HTA's rounding of fractional times
 };
 
+// The part of [lo, hi) that `merged` (merged and sorted spans) covers.
+double CoveredIn(const std::vector<TimeSpan>& merged, double lo, double hi);
+
 // The rank's communication kernels among the kept rows, by start.
 std::vector<CommKernelUse> CollectCommKernels(const TraceFile& trace, const CommKernelInputs& in);
 
