@@ -33,7 +33,8 @@ at the step's start, before any launch: collective 0 only) or `loader` (the
 data loader's __next__ that much longer: collective 0 only). --offset
 RANK:US adds US to every time in that rank's file (an unsynchronised
 clock). The kernels carry PyTorch's collective args (process group,
-message size) unless --no-pg-args. --bytes is then per rank.
+message size) unless --no-pg-args; --comm-kernel names them (another
+family's all-reduce). --bytes is then per rank.
 
 Prints the events written and the uncompressed size. Standard library only.
 """
@@ -65,6 +66,8 @@ def main():
     p.add_argument("--late", action="append", default=[], help="RANK:STEP:COLLECTIVE:US:CAUSE")
     p.add_argument("--offset", action="append", default=[], help="RANK:US clock offset")
     p.add_argument("--no-pg-args", action="store_true", help="kernels without collective args")
+    p.add_argument("--comm-kernel", default=None,
+                   help="with --ranks: the all-reduce kernel's name (default an NCCL one)")
     a = p.parse_args()
     if a.ranks > 0:
         return write_ranks(a)
@@ -269,13 +272,14 @@ def write_ranks(a):
                     "Out msg nelems": a.message_bytes // 4, "Group size": n, "dtype": "Float",
                     "In split size": "[]", "Out split size": "[]", "Process Group Name": "0",
                     "Process Group Description": "default_pg", "Process Group Ranks": group}
-                start, cid, kargs = launch(r, ALLREDUCE, 0, stream=13, args=args)
+                start, cid, kargs = launch(r, a.comm_kernel or ALLREDUCE, 0, stream=13, args=args)
                 starts[r] = start + noise[r].uniform(0, a.jitter_us)
                 comm[r] = kargs
             arrival = max(starts)
             for r in range(n):
                 end = arrival + a.transfer_us + noise[r].uniform(0, a.jitter_us / 2)
-                put(r, {"ph": "X", "cat": "kernel", "name": ALLREDUCE, "pid": 0, "tid": 13,
+                put(r, {"ph": "X", "cat": "kernel", "name": a.comm_kernel or ALLREDUCE, "pid": 0,
+                        "tid": 13,
                         "ts": starts[r], "dur": end - starts[r], "args": comm[r]})
                 gpu[r] = end
         for r in range(n):

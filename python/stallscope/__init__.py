@@ -50,6 +50,9 @@ _last_send = [0]             # monotonic ns of the last flush; a cell, not rebou
 # taken at each step end.
 _sync = []
 _ddp_on = [False]
+# Bucket records are sent with gloo only: on NCCL a bucket's future completes
+# when the all-reduce is enqueued, so its times say nothing of the others.
+_buckets_on = [False]
 # Tokens of the bucket callbacks (_BucketDone) not yet freed. PyTorch runs a
 # callback on a ProcessGroupGloo worker thread and frees it there afterwards,
 # taking the GIL again: if the interpreter is finalizing by then (the job ended
@@ -159,7 +162,7 @@ def _lines(st, records):
             out.append("%s%d %d %d %d" % (head, st.step, t2, t1 - t0, t2 - t0))
             if len(r) == 6:      # stallscope.ddp(): sync wait and CPU of the step
                 out.append("sync %d %d %d %d %d" % (st.pid, st.rank, st.step, r[3], r[4]))
-                for a, b, i in r[5]:
+                for a, b, i in (r[5] if _buckets_on[0] else ()):
                     out.append("bucket %d %d %d %d %d %d" % (st.pid, st.rank, st.step, i, a, b))
             st.step += 1
     return out
@@ -557,6 +560,10 @@ def ddp(model):
 
         model.register_comm_hook(None, _allreduce_timed)
         _ddp_on[0] = True
+        try:
+            _buckets_on[0] = str(dist.get_backend()) == "gloo"
+        except Exception:
+            _buckets_on[0] = False
     except Exception:
         pass
     return model

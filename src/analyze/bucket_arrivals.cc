@@ -12,53 +12,51 @@ namespace {
 
 struct Entry {
   int rank = 0;
+  size_t part = 0;  // the file it came from: its recorder's clock
   double launch = 0, done = 0;
 };
 using Key = std::pair<int64_t, int>;  // step, bucket
 
-std::map<int, std::string> HostsOf(const std::vector<RankInfo>* ranks) {
-  std::map<int, std::string> out;
-  if (ranks == nullptr) return out;
-  for (const RankInfo& r : *ranks) out[r.rank] = r.hostname;
-  return out;
-}
-
-// Per host, the offset of its clock from the first host's, from the
+// Per part, the offset of its clock from the first part's, from the
 // buckets' completions.
-std::map<std::string, double> HostOffsets(const std::map<Key, std::vector<Entry>>& complete,
-                                          const std::map<int, std::string>& host_of) {
-  std::map<std::string, std::vector<double>> diffs;
+std::vector<double> PartOffsets(const std::map<Key, std::vector<Entry>>& complete, size_t parts) {
+  std::vector<std::vector<double>> diffs(parts);
   for (const auto& [key, entries] : complete) {
     std::vector<double> done;
     for (const Entry& e : entries) done.push_back(e.done);
     const double middle = Median(done);
-    for (const Entry& e : entries) {
-      auto h = host_of.find(e.rank);
-      diffs[h == host_of.end() ? std::string() : h->second].push_back(e.done - middle);
+    for (const Entry& e : entries) diffs[e.part].push_back(e.done - middle);
+  }
+  std::vector<double> out(parts, 0);
+  bool based = false;
+  double base = 0;
+  for (size_t p = 0; p < parts; ++p) {
+    if (diffs[p].empty()) continue;
+    out[p] = Median(diffs[p]);
+    if (!based) {
+      base = out[p];
+      based = true;
     }
   }
-  std::map<std::string, double> out;
-  for (auto& [host, d] : diffs) out[host] = Median(d);
-  if (!out.empty()) {
-    const double base = out.begin()->second;
-    for (auto& [host, o] : out) o -= base;
-  }
+  for (double& o : out) o -= base;
   return out;
 }
 
 }  // namespace
 
 BucketArrivals FindBucketArrivals(const std::vector<const std::vector<BucketSync>*>& parts,
-                                  const std::vector<RankInfo>* ranks, int64_t warmup_steps) {
+                                  int64_t warmup_steps) {
   BucketArrivals out;
   std::map<Key, std::vector<Entry>> by_bucket;
   std::set<int> reporting;
-  for (const std::vector<BucketSync>* part : parts) {
-    if (part == nullptr) continue;
-    for (const BucketSync& b : *part) {
+  std::set<size_t> parts_used;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    if (parts[p] == nullptr) continue;
+    for (const BucketSync& b : *parts[p]) {
       if (b.step < warmup_steps) continue;
-      by_bucket[{b.step, b.bucket}].push_back({b.rank, b.launch_seconds, b.done_seconds});
+      by_bucket[{b.step, b.bucket}].push_back({b.rank, p, b.launch_seconds, b.done_seconds});
       reporting.insert(b.rank);
+      parts_used.insert(p);
     }
   }
   if (reporting.size() < 2) return out;
@@ -71,32 +69,20 @@ BucketArrivals FindBucketArrivals(const std::vector<const std::vector<BucketSync
       complete.emplace(key, std::move(entries));
     }
   }
-  const std::map<int, std::string> host_of = HostsOf(ranks);
-  std::set<std::string> hosts;
-  for (int r : reporting) {
-    auto h = host_of.find(r);
-    hosts.insert(h == host_of.end() ? std::string() : h->second);
-  }
-  std::map<std::string, double> offset;
-  out.aligned = hosts.size() > 1;
-  if (out.aligned) offset = HostOffsets(complete, host_of);
-  auto shift = [&](int rank) {
-    if (!out.aligned) return 0.0;
-    auto h = host_of.find(rank);
-    return offset[h == host_of.end() ? std::string() : h->second];
-  };
+  out.aligned = parts_used.size() > 1;
+  std::vector<double> offset(parts.size(), 0);
+  if (out.aligned) offset = PartOffsets(complete, parts.size());
+  auto launch = [&](const Entry& e) { return e.launch - offset[e.part]; };
   std::set<int64_t> steps;
   for (const auto& [key, entries] : complete) {
-    const Entry* last = nullptr;
+    const Entry* last = &entries.front();
     for (const Entry& e : entries) {
-      if (last == nullptr || e.launch - shift(e.rank) > last->launch - shift(last->rank)) {
-        last = &e;
-      }
+      if (launch(e) > launch(*last)) last = &e;
     }
-    const double arrival = last->launch - shift(last->rank);
+    const double arrival = launch(*last);
     double wait = 0;
     for (const Entry& e : entries) {
-      if (&e != last) wait += std::max(0.0, arrival - (e.launch - shift(e.rank)));
+      if (&e != last) wait += std::max(0.0, arrival - launch(e));
     }
     ++out.buckets;
     steps.insert(key.first);

@@ -7,10 +7,13 @@
 // rank the others wait for bucket by bucket, where the step's sync total
 // only says who waited least.
 //
-// Clocks: the ranks of one host share CLOCK_MONOTONIC, so their launches
-// compare as written; hosts are aligned on the completions (the median, over
-// the buckets, of a host's ranks' completion less the bucket's median
-// completion). Each rank's first steps (rank_rules.h's warm-up) are left out.
+// Clocks: the times of one run file are seconds since its recorder's start
+// on its host's CLOCK_MONOTONIC, so its ranks' launches compare as written;
+// the files of several nodes are aligned on the completions (the median,
+// over the buckets, of a file's ranks' completion less the bucket's median
+// completion). Records come from gloo jobs only: on NCCL a bucket's future
+// completes at enqueue (the hook sends none). Each rank's first steps
+// (rank_rules.h's warm-up) are left out.
 // Pure; thread-safe.
 #pragma once
 
@@ -31,10 +34,9 @@ struct BucketArrivals {
   bool aligned = false;                 // more than one host: clocks aligned on the completions
 };
 
-// Over the records of every part (a file each); `ranks`: the hellos that
-// name each rank's host (null: one host). Empty (buckets 0) when fewer than
-// two ranks reported buckets.
+// Over the records of every part (a run file each, null: none). Empty
+// (buckets 0) when fewer than two ranks reported buckets.
 BucketArrivals FindBucketArrivals(const std::vector<const std::vector<BucketSync>*>& parts,
-                                  const std::vector<RankInfo>* ranks, int64_t warmup_steps);
+                                  int64_t warmup_steps);
 
 }  // namespace stallscope

@@ -494,7 +494,7 @@ std::map<int, double> RankRunDelays(const JobSteps& job) {
 void AddBucketEvidence(const BucketArrivals& arrivals, bool predates, int rank, Finding& f) {
   if (predates) {
     f.evidence.push_back(
-        {"buckets", std::string("not recorded: a run file of an earlier version")});
+        {"buckets", std::string("not recorded: a run file or hook of an earlier version")});
     return;
   }
   if (arrivals.buckets == 0) return;
@@ -510,7 +510,7 @@ void AddBucketEvidence(const BucketArrivals& arrivals, bool predates, int rank, 
                             : wait->second / static_cast<double>(arrivals.steps)});
   f.evidence.push_back(
       {"bucket_clock",
-       std::string(arrivals.aligned ? "hosts aligned on the completions" : "one host's clock")});
+       std::string(arrivals.aligned ? "files aligned on the completions" : "one file's clock")});
 }
 
 std::vector<Finding> Check(StepsByRank& by_rank, const std::vector<RankSummary>& every_row,
@@ -703,8 +703,7 @@ RankResults JudgeRanks(const JobSteps& job) {
     buckets.push_back(p.buckets);
     predates = predates || !p.buckets_recorded;
   }
-  out.findings =
-      Check(by_rank, out.ranks, FindBucketArrivals(buckets, job.ranks, kRankWarmupSteps), predates);
+  out.findings = Check(by_rank, out.ranks, FindBucketArrivals(buckets, kRankWarmupSteps), predates);
   return out;
 }
 

@@ -16,41 +16,6 @@ namespace {
 
 using Interval = TimeSpan;
 
-// HTA's merge: sorted by start, a row joins the group while its start is at
-// or before the largest end so far (touching intervals merge).
-std::vector<Interval> Merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(),
-            [](const Interval& a, const Interval& b) { return a.start < b.start; });
-  std::vector<Interval> out;
-  for (const Interval& i : v) {
-    if (!out.empty() && i.start <= out.back().end) {
-      out.back().end = std::max(out.back().end, i.end);
-    } else {
-      out.push_back(i);
-    }
-  }
-  return out;
-}
-
-double Length(const std::vector<Interval>& v) {
-  double sum = 0;
-  for (const Interval& i : v) sum += i.end - i.start;
-  return sum;
-}
-
-// Both merged and sorted.
-double IntersectionLength(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  double sum = 0;
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    double lo = std::max(a[i].start, b[j].start);
-    double hi = std::min(a[i].end, b[j].end);
-    if (hi > lo) sum += hi - lo;
-    (a[i].end < b[j].end) ? ++i : ++j;
-  }
-  return sum;
-}
-
 double Round2(double v) { return std::round(v * 100) / 100; }
 
 bool StartsWithAny(std::string_view name, std::initializer_list<std::string_view> prefixes) {
@@ -330,10 +295,10 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
         break;
     }
   }
-  std::vector<Interval> busy = Merged(std::move(all));
-  std::vector<Interval> compute_u = Merged(std::move(compute));
-  std::vector<Interval> comm_u = Merged(std::move(comm));
-  std::vector<Interval> memory_u = Merged(std::move(memory));
+  std::vector<Interval> busy = MergedSpans(std::move(all));
+  std::vector<Interval> compute_u = MergedSpans(std::move(compute));
+  std::vector<Interval> comm_u = MergedSpans(std::move(comm));
+  std::vector<Interval> memory_u = MergedSpans(std::move(memory));
 
   if (!busy.empty()) {
     TemporalBreakdown t;
@@ -523,8 +488,8 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
     (r.event->role == TraceCpuRole::kDataLoader ? loader_ops : sync_ops)
         .push_back({r.start, r.end});
   }
-  std::vector<Interval> loader_u = Merged(loader_ops);
-  std::vector<Interval> sync_u = Merged(sync_ops);
+  std::vector<Interval> loader_u = MergedSpans(loader_ops);
+  std::vector<Interval> sync_u = MergedSpans(sync_ops);
   for (size_t i = 1; i < busy.size(); ++i) {
     double lo = busy[i - 1].end, hi = busy[i].start;
     if (hi <= lo) continue;
@@ -544,8 +509,7 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
   {
     std::vector<KeptStep> steps_by_start;
     for (const Step& s : kept_steps) steps_by_start.push_back({s.number, s.start, s.end});
-    CommKernelInputs in{&rows,     &steps_by_start, &compute_u, &busy,
-                        &loader_u, &sync_u,         cpu_kept,   round};
+    CommKernelInputs in{&rows, &steps_by_start, &busy, &loader_u, &sync_u, cpu_kept, round};
     out.comm_kernels = CollectCommKernels(trace, in);
   }
 
@@ -603,8 +567,8 @@ Result<TraceRankBreakdown> BreakDownTrace(const TraceFile& trace, const TraceOpt
       }
     }
     for (size_t k = 0; k < figures.size(); ++k) {
-      figures[k].sync_us = Length(Merged(std::move(sync_in[k])));
-      figures[k].loader_us = Length(Merged(std::move(loader_in[k])));
+      figures[k].sync_us = Length(MergedSpans(std::move(sync_in[k])));
+      figures[k].loader_us = Length(MergedSpans(std::move(loader_in[k])));
     }
     out.step_figures = std::move(figures);
   }

@@ -36,10 +36,13 @@ std::vector<std::vector<std::string>> CommunicatorKeys(
     same_ids = same_ids && (s.empty() || streams.front().empty() || s == streams.front());
   }
   std::vector<std::vector<std::string>> out(ranks.size());
+  std::map<std::string, std::string> group_text;  // each group's ranks as text, once
   for (size_t i = 0; i < ranks.size(); ++i) {
     for (const CommKernelUse& k : ranks[i].comm_kernels) {
       if (!k.group.empty()) {
-        out[i].push_back(fmt::format("process group {}{}", k.group, GroupText(k.group_ranks)));
+        auto [it, added] = group_text.try_emplace(k.group_ranks);
+        if (added) it->second = GroupText(k.group_ranks);
+        out[i].push_back(fmt::format("process group {}{}", k.group, it->second));
       } else if (same_ids) {
         out[i].push_back(fmt::format("stream {}", k.stream));
       } else {
@@ -165,24 +168,47 @@ std::vector<CollectiveInstance> MatchCollectives(const std::vector<TraceRankBrea
   // Which ranks ran each communicator at all; each (communicator, step)'s kernels.
   std::map<std::string, std::set<size_t>> members;
   std::map<std::pair<std::string, int64_t>, Sequence> sequences;
+  uint64_t p2p = 0;
   for (size_t i = 0; i < ranks.size(); ++i) {
     for (size_t j = 0; j < ranks[i].comm_kernels.size(); ++j) {
+      // a send or a receive involves two ranks of its group, not all of them
+      if (ranks[i].comm_kernels[j].collective == "p2p") {
+        ++p2p;
+        continue;
+      }
       members[keys[i][j]].insert(i);
       sequences[{keys[i][j], ranks[i].comm_kernels[j].step}].by_rank[i].push_back(j);
     }
   }
-  // A member rank with the step kept but none of the communicator's kernels in it.
+  if (p2p > 0) {
+    notes.push_back(fmt::format(
+        "{} point-to-point send or receive kernel{} (the args' Collective name) not matched: each "
+        "involves two ranks, not the group",
+        p2p, p2p == 1 ? "" : "s"));
+  }
+  std::vector<CollectiveInstance> out;
   for (auto& [key, seq] : sequences) {
+    // A member rank with the step kept but none of the communicator's
+    // kernels in it ran fewer; one without that step cannot be compared.
+    std::vector<int> without;
     for (size_t i : members[key.first]) {
       const std::vector<int64_t>& steps = ranks[i].steps;
       bool has_step =
           key.second < 0 || std::find(steps.begin(), steps.end(), key.second) != steps.end();
-      if (has_step) seq.by_rank.try_emplace(i);
+      if (has_step) {
+        seq.by_rank.try_emplace(i);
+      } else {
+        without.push_back(ranks[i].rank);
+      }
     }
-  }
-  std::vector<CollectiveInstance> out;
-  for (const auto& [key, seq] : sequences)
+    if (!without.empty()) {
+      notes.push_back(fmt::format("{}, step {}: rank{} {} kept no such step: not matched",
+                                  key.first, key.second, without.size() == 1 ? "" : "s",
+                                  RanksText(without).substr(0, 200)));
+      continue;
+    }
     MatchSequence(ranks, key.first, key.second, seq, out, notes);
+  }
   // A process group with ranks whose traces are not here.
   std::set<std::string> noted;
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -197,9 +223,9 @@ std::vector<CollectiveInstance> MatchCollectives(const std::vector<TraceRankBrea
       }
       if (!absent.empty()) {
         notes.push_back(fmt::format(
-            "process group {} {}: no trace of rank{} {}: the last arrival is the last among the "
+            "process group {}{}: no trace of rank{} {}: the last arrival is the last among the "
             "ranks given; one not given may arrive later",
-            k.group, k.group_ranks, absent.size() == 1 ? "" : "s",
+            k.group, GroupText(k.group_ranks), absent.size() == 1 ? "" : "s",
             RanksText(absent).substr(0, 200)));
       }
     }
@@ -278,10 +304,33 @@ void SplitTimes(std::vector<CollectiveInstance>& all, const std::vector<double>&
   }
 }
 
-double ExposedIn(const CommKernelUse& k, double from) {
-  double covered = 0;
-  for (const auto& [a, b] : k.compute_within) covered += std::max(0.0, b - std::max(a, from));
-  return std::max(0.0, k.end - from - covered);
+// The time `spans` cover with no compute kernel running: merged first, so
+// collectives that overlap (two communicators' streams) count once.
+double Exposed(std::vector<TimeSpan> spans, std::vector<TimeSpan> compute) {
+  std::vector<TimeSpan> merged = MergedSpans(std::move(spans));
+  return std::max(0.0,
+                  Length(merged) - IntersectionLength(merged, MergedSpans(std::move(compute))));
+}
+
+// Each rank's exposed transfer, unmatched time and both together.
+void ExposedTimes(const std::vector<TraceRankBreakdown>& ranks,
+                  const std::vector<std::vector<double>>& transfer_from, CollectiveSplit& split) {
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    std::vector<TimeSpan> transfer, unmatched, compute;
+    for (size_t j = 0; j < ranks[i].comm_kernels.size(); ++j) {
+      const CommKernelUse& k = ranks[i].comm_kernels[j];
+      const double from = transfer_from[i][j];
+      (std::isnan(from) ? unmatched : transfer)
+          .push_back({std::isnan(from) ? k.start : from, k.end});
+      for (const auto& [a, b] : k.compute_within) compute.push_back({a, b});
+    }
+    RankSplit& r = split.ranks[i];
+    std::vector<TimeSpan> both(transfer);
+    both.insert(both.end(), unmatched.begin(), unmatched.end());
+    r.transfer_exposed_us = Exposed(std::move(transfer), compute);
+    r.unmatched_exposed_us = Exposed(std::move(unmatched), compute);
+    r.exposed_us = Exposed(std::move(both), std::move(compute));
+  }
 }
 
 // The rank's steps' time: the kept steps' span, else the GPU's window.
@@ -297,12 +346,13 @@ void RankTotals(const std::vector<TraceRankBreakdown>& ranks, CollectiveSplit& s
                 const std::vector<double>& offset, double late_min_us,
                 const std::map<int, size_t>& index_of) {
   split.ranks.resize(ranks.size());
-  std::vector<std::vector<char>> matched(ranks.size());
+  // per kernel, where its transfer starts on its rank's clock; NaN: unmatched
+  std::vector<std::vector<double>> transfer_from(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
     split.ranks[i].rank = ranks[i].rank;
     split.ranks[i].clock_offset_us = offset[i];
     split.ranks[i].steps_us = StepsTime(ranks[i]);
-    matched[i].assign(ranks[i].comm_kernels.size(), 0);
+    transfer_from[i].assign(ranks[i].comm_kernels.size(), NAN);
   }
   for (const CollectiveInstance& c : split.collectives) {
     double others_wait = 0;
@@ -310,11 +360,10 @@ void RankTotals(const std::vector<TraceRankBreakdown>& ranks, CollectiveSplit& s
       size_t i = index_of.at(t.rank);
       RankSplit& r = split.ranks[i];
       const CommKernelUse& k = ranks[i].comm_kernels[t.kernel];
-      matched[i][t.kernel] = 1;
+      transfer_from[i][t.kernel] = k.end - t.transfer_us;
       ++r.collectives;
       r.wait_us += t.wait_us;
       r.transfer_us += t.transfer_us;
-      r.transfer_exposed_us += ExposedIn(k, k.end - t.transfer_us);
       auto step = std::find_if(r.steps.begin(), r.steps.end(),
                                [&](const RankStepSplit& s) { return s.step == c.step; });
       if (step == r.steps.end()) step = r.steps.insert(r.steps.end(), RankStepSplit{c.step});
@@ -333,12 +382,9 @@ void RankTotals(const std::vector<TraceRankBreakdown>& ranks, CollectiveSplit& s
     RankSplit& r = split.ranks[i];
     std::sort(r.steps.begin(), r.steps.end(),
               [](const RankStepSplit& a, const RankStepSplit& b) { return a.step < b.step; });
-    for (size_t j = 0; j < matched[i].size(); ++j) {
-      if (matched[i][j]) continue;
-      ++r.unmatched;
-      r.unmatched_exposed_us += ExposedIn(ranks[i].comm_kernels[j], ranks[i].comm_kernels[j].start);
-    }
+    for (double from : transfer_from[i]) r.unmatched += std::isnan(from) ? 1 : 0;
   }
+  ExposedTimes(ranks, transfer_from, split);
 }
 
 // The cause of a rank's late arrivals: what it did more than the others
@@ -474,6 +520,7 @@ CollectiveSplit SplitCollectives(const std::vector<TraceRankBreakdown>& ranks,
     split.spread_max_us = *std::max_element(spreads.begin(), spreads.end());
   }
   const double late_min_us = std::max(kLateMinUs, 2 * split.spread_p50_us);
+  split.late_min_us = late_min_us;
   RankTotals(ranks, split, offset, late_min_us, index_of);
   if (split.Matched()) FindStragglers(ranks, split, index_of, late_min_us);
   return split;

@@ -81,6 +81,7 @@ struct RankSplit {
   double wait_us = 0, transfer_us = 0;
   double transfer_exposed_us = 0;   // of the transfer, with no compute kernel running
   double unmatched_exposed_us = 0;  // its unmatched kernels' time with no compute running
+  double exposed_us = 0;            // both together, each instant once
   uint64_t last_in = 0;             // collectives it arrived last in, late by kLateMinUs or more
   double caused_wait_us = 0;        // the others' mean wait in those, summed
   double steps_us = 0;              // its steps' time (the share's basis)
@@ -105,6 +106,8 @@ struct CollectiveSplit {
   bool same_clock = false;
   std::string clock;                            // how times were aligned, in words
   double spread_p50_us = 0, spread_max_us = 0;  // of the collectives' ends, aligned
+  double late_min_us =
+      kLateMinUs;  // a last arrival counts from here: kLateMinUs or twice the spread
   std::vector<CollectiveInstance> collectives;  // by step, communicator, seq
   std::vector<RankSplit> ranks;                 // as the breakdowns
   std::vector<TraceStraggler>

@@ -129,6 +129,38 @@ void ForWindowsMeeting(const std::vector<Window>& windows, double start, double 
 }  // namespace
 
 // The part of [lo, hi) that `v` (merged, sorted) covers.
+std::vector<TimeSpan> MergedSpans(std::vector<TimeSpan> v) {
+  std::sort(v.begin(), v.end(),
+            [](const TimeSpan& a, const TimeSpan& b) { return a.start < b.start; });
+  std::vector<TimeSpan> out;
+  for (const TimeSpan& i : v) {
+    if (!out.empty() && i.start <= out.back().end) {
+      out.back().end = std::max(out.back().end, i.end);
+    } else {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+double Length(const std::vector<TimeSpan>& merged) {
+  double sum = 0;
+  for (const TimeSpan& i : merged) sum += i.end - i.start;
+  return sum;
+}
+
+double IntersectionLength(const std::vector<TimeSpan>& a, const std::vector<TimeSpan>& b) {
+  double sum = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    double lo = std::max(a[i].start, b[j].start);
+    double hi = std::min(a[i].end, b[j].end);
+    if (hi > lo) sum += hi - lo;
+    (a[i].end < b[j].end) ? ++i : ++j;
+  }
+  return sum;
+}
+
 double CoveredIn(const std::vector<TimeSpan>& v, double lo, double hi) {
   auto it = std::upper_bound(v.begin(), v.end(), lo,
                              [](double t, const TimeSpan& i) { return t < i.end; });
@@ -191,11 +223,15 @@ std::string CollectiveOf(std::string_view args_name, std::string_view kernel_nam
   static constexpr std::pair<std::string_view, std::string_view> kWords[] = {
       {"allreduce", "allreduce"}, {"allgather", "allgather"}, {"reducescatter", "reducescatter"},
       {"alltoall", "alltoall"},   {"broadcast", "broadcast"}, {"sendrecv", "sendrecv"},
-      {"send", "sendrecv"},       {"recv", "sendrecv"},       {"barrier", "barrier"},
-      {"reduce", "reduce"},
+      {"barrier", "barrier"},     {"reduce", "reduce"},
   };
   for (const auto& [word, name] : kWords) {
     if (Contains(text, word)) return std::string(name);
+  }
+  // PyTorch's send and recv (isend, irecv, batch_isend_irecv's): two ranks
+  // of the group; an NCCL SendRecv kernel without args may be all-to-all's
+  if (Contains(text, "send") || Contains(text, "recv")) {
+    return args_name.empty() ? "sendrecv" : "p2p";
   }
   return "";
 }
@@ -245,11 +281,17 @@ std::vector<CommKernelUse> CollectCommKernels(const TraceFile& trace, const Comm
     if (it == family_of.end()) it = family_of.emplace(name, CommFamilyOf(trace.names[name])).first;
     return it->second;
   };
+  // The compute kernels in this view: every kernel that moves nothing
+  // between GPUs (HTA's compute holds vLLM's all-reduce, DeepEP's, ...),
+  // merged.
   std::vector<const KeptGpuRow*> compute_rows;
+  std::vector<TimeSpan> compute;
   for (const KeptGpuRow& r : *in.rows) {
-    if (r.event->cat != TraceCategory::kKernel) continue;
-    if (!family(r.event->name)) compute_rows.push_back(&r);
+    if (r.event->cat != TraceCategory::kKernel || family(r.event->name)) continue;
+    compute_rows.push_back(&r);
+    compute.push_back({r.start, r.end});
   }
+  compute = MergedSpans(std::move(compute));
   // The kept rows' args by event index.
   std::unordered_map<uint32_t, const TraceCommArgs*> args_of;
   for (const TraceCommArgs& a : trace.comm_args) args_of.emplace(a.index, &a);
@@ -307,16 +349,16 @@ std::vector<CommKernelUse> CollectCommKernels(const TraceFile& trace, const Comm
     }
     previous_end = std::max(previous_end, k.end);
     windows.push_back({from, k.start});
-    auto c = std::upper_bound(in.compute->begin(), in.compute->end(), k.start,
+    auto c = std::upper_bound(compute.begin(), compute.end(), k.start,
                               [](double t, const TimeSpan& i) { return t < i.end; });
-    for (; c != in.compute->end() && c->start < k.end; ++c) {
+    for (; c != compute.end() && c->start < k.end; ++c) {
       k.compute_within.emplace_back(std::max(c->start, k.start), std::min(c->end, k.end));
     }
     CommLeadIn& l = k.lead_in;
     l.from_us = from;
     const double window = k.start - from;
     if (window <= 0) continue;
-    l.compute_us = CoveredIn(*in.compute, from, k.start);
+    l.compute_us = CoveredIn(compute, from, k.start);
     l.loader_us = CoveredIn(*in.loader, from, k.start);
     const double idle = window - CoveredIn(*in.busy, from, k.start);
     l.sync_us = std::min(std::max(0.0, idle - l.loader_us), CoveredIn(*in.sync, from, k.start));

@@ -44,6 +44,7 @@ std::string_view CommFamilyName(CommFamily family);  // "nccl", "symmetric_memor
 // "reducescatter", "alltoall", "broadcast", "reduce", "sendrecv", "barrier";
 // from the args' "Collective name" or from an NCCL kernel's name
 // (ncclKernel_AllReduce_...); "" when neither says (ncclDevKernel_Generic).
+// "p2p" for the args' send and recv: two ranks, never matched across all.
 std::string CollectiveOf(std::string_view args_name, std::string_view kernel_name);
 
 // Bytes of one element of the args' dtype ("Float", "BFloat16", ...) or,
@@ -86,7 +87,7 @@ struct CommKernelUse {
 };
 
 // What the breakdown hands over: its kept rows and steps, and the merged
-// spans of compute kernels, GPU rows, the loader and syncs.
+// spans of GPU rows, the loader and syncs.
 struct TimeSpan {
   double start = 0;
   double end = 0;
@@ -104,7 +105,6 @@ struct KeptStep {
 struct CommKernelInputs {
   const std::vector<KeptGpuRow>* rows = nullptr;
   const std::vector<KeptStep>* steps = nullptr;  // by start
-  const std::vector<TimeSpan>* compute = nullptr;
   const std::vector<TimeSpan>* busy = nullptr;
   const std::vector<TimeSpan>* loader = nullptr;
   const std::vector<TimeSpan>* sync = nullptr;
@@ -112,6 +112,13 @@ struct CommKernelInputs {
   bool round = false;                    // HTA's rounding of fractional times
 };
 
+// Spans merged as HTA merges rows: sorted by start, one joins the span
+// before while it starts at or before its end (touching spans merge).
+std::vector<TimeSpan> MergedSpans(std::vector<TimeSpan> spans);
+// Their summed length (merged spans).
+double Length(const std::vector<TimeSpan>& merged);
+// The length both cover (each merged and sorted).
+double IntersectionLength(const std::vector<TimeSpan>& a, const std::vector<TimeSpan>& b);
 // The part of [lo, hi) that `merged` (merged and sorted spans) covers.
 double CoveredIn(const std::vector<TimeSpan>& merged, double lo, double hi);
 

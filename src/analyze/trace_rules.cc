@@ -320,7 +320,7 @@ std::optional<std::pair<Finding, double>> CpuBoundPath(const TraceRankBreakdown&
 // exposed transfer, and the time of its kernels matched in no collective.
 std::optional<std::pair<Finding, double>> CommRatio(const TraceRankBreakdown& r,
                                                     const RankSplit* rank) {
-  if (r.comm_us <= 0) return std::nullopt;
+  if (rank == nullptr && r.comm_us <= 0) return std::nullopt;
   double wall = StepTime(r);
   std::string basis = "the steps' time";
   if (wall <= 0 && r.temporal) {
@@ -330,8 +330,7 @@ std::optional<std::pair<Finding, double>> CommRatio(const TraceRankBreakdown& r,
   if (wall <= 0) return std::nullopt;
   // waiting for the last rank is no network time
   if (rank != nullptr && rank->wait_us > rank->transfer_us) return std::nullopt;
-  double exposed =
-      rank != nullptr ? rank->transfer_exposed_us + rank->unmatched_exposed_us : r.comm_exposed_us;
+  double exposed = rank != nullptr ? rank->exposed_us : r.comm_exposed_us;
   double ratio = exposed / wall;
   if (ratio < kCommRatioHigh) return std::nullopt;
   Finding f;

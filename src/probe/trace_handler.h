@@ -158,6 +158,10 @@ inline std::optional<int64_t> IdOf(std::string_view text) {
 // so HTA) meets too. Kineto nests five levels deep.
 inline constexpr size_t kMaxNesting = 1000;
 
+// A collective arg's text kept per kernel (sample/trace.h TraceCommArgs) is
+// cut here; PyTorch's are far shorter.
+inline constexpr size_t kMaxCommArgBytes = 256;
+
 // Hashes std::string and std::string_view alike, for lookups by view.
 struct TextHash {
   using is_transparent = void;
@@ -424,6 +428,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   // every event, stays small enough to inline.
   [[gnu::noinline, gnu::cold]] void CommField(std::string_view v, bool number) {
     comm_seen_ = true;
+    v = v.substr(0, kMaxCommArgBytes);  // a hostile file's megabyte "name" is not kept per event
     switch (key_) {
       case KeyName::kGroupName:
         comm_.group.assign(v);

@@ -83,7 +83,7 @@ Json CollectivesJson(const CollectiveSplit& split) {
           {"same_clock", split.same_clock},
           {"end_spread_p50_us", split.spread_p50_us},
           {"end_spread_max_us", split.spread_max_us},
-          {"late_min_us", kLateMinUs},
+          {"late_min_us", split.late_min_us},
           {"stragglers", stragglers},
           {"notes", split.notes},
           {"instances", instances}};
@@ -108,6 +108,7 @@ Json RankCollectivesJson(const CollectiveSplit& split, int rank) {
           {"transfer_us", r->transfer_us},
           {"transfer_exposed_us", r->transfer_exposed_us},
           {"unmatched_exposed_us", r->unmatched_exposed_us},
+          {"exposed_us", r->exposed_us},
           {"clock_offset_us", r->clock_offset_us},
           {"last_in", r->last_in},
           {"others_wait_us", r->caused_wait_us},

@@ -226,12 +226,9 @@ CREATE TABLE IF NOT EXISTS inputs (
 );
 )sql";
 
-// The ports' congestion counters (sample/timeline.h CongestionPoint),
-// created with their first rows; the has_* columns say which kinds the
-// driver counts at all.
-// With stallscope.ddp(model): each gradient bucket's all-reduce per step
-// and rank (sample/timeline.h BucketSync); created with its first rows, so
-// files of older versions, and runs without stallscope.ddp, lack it.
+// With stallscope.ddp(model) on gloo: each gradient bucket's all-reduce
+// per step and rank (sample/timeline.h BucketSync); created with its first
+// rows, so files of older versions, and runs without them, lack it.
 inline constexpr std::string_view kCreateBucketSync = R"sql(
 CREATE TABLE IF NOT EXISTS bucket_sync (
   interval INTEGER NOT NULL REFERENCES samples(interval),
@@ -243,6 +240,9 @@ CREATE TABLE IF NOT EXISTS bucket_sync (
 );
 )sql";
 
+// The ports' congestion counters (sample/timeline.h CongestionPoint),
+// created with their first rows; the has_* columns say which kinds the
+// driver counts at all.
 inline constexpr std::string_view kCreateCongestionCounters = R"sql(
 CREATE TABLE IF NOT EXISTS congestion_counters (
   interval INTEGER NOT NULL REFERENCES samples(interval),

@@ -1,6 +1,6 @@
 // The last rank into each gradient bucket's all-reduce
-// (analyze/bucket_arrivals.h), on bucket records made by hand: one host
-// (launches compared as written), two hosts with clocks 40 s apart
+// (analyze/bucket_arrivals.h), on bucket records made by hand: one run file
+// (launches compared as written), two files (nodes) with clocks 40 s apart
 // (aligned on the completions), buckets a rank did not report and the
 // warm-up left out, and nothing for one rank.
 #include "analyze/bucket_arrivals.h"
@@ -33,11 +33,9 @@ std::vector<BucketSync> Records(int ranks, int steps, int late, double late_s, d
   return out;
 }
 
-TEST(BucketArrivals, OneHostTheLateRankEntersEveryBucketLast) {
+TEST(BucketArrivals, OneFileTheLateRankEntersEveryBucketLast) {
   std::vector<BucketSync> records = Records(4, 6, 2, 0.05);
-  std::vector<RankInfo> ranks = {
-      {10, 0, 0, 4, "a"}, {11, 1, 1, 4, "a"}, {12, 2, 2, 4, "a"}, {13, 3, 3, 4, "a"}};
-  BucketArrivals got = FindBucketArrivals({&records}, &ranks, 2);
+  BucketArrivals got = FindBucketArrivals({&records}, 2);
   EXPECT_FALSE(got.aligned);
   EXPECT_EQ(got.buckets, 8u);  // steps 2..5, two buckets each
   EXPECT_EQ(got.steps, 4u);
@@ -46,27 +44,31 @@ TEST(BucketArrivals, OneHostTheLateRankEntersEveryBucketLast) {
   EXPECT_NEAR(got.others_wait_s.at(2), 8 * 0.05, 1e-9);
 }
 
-TEST(BucketArrivals, TwoHostsAreAlignedOnTheCompletions) {
-  // ranks 2 and 3 on host b, whose clock reads 40 s more: as written rank 3
-  // would look last everywhere; aligned, rank 1 (host a) is.
-  std::vector<BucketSync> records = Records(4, 5, 1, 0.03, 40.0, {2, 3});
-  std::vector<RankInfo> ranks = {
-      {10, 0, 0, 4, "a"}, {11, 1, 1, 4, "a"}, {12, 2, 0, 4, "b"}, {13, 3, 1, 4, "b"}};
-  BucketArrivals got = FindBucketArrivals({&records}, &ranks, 0);
+TEST(BucketArrivals, TwoFilesAreAlignedOnTheCompletions) {
+  // ranks 2 and 3 in node b's file, whose clock reads 40 s more: as written
+  // rank 3 would look last everywhere; aligned, rank 1 (node a) is.
+  std::vector<BucketSync> all = Records(4, 5, 1, 0.03, 40.0, {2, 3});
+  std::vector<BucketSync> a, b;
+  for (const BucketSync& r : all) (r.rank < 2 ? a : b).push_back(r);
+  BucketArrivals got = FindBucketArrivals({&a, &b}, 0);
   EXPECT_TRUE(got.aligned);
   EXPECT_EQ(got.last_in.at(1), 10u);
   EXPECT_NEAR(got.others_wait_s.at(1), 10 * 0.03, 1e-9);
+  // one file's records compared as written: node b's ranks look 40 s late
+  BucketArrivals raw = FindBucketArrivals({&all}, 0);
+  EXPECT_EQ(raw.last_in[2] + raw.last_in[3], 10u);
+  EXPECT_EQ(raw.last_in.count(1), 0u);
 }
 
 TEST(BucketArrivals, IncompleteBucketsAndOneRankAreLeftOut) {
   std::vector<BucketSync> records = Records(3, 4, 0, 0.02);
   records.erase(records.begin() + 4);  // step 0, bucket 1, rank 1
-  BucketArrivals got = FindBucketArrivals({&records}, nullptr, 0);
+  BucketArrivals got = FindBucketArrivals({&records}, 0);
   EXPECT_EQ(got.buckets, 7u);
   EXPECT_EQ(got.last_in.at(0), 7u);
   std::vector<BucketSync> one = Records(1, 4, 0, 0.02);
-  EXPECT_EQ(FindBucketArrivals({&one}, nullptr, 0).buckets, 0u);
-  EXPECT_EQ(FindBucketArrivals({nullptr}, nullptr, 0).buckets, 0u);
+  EXPECT_EQ(FindBucketArrivals({&one}, 0).buckets, 0u);
+  EXPECT_EQ(FindBucketArrivals({nullptr}, 0).buckets, 0u);
 }
 
 }  // namespace

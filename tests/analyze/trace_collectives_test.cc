@@ -152,6 +152,49 @@ TEST(TraceCollectives, ByStreamWithoutArgsAndAGroupWithRanksNotGiven) {
   EXPECT_TRUE(SplitCollectives({Rank(0, 1, 1)}, {}).collectives.empty());
 }
 
+TEST(TraceCollectives, PointToPointAndAStepARankLacksAreNotMatched) {
+  std::vector<TraceRankBreakdown> ranks = {Rank(0, 3, 2), Rank(1, 3, 2), Rank(2, 3, 2)};
+  for (TraceRankBreakdown& r : ranks) r.comm_kernels[0].collective = "p2p";  // step 0's first
+  ranks[1].steps.erase(ranks[1].steps.begin() + 2);  // rank 1 kept no step 2
+  CollectiveSplit s = SplitCollectives(ranks, {});
+  // step 0's second and step 1's two: not the send/recv, not step 2
+  ASSERT_EQ(s.collectives.size(), 3u);
+  for (const CollectiveInstance& c : s.collectives) EXPECT_NE(c.step, 2);
+  std::string notes;
+  for (const std::string& n : s.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("3 point-to-point send or receive kernels"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("step 2: rank 1 kept no such step"), std::string::npos) << notes;
+}
+
+TEST(TraceCollectives, OverlappingCollectivesAreExposedOnce) {
+  // Two groups' all-reduces at the same time on two streams, each 450 µs of
+  // transfer: exposed once, 450 µs a step, not 900.
+  std::vector<TraceRankBreakdown> ranks = {Rank(0, 2, 1), Rank(1, 2, 1)};
+  for (TraceRankBreakdown& r : ranks) {
+    std::vector<CommKernelUse> twins = r.comm_kernels;
+    for (CommKernelUse& k : twins) {
+      k.group = "1";
+      k.stream = 14;
+    }
+    r.comm_kernels.insert(r.comm_kernels.end(), twins.begin(), twins.end());
+    std::stable_sort(
+        r.comm_kernels.begin(), r.comm_kernels.end(),
+        [](const CommKernelUse& a, const CommKernelUse& b) { return a.start < b.start; });
+  }
+  CollectiveSplit s = SplitCollectives(ranks, {});
+  ASSERT_EQ(s.collectives.size(), 4u);
+  const RankSplit* r0 = s.Of(0);
+  ASSERT_NE(r0, nullptr);
+  EXPECT_DOUBLE_EQ(r0->transfer_us, 4 * 450);
+  EXPECT_DOUBLE_EQ(r0->exposed_us, 2 * 450);
+  // compute over half of each: the rest is exposed
+  for (TraceRankBreakdown& r : ranks) {
+    for (CommKernelUse& k : r.comm_kernels) k.compute_within = {{k.start, k.start + 225}};
+  }
+  s = SplitCollectives(ranks, {});
+  EXPECT_DOUBLE_EQ(s.Of(0)->exposed_us, 2 * 225);
+}
+
 TEST(TraceCollectives, AStragglerIsNamedWithTheCauseItsLeadInShows) {
   std::vector<Late> late = {{0, 0, 400}, {1, 0, 400}, {2, 1, 300}};
   std::vector<TraceRankBreakdown> ranks = {Rank(0, 3, 2), Rank(1, 3, 2), Rank(2, 3, 2, 0, late)};
@@ -215,6 +258,8 @@ TEST(TraceCommKernels, CollectiveDtypeAndBusFactor) {
   EXPECT_EQ(CollectiveOf("_allgather_base", "ncclDevKernel_Generic()"), "allgather");
   EXPECT_EQ(CollectiveOf("reduce_scatter_tensor_coalesced", ""), "reducescatter");
   EXPECT_EQ(CollectiveOf("all_to_all", ""), "alltoall");
+  EXPECT_EQ(CollectiveOf("send", "ncclDevKernel_SendRecv(ncclDevComm*)"), "p2p");
+  EXPECT_EQ(CollectiveOf("recv", ""), "p2p");
   EXPECT_EQ(DtypeBytes("BFloat16", ""), 2);
   EXPECT_EQ(DtypeBytes("Float", ""), 4);
   EXPECT_EQ(DtypeBytes("", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"), 4);

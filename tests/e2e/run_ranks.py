@@ -234,7 +234,7 @@ class DdpJob(unittest.TestCase):
             bucket_wait = f["evidence"]["others_bucket_wait_seconds_per_step"]
             self.assertGreater(bucket_wait, 0.035, cause)
             self.assertLess(bucket_wait, 0.065, cause)
-            self.assertEqual(f["evidence"]["bucket_clock"], "one host's clock")
+            self.assertEqual(f["evidence"]["bucket_clock"], "one file's clock")
             self.assertEqual(sorted(r["rank"] for r in report["ranks"]), [0, 1, 2, 3])
 
     @unittest.skipUnless(shutil.which("taskset") and len(os.sched_getaffinity(0)) >= 2

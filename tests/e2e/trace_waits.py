@@ -165,6 +165,48 @@ class Generated(unittest.TestCase):
             self.assertEqual(c["bytes"], 16 << 20)
             self.assertAlmostEqual(c["busbw_gbps"], c["algbw_gbps"] * 1.5, places=6)
 
+    def test_long_transfers_are_the_network_and_counted_once(self):
+        """Balanced ranks whose all-reduces move data 3 ms each (4 a step):
+        the transfer is most of the step, so network.comm_ratio_high fires,
+        with a ratio of the step's time that cannot pass 1."""
+        out = os.path.join(self.tmp, "slow-net")
+        generate(self, out, "--transfer-us", "3000")
+        got = common.run_json(self, ["trace", out, "--json"])
+        f = common.finding(got, "network.comm_ratio_high")
+        self.assertIsNotNone(f, [x["id"] for x in got["findings"]])
+        ev = f["evidence"]
+        self.assertGreaterEqual(ev["comm_ratio"], 0.5)
+        self.assertLessEqual(ev["comm_ratio"], 1.0)
+        self.assertLess(ev["wait_us"], 0.01 * ev["transfer_us"])
+        self.assertIsNone(common.finding(got, "distributed.straggler"))
+        for r in got["ranks"]:
+            c = r["collectives"]
+            self.assertLessEqual(c["exposed_us"], c["transfer_us"] + c["unmatched_exposed_us"] + 1)
+
+    def test_a_symmetric_memory_all_reduce_is_split_and_judged(self):
+        """The same jobs with PyTorch's symmetric-memory all-reduce instead of
+        NCCL's (HTA calls it compute): matched, split, the late rank named,
+        long transfers the network's."""
+        name = ("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>"
+                "(c10::BFloat16*, unsigned long, unsigned int**, unsigned long, unsigned long)")
+        out = os.path.join(self.tmp, "multimem")
+        late = []
+        for step in (1, 2, 3, 4):
+            late += ["--late", "2:%d:1:6000:kernel" % step]
+        generate(self, out, "--comm-kernel", name, *late)
+        got = common.run_json(self, ["trace", out, "--json"])
+        self.assertEqual(got["ranks"][0]["comm_kernels"][0]["family"], "symmetric_memory")
+        self.assertIsNone(got["ranks"][0]["comm_comp_overlap_pct"])  # HTA sees no comm
+        s = got["collectives"]["stragglers"]
+        self.assertEqual([x["rank"] for x in s], [2], s)
+        self.assertEqual(s[0]["cause"], "compute")
+        self.close_to(instance(got, 2, 1)["lateness_us"], 6000, "step 2 #1")
+        slow = os.path.join(self.tmp, "multimem-slow")
+        generate(self, slow, "--comm-kernel", name, "--transfer-us", "3000")
+        got = common.run_json(self, ["trace", slow, "--json"])
+        self.assertIsNotNone(common.finding(got, "network.comm_ratio_high"),
+                             [x["id"] for x in got["findings"]])
+
     def test_a_missing_collective_is_reported_not_guessed_past(self):
         out = os.path.join(self.tmp, "missing")
         generate(self, out)
