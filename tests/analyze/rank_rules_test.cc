@@ -156,7 +156,8 @@ TEST(Straggler, ARankThatWaitsForACpuIsHostCpuAndItsBucketsSaySo) {
               1e-9);
   // The same delay on every rank is the host's for all: compute, not host_cpu.
   for (ProcessPoint& p : t.processes) p.run_delay_percent = 55.0;
-  s = WithId(CheckRanks(t).findings, "distributed.straggler");
+  findings = CheckRanks(t).findings;  // held: WithId points into it
+  s = WithId(findings, "distributed.straggler");
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(std::get<std::string>(Find(*s[0], "cause")->value), "compute");
 }
