@@ -273,76 +273,57 @@ double BusBandwidthFactor(std::string_view collective, int n) {
   return 1;
 }
 
-std::vector<CommKernelUse> CollectCommKernels(const TraceFile& trace, const CommKernelInputs& in) {
-  std::vector<CommKernelUse> out;
-  std::unordered_map<uint32_t, std::optional<CommFamily>> family_of;
-  auto family = [&](uint32_t name) -> std::optional<CommFamily> {
-    auto it = family_of.find(name);
-    if (it == family_of.end()) it = family_of.emplace(name, CommFamilyOf(trace.names[name])).first;
-    return it->second;
-  };
-  // The compute kernels in this view: every kernel that moves nothing
-  // between GPUs (HTA's compute holds vLLM's all-reduce, DeepEP's, ...),
-  // merged.
-  std::vector<const KeptGpuRow*> compute_rows;
-  std::vector<TimeSpan> compute;
-  for (const KeptGpuRow& r : *in.rows) {
-    if (r.event->cat != TraceCategory::kKernel || family(r.event->name)) continue;
-    compute_rows.push_back(&r);
-    compute.push_back({r.start, r.end});
-  }
-  compute = MergedSpans(std::move(compute));
-  // The kept rows' args by event index.
-  std::unordered_map<uint32_t, const TraceCommArgs*> args_of;
-  for (const TraceCommArgs& a : trace.comm_args) args_of.emplace(a.index, &a);
-  auto step_of = [&](double t) -> const KeptStep* {
-    const std::vector<KeptStep>& steps = *in.steps;
-    auto it = std::upper_bound(steps.begin(), steps.end(), t,
-                               [](double v, const KeptStep& s) { return v < s.start; });
-    if (it == steps.begin() || !(t < std::prev(it)->end)) return nullptr;
-    return &*std::prev(it);
-  };
-  for (const KeptGpuRow& r : *in.rows) {
-    if (r.event->cat != TraceCategory::kKernel) continue;
-    std::optional<CommFamily> f = family(r.event->name);
-    if (!f) continue;
-    CommKernelUse k;
-    k.start = r.start;
-    k.end = r.end;
-    k.stream = r.event->stream;
-    k.name = trace.names[r.event->name];
-    k.family = *f;
-    const KeptStep* step = std::isnan(r.launch) ? step_of(r.start) : step_of(r.launch);
-    if (step != nullptr) k.step = step->number;
-    auto a = args_of.find(r.event->index);
-    std::string_view args_collective, args_dtype;
-    int64_t nelems = -1;
-    if (a != args_of.end()) {
-      k.group = a->second->group;
-      k.group_ranks = a->second->group_ranks;
-      k.group_size = a->second->group_size;
-      args_collective = a->second->collective;
-      args_dtype = a->second->dtype;
-      nelems = std::max(a->second->in_nelems, a->second->out_nelems);
-    }
-    k.collective = CollectiveOf(args_collective, k.name);
-    int size = DtypeBytes(args_dtype, k.name);
-    if (nelems >= 0 && size > 0) k.bytes = nelems * size;
-    out.push_back(std::move(k));
-  }
-  std::stable_sort(out.begin(), out.end(), [](const CommKernelUse& a, const CommKernelUse& b) {
-    return a.start < b.start;
-  });
+namespace {
 
-  // The windows: from the previous collective's end (or the step's start)
-  // to each collective's start; both ends never go back, so the windows
-  // holding or meeting a row are one run of them, found by binary search.
+// The ProfilerStep a time falls in, or null.
+const KeptStep* StepOf(const std::vector<KeptStep>& steps, double t) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), t,
+                             [](double v, const KeptStep& s) { return v < s.start; });
+  if (it == steps.begin() || !(t < std::prev(it)->end)) return nullptr;
+  return &*std::prev(it);
+}
+
+// One communication kernel row as stallscope keeps it: its step, and what
+// its args (where the trace has them) say of its collective and message.
+CommKernelUse KernelUse(const TraceFile& trace, const KeptGpuRow& r, CommFamily family,
+                        const std::vector<KeptStep>& steps, const TraceCommArgs* args) {
+  CommKernelUse k;
+  k.start = r.start;
+  k.end = r.end;
+  k.stream = r.event->stream;
+  k.name = trace.names[r.event->name];
+  k.family = family;
+  if (const KeptStep* step = StepOf(steps, std::isnan(r.launch) ? r.start : r.launch)) {
+    k.step = step->number;
+  }
+  std::string_view args_collective, args_dtype;
+  int64_t nelems = -1;
+  if (args != nullptr) {
+    k.group = args->group;
+    k.group_ranks = args->group_ranks;
+    k.group_size = args->group_size;
+    args_collective = args->collective;
+    args_dtype = args->dtype;
+    nelems = std::max(args->in_nelems, args->out_nelems);
+  }
+  k.collective = CollectiveOf(args_collective, k.name);
+  int size = DtypeBytes(args_dtype, k.name);
+  if (nelems >= 0 && size > 0) k.bytes = nelems * size;
+  return k;
+}
+
+// Each kernel's lead-in window, from the previous collective's end (or its
+// step's start) to its start, and what the GPU and the host did in it; the
+// compute that overlaps each kernel. Both ends of the windows never go
+// back, so the windows holding or meeting a row are one run of them.
+std::vector<Window> LeadIns(std::vector<CommKernelUse>& out, const std::vector<TimeSpan>& compute,
+                            const CommKernelInputs& in) {
   double previous_end = -INFINITY;
   std::vector<Window> windows;
   for (CommKernelUse& k : out) {
     double from = std::min(previous_end, k.start);
     if (!std::isfinite(from)) {
-      const KeptStep* step = step_of(k.start);
+      const KeptStep* step = StepOf(*in.steps, k.start);
       from =
           step != nullptr ? step->start : (in.steps->empty() ? k.start : in.steps->front().start);
       from = std::min(from, k.start);
@@ -364,8 +345,15 @@ std::vector<CommKernelUse> CollectCommKernels(const TraceFile& trace, const Comm
     l.sync_us = std::min(std::max(0.0, idle - l.loader_us), CoveredIn(*in.sync, from, k.start));
     l.host_us = std::max(0.0, idle - l.loader_us - l.sync_us);
   }
-  // The longest CPU op and sync inside each window; the compute kernel
-  // with the most time in it.
+  return windows;
+}
+
+// The longest CPU op and sync inside each window, and the compute kernel
+// with the most time in it, named in the lead-ins.
+void NameLongest(const TraceFile& trace, const CommKernelInputs& in,
+                 const std::vector<Window>& windows,
+                 const std::vector<const KeptGpuRow*>& compute_rows,
+                 std::vector<CommKernelUse>& out) {
   std::vector<Longest> cpu(out.size()), sync(out.size()), kernel(out.size());
   std::vector<int8_t> step_name(trace.names.size(), -1);
   auto add_op = [&](const TraceEvent& e) {
@@ -400,6 +388,41 @@ std::vector<CommKernelUse> CollectCommKernels(const TraceFile& trace, const Comm
     }
     if (sync[i].us > 0) l.sync_op = trace.names[sync[i].name];
   }
+}
+
+}  // namespace
+
+std::vector<CommKernelUse> CollectCommKernels(const TraceFile& trace, const CommKernelInputs& in) {
+  std::unordered_map<uint32_t, std::optional<CommFamily>> family_of;
+  auto family = [&](uint32_t name) -> std::optional<CommFamily> {
+    auto it = family_of.find(name);
+    if (it == family_of.end()) it = family_of.emplace(name, CommFamilyOf(trace.names[name])).first;
+    return it->second;
+  };
+  std::unordered_map<uint32_t, const TraceCommArgs*> args_of;  // by event index
+  for (const TraceCommArgs& a : trace.comm_args) args_of.emplace(a.index, &a);
+  // The communication kernels; the compute ones in this view: every kernel
+  // that moves nothing between GPUs (HTA's compute holds vLLM's all-reduce,
+  // DeepEP's, ...), merged.
+  std::vector<CommKernelUse> out;
+  std::vector<const KeptGpuRow*> compute_rows;
+  std::vector<TimeSpan> compute;
+  for (const KeptGpuRow& r : *in.rows) {
+    if (r.event->cat != TraceCategory::kKernel) continue;
+    if (std::optional<CommFamily> f = family(r.event->name)) {
+      auto a = args_of.find(r.event->index);
+      out.push_back(KernelUse(trace, r, *f, *in.steps, a == args_of.end() ? nullptr : a->second));
+    } else {
+      compute_rows.push_back(&r);
+      compute.push_back({r.start, r.end});
+    }
+  }
+  compute = MergedSpans(std::move(compute));
+  std::stable_sort(out.begin(), out.end(), [](const CommKernelUse& a, const CommKernelUse& b) {
+    return a.start < b.start;
+  });
+  std::vector<Window> windows = LeadIns(out, compute, in);
+  NameLongest(trace, in, windows, compute_rows, out);
   return out;
 }
 
