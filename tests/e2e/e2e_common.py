@@ -107,6 +107,16 @@ def meminfo():
     return out
 
 
+def need_shared_dir(test, path, what):
+    """Skips the test with a message when `path` (under ../shared) is
+    missing, and fails it when CI=true: there it is part of the test."""
+    if os.path.isdir(path):
+        return
+    if os.environ.get("CI") == "true":
+        test.fail("%s is missing (CI=true): %s are part of the test" % (path, what))
+    test.skipTest("%s is missing: checks on %s skipped (they run in CI)" % (path, what))
+
+
 def finding(report, finding_id):
     for f in report.get("findings", []):
         if f.get("id") == finding_id:

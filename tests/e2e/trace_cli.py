@@ -41,11 +41,7 @@ TOLERANCE_PP = 0.05
 
 
 def need_shared(test):
-    if os.path.isdir(SHARED_TRACES):
-        return
-    if os.environ.get("CI") == "true":
-        test.fail("%s is missing (CI=true): the real traces are part of the test" % SHARED_TRACES)
-    test.skipTest("%s is missing: real-trace checks skipped (they run in CI)" % SHARED_TRACES)
+    common.need_shared_dir(test, SHARED_TRACES, "the real traces")
 
 
 def trace_dirs():

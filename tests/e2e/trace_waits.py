@@ -46,11 +46,7 @@ def generate(test, out, *args):
 
 
 def need_shared(test):
-    if os.path.isdir(SHARED):
-        return
-    if os.environ.get("CI") == "true":
-        test.fail("%s is missing (CI=true): the real traces are part of the test" % SHARED)
-    test.skipTest("%s is missing: real-trace checks skipped (they run in CI)" % SHARED)
+    common.need_shared_dir(test, SHARED, "the real traces")
 
 
 def instance(report, step, seq):
@@ -295,9 +291,8 @@ class RealTraces(unittest.TestCase):
         self.assertEqual(multimem[0]["count"], 73)
         # HTA's columns stay HTA's: the kernel is COMPUTATION there
         top = {k["name"]: k["type"] for k in got["ranks"][0]["top_kernels"]}
-        for name, kind in top.items():
-            if "multimem_all_reduce_kernel" in name:
-                self.assertEqual(kind, "COMPUTATION")
+        kinds = [kind for name, kind in top.items() if "multimem_all_reduce_kernel" in name]
+        self.assertEqual(kinds, ["COMPUTATION"], list(top))
 
 
 if __name__ == "__main__":
