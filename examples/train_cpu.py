@@ -33,6 +33,7 @@ imported and runs without it otherwise.
 """
 import argparse
 import os
+import signal
 import shutil
 import sys
 import tempfile
@@ -158,6 +159,41 @@ class Net(nn.Module):
         return self.head(self.rest(a).flatten(1)), a
 
 
+def fail(how, step):
+    """Stops this rank at `step` as `how` says (see --fail-how)."""
+    print(f"rank stops at step {step}: {how}", flush=True)
+    if how == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif how == "raise":
+        raise RuntimeError(f"injected failure at step {step}")
+    elif how == "sleep":
+        while True:
+            time.sleep(3600)
+    elif how == "oom":
+        hog = []
+        while True:
+            hog.append(bytearray(64 << 20))
+            for i in range(0, len(hog[-1]), 4096):
+                hog[-1][i] = 1
+    elif how == "worker-kill":
+        with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as f:
+            children = [int(c) for c in f.read().split()]
+        os.kill(children[0], signal.SIGKILL)
+
+
+def evaluate(model, rank, seconds, ddp):
+    """Rank 0 runs forward passes for `seconds`; the others wait in a barrier."""
+    if rank == 0:
+        inner = model.module if hasattr(model, "module") else model
+        t_end = time.monotonic() + seconds
+        with torch.no_grad():
+            while time.monotonic() < t_end:
+                inner(torch.rand(16, 3, SIDE, SIDE))
+    if ddp:
+        import torch.distributed as dist
+        dist.barrier()
+
+
 def rss_mib():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -186,6 +222,18 @@ def main():
     p.add_argument("--step-ms", type=float, default=0.0, metavar="M",
                    help="every rank sleeps M ms per step before backward (a device's step "
                         "time, the CPU free meanwhile)")
+    p.add_argument("--fail-rank", type=int, default=-1, metavar="R",
+                   help="rank R stops at step --fail-step, as --fail-how says")
+    p.add_argument("--fail-step", type=int, default=10, metavar="N")
+    p.add_argument("--fail-how", choices=["kill", "raise", "sleep", "oom", "worker-kill"],
+                   default="kill",
+                   help="kill: SIGKILL itself; raise: an exception; sleep: asleep for good; "
+                        "oom: allocate until the OOM killer ends it; worker-kill: SIGKILL one "
+                        "of its DataLoader workers")
+    p.add_argument("--eval-step", type=int, default=-1, metavar="N",
+                   help="after step N rank 0 evaluates for --eval-s seconds (forward passes) "
+                        "while the other ranks wait in a barrier")
+    p.add_argument("--eval-s", type=float, default=0.0, metavar="S")
     args = p.parse_args()
     slow = args.mode == "input-bound"
     epochs = args.epochs or (2 if slow else 6)
@@ -246,6 +294,10 @@ def main():
             seen += len(y)
             correct += (logits.argmax(1) == y).sum().item()
             n += 1
+            if rank == args.fail_rank and steps + n == args.fail_step:
+                fail(args.fail_how, args.fail_step)
+            if steps + n == args.eval_step:
+                evaluate(model, rank, args.eval_s, args.ddp)
             if n == cap:
                 break
         steps += n

@@ -26,10 +26,12 @@ import atexit
 import os
 import socket
 import sys
+import threading
 import time
 
 from . import _leak
 from . import _profile
+from . import _stops
 
 __all__ = ["loader", "epoch", "enabled", "ddp"]
 
@@ -64,6 +66,10 @@ _CALLBACK_DRAIN_S = 2.0
 # `run --profile A:B`: this process's profiling window (_profile.Window), or
 # None; a cell, read once per step by the loader generators.
 _window = [None]
+# This process's step ring (_stops.Ring), or None: every step is also written
+# there, in shared memory that outlives the process (a rank SIGKILLed loses
+# at most the step in progress). A cell, read once per loop by _timed.
+_ring = [None]
 
 
 class _State:
@@ -83,6 +89,7 @@ class _State:
         self.reported = 0        # of those, how many `dropped` records told
         self.loaders = set()     # (id, record) of the loaders reported
         self.leak = _leak.LeakWatch(self.pid, self.rank)   # placing a leak (_leak.py)
+        self.stacks = None       # the file faulthandler writes stacks to (_stops.py)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.setblocking(False)
 
@@ -129,6 +136,13 @@ def _current():
         _window[0] = None
     _buf.append("hello %d %d %d %d" % (st.pid, st.rank, st.local_rank, st.world_size))
     _buf.append("host %d %d %s" % (st.pid, st.rank, st.host))
+    try:
+        _ring[0] = _stops.Ring.open(path, st.pid, st.rank)
+        if _ring[0] is not None:
+            st.stacks = _stops.arm_stacks(_ring[0], st.pid, st.rank)
+    except Exception:
+        _ring[0] = None
+    _stops.install_excepthooks(_exception)
     return st
 
 
@@ -244,10 +258,26 @@ def _finish_window():
         w.finish()
 
 
+def _exception(where, thread, exc_type, exc, tb):
+    """An exception that ends the rank (sys.excepthook), a thread
+    (threading.excepthook) or that stallscope.loader's iterator raised: one
+    `exception` record, sent at once. Never raises."""
+    try:
+        st = _state
+        if st is None or st.pid != os.getpid():
+            return
+        _buf.append(_stops.exception_record(st.pid, st.rank, _mono(), where, thread,
+                                            exc_type, exc, tb))
+        _flush()
+    except Exception:
+        pass
+
+
 def _at_exit():
     try:
         _finish_window()
         if _state is not None and _state.pid == os.getpid():
+            _buf.append("bye %d %d %d" % (_state.pid, _state.rank, _mono()))
             _flush()
         if _ddp_on[0]:
             _drain_callbacks()
@@ -263,6 +293,7 @@ def _after_fork():
     del _buf[:]
     _live_callbacks.clear()
     _window[0] = None            # a worker profiles nothing of its own
+    _ring[0] = None              # the parent's ring is the parent's
     # A worker forked while the parent traced allocations inherits the
     # tracing; it stops it at once (it never flushes, so nothing else would).
     st = _state
@@ -383,6 +414,10 @@ def _timed(inner, batch=_BATCH, period=_PERIOD_NS):
     st = _state
     cpu = time.process_time_ns
     win = _window
+    ring = _ring[0]
+    words = ring.words if ring is not None else None
+    mask = ring.mask if ring is not None else 0
+    count = ring.count if ring is not None else None
     if win[0] is not None:
         _step_begins()
     t0 = mono()
@@ -399,6 +434,13 @@ def _timed(inner, batch=_BATCH, period=_PERIOD_NS):
                 c0 = c2
             else:
                 buf.append((t0, t1, t2))
+            if words is not None:    # the ring (_stops.py): the end last
+                n = count[0]
+                count[0] = n + 1
+                i = 16 + (n & mask) * 3
+                words[i] = t0
+                words[i + 1] = t1
+                words[i + 2] = t2
             if len(buf) >= batch or t2 - last[0] >= period:
                 _flush()
             if st is not None and st.max_steps and _stop_after(st):
@@ -418,11 +460,19 @@ def _timed(inner, batch=_BATCH, period=_PERIOD_NS):
                 buf.append((t0, t1, t2, sync, cpu() - c0, spans))
             else:
                 buf.append((t0, t1, t2))
+            if ring is not None:
+                ring.append(t0, t1, t2)
             _flush()
             if st is not None and st.max_steps:
                 st.timed += 1    # counted; the limit ends the process at its next step
         except Exception:
             pass
+        raise
+    except Exception as e:
+        # Raised by the wrapped iterator (a DataLoader whose worker died:
+        # "DataLoader worker (pid N) is killed by signal: ..."): told, then
+        # passed on untouched.
+        _exception("loader", threading.current_thread().name, type(e), e, e.__traceback__)
         raise
     if win[0] is not None:
         win[0].pause()           # the step begun at the last next() was none
@@ -548,6 +598,9 @@ def ddp(model):
 
             def __call__(self, f):
                 spans.append((self.t_launch, mono(), self.index))
+                r = _ring[0]
+                if r is not None:
+                    r.collective_done()
                 return f.value()[0].div_(world)
 
             def __del__(self):
@@ -555,6 +608,9 @@ def ddp(model):
 
         def _allreduce_timed(state, bucket):
             done = _BucketDone(mono(), bucket.index())
+            r = _ring[0]
+            if r is not None:
+                r.collective_entered(done.t_launch)
             fut = dist.all_reduce(bucket.buffer(), group=state, async_op=True).get_future()
             return fut.then(done)
 

@@ -362,6 +362,12 @@ std::vector<AlertRule> CodeAlerts(const Builder& b) {
 }
 
 constexpr RuleWithoutAlert kWithout[] = {
+    {"distributed.rank_died",
+     "a rank's exit status and the launcher's signals are seen by stallscope run, not served "
+     "by the exporter; stallscope run reports it"},
+    {"distributed.hang",
+     "the ranks' stacks are taken by stallscope run when no step ends; stallscope run (or "
+     "stallscope hang DIR on Flight Recorder dumps) reports it"},
     {"io.cpu_contention",
      "needs the CPU of the processes outside the job, which the exporter "
      "does not serve; stallscope run reports it"},

@@ -538,6 +538,38 @@ constexpr Rule kRules[] = {
      "that share "
      "oversubscribed CPUs trade places as the scheduler runs one or the other (measured: 7 of "
      "12 steps for a healthy 2-rank job on 2 busy CPUs, 11 of 12 for a rank slowed 200 ms)"},
+    {"distributed.rank_died", Layer::kDistributed,
+     "a recorded run whose ranks said hello to the hook: each rank's end, from `run --procs`'s "
+     "launcher (its exit status or signal, the signals it then sent the others), the recorder "
+     "(a pidfd per rank: the moment it ended), the hook (the exception that ended it or its "
+     "DataLoader, through sys.excepthook and stallscope.loader's iterator; Python's exit) and "
+     "the kernel's OOM reports; the steps it finished (a ring in shared memory keeps those not "
+     "yet sent) and where the other ranks were at that moment",
+     "critical for the first rank that ended by a signal, a non-zero status, an exception or "
+     "without Python's exit, unless the launcher had already ended it; none when every rank "
+     "was ended at once (within 2 s) by SIGINT, SIGTERM or SIGHUP (a stop someone asked for), "
+     "or after a hang was found; an OOM kill is memory.oom_killed instead",
+     "in synchronous training one worker's death stops the job: every other rank waits in its "
+     "next collective until a timeout or the launcher ends it, and their errors (timeouts, "
+     "broken pipes, SIGTERM) are consequences. The first to end is the cause; the launcher's "
+     "signals are told apart by its own reports, not by guessing from times",
+     "https://pytorch.org/docs/stable/elastic/errors.html"},
+    {"distributed.hang", Layer::kDistributed,
+     "a recorded run where no rank finished a step for --hang-after (default the larger of 60 s "
+     "and 20x the median step): two looks 3 s apart at each rank's Python stacks (faulthandler "
+     "on a real-time signal the hook armed), its /proc state, wchan and CPU time, and whether "
+     "it waits in a gradient all-reduce (the hook's ring); with `stallscope hang DIR`, "
+     "PyTorch's Flight Recorder dumps",
+     "critical when every live rank is stuck: the same stack in both looks (where it has one) "
+     "and either in a collective or using under 20% of a CPU between the looks; a rank whose "
+     "stack moves or that uses a CPU outside a collective (an evaluation, a checkpoint) is not "
+     "a hang, looked at again later",
+     "a hang is a rank stopped in its own code (a deadlock, a wait on a dead mount, an "
+     "uneven number of batches) while the others wait in a collective for it: the ranks that "
+     "wait are consequences, the one outside a collective is the cause. A spinning NCCL "
+     "collective uses a CPU, so CPU time alone cannot tell a hang from work; the stack, taken "
+     "twice, can: work moves, a hang does not",
+     "https://docs.python.org/3/library/faulthandler.html"},
     {"distributed.load_imbalance", Layer::kDistributed,
      "a recorded run with >= 2 ranks: the spread (max - min) across ranks of the mean compute "
      "time per step (step - data wait - sync wait; needs stallscope.ddp) and of the mean data "

@@ -23,14 +23,21 @@ Report MakeReport(std::vector<Finding> findings, const std::vector<Layer>& check
     }
     report.layers.push_back(status);
   }
-  for (const Finding& f : findings) {
-    if (f.severity == Severity::kCritical) {
-      report.verdict = Verdict{f.layer, f.id, f.summary};
-      break;
+  // A job that stopped: its stop first, whatever the layer.
+  for (int pass = 0; pass < 2 && !report.verdict.layer; ++pass) {
+    for (const Finding& f : findings) {
+      if (f.severity == Severity::kCritical && (pass == 1 || IsJobStop(f.id))) {
+        report.verdict = Verdict{f.layer, f.id, f.summary};
+        break;
+      }
     }
   }
   report.findings = std::move(findings);
   return report;
+}
+
+bool IsJobStop(std::string_view id) {
+  return id == "distributed.rank_died" || id == "distributed.hang" || id == "memory.oom_killed";
 }
 
 Report ReportOf(FindingsWithNotes judged, const std::vector<Layer>& checked_layers,

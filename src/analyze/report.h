@@ -10,10 +10,16 @@
 
 namespace stallscope {
 
-// Sorts findings into triage order and picks the verdict: the first critical
+// Sorts findings into triage order and picks the verdict: a critical
+// finding that says the job stopped (IsJobStop), else the first critical
 // finding in layer order, or "none".
 Report MakeReport(std::vector<Finding> findings, const std::vector<Layer>& checked_layers,
                   std::vector<std::string> notes);
+// The findings of a job that did not finish: a rank that died, a hang, the
+// OOM killer. They are the verdict whatever else is critical (what went
+// wrong before the stop is listed, in layer order).
+bool IsJobStop(std::string_view id);
+
 // The same for what a set of rules concluded: `notes` first, then the rules'.
 Report ReportOf(FindingsWithNotes judged, const std::vector<Layer>& checked_layers,
                 std::vector<std::string> notes);

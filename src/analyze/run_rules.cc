@@ -8,6 +8,7 @@
 #include "analyze/gpu_health_rules.h"
 #include "analyze/gpu_rules.h"
 #include "analyze/rank_rules.h"
+#include "analyze/rank_stop_rules.h"
 #include "analyze/report.h"
 
 namespace stallscope {
@@ -173,6 +174,7 @@ FindingsWithNotes CheckRun(const Timeline& timeline, bool rank_rules) {
   }
   for (std::string& n : kernel.notes) gpu.notes.push_back(std::move(n));
   if (rank_rules) Append(out, CheckRanks(timeline));  // rank_rules.h
+  Append(out, CheckRankStops(timeline));              // rank_stop_rules.h
   for (std::string& n : gpu.notes) out.notes.push_back("gpu: " + n);
   for (std::string& n : AllocationTraceNotes(timeline)) out.notes.push_back(std::move(n));
   return out;

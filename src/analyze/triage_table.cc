@@ -68,6 +68,9 @@ constexpr Suspect kTable[] = {
     {Layer::kDistributed, "one slow rank (mixed GPU models, uneven samples)",
      "nvidia-smi -L on every node; per-rank step times", "stallscope cluster",
      "distributed.straggler distributed.heterogeneous_gpus distributed.load_imbalance"},
+    {Layer::kDistributed, "a rank died (OOM, crash, a kill) or hung: the others wait for it",
+     "dmesg -T | grep -i killed; py-spy dump --pid PID on each rank",
+     "stallscope run --procs N -- python train.py", "distributed.rank_died distributed.hang"},
     // And only then the code (5.1 step 4).
     {Layer::kCode, "no infrastructure cause, GPU still waits: loader logic, batch size",
      "torch.profiler; nvidia-smi dmon -s u", "stallscope run -- python train.py", "code.gpu_idle"},

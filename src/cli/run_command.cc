@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -106,8 +107,19 @@ CommandRunner SetupRun(CLI::App& app) {
                  "A:B: torch.profiler over the job's steps A to B (inclusive, counted from 0 as "
                  "the hook counts them); one trace per rank in RUN.db.traces/, judged with the "
                  "run (stallscope trace reads them)");
+  auto hang_after = std::make_shared<double>(-1);
+  auto hang_action = std::make_shared<std::string>("report");
+  app.add_option("--hang-after", *hang_after,
+                 "S: when no rank finishes a step for S seconds, look where each rank is "
+                 "(stacks, collective, /proc) and report a hang (default: the larger of 60 s and "
+                 "20x the median step; 0: off)")
+      ->check(CLI::Range(0.0, 1e7));
+  app.add_option("--hang-action", *hang_action,
+                 "report (default: say so and keep waiting) or kill (then end the job: SIGTERM, "
+                 "SIGKILL 10 s later)")
+      ->check(CLI::IsMember({"report", "kill"}));
   app.add_option("command", flags->command, "the command to run, after --")->required();
-  return [flags]() {
+  return [flags, hang_after, hang_action]() {
     std::optional<TraceStepRange> profile;
     if (!flags->profile.empty()) {
       Result<TraceStepRange> range = ParseTraceStepRange(flags->profile);
@@ -161,6 +173,22 @@ CommandRunner SetupRun(CLI::App& app) {
       // not this run's (diff would read them as its GPU time).
       ClearProfileDir(trace_dir);
     }
+    // Where the hook's faulthandler writes each rank's stacks at a hang.
+    const std::string stacks_dir = path + ".stacks";
+    HangOptions hang;
+    if (*hang_after >= 0) hang.after_seconds = *hang_after;
+    hang.kill = *hang_action == "kill";
+    if (*hang_after != 0) {
+      if (Status made = PrepareStacksDir(stacks_dir); made.ok()) {
+        hang.stacks_dir = AbsolutePath(stacks_dir);
+        hang.stack_signal = SIGRTMIN + kStackSignalOffset;
+        env.emplace_back("STALLSCOPE_STACKS", hang.stacks_dir);
+        env.emplace_back("STALLSCOPE_STACK_SIGNAL", std::to_string(hang.stack_signal));
+      } else {
+        std::fprintf(stderr, "stallscope run: %s (a hang is found without the ranks' stacks)\n",
+                     made.message().c_str());
+      }
+    }
     // The kernel's log before the job exists: an Xid it causes at once is its.
     KernelLogWatch kernel_log(root, info->start_monotonic_seconds);
     Result<Job> job = Status::Ok();
@@ -182,7 +210,9 @@ CommandRunner SetupRun(CLI::App& app) {
     RecordOptions options = RunRecordOptions(*layout, job->master_port());
     options.node.start_realtime_seconds = start_realtime;
     options.kernel_log = std::move(kernel_log);
+    options.hang = hang;
     Result<RecordOutcome> outcome = Record(*job, *flags, *writer, &*hook, *info, options);
+    if (!hang.stacks_dir.empty()) FinishStacksDir(stacks_dir);
     if (!outcome.ok()) {
       std::fprintf(stderr, "stallscope run: %s\n", outcome.status().message().c_str());
       return kExitCouldNotRun;

@@ -23,6 +23,8 @@ double Seconds(int64_t ns, int64_t start_ns) {
 // The hook sends a few per tracing; a garbled job must not grow this (per
 // datagram batch; the recorder caps a run's).
 constexpr size_t kMaxAllocationReports = 256;
+// Stop records: a few per rank; more is a garbled sender.
+constexpr size_t kMaxStopRecords = 4096;
 
 bool ToInts(const std::vector<std::string_view>& fields, size_t count, int64_t* out) {
   if (fields.size() != count + 1) return false;
@@ -34,6 +36,65 @@ bool ToInts(const std::vector<std::string_view>& fields, size_t count, int64_t* 
   return true;
 }
 
+// Where the detail of an exception record begins: after its fourth field.
+std::string_view AfterFields(std::string_view line, int fields) {
+  size_t at = 0;
+  for (int i = 0; i < fields; ++i) {
+    at = line.find(' ', at);
+    if (at == std::string_view::npos) return {};
+    ++at;
+  }
+  return line.substr(at);
+}
+
+// The records of how a rank stopped (docs/hook-protocol.md): from the hook
+// `bye pid rank t_ns` and `exception pid rank t_ns DETAIL` (DETAIL: where,
+// thread, type, message and frame, tab-separated); from `run --procs`'s
+// launcher `exit pid rank t_ns code|signal N` and `sent_signal pid rank
+// t_ns N`. False: not one of them (or malformed: counted).
+bool ParseStopRecord(std::string_view type, std::string_view line,
+                     const std::vector<std::string_view>& f, int64_t start_ns, HookEvents& into) {
+  const bool from_hook = type == "bye" || type == "exception";
+  if (!from_hook && type != "exit" && type != "sent_signal") return false;
+  int64_t v[4];
+  bool ok = f.size() >= 4;
+  for (size_t i = 0; ok && i < 3; ++i) {
+    std::optional<int64_t> n = ParseInt(f[i + 1]);
+    ok = n.has_value() && *n >= INT32_MIN && (i == 2 || *n <= INT32_MAX);
+    if (ok) v[i] = *n;
+  }
+  RankStop s;
+  if (ok && type == "exit") {
+    std::optional<int64_t> n = f.size() == 6 ? ParseInt(f[5]) : std::nullopt;
+    ok = n && *n >= 0 && *n < 256 && (f[4] == "code" || f[4] == "signal");
+    if (ok && f[4] == "code") s.exit_code = static_cast<int>(*n);
+    if (ok && f[4] == "signal") s.signal = static_cast<int>(*n);
+    s.how = f[4] == "code" ? "exit" : "signal";
+  } else if (ok && type == "sent_signal") {
+    std::optional<int64_t> n = f.size() == 5 ? ParseInt(f[4]) : std::nullopt;
+    ok = n && *n > 0 && *n < 65;
+    if (ok) s.signal = static_cast<int>(*n);
+    s.how = "sent_signal";
+  } else if (ok && type == "bye") {
+    ok = f.size() == 4;
+    s.how = "bye";
+  } else if (ok) {
+    s.detail = std::string(AfterFields(line, 4)).substr(0, 2048);
+    s.how = s.detail.rfind("loader\t", 0) == 0 ? "loader_error" : "exception";
+    ok = !s.detail.empty();
+  }
+  if (!ok || into.stops.size() >= kMaxStopRecords) {
+    ++into.malformed;
+    return true;
+  }
+  s.pid = static_cast<int>(v[0]);
+  s.rank = static_cast<int>(v[1]);
+  s.t = Seconds(v[2], start_ns);
+  s.source = from_hook ? "hook" : "launcher";
+  into.stops.push_back(std::move(s));
+  return true;
+}
+
 }  // namespace
 
 void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& into) {
@@ -42,6 +103,7 @@ void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& 
     std::vector<std::string_view> f = SplitFields(line);
     std::string_view type = f[0];
     int64_t v[10];
+    if (ParseStopRecord(type, line, f, start_ns, into)) continue;
     if (type == "step") {
       // pid rank step t_end_ns wait_ns step_ns
       if (!ToInts(f, 6, v) || v[4] < 0 || v[5] < 0) {
@@ -224,7 +286,10 @@ HookReceiver& HookReceiver::operator=(HookReceiver&& other) noexcept {
 HookReceiver::~HookReceiver() {
   if (fd_ >= 0) close(fd_);
   if (!socket_path_.empty()) unlink(socket_path_.c_str());
-  if (!directory_.empty()) rmdir(directory_.c_str());
+  if (!directory_.empty()) {
+    RemoveStepRings(directory_);
+    rmdir(directory_.c_str());
+  }
 }
 
 void HookReceiver::Drain(int64_t start_ns, HookEvents& into) {

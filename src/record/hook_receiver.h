@@ -29,8 +29,9 @@ struct HookEvents {
   std::vector<StepSync> syncs;                // stallscope.ddp(model): per step
   std::vector<BucketSync> buckets;            // stallscope.ddp(model): per bucket
   std::vector<AllocationReport> allocations;  // alloc_site / alloc_holder / alloc_note
-  int64_t dropped = 0;                        // datagrams the hook reported it could not send
-  int64_t malformed = 0;                      // lines we could not read
+  std::vector<RankStop> stops;  // bye / exception (hook), exit / sent_signal (launcher)
+  int64_t dropped = 0;          // datagrams the hook reported it could not send
+  int64_t malformed = 0;        // lines we could not read
 };
 
 // Parses one datagram into `into`. start_ns is the run's start on the
@@ -48,6 +49,9 @@ class HookReceiver {
   ~HookReceiver();
 
   const std::string& socket_path() const { return socket_path_; }
+  // The folder of the socket, where the hook keeps its step rings
+  // (record/rank_watch.h).
+  const std::string& directory() const { return directory_; }
   int fd() const { return fd_; }
   // Reads every waiting datagram (never blocks).
   void Drain(int64_t start_ns, HookEvents& into);

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -281,6 +282,51 @@ Result<int> FreeTcpPort() {
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
+// What the launcher tells the recorder of its ranks' ends, as hook records
+// on the job's hook socket (STALLSCOPE_SOCKET; docs/hook-protocol.md): a
+// rank's exit status, and the signals the launcher sent the others. Nothing
+// when the job runs outside stallscope's recorder; a datagram that cannot be
+// sent is dropped.
+class LauncherReports {
+ public:
+  LauncherReports() {
+    const char* path = std::getenv("STALLSCOPE_SOCKET");
+    if (path == nullptr || std::strlen(path) >= sizeof addr_.sun_path) return;
+    addr_.sun_family = AF_UNIX;
+    std::strcpy(addr_.sun_path, path);
+    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  }
+  ~LauncherReports() {
+    if (fd_ >= 0) close(fd_);
+  }
+  LauncherReports(const LauncherReports&) = delete;
+  LauncherReports& operator=(const LauncherReports&) = delete;
+
+  void Exited(pid_t pid, int rank, int status) {
+    const bool exited = WIFEXITED(status);
+    Send("exit %d %d %lld %s %d\n", static_cast<int>(pid), rank,
+         static_cast<long long>(MonotonicNow()), exited ? "code" : "signal",
+         exited ? WEXITSTATUS(status) : WTERMSIG(status));
+  }
+  void SentSignal(pid_t pid, int rank, int sig) {
+    Send("sent_signal %d %d %lld %d\n", static_cast<int>(pid), rank,
+         static_cast<long long>(MonotonicNow()), sig);
+  }
+
+ private:
+  template <typename... Args>
+  void Send(const char* format, Args... args) {
+    if (fd_ < 0) return;
+    char line[160];
+    const int n = std::snprintf(line, sizeof line, format, args...);
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof line) return;
+    (void)sendto(fd_, line, static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&addr_),
+                 sizeof addr_);
+  }
+  int fd_ = -1;
+  sockaddr_un addr_{};
+};
+
 // The launcher's life after fork: never returns.
 [[noreturn]] void RunLauncher(const std::vector<char*>& args,
                               const std::vector<std::pair<std::string, std::string>>& env,
@@ -332,6 +378,8 @@ Result<int> FreeTcpPort() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGCHLD);
   size_t alive = ranks.size();
+  LauncherReports reports;
+  auto rank_of = [&](size_t i) { return layout.node_rank * procs + static_cast<int>(i); };
   std::optional<int> first_failure;  // as a shell status
   // Once a rank failed and the others were sent SIGTERM: when (CLOCK_MONOTONIC,
   // ns) a rank that ignores it is sent SIGKILL; 0: not yet.
@@ -342,8 +390,10 @@ Result<int> FreeTcpPort() {
     int sig = 0;
     if (kill_at_ns != 0 && !WaitSignalUntil(set, kill_at_ns, &info, &sig)) {
       std::vector<pid_t> live;
-      for (pid_t r : ranks) {
-        if (r > 0) live.push_back(r);
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        if (ranks[i] <= 0) continue;
+        live.push_back(ranks[i]);
+        reports.SentSignal(ranks[i], rank_of(i), SIGKILL);
       }
       KillTrees(live);
       kill_at_ns = 0;
@@ -367,15 +417,19 @@ Result<int> FreeTcpPort() {
     int status = 0;
     pid_t done;
     while ((done = waitpid(-1, &status, WNOHANG)) > 0) {
-      for (pid_t& r : ranks) {
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        pid_t& r = ranks[i];
         if (r != done) continue;
         r = -1;
         --alive;
+        reports.Exited(done, rank_of(i), status);
         bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
         if (failed && !first_failure) {
           first_failure = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-          for (pid_t other : ranks) {
-            if (other > 0) kill(other, SIGTERM);
+          for (size_t j = 0; j < ranks.size(); ++j) {
+            if (ranks[j] <= 0) continue;
+            kill(ranks[j], SIGTERM);
+            if (!user_stop) reports.SentSignal(ranks[j], rank_of(j), SIGTERM);
           }
           if (!user_stop) kill_at_ns = MonotonicNow() + kRankTermGraceSeconds * 1000000000LL;
         }

@@ -610,6 +610,11 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   int clock_tries_left = options.clock_peer.empty() ? 0 : kClockTries;
 
   RecordOutcome outcome;
+  // The ranks' ends and a hang (record/rank_watch.h); their rows wait here
+  // until a hang is found or the run ends.
+  RankWatch ranks_watch(root, hook ? hook->directory() : std::string(), options.hang, start_ns);
+  std::vector<RankStop> stops_pending;
+  std::optional<int64_t> hang_kill_at_ns;  // --hang-action kill: SIGKILL to what is left then
   EpochProgress epoch;
   int64_t next_tick = start_ns + interval_ns;
   double last_t = 0;
@@ -654,8 +659,29 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     if (std::optional<int> epoch = boundary_clock.TakeDue(now_s)) take_boundary(epoch);
   };
 
+  auto write_stops = [&] {
+    std::vector<RankStop> stops = ranks_watch.TakeStops();
+    stops.insert(stops.begin(), stops_pending.begin(), stops_pending.end());
+    stops_pending.clear();
+    std::vector<RankState> states = ranks_watch.TakeStates();
+    if (stopped) return;
+    if (Status s = writer.AppendRankStops(stops, states); !s.ok()) stop_recording(s);
+  };
   auto record_interval = [&](int64_t now_ns) -> Status {
     if (hook) hook->Drain(start_ns, events);
+    ranks_watch.NoteRanks(events.ranks);
+    ranks_watch.NoteSteps(events.steps);
+    if (ended) ranks_watch.Recover(events);
+    stops_pending.insert(stops_pending.end(), events.stops.begin(), events.stops.end());
+    if (!ended && ranks_watch.Check(now_ns, status) == HangAction::kEndJob) {
+      std::fprintf(status,
+                   "stallscope: --hang-action kill: ending the job (SIGTERM, then SIGKILL "
+                   "after %d s)\n",
+                   kRankTermGraceSeconds);
+      job.Forward(SIGTERM);
+      hang_kill_at_ns = MonotonicNs() + kRankTermGraceSeconds * 1000000000LL;
+    }
+    if (ranks_watch.has_rows()) write_stops();
     if (!ended) take_due_boundary();
     double t = static_cast<double>(now_ns - start_ns) / 1e9;
     const double realtime = RealtimeSeconds();
@@ -789,10 +815,15 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
       wake = std::min(wake, start_ns + static_cast<int64_t>(*due * 1e9));
     }
     int timeout_ms = static_cast<int>(std::max<int64_t>(0, (wake - now + 999999) / 1000000));
-    struct pollfd fds[3] = {{signal_fd, POLLIN, 0},
-                            {hook ? hook->fd() : -1, POLLIN, 0},
-                            {clock_server ? clock_server->fd() : -1, POLLIN, 0}};
-    poll(fds, 3, timeout_ms);
+    if (hang_kill_at_ns) {
+      timeout_ms = std::min<int>(
+          timeout_ms, static_cast<int>(std::max<int64_t>(0, (*hang_kill_at_ns - now) / 1000000)));
+    }
+    std::vector<pollfd> fds = {{signal_fd, POLLIN, 0},
+                               {hook ? hook->fd() : -1, POLLIN, 0},
+                               {clock_server ? clock_server->fd() : -1, POLLIN, 0}};
+    for (int pidfd : ranks_watch.PidFds()) fds.push_back({pidfd, POLLIN, 0});
+    poll(fds.data(), fds.size(), timeout_ms);
     if (fds[2].revents & POLLIN) clock_server->Answer();
     if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo si;
@@ -810,6 +841,13 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
       }
     }
     if (hook && (fds[1].revents & POLLIN)) hook->Drain(start_ns, events);
+    ranks_watch.NoteRanks(events.ranks);
+    ranks_watch.NoteEnds(MonotonicNs());
+    if (hang_kill_at_ns && MonotonicNs() >= *hang_kill_at_ns) {
+      hang_kill_at_ns.reset();
+      job.Forward(SIGKILL);
+      ranks_watch.SignalRanks(SIGKILL);
+    }
     if (!end_read && job.ExitedUnreaped()) {
       end_read = true;
       take_boundary(std::nullopt);
@@ -832,6 +870,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   }
   close(signal_fd);
   if (epoch.epoch >= 0) std::fputs(EpochLine(epoch, last_t).c_str(), status);
+  write_stops();  // also when none: the tables say the file could hold them
 
   info.duration_seconds = last_t;
   info.exit_code = outcome.exit.exit_code;

@@ -22,6 +22,7 @@
 #include "record/hook_receiver.h"
 #include "record/job.h"
 #include "record/kernel_log_watch.h"
+#include "record/rank_watch.h"
 #include "sample/timeline.h"
 #include "store/run_writer.h"
 
@@ -54,6 +55,9 @@ struct RecordOptions {
   // route lookup (net/route.h), which this layer cannot call; unset, no
   // rates are recorded.
   std::function<std::string(const std::string& master_addr)> interface_toward;
+  // A rank that stops, and a hang: --hang-after, --hang-action, the stacks
+  // folder (record/rank_watch.h).
+  HangOptions hang;
 };
 
 struct RecordOutcome {

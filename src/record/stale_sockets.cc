@@ -47,6 +47,19 @@ int HookDirectoryPid(std::string_view name) {
   return static_cast<int>(*pid);
 }
 
+void RemoveStepRings(const std::string& directory) {
+  DIR* dir = opendir(directory.c_str());
+  if (dir == nullptr) return;
+  while (struct dirent* entry = readdir(dir)) {
+    std::string_view name = entry->d_name;
+    if (!name.starts_with("ring-") || !ParseInt(name.substr(5))) continue;
+    const std::string path = directory + "/" + entry->d_name;
+    struct stat info;
+    if (lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) unlink(path.c_str());
+  }
+  closedir(dir);
+}
+
 int RemoveStaleHookDirectories(const std::string& parent) {
   DIR* dir = opendir(parent.c_str());
   if (dir == nullptr) return 0;
@@ -67,6 +80,7 @@ int RemoveStaleHookDirectories(const std::string& parent) {
       }
       unlink(socket_path.c_str());
     }
+    RemoveStepRings(path);
     if (rmdir(path.c_str()) == 0) ++removed;
   }
   closedir(dir);

@@ -21,4 +21,8 @@ int HookDirectoryPid(std::string_view name);
 // many it removed.
 int RemoveStaleHookDirectories(const std::string& parent);
 
+// The hook's step rings (ring-PID, python/stallscope/_stops.py) in a hook
+// directory, removed: the files themselves, never what they might link to.
+void RemoveStepRings(const std::string& directory);
+
 }  // namespace stallscope

@@ -296,6 +296,47 @@ struct MemoryPeak {
   std::string detail;  // cgroup: the file read; oom_kill: the kernel's message
 };
 
+// How a rank stopped (record/rank_watch.h, the hook's exception and bye
+// records, the rank launcher's reports; table rank_stops). One row per
+// thing learnt: a rank that raised and then exited has two. Seconds since
+// the run's start.
+struct RankStop {
+  int pid = 0;
+  int rank = -1;  // -1: not known (no hello from it)
+  double t = 0;
+  // "exit" (exit_code), "signal" (signal), "oom_kill" (the kernel's OOM
+  // killer), "exception" (Python: detail), "loader_error" (raised through
+  // stallscope.loader: detail), "vanished" (a process `run` did not start,
+  // gone without Python's exit: killed or crashed, its status its
+  // launcher's), "bye" (Python's exit ran), "sent_signal" (the launcher
+  // sent it `signal`: the others' end after a rank failed).
+  std::string how;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string detail;  // exception: "where\tthread\ttype\tmessage\tfile:line in func"
+  std::string source;  // "launcher", "hook", "recorder" or "kernel"
+};
+
+// A rank's state at a moment `run` looked: while no rank finished a step for
+// --hang-after (reason "hang"), or when another rank died ("death"); table
+// rank_states. Seconds since the run's start.
+struct RankState {
+  double t = 0;
+  std::string reason;  // "hang" or "death"
+  int pid = 0;
+  int rank = -1;
+  int64_t steps = 0;                         // steps its ring holds as finished
+  std::optional<double> last_step_t;         // when its last step ended
+  std::optional<double> collective_since_t;  // in a gradient all-reduce since (stallscope.ddp)
+  std::string state;                         // /proc: R, S, D, Z, ... ("" gone)
+  std::string wchan;
+  int threads = 0;
+  std::optional<double> cpu_seconds;    // CPU time between the two looks (hang)
+  std::string frame;                    // the main thread's innermost frame of the job's code
+  std::string stack;                    // the main thread's stack, innermost first ("\n" apart)
+  std::optional<bool> stack_unchanged;  // the same stack in two looks seconds apart
+};
+
 struct Timeline {
   RunInfo info;
   // The stallscope version that wrote the file (meta key stallscope_version);
@@ -331,6 +372,9 @@ struct Timeline {
   // processes' run delay and reads), so the rules that need them judge
   // from what older files hold.
   bool inputs_recorded = false;
+  std::vector<RankStop> rank_stops;    // how ranks stopped; empty in older files
+  std::vector<RankState> rank_states;  // where ranks were at a hang or a death
+  bool rank_stops_recorded = false;    // false: the file predates table rank_stops
 };
 
 }  // namespace stallscope

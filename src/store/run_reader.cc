@@ -198,6 +198,10 @@ Result<Database> OpenRunFile(const std::string& path) {
 
 namespace {
 
+// Rows of rank_stops and rank_states read at most: a file written by
+// another tool may hold any number; a job's stops are a few per rank.
+constexpr size_t kMaxRankRows = 100000;
+
 // Table boundary_samples, where the file has it: the rows of one sample
 // (one per disk) into one BoundarySample, by time.
 Status ReadBoundarySamples(sqlite3* db, const std::string& path, Timeline& timeline) {
@@ -235,6 +239,58 @@ Status ReadBoundarySamples(sqlite3* db, const std::string& path, Timeline& timel
   std::stable_sort(timeline.boundaries.begin(), timeline.boundaries.end(),
                    [](const BoundarySample& a, const BoundarySample& b) { return a.t < b.t; });
   return st;
+}
+
+// Tables rank_stops and rank_states, where the file has them (written at
+// every run's end since they exist).
+Status ReadRankStops(sqlite3* db, const std::string& path, Timeline& timeline) {
+  Status st = ForEachRow(db, path,
+                         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_stops'",
+                         [&](Columns&) { timeline.rank_stops_recorded = true; });
+  if (!st.ok() || !timeline.rank_stops_recorded) return st;
+  st = ForEachRow(db, path,
+                  "SELECT pid, rank, t_seconds, how, exit_code, signal, detail, source "
+                  "FROM rank_stops ORDER BY t_seconds, rowid",
+                  [&](Columns& c) {
+                    if (timeline.rank_stops.size() >= kMaxRankRows) return;
+                    RankStop& s = timeline.rank_stops.emplace_back();
+                    s.pid = c.Int32();
+                    s.rank = c.Int32();
+                    s.t = c.Real();
+                    s.how = c.Text();
+                    s.exit_code = c.Optional<int>();
+                    s.signal = c.Optional<int>();
+                    s.detail = c.Text();
+                    s.source = c.Text();
+                  });
+  if (!st.ok()) return st;
+  bool states = false;
+  st = ForEachRow(db, path,
+                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rank_states'",
+                  [&](Columns&) { states = true; });
+  if (!st.ok() || !states) return st;
+  return ForEachRow(db, path,
+                    "SELECT t_seconds, reason, pid, rank, steps, last_step_seconds, "
+                    "collective_since_seconds, state, wchan, threads, cpu_seconds, frame, stack, "
+                    "stack_unchanged FROM rank_states ORDER BY t_seconds, rowid",
+                    [&](Columns& c) {
+                      if (timeline.rank_states.size() >= kMaxRankRows) return;
+                      RankState& r = timeline.rank_states.emplace_back();
+                      r.t = c.Real();
+                      r.reason = c.Text();
+                      r.pid = c.Int32();
+                      r.rank = c.Int32();
+                      r.steps = c.Int();
+                      r.last_step_t = c.Optional<double>();
+                      r.collective_since_t = c.Optional<double>();
+                      r.state = c.Text();
+                      r.wchan = c.Text();
+                      r.threads = c.Int32();
+                      r.cpu_seconds = c.Optional<double>();
+                      r.frame = c.Text();
+                      r.stack = c.Text();
+                      r.stack_unchanged = c.Optional<bool>();
+                    });
 }
 
 }  // namespace
@@ -551,6 +607,8 @@ Result<Timeline> ReadRunFile(const std::string& path) {
                     });
     if (!st.ok()) return st;
   }
+  st = ReadRankStops(db, path, timeline);
+  if (!st.ok()) return st;
   // bucket_sync: created with its first rows (stallscope.ddp), absent in
   // older files.
   timeline.bucket_syncs_recorded = false;

@@ -240,6 +240,41 @@ CREATE TABLE IF NOT EXISTS bucket_sync (
 );
 )sql";
 
+// How ranks stopped and where they were (sample/timeline.h RankStop,
+// RankState): created at the run's end even when empty, so a file that
+// lacks them predates them; rows of a hang are also written as it is found.
+inline constexpr std::string_view kCreateRankStops = R"sql(
+CREATE TABLE IF NOT EXISTS rank_stops (
+  pid INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  t_seconds REAL NOT NULL,
+  how TEXT NOT NULL,
+  exit_code INTEGER,
+  signal INTEGER,
+  detail TEXT NOT NULL,
+  source TEXT NOT NULL
+);
+)sql";
+
+inline constexpr std::string_view kCreateRankStates = R"sql(
+CREATE TABLE IF NOT EXISTS rank_states (
+  t_seconds REAL NOT NULL,
+  reason TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  steps INTEGER NOT NULL,
+  last_step_seconds REAL,
+  collective_since_seconds REAL,
+  state TEXT NOT NULL,
+  wchan TEXT NOT NULL,
+  threads INTEGER NOT NULL,
+  cpu_seconds REAL,
+  frame TEXT NOT NULL,
+  stack TEXT NOT NULL,
+  stack_unchanged INTEGER
+);
+)sql";
+
 // The ports' congestion counters (sample/timeline.h CongestionPoint),
 // created with their first rows; the has_* columns say which kinds the
 // driver counts at all.

@@ -594,6 +594,52 @@ Status RunWriter::AppendMemoryPeaks(std::span<const MemoryPeak> peaks) {
                     });
 }
 
+Status RunWriter::AppendRankStops(std::span<const RankStop> stops,
+                                  std::span<const RankState> states) {
+  Status st = AppendRows(
+      "ranks' stops", store::kCreateRankStops,
+      "INSERT INTO rank_stops (pid, rank, t_seconds, how, exit_code, signal, detail, source) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      stops.size(), [&](sqlite3_stmt* statement, size_t i) {
+        const RankStop& s = stops[i];
+        Binder bind(statement);
+        return bind.Int(s.pid)
+            .Int(s.rank)
+            .Real(s.t)
+            .Text(s.how)
+            .Optional(s.exit_code)
+            .Optional(s.signal)
+            .Text(s.detail)
+            .Text(s.source)
+            .ok();
+      });
+  if (!st.ok()) return st;
+  return AppendRows(
+      "ranks' states", store::kCreateRankStates,
+      "INSERT INTO rank_states (t_seconds, reason, pid, rank, steps, last_step_seconds, "
+      "collective_since_seconds, state, wchan, threads, cpu_seconds, frame, stack, "
+      "stack_unchanged) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      states.size(), [&](sqlite3_stmt* statement, size_t i) {
+        const RankState& r = states[i];
+        Binder bind(statement);
+        return bind.Real(r.t)
+            .Text(r.reason)
+            .Int(r.pid)
+            .Int(r.rank)
+            .Int(r.steps)
+            .Optional(r.last_step_t)
+            .Optional(r.collective_since_t)
+            .Text(r.state)
+            .Text(r.wchan)
+            .Int(r.threads)
+            .Optional(r.cpu_seconds)
+            .Text(r.frame)
+            .Text(r.stack)
+            .Optional(r.stack_unchanged)
+            .ok();
+      });
+}
+
 Status RunWriter::AppendKernelEvents(std::span<const GpuXid> xids,
                                      std::span<const PortLogEvent> ports) {
   // Bound as SQLITE_STATIC: the texts must outlive the step.

@@ -74,6 +74,10 @@ class RunWriter {
   // memory_peaks (created here, also with no row: the peaks were looked
   // for). Called once the job ended, before Close().
   Status AppendMemoryPeaks(std::span<const MemoryPeak> peaks);
+  // How ranks stopped, and where ranks were at a hang or a death, into
+  // rank_stops and rank_states: both created even when empty (the run's end
+  // calls it, so a file without them predates them).
+  Status AppendRankStops(std::span<const RankStop> stops, std::span<const RankState> states);
   // kernel_events (created here, also with no row: the log was looked at):
   // the Xids and port events the kernel logged during the run, their
   // monotonic_seconds already made seconds since the run's start.

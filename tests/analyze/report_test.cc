@@ -30,6 +30,29 @@ TEST(Report, VerdictIsFirstCriticalInTriageOrder) {
   EXPECT_EQ(r.findings.front().id, "memory.swap_active");
 }
 
+TEST(Report, AJobThatStoppedPutsItsStopFirst) {
+  // A rank died: that is the verdict, before a memory or io critical.
+  Report r = MakeReport({Make("io.device_saturated", Layer::kIo, Severity::kCritical),
+                         Make("memory.swap_active", Layer::kMemory, Severity::kCritical),
+                         Make("distributed.rank_died", Layer::kDistributed, Severity::kCritical)},
+                        {Layer::kMemory, Layer::kIo}, {});
+  EXPECT_EQ(r.verdict.finding, "distributed.rank_died");
+  EXPECT_EQ(*r.verdict.layer, Layer::kDistributed);
+  // The findings keep their layer order.
+  EXPECT_EQ(r.findings.front().id, "memory.swap_active");
+  r = MakeReport({Make("network.comm_ratio_high", Layer::kNetwork, Severity::kCritical),
+                  Make("distributed.hang", Layer::kDistributed, Severity::kCritical)},
+                 {}, {});
+  EXPECT_EQ(r.verdict.finding, "distributed.hang");
+  EXPECT_TRUE(IsJobStop("memory.oom_killed"));
+  EXPECT_FALSE(IsJobStop("distributed.straggler"));
+  // A stop that is not critical does not jump the queue.
+  r = MakeReport({Make("io.device_saturated", Layer::kIo, Severity::kCritical),
+                  Make("distributed.hang", Layer::kDistributed, Severity::kWarning)},
+                 {}, {});
+  EXPECT_EQ(r.verdict.finding, "io.device_saturated");
+}
+
 TEST(Report, WarningsAloneGiveNoVerdict) {
   Report r = MakeReport({Make("memory.available_low", Layer::kMemory, Severity::kWarning)},
                         {Layer::kMemory}, {});

@@ -58,6 +58,50 @@ TEST(HookDatagram, BucketRecordsAndTheirMalformedForms) {
   EXPECT_DOUBLE_EQ(e.buckets[0].done_seconds, 1.5);
 }
 
+TEST(HookDatagram, HowRanksStop) {
+  HookEvents e;
+  ParseHookDatagram(
+      "exception 42 1 2000000000 loader\tMainThread\tRuntimeError\tDataLoader worker (pid "
+      "77) is killed by signal: Killed.\t/x/train.py:3 in main\n"
+      "bye 42 1 2500000000\n"
+      "exit 42 1 3000000000 signal 9\n"
+      "exit 43 0 3100000000 code 0\n"
+      "sent_signal 43 0 3000500000 15\n",
+      kStart, e);
+  EXPECT_EQ(e.malformed, 0);
+  ASSERT_EQ(e.stops.size(), 5u);
+  EXPECT_EQ(e.stops[0].how, "loader_error");
+  EXPECT_EQ(e.stops[0].source, "hook");
+  EXPECT_EQ(e.stops[0].rank, 1);
+  EXPECT_DOUBLE_EQ(e.stops[0].t, 1.0);
+  EXPECT_NE(e.stops[0].detail.find("pid 77"), std::string::npos);
+  EXPECT_EQ(e.stops[1].how, "bye");
+  EXPECT_EQ(e.stops[2].how, "signal");
+  EXPECT_EQ(e.stops[2].signal, 9);
+  EXPECT_FALSE(e.stops[2].exit_code);
+  EXPECT_EQ(e.stops[2].source, "launcher");
+  EXPECT_EQ(e.stops[3].how, "exit");
+  EXPECT_EQ(e.stops[3].exit_code, 0);
+  EXPECT_EQ(e.stops[4].how, "sent_signal");
+  EXPECT_EQ(e.stops[4].signal, 15);
+}
+
+TEST(HookDatagram, MalformedStopRecords) {
+  HookEvents e;
+  ParseHookDatagram(
+      "exit 42 1 3000000000 signal\n"           // no number
+      "exit 42 1 3000000000 status 3\n"         // not code or signal
+      "exit 42 1 3000000000 code 300\n"         // not a status
+      "sent_signal 42 1 3000000000 0\n"         // no signal 0
+      "bye 42 1\n"                              // no time
+      "bye 42 x 1\n"                            // no rank
+      "exception 42 1 2000000000\n"             // no detail
+      "exit 4294967296 1 3000000000 code 0\n",  // a pid past int
+      kStart, e);
+  EXPECT_EQ(e.malformed, 8);
+  EXPECT_TRUE(e.stops.empty());
+}
+
 TEST(HookDatagram, CountsMalformedAndSkipsUnknown) {
   HookEvents e;
   ParseHookDatagram(
