@@ -141,8 +141,10 @@ std::string HowItEnded(const RankEnd& e) {
                          w->pids.empty() ? std::string("?") : std::to_string(w->pids[0]),
                          w->signal.empty() ? "" : " (" + w->signal + ")");
     }
-    return fmt::format("stopped on {} raised by its data loader: {}", e.exception->type,
-                       e.exception->message);
+    return fmt::format(
+        "stopped on {} raised by its DataLoader (a worker that died leaves this "
+        "too): {}",
+        e.exception->type, e.exception->message);
   }
   if (e.exception) {
     return fmt::format("raised {}: {} (at {})", e.exception->type, e.exception->message,
@@ -212,12 +214,12 @@ Finding DiedFinding(const Timeline& timeline, const std::map<int, RankEnd>& ends
     if (pid != dead.pid && e.rank >= 0) others.push_back(OtherState(timeline, e, dead.When()));
   }
   f.summary =
-      fmt::format("rank {} (pid {}{}) {} during step {}, {:.1f} s into the run{}{}", dead.rank,
+      fmt::format("rank {} (pid {}{}) {} after {} steps, {:.1f} s into the run{}{}", dead.rank,
                   dead.pid, dead.host.empty() ? "" : " on " + dead.host, HowItEnded(dead),
                   dead.steps, dead.When(), others.empty() ? "" : "; ", Join(others, "; "));
   f.evidence = {{"rank", int64_t{dead.rank}},
                 {"pid", int64_t{dead.pid}},
-                {"step", dead.steps},
+                {"steps_done", dead.steps},
                 {"t_s", dead.When()}};
   if (!dead.host.empty()) f.evidence.push_back({"host", dead.host});
   if (dead.signal) f.evidence.push_back({"signal", SignalName(*dead.signal)});

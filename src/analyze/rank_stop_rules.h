@@ -7,6 +7,9 @@
 // the rank launcher's reports) and the kernel's OOM reports (memory_peaks).
 // A stop is the verdict of its report (analyze/report.h, IsJobStop).
 //
+// The steps a rank finished are the hook's: a step left by an exception
+// ends there, as one left by `break` does.
+//
 // The first to fail is the cause: the ranks the launcher then ended
 // (SIGTERM, SIGKILL after kRankTermGraceSeconds), or that vanished with it,
 // are its consequences and named as such. Every rank ended at once by

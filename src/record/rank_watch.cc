@@ -272,10 +272,15 @@ void RankWatch::Look(std::vector<RankState>& into, double t) {
   }
 }
 
-// Stuck over the two looks: the same stack (where both have one), and in a
-// collective or idle (a rank spinning in an NCCL collective uses a CPU; a
-// rank evaluating or saving a checkpoint does too, and moves).
+// Stuck over the two looks: still there, no step finished, the same stack
+// (where both have one), and in a collective or idle (a rank spinning in an NCCL collective uses a
+// CPU; a rank evaluating or saving a checkpoint does too, and moves).
 bool RankWatch::Stuck(const RankState& first, const RankState& second) const {
+  // Ended meanwhile (the job finishing), or a step finished: not stuck.
+  if (second.state.empty() || second.state == "Z" || second.steps != first.steps ||
+      second.last_step_t != first.last_step_t) {
+    return false;
+  }
   const double cpu = second.cpu_seconds.value_or(0) - first.cpu_seconds.value_or(0);
   const bool idle = cpu < 0.2 * options_.look_gap_seconds;
   const bool waiting = second.collective_since_t.has_value() ||
@@ -341,8 +346,8 @@ HangAction RankWatch::Check(int64_t now_ns, std::FILE* status) {
   if (!busy.empty() || second.empty()) {
     next_check_ns_ = now_ns + static_cast<int64_t>(threshold / 2 * 1e9);
     std::fprintf(status,
-                 "stallscope: not a hang: rank %s still works (its stack moves or it uses a "
-                 "CPU); looking again in %.0f s\n",
+                 "stallscope: not a hang: rank %s still works (a step ended, its stack moves, it "
+                 "uses a CPU, or it ended); looking again in %.0f s\n",
                  Join(busy, ", ").c_str(), threshold / 2);
     return HangAction::kNone;
   }

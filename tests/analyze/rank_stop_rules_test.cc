@@ -64,9 +64,9 @@ TEST(RankStops, ARankKilledAndTheOthersEndedByTheLauncher) {
   EXPECT_EQ(Value(f, "rank"), "1");
   EXPECT_EQ(Value(f, "pid"), "101");
   EXPECT_EQ(Value(f, "signal"), "SIGKILL");
-  EXPECT_EQ(Value(f, "step"), "7");
+  EXPECT_EQ(Value(f, "steps_done"), "7");
   EXPECT_EQ(Value(f, "host"), "node-a");
-  EXPECT_NE(f.summary.find("killed by SIGKILL during step 7"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("killed by SIGKILL after 7 steps"), std::string::npos) << f.summary;
   EXPECT_NE(f.summary.find("rank 0 waited in a gradient all-reduce since 1.9 s"), std::string::npos)
       << f.summary;
   EXPECT_NE(f.summary.find("the launcher then ended it (SIGTERM)"), std::string::npos);
