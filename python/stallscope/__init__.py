@@ -89,7 +89,7 @@ class _State:
         self.reported = 0        # of those, how many `dropped` records told
         self.loaders = set()     # (id, record) of the loaders reported
         self.leak = _leak.LeakWatch(self.pid, self.rank)   # placing a leak (_leak.py)
-        self.stacks = None       # the file faulthandler writes stacks to (_stops.py)
+        self.stacks = None       # (file, signal) faulthandler writes stacks on (_stops.py)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.setblocking(False)
 
@@ -163,6 +163,9 @@ def _close(st):
         st.sock.close()
     except Exception:
         pass
+    if st.pid == os.getpid():    # a forked child leaves the parent's handler be
+        _stops.disarm_stacks(st.stacks)
+        st.stacks = None
 
 
 def _lines(st, records):

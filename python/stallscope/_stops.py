@@ -100,7 +100,8 @@ class Ring:
 
 def arm_stacks(ring, pid, rank):
     """Registers faulthandler on STALLSCOPE_STACK_SIGNAL into a file of
-    STALLSCOPE_STACKS; returns the open file (kept by the caller) or None."""
+    STALLSCOPE_STACKS; returns (the open file, the signal), kept by the
+    caller until disarm_stacks, or None."""
     folder = os.environ.get("STALLSCOPE_STACKS")
     try:
         signum = int(os.environ.get("STALLSCOPE_STACK_SIGNAL", "0"))
@@ -116,7 +117,22 @@ def arm_stacks(ring, pid, rank):
     except Exception:
         return None
     ring.words[W_STACK_SIGNAL] = signum
-    return f
+    return (f, signum)
+
+
+def disarm_stacks(armed):
+    """Undoes arm_stacks (a new socket path, a new state): the signal back
+    to its default, then the file closed."""
+    if armed is None:
+        return
+    try:
+        faulthandler.unregister(armed[1])
+    except Exception:
+        pass
+    try:
+        armed[0].close()
+    except Exception:
+        pass
 
 
 def _clean(text):
