@@ -563,12 +563,17 @@ constexpr Rule kRules[] = {
      "critical when every live rank is stuck: the same stack in both looks (where it has one) "
      "and either in a collective or using under 20% of a CPU between the looks; a rank whose "
      "stack moves or that uses a CPU outside a collective (an evaluation, a checkpoint) is not "
-     "a hang, looked at again later",
+     "a hang, looked at again later; from Flight Recorder dumps (`stallscope hang`, or those "
+     "the ranks of a `run` wrote): critical when the ranks of a process group diverge (one "
+     "never entered the collective the others wait in, sizes or dtypes differ, a rank stopped "
+     "completing what its peers completed), warning when every rank is stuck in the same one",
      "a hang is a rank stopped in its own code (a deadlock, a wait on a dead mount, an "
      "uneven number of batches) while the others wait in a collective for it: the ranks that "
      "wait are consequences, the one outside a collective is the cause. A spinning NCCL "
      "collective uses a CPU, so CPU time alone cannot tell a hang from work; the stack, taken "
-     "twice, can: work moves, a hang does not",
+     "twice, can: work moves, a hang does not. In the dumps, a collective's sequence number "
+     "orders it in its group on every rank (as PyTorch's fr_trace matches them), so the rank "
+     "that never reached the number the others are in is the one they wait for",
      "https://docs.python.org/3/library/faulthandler.html"},
     {"distributed.load_imbalance", Layer::kDistributed,
      "a recorded run with >= 2 ranks: the spread (max - min) across ranks of the mean compute "

@@ -6,6 +6,19 @@
 #include "analyze/trace_rules.h"
 
 namespace stallscope {
+namespace {
+
+// The evidence "source" a stored finding carries ("" without one).
+std::string SourceOf(const Finding& f) {
+  for (const Evidence& e : f.evidence) {
+    if (e.name == "source") {
+      if (const auto* s = std::get_if<std::string>(&e.value)) return *s;
+    }
+  }
+  return "";
+}
+
+}  // namespace
 
 RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
                        std::optional<std::string> baseline_json,
@@ -50,6 +63,10 @@ RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
     for (const Finding& f : stored->findings) {
       if (FromTrace(f)) {
         MergeTraceFinding(run.findings, f);
+      } else if (SourceOf(f) == "flight-recorder") {
+        // PyTorch's Flight Recorder dumps: one distributed.hang with the
+        // recorder's own.
+        MergeFinding(run.findings, f, "flight-recorder", "run");
       } else {
         // The job's NCCL logs: one finding with the baseline's of the same
         // id (network.wrong_interface, network.rdma_unused).

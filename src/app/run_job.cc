@@ -1,14 +1,21 @@
 #include "app/run_job.h"
 
+#include <dirent.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <ctime>
+#include <string_view>
 
+#include "analyze/flight_recorder_finding.h"
+#include "analyze/flight_recorder_rules.h"
 #include "analyze/nccl_log_host.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
 #include "net/route.h"
+#include "probe/flight_recorder.h"
 #include "probe/mounts.h"
 #include "probe/remote_path.h"
 #include "probe/snapshot.h"
@@ -150,9 +157,69 @@ std::vector<NcclLogFile> ReadJobNcclLogs(const Root& root, const RunRequest& req
   return logs;
 }
 
+std::string FlightRecorderPrefix(const std::string& stacks_dir) {
+  return stacks_dir + "/flight_recorder_rank_";
+}
+
+std::vector<std::pair<std::string, std::string>> FlightRecorderEnvironment(
+    const std::string& prefix) {
+  std::vector<std::pair<std::string, std::string>> env;
+  auto unless_set = [&](const char* name, const std::string& value) {
+    if (std::getenv(name) == nullptr) env.emplace_back(name, value);
+  };
+  // One size for both names, whichever the user set.
+  const char* size = std::getenv("TORCH_FR_BUFFER_SIZE");
+  if (!size) size = std::getenv("TORCH_NCCL_TRACE_BUFFER_SIZE");
+  unless_set("TORCH_FR_BUFFER_SIZE", size ? size : "2000");
+  unless_set("TORCH_NCCL_TRACE_BUFFER_SIZE", size ? size : "2000");
+  unless_set("TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
+  const char* file = std::getenv("TORCH_FR_DUMP_TEMP_FILE");
+  if (!file) file = std::getenv("TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
+  unless_set("TORCH_FR_DUMP_TEMP_FILE", file ? file : prefix);
+  unless_set("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", file ? file : prefix);
+  // A named pipe a rank (its prefix + rank + ".pipe"): `run` writes to it at
+  // a hang for a dump while the rank's main thread is stuck.
+  unless_set("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", prefix);
+  return env;
+}
+
+FindingsWithNotes JudgeFlightRecorderDumps(const std::string& prefix) {
+  FindingsWithNotes out;
+  const size_t slash = prefix.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : prefix.substr(0, slash);
+  const std::string stem = prefix.substr(slash == std::string::npos ? 0 : slash + 1);
+  std::vector<std::string> paths;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      // Regular files only: the dump pipes beside them would block a read.
+      const std::string path = dir + "/" + e->d_name;
+      struct stat st {};
+      if (std::string_view(e->d_name).starts_with(stem) && lstat(path.c_str(), &st) == 0 &&
+          S_ISREG(st.st_mode)) {
+        paths.push_back(path);
+      }
+    }
+    closedir(d);
+  }
+  if (paths.empty()) return out;
+  std::sort(paths.begin(), paths.end());
+  Result<FlightRecorderDumps> dumps = ReadFlightRecorderDumps(paths);
+  if (!dumps.ok()) {
+    out.notes.push_back("flight-recorder: " + dumps.status().message());
+    return out;
+  }
+  out = FlightRecorderFindings(AnalyzeFlightRecorder(dumps->dumps));
+  for (Finding& f : out.findings) {
+    f.evidence.insert(f.evidence.begin(), {"source", std::string("flight-recorder")});
+  }
+  for (std::string& n : dumps->notes) out.notes.push_back("flight-recorder: " + n);
+  return out;
+}
+
 FindingsWithNotes KeepRunConclusions(RunWriter& writer,
                                      const std::optional<FindingsWithNotes>& from_traces,
-                                     FindingsWithNotes from_logs, std::FILE* err) {
+                                     FindingsWithNotes from_logs, FindingsWithNotes from_dumps,
+                                     std::FILE* err) {
   FindingsWithNotes unsaved;
   if (from_traces) {
     if (Status kept = writer.AppendFindings("trace", from_traces->findings, from_traces->notes);
@@ -167,6 +234,15 @@ FindingsWithNotes KeepRunConclusions(RunWriter& writer,
     std::fprintf(err, "stallscope run: %s (printed below, not kept in the run file)\n",
                  kept.message().c_str());
     Append(unsaved, std::move(from_logs));
+  }
+  if (!from_dumps.findings.empty() || !from_dumps.notes.empty()) {
+    if (Status kept =
+            writer.AppendFindings("flight-recorder", from_dumps.findings, from_dumps.notes);
+        !kept.ok()) {
+      std::fprintf(err, "stallscope run: %s (printed below, not kept in the run file)\n",
+                   kept.message().c_str());
+      Append(unsaved, std::move(from_dumps));
+    }
   }
   return unsaved;
 }

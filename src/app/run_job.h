@@ -75,12 +75,31 @@ std::vector<NcclLogFile> ReadJobNcclLogs(const Root& root, const RunRequest& req
                                          const std::vector<DebugFileState>& before,
                                          std::vector<std::string>& notes, std::FILE* err);
 
+// The prefix `run` gives PyTorch's Flight Recorder for its dumps (one file a
+// rank, the rank appended), in the stacks folder beside the run file.
+std::string FlightRecorderPrefix(const std::string& stacks_dir);
+
+// The Flight Recorder's variables for the job, those the user set left as
+// they are: a 2000-entry buffer (TORCH_FR_BUFFER_SIZE, which newer PyTorch
+// reads first, and TORCH_NCCL_TRACE_BUFFER_SIZE), a dump when the NCCL
+// watchdog times out (TORCH_NCCL_DUMP_ON_TIMEOUT=1), and the dumps' prefix
+// (TORCH_FR_DUMP_TEMP_FILE, older TORCH_NCCL_DEBUG_INFO_TEMP_FILE).
+std::vector<std::pair<std::string, std::string>> FlightRecorderEnvironment(
+    const std::string& prefix);
+
+// The dumps the job's ranks wrote under `prefix` (a timeout, an exception),
+// judged (analyze/flight_recorder_rules.h): their findings carry evidence
+// source "flight-recorder"; nothing when there is none; a dump that does not
+// read is a note.
+FindingsWithNotes JudgeFlightRecorderDumps(const std::string& prefix);
+
 // What `run` concluded beyond the timeline kept in the run file, each under
-// its source ("trace", "nccl-log"), so that `report RUN.db` shows it later.
-// What the file could not keep is said on `err` and returned, to be printed
-// with the report all the same.
+// its source ("trace", "nccl-log", "flight-recorder"), so that `report
+// RUN.db` shows it later. What the file could not keep is said on `err` and
+// returned, to be printed with the report all the same.
 FindingsWithNotes KeepRunConclusions(RunWriter& writer,
                                      const std::optional<FindingsWithNotes>& from_traces,
-                                     FindingsWithNotes from_logs, std::FILE* err);
+                                     FindingsWithNotes from_logs, FindingsWithNotes from_dumps,
+                                     std::FILE* err);
 
 }  // namespace stallscope

@@ -37,6 +37,10 @@ constexpr Command kCommands[] = {
      SetupTrace},
     {"nccl-log", "reads an NCCL_DEBUG=INFO log: versions, interfaces, transports, init, errors",
      SetupNcclLog},
+    {"hang",
+     "reads a stuck job's Flight Recorder dumps: where its ranks diverge, and who the others wait "
+     "for",
+     SetupHang},
     {"dataset", "census of a dataset folder: files, sizes, fs type, page cache, small files",
      SetupDataset},
     {"bench", "active tests: io (storage, as fio), h2d (host<->GPU copies), allreduce (MPI/NCCL)",

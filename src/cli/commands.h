@@ -49,6 +49,7 @@ CommandRunner SetupWatch(CLI::App& app);
 CommandRunner SetupReport(CLI::App& app);
 CommandRunner SetupDiff(CLI::App& app);  // cli/diff_command.cc
 CommandRunner SetupNcclLog(CLI::App& app);
+CommandRunner SetupHang(CLI::App& app);   // cli/hang_command.cc
 CommandRunner SetupBench(CLI::App& app);  // the group; its benches: cli/bench_command.h
 CommandRunner SetupDataset(CLI::App& app);
 CommandRunner SetupPack(CLI::App& app);

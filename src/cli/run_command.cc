@@ -184,6 +184,9 @@ CommandRunner SetupRun(CLI::App& app) {
         hang.stack_signal = SIGRTMIN + kStackSignalOffset;
         env.emplace_back("STALLSCOPE_STACKS", hang.stacks_dir);
         env.emplace_back("STALLSCOPE_STACK_SIGNAL", std::to_string(hang.stack_signal));
+        for (auto& v : FlightRecorderEnvironment(FlightRecorderPrefix(hang.stacks_dir))) {
+          env.push_back(std::move(v));
+        }
       } else {
         std::fprintf(stderr, "stallscope run: %s (a hang is found without the ranks' stacks)\n",
                      made.message().c_str());
@@ -230,8 +233,15 @@ CommandRunner SetupRun(CLI::App& app) {
       ProgressLine progress("reading the profiler traces...");
       from_traces = JudgeProfileTraces(trace_dir, *profile);
     }
+    // PyTorch's Flight Recorder dumps (NCCL: at a watchdog timeout), where
+    // the ranks wrote some.
+    FindingsWithNotes from_dumps;
+    if (!hang.stacks_dir.empty()) {
+      from_dumps = JudgeFlightRecorderDumps(FlightRecorderPrefix(hang.stacks_dir));
+    }
     StoredFindings unsaved = KeepRunConclusions(
-        *writer, from_traces, NcclLogConclusions(nccl_logs, host, std::move(nccl_notes)), stderr);
+        *writer, from_traces, NcclLogConclusions(nccl_logs, host, std::move(nccl_notes)),
+        std::move(from_dumps), stderr);
     (void)writer->Checkpoint();  // space freed since a write failed: one file again
     if (Status closed = writer->Close(); !closed.ok()) {
       std::fprintf(stderr, "stallscope run: %s\n", closed.message().c_str());

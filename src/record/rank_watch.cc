@@ -356,6 +356,10 @@ HangAction RankWatch::Check(int64_t now_ns, std::FILE* status) {
     if (states_.size() < kMaxRows) states_.push_back(std::move(s));
   }
   std::fprintf(status, "stallscope: hang: %s\n", DescribeHang(states_).c_str());
+  if (const int asked = RequestFlightRecorderDumps(); asked > 0) {
+    std::fprintf(status, "stallscope: asked %d rank(s) for a Flight Recorder dump\n", asked);
+    if (options_.kill) AwaitFlightRecorderDumps(asked, kDumpWaitSeconds);
+  }
   std::fflush(status);
   return options_.kill ? HangAction::kEndJob : HangAction::kNone;
 }
@@ -378,6 +382,53 @@ void RankWatch::Recover(HookEvents& events) {
 void RankWatch::SignalRanks(int sig) {
   for (auto& [pid, r] : ranks_) {
     if (!r->gone) kill(r->pid, sig);
+  }
+}
+
+namespace {
+
+// The named pipes PyTorch made in `dir` (names ending ".pipe", FIFOs only).
+std::vector<std::string> DumpPipes(const std::string& dir) {
+  std::vector<std::string> pipes;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      struct stat st {};
+      if (name.size() > 5 && name.substr(name.size() - 5) == ".pipe" &&
+          lstat((dir + "/" + name).c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) {
+        pipes.push_back(dir + "/" + name);
+      }
+    }
+    closedir(d);
+  }
+  return pipes;
+}
+
+}  // namespace
+
+int RankWatch::RequestFlightRecorderDumps() const {
+  if (options_.stacks_dir.empty()) return 0;
+  int asked = 0;
+  for (const std::string& pipe : DumpPipes(options_.stacks_dir)) {
+    // Non-blocking: a pipe nobody reads (its rank gone) fails with ENXIO.
+    const int fd = open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (write(fd, "1\n", 2) == 2) ++asked;
+    close(fd);
+  }
+  return asked;
+}
+
+void RankWatch::AwaitFlightRecorderDumps(int asked, double seconds) const {
+  for (double waited = 0; asked > 0 && waited < seconds; waited += 0.25) {
+    int written = 0;
+    for (const std::string& pipe : DumpPipes(options_.stacks_dir)) {
+      struct stat st {};
+      const std::string dump = pipe.substr(0, pipe.size() - 5);
+      if (stat(dump.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) ++written;
+    }
+    if (written >= asked) return;
+    SleepSeconds(0.25);
   }
 }
 
@@ -413,8 +464,11 @@ void FinishStacksDir(const std::string& dir) {
     while (dirent* e = readdir(d)) {
       const std::string path = dir + "/" + e->d_name;
       struct stat st {};
-      if (std::string(e->d_name).rfind("rank-", 0) == 0 && lstat(path.c_str(), &st) == 0 &&
-          S_ISREG(st.st_mode) && st.st_size == 0) {
+      const std::string name = e->d_name;
+      if (lstat(path.c_str(), &st) != 0) continue;
+      // Empty stack files, and the pipes a killed rank's PyTorch left.
+      if ((name.rfind("rank-", 0) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) ||
+          (name.size() > 5 && name.substr(name.size() - 5) == ".pipe" && S_ISFIFO(st.st_mode))) {
         unlink(path.c_str());
       }
     }

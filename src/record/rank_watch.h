@@ -39,6 +39,8 @@ struct HangOptions {
   double look_gap_seconds = 3.0;  // between the two looks
 };
 inline constexpr double kHangFloorSeconds = 60;
+// --hang-action kill: how long the dumps asked for are waited for.
+inline constexpr double kDumpWaitSeconds = 10;
 // The hook's stack signal is SIGRTMIN + this: clear of glibc's own two
 // real-time signals and of the low ones other libraries take first; never
 // SIGUSR1/SIGUSR2, which Slurm and Lightning use.
@@ -72,6 +74,13 @@ class RankWatch {
   void Recover(HookEvents& events);
   // `sig` to every live rank (--hang-action kill: SIGKILL after the grace).
   void SignalRanks(int sig);
+  // Asks PyTorch's Flight Recorder of every rank for a dump: a line written
+  // to each named pipe (FIFO, `*.pipe`) in the stacks folder, which
+  // ProcessGroupNCCL makes there under TORCH_NCCL_DEBUG_INFO_PIPE_FILE and
+  // its watchdog reads. Never blocks. Returns how many pipes took it.
+  int RequestFlightRecorderDumps() const;
+  // Waits up to `seconds` until every pipe asked has its dump beside it.
+  void AwaitFlightRecorderDumps(int asked, double seconds) const;
 
   // Rows not yet written (taken by the caller); all of them at the end.
   bool has_rows() const { return !states_.empty(); }

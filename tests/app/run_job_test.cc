@@ -208,22 +208,24 @@ TEST_F(RunJobTest, ConclusionsKeptOrReturnedWhenTheFileRefusesThem) {
   ASSERT_TRUE(writer.ok()) << writer.status().message();
   FindingsWithNotes traces{{Raised("code.sync_in_step")}, {"--profile 2:4: 1 rank trace(s)"}};
   FindingsWithNotes logs{{Raised("network.nccl_socket_fallback")}, {"nccl log a.log"}};
-  FindingsWithNotes unsaved = KeepRunConclusions(*writer, traces, logs, stderr);
+  FindingsWithNotes dumps{{Raised("distributed.hang")}, {"flight-recorder: 4 dumps"}};
+  FindingsWithNotes unsaved = KeepRunConclusions(*writer, traces, logs, dumps, stderr);
   EXPECT_TRUE(unsaved.findings.empty());
   EXPECT_TRUE(unsaved.notes.empty());
   ASSERT_TRUE(writer->Close().ok());
   Result<StoredFindings> stored = ReadStoredFindings(Path("k.db"));
   ASSERT_TRUE(stored.ok()) << stored.status().message();
-  ASSERT_EQ(stored->findings.size(), 2u);
+  ASSERT_EQ(stored->findings.size(), 3u);
 
-  // A closed file keeps nothing: both sources come back, none lost.
-  FindingsWithNotes back = KeepRunConclusions(*writer, traces, logs, stderr);
-  ASSERT_EQ(back.findings.size(), 2u);
+  // A closed file keeps nothing: every source comes back, none lost.
+  FindingsWithNotes back = KeepRunConclusions(*writer, traces, logs, dumps, stderr);
+  ASSERT_EQ(back.findings.size(), 3u);
   EXPECT_EQ(back.findings[0].id, "code.sync_in_step");
   EXPECT_EQ(back.findings[1].id, "network.nccl_socket_fallback");
-  EXPECT_EQ(back.notes.size(), 2u);
-  // Without traces, only the logs' come back.
-  back = KeepRunConclusions(*writer, std::nullopt, logs, stderr);
+  EXPECT_EQ(back.findings[2].id, "distributed.hang");
+  EXPECT_EQ(back.notes.size(), 3u);
+  // Without traces or dumps, only the logs' come back.
+  back = KeepRunConclusions(*writer, std::nullopt, logs, {}, stderr);
   ASSERT_EQ(back.findings.size(), 1u);
 }
 

@@ -51,6 +51,33 @@ def job(*extra):
             "--step-ms", "20", "--workers", "0"] + list(extra)
 
 
+# A rank of test_a_hang_asks_the_flight_recorder_for_a_dump: argv[1] is the
+# prefix of the dumps to hand over, as the rank's Flight Recorder would.
+PIPE_RANK = r"""
+import os, shutil, sys, threading, time
+import stallscope
+rank = int(os.environ["RANK"])
+pipe = os.environ["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] + str(rank) + ".pipe"
+os.mkfifo(pipe)
+def watchdog():
+    fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+    while True:
+        try:
+            asked = os.read(fd, 64)
+        except BlockingIOError:
+            asked = b""
+        if asked:
+            shutil.copy(sys.argv[1] + str(rank), os.environ["TORCH_FR_DUMP_TEMP_FILE"] + str(rank))
+            return
+        time.sleep(0.05)
+threading.Thread(target=watchdog, daemon=True).start()
+for _ in stallscope.loader(range(5)):
+    time.sleep(0.05)
+while True:
+    time.sleep(3600)
+"""
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -108,6 +135,65 @@ class Hang(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(TMP, "eval.db.stacks")) and
                          any(os.path.getsize(os.path.join(TMP, "eval.db.stacks", n)) == 0
                              for n in os.listdir(os.path.join(TMP, "eval.db.stacks"))))
+
+    def test_flight_recorder_dumps_the_ranks_wrote(self):
+        # Debian's torch has no Flight Recorder: four shell ranks put the
+        # dumps bench/gen_fr_dumps.py writes as torch's writer would (rank 1
+        # missing from an all-reduce) where `run` told them to, as NCCL's
+        # watchdog does at a timeout, and fail.
+        gen = os.path.join(TMP, "fr")
+        rc = os.system("%s %s %s >/dev/null" % (PYTHON, os.path.join(REPO, "bench",
+                                                                       "gen_fr_dumps.py"), gen))
+        self.assertEqual(rc, 0)
+        src = os.path.join(gen, "missing_rank_v2.9", "nccl_trace_rank_")
+        script = ('test "$TORCH_NCCL_TRACE_BUFFER_SIZE" = 2000 && '
+                  'test "$TORCH_NCCL_DUMP_ON_TIMEOUT" = 1 && '
+                  'test "$TORCH_FR_DUMP_TEMP_FILE" = "$TORCH_NCCL_DEBUG_INFO_TEMP_FILE" && '
+                  'cp "%s$RANK" "$TORCH_FR_DUMP_TEMP_FILE$RANK" && '
+                  'while [ "$(ls "$(dirname "$TORCH_FR_DUMP_TEMP_FILE")" | wc -l)" -lt 4 ]; '
+                  'do sleep 0.05; done; exit 6' % src)
+        db = os.path.join(TMP, "fr.db")
+        rc, out, err, _ = e2e.run(["run", "--json", "--procs", "4", "--interval", "0.2",
+                                   "--out", db, "--", "sh", "-c", script], timeout=60)
+        self.assertEqual(rc, 6, err[-3000:])
+        report = json.loads(out)
+        f = e2e.finding(report, "distributed.hang")
+        self.assertIsNotNone(f, report)
+        self.assertEqual(f["evidence"]["source"], "flight-recorder", f)
+        self.assertIn("1", f["summary"])
+        self.assertEqual(sorted(os.listdir(db + ".stacks")),
+                         ["flight_recorder_rank_%d" % r for r in range(4)])
+        # Kept in the run file: report reads it again.
+        again = json.loads(e2e.run(["report", "--json", db])[1])
+        self.assertEqual(e2e.finding(again, "distributed.hang")["summary"], f["summary"])
+
+    def test_a_hang_asks_the_flight_recorder_for_a_dump(self):
+        # Each rank makes the named pipe ProcessGroupNCCL makes under
+        # TORCH_NCCL_DEBUG_INFO_PIPE_FILE and reads it as its watchdog does
+        # (non-blocking, polled); a line there writes its dump (here the one
+        # bench/gen_fr_dumps.py wrote for it). The main thread steps, then
+        # stops for good.
+        gen = os.path.join(TMP, "fr-pipe")
+        self.assertEqual(os.system("%s %s %s >/dev/null" % (
+            PYTHON, os.path.join(REPO, "bench", "gen_fr_dumps.py"), gen)), 0)
+        rank_script = os.path.join(TMP, "pipe_rank.py")
+        with open(rank_script, "w") as f:
+            f.write(PIPE_RANK)
+        db = os.path.join(TMP, "pipe.db")
+        env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+        rc, out, err, _ = e2e.run(
+            ["run", "--json", "--procs", "4", "--interval", "0.5", "--hang-after", "3",
+             "--hang-action", "kill", "--out", db, "--", PYTHON, rank_script,
+             os.path.join(gen, "missing_rank_v2.9", "nccl_trace_rank_")], env=env, timeout=120)
+        self.assertEqual(rc, 128 + signal.SIGTERM, err[-3000:])
+        self.assertIn("asked 4 rank(s) for a Flight Recorder dump", err)
+        report = json.loads(out)
+        f = e2e.finding(report, "distributed.hang")
+        self.assertIn("flight-recorder", f["evidence"]["sources"], f)
+        stacks = os.listdir(db + ".stacks")
+        self.assertEqual(sorted(n for n in stacks if n.startswith("flight_recorder_")),
+                         ["flight_recorder_rank_%d" % r for r in range(4)])
+        self.assertFalse([n for n in stacks if n.endswith(".pipe")], stacks)
 
     @unittest.skipIf(MPIRUN is None, "mpirun not installed (apt-get install openmpi-bin)")
     def test_a_rank_killed_under_mpirun(self):
