@@ -137,6 +137,10 @@ def _current():
     _buf.append("hello %d %d %d %d" % (st.pid, st.rank, st.local_rank, st.world_size))
     _buf.append("host %d %d %s" % (st.pid, st.rank, st.host))
     try:
+        _buf.append("script %d %d %s" % (st.pid, st.rank, _stops.script_of()))
+    except Exception:
+        pass
+    try:
         _ring[0] = _stops.Ring.open(path, st.pid, st.rank)
         if _ring[0] is not None:
             st.stacks = _stops.arm_stacks(_ring[0], st.pid, st.rank)
@@ -164,7 +168,7 @@ def _close(st):
     except Exception:
         pass
     if st.pid == os.getpid():    # a forked child leaves the parent's handler be
-        _stops.disarm_stacks(st.stacks)
+        _stops.disarm_stacks(st.stacks, _ring[0])
         st.stacks = None
 
 
@@ -276,12 +280,21 @@ def _exception(where, thread, exc_type, exc, tb):
         pass
 
 
+def _say_bye(st):
+    """Python's exit: the stack signal disarmed in the ring first (the
+    interpreter restores its default as it finalizes), then `bye`, sent."""
+    ring = _ring[0]
+    if ring is not None:
+        ring.words[_stops.W_STACK_SIGNAL] = 0
+    _buf.append("bye %d %d %d" % (st.pid, st.rank, _mono()))
+    _flush()
+
+
 def _at_exit():
     try:
         _finish_window()
         if _state is not None and _state.pid == os.getpid():
-            _buf.append("bye %d %d %d" % (_state.pid, _state.rank, _mono()))
-            _flush()
+            _say_bye(_state)
         if _ddp_on[0]:
             _drain_callbacks()
     except Exception:
@@ -396,6 +409,9 @@ def _end_after_max_steps():
         raise SystemExit(0)
     try:
         _finish_window()         # os._exit skips atexit
+        st = _state
+        if st is not None and st.pid == os.getpid():
+            _say_bye(st)
         if _ddp_on[0]:
             _drain_callbacks()
         for stream in (sys.stdout, sys.stderr):

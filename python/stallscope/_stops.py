@@ -57,8 +57,8 @@ class Ring:
             return None
         path = os.path.join(os.path.dirname(socket_path), "ring-%d" % pid)
         size = (HEADER_WORDS + SLOTS * SLOT_WORDS) * 8
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0),
-                     0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) |
+                     getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
             os.ftruncate(fd, size)
             m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
@@ -110,8 +110,10 @@ def arm_stacks(ring, pid, rank):
     if not folder or signum <= 0 or not hasattr(faulthandler, "register"):
         return None
     try:
-        if signal.getsignal(signum) not in (signal.SIG_DFL, None):
-            return None          # the job's own handler: never replaced
+        # The job's own handler is never replaced: one set from Python
+        # (getsignal), or from C (None there; SigCgt in /proc says so too).
+        if signal.getsignal(signum) is not signal.SIG_DFL or _handled_in_c(signum):
+            return None
         f = open(os.path.join(folder, "rank-%d.%d.txt" % (rank, pid)), "w")
         faulthandler.register(signum, file=f, all_threads=True, chain=False)
     except Exception:
@@ -120,9 +122,29 @@ def arm_stacks(ring, pid, rank):
     return (f, signum)
 
 
-def disarm_stacks(armed):
-    """Undoes arm_stacks (a new socket path, a new state): the signal back
-    to its default, then the file closed."""
+def _handled_in_c(signum):
+    """Whether the kernel sees this process catch or ignore `signum`
+    (SigCgt/SigIgn of /proc/self/status): a handler Python does not know."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(("SigCgt:", "SigIgn:")):
+                    if (int(line.split()[1], 16) >> (signum - 1)) & 1:
+                        return True
+    except Exception:
+        return False
+    return False
+
+
+def disarm_stacks(armed, ring=None):
+    """Undoes arm_stacks (a new socket path, a new state, the exit): the
+    ring says so first (the recorder then never sends the signal), then the
+    signal back to its default and the file closed."""
+    if ring is not None:
+        try:
+            ring.words[W_STACK_SIGNAL] = 0
+        except Exception:
+            pass
     if armed is None:
         return
     try:
@@ -163,6 +185,21 @@ def exception_record(pid, rank, t_ns, where, thread, exc_type, exc, tb):
                                                                    for f in fields))
 
 
+def script_of():
+    """The script this interpreter runs, for `history`'s jobs: `-m MODULE`,
+    else sys.argv[0] made absolute (against the folder the job started in),
+    else `-c`."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    name = getattr(spec, "name", None)
+    if name and name != "__main__":
+        return _clean("-m " + name)
+    first = sys.argv[0] if sys.argv else ""
+    if first in ("", "-c", "-"):
+        return "-c"
+    return _clean(os.path.abspath(first))
+
+
 _installed = [False]
 
 
@@ -174,18 +211,22 @@ def install_excepthooks(report):
     before = sys.excepthook
 
     def excepthook(exc_type, exc, tb):
-        if not issubclass(exc_type, KeyboardInterrupt):
-            report("main", threading.current_thread().name, exc_type, exc, tb)
-        before(exc_type, exc, tb)
+        try:
+            if not (isinstance(exc_type, type) and issubclass(exc_type, KeyboardInterrupt)):
+                report("main", threading.current_thread().name, exc_type, exc, tb)
+        finally:
+            before(exc_type, exc, tb)
 
     sys.excepthook = excepthook
     if hasattr(threading, "excepthook"):
         before_thread = threading.excepthook
 
         def thread_hook(args):
-            if args.exc_type is not SystemExit:
-                name = args.thread.name if args.thread is not None else "-"
-                report("thread", name, args.exc_type, args.exc_value, args.exc_traceback)
-            before_thread(args)
+            try:
+                if args.exc_type is not SystemExit:
+                    name = args.thread.name if args.thread is not None else "-"
+                    report("thread", name, args.exc_type, args.exc_value, args.exc_traceback)
+            finally:
+                before_thread(args)
 
         threading.excepthook = thread_hook

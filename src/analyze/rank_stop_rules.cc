@@ -54,18 +54,24 @@ struct RankEnd {
   bool bye = false;
   std::optional<double> sent_at;  // the launcher sent it a signal (the others' end)
   std::vector<int> sent_signals;
-  std::optional<PyException> exception;  // the main thread's, or the loader's
+  std::optional<PyException> exception;  // the loader's, else the main thread's
   std::optional<double> exception_t;
+  bool uncaught = false;  // an exception reached sys.excepthook: Python exits 1
   bool oom = false;
   int64_t steps = 0;
 
-  double When() const { return t.value_or(exception_t.value_or(0)); }
+  // When it failed: its first sign, the exception or the end.
+  double When() const {
+    if (exception_t && t) return std::min(*exception_t, *t);
+    return t.value_or(exception_t.value_or(0));
+  }
   bool Consequence() const { return sent_at && (!t || *sent_at <= *t + 1e-6); }
   bool Failed() const {
     if (Consequence()) return false;
-    if (oom || exception) return true;
+    if (oom) return true;
+    if (exit_code) return *exit_code != 0;  // a known status decides
     if (signal) return true;
-    if (exit_code) return *exit_code != 0;
+    if (uncaught) return true;
     return gone && !bye;  // gone without Python's exit and without a status
   }
 };
@@ -86,10 +92,15 @@ void NoteStop(const RankStop& s, RankEnd& e) {
     e.sent_signals.push_back(*s.signal);
   } else if (s.how == "exception" || s.how == "loader_error") {
     PyException x = ParseException(s.detail);
+    if (x.where == "thread") return;  // a thread's end is not the rank's
+    if (x.where == "main") e.uncaught = true;
     // The loader's report says more (the worker); the main one comes after.
-    if (x.where == "thread" || (e.exception && e.exception->where == "loader")) return;
+    if (e.exception && e.exception->where == "loader") return;
+    // A loader's exception the job caught leaves no mark unless the rank
+    // then ends badly (Failed); its first one is kept.
+    if (e.exception && x.where == "loader") return;
     e.exception = std::move(x);
-    e.exception_t = s.t;
+    if (!e.exception_t) e.exception_t = s.t;
   }
 }
 
@@ -119,12 +130,18 @@ std::map<int, RankEnd> CollectEnds(const Timeline& timeline) {
 
 // Every rank ended by one SIGINT/SIGTERM/SIGHUP within seconds, none sent by
 // the launcher: a stop someone asked for.
-bool AskedToStop(const std::map<int, RankEnd>& ends) {
+bool AskedSignal(std::optional<int> sig) { return sig == 1 || sig == 2 || sig == 15; }
+
+bool AskedToStop(const std::map<int, RankEnd>& ends, const RunInfo& info) {
+  // The job `run` started ended by such a signal (a launcher passes it on,
+  // or exits 128 + it): its ranks, gone with it, were asked too.
+  const bool job_asked =
+      AskedSignal(info.exit_signal) || (info.exit_code && AskedSignal(*info.exit_code - 128));
   std::optional<double> first, last;
   int stopped = 0;
   for (const auto& [pid, e] : ends) {
     if (e.rank < 0) continue;
-    const bool asked = e.signal && (*e.signal == 1 || *e.signal == 2 || *e.signal == 15);
+    const bool asked = AskedSignal(e.signal) || (job_asked && e.gone && !e.exit_code && !e.signal);
     if (!asked || e.sent_at) return false;
     ++stopped;
     first = std::min(first.value_or(e.When()), e.When());
@@ -362,7 +379,9 @@ FindingsWithNotes CheckRankStops(const Timeline& timeline) {
     if (!first || e.When() < first->When()) first = &e;
   }
   const double hang_t = hang ? hang->t : 1e300;
-  if (first && !AskedToStop(ends) && first->When() < hang_t) {
+  // The OOM kill of the job `run` started is memory.oom_killed already.
+  const bool told = first && first->oom && timeline.info.oom_killed;
+  if (first && !told && !AskedToStop(ends, timeline.info) && first->When() < hang_t) {
     out.findings.push_back(DiedFinding(timeline, ends, *first));
   }
   if (hang) out.findings.push_back(std::move(hang->finding));

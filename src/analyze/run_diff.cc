@@ -13,6 +13,7 @@
 #include "analyze/robust_slope.h"
 #include "analyze/run_inputs.h"
 #include "core/stats.h"
+#include "core/text.h"
 
 namespace stallscope {
 namespace {
@@ -156,6 +157,7 @@ DiffSide Describe(const std::vector<RunAnalysis>& runs, const SideSteps& steps) 
       side.world_size = std::max(side.world_size, r.world_size);  // what the launcher said
     }
     if (side.command.empty()) side.command = info.command;
+    if (side.argv.empty()) side.argv = info.argv;
     if (side.started.empty()) side.started = info.started_utc;
     // A last epoch shorter than the first (the job stopped in it) is left
     // out; a node's file repeats the others' epochs, so one file's are kept.
@@ -537,6 +539,28 @@ std::optional<DiffGpuSide> GpuSideOf(const std::vector<TraceRankBreakdown>& rank
   return g;
 }
 
+std::pair<std::string, std::string> ArgvChange(const std::vector<std::string>& a,
+                                               const std::vector<std::string>& b) {
+  size_t head = 0;
+  while (head < a.size() && head < b.size() && a[head] == b[head]) ++head;
+  if (head == a.size() && head == b.size()) return {};
+  size_t tail = 0;
+  while (tail < a.size() - head && tail < b.size() - head &&
+         a[a.size() - 1 - tail] == b[b.size() - 1 - tail]) {
+    ++tail;
+  }
+  // A changed value keeps its flag: "--workers 2", not "2".
+  if (head > 0 && a[head - 1].starts_with("-") && head < a.size() && head < b.size() &&
+      !a[head].starts_with("-") && !b[head].starts_with("-")) {
+    --head;
+  }
+  auto words = [&](const std::vector<std::string>& v) {
+    return JoinCommand(std::vector<std::string>(v.begin() + static_cast<std::ptrdiff_t>(head),
+                                                v.end() - static_cast<std::ptrdiff_t>(tail)));
+  };
+  return {words(a), words(b)};
+}
+
 RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysis>& b,
                  const std::optional<DiffGpuSide>& gpu_a, const std::optional<DiffGpuSide>& gpu_b,
                  const std::optional<InputElsewhere>& input_a,
@@ -636,7 +660,14 @@ RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysi
   std::stable_sort(causes.begin(), causes.end(), LargerShareFirst);
   d.changes = std::move(causes);
   Changes changes(&d.changes);
-  changes.Text("command", d.a.command, d.b.command);
+  // The words that changed, where both files keep the command's words;
+  // else the whole command line.
+  if (!d.a.argv.empty() && !d.b.argv.empty()) {
+    auto [was, is] = ArgvChange(d.a.argv, d.b.argv);
+    if (!was.empty() || !is.empty()) changes.Add("argv", Json(was), Json(is), "");
+  } else {
+    changes.Text("command", d.a.command, d.b.command);
+  }
   changes.Text("hosts", JoinHosts(d.a.hosts), JoinHosts(d.b.hosts));
   if (!d.same_world_size) changes.Add("world_size", d.a.world_size, d.b.world_size, "");
   CompareLoaders(a, b, changes);

@@ -60,10 +60,17 @@ inline constexpr double kDiffNoiseSigmas = 3.0;
 inline constexpr double kDiffMinStepFraction = 0.05;
 inline constexpr size_t kDiffBlockSteps = 4;
 
+// The words of two commands that differ, each with the flag before it when
+// that flag is the same: {"--workers 2", "--workers 0"}; two empty strings
+// when the commands are the same. A word only on one side: "" on the other.
+std::pair<std::string, std::string> ArgvChange(const std::vector<std::string>& a,
+                                               const std::vector<std::string>& b);
+
 struct DiffSide {
   std::vector<std::string> files;
   std::vector<std::string> hosts;  // the runs' hostnames, then the ranks' hosts
   std::string command;
+  std::vector<std::string> argv;      // the first run's, where its file has it
   std::string started;                // the first run's start, ISO 8601
   int world_size = 0;                 // ranks seen (hook hellos or ranks with steps); 0: none
   int64_t steps = 0;                  // counted steps, all ranks

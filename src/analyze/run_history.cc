@@ -14,6 +14,7 @@
 #include "analyze/job_analysis.h"
 #include "analyze/rank_rules.h"
 #include "core/stats.h"
+#include "core/text.h"
 
 namespace stallscope {
 namespace {
@@ -259,12 +260,31 @@ const char* HistoryMetricName(HistoryMetric metric) {
   return "step";
 }
 
+JobIdentity JobIdentityOf(const RunInfo& info) {
+  JobIdentity id;
+  id.uid = info.uid;
+  if (!info.identity_recorded) {
+    id = {"command", info.command, std::nullopt};
+  } else if (!info.job_name.empty()) {
+    id.by = "name", id.name = info.job_name;
+  } else if (!info.script.empty() && info.script != "-c") {
+    id.by = "script", id.name = info.script;
+  } else if (!info.program.empty()) {
+    id.by = "program", id.name = info.program;
+  } else {
+    id.by = "command", id.name = info.command;
+  }
+  return id;
+}
+
 HistoryRun SummarizeRunFile(const RunAnalysis& run) {
   const Timeline& t = run.timeline;
   HistoryRun r;
   r.files = {run.path};
   r.started_utc = t.info.started_utc;
   r.command = t.info.command;
+  r.job = JobIdentityOf(t.info);
+  r.argv = t.info.argv;
   r.hosts = {t.info.hostname};
   r.data_device = t.info.data_device;
   if (std::vector<LoaderInput> inputs = WhatTheLoaderReads(t); !inputs.empty()) {
@@ -340,10 +360,11 @@ std::vector<HistoryJob> BuildHistory(std::vector<HistoryRun> files, HistoryMetri
       runs.push_back(std::move(f));
     }
   }
-  std::map<std::pair<std::string, int>, HistoryJob> by_key;
+  std::map<std::pair<JobIdentity, int>, HistoryJob> by_key;
   for (HistoryRun& r : runs) {
-    HistoryJob& job = by_key[{r.command, r.world_size}];
-    job.command = r.command;
+    HistoryJob& job = by_key[{r.job, r.world_size}];
+    if (job.runs.empty()) job.command = r.command;
+    job.identity = r.job;
     job.world_size = r.world_size;
     r.index = static_cast<int>(job.runs.size()) + 1;
     job.runs.push_back(std::move(r));

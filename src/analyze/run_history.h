@@ -6,7 +6,12 @@
 // - One run: files with the same master address, port and world size (and
 //   launcher job where both have one) whose recordings overlap in wall time
 //   (kJobOverlapSlackSeconds), as `report A.db B.db` reads them.
-// - One job: runs with the same command and world size.
+// - One job: runs of one user and world size with the same name (run
+//   --job, STALLSCOPE_JOB, SLURM_JOB_NAME unless Slurm's default), else the
+//   same script (as the hook saw it), else the same program and script file
+//   (without a hook), so that a changed flag is a change within the job,
+//   not a new job. Files written before table job_identity keep grouping by
+//   their whole command line (JobIdentityOf).
 // - Change points: binary segmentation of the per-run medians of the chosen
 //   metric, over the complete runs only. The series' noise is the robust
 //   spread of successive differences (1.4826 x their median absolute value
@@ -27,6 +32,8 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "analyze/run_analysis.h"
@@ -45,12 +52,27 @@ enum class HistoryMetric { kStep, kDataWait, kStepsPerS };
 std::optional<HistoryMetric> HistoryMetricNamed(const std::string& name);
 const char* HistoryMetricName(HistoryMetric metric);
 
+// What makes runs one job: `by` says which ("name", "script", "program" or
+// "command"), `name` is what it is.
+struct JobIdentity {
+  std::string by;
+  std::string name;
+  std::optional<int64_t> uid;
+  bool operator<(const JobIdentity& o) const {
+    return std::tie(by, name, uid) < std::tie(o.by, o.name, o.uid);
+  }
+  bool operator==(const JobIdentity& o) const = default;
+};
+JobIdentity JobIdentityOf(const RunInfo& info);
+
 struct HistoryRun {
   int index = 0;  // 1-based within its job, by start time
   std::vector<std::string> files;
   std::string started_utc;
   double start_s = 0;  // wall clock, seconds since the epoch
   double end_s = 0;
+  JobIdentity job;
+  std::vector<std::string> argv;  // empty in files without it
   std::string command;
   int world_size = 0;
   std::string master_addr;
@@ -85,7 +107,8 @@ struct HistoryChange {
 };
 
 struct HistoryJob {
-  std::string command;
+  JobIdentity identity;
+  std::string command;  // its first run's
   int world_size = 0;
   std::vector<HistoryRun> runs;
   double noise = 0;  // the series' run-to-run spread, in the metric's unit

@@ -3,8 +3,10 @@
 #include <dirent.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <ctime>
 #include <string_view>
@@ -157,6 +159,61 @@ std::vector<NcclLogFile> ReadJobNcclLogs(const Root& root, const RunRequest& req
   return logs;
 }
 
+namespace {
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool EndsWith(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+bool IsSlurmDefaultJobName(const std::string& name, const std::vector<std::string>& argv) {
+  if (name.empty() || name == "wrap" || name == "interactive" || name == "bash" || name == "sh") {
+    return true;
+  }
+  for (std::string_view tail : {".sh", ".sbatch", ".slurm", ".py", ".bash"}) {
+    if (EndsWith(name, tail)) return true;
+  }
+  return std::any_of(argv.begin(), argv.end(),
+                     [&](const std::string& word) { return BaseName(word) == name; });
+}
+
+void FillJobIdentity(const std::vector<std::string>& argv, const std::string& job_flag,
+                     RunInfo& info) {
+  info.identity_recorded = true;
+  info.argv = argv;
+  info.uid = static_cast<int64_t>(getuid());
+  if (char cwd[4096]; getcwd(cwd, sizeof cwd) != nullptr) info.cwd = cwd;
+  const char* env_name = std::getenv("STALLSCOPE_JOB");
+  const char* slurm_name = std::getenv("SLURM_JOB_NAME");
+  if (!job_flag.empty()) {
+    info.job_name = job_flag;
+    info.job_name_from = "--job";
+  } else if (env_name && *env_name) {
+    info.job_name = env_name;
+    info.job_name_from = "STALLSCOPE_JOB";
+  } else if (slurm_name && !IsSlurmDefaultJobName(slurm_name, argv)) {
+    info.job_name = slurm_name;
+    info.job_name_from = "SLURM_JOB_NAME";
+  }
+  if (argv.empty()) return;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    struct stat st {};
+    if (!argv[i].empty() && argv[i][0] != '-' && stat(argv[i].c_str(), &st) == 0 &&
+        S_ISREG(st.st_mode)) {
+      char resolved[PATH_MAX];
+      info.program = BaseName(argv[0]) + " " +
+                     (realpath(argv[i].c_str(), resolved) ? std::string(resolved) : argv[i]);
+      break;
+    }
+  }
+}
+
 std::string FlightRecorderPrefix(const std::string& stacks_dir) {
   return stacks_dir + "/flight_recorder_rank_";
 }
@@ -178,8 +235,9 @@ std::vector<std::pair<std::string, std::string>> FlightRecorderEnvironment(
   unless_set("TORCH_FR_DUMP_TEMP_FILE", file ? file : prefix);
   unless_set("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", file ? file : prefix);
   // A named pipe a rank (its prefix + rank + ".pipe"): `run` writes to it at
-  // a hang for a dump while the rank's main thread is stuck.
-  unless_set("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", prefix);
+  // a hang for a dump while the rank's main thread is stuck; only where the
+  // dumps land beside it (the user's own prefix: theirs to ask).
+  if (!file) unless_set("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", prefix);
   return env;
 }
 

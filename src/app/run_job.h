@@ -75,6 +75,19 @@ std::vector<NcclLogFile> ReadJobNcclLogs(const Root& root, const RunRequest& req
                                          const std::vector<DebugFileState>& before,
                                          std::vector<std::string>& notes, std::FILE* err);
 
+// Who and what the job is, for `history` (RunInfo argv .. program): the
+// command, the user, the working folder, and its name: `job_flag` (run
+// --job), else STALLSCOPE_JOB, else SLURM_JOB_NAME unless it is one of
+// Slurm's defaults (IsSlurmDefaultJobName); the program and its first
+// argument naming an existing file, made absolute.
+void FillJobIdentity(const std::vector<std::string>& argv, const std::string& job_flag,
+                     RunInfo& info);
+// Slurm names a job after its batch script or command unless told
+// (`--job-name`), and "wrap" / "interactive" for those: such a name says
+// nothing of the job. True for those, for a name that is a word of `argv`'s
+// base name, and for script names (.sh, .sbatch, .slurm, .py).
+bool IsSlurmDefaultJobName(const std::string& name, const std::vector<std::string>& argv);
+
 // The prefix `run` gives PyTorch's Flight Recorder for its dumps (one file a
 // rank, the rank appended), in the stacks folder beside the run file.
 std::string FlightRecorderPrefix(const std::string& stacks_dir);

@@ -27,6 +27,7 @@
 #include "core/atomic_file.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
+#include "core/text.h"
 #include "render/run_history.h"
 #include "render/run_history_html.h"
 
@@ -113,6 +114,29 @@ Result<std::vector<RunAnalysis>> ReadRun(const HistoryRun& run) {
   return out;
 }
 
+// --job: a number of the list (1-based), else a job's name or script, or
+// the script's file name.
+Result<size_t> PickJob(const std::vector<HistoryJob>& jobs, const std::string& wanted) {
+  if (std::optional<int64_t> n = ParseInt(wanted)) {
+    if (*n < 1 || static_cast<size_t>(*n) > jobs.size()) {
+      return Status::InvalidArgument("--job " + wanted + ": there are " +
+                                     std::to_string(jobs.size()) + " jobs");
+    }
+    return static_cast<size_t>(*n - 1);
+  }
+  std::vector<std::string> names;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string& name = jobs[i].identity.name;
+    const size_t slash = name.rfind('/');
+    if (name == wanted || (slash != std::string::npos && name.substr(slash + 1) == wanted)) {
+      return i;
+    }
+    names.push_back(name);
+  }
+  return Status::InvalidArgument("--job " + wanted +
+                                 ": no job of that name or script; the jobs: " + Join(names, ", "));
+}
+
 }  // namespace
 
 CommandRunner SetupHistory(CLI::App& app) {
@@ -123,7 +147,7 @@ CommandRunner SetupHistory(CLI::App& app) {
     bool force = false;
     std::string metric = "step";
     std::string since;
-    int job = 0;
+    std::string job;
   };
   auto flags = std::make_shared<Flags>();
   app.add_option("paths", flags->paths,
@@ -140,7 +164,9 @@ CommandRunner SetupHistory(CLI::App& app) {
   app.add_option("--since", flags->since,
                  "only runs started on or after DATE: an ISO 8601 date or time in UTC "
                  "(2026-03-04, 2026-03-04T09:12) or an age (30m, 12h, 7d, 2w)");
-  app.add_option("--job", flags->job, "report only job N of the list (when PATH holds several)");
+  app.add_option("--job", flags->job,
+                 "report only job N of the list, or the job of that name or script (when PATH "
+                 "holds several)");
   return [flags]() {
     std::optional<HistoryMetric> metric = HistoryMetricNamed(flags->metric);
     if (!metric) {
@@ -187,14 +213,10 @@ CommandRunner SetupHistory(CLI::App& app) {
       }
     }
     std::vector<HistoryJob> jobs = BuildHistory(std::move(summaries), *metric);
-    if (flags->job > 0) {
-      if (static_cast<size_t>(flags->job) > jobs.size()) {
-        return Fail("history",
-                    "--job " + std::to_string(flags->job) + ": there are " +
-                        std::to_string(jobs.size()) + " jobs",
-                    kExitUsage);
-      }
-      jobs = {std::move(jobs[static_cast<size_t>(flags->job) - 1])};
+    if (!flags->job.empty()) {
+      Result<size_t> picked = PickJob(jobs, flags->job);
+      if (!picked.ok()) return Fail("history", picked.status(), kExitUsage);
+      jobs = {std::move(jobs[*picked])};
     }
     {
       ProgressLine progress("comparing the runs on each side of each change...");

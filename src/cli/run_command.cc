@@ -107,6 +107,10 @@ CommandRunner SetupRun(CLI::App& app) {
                  "A:B: torch.profiler over the job's steps A to B (inclusive, counted from 0 as "
                  "the hook counts them); one trace per rank in RUN.db.traces/, judged with the "
                  "run (stallscope trace reads them)");
+  auto job_name = std::make_shared<std::string>();
+  app.add_option("--job", *job_name,
+                 "NAME: the job's name, for `history` (default: STALLSCOPE_JOB, SLURM_JOB_NAME "
+                 "unless Slurm's default, else the script the job runs)");
   auto hang_after = std::make_shared<double>(-1);
   auto hang_action = std::make_shared<std::string>("report");
   app.add_option("--hang-after", *hang_after,
@@ -115,11 +119,11 @@ CommandRunner SetupRun(CLI::App& app) {
                  "20x the median step; 0: off)")
       ->check(CLI::Range(0.0, 1e7));
   app.add_option("--hang-action", *hang_action,
-                 "report (default: say so and keep waiting) or kill (then end the job: SIGTERM, "
-                 "SIGKILL 10 s later)")
+                 "report (default: say so and keep waiting) or kill (then end the job: up to "
+                 "10 s for the Flight Recorder dumps asked for, SIGTERM, SIGKILL 10 s later)")
       ->check(CLI::IsMember({"report", "kill"}));
   app.add_option("command", flags->command, "the command to run, after --")->required();
-  return [flags, hang_after, hang_action]() {
+  return [flags, hang_after, hang_action, job_name]() {
     std::optional<TraceStepRange> profile;
     if (!flags->profile.empty()) {
       Result<TraceStepRange> range = ParseTraceStepRange(flags->profile);
@@ -153,6 +157,7 @@ CommandRunner SetupRun(CLI::App& app) {
     const double start_realtime =
         RealtimeSeconds() - (MonotonicSeconds() - info->start_monotonic_seconds);
     info->command = JoinCommand(flags->command);
+    FillJobIdentity(flags->command, *job_name, *info);
 
     Result<HookReceiver> hook = HookReceiver::Create();
     if (!hook.ok()) return FailedToStart("run", hook.status());

@@ -60,7 +60,7 @@ bool ParseStopRecord(std::string_view type, std::string_view line,
   bool ok = f.size() >= 4;
   for (size_t i = 0; ok && i < 3; ++i) {
     std::optional<int64_t> n = ParseInt(f[i + 1]);
-    ok = n.has_value() && *n >= INT32_MIN && (i == 2 || *n <= INT32_MAX);
+    ok = n.has_value() && (i == 2 || (*n >= INT32_MIN && *n <= INT32_MAX)) && (i != 0 || *n > 1);
     if (ok) v[i] = *n;
   }
   RankStop s;
@@ -104,6 +104,16 @@ void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& 
     std::string_view type = f[0];
     int64_t v[10];
     if (ParseStopRecord(type, line, f, start_ns, into)) continue;
+    if (type == "script") {
+      // pid rank TEXT: the script path (spaces kept) or "-m MODULE"
+      const std::string_view text = AfterFields(line, 3);
+      if (f.size() < 4 || !ParseInt(f[1]) || !ParseInt(f[2]) || text.empty()) {
+        ++into.malformed;
+      } else if (into.script.empty()) {
+        into.script = std::string(text.substr(0, 4096));
+      }
+      continue;
+    }
     if (type == "step") {
       // pid rank step t_end_ns wait_ns step_ns
       if (!ToInts(f, 6, v) || v[4] < 0 || v[5] < 0) {
@@ -154,8 +164,9 @@ void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& 
       into.buckets.push_back({static_cast<int>(v[1]), v[2], static_cast<int>(v[3]),
                               Seconds(v[4], start_ns), Seconds(v[5], start_ns)});
     } else if (type == "hello") {
-      // pid rank local_rank world_size
-      if (!ToInts(f, 4, v)) {
+      // pid rank local_rank world_size; a pid that names no single process
+      // (0, 1, negative, past int) is refused: ranks' pids may be signalled.
+      if (!ToInts(f, 4, v) || v[0] <= 1 || v[0] > INT32_MAX) {
         ++into.malformed;
         continue;
       }

@@ -30,6 +30,7 @@ struct HookEvents {
   std::vector<BucketSync> buckets;            // stallscope.ddp(model): per bucket
   std::vector<AllocationReport> allocations;  // alloc_site / alloc_holder / alloc_note
   std::vector<RankStop> stops;  // bye / exception (hook), exit / sent_signal (launcher)
+  std::string script;           // the first `script` record's: what the job runs
   int64_t dropped = 0;          // datagrams the hook reported it could not send
   int64_t malformed = 0;        // lines we could not read
 };

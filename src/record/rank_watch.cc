@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <utility>
 
@@ -30,6 +31,8 @@ constexpr size_t kMaxSlots = 1 << 16;
 constexpr size_t kKeptStepDurations = 512;
 constexpr size_t kMaxRows = 20000;  // stops and states kept: a few per rank
 constexpr size_t kMaxDeathLooks = 8;
+constexpr size_t kMaxRanks = 65536;
+constexpr size_t kMaxStackBytes = 1 << 20;  // of one look's dump
 
 int64_t NowNs() {
   timespec ts{};
@@ -49,6 +52,57 @@ int OpenPidFd(int pid) {
 double TicksToSeconds(uint64_t ticks) {
   static const long hz = sysconf(_SC_CLK_TCK);
   return hz > 0 ? static_cast<double>(ticks) / static_cast<double>(hz) : 0;
+}
+
+// A regular file's bytes from `offset`, at most `max`: opened without
+// following a link and without blocking (a FIFO put where a ring or a stacks
+// file belongs is refused, never waited on). nullopt when not read.
+std::optional<std::string> ReadRegular(const std::string& path, size_t max, size_t offset = 0) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::optional<std::string> out;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    std::string bytes(max, '\0');
+    size_t got = 0;
+    while (got < max) {
+      const ssize_t n = pread(fd, bytes.data() + got, max - got, static_cast<off_t>(offset + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    bytes.resize(got);
+    out = std::move(bytes);
+  }
+  close(fd);
+  return out;
+}
+
+int SendByPidFd(int pidfd, int sig) {
+#ifdef SYS_pidfd_send_signal
+  return static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+#else
+  (void)pidfd;
+  (void)sig;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+// Whether the process catches `sig` now (SigCgt of /proc/PID/status): the
+// hook's word says it armed the stack signal, the kernel says it still is.
+bool Catches(const Root& root, int pid, int sig) {
+  Result<std::string> status =
+      ReadFile(root.Path("/proc/" + std::to_string(pid) + "/status"), 1 << 16);
+  if (!status.ok() || sig < 1 || sig > 64) return false;
+  for (std::string_view line : SplitLines(*status)) {
+    if (line.substr(0, 7) != "SigCgt:") continue;
+    const std::string_view hex = Trim(line.substr(7));
+    uint64_t mask = 0;
+    const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), mask, 16);
+    return ec == std::errc() && ((mask >> (sig - 1)) & 1) != 0;
+  }
+  return false;
 }
 
 void SleepSeconds(double s) {
@@ -114,16 +168,37 @@ RankWatch::~RankWatch() {
   }
 }
 
+// Whether `pid` is a process of this job: its environment names this run's
+// hook socket. A pid a hello gave may be another pid namespace's (a rank in
+// a container) or reused: such a process is never signalled.
+bool RankWatch::Ours(int pid) const {
+  if (ring_dir_.empty()) return false;
+  Result<std::string> env =
+      ReadFile(root_.Path("/proc/" + std::to_string(pid) + "/environ"), 1 << 20);
+  if (!env.ok()) return false;
+  const std::string want = "STALLSCOPE_SOCKET=" + ring_dir_ + "/";
+  for (size_t at = 0; at < env->size();) {
+    const size_t end = std::min(env->find('\0', at), env->size());
+    if (std::string_view(*env).substr(at, end - at).starts_with(want)) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
 void RankWatch::NoteRanks(const std::vector<RankInfo>& ranks) {
   for (const RankInfo& info : ranks) {
-    Rank*& r = ranks_[info.pid];
-    if (r == nullptr) {
-      if (ranks_.size() > 65536) break;
-      r = new Rank;
+    if (info.pid <= 1) continue;
+    auto it = ranks_.find(info.pid);
+    if (it == ranks_.end()) {
+      if (ranks_.size() >= kMaxRanks) break;
+      Rank* r = new Rank;
       r->pid = info.pid;
-      r->pidfd = root_.IsLive() ? OpenPidFd(info.pid) : -1;
+      // A pidfd only for a process of this job: what is signalled, and whose
+      // end is noted, is that process and no other.
+      r->pidfd = root_.IsLive() && Ours(info.pid) ? OpenPidFd(info.pid) : -1;
+      it = ranks_.emplace(info.pid, r).first;
     }
-    r->rank = info.rank;
+    it->second->rank = info.rank;
   }
 }
 
@@ -136,7 +211,8 @@ void RankWatch::NoteSteps(const std::vector<StepEvent>& steps) {
       r->last_step = std::max(r->last_step, e.step);
       r->last_t = std::max(r->last_t, e.t);
     }
-    const int64_t end_ns = start_ns_ + static_cast<int64_t>(e.t * 1e9);
+    // A time past now (a garbled record) would turn hang detection off.
+    const int64_t end_ns = std::min(start_ns_ + static_cast<int64_t>(e.t * 1e9), NowNs());
     if (!last_step_ns_ || end_ns > *last_step_ns_) last_step_ns_ = end_ns;
     if (recent_steps_.size() >= kKeptStepDurations) {
       recent_steps_.erase(recent_steps_.begin(), recent_steps_.begin() + kKeptStepDurations / 2);
@@ -155,9 +231,9 @@ std::vector<int> RankWatch::PidFds() const {
 
 std::optional<RankWatch::Ring> RankWatch::ReadRing(const Rank& r) const {
   if (ring_dir_.empty()) return std::nullopt;
-  Result<std::string> bytes = ReadFile(ring_dir_ + "/ring-" + std::to_string(r.pid),
-                                       (kHeaderWords + kMaxSlots * kSlotWords) * 8);
-  if (!bytes.ok() || bytes->size() < kHeaderWords * 8) return std::nullopt;
+  std::optional<std::string> bytes = ReadRegular(ring_dir_ + "/ring-" + std::to_string(r.pid),
+                                                 (kHeaderWords + kMaxSlots * kSlotWords) * 8);
+  if (!bytes || bytes->size() < kHeaderWords * 8) return std::nullopt;
   std::vector<int64_t> w(bytes->size() / 8);
   std::memcpy(w.data(), bytes->data(), w.size() * 8);
   if (w[0] != kRingMagic || w[1] != kRingVersion || w[2] != r.pid || w[5] != kSlotWords ||
@@ -166,14 +242,18 @@ std::optional<RankWatch::Ring> RankWatch::ReadRing(const Rank& r) const {
     return std::nullopt;
   }
   Ring ring;
-  ring.waiting = w[7] > w[8];
+  // Times outside (0, now] are garbage: never waited on, never subtracted.
+  const int64_t now = NowNs();
+  ring.waiting = w[7] > w[8] && w[9] > 0 && w[9] <= now;
   ring.wait_since_ns = w[9];
   ring.main_thread = static_cast<uint64_t>(w[10]);
   ring.stack_signal = static_cast<int>(w[11]);
   std::vector<std::array<int64_t, 3>> steps;
   for (size_t i = 0; i < static_cast<size_t>(w[4]); ++i) {
     const int64_t* s = &w[kHeaderWords + i * kSlotWords];
-    if (s[2] > 0 && s[0] <= s[1] && s[1] <= s[2]) steps.push_back({s[0], s[1], s[2]});
+    if (s[0] > 0 && s[0] <= s[1] && s[1] <= s[2] && s[2] <= now) {
+      steps.push_back({s[0], s[1], s[2]});
+    }
   }
   std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a[2] < b[2]; });
   for (const auto& s : steps) ring.slots.insert(ring.slots.end(), s.begin(), s.end());
@@ -220,11 +300,11 @@ void RankWatch::NoteEnds(int64_t now_ns) {
     if (r->pidfd >= 0) {
       pollfd p{r->pidfd, POLLIN, 0};
       ended = poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP));
-    } else if (root_.IsLive()) {
-      ended = kill(r->pid, 0) != 0 && errno == ESRCH;
     }
     if (!ended) continue;
     r->gone = true;
+    close(r->pidfd);
+    r->pidfd = -1;
     if (stops_.size() < kMaxRows)
       stops_.push_back({r->pid, r->rank, t, "gone", {}, {}, "", "recorder"});
     ++deaths_seen_;
@@ -244,11 +324,16 @@ void RankWatch::Look(std::vector<RankState>& into, double t) {
   for (auto& [pid, r] : ranks_) {
     if (r->gone) continue;
     std::optional<Ring> ring = ReadRing(*r);
-    if (!ring || options_.stacks_dir.empty() || options_.stack_signal <= 0 ||
-        ring->stack_signal != options_.stack_signal) {
-      continue;  // not armed: the signal would kill it
+    // Only a process of this job (its pidfd) whose hook armed the signal and
+    // that catches it now: left to its default, the signal would end it.
+    if (!ring || r->pidfd < 0 || !root_.IsLive() || options_.stacks_dir.empty() ||
+        options_.stack_signal <= 0 || ring->stack_signal != options_.stack_signal ||
+        !Catches(root_, r->pid, options_.stack_signal)) {
+      continue;
     }
-    if (kill(r->pid, options_.stack_signal) == 0) asked.emplace_back(r, ring->main_thread);
+    if (SendByPidFd(r->pidfd, options_.stack_signal) == 0) {
+      asked.emplace_back(r, ring->main_thread);
+    }
   }
   if (!asked.empty()) SleepSeconds(0.3);
   for (auto& [pid, r] : ranks_) {
@@ -258,12 +343,11 @@ void RankWatch::Look(std::vector<RankState>& into, double t) {
       if (who != r) continue;
       const std::string file = options_.stacks_dir + "/rank-" + std::to_string(r->rank) + "." +
                                std::to_string(r->pid) + ".txt";
-      Result<std::string> text = ReadFile(file, 4 << 20);
-      if (!text.ok() || text->size() <= r->stack_offset) break;
-      std::string_view fresh = std::string_view(*text).substr(r->stack_offset);
-      r->stack_offset = text->size();
+      std::optional<std::string> fresh = ReadRegular(file, kMaxStackBytes, r->stack_offset);
+      if (!fresh || fresh->empty()) break;
+      r->stack_offset += fresh->size();
       std::optional<PythonThreadStack> main =
-          MainThreadStack(ParseFaulthandlerDump(fresh), main_thread);
+          MainThreadStack(ParseFaulthandlerDump(*fresh), main_thread);
       if (!main) break;
       if (std::optional<PythonFrame> f = JobFrame(*main)) s.frame = f->Where();
       for (const PythonFrame& f : main->frames) s.stack += f.Where() + "\n";
@@ -340,8 +424,9 @@ HangAction RankWatch::Check(int64_t now_ns, std::FILE* status) {
                                [&](const RankState& f) { return f.pid == s.pid; });
     if (before == first.end()) continue;
     if (!before->stack.empty() && !s.stack.empty()) s.stack_unchanged = before->stack == s.stack;
-    if (s.cpu_seconds && before->cpu_seconds) s.cpu_seconds = *s.cpu_seconds - *before->cpu_seconds;
     if (!Stuck(*before, s)) busy.push_back(std::to_string(s.rank));
+    // Kept as the CPU used between the looks (after Stuck read the totals).
+    if (s.cpu_seconds && before->cpu_seconds) s.cpu_seconds = *s.cpu_seconds - *before->cpu_seconds;
   }
   if (!busy.empty() || second.empty()) {
     next_check_ns_ = now_ns + static_cast<int64_t>(threshold / 2 * 1e9);
@@ -381,7 +466,7 @@ void RankWatch::Recover(HookEvents& events) {
 
 void RankWatch::SignalRanks(int sig) {
   for (auto& [pid, r] : ranks_) {
-    if (!r->gone) kill(r->pid, sig);
+    if (!r->gone && r->pidfd >= 0) (void)SendByPidFd(r->pidfd, sig);
   }
 }
 
@@ -410,9 +495,15 @@ int RankWatch::RequestFlightRecorderDumps() const {
   if (options_.stacks_dir.empty()) return 0;
   int asked = 0;
   for (const std::string& pipe : DumpPipes(options_.stacks_dir)) {
-    // Non-blocking: a pipe nobody reads (its rank gone) fails with ENXIO.
-    const int fd = open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    // Non-blocking: a pipe nobody reads (its rank gone) fails with ENXIO;
+    // never through a link, and only a FIFO.
+    const int fd = open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+      close(fd);
+      continue;
+    }
     if (write(fd, "1\n", 2) == 2) ++asked;
     close(fd);
   }
@@ -420,12 +511,18 @@ int RankWatch::RequestFlightRecorderDumps() const {
 }
 
 void RankWatch::AwaitFlightRecorderDumps(int asked, double seconds) const {
+  // A dump is written in place, not renamed: done when its size held still
+  // over one wait.
+  std::map<std::string, off_t> sizes;
   for (double waited = 0; asked > 0 && waited < seconds; waited += 0.25) {
     int written = 0;
     for (const std::string& pipe : DumpPipes(options_.stacks_dir)) {
       struct stat st {};
       const std::string dump = pipe.substr(0, pipe.size() - 5);
-      if (stat(dump.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) ++written;
+      if (stat(dump.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) continue;
+      auto [it, fresh] = sizes.emplace(dump, st.st_size);
+      if (!fresh && it->second == st.st_size) ++written;
+      it->second = st.st_size;
     }
     if (written >= asked) return;
     SleepSeconds(0.25);

@@ -39,6 +39,9 @@ struct HangOptions {
   double look_gap_seconds = 3.0;  // between the two looks
 };
 inline constexpr double kHangFloorSeconds = 60;
+// The stop records (hook, launcher) a run keeps at most: a few per rank; a
+// job that raises through its loader in a loop must not grow the recorder.
+inline constexpr size_t kMaxStopsKept = 20000;
 // --hang-action kill: how long the dumps asked for are waited for.
 inline constexpr double kDumpWaitSeconds = 10;
 // The hook's stack signal is SIGRTMIN + this: clear of glibc's own two
@@ -91,6 +94,7 @@ class RankWatch {
   struct Rank;
   struct Ring;
   std::optional<Ring> ReadRing(const Rank& r) const;
+  bool Ours(int pid) const;
   RankState StateOf(const Rank& r, double t, const char* reason) const;
   void Look(std::vector<RankState>& into, double t);
   bool Stuck(const RankState& first, const RankState& second) const;

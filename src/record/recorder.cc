@@ -614,6 +614,8 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   // until a hang is found or the run ends.
   RankWatch ranks_watch(root, hook ? hook->directory() : std::string(), options.hang, start_ns);
   std::vector<RankStop> stops_pending;
+  size_t stops_written = 0;                // of a run's stop records, at most kMaxStopsKept
+  std::vector<RankInfo> ranks_hello;       // every hello, for the job's own rank
   std::optional<int64_t> hang_kill_at_ns;  // --hang-action kill: SIGKILL to what is left then
   EpochProgress epoch;
   int64_t next_tick = start_ns + interval_ns;
@@ -663,6 +665,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     std::vector<RankStop> stops = ranks_watch.TakeStops();
     stops.insert(stops.begin(), stops_pending.begin(), stops_pending.end());
     stops_pending.clear();
+    stops_written += stops.size();
     std::vector<RankState> states = ranks_watch.TakeStates();
     if (stopped) return;
     if (Status s = writer.AppendRankStops(stops, states); !s.ok()) stop_recording(s);
@@ -671,8 +674,15 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     if (hook) hook->Drain(start_ns, events);
     ranks_watch.NoteRanks(events.ranks);
     ranks_watch.NoteSteps(events.steps);
+    for (const RankInfo& r : events.ranks) {
+      if (ranks_hello.size() < 65536) ranks_hello.push_back(r);
+    }
+    if (info.script.empty() && !events.script.empty()) info.script = events.script;
     if (ended) ranks_watch.Recover(events);
-    stops_pending.insert(stops_pending.end(), events.stops.begin(), events.stops.end());
+    for (RankStop& stop : events.stops) {
+      if (stops_pending.size() + stops_written >= kMaxStopsKept) break;
+      stops_pending.push_back(std::move(stop));
+    }
     if (!ended && ranks_watch.Check(now_ns, status) == HangAction::kEndJob) {
       std::fprintf(status,
                    "stallscope: --hang-action kill: ending the job (SIGTERM, then SIGKILL "
@@ -870,6 +880,21 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   }
   close(signal_fd);
   if (epoch.epoch >= 0) std::fputs(EpochLine(epoch, last_t).c_str(), status);
+  // The job `run` started is itself a rank (run -- python train.py): its
+  // status is known here, as the launcher's reports give a rank's.
+  if (events.pids.count(job.pid()) && (outcome.exit.exit_code || outcome.exit.signal)) {
+    RankStop s;
+    s.pid = job.pid();
+    s.t = last_t;
+    s.how = outcome.exit.exit_code ? "exit" : "signal";
+    s.exit_code = outcome.exit.exit_code;
+    s.signal = outcome.exit.signal;
+    s.source = "recorder";
+    for (const RankInfo& r : ranks_hello) {
+      if (r.pid == s.pid) s.rank = r.rank;
+    }
+    stops_pending.push_back(std::move(s));
+  }
   write_stops();  // also when none: the tables say the file could hold them
 
   info.duration_seconds = last_t;

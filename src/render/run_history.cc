@@ -40,10 +40,18 @@ nlohmann::ordered_json RunJson(const HistoryRun& r) {
   j["data_device"] = r.data_device;
   j["loaders"] = r.loaders;
   j["world_size"] = r.world_size;
+  j["command"] = r.command;
   j["findings"] = r.findings;
   j["outlier"] = r.outlier;
   j["complete"] = r.complete;
   return j;
+}
+
+// What names a job: its name or script where runs group by it, else the
+// command line (files that predate job_identity).
+std::string JobTitle(const HistoryJob& job) {
+  return job.identity.by == "command" || job.identity.name.empty() ? job.command
+                                                                   : job.identity.name;
 }
 
 nlohmann::ordered_json At(const HistoryRun& r) {
@@ -78,13 +86,16 @@ std::string RenderHistoryText(const std::vector<HistoryJob>& jobs, HistoryMetric
     out += fmt::format("{} jobs (--job N reports one):\n", jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i) {
       out += fmt::format("  {}. {} runs, world size {}: {}\n", i + 1, jobs[i].runs.size(),
-                         jobs[i].world_size, jobs[i].command);
+                         jobs[i].world_size, JobTitle(jobs[i]));
     }
     out += "\n";
   }
   for (const HistoryJob& job : jobs) {
-    out += fmt::format("job: {} (world size {}), {} runs\n", job.command, job.world_size,
-                       job.runs.size());
+    out += fmt::format("job: {} ({}world size {}), {} runs\n", JobTitle(job),
+                       job.identity.by == "command" || job.identity.by.empty()
+                           ? ""
+                           : "by its " + job.identity.by + "; ",
+                       job.world_size, job.runs.size());
     out += fmt::format("  {:>4}  {:<20}  {:>9}  {:>9}  {:>9}  {:>9}  {:>8}  {}\n", "run",
                        "started (UTC)", "step med", "step p90", "data wait", "sync wait", "steps/s",
                        "");
@@ -129,6 +140,8 @@ nlohmann::ordered_json HistoryJson(const std::vector<HistoryJob>& jobs, HistoryM
   for (const HistoryJob& job : jobs) {
     nlohmann::ordered_json jj;
     jj["command"] = job.command;
+    jj["name"] = job.identity.name;
+    jj["grouped_by"] = job.identity.by;
     jj["world_size"] = job.world_size;
     jj["noise"] = job.noise;
     jj["runs"] = nlohmann::ordered_json::array();

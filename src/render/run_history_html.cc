@@ -108,8 +108,10 @@ std::string JobSection(const HistoryJob& job, size_t job_no, HistoryMetric metri
   std::string out = fmt::format(
       "<h2>job {}: <code>{}</code></h2>\n<p>world size {}, {} runs; run-to-run noise of the {} "
       "series: {:.4g}</p>\n",
-      job_no, E(job.command), job.world_size, job.runs.size(), HistoryMetricName(metric),
-      job.noise);
+      job_no,
+      E(job.identity.by == "command" || job.identity.name.empty() ? job.command
+                                                                  : job.identity.name),
+      job.world_size, job.runs.size(), HistoryMetricName(metric), job.noise);
   if (job.changes.empty()) {
     out += "<div class=\"verdict\">no change beyond the run-to-run noise</div>\n";
   } else {

@@ -36,6 +36,17 @@ struct RunInfo {
   std::optional<int> exit_code;    // when it exited
   std::optional<int> exit_signal;  // when a signal ended it (9 = SIGKILL)
   bool oom_killed = false;         // the kernel's OOM killer ended it (vmstat/cgroup oom_kill)
+  // Who and what the job is, for `history`'s jobs (table job_identity).
+  bool identity_recorded = false;  // false: the file predates table job_identity
+  std::vector<std::string> argv;   // the command as given, a word each
+  std::optional<int64_t> uid;      // the user that ran it
+  std::string cwd;                 // the folder it started in
+  std::string job_name;            // a name the user gave; "" none
+  std::string job_name_from;       // "--job", "STALLSCOPE_JOB" or "SLURM_JOB_NAME"
+  std::string script;              // the script the hook saw: an absolute path, or "-m MODULE"
+  // Without a hook: the program's name and its first argument that names an
+  // existing file, made absolute ("python3 /home/u/train.py"); "" when none.
+  std::string program;
 };
 
 // This run file's place in a job that may span nodes (table `node`): what
@@ -304,17 +315,16 @@ struct RankStop {
   int pid = 0;
   int rank = -1;  // -1: not known (no hello from it)
   double t = 0;
-  // "exit" (exit_code), "signal" (signal), "oom_kill" (the kernel's OOM
-  // killer), "exception" (Python: detail), "loader_error" (raised through
-  // stallscope.loader: detail), "vanished" (a process `run` did not start,
-  // gone without Python's exit: killed or crashed, its status its
-  // launcher's), "bye" (Python's exit ran), "sent_signal" (the launcher
-  // sent it `signal`: the others' end after a rank failed).
+  // "exit" (exit_code) and "signal" (signal): its status, from `run
+  // --procs`'s launcher or, for the process `run` started, the recorder;
+  // "sent_signal" (the launcher sent it `signal`: the others' end after a
+  // rank failed); "gone" (the recorder saw it end); "bye" (Python's exit
+  // ran); "exception" and "loader_error" (the hook: detail).
   std::string how;
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string detail;  // exception: "where\tthread\ttype\tmessage\tfile:line in func"
-  std::string source;  // "launcher", "hook", "recorder" or "kernel"
+  std::string source;  // "launcher", "hook" or "recorder"
 };
 
 // A rank's state at a moment `run` looked: while no rank finished a step for

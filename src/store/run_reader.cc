@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -198,6 +199,35 @@ Result<Database> OpenRunFile(const std::string& path) {
 
 namespace {
 
+// Table job_identity, where the file has it: argv as a JSON array of
+// strings (anything else in it is left out, the rest still read).
+Status ReadJobIdentity(sqlite3* db, const std::string& path, RunInfo& info) {
+  Status st = ForEachRow(
+      db, path, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'job_identity'",
+      [&](Columns&) { info.identity_recorded = true; });
+  if (!st.ok() || !info.identity_recorded) return st;
+  return ForEachRow(db, path,
+                    "SELECT argv_json, uid, cwd, job_name, job_name_from, script, program "
+                    "FROM job_identity WHERE id = 1",
+                    [&](Columns& c) {
+                      const nlohmann::json argv =
+                          nlohmann::json::parse(c.Text(), nullptr, /*allow_exceptions=*/false);
+                      if (argv.is_array()) {
+                        for (const auto& word : argv) {
+                          if (word.is_string() && info.argv.size() < 100000) {
+                            info.argv.push_back(word.get<std::string>());
+                          }
+                        }
+                      }
+                      info.uid = c.Optional<int64_t>();
+                      info.cwd = c.Text();
+                      info.job_name = c.Text();
+                      info.job_name_from = c.Text();
+                      info.script = c.Text();
+                      info.program = c.Text();
+                    });
+}
+
 // Rows of rank_stops and rank_states read at most: a file written by
 // another tool may hold any number; a job's stops are a few per rank.
 constexpr size_t kMaxRankRows = 100000;
@@ -359,6 +389,8 @@ Result<Timeline> ReadRunFile(const std::string& path) {
         r.exit_signal = c.Optional<int>();
         r.oom_killed = c.Bool();
       });
+  if (!st.ok()) return st;
+  st = ReadJobIdentity(db, path, timeline.info);
   if (!st.ok()) return st;
   // Files written before the node table and the samples' wall clock lack
   // both (they came together).

@@ -240,6 +240,22 @@ CREATE TABLE IF NOT EXISTS bucket_sync (
 );
 )sql";
 
+// Who and what the job is (sample/timeline.h RunInfo: argv .. program),
+// one row, written with the run row; files without it group in `history`
+// by their command line.
+inline constexpr std::string_view kCreateJobIdentity = R"sql(
+CREATE TABLE IF NOT EXISTS job_identity (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  argv_json TEXT NOT NULL,
+  uid INTEGER,
+  cwd TEXT NOT NULL,
+  job_name TEXT NOT NULL,
+  job_name_from TEXT NOT NULL,
+  script TEXT NOT NULL,
+  program TEXT NOT NULL
+);
+)sql";
+
 // How ranks stopped and where they were (sample/timeline.h RankStop,
 // RankState): created at the run's end even when empty, so a file that
 // lacks them predates them; rows of a hang are also written as it is found.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -347,7 +348,24 @@ Status RunWriter::WriteRunInfo(const RunInfo& info) {
       .Optional(info.exit_signal)
       .Bool(info.oom_killed);
   if (!bind.ok()) return Fail("cannot bind the run row");
-  return Step(insert_run_.get(), "cannot write the run row");
+  if (Status st = Step(insert_run_.get(), "cannot write the run row"); !st.ok()) return st;
+  const std::string argv =
+      nlohmann::json(info.argv).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return AppendRows(
+      "job's identity", store::kCreateJobIdentity,
+      "INSERT OR REPLACE INTO job_identity (id, argv_json, uid, cwd, job_name, job_name_from, "
+      "script, program) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+      1, [&](sqlite3_stmt* statement, size_t) {
+        Binder b(statement);
+        return b.Text(argv)
+            .Optional(info.uid)
+            .Text(info.cwd)
+            .Text(info.job_name)
+            .Text(info.job_name_from)
+            .Text(info.script)
+            .Text(info.program)
+            .ok();
+      });
 }
 
 Status RunWriter::WriteBaseline(const std::string& snapshot_json) {

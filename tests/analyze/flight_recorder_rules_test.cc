@@ -333,7 +333,7 @@ TEST(FlightRecorderRules, RendersTextAndJson) {
   EXPECT_NE(text.find("[critical] distributed.hang"), std::string::npos) << text;
   nlohmann::ordered_json j = HangToJson("dumps/", a, header, report);
   EXPECT_EQ(j.at("schema"), "stallscope.hang/1");
-  EXPECT_EQ(j.at("hang").at("culprits"), nlohmann::json::array({2}));
+  EXPECT_EQ(j.at("hang").at("culprits"), nlohmann::ordered_json::array({2}));
   EXPECT_EQ(j.at("hang").at("groups").at(0).at("collective_seq_id"), 10);
   EXPECT_EQ(j.at("findings").at(0).at("id"), "distributed.hang");
 }

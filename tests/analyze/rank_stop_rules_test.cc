@@ -205,6 +205,50 @@ TEST(RankStops, AHangNamesWhereEachRankStopped) {
   EXPECT_NE(out.findings[0].next.find("TORCH_DISTRIBUTED_DEBUG=DETAIL"), std::string::npos);
 }
 
+TEST(RankStops, ACaughtLoaderExceptionIsNoDeath) {
+  // The job caught it (a DataLoader timeout it retries) and ended well.
+  Timeline t = TwoRanks(6, 6);
+  t.rank_stops = {Stop(100, 0, 1.0, "loader_error", "hook", {}, {},
+                       "loader\tMainThread\tRuntimeError\tDataLoader timed out\t/x/t.py:1 in f"),
+                  Stop(100, 0, 3.0, "bye", "hook"), Stop(100, 0, 3.0, "exit", "launcher", 0),
+                  Stop(101, 1, 3.0, "bye", "hook"), Stop(101, 1, 3.0, "exit", "launcher", 0)};
+  EXPECT_TRUE(CheckRankStops(t).findings.empty());
+  // Uncaught, without a launcher's status (mpirun): Python's exit ran (bye)
+  // but the exception reached sys.excepthook: it died of it.
+  t.rank_stops = {Stop(101, 1, 2.0, "exception", "hook", {}, {},
+                       "main\tMainThread\tValueError\tbad shard\t/x/t.py:9 in load"),
+                  Stop(101, 1, 2.1, "bye", "hook"), Stop(101, 1, 2.2, "gone", "recorder"),
+                  Stop(100, 0, 2.5, "gone", "recorder")};
+  FindingsWithNotes out = CheckRankStops(t);
+  ASSERT_EQ(out.findings.size(), 1u);
+  EXPECT_EQ(Value(out.findings[0], "rank"), "1");
+  EXPECT_EQ(Value(out.findings[0], "exception_type"), "ValueError");
+  // Its first sign counts: the exception's time, before its end.
+  EXPECT_EQ(Value(out.findings[0], "t_s"), std::to_string(2.0));
+}
+
+TEST(RankStops, RanksGoneWithAJobStoppedBySigterm) {
+  // mpirun passed a scheduler's SIGTERM on: the ranks left without Python's
+  // exit, the job `run` started ended by SIGTERM. A stop asked for.
+  Timeline t = TwoRanks(6, 6);
+  t.info.exit_code = 143;
+  t.rank_stops = {Stop(100, 0, 3.0, "gone", "recorder"), Stop(101, 1, 3.1, "gone", "recorder")};
+  EXPECT_TRUE(CheckRankStops(t).findings.empty());
+  t.info.exit_code = 1;
+  EXPECT_EQ(CheckRankStops(t).findings.size(), 1u);
+}
+
+TEST(RankStops, TheJobsOwnOomKillIsToldOnce) {
+  // `run -- python3 train.py` OOM-killed: memory.oom_killed comes from the
+  // job's own rule (run_memory_rules); this one stays quiet.
+  Timeline t = TwoRanks(6, 0);
+  t.ranks.pop_back();
+  t.info.oom_killed = true;
+  t.rank_stops = {Stop(100, 0, 3.0, "signal", "recorder", {}, 9)};
+  t.memory_peaks = {{"oom_kill", 100, 1 << 30, "Killed process 100"}};
+  EXPECT_TRUE(CheckRankStops(t).findings.empty());
+}
+
 TEST(RankStops, OlderFilesSaySo) {
   Timeline t = TwoRanks(3, 3);
   t.rank_stops_recorded = false;

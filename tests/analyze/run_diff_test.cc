@@ -358,5 +358,26 @@ TEST(DiffRuns, ASideThatCaughtItsOwnInputKeepsIt) {
   for (const std::string& n : d.notes) EXPECT_EQ(n.find("x.db"), std::string::npos) << n;
 }
 
+TEST(RunDiff, ArgvChangeNamesTheArgumentsThatChanged) {
+  using V = std::vector<std::string>;
+  const V a = {"python3", "train.py", "--workers", "2", "--epochs", "3"};
+  EXPECT_EQ(ArgvChange(a, a), (std::pair<std::string, std::string>{"", ""}));
+  // A value keeps its flag.
+  EXPECT_EQ(ArgvChange(a, {"python3", "train.py", "--workers", "0", "--epochs", "3"}),
+            (std::pair<std::string, std::string>{"--workers 2", "--workers 0"}));
+  // A flag added at the end, one removed.
+  EXPECT_EQ(ArgvChange(a, {"python3", "train.py", "--workers", "2", "--epochs", "3", "--amp"}),
+            (std::pair<std::string, std::string>{"", "--amp"}));
+  EXPECT_EQ(ArgvChange(a, {"python3", "train.py", "--epochs", "3"}),
+            (std::pair<std::string, std::string>{"--workers 2", ""}));
+  // Two changes apart: the span between them.
+  EXPECT_EQ(
+      ArgvChange(a, {"python3", "train.py", "--workers", "0", "--epochs", "5"}),
+      (std::pair<std::string, std::string>{"--workers 2 --epochs 3", "--workers 0 --epochs 5"}));
+  // Another interpreter: the first word.
+  EXPECT_EQ(ArgvChange({"python3", "t.py"}, {"python3.11", "t.py"}),
+            (std::pair<std::string, std::string>{"python3", "python3.11"}));
+}
+
 }  // namespace
 }  // namespace stallscope

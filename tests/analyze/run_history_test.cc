@@ -23,6 +23,7 @@ HistoryRun OneRun(std::string file, double start, double step, bool complete = t
   HistoryRun r;
   r.files = {std::move(file)};
   r.command = "python3 train.py";
+  r.job = {"command", r.command, std::nullopt};
   r.world_size = 1;
   r.master_addr = "127.0.0.1";
   r.master_port = 29500;
@@ -211,9 +212,51 @@ TEST(RunHistory, JobsSplitByCommandAndWorldSize) {
   std::vector<HistoryRun> files = {OneRun("a", 0, 0.1), OneRun("b", 100, 0.1),
                                    OneRun("c", 200, 0.1)};
   files[1].command = "python3 other.py";
+  files[1].job.name = files[1].command;
   files[2].world_size = 2;
   files[2].master_port = 29501;
   EXPECT_EQ(BuildHistory(files, HistoryMetric::kStep).size(), 3u);
+}
+
+TEST(RunHistory, AJobIsItsNameElseItsScriptElseItsProgram) {
+  RunInfo old;  // a file that predates job_identity: its command line
+  old.command = "python3 train.py --workers 2";
+  EXPECT_EQ(JobIdentityOf(old), (JobIdentity{"command", old.command, std::nullopt}));
+  RunInfo info = old;
+  info.identity_recorded = true;
+  info.uid = 1000;
+  info.argv = {"python3", "train.py", "--workers", "2"};
+  info.program = "python3 /home/u/train.py";
+  EXPECT_EQ(JobIdentityOf(info), (JobIdentity{"program", "python3 /home/u/train.py", 1000}));
+  info.script = "-c";  // `python3 -c ...` names no script: the program stands
+  EXPECT_EQ(JobIdentityOf(info).by, "program");
+  info.script = "/home/u/train.py";
+  EXPECT_EQ(JobIdentityOf(info), (JobIdentity{"script", "/home/u/train.py", 1000}));
+  info.job_name = "resnet-sweep";
+  EXPECT_EQ(JobIdentityOf(info), (JobIdentity{"name", "resnet-sweep", 1000}));
+  info.job_name.clear();
+  info.script.clear();
+  info.program.clear();
+  EXPECT_EQ(JobIdentityOf(info).by, "command");
+}
+
+TEST(RunHistory, AChangedFlagStaysInItsJob) {
+  // Ten runs of one script; from the sixth --workers 0, and the steps slow:
+  // one job, one change, at run 6.
+  std::vector<HistoryRun> files;
+  for (int i = 0; i < 10; ++i) {
+    HistoryRun r = OneRun("r" + std::to_string(i), i * 100.0, i < 5 ? 0.10 : 0.20);
+    r.command = i < 5 ? "python3 train.py --workers 2" : "python3 train.py --workers 0";
+    r.job = {"script", "/home/u/train.py", 1000};
+    files.push_back(r);
+  }
+  std::vector<HistoryJob> jobs = BuildHistory(files, HistoryMetric::kStep);
+  ASSERT_EQ(jobs.size(), 1u);
+  ASSERT_EQ(jobs[0].changes.size(), 1u);
+  EXPECT_EQ(jobs[0].runs[jobs[0].changes[0].after].index, 6);
+  // Another user's runs of the same script are another job.
+  files[9].job.uid = 1001;
+  EXPECT_EQ(BuildHistory(files, HistoryMetric::kStep).size(), 2u);
 }
 
 TEST(RunHistory, SinceTakesIsoDatesAndTimes) {

@@ -124,6 +124,10 @@ def finding(report, finding_id):
     return None
 
 
+# Findings that say the job did not finish (analyze/report.h IsJobStop).
+JOB_STOPS = ("distributed.rank_died", "distributed.hang", "memory.oom_killed")
+
+
 def check_report(test, report):
     """The report contract of docs/findings.md: fields, layer order, verdict rule."""
     test.assertEqual(report.get("schema"), "stallscope.report/1")
@@ -160,8 +164,12 @@ def check_report(test, report):
     # Findings come in triage order.
     order = [LAYERS.index(f["layer"]) for f in report["findings"]]
     test.assertEqual(order, sorted(order), "findings must be in triage order")
-    # The verdict is the first critical finding in that order, else "none".
+    # The verdict is the first critical finding that says the job stopped
+    # (a rank died, a hang, the OOM killer), else the first critical finding
+    # in that order, else "none".
     critical = [f for f in report["findings"] if f["severity"] == "critical"]
+    stops = [f for f in critical if f["id"] in JOB_STOPS]
+    critical = stops + critical
     if critical:
         test.assertEqual(report["verdict"]["layer"], critical[0]["layer"])
         test.assertEqual(report["verdict"].get("finding"), critical[0]["id"])
