@@ -556,7 +556,8 @@ constexpr Rule kRules[] = {
      "https://pytorch.org/docs/stable/elastic/errors.html"},
     {"distributed.hang", Layer::kDistributed,
      "a recorded run where no rank finished a step for --hang-after (default the larger of 60 s "
-     "and 20x the median step): two looks 3 s apart at each rank's Python stacks (faulthandler "
+     "and 20x the median step): two looks at least 3 s apart at each rank's Python stacks "
+     "(faulthandler "
      "on a real-time signal the hook armed), its /proc state, wchan and CPU time, and whether "
      "it waits in a gradient all-reduce (the hook's ring); with `stallscope hang DIR`, "
      "PyTorch's Flight Recorder dumps",

@@ -359,14 +359,14 @@ void RankWatch::Look(std::vector<RankState>& into, double t) {
 // Stuck over the two looks: still there, no step finished, the same stack
 // (where both have one), and in a collective or idle (a rank spinning in an NCCL collective uses a
 // CPU; a rank evaluating or saving a checkpoint does too, and moves).
-bool RankWatch::Stuck(const RankState& first, const RankState& second) const {
+bool RankWatch::Stuck(const RankState& first, const RankState& second, double gap) const {
   // Ended meanwhile (the job finishing), or a step finished: not stuck.
   if (second.state.empty() || second.state == "Z" || second.steps != first.steps ||
       second.last_step_t != first.last_step_t) {
     return false;
   }
   const double cpu = second.cpu_seconds.value_or(0) - first.cpu_seconds.value_or(0);
-  const bool idle = cpu < 0.2 * options_.look_gap_seconds;
+  const bool idle = cpu < 0.2 * gap;
   const bool waiting = second.collective_since_t.has_value() ||
                        second.stack.find("/torch/distributed/") != std::string::npos;
   if (!first.stack.empty() && !second.stack.empty()) {
@@ -388,6 +388,13 @@ double RankWatch::Threshold() const {
 
 HangAction RankWatch::Check(int64_t now_ns, std::FILE* status) {
   if (options_.after_seconds && *options_.after_seconds <= 0) return HangAction::kNone;
+  // --hang-action kill after a hang: the job ends once the dumps asked for
+  // are written, or kDumpWaitSeconds on.
+  if (end_job_ns_) {
+    if (now_ns < *end_job_ns_ && !DumpsDone()) return HangAction::kNone;
+    end_job_ns_.reset();
+    return HangAction::kEndJob;
+  }
   // The rings first: steps a rank finished and has not sent yet (a rank
   // sends every 500 ms at a step's end: one that stops holds the last ones).
   for (auto& [pid, r] : ranks_) {
@@ -405,26 +412,43 @@ HangAction RankWatch::Check(int64_t now_ns, std::FILE* status) {
   if (idle < threshold) {
     hang_reported_ = false;
     next_check_ns_.reset();
+    second_look_ns_.reset();
     return HangAction::kNone;
   }
-  if (hang_reported_ || (next_check_ns_ && now_ns < *next_check_ns_)) return HangAction::kNone;
+  if (hang_reported_) return HangAction::kNone;
   const double t = static_cast<double>(now_ns - start_ns_) / 1e9;
-  std::fprintf(status,
-               "stallscope: no rank finished a step for %.0f s (--hang-after %.0f): looking at "
-               "where each rank is\n",
-               idle, threshold);
-  std::fflush(status);
-  std::vector<RankState> first, second;
-  Look(first, t);
-  SleepSeconds(options_.look_gap_seconds);
-  Look(second, static_cast<double>(NowNs() - start_ns_) / 1e9);
+  if (!second_look_ns_) {
+    // The first look now, the second at a later interval: the recorder's
+    // loop goes on between them (hook datagrams, signals, samples).
+    if (next_check_ns_ && now_ns < *next_check_ns_) return HangAction::kNone;
+    std::fprintf(status,
+                 "stallscope: no rank finished a step for %.0f s (--hang-after %.0f): looking at "
+                 "where each rank is\n",
+                 idle, threshold);
+    std::fflush(status);
+    first_look_.clear();
+    Look(first_look_, t);
+    first_look_ns_ = now_ns;
+    second_look_ns_ = now_ns + static_cast<int64_t>(options_.look_gap_seconds * 1e9);
+    return HangAction::kNone;
+  }
+  if (now_ns < *second_look_ns_) return HangAction::kNone;
+  second_look_ns_.reset();
+  return Judge(now_ns, t, threshold, status);
+}
+
+// The second look, against the first: a hang when every live rank is stuck.
+HangAction RankWatch::Judge(int64_t now_ns, double t, double threshold, std::FILE* status) {
+  const double gap = static_cast<double>(now_ns - first_look_ns_) / 1e9;
+  std::vector<RankState> second;
+  Look(second, t);
   std::vector<std::string> busy;
   for (RankState& s : second) {
-    auto before = std::find_if(first.begin(), first.end(),
+    auto before = std::find_if(first_look_.begin(), first_look_.end(),
                                [&](const RankState& f) { return f.pid == s.pid; });
-    if (before == first.end()) continue;
+    if (before == first_look_.end()) continue;
     if (!before->stack.empty() && !s.stack.empty()) s.stack_unchanged = before->stack == s.stack;
-    if (!Stuck(*before, s)) busy.push_back(std::to_string(s.rank));
+    if (!Stuck(*before, s, gap)) busy.push_back(std::to_string(s.rank));
     // Kept as the CPU used between the looks (after Stuck read the totals).
     if (s.cpu_seconds && before->cpu_seconds) s.cpu_seconds = *s.cpu_seconds - *before->cpu_seconds;
   }
@@ -437,13 +461,21 @@ HangAction RankWatch::Check(int64_t now_ns, std::FILE* status) {
     return HangAction::kNone;
   }
   hang_reported_ = true;
+  std::vector<RankState> hung;
   for (RankState& s : second) {
+    hung.push_back(s);
     if (states_.size() < kMaxRows) states_.push_back(std::move(s));
   }
-  std::fprintf(status, "stallscope: hang: %s\n", DescribeHang(states_).c_str());
+  std::fprintf(status, "stallscope: hang: %s\n", DescribeHang(hung).c_str());
   if (const int asked = RequestFlightRecorderDumps(); asked > 0) {
     std::fprintf(status, "stallscope: asked %d rank(s) for a Flight Recorder dump\n", asked);
-    if (options_.kill) AwaitFlightRecorderDumps(asked, kDumpWaitSeconds);
+    if (options_.kill) {
+      dumps_asked_ = asked;
+      dump_sizes_.clear();
+      end_job_ns_ = now_ns + static_cast<int64_t>(kDumpWaitSeconds * 1e9);
+      std::fflush(status);
+      return HangAction::kNone;  // Check ends the job once they are written
+    }
   }
   std::fflush(status);
   return options_.kill ? HangAction::kEndJob : HangAction::kNone;
@@ -510,23 +542,19 @@ int RankWatch::RequestFlightRecorderDumps() const {
   return asked;
 }
 
-void RankWatch::AwaitFlightRecorderDumps(int asked, double seconds) const {
+bool RankWatch::DumpsDone() {
   // A dump is written in place, not renamed: done when its size held still
-  // over one wait.
-  std::map<std::string, off_t> sizes;
-  for (double waited = 0; asked > 0 && waited < seconds; waited += 0.25) {
-    int written = 0;
-    for (const std::string& pipe : DumpPipes(options_.stacks_dir)) {
-      struct stat st {};
-      const std::string dump = pipe.substr(0, pipe.size() - 5);
-      if (stat(dump.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) continue;
-      auto [it, fresh] = sizes.emplace(dump, st.st_size);
-      if (!fresh && it->second == st.st_size) ++written;
-      it->second = st.st_size;
-    }
-    if (written >= asked) return;
-    SleepSeconds(0.25);
+  // from one look to the next.
+  int written = 0;
+  for (const std::string& pipe : DumpPipes(options_.stacks_dir)) {
+    struct stat st {};
+    const std::string dump = pipe.substr(0, pipe.size() - 5);
+    if (stat(dump.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) continue;
+    auto [it, fresh] = dump_sizes_.emplace(dump, st.st_size);
+    if (!fresh && it->second == st.st_size) ++written;
+    it->second = st.st_size;
   }
+  return written >= dumps_asked_;
 }
 
 std::vector<RankStop> RankWatch::TakeStops() { return std::exchange(stops_, {}); }

@@ -70,7 +70,10 @@ class RankWatch {
   // Ranks whose pidfd fired: their end noted (how "gone"), and where the
   // others were at that moment (rank_states, reason "death").
   void NoteEnds(int64_t now_ns);
-  // Once per interval: a hang looked for; a line on `status` when found.
+  // Once per interval: a hang looked for, in two looks at least
+  // look_gap_seconds apart, each at an interval (the loop is never held
+  // longer than a look: 0.3 s for the stacks); a line on `status` when
+  // found. kEndJob: --hang-action kill, once the dumps asked for are in.
   HangAction Check(int64_t now_ns, std::FILE* status);
   // At the job's end: the steps rings hold that never came as datagrams,
   // appended to `events.steps` (numbered after the rank's last).
@@ -82,8 +85,9 @@ class RankWatch {
   // ProcessGroupNCCL makes there under TORCH_NCCL_DEBUG_INFO_PIPE_FILE and
   // its watchdog reads. Never blocks. Returns how many pipes took it.
   int RequestFlightRecorderDumps() const;
-  // Waits up to `seconds` until every pipe asked has its dump beside it.
-  void AwaitFlightRecorderDumps(int asked, double seconds) const;
+  // Whether every pipe asked has its dump beside it, written (its size held
+  // since the last call).
+  bool DumpsDone();
 
   // Rows not yet written (taken by the caller); all of them at the end.
   bool has_rows() const { return !states_.empty(); }
@@ -97,7 +101,8 @@ class RankWatch {
   bool Ours(int pid) const;
   RankState StateOf(const Rank& r, double t, const char* reason) const;
   void Look(std::vector<RankState>& into, double t);
-  bool Stuck(const RankState& first, const RankState& second) const;
+  bool Stuck(const RankState& first, const RankState& second, double gap_seconds) const;
+  HangAction Judge(int64_t now_ns, double t, double threshold, std::FILE* status);
   double Threshold() const;
 
   Root root_;
@@ -109,6 +114,14 @@ class RankWatch {
   std::optional<int64_t> last_step_ns_;  // the latest step end of any rank
   std::optional<int64_t> next_check_ns_;
   bool hang_reported_ = false;
+  // The two looks: the first's rows and time, and when the second is due.
+  std::vector<RankState> first_look_;
+  int64_t first_look_ns_ = 0;
+  std::optional<int64_t> second_look_ns_;
+  // --hang-action kill: when the job ends at the latest, the dumps awaited.
+  std::optional<int64_t> end_job_ns_;
+  int dumps_asked_ = 0;
+  std::map<std::string, int64_t> dump_sizes_;
   size_t deaths_seen_ = 0;
   std::vector<RankStop> stops_;
   std::vector<RankState> states_;
