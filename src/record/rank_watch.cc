@@ -502,6 +502,45 @@ void RankWatch::SignalRanks(int sig) {
   }
 }
 
+int RankWatch::EndOrphans(std::FILE* status) {
+  std::vector<std::string> left;
+  for (const auto& [pid, r] : ranks_) {
+    if (!r->gone && r->pidfd >= 0) left.push_back(std::to_string(pid));
+  }
+  if (left.empty()) return 0;
+  std::fprintf(status,
+               "stallscope: the job ended and left %zu rank(s) running (pid %s): SIGTERM, SIGKILL "
+               "%.0f s later to what is left\n",
+               left.size(), Join(left, ", ").c_str(), kOrphanGraceSeconds);
+  std::fflush(status);
+  auto signal_all = [&](int sig) {
+    const double t = static_cast<double>(NowNs() - start_ns_) / 1e9;
+    for (auto& [pid, r] : ranks_) {
+      if (r->gone || r->pidfd < 0 || SendByPidFd(r->pidfd, sig) != 0) continue;
+      if (stops_.size() < kMaxRows) {
+        stops_.push_back({r->pid, r->rank, t, "sent_signal", {}, sig, "", "recorder"});
+      }
+    }
+  };
+  auto wait_until = [&](int64_t deadline) {
+    while (NowNs() < deadline) {
+      NoteEnds(NowNs());
+      if (std::none_of(ranks_.begin(), ranks_.end(),
+                       [](const auto& e) { return !e.second->gone && e.second->pidfd >= 0; })) {
+        return true;
+      }
+      SleepSeconds(0.05);
+    }
+    return false;
+  };
+  signal_all(SIGTERM);
+  if (!wait_until(NowNs() + static_cast<int64_t>(kOrphanGraceSeconds * 1e9))) {
+    signal_all(SIGKILL);
+    wait_until(NowNs() + 2000000000LL);
+  }
+  return static_cast<int>(left.size());
+}
+
 namespace {
 
 // The named pipes PyTorch made in `dir` (names ending ".pipe", FIFOs only).

@@ -44,6 +44,9 @@ inline constexpr double kHangFloorSeconds = 60;
 inline constexpr size_t kMaxStopsKept = 20000;
 // --hang-action kill: how long the dumps asked for are waited for.
 inline constexpr double kDumpWaitSeconds = 10;
+// Ranks the job's own launcher left running when it ended: SIGKILL this
+// long after SIGTERM (as `run --procs`'s launcher does, kRankTermGraceSeconds).
+inline constexpr double kOrphanGraceSeconds = 10;
 // The hook's stack signal is SIGRTMIN + this: clear of glibc's own two
 // real-time signals and of the low ones other libraries take first; never
 // SIGUSR1/SIGUSR2, which Slurm and Lightning use.
@@ -80,6 +83,11 @@ class RankWatch {
   void Recover(HookEvents& events);
   // `sig` to every live rank (--hang-action kill: SIGKILL after the grace).
   void SignalRanks(int sig);
+  // The job `run` started has ended: ranks of it still running (their
+  // launcher gone: no one else will end them) get SIGTERM, SIGKILL
+  // kOrphanGraceSeconds later, each signal noted (sent_signal, recorder), a
+  // line on `status`. Returns how many were left.
+  int EndOrphans(std::FILE* status);
   // Asks PyTorch's Flight Recorder of every rank for a dump: a line written
   // to each named pipe (FIFO, `*.pipe`) in the stacks folder, which
   // ProcessGroupNCCL makes there under TORCH_NCCL_DEBUG_INFO_PIPE_FILE and

@@ -880,6 +880,10 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   }
   close(signal_fd);
   if (epoch.epoch >= 0) std::fputs(EpochLine(epoch, last_t).c_str(), status);
+  // `run -- LAUNCHER ...`: ranks the launcher left behind when it ended
+  // (it crashed, or was killed) are ended as `run --procs`'s launcher ends
+  // its own; never for `watch`, which touches nothing.
+  if (options.forward_signals) ranks_watch.EndOrphans(status);
   // The job `run` started is itself a rank (run -- python train.py): its
   // status is known here, as the launcher's reports give a rank's.
   if (events.pids.count(job.pid()) && (outcome.exit.exit_code || outcome.exit.signal)) {

@@ -122,6 +122,37 @@ class RankDied(unittest.TestCase):
         self.assertIn("DataLoader", f["summary"])
         self.assertIn("num_workers=0", f["next"])
 
+    def test_ranks_a_dead_launcher_left_are_ended(self):
+        # A launcher of its own (a shell) starts two ranks of the hook's loop
+        # and dies: run ends them, SIGTERM, then SIGKILL 10 s later for the
+        # one that ignores SIGTERM.
+        steps = os.path.join(REPO, "tests", "fixtures", "steps_job.py")
+        ignore = ("import signal, runpy, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                  "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+        launcher = ('WORLD_SIZE=2 RANK=0 %s %s --steps 100000 --step-ms 10 & '
+                    'WORLD_SIZE=2 RANK=1 %s -c "%s" %s --steps 100000 --step-ms 10 & '
+                    'sleep 3; kill -9 $$' % (PYTHON, steps, PYTHON, ignore, steps))
+        db = os.path.join(TMP, "orphans.db")
+        rc, out, err, _ = e2e.run(["run", "--json", "--interval", "0.5", "--out", db, "--",
+                                   "sh", "-c", launcher], timeout=120)
+        self.assertEqual(rc, 137, err[-3000:])
+        self.assertIn("left 2 rank(s) running", err)
+        with sqlite3.connect(db) as c:
+            sent = sorted(c.execute("select rank, signal from rank_stops where how = "
+                                    "'sent_signal' and source = 'recorder'").fetchall())
+            gone = {r for (r,) in c.execute("select rank from rank_stops where how = 'gone'")}
+        self.assertEqual(sent, [(0, 15), (1, 9), (1, 15)])
+        self.assertEqual(gone, {0, 1})
+        with sqlite3.connect(db) as c:
+            pids = [p for (p,) in c.execute("select pid from ranks")]
+        self.assertEqual(len(pids), 2)
+        for pid in pids:
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    self.assertEqual(f.read().rsplit(")", 1)[1].split()[0], "Z", pid)
+            except FileNotFoundError:
+                pass
+
     def test_a_rank_oom_killed_in_a_memory_cgroup(self):
         try:
             cgroup = e2e.MemoryCgroup("stallscope-e2e-rank-oom-%d" % os.getpid(), 1400 * MIB)
