@@ -95,154 +95,200 @@ bool ParseStopRecord(std::string_view type, std::string_view line,
   return true;
 }
 
+// One line of a datagram, split, with the run's start (times become seconds
+// since it). The parsers below take one and return false for a malformed
+// line, which is counted.
+struct Line {
+  std::string_view text;
+  std::vector<std::string_view> f;
+  int64_t start_ns;
+};
+
+// script pid rank TEXT: the script path (spaces kept) or "-m MODULE"
+bool ParseScript(const Line& l, HookEvents& into) {
+  const std::string_view text = AfterFields(l.text, 3);
+  if (l.f.size() < 4 || !ParseInt(l.f[1]) || !ParseInt(l.f[2]) || text.empty()) return false;
+  if (into.script.empty()) into.script = std::string(text.substr(0, 4096));
+  return true;
+}
+
+// step pid rank step t_end_ns wait_ns step_ns
+bool ParseStep(const Line& l, HookEvents& into) {
+  int64_t v[6];
+  if (!ToInts(l.f, 6, v) || v[4] < 0 || v[5] < 0) return false;
+  into.steps.push_back(
+      {static_cast<int>(v[1]), v[2], Seconds(v[3], l.start_ns), v[4] / 1e9, v[5] / 1e9});
+  return true;
+}
+
+// epoch pid rank epoch t_ns
+bool ParseEpoch(const Line& l, HookEvents& into) {
+  int64_t v[4];
+  if (!ToInts(l.f, 4, v)) return false;
+  into.epochs.push_back(
+      {static_cast<int>(v[1]), static_cast<int>(v[2]), Seconds(v[3], l.start_ns)});
+  return true;
+}
+
+// loader pid rank batch_size num_workers pin_memory prefetch_factor
+// persistent_workers dataset_length gpu
+bool ParseLoader(const Line& l, HookEvents& into) {
+  int64_t v[9];
+  if (!ToInts(l.f, 9, v)) return false;
+  LoaderConfig c;
+  c.pid = static_cast<int>(v[0]);
+  c.rank = static_cast<int>(v[1]);
+  c.batch_size = static_cast<int>(v[2]);
+  c.num_workers = static_cast<int>(v[3]);
+  c.pin_memory = v[4] != 0;
+  c.prefetch_factor = static_cast<int>(v[5]);
+  c.persistent_workers = v[6] != 0;
+  c.dataset_length = v[7];
+  c.gpu_available = v[8] != 0;
+  into.loaders.push_back(c);
+  return true;
+}
+
+// sync pid rank step sync_ns cpu_ns: follows its step record (stallscope.ddp)
+bool ParseSync(const Line& l, HookEvents& into) {
+  int64_t v[5];
+  if (!ToInts(l.f, 5, v) || v[3] < 0 || v[4] < 0) return false;
+  into.syncs.push_back({static_cast<int>(v[1]), v[2], v[3] / 1e9, v[4] / 1e9});
+  return true;
+}
+
+// bucket pid rank step index launch_ns done_ns: follows its sync record
+bool ParseBucket(const Line& l, HookEvents& into) {
+  int64_t v[6];
+  if (!ToInts(l.f, 6, v) || v[3] < 0 || v[3] > INT32_MAX || v[5] < v[4]) return false;
+  into.buckets.push_back({static_cast<int>(v[1]), v[2], static_cast<int>(v[3]),
+                          Seconds(v[4], l.start_ns), Seconds(v[5], l.start_ns)});
+  return true;
+}
+
+// hello pid rank local_rank world_size; a pid that names no single process
+// (0, 1, negative, past int) is refused: ranks' pids may be signalled.
+bool ParseHello(const Line& l, HookEvents& into) {
+  int64_t v[4];
+  if (!ToInts(l.f, 4, v) || v[0] <= 1 || v[0] > INT32_MAX) return false;
+  into.pids.insert(static_cast<int>(v[0]));
+  into.ranks.push_back({static_cast<int>(v[0]), static_cast<int>(v[1]), static_cast<int>(v[2]),
+                        static_cast<int>(v[3]), ""});
+  return true;
+}
+
+// host pid rank hostname: follows its hello
+bool ParseHost(const Line& l, HookEvents& into) {
+  std::optional<int64_t> pid = l.f.size() == 4 ? ParseInt(l.f[1]) : std::nullopt;
+  std::optional<int64_t> rank = l.f.size() == 4 ? ParseInt(l.f[2]) : std::nullopt;
+  if (!pid || !rank) return false;
+  auto it = std::find_if(into.ranks.rbegin(), into.ranks.rend(),
+                         [&](const RankInfo& r) { return r.pid == *pid; });
+  if (it != into.ranks.rend()) {
+    it->hostname = std::string(l.f[3]);
+  } else {
+    into.ranks.push_back(
+        {static_cast<int>(*pid), static_cast<int>(*rank), 0, 1, std::string(l.f[3])});
+  }
+  return true;
+}
+
+// alloc_site pid rank t_ns bytes count file:line
+// alloc_holder pid rank t_ns tensors bytes grew_bytes file:line|- description...
+// alloc_note pid rank t_ns text...
+bool ParseAllocation(const Line& l, HookEvents& into) {
+  const std::string_view type = l.f[0];
+  const std::vector<std::string_view>& f = l.f;
+  const size_t ints = type == "alloc_site" ? 5 : type == "alloc_holder" ? 6 : 3;
+  const size_t words = ints + 1 + (type == "alloc_note" ? 0 : 1);
+  int64_t v[6];
+  if (f.size() < words + (type == "alloc_site" ? 0 : 1)) return false;
+  for (size_t i = 0; i < ints; ++i) {
+    std::optional<int64_t> n = ParseInt(f[i + 1]);
+    if (!n) return false;
+    v[i] = *n;
+  }
+  AllocationReport a;
+  a.pid = static_cast<int>(v[0]);
+  a.rank = static_cast<int>(v[1]);
+  a.t = Seconds(v[2], l.start_ns);
+  // What follows the fixed fields is the rest of the line, spaces kept.
+  auto rest_from = [&](size_t field) {
+    size_t at = static_cast<size_t>(f[field].data() - l.text.data());
+    return std::string(Trim(l.text.substr(at)));
+  };
+  if (type == "alloc_site") {
+    a.kind = "site";
+    a.bytes = v[3];
+    a.count = v[4];
+    a.where = rest_from(6);
+  } else if (type == "alloc_holder") {
+    a.kind = "holder";
+    a.count = v[3];
+    a.bytes = v[4];
+    a.grew_bytes = v[5];
+    std::string made(f[7]);
+    for (size_t at; (at = made.find("%20")) != std::string::npos;) made.replace(at, 3, " ");
+    if (made != "-") a.where = std::move(made);
+    a.text = rest_from(8);
+  } else {
+    a.kind = "note";
+    a.text = rest_from(4);
+  }
+  if (into.allocations.size() >= kMaxAllocationReports) return false;  // a garbled job
+  into.allocations.push_back(std::move(a));
+  return true;
+}
+
+// dropped pid rank count
+bool ParseDropped(const Line& l, HookEvents& into) {
+  int64_t v[3];
+  if (!ToInts(l.f, 3, v)) return false;
+  into.dropped += v[2];
+  return true;
+}
+
+// The stop records (ParseStopRecord counts its own malformed lines).
+bool ParseStop(const Line& l, HookEvents& into) {
+  (void)ParseStopRecord(l.f[0], l.text, l.f, l.start_ns, into);
+  return true;
+}
+
+using RecordParser = bool (*)(const Line&, HookEvents&);
+struct RecordType {
+  std::string_view name;
+  RecordParser parse;
+};
+// Every record type docs/hook-protocol.md lists, and its parser.
+constexpr RecordType kRecordTypes[] = {
+    {"step", ParseStep},
+    {"sync", ParseSync},
+    {"bucket", ParseBucket},
+    {"epoch", ParseEpoch},
+    {"loader", ParseLoader},
+    {"hello", ParseHello},
+    {"host", ParseHost},
+    {"script", ParseScript},
+    {"alloc_site", ParseAllocation},
+    {"alloc_holder", ParseAllocation},
+    {"alloc_note", ParseAllocation},
+    {"dropped", ParseDropped},
+    {"exception", ParseStop},
+    {"bye", ParseStop},
+    {"exit", ParseStop},
+    {"sent_signal", ParseStop},
+};
+
 }  // namespace
 
 void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& into) {
-  for (std::string_view line : SplitLines(datagram)) {
-    if (Trim(line).empty()) continue;
-    std::vector<std::string_view> f = SplitFields(line);
-    std::string_view type = f[0];
-    int64_t v[10];
-    if (ParseStopRecord(type, line, f, start_ns, into)) continue;
-    if (type == "script") {
-      // pid rank TEXT: the script path (spaces kept) or "-m MODULE"
-      const std::string_view text = AfterFields(line, 3);
-      if (f.size() < 4 || !ParseInt(f[1]) || !ParseInt(f[2]) || text.empty()) {
-        ++into.malformed;
-      } else if (into.script.empty()) {
-        into.script = std::string(text.substr(0, 4096));
-      }
-      continue;
-    }
-    if (type == "step") {
-      // pid rank step t_end_ns wait_ns step_ns
-      if (!ToInts(f, 6, v) || v[4] < 0 || v[5] < 0) {
-        ++into.malformed;
-        continue;
-      }
-      into.steps.push_back(
-          {static_cast<int>(v[1]), v[2], Seconds(v[3], start_ns), v[4] / 1e9, v[5] / 1e9});
-    } else if (type == "epoch") {
-      // pid rank epoch t_ns
-      if (!ToInts(f, 4, v)) {
-        ++into.malformed;
-        continue;
-      }
-      into.epochs.push_back(
-          {static_cast<int>(v[1]), static_cast<int>(v[2]), Seconds(v[3], start_ns)});
-    } else if (type == "loader") {
-      // pid rank batch_size num_workers pin_memory prefetch_factor
-      // persistent_workers dataset_length gpu
-      if (!ToInts(f, 9, v)) {
-        ++into.malformed;
-        continue;
-      }
-      LoaderConfig c;
-      c.pid = static_cast<int>(v[0]);
-      c.rank = static_cast<int>(v[1]);
-      c.batch_size = static_cast<int>(v[2]);
-      c.num_workers = static_cast<int>(v[3]);
-      c.pin_memory = v[4] != 0;
-      c.prefetch_factor = static_cast<int>(v[5]);
-      c.persistent_workers = v[6] != 0;
-      c.dataset_length = v[7];
-      c.gpu_available = v[8] != 0;
-      into.loaders.push_back(c);
-    } else if (type == "sync") {
-      // pid rank step sync_ns cpu_ns: follows its step record (stallscope.ddp)
-      if (!ToInts(f, 5, v) || v[3] < 0 || v[4] < 0) {
-        ++into.malformed;
-        continue;
-      }
-      into.syncs.push_back({static_cast<int>(v[1]), v[2], v[3] / 1e9, v[4] / 1e9});
-    } else if (type == "bucket") {
-      // pid rank step index launch_ns done_ns: follows its sync record
-      if (!ToInts(f, 6, v) || v[3] < 0 || v[3] > INT32_MAX || v[5] < v[4]) {
-        ++into.malformed;
-        continue;
-      }
-      into.buckets.push_back({static_cast<int>(v[1]), v[2], static_cast<int>(v[3]),
-                              Seconds(v[4], start_ns), Seconds(v[5], start_ns)});
-    } else if (type == "hello") {
-      // pid rank local_rank world_size; a pid that names no single process
-      // (0, 1, negative, past int) is refused: ranks' pids may be signalled.
-      if (!ToInts(f, 4, v) || v[0] <= 1 || v[0] > INT32_MAX) {
-        ++into.malformed;
-        continue;
-      }
-      into.pids.insert(static_cast<int>(v[0]));
-      into.ranks.push_back({static_cast<int>(v[0]), static_cast<int>(v[1]), static_cast<int>(v[2]),
-                            static_cast<int>(v[3]), ""});
-    } else if (type == "host") {
-      // pid rank hostname: follows its hello
-      std::optional<int64_t> pid = f.size() == 4 ? ParseInt(f[1]) : std::nullopt;
-      std::optional<int64_t> rank = f.size() == 4 ? ParseInt(f[2]) : std::nullopt;
-      if (!pid || !rank) {
-        ++into.malformed;
-        continue;
-      }
-      auto it = std::find_if(into.ranks.rbegin(), into.ranks.rend(),
-                             [&](const RankInfo& r) { return r.pid == *pid; });
-      if (it != into.ranks.rend()) {
-        it->hostname = std::string(f[3]);
-      } else {
-        into.ranks.push_back(
-            {static_cast<int>(*pid), static_cast<int>(*rank), 0, 1, std::string(f[3])});
-      }
-    } else if (type == "alloc_site" || type == "alloc_holder" || type == "alloc_note") {
-      // alloc_site pid rank t_ns bytes count file:line
-      // alloc_holder pid rank t_ns tensors bytes grew_bytes file:line|- description...
-      // alloc_note pid rank t_ns text...
-      const size_t ints = type == "alloc_site" ? 5 : type == "alloc_holder" ? 6 : 3;
-      const size_t words = ints + 1 + (type == "alloc_note" ? 0 : 1);
-      bool ok = f.size() >= words + (type == "alloc_site" ? 0 : 1);
-      for (size_t i = 0; ok && i < ints; ++i) {
-        std::optional<int64_t> n = ParseInt(f[i + 1]);
-        ok = n.has_value();
-        if (ok) v[i] = *n;
-      }
-      if (!ok) {
-        ++into.malformed;
-        continue;
-      }
-      AllocationReport a;
-      a.pid = static_cast<int>(v[0]);
-      a.rank = static_cast<int>(v[1]);
-      a.t = Seconds(v[2], start_ns);
-      // What follows the fixed fields is the rest of the line, spaces kept.
-      auto rest_from = [&](size_t field) {
-        size_t at = static_cast<size_t>(f[field].data() - line.data());
-        return std::string(Trim(line.substr(at)));
-      };
-      if (type == "alloc_site") {
-        a.kind = "site";
-        a.bytes = v[3];
-        a.count = v[4];
-        a.where = rest_from(6);
-      } else if (type == "alloc_holder") {
-        a.kind = "holder";
-        a.count = v[3];
-        a.bytes = v[4];
-        a.grew_bytes = v[5];
-        std::string made(f[7]);
-        for (size_t at; (at = made.find("%20")) != std::string::npos;) made.replace(at, 3, " ");
-        if (made != "-") a.where = std::move(made);
-        a.text = rest_from(8);
-      } else {
-        a.kind = "note";
-        a.text = rest_from(4);
-      }
-      if (into.allocations.size() < kMaxAllocationReports) {
-        into.allocations.push_back(std::move(a));
-      } else {
-        ++into.malformed;  // more than a tracing sends: a garbled job
-      }
-    } else if (type == "dropped") {
-      if (!ToInts(f, 3, v)) {
-        ++into.malformed;
-        continue;
-      }
-      into.dropped += v[2];
+  for (std::string_view text : SplitLines(datagram)) {
+    if (Trim(text).empty()) continue;
+    Line line{text, SplitFields(text), start_ns};
+    for (const RecordType& type : kRecordTypes) {
+      if (type.name != line.f[0]) continue;
+      if (!type.parse(line, into)) ++into.malformed;
+      break;
     }
     // Anything else: a record type from a newer hook; skipped on purpose.
   }
