@@ -12,7 +12,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -20,9 +19,8 @@ from contextlib import redirect_stderr
 
 import stallscope
 from stallscope import _stops
+from receiver import ReceiverTest
 
-ENV_KEYS = ("STALLSCOPE_SOCKET", "RANK", "LOCAL_RANK", "WORLD_SIZE", "STALLSCOPE_RING",
-            "STALLSCOPE_STACKS", "STALLSCOPE_STACK_SIGNAL")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -36,38 +34,12 @@ def read_ring(path):
     return header, steps
 
 
-class StopsTest(unittest.TestCase):
-    def setUp(self):
-        self.saved = {k: os.environ.get(k) for k in ENV_KEYS}
-        for k in ENV_KEYS:
-            os.environ.pop(k, None)
-        self.dir = tempfile.TemporaryDirectory()
-        self.path = os.path.join(self.dir.name, "hook.sock")
-        self.rx = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.rx.bind(self.path)
-        self.rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-
-    def tearDown(self):
-        self.rx.close()
-        self.dir.cleanup()
-        for k, v in self.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-    def enable(self, **env):
-        os.environ.update({k: str(v) for k, v in env.items()})
-        os.environ["STALLSCOPE_SOCKET"] = self.path
+class StopsTest(ReceiverTest):
+    ENV_KEYS = ("STALLSCOPE_SOCKET", "RANK", "LOCAL_RANK", "WORLD_SIZE", "STALLSCOPE_RING",
+                "STALLSCOPE_STACKS", "STALLSCOPE_STACK_SIGNAL")
 
     def lines(self, wait_s=0.2):
-        out = []
-        self.rx.settimeout(wait_s)
-        while True:
-            try:
-                out += self.rx.recv(65536).decode().splitlines()
-            except socket.timeout:
-                return out
+        return [ln for d in self.datagrams(wait_s) for ln in d.decode().splitlines()]
 
     def test_the_ring_holds_every_step(self):
         self.enable(RANK=2)

@@ -145,12 +145,7 @@ std::string RenderHangText(std::string_view source, const FlightRecorderAnalysis
   out += "\n";
   GroupsText(a, out);
   out += "\n";
-  // The shared report text opens with a line about sampling, which dumps
-  // have none of: a heading of our own replaces it.
-  std::string findings = RenderReportText(header, report);
-  size_t first_line = findings.find('\n');
-  out += "findings:\n";
-  out += first_line == std::string::npos ? findings : findings.substr(first_line + 1);
+  out += RenderFindingsSection(header, report);
   return out;
 }
 

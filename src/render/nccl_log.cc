@@ -267,12 +267,7 @@ std::string RenderNcclLogText(std::string_view source, const NcclLogSummary& log
                        log.dropped);
   }
   out += "\n";
-  // The shared report text opens with a line about sampling, which an NCCL
-  // log has none of: a heading of our own replaces it.
-  std::string findings = RenderReportText(header, report);
-  size_t first_line = findings.find('\n');
-  out += "findings:\n";
-  out += first_line == std::string::npos ? findings : findings.substr(first_line + 1);
+  out += RenderFindingsSection(header, report);
   return out;
 }
 

@@ -141,4 +141,10 @@ nlohmann::ordered_json ReportToJson(const ReportHeader& header, const Report& re
   return out;
 }
 
+std::string RenderFindingsSection(const ReportHeader& header, const Report& report) {
+  const std::string text = RenderReportText(header, report);
+  const size_t first_line = text.find('\n');
+  return "findings:\n" + (first_line == std::string::npos ? text : text.substr(first_line + 1));
+}
+
 }  // namespace stallscope

@@ -19,6 +19,10 @@ struct ReportHeader {
 };
 
 std::string RenderReportText(const ReportHeader& header, const Report& report);
+// The same under a "findings:" heading, without the opening line about the
+// sampling, for reports of files (an NCCL log, Flight Recorder dumps) that
+// were never sampled.
+std::string RenderFindingsSection(const ReportHeader& header, const Report& report);
 // One evidence value as the text report prints it (numbers to 4 significant digits).
 std::string EvidenceText(const EvidenceValue& value);
 // The word a text layer line prints for the worst severity among that layer's
