@@ -31,6 +31,7 @@ import tempfile
 import time
 import unittest
 import urllib.parse
+import urllib.error
 import urllib.request
 
 import yaml
@@ -158,8 +159,23 @@ class Exporter:
             time.sleep(0.05)
 
     def scrape(self):
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port, timeout=10) as r:
-            return r.read().decode()
+        # The hook socket exists before the HTTP listener does: a refused
+        # connection is retried while the exporter runs (not the clock's
+        # business: a loaded machine starts it later).
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port,
+                                            timeout=10) as r:
+                    return r.read().decode()
+            except urllib.error.URLError as e:
+                refused = isinstance(e.reason, ConnectionRefusedError)
+                if not refused or self.proc.poll() is not None or time.monotonic() > deadline:
+                    if self.proc.poll() is not None:
+                        raise AssertionError("the exporter exited %d: %s" % (
+                            self.proc.returncode, self.proc.stderr.read().decode()[-2000:]))
+                    raise
+                time.sleep(0.1)
 
     def stop(self):
         self.proc.terminate()
