@@ -338,10 +338,42 @@ TextMemory NewText(size_t size) {
   return TextMemory(p, UnmapText{mapped});
 }
 
+// Whether zlib, which the streamed read uses, takes the member's header as
+// libdeflate does: libdeflate skips the header's own CRC (FHCRC) where zlib
+// checks it, so a header whose CRC is wrong goes the streamed way, which
+// names the error. False also for a header cut short (libdeflate fails
+// there too).
+bool HeaderAsZlibTakesIt(std::string_view gz) {
+  constexpr unsigned char kFhcrc = 0x02, kFextra = 0x04, kFname = 0x08, kFcomment = 0x10;
+  if (gz.size() < 10) return false;
+  const auto flags = static_cast<unsigned char>(gz[3]);
+  if ((flags & kFhcrc) == 0) return true;
+  size_t at = 10;
+  if (flags & kFextra) {
+    if (gz.size() < at + 2) return false;
+    at += 2 + (static_cast<unsigned char>(gz[at]) | static_cast<unsigned char>(gz[at + 1]) << 8);
+  }
+  for (unsigned char field : {kFname, kFcomment}) {
+    if ((flags & field) == 0) continue;
+    const size_t end = at < gz.size() ? gz.find('\0', at) : std::string_view::npos;
+    if (end == std::string_view::npos) return false;
+    at = end + 1;
+  }
+  if (gz.size() < at + 2) return false;
+  const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(gz.data()), static_cast<uInt>(at));
+  const unsigned stored =
+      static_cast<unsigned char>(gz[at]) | static_cast<unsigned char>(gz[at + 1]) << 8;
+  return (crc & 0xffff) == stored;
+}
+
 // `gz` inflated whole into a buffer of its ISIZE, which the caller holds
 // (`held` bytes); nullopt when libdeflate does not end exactly there: one
 // member and its trailer, the whole input read.
 std::optional<WholeText> Inflate(std::string_view gz, uint64_t held) {
+  if (!HeaderAsZlibTakesIt(gz)) {
+    Release(held);
+    return std::nullopt;
+  }
   const uint32_t isize = LittleEndian32(gz.data() + gz.size() - 4);
   TextMemory text = NewText(isize);
   libdeflate_decompressor* inflater = text ? libdeflate_alloc_decompressor() : nullptr;

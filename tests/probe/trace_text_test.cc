@@ -384,7 +384,16 @@ TEST(TraceText, AWrongIsizeOrACutOrCorruptGzipGivesTheStreamedError) {
   corrupt[gz.size() / 2] ^= 0x55;
   corrupt[gz.size() / 2 + 1] ^= 0x55;
   const uint32_t isize = static_cast<uint32_t>(TraceText(500).size());
+  // A header that carries its own CRC (FHCRC), a wrong one: libdeflate skips
+  // it, zlib checks it (a fuzzer's find).
+  std::string wrong_header_crc = gz;
+  wrong_header_crc[3] = static_cast<char>(wrong_header_crc[3] | 0x02);
+  const uLong header_crc =
+      crc32(0L, reinterpret_cast<const Bytef*>(wrong_header_crc.data()), 10) & 0xffff;
+  wrong_header_crc.insert(
+      10, {static_cast<char>(~header_crc & 0xff), static_cast<char>(header_crc >> 8 & 0xff)});
   const std::pair<std::string, std::string> cases[] = {
+      {wrong_header_crc, "corrupt gzip data at byte 12 of the file (header crc mismatch)"},
       {with_isize(isize + 1000), "corrupt gzip data at byte"},
       {with_isize(isize - 1000), "corrupt gzip data at byte"},
       {with_isize(0xfffffff0u), "corrupt gzip data at byte"},  // over 4 GiB - 1: never whole
@@ -404,6 +413,18 @@ TEST(TraceText, AWrongIsizeOrACutOrCorruptGzipGivesTheStreamedError) {
     EXPECT_NE(whole.status().message().find(expect), std::string::npos)
         << "wanted \"" << expect << "\" in: " << whole.status().message();
   }
+}
+
+// A header with its own CRC, a right one, still reads whole.
+TEST(TraceText, AGzipHeaderWithItsOwnCrcReadsWhole) {
+  const std::string text = TraceText(50);
+  std::string gz = Gzip(text);
+  gz[3] = static_cast<char>(gz[3] | 0x02);
+  const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(gz.data()), 10) & 0xffff;
+  gz.insert(10, {static_cast<char>(crc & 0xff), static_cast<char>(crc >> 8 & 0xff)});
+  std::optional<WholeText> whole = WholeTextOf(gz, uint64_t{1} << 30);
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(std::string_view(whole->data(), whole->size()), text);
 }
 
 // Texts held at once share the limit; one let go makes room again.
