@@ -176,7 +176,8 @@ constexpr Rule kRules[] = {
      "rest), info when it does not (every epoch reads storage). A run: fires when epoch 0 took "
      ">= 1.5x the median later epoch and >= 2 s more, read >= 16 MiB from the data disk, and "
      "the later epochs read < 20% of its rate; warning. io.input_bound and io.cpu_bound_loader "
-     "drop to info when the steps after epoch 0 wait < 10% for data",
+     "drop to info when the steps after epoch 0 wait < 10% for data; when they wait more, "
+     "io.input_bound is judged on the steps after epoch 0 alone",
      "a first epoch abnormally slow followed by normal ones is the cold/warm page "
      "cache difference, not a program bug. 20%, 1 s, half the RAM, 1.5x, 2 s and 16 MiB are "
      "ours: a cold cache shows as a first epoch clearly slower that read what the later ones "

@@ -701,7 +701,25 @@ FindingsWithNotes CheckRunIo(const Timeline& timeline) {
     }
     return f;
   };
-  if (std::optional<Finding> f = CheckInputBound(ctx)) findings.push_back(explained(*f));
+  // Where the later epochs wait too (a loaded host's workers that fall
+  // behind), epoch 0's waits are still the cache's: input_bound is judged
+  // on the later epochs alone, and says so.
+  if (cold && later_wait && !only_first_epoch) {
+    Context later{timeline, MeasureDataWait(timeline, ctx.epochs[1].start_s),
+                  std::vector<EpochSummary>(ctx.epochs.begin() + 1, ctx.epochs.end()),
+                  ctx.steps_by_rank};
+    if (std::optional<Finding> f = CheckInputBound(later)) {
+      f->summary += fmt::format(
+          " in epochs 1..{} (epoch 0 waited more, for a cold cache: see "
+          "io.cold_cache)",
+          ctx.epochs.back().epoch);
+      f->evidence.push_back({"judged_from_epoch", int64_t{1}});
+      f->evidence.push_back({"explained_by", std::string("io.cold_cache")});
+      findings.push_back(std::move(*f));
+    }
+  } else if (std::optional<Finding> f = CheckInputBound(ctx)) {
+    findings.push_back(explained(*f));
+  }
   if (cold) findings.push_back(std::move(*cold));
   if (std::optional<Finding> f = CheckDeviceSaturated(ctx)) findings.push_back(std::move(*f));
   if (contention) findings.push_back(std::move(*contention));

@@ -217,11 +217,11 @@ Shape ColdFirstEpoch() {
   return shape;
 }
 
-TEST(ColdCache, SlowFirstEpochThatReadTheDiskAndLaterOnesThatDidNot) {
-  // Epochs by the hook's marks: 0 and 1 last 10 s; make epoch 0 longer.
-  Timeline tl = Make(ColdFirstEpoch());
+// Epoch 0 made 20 s long, the others 10 (their samples moved on), its disk
+// read throughout.
+void StretchFirstEpoch(Timeline& tl) {
   for (EpochEvent& e : tl.epochs) {
-    if (e.epoch > 0) e.t += 10;  // epoch 0 took 20 s, the others 10
+    if (e.epoch > 0) e.t += 10;
   }
   for (StepEvent& s : tl.steps) {
     if (s.t > 10) s.t += 10;
@@ -232,6 +232,12 @@ TEST(ColdCache, SlowFirstEpochThatReadTheDiskAndLaterOnesThatDidNot) {
     tl.samples.push_back(s);
   }
   for (TimelineSample& s : tl.samples) s.disk_read_kib_per_s = s.t <= 20 ? 40.0 * 1024 : 50;
+}
+
+TEST(ColdCache, SlowFirstEpochThatReadTheDiskAndLaterOnesThatDidNot) {
+  // Epochs by the hook's marks: 0 and 1 last 10 s; make epoch 0 longer.
+  Timeline tl = Make(ColdFirstEpoch());
+  StretchFirstEpoch(tl);
   tl.inputs.push_back({"/mnt/slow/images/0001.ppm", "worker", false, 1, 1, 3, 3, 4096, 0, "ext4",
                        false, "loop7", "", false, false, ""});
   tl.inputs.push_back({"/mnt/slow/images/0777.ppm", "worker", false, 1, 1, 8, 8, 4096, 0, "ext4",
@@ -252,6 +258,28 @@ TEST(ColdCache, SlowFirstEpochThatReadTheDiskAndLaterOnesThatDidNot) {
   EXPECT_EQ(bound->severity, Severity::kInfo);
   EXPECT_NE(bound->summary.find("see io.cold_cache"), std::string::npos) << bound->summary;
   EXPECT_EQ(EvidenceOf<std::string>(*bound, "explained_by"), "io.cold_cache");
+}
+
+// A loaded host: the later epochs wait too (15%, their workers fall
+// behind), epoch 0 much more. io.input_bound is judged on the later epochs
+// alone (a warning, not epoch 0's critical 60%) and says epoch 0's waits
+// are the cache's.
+TEST(ColdCache, LaterEpochsThatWaitTooAreJudgedWithoutEpochZero) {
+  Shape shape = ColdFirstEpoch();
+  shape.wait = [](double t) { return t <= 10 ? 0.6 : 0.15; };
+  Timeline tl = Make(shape);
+  StretchFirstEpoch(tl);
+  std::vector<Finding> findings = CheckRun(tl).findings;
+  ASSERT_NE(Find(findings, "io.cold_cache"), nullptr) << Ids(findings);
+  const Finding* bound = Find(findings, "io.input_bound");
+  ASSERT_NE(bound, nullptr) << Ids(findings);
+  EXPECT_EQ(bound->severity, Severity::kWarning);
+  EXPECT_NEAR(EvidenceOf<double>(*bound, "worst_rank_wait_fraction"), 0.15, 0.02);
+  EXPECT_EQ(EvidenceOf<std::string>(*bound, "explained_by"), "io.cold_cache");
+  EXPECT_EQ(EvidenceOf<int64_t>(*bound, "judged_from_epoch"), 1);
+  EXPECT_NE(bound->summary.find("in epochs 1..3 (epoch 0 waited more, for a cold cache"),
+            std::string::npos)
+      << bound->summary;
 }
 
 TEST(ColdCache, EveryEpochReadingTheDiskIsNotACacheStory) {

@@ -212,10 +212,20 @@ class ColdCache(unittest.TestCase):
         self.assertLessEqual(f["evidence"]["epoch0_read_bytes_per_s"], 2 * self.READ_BPS, text)
         self.assertEqual(f["evidence"]["input"], folder, text)
         self.assertIn(folder, f["next"], text)
-        # The waits of epoch 0 are the cache's, not the program's.
+        # The waits of epoch 0 are the cache's, not the program's: the loader
+        # findings are lowered to info when the later epochs keep up (a
+        # quiet host), and judged on the later epochs alone when they wait
+        # too (a loaded host's workers fall behind: 11-16% here beside two
+        # busy loops), never on epoch 0's waits.
+        later = max(e["data_wait_fraction"] for e in report["epochs"][1:])
         for g in findings(report, "io.input_bound") + findings(report, "io.cpu_bound_loader"):
-            self.assertEqual(g["severity"], "info", text)
-            self.assertIn("io.cold_cache", g["summary"], text)
+            if g["severity"] == "info" or g["id"] == "io.input_bound":
+                self.assertIn("io.cold_cache", g["summary"], text)
+                self.assertEqual(g["evidence"]["explained_by"], "io.cold_cache", text)
+            if g["id"] == "io.input_bound" and g["severity"] != "info":
+                self.assertEqual(g["evidence"]["judged_from_epoch"], 1, text)
+                self.assertLessEqual(g["evidence"]["worst_rank_wait_fraction"], later + 0.05,
+                                     text)
 
 
 if __name__ == "__main__":
