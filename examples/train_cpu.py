@@ -47,9 +47,16 @@ try:
     import stallscope
 except ImportError:                      # standalone: no hook
     class stallscope:                    # noqa: N801 - stands in for the module
-        loader = staticmethod(lambda x: x)
+        loader = staticmethod(lambda x, phase=None: x)
         epoch = staticmethod(lambda n: None)
         ddp = staticmethod(lambda m: m)
+
+        class checkpoint:                # noqa: N801
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
 
 SIDE = 32
 CLASSES = 10
@@ -194,6 +201,18 @@ def evaluate(model, rank, seconds, ddp):
         dist.barrier()
 
 
+def save_checkpoint(model, mib, rank):
+    """The model's state and `mib` MiB of padding, written and fsync'd."""
+    path = os.path.join(tempfile.gettempdir(), "stallscope-ckpt-%d-%d.pt" % (os.getpid(), rank))
+    with stallscope.checkpoint():
+        with open(path, "wb") as f:
+            torch.save({"model": model.state_dict(),
+                        "pad": torch.zeros(mib * 2**18, dtype=torch.float32)}, f)
+            f.flush()
+            os.fsync(f.fileno())
+    os.unlink(path)
+
+
 def rss_mib():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -234,6 +253,12 @@ def main():
                    help="after step N rank 0 evaluates for --eval-s seconds (forward passes) "
                         "while the other ranks wait in a barrier")
     p.add_argument("--eval-s", type=float, default=0.0, metavar="S")
+    p.add_argument("--eval-batches", type=int, default=0, metavar="N",
+                   help="after each epoch, evaluate N batches in a loop wrapped as "
+                        "stallscope.loader(dl, phase=\"eval\")")
+    p.add_argument("--checkpoint-mib", type=int, default=0, metavar="N",
+                   help="after each epoch, save the model and N MiB more to a file (fsync'd) "
+                        "inside stallscope.checkpoint()")
     args = p.parse_args()
     slow = args.mode == "input-bound"
     epochs = args.epochs or (2 if slow else 6)
@@ -302,6 +327,15 @@ def main():
                 break
         steps += n
         dt = time.monotonic() - t0
+        if args.eval_batches:
+            eval_data = DataLoader(dataset, batch_size=args.batch_size, num_workers=0)
+            with torch.no_grad():
+                for k, (x, y) in enumerate(stallscope.loader(eval_data, phase="eval")):
+                    model(x)
+                    if k + 1 == args.eval_batches:
+                        break
+        if args.checkpoint_mib:
+            save_checkpoint(model, args.checkpoint_mib, rank)
         print(f"{'rank %d ' % rank if args.ddp else ''}epoch {epoch}: {n} steps in {dt:.1f} s ({n / dt:.1f} steps/s), "
               f"loss {loss.item():.3f}, accuracy {correct / max(seen, 1):.2f}, "
               f"rss {rss_mib():.0f} MiB", flush=True)

@@ -14,8 +14,12 @@ gradient bucket's all-reduce, so every step reports how long the rank waited
 in synchronization and how much CPU it used: the rank the others wait for is
 the one that waits least. STALLSCOPE_MAX_STEPS=N ends the process (SystemExit
 0; os._exit(0) when a torch.distributed group is live) once N steps are done (`stallscope scale` runs jobs for a bounded number of
-steps this way). Outside stallscope `loader(x)` returns `x` itself, `ddp(m)`
-returns `m` untouched and `epoch(n)` does nothing. The hook never raises into
+steps this way). `stallscope.loader(dl, phase="eval")` (or a loop the hook
+finds under torch.no_grad() or inference_mode) times an evaluation loop as
+one span, not as training steps; `with stallscope.checkpoint():` times a
+checkpoint: `report`'s time breakdown counts both. Outside stallscope
+`loader(x)` returns `x` itself, `ddp(m)` returns `m` untouched, and `epoch(n)`
+and `checkpoint()` do nothing. The hook never raises into
 the job and never blocks: a datagram that cannot be sent is dropped and
 counted. When the process's RSS keeps rising it traces allocations for a few
 seconds and reports the lines and containers that hold on (_leak.py). (One
@@ -27,13 +31,14 @@ import os
 import socket
 import sys
 import threading
+import weakref
 import time
 
 from . import _leak
 from . import _profile
 from . import _stops
 
-__all__ = ["loader", "epoch", "enabled", "ddp"]
+__all__ = ["loader", "epoch", "enabled", "ddp", "checkpoint"]
 
 _ENV = "STALLSCOPE_SOCKET"
 _BATCH = 64                  # records per datagram
@@ -63,6 +68,18 @@ _buckets_on = [False]
 # the hook waits, bounded, until every callback is freed.
 _live_callbacks = set()
 _CALLBACK_DRAIN_S = 2.0
+# The gradient bucket buffers the hook handed to dist.all_reduce, held from
+# Python, per DDP model: [(weakref to the model, {bucket index: tensor})].
+# Without this, the buffer's Python object died with the hook's call while
+# the all-reduce's work still held the tensor, and PyTorch then kept the
+# object alive from C++: whichever thread dropped the tensor last had to
+# take the GIL to free it. A ProcessGroupGloo worker did, after the last
+# step, while the main thread held the GIL and joined that worker (the
+# Reducer's destructor, when the model went at the job's end): a deadlock
+# seen as a rank that never exits, one thread spinning. Held here, the
+# tensor is freed by Python, on a thread that has the GIL. A model's
+# buffers go when the next ddp() finds the model gone.
+_bucket_buffers = []
 # `run --profile A:B`: this process's profiling window (_profile.Window), or
 # None; a cell, read once per step by the loader generators.
 _window = [None]
@@ -498,15 +515,61 @@ def _timed(inner, batch=_BATCH, period=_PERIOD_NS):
     _flush()                     # the loader is exhausted: the epoch's tail goes out
 
 
+def _span(kind, t0, t1):
+    """A `span` record: a checkpoint or an evaluation loop, sent at once."""
+    try:
+        st = _current()
+        if st is None:
+            return
+        _buf.append("span %d %d %s %d %d" % (st.pid, st.rank, kind, t0, t1))
+        _flush()
+    except Exception:
+        pass
+
+
+def _untimed(inner):
+    """An evaluation loop: inner's items, and one span for the whole loop
+    (also when left by a break or an exception); no step records."""
+    t0 = _mono()
+    try:
+        for item in inner:
+            yield item
+    except Exception as e:
+        _exception("loader", threading.current_thread().name, type(e), e, e.__traceback__)
+        raise
+    finally:
+        _span("eval", t0, _mono())
+
+
+def _grad_off():
+    """True when torch is loaded and the loop starts under torch.no_grad()
+    or inference_mode: an evaluation loop."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    try:
+        if not torch.is_grad_enabled():
+            return True
+        mode = getattr(torch, "is_inference_mode_enabled", None)
+        return bool(mode is not None and mode())
+    except Exception:
+        return False
+
+
 class _Loader:
     """What loader() returns under stallscope: iterates like the wrapped
-    object, passes len() and attributes through."""
+    object, passes len() and attributes through. `phase`: "eval", "train",
+    or None (eval when the loop starts with gradients off)."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, phase=None):
         self._inner = inner
+        self._phase = phase
 
     def __iter__(self):
         try:
+            phase = self._phase
+            if phase != "train" and (phase == "eval" or _grad_off()):
+                return _untimed(self._inner)
             return _timed(self._inner)
         except Exception:
             return iter(self._inner)
@@ -518,7 +581,7 @@ class _Loader:
         return bool(self._inner)
 
     def __getattr__(self, name):
-        if name == "_inner":
+        if name in ("_inner", "_phase"):
             raise AttributeError(name)
         return getattr(self._inner, name)
 
@@ -560,13 +623,18 @@ def _with_workers(x):
     return new
 
 
-def loader(x):
+def loader(x, phase=None):
     """Wraps a DataLoader (or any iterable) to time each step. Returns x itself
-    when not under stallscope."""
+    when not under stallscope. phase="eval": an evaluation loop, timed as one
+    span (no steps); "train": training steps even under torch.no_grad();
+    None: eval when the loop starts with gradients off. Any other value is
+    taken as None (the hook never raises into the job)."""
     try:
         st = _current()
         if st is None:
             return x
+        if phase == "eval":                  # no steps: its settings are no training loader's
+            return _Loader(x, "eval")
         try:
             x = _with_workers(x)
         except Exception:        # an unusual loader: time it as it is
@@ -578,9 +646,28 @@ def loader(x):
             st.loaders.add((id(x), rec))
             _buf.append(rec)
             _flush()
-        return _Loader(x)
+        return _Loader(x, phase if phase in ("train", "eval") else None)
     except Exception:
         return x
+
+
+class checkpoint:
+    """`with stallscope.checkpoint(): torch.save(...)`: the time inside is a
+    checkpoint in `report`'s time breakdown (a `span` record). Nothing is
+    sent outside stallscope; exceptions pass through."""
+
+    __slots__ = ("_t0",)
+
+    def __init__(self):
+        self._t0 = 0
+
+    def __enter__(self):
+        self._t0 = _mono()
+        return self
+
+    def __exit__(self, *exc):
+        _span("checkpoint", self._t0, _mono())
+        return False
 
 
 def ddp(model):
@@ -601,6 +688,14 @@ def ddp(model):
             return model
         world = dist.get_world_size()
         mono, spans, live = _mono, _sync, _live_callbacks
+        # The models gone since: their Reducers are, so their buffers are
+        # ours alone and go here, on this thread (it has the GIL).
+        _bucket_buffers[:] = [(m, b) for m, b in _bucket_buffers if m() is not None]
+        held = {}
+        try:
+            _bucket_buffers.append((weakref.ref(model), held))
+        except TypeError:        # a model without weak references: held for good
+            _bucket_buffers.append((lambda: model, held))
         tokens = iter(range(1 << 62))
 
         class _BucketDone:
@@ -630,7 +725,9 @@ def ddp(model):
             r = _ring[0]
             if r is not None:
                 r.collective_entered(done.t_launch)
-            fut = dist.all_reduce(bucket.buffer(), group=state, async_op=True).get_future()
+            buf = bucket.buffer()
+            held[bucket.index()] = buf   # see _bucket_buffers
+            fut = dist.all_reduce(buf, group=state, async_op=True).get_future()
             return fut.then(done)
 
         model.register_comm_hook(None, _allreduce_timed)

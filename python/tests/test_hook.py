@@ -220,6 +220,62 @@ class HookTest(ReceiverTest):
             for _ in stallscope.loader(broken()):
                 pass
 
+    # --- spans: evaluation loops and checkpoints ------------------------------
+
+    def test_an_eval_loop_is_one_span_and_no_steps(self):
+        self.enable()
+        list(stallscope.loader(range(3)))
+        t0 = time.monotonic_ns()
+        for _ in stallscope.loader(FakeLoader(list(range(4))), phase="eval"):
+            time.sleep(0.02)
+        t1 = time.monotonic_ns()
+        recs = self.records()
+        self.assertEqual(len(self.of(recs, "step")), 3)       # the training loop's only
+        spans = self.of(recs, "span")
+        self.assertEqual(len(spans), 1)
+        pid, rank, kind, start, end = spans[0]
+        self.assertEqual((int(pid), kind), (os.getpid(), "eval"))
+        self.assertGreaterEqual(int(start), t0)
+        self.assertLessEqual(int(end), t1)
+        self.assertGreaterEqual(int(end) - int(start), 4 * 20_000_000)
+        # The eval loader's settings are no training loader's.
+        self.assertEqual(len(self.of(recs, "loader")), 1)
+
+    def test_an_eval_loop_left_by_break_or_an_exception_still_ends_its_span(self):
+        self.enable()
+        for i in stallscope.loader(range(100), phase="eval"):
+            if i == 2:
+                break
+
+        def broken():
+            yield 1
+            raise ValueError("bad sample")
+
+        with self.assertRaises(ValueError):
+            for _ in stallscope.loader(broken(), phase="eval"):
+                pass
+        recs = self.records()
+        self.assertEqual([s[2] for s in self.of(recs, "span")], ["eval", "eval"])
+        self.assertEqual(len(self.of(recs, "exception")), 1)
+
+    def test_checkpoint_is_a_span_and_passes_exceptions_through(self):
+        self.enable()
+        with stallscope.checkpoint():
+            time.sleep(0.03)
+        with self.assertRaises(OSError):
+            with stallscope.checkpoint():
+                raise OSError("disk full")
+        spans = self.of(self.records(), "span")
+        self.assertEqual([s[2] for s in spans], ["checkpoint", "checkpoint"])
+        self.assertGreaterEqual(int(spans[0][4]) - int(spans[0][3]), 30_000_000)
+
+    def test_checkpoint_and_eval_outside_stallscope_do_nothing(self):
+        items = [1, 2]
+        self.assertIs(stallscope.loader(items, phase="eval"), items)
+        with stallscope.checkpoint():
+            pass
+        self.assertEqual(self.datagrams(0.05), [])
+
     # --- full socket, fork --------------------------------------------------
 
     def test_full_socket_drops_and_counts(self):

@@ -59,6 +59,22 @@ class Receiver(unittest.TestCase):
                 return lines
 
 
+@unittest.skipUnless(HAVE_TORCH, "needs torch (apt install python3-torch)")
+class EvalLoops(Receiver):
+    def test_a_loop_under_no_grad_is_an_eval_loop_unless_told_train(self):
+        import torch
+        os.environ["STALLSCOPE_SOCKET"] = self.path
+        with torch.no_grad():
+            list(stallscope.loader(range(5)))
+            list(stallscope.loader(range(2), phase="train"))
+        with torch.inference_mode():
+            list(stallscope.loader(range(5)))
+        list(stallscope.loader(range(3)))
+        recs = self.records()
+        self.assertEqual([r[3] for r in recs if r[0] == "span"], ["eval", "eval"])
+        self.assertEqual(len([r for r in recs if r[0] == "step"]), 5)
+
+
 class HostAndLimits(Receiver):
     def test_host_record_follows_hello(self):
         os.environ.update(STALLSCOPE_SOCKET=self.path, RANK="5", WORLD_SIZE="8")
@@ -140,6 +156,13 @@ class RealDdp(Receiver):
             plain(batches[-1]).square().sum().backward()
             # Sum then divide by the world size (1): DDP's own result.
             self.assertTrue(torch.allclose(plain.weight.grad, twin.weight.grad))
+            # The bucket buffer handed to all_reduce is held from Python
+            # while the model lives (see _bucket_buffers): its gradients'
+            # storage, so Python, not a gloo worker, frees it.
+            live = [held for m, held in stallscope._bucket_buffers if m() is model]
+            self.assertEqual(len(live), 1)
+            self.assertEqual(sorted(live[0]), [0])
+            self.assertEqual(live[0][0].numel(), 16 * 4 + 4)
         finally:
             dist.destroy_process_group()
         recs = self.records()

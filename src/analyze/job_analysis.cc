@@ -443,6 +443,18 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeR
   // The job's timeline: every file's steps in time order, on node 0's
   // clock. Its sync records were judged above, in place, and are not kept:
   // merged they would be held twice.
+  // Where each rank's time went, on its own file's clock and run length.
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    TimeBreakdown node = BreakDownTime(timeline_of(i));
+    for (RankTime& r : node.ranks) job.time.ranks.push_back(std::move(r));
+    for (std::string& n : node.notes) {
+      if (std::find(job.time.notes.begin(), job.time.notes.end(), n) == job.time.notes.end()) {
+        job.time.notes.push_back(std::move(n));
+      }
+    }
+  }
+  std::stable_sort(job.time.ranks.begin(), job.time.ranks.end(),
+                   [](const RankTime& a, const RankTime& b) { return a.rank < b.rank; });
   for (size_t i = 0; i < nodes.size(); ++i) {
     Drop(timeline_of(i).step_syncs);
     Drop(timeline_of(i).bucket_syncs);

@@ -44,6 +44,7 @@ RunAnalysis AnalyzeRun(std::string path, Timeline timeline,
   run.ranks = SummarizeRanks(run.timeline, run.timeline.info.hostname);
   if (run.ranks.size() >= 2) run.checked.push_back(Layer::kDistributed);
   run.epochs = SummarizeEpochs(run.timeline);
+  run.time = BreakDownTime(run.timeline);
   // The network host rules judge the baseline the run file keeps.
   if (baseline_json) {
     run.baseline_json = std::move(*baseline_json);

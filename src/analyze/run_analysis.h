@@ -12,6 +12,7 @@
 
 #include "analyze/rank_rules.h"
 #include "analyze/run_rules.h"
+#include "analyze/time_breakdown.h"
 #include "core/status.h"
 #include "sample/finding.h"
 #include "sample/timeline.h"
@@ -56,6 +57,7 @@ struct RunAnalysis {
   std::vector<EpochSummary> epochs;  // empty when the hook marked none
   std::vector<RankSummary> ranks;    // one row per rank with steps
   std::vector<NodeRow> nodes;        // several files read as one job; empty for one
+  TimeBreakdown time;                // where the wall time went, per rank
 };
 
 // `baseline_json`: nullopt when the run has none; `stored`: the stored

@@ -143,6 +143,9 @@ struct RunDiff {
   // the other changes in a fixed order.
   std::vector<DiffChange> changes;
   std::vector<std::string> notes;  // what could not be compared, by file
+  // Where each side's time went (every rank of its files, by rank): the
+  // lowest rank's rows are compared.
+  TimeBreakdown time_a, time_b;
 };
 
 // What a side's loader read, seen by another run of the same unchanged

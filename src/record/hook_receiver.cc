@@ -157,6 +157,23 @@ bool ParseSync(const Line& l, HookEvents& into) {
   return true;
 }
 
+// span pid rank kind start_ns end_ns: a checkpoint or an evaluation loop.
+// A kind this build does not know (a newer hook's) is skipped, not malformed.
+bool ParseSpan(const Line& l, HookEvents& into) {
+  if (l.f.size() != 6) return false;
+  const std::string_view kind = l.f[3];
+  std::optional<int64_t> pid = ParseInt(l.f[1]), rank = ParseInt(l.f[2]);
+  std::optional<int64_t> start = ParseInt(l.f[4]), end = ParseInt(l.f[5]);
+  if (!pid || !rank || !start || !end || *end < *start || *rank < INT32_MIN || *rank > INT32_MAX ||
+      *pid < 0 || *pid > INT32_MAX) {
+    return false;
+  }
+  if (kind != "checkpoint" && kind != "eval") return true;
+  into.spans.push_back({static_cast<int>(*pid), static_cast<int>(*rank), std::string(kind),
+                        Seconds(*start, l.start_ns), Seconds(*end, l.start_ns)});
+  return true;
+}
+
 // bucket pid rank step index launch_ns done_ns: follows its sync record
 bool ParseBucket(const Line& l, HookEvents& into) {
   int64_t v[6];
@@ -264,6 +281,7 @@ constexpr RecordType kRecordTypes[] = {
     {"step", ParseStep},
     {"sync", ParseSync},
     {"bucket", ParseBucket},
+    {"span", ParseSpan},
     {"epoch", ParseEpoch},
     {"loader", ParseLoader},
     {"hello", ParseHello},

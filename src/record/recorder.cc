@@ -390,6 +390,9 @@ constexpr int kOomReportRetries = 5;
 constexpr useconds_t kOomReportRetryMicroseconds = 50'000;
 // Allocation reports kept from one run: the hook sends a few per tracing.
 constexpr size_t kMaxAllocationReportsKept = 4096;
+// Checkpoints and evaluation loops kept per run: a few per epoch; more is a
+// job that wraps every batch (its time breakdown needs no more).
+constexpr size_t kMaxPhaseSpansKept = 100000;
 
 // The name the kernel gives a process exec'ed from `path`: its file name,
 // cut to TASK_COMM_LEN - 1 bytes.
@@ -500,6 +503,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   // Every process of the job seen, with its name, to know its OOM victims.
   std::map<int, std::string> job_pids;
   size_t allocation_reports = 0;
+  size_t spans_kept = 0;
 
   std::set<std::string> disks;
   // Boundary samples read every whole disk that can hold a dataset: loop and
@@ -595,7 +599,9 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   }
   // Its failure (the file system full since the file was made) stops the
   // recording below, said once; the job, already running, goes on.
-  const Status node_written = writer.WriteNode(node);
+  Status node_written = writer.WriteNode(node);
+  // Made now, rows or none: a file without it predates the spans.
+  if (node_written.ok()) node_written = writer.AppendPhaseSpans({});
   std::optional<ClockServer> clock_server;
   if (options.serve_clock) {
     if (Result<ClockServer> opened = ClockServer::Open(options.clock_port); opened.ok()) {
@@ -787,6 +793,10 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     if (written.ok() && !stopped) written = writer.AppendOtherProcesses(others);
     if (written.ok() && !stopped) written = writer.AppendCongestion(congestion);
     if (written.ok() && !stopped) written = writer.AppendBuckets(events.buckets);
+    if (written.ok() && !stopped && spans_kept < kMaxPhaseSpansKept) {
+      spans_kept += events.spans.size();
+      written = writer.AppendPhaseSpans(events.spans);
+    }
     congestion.clear();
     if (written.ok() && !stopped && allocation_reports < kMaxAllocationReportsKept) {
       allocation_reports += events.allocations.size();

@@ -464,6 +464,8 @@ std::string RenderHtmlReport(const HtmlReportInput& in) {
     out += "</table>\n";
   }
 
+  out += in.sections_html;
+
   if (in.timeline) {
     std::vector<Chart> charts = TimelineCharts(*in.timeline, report.findings);
     out += fmt::format("<h2>Timeline</h2>\n<p>{} samples over {:.1f} s{}.</p>\n",

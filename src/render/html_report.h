@@ -41,6 +41,9 @@ struct HtmlReportInput {
   std::string snapshot_json;                    // the baseline snapshot, shown folded; "" for none
   // A job of several nodes: one row per node, shown after the layers.
   const std::vector<NodeRow>* nodes = nullptr;
+  // Sections of the caller's, shown after the layers and nodes (HTML, its
+  // text escaped by the caller): `report`'s time breakdown.
+  std::string sections_html;
 };
 
 // The charts of a timeline, in page order. Charts with nothing to draw (no

@@ -9,6 +9,7 @@
 #include "core/version.h"
 #include "render/html_report.h"
 #include "render/svg_chart.h"
+#include "render/time_breakdown.h"
 #include "render/trace_diff.h"
 
 namespace stallscope {
@@ -161,6 +162,9 @@ std::string RenderDiffText(const RunDiff& d) {
         "first rank's first profiled step, B - A):\n";
     for (const TraceOpDiff& op : d.gpu_top_ops) out += "  " + TraceOpDiffLine(op) + "\n";
   }
+  if (std::string time = RenderTimeChanges(d.time_a, d.time_b); !time.empty()) {
+    out += "\n" + time;
+  }
   bool others = false;
   for (const DiffChange& c : d.changes) {
     if (c.share) continue;
@@ -226,6 +230,7 @@ Json DiffJson(const RunDiff& d) {
     changes.push_back(e);
   }
   j["changes"] = changes;
+  j["time_breakdown"] = TimeChangesToJson(d.time_a, d.time_b);
   j["notes"] = d.notes;
   return j;
 }

@@ -13,6 +13,7 @@
 #include "render/distributed.h"
 #include "render/html_report.h"
 #include "render/report.h"
+#include "render/time_breakdown.h"
 
 namespace stallscope {
 namespace {
@@ -123,6 +124,7 @@ std::string RenderRunHtml(const RunAnalysis& run) {
               {"ended", DescribeRunEnd(info, run.timeline.samples.size())},
               {"interval", fmt::format("{:.2f} s", info.interval_seconds)}};
   if (!info.data_device.empty()) in.facts.push_back({"data disk", info.data_device});
+  in.sections_html = RenderTimeHtml(run.time);
   return RenderHtmlReport(in);
 }
 
@@ -175,6 +177,7 @@ nlohmann::ordered_json RunReportJson(std::string_view command, const RunAnalysis
                                : nlohmann::ordered_json(timeline.written_by);
   j["run"]["samples"] = timeline.samples.size();
   j["epochs"] = EpochsToJson(run.epochs);
+  j["time_breakdown"] = TimeBreakdownToJson(run.time);
   j["ranks"] = RanksToJson(run.ranks);
   j["inputs"] = InputsToJson(timeline);
   if (!run.nodes.empty()) j["nodes"] = NodesToJson(run.nodes);
@@ -190,6 +193,7 @@ std::string RenderRunReportText(std::string_view command, const RunAnalysis& run
   std::string out = "\n" + DescribeRunEnd(timeline.info, timeline.samples.size());
   std::string table = RenderEpochTable(run.epochs);
   if (!table.empty()) out += "\n" + table;
+  if (std::string time = RenderTimeTable(run.time); !time.empty()) out += "\n" + time;
   if (std::string rank_table = RenderRankTable(run.ranks); !rank_table.empty()) {
     out += "\n" + rank_table;
   }

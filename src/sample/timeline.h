@@ -236,6 +236,18 @@ struct EpochEvent {
   double t = 0;
 };
 
+// From the hook: a stretch of a rank's time that is no training step: a
+// checkpoint (`with stallscope.checkpoint():`) or an evaluation loop
+// (`stallscope.loader(dl, phase="eval")`, or a loop begun under
+// torch.no_grad() or inference_mode). Seconds since the run's start.
+struct PhaseSpan {
+  int pid = 0;
+  int rank = 0;
+  std::string kind;  // "checkpoint" or "eval"
+  double start_t = 0;
+  double end_t = 0;
+};
+
 // From the hook: the DataLoader's settings, sent once per loader per rank.
 struct LoaderConfig {
   int rank = 0;
@@ -365,6 +377,8 @@ struct Timeline {
   std::vector<StepSync> step_syncs;             // with stallscope.ddp(model)
   std::vector<BucketSync> bucket_syncs;         // with stallscope.ddp(model), per bucket
   bool bucket_syncs_recorded = true;            // false: read from a file without table bucket_sync
+  std::vector<PhaseSpan> spans;                 // checkpoints and evaluation loops, by start
+  bool spans_recorded = true;                   // false: the file predates table phase_spans
   std::vector<AllocationReport> allocations;    // the hook's allocation tracing
   std::vector<MemoryPeak> memory_peaks;         // table memory_peaks, when written
   bool memory_peaks_recorded = false;           // false: the file predates the table

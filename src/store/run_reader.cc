@@ -271,6 +271,29 @@ Status ReadBoundarySamples(sqlite3* db, const std::string& path, Timeline& timel
   return st;
 }
 
+// Table phase_spans, where the file has it (made at every run's start
+// since it exists): checkpoints and evaluation loops, at most kMaxRankRows.
+Status ReadPhaseSpans(sqlite3* db, const std::string& path, Timeline& timeline) {
+  timeline.spans_recorded = false;
+  Status st = ForEachRow(db, path,
+                         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                         "'phase_spans'",
+                         [&](Columns&) { timeline.spans_recorded = true; });
+  if (!st.ok() || !timeline.spans_recorded) return st;
+  return ForEachRow(db, path,
+                    "SELECT pid, rank, kind, start_seconds, end_seconds FROM phase_spans "
+                    "ORDER BY start_seconds, rowid",
+                    [&](Columns& c) {
+                      if (timeline.spans.size() >= kMaxRankRows) return;
+                      PhaseSpan& s = timeline.spans.emplace_back();
+                      s.pid = c.Int32();
+                      s.rank = c.Int32();
+                      s.kind = c.Text();
+                      s.start_t = c.Real();
+                      s.end_t = c.Real();
+                    });
+}
+
 // Tables rank_stops and rank_states, where the file has them (written at
 // every run's end since they exist).
 Status ReadRankStops(sqlite3* db, const std::string& path, Timeline& timeline) {
@@ -640,6 +663,8 @@ Result<Timeline> ReadRunFile(const std::string& path) {
     if (!st.ok()) return st;
   }
   st = ReadRankStops(db, path, timeline);
+  if (!st.ok()) return st;
+  st = ReadPhaseSpans(db, path, timeline);
   if (!st.ok()) return st;
   // bucket_sync: created with its first rows (stallscope.ddp), absent in
   // older files.

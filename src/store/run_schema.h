@@ -240,6 +240,18 @@ CREATE TABLE IF NOT EXISTS bucket_sync (
 );
 )sql";
 
+// Checkpoints and evaluation loops (sample/timeline.h PhaseSpan): created
+// at the run's start even when empty, so a file that lacks it predates it.
+inline constexpr std::string_view kCreatePhaseSpans = R"sql(
+CREATE TABLE IF NOT EXISTS phase_spans (
+  pid INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  start_seconds REAL NOT NULL,
+  end_seconds REAL NOT NULL
+);
+)sql";
+
 // Who and what the job is (sample/timeline.h RunInfo: argv .. program),
 // one row, written with the run row; files without it group in `history`
 // by their command line.

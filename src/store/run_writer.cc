@@ -757,6 +757,18 @@ Status RunWriter::AppendBuckets(std::span<const BucketSync> buckets) {
                     });
 }
 
+Status RunWriter::AppendPhaseSpans(std::span<const PhaseSpan> spans) {
+  return AppendRows(
+      "checkpoints and evaluation loops", store::kCreatePhaseSpans,
+      "INSERT INTO phase_spans (pid, rank, kind, start_seconds, end_seconds) VALUES "
+      "(?, ?, ?, ?, ?)",
+      spans.size(), [&](sqlite3_stmt* statement, size_t i) {
+        const PhaseSpan& s = spans[i];
+        Binder bind(statement);
+        return bind.Int(s.pid).Int(s.rank).Text(s.kind).Real(s.start_t).Real(s.end_t).ok();
+      });
+}
+
 Status RunWriter::AppendCongestion(std::span<const CongestionPoint> points) {
   if (points.empty() || next_interval_ == 0) {
     return db_ ? Status::Ok() : Status::InvalidArgument(path_ + ": the run file is closed");

@@ -98,6 +98,9 @@ class RunWriter {
   // appended, into bucket_sync (created on first use). No-op before the
   // first interval or without rows.
   Status AppendBuckets(std::span<const BucketSync> buckets);
+  // Checkpoints and evaluation loops the hook reported, into phase_spans
+  // (created by the first call, rows or none: a run calls it at its start).
+  Status AppendPhaseSpans(std::span<const PhaseSpan> spans);
   // One boundary sample, in its own transaction, into boundary_samples
   // (created on first use), under the interval being recorded.
   Status AppendBoundarySample(const BoundarySample& sample);

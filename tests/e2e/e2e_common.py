@@ -46,8 +46,15 @@ def main():
 def run(args, env=None, timeout=60, preexec=None, input_bytes=None):
     """Runs stallscope ARGS; returns (rc, stdout str, stderr str, seconds)."""
     start = time.monotonic()
-    proc = subprocess.run([BINARY] + list(args), capture_output=True, env=env,
-                          timeout=timeout, preexec_fn=preexec, input=input_bytes)
+    try:
+        proc = subprocess.run([BINARY] + list(args), capture_output=True, env=env,
+                              timeout=timeout, preexec_fn=preexec, input=input_bytes)
+    except subprocess.TimeoutExpired as e:
+        # Killed (SIGKILL) by subprocess.run: what it said until then is the
+        # only clue to why it did not end.
+        tail = (e.stderr or b"").decode("utf-8", "replace")[-4000:]
+        raise AssertionError("stallscope %s did not end in %d s; its stderr until then:\n%s"
+                             % (" ".join(args), timeout, tail)) from None
     seconds = time.monotonic() - start
     return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
             proc.stderr.decode("utf-8", "replace"), seconds)

@@ -58,6 +58,27 @@ TEST(HookDatagram, BucketRecordsAndTheirMalformedForms) {
   EXPECT_DOUBLE_EQ(e.buckets[0].done_seconds, 1.5);
 }
 
+TEST(HookDatagram, SpansAndTheirMalformedForms) {
+  HookEvents e;
+  ParseHookDatagram(
+      "span 42 1 checkpoint 2000000000 2500000000\n"
+      "span 42 1 eval 3000000000 4000000000\n"
+      "span 42 1 profile 3000000000 4000000000\n"      // a newer hook's kind: skipped
+      "span 42 1 eval 4000000000 3000000000\n"         // ends before it starts
+      "span 42 1 eval 3000000000\n"                    // a field short
+      "span 42 x checkpoint 2000000000 2500000000\n",  // no rank
+      kStart, e);
+  EXPECT_EQ(e.malformed, 3);
+  ASSERT_EQ(e.spans.size(), 2u);
+  EXPECT_EQ(e.spans[0].pid, 42);
+  EXPECT_EQ(e.spans[0].rank, 1);
+  EXPECT_EQ(e.spans[0].kind, "checkpoint");
+  EXPECT_DOUBLE_EQ(e.spans[0].start_t, 1.0);
+  EXPECT_DOUBLE_EQ(e.spans[0].end_t, 1.5);
+  EXPECT_EQ(e.spans[1].kind, "eval");
+  EXPECT_DOUBLE_EQ(e.spans[1].end_t, 3.0);
+}
+
 TEST(HookDatagram, HowRanksStop) {
   HookEvents e;
   ParseHookDatagram(

@@ -604,6 +604,36 @@ TEST_F(RunFileTest, BucketAllReducesRoundTripAndOlderFilesLackThem) {
   EXPECT_TRUE(read->bucket_syncs.empty());
 }
 
+TEST_F(RunFileTest, CheckpointAndEvalSpansRoundTripAndOlderFilesLackThem) {
+  const std::string path = Path("spans.db");
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+    ASSERT_TRUE(writer->AppendPhaseSpans({}).ok());  // the run's start: the table, no rows
+    ASSERT_TRUE(writer->AppendInterval(SampleAt(0), {}, {}, {}, {}).ok());
+    ASSERT_TRUE(writer
+                    ->AppendPhaseSpans(std::vector<PhaseSpan>{{40, 0, "eval", 2.5, 3.0},
+                                                              {40, 0, "checkpoint", 1.0, 1.25}})
+                    .ok());
+  }
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE(read->spans_recorded);
+  ASSERT_EQ(read->spans.size(), 2u);
+  EXPECT_EQ(read->spans[0].kind, "checkpoint");  // by start
+  EXPECT_EQ(read->spans[0].pid, 40);
+  EXPECT_EQ(read->spans[0].start_t, 1.0);
+  EXPECT_EQ(read->spans[0].end_t, 1.25);
+  EXPECT_EQ(read->spans[1].kind, "eval");
+  // A file of an older version: no table, and the breakdown's note.
+  Execute(path, "DROP TABLE phase_spans");
+  read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_FALSE(read->spans_recorded);
+  EXPECT_TRUE(read->spans.empty());
+}
+
 TEST_F(RunFileTest, TheJobInterfaceAndItsRatesRoundTripAndOlderFilesLackThem) {
   const std::string path = Path("net.db");
   NodeInfo node;

@@ -1,0 +1,172 @@
+// Where a run's wall time went (see time_breakdown.h). One sweep per rank
+// over its steps in time order: each step's length goes to data wait,
+// communication and compute (less the checkpoints and evaluation loops
+// inside it), each gap between steps to the spans inside it and the rest
+// to start-up, epoch ends, idle gaps or the time after the last step.
+#include "analyze/time_breakdown.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace stallscope {
+namespace {
+
+// A rank's spans of one kind each, in time order, none overlapping the one
+// before (a checkpoint inside an evaluation loop counts once, for the loop).
+struct Span {
+  double start = 0, end = 0;
+  TimeRow row = TimeRow::kCheckpoints;
+};
+
+std::vector<Span> RankSpans(const Timeline& timeline, int rank, double wall) {
+  std::vector<Span> spans;
+  for (const PhaseSpan& s : timeline.spans) {
+    if (s.rank != rank) continue;
+    const double start = std::clamp(s.start_t, 0.0, wall), end = std::clamp(s.end_t, 0.0, wall);
+    if (end <= start) continue;
+    spans.push_back({start, end, s.kind == "eval" ? TimeRow::kEvaluation : TimeRow::kCheckpoints});
+  }
+  // Evaluation first at equal starts, so a checkpoint inside it is cut away.
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.start != b.start ? a.start < b.start : a.row == TimeRow::kEvaluation;
+  });
+  std::vector<Span> kept;
+  for (Span s : spans) {
+    if (!kept.empty()) s.start = std::max(s.start, kept.back().end);
+    if (s.end > s.start) kept.push_back(s);
+  }
+  return kept;
+}
+
+// The seconds of the spans within [a, b], by row; `from` is the first span
+// that may still overlap (the sweep moves forward only).
+struct Overlap {
+  double checkpoints = 0, evaluation = 0;
+  double total() const { return checkpoints + evaluation; }
+};
+
+Overlap OverlapOf(const std::vector<Span>& spans, size_t& from, double a, double b) {
+  Overlap out;
+  while (from < spans.size() && spans[from].end <= a) ++from;
+  for (size_t i = from; i < spans.size() && spans[i].start < b; ++i) {
+    const double s = std::max(a, spans[i].start), e = std::min(b, spans[i].end);
+    if (e <= s) continue;
+    (spans[i].row == TimeRow::kEvaluation ? out.evaluation : out.checkpoints) += e - s;
+  }
+  return out;
+}
+
+// A gap [a, b] between steps: its spans to their rows, the rest to `rest`.
+void AddGap(RankTime& r, const std::vector<Span>& spans, size_t& from, double a, double b,
+            TimeRow rest) {
+  if (b <= a) return;
+  const Overlap o = OverlapOf(spans, from, a, b);
+  r.at(TimeRow::kCheckpoints) += o.checkpoints;
+  r.at(TimeRow::kEvaluation) += o.evaluation;
+  r.at(rest) += std::max(0.0, (b - a) - o.total());
+}
+
+// An epoch mark of this rank within [a, b] (with a millisecond's slack: the
+// mark is sent just before the loop whose first next() starts the gap's end).
+bool EpochMarkWithin(const std::vector<double>& marks, double a, double b) {
+  constexpr double kSlack = 1e-3;
+  auto it = std::lower_bound(marks.begin(), marks.end(), a - kSlack);
+  return it != marks.end() && *it <= b + kSlack;
+}
+
+RankTime BreakDownRank(const Timeline& timeline, int rank, std::vector<const StepEvent*>& steps,
+                       double wall) {
+  RankTime r;
+  r.rank = rank;
+  r.wall_s = wall;
+  std::map<int64_t, double> sync;
+  for (const StepSync& s : timeline.step_syncs) {
+    if (s.rank == rank) sync[s.step] = s.sync_seconds;
+  }
+  std::vector<double> marks;
+  for (const EpochEvent& e : timeline.epochs) {
+    if (e.rank == rank) marks.push_back(e.t);
+  }
+  std::sort(marks.begin(), marks.end());
+  const std::vector<Span> spans = RankSpans(timeline, rank, wall);
+  for (const PhaseSpan& s : timeline.spans) {
+    if (s.rank != rank) continue;
+    ++(s.kind == "eval" ? r.eval_loops : r.checkpoints);
+  }
+  size_t from = 0;
+  double at = 0;  // where the last step ended
+  for (const StepEvent* e : steps) {
+    const double end = std::clamp(e->t, at, wall);
+    const double start = std::clamp(e->t - std::max(0.0, e->step_seconds), at, end);
+    const TimeRow gap = r.steps == 0 ? TimeRow::kStartup
+                        : EpochMarkWithin(marks, at, start) ? TimeRow::kEpochEnds
+                                                            : TimeRow::kIdleGaps;
+    AddGap(r, spans, from, at, start, gap);
+    const double length = end - start;
+    const double wait = std::clamp(e->wait_seconds, 0.0, length);
+    auto it = sync.find(e->step);
+    const double comm = it == sync.end() ? 0.0 : std::clamp(it->second, 0.0, length - wait);
+    // A checkpoint or evaluation loop run inside a step (between two
+    // next() calls) is its own row, taken from the step's compute.
+    const Overlap o = OverlapOf(spans, from, start, end);
+    const double compute = length - wait - comm;
+    const double taken = std::min(compute, o.total());
+    const double scale = o.total() > 0 ? taken / o.total() : 0.0;
+    r.at(TimeRow::kCheckpoints) += o.checkpoints * scale;
+    r.at(TimeRow::kEvaluation) += o.evaluation * scale;
+    r.at(TimeRow::kDataWait) += wait;
+    r.at(TimeRow::kCommunication) += comm;
+    r.at(TimeRow::kCompute) += compute - taken;
+    ++r.steps;
+    at = end;
+  }
+  AddGap(r, spans, from, at, wall, TimeRow::kAfterLastStep);
+  return r;
+}
+
+}  // namespace
+
+TimeBreakdown BreakDownTime(const Timeline& timeline) {
+  TimeBreakdown out;
+  std::map<int, std::vector<const StepEvent*>> by_rank;
+  for (const StepEvent& s : timeline.steps) by_rank[s.rank].push_back(&s);
+  if (by_rank.empty()) return out;
+  double wall = timeline.info.duration_seconds.value_or(
+      timeline.samples.empty() ? 0.0 : timeline.samples.back().t);
+  for (const StepEvent& s : timeline.steps) wall = std::max(wall, s.t);
+  for (const PhaseSpan& s : timeline.spans) wall = std::max(wall, s.end_t);
+  std::map<int, std::string> hosts;
+  for (const RankInfo& r : timeline.ranks) {
+    if (!r.hostname.empty()) hosts[r.rank] = r.hostname;
+  }
+  for (auto& [rank, steps] : by_rank) {
+    std::stable_sort(steps.begin(), steps.end(),
+                     [](const StepEvent* a, const StepEvent* b) { return a->t < b->t; });
+    RankTime r = BreakDownRank(timeline, rank, steps, wall);
+    auto it = hosts.find(rank);
+    r.host = it != hosts.end() ? it->second : timeline.info.hostname;
+    out.ranks.push_back(std::move(r));
+  }
+  if (!timeline.spans_recorded) {
+    out.notes.push_back(
+        "the run file predates checkpoint and evaluation spans: their time is in compute or the "
+        "gaps");
+  }
+  if (timeline.step_syncs.empty() && by_rank.size() > 1) {
+    out.notes.push_back(
+        "no gradient sync records (stallscope.ddp): communication inside a step counts as "
+        "compute");
+  }
+  return out;
+}
+
+std::vector<TimeRowChange> CompareTime(const RankTime& before, const RankTime& after) {
+  std::vector<TimeRowChange> out;
+  for (const TimeRowName& row : kTimeRows) {
+    out.push_back({row.row, before.at(row.row), after.at(row.row)});
+  }
+  return out;
+}
+
+}  // namespace stallscope

@@ -1,0 +1,145 @@
+// The time breakdown: every second of the wall time in one row, the rows
+// each where its definition puts it (analyze/time_breakdown.h).
+#include "analyze/time_breakdown.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+
+namespace stallscope {
+namespace {
+
+double Sum(const RankTime& r) { return std::accumulate(r.seconds.begin(), r.seconds.end(), 0.0); }
+
+void AddStep(Timeline& tl, int rank, int64_t step, double end, double length, double wait) {
+  tl.steps.push_back({rank, step, end, wait, length});
+}
+
+// One rank, 10 s: start-up to 1.0; epoch 0's four 1 s steps (0.2 s wait
+// each); a checkpoint at 5.2-5.8 in the gap before epoch 1 (marked at 6.0);
+// epoch 1's two steps from 6.5, the last holding a 0.3 s evaluation loop;
+// nothing after 8.5.
+Timeline TwoEpochs() {
+  Timeline tl;
+  tl.info.duration_seconds = 10.0;
+  tl.epochs = {{0, 0, 0.9}, {0, 1, 6.0}};
+  for (int i = 0; i < 4; ++i) AddStep(tl, 0, i, 2.0 + i, 1.0, 0.2);
+  AddStep(tl, 0, 4, 7.5, 1.0, 0.2);
+  AddStep(tl, 0, 5, 8.5, 1.0, 0.2);
+  tl.spans = {{100, 0, "checkpoint", 5.2, 5.8}, {100, 0, "eval", 7.8, 8.1}};
+  return tl;
+}
+
+TEST(TimeBreakdown, EverySecondInItsRow) {
+  TimeBreakdown t = BreakDownTime(TwoEpochs());
+  ASSERT_EQ(t.ranks.size(), 1u);
+  const RankTime& r = t.ranks[0];
+  EXPECT_DOUBLE_EQ(r.wall_s, 10.0);
+  EXPECT_NEAR(r.at(TimeRow::kStartup), 1.0, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kDataWait), 1.2, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kCompute), 6 * 0.8 - 0.3, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kEvaluation), 0.3, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kCheckpoints), 0.6, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kEpochEnds), 1.5 - 0.6, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kIdleGaps), 0.0, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kAfterLastStep), 1.5, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kCommunication), 0.0, 1e-9);
+  EXPECT_NEAR(Sum(r), 10.0, 1e-9);
+  EXPECT_EQ(r.steps, 6);
+  EXPECT_EQ(r.checkpoints, 1);
+  EXPECT_EQ(r.eval_loops, 1);
+  EXPECT_TRUE(t.notes.empty());  // one rank: no sync records wanted
+}
+
+TEST(TimeBreakdown, AGapWithoutAnEpochMarkIsIdleAndSpansOutsideTheStepsKeepTheirRows) {
+  Timeline tl = TwoEpochs();
+  tl.epochs = {{0, 0, 0.9}};  // no mark between the loops
+  // An evaluation before the first step and a checkpoint after the last.
+  tl.spans.push_back({100, 0, "eval", 0.2, 0.7});
+  tl.spans.push_back({100, 0, "checkpoint", 9.0, 9.5});
+  std::sort(tl.spans.begin(), tl.spans.end(),
+            [](const PhaseSpan& a, const PhaseSpan& b) { return a.start_t < b.start_t; });
+  const RankTime r = BreakDownTime(tl).ranks.at(0);
+  EXPECT_NEAR(r.at(TimeRow::kEpochEnds), 0.0, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kIdleGaps), 0.9, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kStartup), 0.5, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kEvaluation), 0.8, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kCheckpoints), 1.1, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kAfterLastStep), 1.0, 1e-9);
+  EXPECT_NEAR(Sum(r), 10.0, 1e-9);
+}
+
+TEST(TimeBreakdown, RanksApartAndTheirSyncIsCommunication) {
+  Timeline tl;
+  tl.info.duration_seconds = 5.0;
+  for (int rank : {0, 1}) {
+    for (int i = 0; i < 3; ++i) {
+      AddStep(tl, rank, i, 1.0 + i + 0.1 * rank, 1.0, 0.1);
+      tl.step_syncs.push_back({rank, i, rank == 0 ? 0.5 : 0.2, 0.3});
+    }
+  }
+  tl.spans = {{7, 1, "checkpoint", 4.2, 4.4}};
+  TimeBreakdown t = BreakDownTime(tl);
+  ASSERT_EQ(t.ranks.size(), 2u);
+  EXPECT_EQ(t.ranks[0].rank, 0);
+  EXPECT_NEAR(t.ranks[0].at(TimeRow::kCommunication), 1.5, 1e-9);
+  EXPECT_NEAR(t.ranks[1].at(TimeRow::kCommunication), 0.6, 1e-9);
+  EXPECT_NEAR(t.ranks[0].at(TimeRow::kCompute), 3 * 0.4, 1e-9);
+  EXPECT_NEAR(t.ranks[0].at(TimeRow::kCheckpoints), 0.0, 1e-9);  // rank 1's
+  EXPECT_NEAR(t.ranks[1].at(TimeRow::kCheckpoints), 0.2, 1e-9);
+  for (const RankTime& r : t.ranks) EXPECT_NEAR(Sum(r), 5.0, 1e-9);
+}
+
+TEST(TimeBreakdown, NotesForWhatTheFileCannotTell) {
+  Timeline tl = TwoEpochs();
+  tl.spans.clear();
+  tl.spans_recorded = false;
+  AddStep(tl, 1, 0, 2.0, 1.0, 0.0);  // a second rank, no sync records
+  TimeBreakdown t = BreakDownTime(tl);
+  ASSERT_EQ(t.notes.size(), 2u);
+  EXPECT_NE(t.notes[0].find("predates checkpoint and evaluation spans"), std::string::npos);
+  EXPECT_NE(t.notes[1].find("stallscope.ddp"), std::string::npos);
+  EXPECT_TRUE(BreakDownTime(Timeline{}).ranks.empty());
+}
+
+// Steps that overlap, end past the run, waits longer than their step,
+// spans that overlap each other and the steps: the rows still add up to
+// the wall time, none negative.
+TEST(TimeBreakdown, GarbledRecordsStillAddUp) {
+  std::mt19937 random(7);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int round = 0; round < 200; ++round) {
+    Timeline tl;
+    tl.info.duration_seconds = 20 * u(random);
+    const int steps = static_cast<int>(40 * u(random));
+    for (int i = 0; i < steps; ++i) {
+      AddStep(tl, i % 3, i / 3, 25 * u(random), 3 * u(random) - 0.5, 2 * u(random) - 0.2);
+      if (u(random) < 0.5) tl.step_syncs.push_back({i % 3, i / 3, 3 * u(random) - 0.5, 0});
+    }
+    for (int i = 0; i < 6; ++i) {
+      const double a = 25 * u(random);
+      tl.spans.push_back({1, i % 3, u(random) < 0.5 ? "eval" : "checkpoint", a,
+                          a + 4 * u(random) - 1});
+      if (u(random) < 0.3) tl.epochs.push_back({i % 3, i, 25 * u(random)});
+    }
+    for (const RankTime& r : BreakDownTime(tl).ranks) {
+      for (double s : r.seconds) EXPECT_GE(s, -1e-9) << "round " << round;
+      EXPECT_NEAR(Sum(r), r.wall_s, 1e-6 * std::max(1.0, r.wall_s)) << "round " << round;
+    }
+  }
+}
+
+TEST(TimeBreakdown, CompareGivesEveryRowBeforeAndAfter) {
+  RankTime a, b;
+  a.at(TimeRow::kDataWait) = 4;
+  b.at(TimeRow::kDataWait) = 1;
+  std::vector<TimeRowChange> rows = CompareTime(a, b);
+  ASSERT_EQ(rows.size(), kTimeRowCount);
+  EXPECT_EQ(rows[2].row, TimeRow::kDataWait);
+  EXPECT_EQ(rows[2].before_s, 4);
+  EXPECT_EQ(rows[2].after_s, 1);
+}
+
+}  // namespace
+}  // namespace stallscope

@@ -1,0 +1,145 @@
+"""End-to-end: where the time went. Real runs of examples/train_cpu.py
+(Debian's python3-torch) under `stallscope run`, and `report`'s time
+breakdown of each:
+
+- every run: the rows of its rank add up to its wall time, which is the
+  run's own duration within one sample interval;
+- a run that saves a checkpoint after each of its 3 epochs (64 MiB, fsync'd,
+  inside `stallscope.checkpoint()`): 3 checkpoint spans and a checkpoints
+  row the healthy run does not have, the same steps;
+- a run that evaluates 5 batches after each epoch through
+  `stallscope.loader(dl, phase="eval")`: 3 evaluation loops, an evaluation
+  row, and no more training steps than the healthy run;
+- an input-bound run (a pure-Python decode, no workers): a data-wait share
+  far above the healthy run's;
+- `diff` of the healthy and the checkpointing runs compares the rows, the
+  checkpoints row the one that grew;
+- a run file written before the spans (committed fixtures) still breaks
+  down, with a note that says what it cannot tell.
+
+Run: /usr/bin/python3 time_breakdown.py PATH_TO_STALLSCOPE
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_common as e2e  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "train_cpu.py")
+OLD = os.path.join(ROOT, "tests", "fixtures", "history_old", "a1.db")
+PYTHON = "/usr/bin/python3"
+INTERVAL = 0.5
+TMP = None
+RUNS = {}
+
+
+def setUpModule():
+    global TMP
+    TMP = tempfile.mkdtemp(prefix="stallscope-e2e-time-")
+
+
+def tearDownModule():
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+def record(name, *extra):
+    """One run of the example, 3 epochs; its run file and report JSON."""
+    db = os.path.join(TMP, name + ".db")
+    rc, out, err, _ = e2e.run(
+        ["run", "--json", "--interval", str(INTERVAL), "--out", db, "--", PYTHON, EXAMPLE,
+         "--data", os.path.join(TMP, "images"), "--make-images", "400", "--epochs", "3",
+         "--batch-size", "32", "--workers", "1"] + list(extra), timeout=180)
+    if rc != 0:
+        raise AssertionError("%s: stallscope run exited %d: %s" % (name, rc, err[-3000:]))
+    return db, json.loads(out)
+
+
+def rows(report):
+    """Rank 0's rows (seconds by key) and its breakdown entry."""
+    ranks = report["time_breakdown"]["ranks"]
+    assert ranks, report["time_breakdown"]
+    return ranks[0]["seconds"], ranks[0]
+
+
+class TimeBreakdown(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
+            e2e.skip_or_fail("%s cannot import torch (apt install python3-torch)" % PYTHON)
+        for name, extra in (("healthy", ()), ("checkpoint", ("--checkpoint-mib", "64")),
+                            ("eval", ("--eval-batches", "5")),
+                            ("input", ("--mode", "input-bound", "--epochs", "3",
+                                       "--workers", "0"))):
+            RUNS[name] = record(name, *extra)
+
+    def test_every_run_adds_up_to_its_wall_time(self):
+        for name, (_, report) in RUNS.items():
+            seconds, rank = rows(report)
+            text = "%s: %s" % (name, json.dumps(report["time_breakdown"]))
+            self.assertAlmostEqual(sum(seconds.values()), rank["wall_seconds"], delta=1e-6,
+                                   msg=text)
+            self.assertAlmostEqual(rank["wall_seconds"], report["run"]["duration_seconds"],
+                                   delta=INTERVAL, msg=text)
+            self.assertGreater(seconds["startup"], 0, text)    # python and torch start
+            self.assertGreater(seconds["compute"], 0, text)
+            for key, value in seconds.items():
+                self.assertGreaterEqual(value, 0, "%s %s" % (key, text))
+
+    def test_a_checkpoint_each_epoch_is_its_own_row(self):
+        healthy, _ = rows(RUNS["healthy"][1])
+        seconds, rank = rows(RUNS["checkpoint"][1])
+        text = json.dumps(RUNS["checkpoint"][1]["time_breakdown"])
+        self.assertEqual(rank["checkpoints"], 3, text)
+        self.assertGreater(seconds["checkpoints"], 0.03, text)  # 3 x 64 MiB written and synced
+        self.assertEqual(healthy["checkpoints"], 0)
+        self.assertEqual(rank["steps"], rows(RUNS["healthy"][1])[1]["steps"], text)
+
+    def test_an_evaluation_loop_is_its_own_row_and_no_steps(self):
+        seconds, rank = rows(RUNS["eval"][1])
+        text = json.dumps(RUNS["eval"][1]["time_breakdown"])
+        self.assertEqual(rank["eval_loops"], 3, text)
+        self.assertGreater(seconds["evaluation"], 0, text)
+        self.assertEqual(rows(RUNS["healthy"][1])[0]["evaluation"], 0)
+        self.assertEqual(rank["steps"], rows(RUNS["healthy"][1])[1]["steps"], text)
+
+    def test_an_input_bound_run_waits_for_data(self):
+        def share(report):
+            seconds, rank = rows(report)
+            return seconds["data_wait"] / rank["wall_seconds"]
+
+        self.assertGreater(share(RUNS["input"][1]), share(RUNS["healthy"][1]) + 0.2,
+                           json.dumps([RUNS[n][1]["time_breakdown"] for n in ("input",
+                                                                              "healthy")]))
+
+    def test_the_text_report_and_diff_show_the_rows(self):
+        rc, out, err, _ = e2e.run(["report", RUNS["checkpoint"][0]])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("where the time went", out)
+        self.assertRegex(out, r"\n  checkpoints +[0-9.]+ s +[0-9]+%")
+        self.assertRegex(out, r"\n  wall time +[0-9.]+ s +100%")
+        diff = e2e.run_json(self, ["diff", "--json", RUNS["healthy"][0], RUNS["checkpoint"][0]])
+        by_row = {r["row"]: r for r in diff["time_breakdown"]}
+        self.assertEqual(by_row["checkpoints"]["a_seconds"], 0)
+        self.assertGreater(by_row["checkpoints"]["change_seconds"], 0.03)
+        rc, out, _, _ = e2e.run(["diff", RUNS["healthy"][0], RUNS["checkpoint"][0]])
+        self.assertIn("where the time went (rank 0)", out)
+
+    def test_a_run_file_from_before_the_spans_says_what_it_cannot_tell(self):
+        if not os.path.exists(OLD):
+            self.fail("%s: the committed fixture is missing" % OLD)
+        report = e2e.run_json(self, ["report", "--json", OLD])
+        seconds, rank = rows(report)
+        self.assertAlmostEqual(sum(seconds.values()), rank["wall_seconds"], delta=1e-6)
+        self.assertTrue(any("predates checkpoint and evaluation spans" in n
+                            for n in report["time_breakdown"]["notes"]),
+                        report["time_breakdown"])
+
+
+if __name__ == "__main__":
+    e2e.main()
