@@ -99,7 +99,7 @@ RankTime BreakDownRank(const Timeline& timeline, int rank, std::vector<const Ste
   for (const StepEvent* e : steps) {
     const double end = std::clamp(e->t, at, wall);
     const double start = std::clamp(e->t - std::max(0.0, e->step_seconds), at, end);
-    const TimeRow gap = r.steps == 0 ? TimeRow::kStartup
+    const TimeRow gap = r.steps == 0                        ? TimeRow::kStartup
                         : EpochMarkWithin(marks, at, start) ? TimeRow::kEpochEnds
                                                             : TimeRow::kIdleGaps;
     AddGap(r, spans, from, at, start, gap);

@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/version.h"
 #include "render/run_diff.h"
@@ -72,6 +74,24 @@ std::string ChangeCauses(const HistoryChange& change) {
     if (c.share) continue;  // a step component, said above
     parts.push_back(fmt::format("{} {} -> {}", c.what, ValueText(c.a), ValueText(c.b)));
     if (parts.size() >= 6) break;
+  }
+  // Where the time went: the row that moved most, where it moved a tenth
+  // of the wall time and a second at least.
+  if (!change.diff->time_a.ranks.empty() && !change.diff->time_b.ranks.empty()) {
+    const RankTime& a = change.diff->time_a.ranks.front();
+    const RankTime& b = change.diff->time_b.ranks.front();
+    std::optional<TimeRowChange> most;
+    for (const TimeRowChange& c : CompareTime(a, b)) {
+      if (!most || std::abs(c.after_s - c.before_s) > std::abs(most->after_s - most->before_s)) {
+        most = c;
+      }
+    }
+    const double moved = most ? std::abs(most->after_s - most->before_s) : 0.0;
+    if (most && moved >= 1.0 && moved >= 0.1 * std::max(a.wall_s, b.wall_s)) {
+      parts.push_back(fmt::format("time in {} {:.1f} -> {:.1f} s",
+                                  kTimeRows[static_cast<size_t>(most->row)].text, most->before_s,
+                                  most->after_s));
+    }
   }
   if (parts.empty()) return "no cause beyond noise";
   std::string out;

@@ -103,14 +103,14 @@ std::string RenderTimeChanges(const TimeBreakdown& before, const TimeBreakdown& 
   if (before.ranks.empty() || after.ranks.empty()) return "";
   const RankTime& a = before.ranks.front();
   const RankTime& b = after.ranks.front();
-  std::string out = fmt::format("{:<24}{:>17}{:>17}{:>11}\n",
-                                fmt::format("where the time went (rank {})", b.rank), "A", "B",
-                                "change");
+  std::string out =
+      fmt::format("{:<24}{:>17}{:>17}{:>11}\n",
+                  fmt::format("where the time went (rank {})", b.rank), "A", "B", "change");
   for (const TimeRowChange& c : CompareTime(a, b)) {
     if (c.before_s < kRowShownSeconds && c.after_s < kRowShownSeconds) continue;
-    out += fmt::format("  {:<22}{}{}{:>+9.1f} s\n", kTimeRows[static_cast<size_t>(c.row)].text,
-                       Cell(c.before_s, a.wall_s), Cell(c.after_s, b.wall_s),
-                       c.after_s - c.before_s);
+    out +=
+        fmt::format("  {:<22}{}{}{:>+9.1f} s\n", kTimeRows[static_cast<size_t>(c.row)].text,
+                    Cell(c.before_s, a.wall_s), Cell(c.after_s, b.wall_s), c.after_s - c.before_s);
   }
   out += fmt::format("  {:<22}{}{}{:>+9.1f} s\n", "wall time", Cell(a.wall_s, a.wall_s),
                      Cell(b.wall_s, b.wall_s), b.wall_s - a.wall_s);

@@ -119,8 +119,8 @@ TEST(TimeBreakdown, GarbledRecordsStillAddUp) {
     }
     for (int i = 0; i < 6; ++i) {
       const double a = 25 * u(random);
-      tl.spans.push_back({1, i % 3, u(random) < 0.5 ? "eval" : "checkpoint", a,
-                          a + 4 * u(random) - 1});
+      tl.spans.push_back(
+          {1, i % 3, u(random) < 0.5 ? "eval" : "checkpoint", a, a + 4 * u(random) - 1});
       if (u(random) < 0.3) tl.epochs.push_back({i % 3, i, 25 * u(random)});
     }
     for (const RankTime& r : BreakDownTime(tl).ranks) {

@@ -6,6 +6,8 @@
 
 #include <regex>
 
+#include "render/run_history.h"
+
 namespace stallscope {
 namespace {
 
@@ -85,6 +87,35 @@ TEST(HistoryHtml, DateLabelsNeverTouchAt200Runs) {
     ++ticks;
   }
   EXPECT_GE(ticks, 3u);
+}
+
+}  // namespace
+}  // namespace stallscope
+
+namespace stallscope {
+namespace {
+
+// A change point's causes name the time row that moved most, where it moved
+// a tenth of the wall time and a second at least.
+TEST(HistoryCauses, TheTimeRowThatMovedMost) {
+  HistoryChange change;
+  change.diff.emplace();
+  RankTime a, b;
+  a.wall_s = 100;
+  b.wall_s = 130;
+  a.at(TimeRow::kCompute) = b.at(TimeRow::kCompute) = 80;
+  a.at(TimeRow::kCheckpoints) = 2;
+  b.at(TimeRow::kCheckpoints) = 30;
+  b.at(TimeRow::kDataWait) = 2;
+  change.diff->time_a.ranks = {a};
+  change.diff->time_b.ranks = {b};
+  EXPECT_EQ(ChangeCauses(change), "time in checkpoints 2.0 -> 30.0 s");
+  // Under a tenth of the wall: not a cause.
+  change.diff->time_b.ranks[0].at(TimeRow::kCheckpoints) = 9;
+  EXPECT_EQ(ChangeCauses(change), "no cause beyond noise");
+  // A side without steps: nothing to compare.
+  change.diff->time_b.ranks.clear();
+  EXPECT_EQ(ChangeCauses(change), "no cause beyond noise");
 }
 
 }  // namespace
