@@ -12,8 +12,8 @@ breakdown of each:
   row, and no more training steps than the healthy run;
 - an input-bound run (a pure-Python decode, no workers): a data-wait share
   far above the healthy run's;
-- `diff` of the healthy and the checkpointing runs compares the rows, the
-  checkpoints row the one that grew;
+- the text and HTML reports show the rows; `diff` of the healthy and the
+  checkpointing runs compares them, the checkpoints row the one that grew;
 - a run file written before the spans (committed fixtures) still breaks
   down, with a note that says what it cannot tell.
 
@@ -129,6 +129,13 @@ class TimeBreakdown(unittest.TestCase):
         self.assertGreater(by_row["checkpoints"]["change_seconds"], 0.03)
         rc, out, _, _ = e2e.run(["diff", RUNS["healthy"][0], RUNS["checkpoint"][0]])
         self.assertIn("where the time went (rank 0)", out)
+        page = os.path.join(TMP, "checkpoint.html")
+        rc, _, err, _ = e2e.run(["report", "--html", page, RUNS["checkpoint"][0]])
+        self.assertEqual(rc, 0, err)
+        with open(page) as f:
+            html = f.read()
+        self.assertIn("<h2>Where the time went</h2>", html)
+        self.assertRegex(html, r"<tr><td>checkpoints</td><td>[0-9.]+ s \([0-9]+%\)</td></tr>")
 
     def test_a_run_file_from_before_the_spans_says_what_it_cannot_tell(self):
         if not os.path.exists(OLD):
