@@ -43,6 +43,12 @@ def main():
     unittest.main(argv=[sys.argv[0]] + sys.argv[1:], verbosity=2)
 
 
+def have_torch(python="/usr/bin/python3", module="torch"):
+    """Whether PYTHON imports MODULE (Debian's python3-torch)."""
+    return os.path.exists(python) and subprocess.run(
+        [python, "-c", "import " + module], capture_output=True).returncode == 0
+
+
 def run(args, env=None, timeout=60, preexec=None, input_bytes=None):
     """Runs stallscope ARGS; returns (rc, stdout str, stderr str, seconds)."""
     start = time.monotonic()

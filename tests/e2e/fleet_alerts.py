@@ -114,8 +114,7 @@ def free_port():
 
 
 def have_torch():
-    return subprocess.run([TORCH_PYTHON, "-c", "import torch"],
-                          capture_output=True).returncode == 0
+    return common.have_torch(TORCH_PYTHON, "torch")
 
 
 def metric_names(body):

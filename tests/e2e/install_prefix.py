@@ -29,7 +29,7 @@ STEPS_PER_EPOCH = 4
 
 
 def have_torch():
-    return subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
+    return e2e.have_torch(PYTHON, "torch")
 
 
 class MovedPrefix(unittest.TestCase):

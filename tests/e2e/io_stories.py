@@ -52,7 +52,7 @@ def tearDownModule():
 
 
 def have_torch():
-    return subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
+    return e2e.have_torch(PYTHON, "torch")
 
 
 skip_or_fail = e2e.skip_or_fail

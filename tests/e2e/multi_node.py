@@ -35,8 +35,7 @@ FILES = {}  # the two-node run's files, recorded once for every case
 
 
 def have_torch():
-    return os.path.exists(PYTHON) and subprocess.run(
-        [PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
+    return e2e.have_torch(PYTHON, "torch")
 
 
 def setUpModule():

@@ -41,8 +41,7 @@ def tearDownModule():
 
 
 def have_torch():
-    return os.path.exists(PYTHON) and os.system(
-        "%s -c 'import torch.distributed' 2>/dev/null" % PYTHON) == 0
+    return e2e.have_torch(PYTHON, "torch.distributed")
 
 
 def job(*extra):

@@ -38,9 +38,7 @@ def tearDownModule():
 
 
 def have_torch():
-    return os.path.exists(PYTHON) and os.system(
-        "%s -c 'import importlib.util,sys; sys.exit(importlib.util.find_spec(\"torch\") is None)'"
-        % PYTHON) == 0
+    return e2e.have_torch(PYTHON, "torch")
 
 
 class Launcher(unittest.TestCase):

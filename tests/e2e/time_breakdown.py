@@ -22,7 +22,6 @@ Run: /usr/bin/python3 time_breakdown.py PATH_TO_STALLSCOPE
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -70,7 +69,7 @@ def rows(report):
 class TimeBreakdown(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
+        if not e2e.have_torch(PYTHON):
             e2e.skip_or_fail("%s cannot import torch (apt install python3-torch)" % PYTHON)
         for name, extra in (("healthy", ()), ("checkpoint", ("--checkpoint-mib", "64")),
                             ("eval", ("--eval-batches", "5")),
