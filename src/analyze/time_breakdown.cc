@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
 namespace stallscope {
@@ -75,8 +76,43 @@ bool EpochMarkWithin(const std::vector<double>& marks, double a, double b) {
   return it != marks.end() && *it <= b + kSlack;
 }
 
+// Per rank and step, the time its gradient all-reduces waited for the last
+// rank to launch them: for each bucket, from its own launch to the last
+// launch (cut at its own completion), the union over the step's buckets.
+// Only where the file holds every rank of each bucket (gloo's bucket
+// records, one host's file of the whole job): else nullopt.
+using StepKey = std::pair<int, int64_t>;  // rank, step
+
+std::optional<std::map<StepKey, double>> RankWaits(const Timeline& timeline, size_t ranks) {
+  if (timeline.bucket_syncs.empty()) return std::nullopt;
+  std::map<std::pair<int64_t, int>, std::vector<const BucketSync*>> by_bucket;
+  for (const BucketSync& b : timeline.bucket_syncs) by_bucket[{b.step, b.bucket}].push_back(&b);
+  std::map<StepKey, std::vector<std::pair<double, double>>> spans;
+  for (const auto& [key, rows] : by_bucket) {
+    if (rows.size() != ranks) return std::nullopt;  // a rank's records missing: no split
+    double arrival = rows.front()->launch_seconds;
+    for (const BucketSync* b : rows) arrival = std::max(arrival, b->launch_seconds);
+    for (const BucketSync* b : rows) {
+      const double end = std::min(arrival, b->done_seconds);
+      if (end > b->launch_seconds) spans[{b->rank, b->step}].push_back({b->launch_seconds, end});
+    }
+  }
+  std::map<StepKey, double> out;
+  for (auto& [key, list] : spans) {
+    std::sort(list.begin(), list.end());
+    double total = 0, at = list.front().first;
+    for (const auto& [a, b] : list) {
+      const double from = std::max(a, at);
+      if (b > from) total += b - from;
+      at = std::max(at, b);
+    }
+    out[key] = total;
+  }
+  return out;
+}
+
 RankTime BreakDownRank(const Timeline& timeline, int rank, std::vector<const StepEvent*>& steps,
-                       double wall) {
+                       double wall, const std::map<StepKey, double>& rank_waits) {
   RankTime r;
   r.rank = rank;
   r.wall_s = wall;
@@ -106,16 +142,21 @@ RankTime BreakDownRank(const Timeline& timeline, int rank, std::vector<const Ste
     const double length = end - start;
     const double wait = std::clamp(e->wait_seconds, 0.0, length);
     auto it = sync.find(e->step);
-    const double comm = it == sync.end() ? 0.0 : std::clamp(it->second, 0.0, length - wait);
+    double comm = it == sync.end() ? 0.0 : std::clamp(it->second, 0.0, length - wait);
+    auto waited = rank_waits.find({rank, e->step});
+    const double rank_wait =
+        waited == rank_waits.end() ? 0.0 : std::clamp(waited->second, 0.0, comm);
+    comm -= rank_wait;
     // A checkpoint or evaluation loop run inside a step (between two
     // next() calls) is its own row, taken from the step's compute.
     const Overlap o = OverlapOf(spans, from, start, end);
-    const double compute = length - wait - comm;
+    const double compute = length - wait - comm - rank_wait;
     const double taken = std::min(compute, o.total());
     const double scale = o.total() > 0 ? taken / o.total() : 0.0;
     r.at(TimeRow::kCheckpoints) += o.checkpoints * scale;
     r.at(TimeRow::kEvaluation) += o.evaluation * scale;
     r.at(TimeRow::kDataWait) += wait;
+    r.at(TimeRow::kRankWait) += rank_wait;
     r.at(TimeRow::kCommunication) += comm;
     r.at(TimeRow::kCompute) += compute - taken;
     ++r.steps;
@@ -140,10 +181,18 @@ TimeBreakdown BreakDownTime(const Timeline& timeline) {
   for (const RankInfo& r : timeline.ranks) {
     if (!r.hostname.empty()) hosts[r.rank] = r.hostname;
   }
+  // Every rank of the job in this file (one host's job, or a run without
+  // distribution): the bucket records can split communication.
+  int world = 1;
+  for (const RankInfo& r : timeline.ranks) world = std::max(world, r.world_size);
+  const std::optional<std::map<StepKey, double>> split =
+      static_cast<size_t>(world) == by_rank.size() ? RankWaits(timeline, by_rank.size())
+                                                   : std::nullopt;
+  const std::map<StepKey, double> rank_waits = split.value_or(std::map<StepKey, double>{});
   for (auto& [rank, steps] : by_rank) {
     std::stable_sort(steps.begin(), steps.end(),
                      [](const StepEvent* a, const StepEvent* b) { return a->t < b->t; });
-    RankTime r = BreakDownRank(timeline, rank, steps, wall);
+    RankTime r = BreakDownRank(timeline, rank, steps, wall, rank_waits);
     auto it = hosts.find(rank);
     r.host = it != hosts.end() ? it->second : timeline.info.hostname;
     out.ranks.push_back(std::move(r));
@@ -157,6 +206,10 @@ TimeBreakdown BreakDownTime(const Timeline& timeline) {
     out.notes.push_back(
         "no gradient sync records (stallscope.ddp): communication inside a step counts as "
         "compute");
+  } else if (by_rank.size() > 1 && !split) {
+    out.notes.push_back(
+        "communication includes the wait for other ranks: splitting them needs the gradient "
+        "buckets of every rank in one file (gloo, one host)");
   }
   return out;
 }

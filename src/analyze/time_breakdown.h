@@ -24,14 +24,15 @@ enum class TimeRow {
   kStartup,        // the run's start to the rank's first step
   kCompute,        // a step less its data wait and communication
   kDataWait,       // next() on the loader
-  kCommunication,  // gradient all-reduces outstanding (stallscope.ddp)
+  kRankWait,       // in an all-reduce, waiting for the last rank to launch it
+  kCommunication,  // gradient all-reduces outstanding (stallscope.ddp), less that wait
   kCheckpoints,    // stallscope.checkpoint() spans
   kEvaluation,     // evaluation loops (phase="eval", or under no_grad)
   kEpochEnds,      // between two loops, across an epoch mark
   kIdleGaps,       // between two loops, none of the above
   kAfterLastStep,  // the rank's last step to the run's end
 };
-inline constexpr size_t kTimeRowCount = 9;
+inline constexpr size_t kTimeRowCount = 10;
 
 struct TimeRowName {
   TimeRow row;
@@ -42,6 +43,7 @@ inline constexpr std::array<TimeRowName, kTimeRowCount> kTimeRows = {{
     {TimeRow::kStartup, "start-up", "startup"},
     {TimeRow::kCompute, "compute", "compute"},
     {TimeRow::kDataWait, "data wait", "data_wait"},
+    {TimeRow::kRankWait, "waiting for ranks", "rank_wait"},
     {TimeRow::kCommunication, "communication", "communication"},
     {TimeRow::kCheckpoints, "checkpoints", "checkpoints"},
     {TimeRow::kEvaluation, "evaluation", "evaluation"},

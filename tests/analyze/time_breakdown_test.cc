@@ -91,6 +91,37 @@ TEST(TimeBreakdown, RanksApartAndTheirSyncIsCommunication) {
   for (const RankTime& r : t.ranks) EXPECT_NEAR(Sum(r), 5.0, 1e-9);
 }
 
+// Gloo's bucket records of every rank: each rank's wait for the last one
+// to launch a bucket's all-reduce is its own row, out of communication.
+TEST(TimeBreakdown, TheWaitForTheLastRankIsSplitFromCommunication) {
+  Timeline tl;
+  tl.info.duration_seconds = 2.0;
+  tl.ranks = {{10, 0, 0, 2, "a"}, {11, 1, 1, 2, "a"}};
+  for (int rank : {0, 1}) {
+    AddStep(tl, rank, 0, 1.0, 1.0, 0.0);
+    tl.step_syncs.push_back({rank, 0, rank == 0 ? 0.5 : 0.2, 0.3});
+  }
+  // Two buckets: rank 1 launches each 0.3 s after rank 0; they overlap on
+  // rank 0 (0.5-0.8 and 0.6-0.9): 0.4 s of waiting, counted once.
+  tl.bucket_syncs = {
+      {0, 0, 0, 0.5, 1.0}, {1, 0, 0, 0.8, 1.0}, {0, 0, 1, 0.6, 1.0}, {1, 0, 1, 0.9, 1.0}};
+  TimeBreakdown t = BreakDownTime(tl);
+  ASSERT_EQ(t.ranks.size(), 2u);
+  EXPECT_NEAR(t.ranks[0].at(TimeRow::kRankWait), 0.4, 1e-9);
+  EXPECT_NEAR(t.ranks[0].at(TimeRow::kCommunication), 0.1, 1e-9);
+  EXPECT_NEAR(t.ranks[1].at(TimeRow::kRankWait), 0.0, 1e-9);
+  EXPECT_NEAR(t.ranks[1].at(TimeRow::kCommunication), 0.2, 1e-9);
+  for (const RankTime& r : t.ranks) EXPECT_NEAR(Sum(r), 2.0, 1e-9);
+  EXPECT_TRUE(t.notes.empty());
+  // A rank's bucket records missing (another node's file): no split, said.
+  tl.bucket_syncs.pop_back();
+  t = BreakDownTime(tl);
+  EXPECT_NEAR(t.ranks[0].at(TimeRow::kRankWait), 0.0, 1e-9);
+  EXPECT_NEAR(t.ranks[0].at(TimeRow::kCommunication), 0.5, 1e-9);
+  ASSERT_EQ(t.notes.size(), 1u);
+  EXPECT_NE(t.notes[0].find("includes the wait for other ranks"), std::string::npos);
+}
+
 TEST(TimeBreakdown, NotesForWhatTheFileCannotTell) {
   Timeline tl = TwoEpochs();
   tl.spans.clear();
@@ -139,6 +170,7 @@ TEST(TimeBreakdown, CompareGivesEveryRowBeforeAndAfter) {
   EXPECT_EQ(rows[2].row, TimeRow::kDataWait);
   EXPECT_EQ(rows[2].before_s, 4);
   EXPECT_EQ(rows[2].after_s, 1);
+  for (size_t i = 0; i < kTimeRowCount; ++i) EXPECT_EQ(kTimeRows[i].row, static_cast<TimeRow>(i));
 }
 
 }  // namespace

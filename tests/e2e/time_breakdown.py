@@ -12,6 +12,8 @@ breakdown of each:
   row, and no more training steps than the healthy run;
 - an input-bound run (a pure-Python decode, no workers): a data-wait share
   far above the healthy run's;
+- 2 gloo ranks, rank 1 sleeping 100 ms a step: rank 0's wait for it in the
+  all-reduces is its own row (`rank_wait`), apart from communication;
 - the text and HTML reports show the rows; `diff` of the healthy and the
   checkpointing runs compares them, the checkpoints row the one that grew;
 - a run file written before the spans (committed fixtures) still breaks
@@ -135,6 +137,27 @@ class TimeBreakdown(unittest.TestCase):
             html = f.read()
         self.assertIn("<h2>Where the time went</h2>", html)
         self.assertRegex(html, r"<tr><td>checkpoints</td><td>[0-9.]+ s \([0-9]+%\)</td></tr>")
+
+    def test_ranks_that_wait_for_a_late_rank_show_it_apart_from_communication(self):
+        # 2 gloo ranks on this host, rank 1 sleeping 100 ms before each
+        # backward: rank 0 waits for it in every all-reduce.
+        db = os.path.join(TMP, "ddp.db")
+        rc, out, err, _ = e2e.run(
+            ["run", "--json", "--procs", "2", "--interval", str(INTERVAL), "--out", db, "--",
+             PYTHON, EXAMPLE, "--ddp", "--data", os.path.join(TMP, "images"), "--make-images",
+             "400", "--epochs", "1", "--steps-per-epoch", "12", "--batch-size", "16",
+             "--workers", "0", "--slow-rank", "1", "--slow-ms", "100"], timeout=180)
+        self.assertEqual(rc, 0, err[-3000:])
+        report = json.loads(out)
+        ranks = {r["rank"]: r for r in report["time_breakdown"]["ranks"]}
+        text = json.dumps(report["time_breakdown"])
+        self.assertEqual(sorted(ranks), [0, 1], text)
+        self.assertEqual(report["time_breakdown"]["notes"], [], text)
+        for r in ranks.values():
+            self.assertAlmostEqual(sum(r["seconds"].values()), r["wall_seconds"], delta=1e-6)
+        waited = ranks[0]["seconds"]["rank_wait"]
+        self.assertGreater(waited, 0.05 * ranks[0]["steps"], text)
+        self.assertLess(ranks[1]["seconds"]["rank_wait"], waited / 2, text)
 
     def test_a_run_file_from_before_the_spans_says_what_it_cannot_tell(self):
         if not os.path.exists(OLD):
