@@ -14,8 +14,8 @@ gradient bucket's all-reduce, so every step reports how long the rank waited
 in synchronization and how much CPU it used: the rank the others wait for is
 the one that waits least. STALLSCOPE_MAX_STEPS=N ends the process (SystemExit
 0; os._exit(0) when a torch.distributed group is live) once N steps are done (`stallscope scale` runs jobs for a bounded number of
-steps this way). `stallscope.loader(dl, phase="eval")` (or a loop the hook
-finds under torch.no_grad() or inference_mode) times an evaluation loop as
+steps this way). `stallscope.loader(dl, phase="eval")` (or a loop begun
+under torch.no_grad() or inference_mode after a training loop) times an evaluation loop as
 one span, not as training steps; `with stallscope.checkpoint():` times a
 checkpoint: `report`'s time breakdown counts both. Outside stallscope
 `loader(x)` returns `x` itself, `ddp(m)` returns `m` untouched, and `epoch(n)`
@@ -80,6 +80,17 @@ _CALLBACK_DRAIN_S = 2.0
 # tensor is freed by Python, on a thread that has the GIL. A model's
 # buffers go when the next ddp() finds the model gone.
 _bucket_buffers = []
+# Whether this process has begun a training loop: only after one is a loop
+# begun under torch.no_grad() taken for an evaluation (a job that only runs
+# inference keeps its steps, STALLSCOPE_MAX_STEPS and its step ring).
+_trained = [False]
+
+
+def _let_go_of_gone_models():
+    """Drops the bucket buffers of DDP models that are gone (their Reducers
+    too, so the buffers are ours alone): on a thread that has the GIL."""
+    if _bucket_buffers:
+        _bucket_buffers[:] = [(m, b) for m, b in _bucket_buffers if m() is not None]
 # `run --profile A:B`: this process's profiling window (_profile.Window), or
 # None; a cell, read once per step by the loader generators.
 _window = [None]
@@ -567,9 +578,11 @@ class _Loader:
 
     def __iter__(self):
         try:
+            _let_go_of_gone_models()
             phase = self._phase
-            if phase != "train" and (phase == "eval" or _grad_off()):
+            if phase == "eval" or (phase is None and _trained[0] and _grad_off()):
                 return _untimed(self._inner)
+            _trained[0] = True
             return _timed(self._inner)
         except Exception:
             return iter(self._inner)
@@ -627,8 +640,10 @@ def loader(x, phase=None):
     """Wraps a DataLoader (or any iterable) to time each step. Returns x itself
     when not under stallscope. phase="eval": an evaluation loop, timed as one
     span (no steps); "train": training steps even under torch.no_grad();
-    None: eval when the loop starts with gradients off. Any other value is
-    taken as None (the hook never raises into the job)."""
+    None: eval when the loop starts with gradients off after this process
+    began a training loop (before one, a job that only infers keeps its
+    steps). Any other value is taken as None (the hook never raises into
+    the job)."""
     try:
         st = _current()
         if st is None:
@@ -688,9 +703,7 @@ def ddp(model):
             return model
         world = dist.get_world_size()
         mono, spans, live = _mono, _sync, _live_callbacks
-        # The models gone since: their Reducers are, so their buffers are
-        # ours alone and go here, on this thread (it has the GIL).
-        _bucket_buffers[:] = [(m, b) for m, b in _bucket_buffers if m() is not None]
+        _let_go_of_gone_models()
         held = {}
         try:
             _bucket_buffers.append((weakref.ref(model), held))

@@ -64,15 +64,18 @@ class EvalLoops(Receiver):
     def test_a_loop_under_no_grad_is_an_eval_loop_unless_told_train(self):
         import torch
         os.environ["STALLSCOPE_SOCKET"] = self.path
+        stallscope._trained[0] = False
+        with torch.no_grad():              # before any training: a job that infers
+            list(stallscope.loader(range(4)))
+        list(stallscope.loader(range(3)))  # training
         with torch.no_grad():
             list(stallscope.loader(range(5)))
             list(stallscope.loader(range(2), phase="train"))
         with torch.inference_mode():
             list(stallscope.loader(range(5)))
-        list(stallscope.loader(range(3)))
         recs = self.records()
         self.assertEqual([r[3] for r in recs if r[0] == "span"], ["eval", "eval"])
-        self.assertEqual(len([r for r in recs if r[0] == "step"]), 5)
+        self.assertEqual(len([r for r in recs if r[0] == "step"]), 4 + 3 + 2)
 
 
 class HostAndLimits(Receiver):

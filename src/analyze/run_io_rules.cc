@@ -688,10 +688,29 @@ FindingsWithNotes CheckRunIo(const Timeline& timeline) {
   // the cause found below (loader settings, the disk, the CPUs).
   std::vector<Finding> findings;
   std::optional<Finding> cold = CheckColdCache(timeline, ctx.epochs);
-  std::optional<Finding> contention = CheckCpuContention(timeline, ctx.wait);
   // The waits a cold first epoch explains: they hold only in it.
   const std::optional<double> later_wait = DataWaitAfterFirstEpoch(timeline, ctx.epochs);
   const bool only_first_epoch = cold && later_wait && *later_wait < kInputBoundWarningFraction;
+  // Where the later epochs wait too (a loaded host's workers that fall
+  // behind), epoch 0's waits are still the cache's: the loader's symptom and
+  // its causes are judged on the later epochs alone, so that no cause is
+  // more severe than the symptom it explains.
+  std::optional<Context> later;
+  if (cold && later_wait && !only_first_epoch) {
+    const double from = ctx.epochs[1].start_s;
+    later.emplace(Context{timeline,
+                          MeasureDataWait(timeline, from),
+                          std::vector<EpochSummary>(ctx.epochs.begin() + 1, ctx.epochs.end()),
+                          {}});
+    for (const auto& [rank, steps] : ctx.steps_by_rank) {
+      RankSteps& kept = later->steps_by_rank[rank];
+      for (const StepEvent* s : steps) {
+        if (s->t > from) kept.push_back(s);
+      }
+    }
+  }
+  const Context& judged = later ? *later : ctx;
+  std::optional<Finding> contention = CheckCpuContention(timeline, judged.wait);
   auto explained = [&](Finding f) {
     if (only_first_epoch) {
       f.severity = Severity::kInfo;
@@ -701,14 +720,8 @@ FindingsWithNotes CheckRunIo(const Timeline& timeline) {
     }
     return f;
   };
-  // Where the later epochs wait too (a loaded host's workers that fall
-  // behind), epoch 0's waits are still the cache's: input_bound is judged
-  // on the later epochs alone, and says so.
-  if (cold && later_wait && !only_first_epoch) {
-    Context later{timeline, MeasureDataWait(timeline, ctx.epochs[1].start_s),
-                  std::vector<EpochSummary>(ctx.epochs.begin() + 1, ctx.epochs.end()),
-                  ctx.steps_by_rank};
-    if (std::optional<Finding> f = CheckInputBound(later)) {
+  if (later) {
+    if (std::optional<Finding> f = CheckInputBound(*later)) {
       f->summary += fmt::format(
           " in epochs 1..{} (epoch 0 waited more, for a cold cache: see "
           "io.cold_cache)",
@@ -725,11 +738,11 @@ FindingsWithNotes CheckRunIo(const Timeline& timeline) {
   if (contention) findings.push_back(std::move(*contention));
   // CPUs others hold are not a loader verdict: the loader finding, if any,
   // waits for CPUs it could have had.
-  if (std::optional<Finding> f = CheckCpuBoundLoader(ctx);
+  if (std::optional<Finding> f = CheckCpuBoundLoader(judged);
       f && !(contention && contention->severity != Severity::kInfo)) {
     findings.push_back(explained(*f));
   }
-  CheckLoaderConfig(ctx, findings);
+  CheckLoaderConfig(judged, findings);
   return FindingsWithNotes{std::move(findings), {}};
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 namespace stallscope {
@@ -30,7 +31,8 @@ std::vector<Span> RankSpans(const Timeline& timeline, int rank, double wall) {
   }
   // Evaluation first at equal starts, so a checkpoint inside it is cut away.
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-    return a.start != b.start ? a.start < b.start : a.row == TimeRow::kEvaluation;
+    if (a.start != b.start) return a.start < b.start;
+    return a.row == TimeRow::kEvaluation && b.row != TimeRow::kEvaluation;
   });
   std::vector<Span> kept;
   for (Span s : spans) {
@@ -79,8 +81,8 @@ bool EpochMarkWithin(const std::vector<double>& marks, double a, double b) {
 // Per rank and step, the time its gradient all-reduces waited for the last
 // rank to launch them: for each bucket, from its own launch to the last
 // launch (cut at its own completion), the union over the step's buckets.
-// Only where the file holds every rank of each bucket (gloo's bucket
-// records, one host's file of the whole job): else nullopt.
+// Only for buckets whose records hold every rank once (gloo's bucket
+// records, one host's file of the whole job); nullopt where none does.
 using StepKey = std::pair<int, int64_t>;  // rank, step
 
 std::optional<std::map<StepKey, double>> RankWaits(const Timeline& timeline, size_t ranks) {
@@ -88,8 +90,14 @@ std::optional<std::map<StepKey, double>> RankWaits(const Timeline& timeline, siz
   std::map<std::pair<int64_t, int>, std::vector<const BucketSync*>> by_bucket;
   for (const BucketSync& b : timeline.bucket_syncs) by_bucket[{b.step, b.bucket}].push_back(&b);
   std::map<StepKey, std::vector<std::pair<double, double>>> spans;
+  size_t split = 0;
   for (const auto& [key, rows] : by_bucket) {
-    if (rows.size() != ranks) return std::nullopt;  // a rank's records missing: no split
+    // Each rank once (a bucket reduced twice in a step, by two models or
+    // two backward passes, or a rank's records missing): not split.
+    std::set<int> seen;
+    for (const BucketSync* b : rows) seen.insert(b->rank);
+    if (rows.size() != ranks || seen.size() != ranks) continue;
+    ++split;
     double arrival = rows.front()->launch_seconds;
     for (const BucketSync* b : rows) arrival = std::max(arrival, b->launch_seconds);
     for (const BucketSync* b : rows) {
@@ -97,6 +105,7 @@ std::optional<std::map<StepKey, double>> RankWaits(const Timeline& timeline, siz
       if (end > b->launch_seconds) spans[{b->rank, b->step}].push_back({b->launch_seconds, end});
     }
   }
+  if (split == 0) return std::nullopt;
   std::map<StepKey, double> out;
   for (auto& [key, list] : spans) {
     std::sort(list.begin(), list.end());
@@ -142,16 +151,16 @@ RankTime BreakDownRank(const Timeline& timeline, int rank, std::vector<const Ste
     const double length = end - start;
     const double wait = std::clamp(e->wait_seconds, 0.0, length);
     auto it = sync.find(e->step);
-    double comm = it == sync.end() ? 0.0 : std::clamp(it->second, 0.0, length - wait);
+    const double synced = it == sync.end() ? 0.0 : std::clamp(it->second, 0.0, length - wait);
     auto waited = rank_waits.find({rank, e->step});
     const double rank_wait =
-        waited == rank_waits.end() ? 0.0 : std::clamp(waited->second, 0.0, comm);
-    comm -= rank_wait;
+        waited == rank_waits.end() ? 0.0 : std::clamp(waited->second, 0.0, synced);
+    const double comm = synced - rank_wait;
     // A checkpoint or evaluation loop run inside a step (between two
     // next() calls) is its own row, taken from the step's compute.
     const Overlap o = OverlapOf(spans, from, start, end);
-    const double compute = length - wait - comm - rank_wait;
-    const double taken = std::min(compute, o.total());
+    const double compute = std::max(0.0, (length - wait) - synced);
+    const double taken = std::clamp(o.total(), 0.0, compute);
     const double scale = o.total() > 0 ? taken / o.total() : 0.0;
     r.at(TimeRow::kCheckpoints) += o.checkpoints * scale;
     r.at(TimeRow::kEvaluation) += o.evaluation * scale;

@@ -793,9 +793,10 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     if (written.ok() && !stopped) written = writer.AppendOtherProcesses(others);
     if (written.ok() && !stopped) written = writer.AppendCongestion(congestion);
     if (written.ok() && !stopped) written = writer.AppendBuckets(events.buckets);
-    if (written.ok() && !stopped && spans_kept < kMaxPhaseSpansKept) {
-      spans_kept += events.spans.size();
-      written = writer.AppendPhaseSpans(events.spans);
+    if (written.ok() && !stopped && !events.spans.empty() && spans_kept < kMaxPhaseSpansKept) {
+      const size_t keep = std::min(events.spans.size(), kMaxPhaseSpansKept - spans_kept);
+      spans_kept += keep;
+      written = writer.AppendPhaseSpans(std::span<const PhaseSpan>(events.spans.data(), keep));
     }
     congestion.clear();
     if (written.ok() && !stopped && allocation_reports < kMaxAllocationReportsKept) {

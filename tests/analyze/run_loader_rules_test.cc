@@ -267,7 +267,12 @@ TEST(ColdCache, SlowFirstEpochThatReadTheDiskAndLaterOnesThatDidNot) {
 TEST(ColdCache, LaterEpochsThatWaitTooAreJudgedWithoutEpochZero) {
   Shape shape = ColdFirstEpoch();
   shape.wait = [](double t) { return t <= 10 ? 0.6 : 0.15; };
+  shape.worker_delay = 60;  // a hog beside the job: the later epochs' cause
+  shape.outside_busy = 120;
   Timeline tl = Make(shape);
+  for (int t = 2; t <= shape.seconds; ++t) {
+    tl.other_processes.push_back({static_cast<double>(t), 555, "hog.py", 118});
+  }
   StretchFirstEpoch(tl);
   std::vector<Finding> findings = CheckRun(tl).findings;
   ASSERT_NE(Find(findings, "io.cold_cache"), nullptr) << Ids(findings);
@@ -280,6 +285,12 @@ TEST(ColdCache, LaterEpochsThatWaitTooAreJudgedWithoutEpochZero) {
   EXPECT_NE(bound->summary.find("in epochs 1..3 (epoch 0 waited more, for a cold cache"),
             std::string::npos)
       << bound->summary;
+  // Its cause is judged on the same steps: never more severe than it (the
+  // whole run's waits, epoch 0's counted, are over 30%).
+  const Finding* contention = Find(findings, "io.cpu_contention");
+  ASSERT_NE(contention, nullptr) << Ids(findings);
+  EXPECT_EQ(contention->severity, Severity::kWarning);
+  EXPECT_NEAR(EvidenceOf<double>(*contention, "data_wait_fraction"), 0.15, 0.02);
 }
 
 TEST(ColdCache, EveryEpochReadingTheDiskIsNotACacheStory) {

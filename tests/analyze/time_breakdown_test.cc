@@ -113,8 +113,18 @@ TEST(TimeBreakdown, TheWaitForTheLastRankIsSplitFromCommunication) {
   EXPECT_NEAR(t.ranks[1].at(TimeRow::kCommunication), 0.2, 1e-9);
   for (const RankTime& r : t.ranks) EXPECT_NEAR(Sum(r), 2.0, 1e-9);
   EXPECT_TRUE(t.notes.empty());
-  // A rank's bucket records missing (another node's file): no split, said.
+  // A bucket without rank 1's record, or reduced twice by rank 0 (two
+  // models in one step): that bucket is not split, the others are.
   tl.bucket_syncs.pop_back();
+  t = BreakDownTime(tl);
+  EXPECT_NEAR(t.ranks[0].at(TimeRow::kRankWait), 0.3, 1e-9);
+  EXPECT_NEAR(t.ranks[0].at(TimeRow::kCommunication), 0.2, 1e-9);
+  tl.bucket_syncs.push_back({0, 0, 1, 0.6, 1.0});
+  t = BreakDownTime(tl);
+  EXPECT_NEAR(t.ranks[0].at(TimeRow::kRankWait), 0.3, 1e-9);
+  EXPECT_TRUE(t.notes.empty());
+  // Rank 1's records all missing (another node's file): no split, said.
+  std::erase_if(tl.bucket_syncs, [](const BucketSync& b) { return b.rank == 1; });
   t = BreakDownTime(tl);
   EXPECT_NEAR(t.ranks[0].at(TimeRow::kRankWait), 0.0, 1e-9);
   EXPECT_NEAR(t.ranks[0].at(TimeRow::kCommunication), 0.5, 1e-9);
@@ -155,10 +165,23 @@ TEST(TimeBreakdown, GarbledRecordsStillAddUp) {
       if (u(random) < 0.3) tl.epochs.push_back({i % 3, i, 25 * u(random)});
     }
     for (const RankTime& r : BreakDownTime(tl).ranks) {
-      for (double s : r.seconds) EXPECT_GE(s, -1e-9) << "round " << round;
+      for (double s : r.seconds) EXPECT_GE(s, 0.0) << "round " << round;
       EXPECT_NEAR(Sum(r), r.wall_s, 1e-6 * std::max(1.0, r.wall_s)) << "round " << round;
     }
   }
+}
+
+// Many spans of both kinds starting at once (a hostile file, or spans
+// clamped to the run's start): one evaluation covers them, no overlap.
+TEST(TimeBreakdown, SpansThatStartTogetherCountOnce) {
+  Timeline tl = TwoEpochs();
+  tl.spans.clear();
+  for (int i = 0; i < 40; ++i) {
+    tl.spans.push_back({1, 0, i % 2 ? "eval" : "checkpoint", -5.0, 0.5 + 0.01 * i});
+  }
+  const RankTime r = BreakDownTime(tl).ranks.at(0);
+  EXPECT_NEAR(r.at(TimeRow::kEvaluation) + r.at(TimeRow::kCheckpoints), 0.5 + 0.39, 1e-9);
+  EXPECT_NEAR(Sum(r), 10.0, 1e-9);
 }
 
 TEST(TimeBreakdown, CompareGivesEveryRowBeforeAndAfter) {
