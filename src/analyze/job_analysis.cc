@@ -440,21 +440,13 @@ Result<RunAnalysis> AnalyzeJob(std::vector<RunAnalysis> nodes, std::vector<NodeR
   job.checked.erase(std::remove(job.checked.begin(), job.checked.end(), Layer::kDistributed),
                     job.checked.end());
   if (job.ranks.size() >= 2) job.checked.push_back(Layer::kDistributed);
+  // Where each rank's time went, on its own file's clock and run length
+  // (node 0's from the whole timeline the job holds, before the sync
+  // records go).
+  for (size_t i = 0; i < nodes.size(); ++i) JoinTimes(job.time, BreakDownTime(timeline_of(i)));
   // The job's timeline: every file's steps in time order, on node 0's
   // clock. Its sync records were judged above, in place, and are not kept:
   // merged they would be held twice.
-  // Where each rank's time went, on its own file's clock and run length.
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    TimeBreakdown node = BreakDownTime(timeline_of(i));
-    for (RankTime& r : node.ranks) job.time.ranks.push_back(std::move(r));
-    for (std::string& n : node.notes) {
-      if (std::find(job.time.notes.begin(), job.time.notes.end(), n) == job.time.notes.end()) {
-        job.time.notes.push_back(std::move(n));
-      }
-    }
-  }
-  std::stable_sort(job.time.ranks.begin(), job.time.ranks.end(),
-                   [](const RankTime& a, const RankTime& b) { return a.rank < b.rank; });
   for (size_t i = 0; i < nodes.size(); ++i) {
     Drop(timeline_of(i).step_syncs);
     Drop(timeline_of(i).bucket_syncs);

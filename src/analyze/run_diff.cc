@@ -574,13 +574,8 @@ RunDiff DiffRuns(const std::vector<RunAnalysis>& a, const std::vector<RunAnalysi
   d.same_command = d.a.command == d.b.command;
   d.same_hosts = JoinHosts(d.a.hosts) == JoinHosts(d.b.hosts);
   d.same_world_size = d.a.world_size == d.b.world_size;
-  for (auto [side, time] : {std::pair{&a, &d.time_a}, std::pair{&b, &d.time_b}}) {
-    for (const RunAnalysis& run : *side) {
-      time->ranks.insert(time->ranks.end(), run.time.ranks.begin(), run.time.ranks.end());
-    }
-    std::stable_sort(time->ranks.begin(), time->ranks.end(),
-                     [](const RankTime& x, const RankTime& y) { return x.rank < y.rank; });
-  }
+  for (const RunAnalysis& run : a) JoinTimes(d.time_a, run.time);
+  for (const RunAnalysis& run : b) JoinTimes(d.time_b, run.time);
   for (const SideSteps* steps : {&sa, &sb}) {
     for (const std::string& path : steps->without_steps) {
       d.notes.push_back(fmt::format(

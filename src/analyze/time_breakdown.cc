@@ -223,6 +223,17 @@ TimeBreakdown BreakDownTime(const Timeline& timeline) {
   return out;
 }
 
+void JoinTimes(TimeBreakdown& into, TimeBreakdown from) {
+  for (RankTime& r : from.ranks) into.ranks.push_back(std::move(r));
+  std::stable_sort(into.ranks.begin(), into.ranks.end(),
+                   [](const RankTime& a, const RankTime& b) { return a.rank < b.rank; });
+  for (std::string& n : from.notes) {
+    if (std::find(into.notes.begin(), into.notes.end(), n) == into.notes.end()) {
+      into.notes.push_back(std::move(n));
+    }
+  }
+}
+
 std::vector<TimeRowChange> CompareTime(const RankTime& before, const RankTime& after) {
   std::vector<TimeRowChange> out;
   for (const TimeRowName& row : kTimeRows) {

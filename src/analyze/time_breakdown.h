@@ -52,6 +52,8 @@ inline constexpr std::array<TimeRowName, kTimeRowCount> kTimeRows = {{
     {TimeRow::kAfterLastStep, "after the last step", "after_last_step"},
 }};
 
+inline const TimeRowName& NameOf(TimeRow row) { return kTimeRows[static_cast<size_t>(row)]; }
+
 struct RankTime {
   int rank = 0;
   std::string host;  // "" where the file's ranks said none
@@ -74,6 +76,10 @@ struct TimeBreakdown {
 // duration (or its last sample), stretched to the last step or span where
 // those end later.
 TimeBreakdown BreakDownTime(const Timeline& timeline);
+
+// Adds `from`'s ranks to `into` (kept by rank) and its notes not there yet:
+// the files of one job, or the runs of one side of a diff.
+void JoinTimes(TimeBreakdown& into, TimeBreakdown from);
 
 // Two breakdowns' rows side by side (diff, history): for each row, the
 // seconds of the rank the table shows (the lowest), before and after.

@@ -88,9 +88,8 @@ std::string ChangeCauses(const HistoryChange& change) {
     }
     const double moved = most ? std::abs(most->after_s - most->before_s) : 0.0;
     if (most && moved >= 1.0 && moved >= 0.1 * std::max(a.wall_s, b.wall_s)) {
-      parts.push_back(fmt::format("time in {} {:.1f} -> {:.1f} s",
-                                  kTimeRows[static_cast<size_t>(most->row)].text, most->before_s,
-                                  most->after_s));
+      parts.push_back(fmt::format("time in {} {:.1f} -> {:.1f} s", NameOf(most->row).text,
+                                  most->before_s, most->after_s));
     }
   }
   if (parts.empty()) return "no cause beyond noise";

@@ -108,9 +108,8 @@ std::string RenderTimeChanges(const TimeBreakdown& before, const TimeBreakdown& 
                   fmt::format("where the time went (rank {})", b.rank), "A", "B", "change");
   for (const TimeRowChange& c : CompareTime(a, b)) {
     if (c.before_s < kRowShownSeconds && c.after_s < kRowShownSeconds) continue;
-    out +=
-        fmt::format("  {:<22}{}{}{:>+9.1f} s\n", kTimeRows[static_cast<size_t>(c.row)].text,
-                    Cell(c.before_s, a.wall_s), Cell(c.after_s, b.wall_s), c.after_s - c.before_s);
+    out += fmt::format("  {:<22}{}{}{:>+9.1f} s\n", NameOf(c.row).text, Cell(c.before_s, a.wall_s),
+                       Cell(c.after_s, b.wall_s), c.after_s - c.before_s);
   }
   out += fmt::format("  {:<22}{}{}{:>+9.1f} s\n", "wall time", Cell(a.wall_s, a.wall_s),
                      Cell(b.wall_s, b.wall_s), b.wall_s - a.wall_s);
@@ -121,7 +120,7 @@ nlohmann::ordered_json TimeChangesToJson(const TimeBreakdown& before, const Time
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (before.ranks.empty() || after.ranks.empty()) return rows;
   for (const TimeRowChange& c : CompareTime(before.ranks.front(), after.ranks.front())) {
-    rows.push_back({{"row", std::string(kTimeRows[static_cast<size_t>(c.row)].key)},
+    rows.push_back({{"row", std::string(NameOf(c.row).key)},
                     {"a_seconds", c.before_s},
                     {"b_seconds", c.after_s},
                     {"change_seconds", c.after_s - c.before_s}});
