@@ -7,6 +7,7 @@
 #   P/lib/stallscope/libstallscope_mpi.so     the MPI plugin (where MPI was found)
 #   P/share/man/man1/stallscope.1.gz, P/share/bash-completion/completions/stallscope
 #   P/share/doc/stallscope/               README, docs/, LICENSE, copyright
+#   P/share/stallscope/slurm/             prolog, epilog, task-prolog (Slurm)
 # The binary finds lib/stallscope from its own location (/proc/self/exe:
 # cli/hook_files.cc, dist/mpi_world.cc), so the whole prefix may be moved.
 # The path "lib" is fixed on purpose (not a multiarch libdir): the binary
@@ -40,6 +41,10 @@ endif()
 if(TARGET stallscope_mpi)
   install(TARGETS stallscope_mpi LIBRARY DESTINATION ${STALLSCOPE_LIBDIR})
 endif()
+# Slurm's Prolog=, Epilog= and TaskProlog= scripts (docs/slurm.md); they
+# find the binary at ../../../bin from their own place.
+install(PROGRAMS deploy/slurm/prolog deploy/slurm/epilog deploy/slurm/task-prolog
+        DESTINATION share/stallscope/slurm)
 install(FILES README.md LICENSE packaging/copyright DESTINATION share/doc/stallscope)
 install(DIRECTORY docs/ DESTINATION share/doc/stallscope/docs)
 

@@ -8,7 +8,7 @@
 #   scripts/setup.sh deb     what building needs, and dpkg-shlibdeps (`make deb`)
 # so CI and a fresh Debian 12 box need nothing else, and `make doctor` on a
 # user's host installs no servers. Debian starts some packages' services on
-# install (prometheus on :9090, sshd on :22): the tests use only their binaries, so a
+# install (prometheus on :9090, sshd on :22, munge and Slurm's daemons): the tests use only their binaries, so a
 # service this script installed is stopped and disabled again.
 set -euo pipefail
 mode=${1:-test}
@@ -56,6 +56,9 @@ test_packages=(
   # a real network file system for the dataset/doctor tests: an sshfs mount of
   # an sshd the test starts in a network namespace, with its own config
   sshfs openssh-server
+  # a real Slurm for the prolog/epilog tests: the test starts its own munged,
+  # slurmctld and slurmd on free ports with a private slurm.conf
+  slurmd slurmctld slurm-client munge
 )
 deb_packages=(
   # `make deb`: CPack's DEB generator asks dpkg-shlibdeps for the Depends
@@ -76,7 +79,7 @@ case "$mode" in
   bench) packages+=("${test_packages[@]}" "${bench_packages[@]}") ;;
   deb) packages+=("${deb_packages[@]}") ;;
 esac
-services=(prometheus prometheus-node-exporter ssh)
+services=(prometheus prometheus-node-exporter ssh munge slurmd slurmctld)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -214,6 +214,20 @@ void FillJobIdentity(const std::vector<std::string>& argv, const std::string& jo
   }
 }
 
+void FillSlurmJobIdentity(const std::string& job_id, RunInfo& info, NodeInfo& node) {
+  info.identity_recorded = true;
+  info.uid = static_cast<int64_t>(getuid());
+  if (const char* dir = std::getenv("SLURM_JOB_WORK_DIR"); dir && *dir) {
+    info.cwd = dir;
+  } else if (char cwd[4096]; getcwd(cwd, sizeof cwd) != nullptr) {
+    info.cwd = cwd;
+  }
+  node.launcher_job = job_id;
+  const char* node_name = std::getenv("SLURMD_NODENAME");
+  node.source =
+      "slurm job " + job_id + (node_name && *node_name ? std::string(" on ") + node_name : "");
+}
+
 std::string FlightRecorderPrefix(const std::string& stacks_dir) {
   return stacks_dir + "/flight_recorder_rank_";
 }

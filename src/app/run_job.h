@@ -82,6 +82,11 @@ std::vector<NcclLogFile> ReadJobNcclLogs(const Root& root, const RunRequest& req
 // argument naming an existing file, made absolute.
 void FillJobIdentity(const std::vector<std::string>& argv, const std::string& job_flag,
                      RunInfo& info);
+
+// The identity of a run `watch --slurm-job ID` records: the user it runs as
+// (the job's, after the prolog dropped to it), the job's working folder
+// (SLURM_JOB_WORK_DIR), and the job id as the node's launcher job.
+void FillSlurmJobIdentity(const std::string& job_id, RunInfo& info, NodeInfo& node);
 // Slurm names a job after its batch script or command unless told
 // (`--job-name`), and "wrap" / "interactive" for those: such a name says
 // nothing of the job. True for those, for a name that is a word of `argv`'s

@@ -66,6 +66,10 @@ constexpr Command kCommands[] = {
      "the environment a job started elsewhere (srun, Kubernetes, the exporter's) needs "
      "for the Python hook",
      SetupHookEnv},
+    {"slurm",
+     "prolog / epilog / task-prolog: what Slurm's scripts call to record every job "
+     "(docs/slurm.md)",
+     SetupSlurm},
 };
 
 }  // namespace

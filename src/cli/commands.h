@@ -60,6 +60,7 @@ CommandRunner SetupAb(CLI::App& app);
 CommandRunner SetupCluster(CLI::App& app);  // cli/cluster_command.cc
 CommandRunner SetupTrace(CLI::App& app);    // cli/trace_command.cc
 CommandRunner SetupHookEnv(CLI::App& app);  // cli/hook_env_command.cc
+CommandRunner SetupSlurm(CLI::App& app);    // cli/slurm_command.cc
 
 int RunCli(int argc, char** argv);
 

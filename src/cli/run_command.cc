@@ -3,6 +3,7 @@
 // `stallscope report RUN.db`: the findings of a recorded run.
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -21,6 +22,7 @@
 #include "core/text.h"
 #include "dist/launcher.h"
 #include "probe/nccl_log_files.h"
+#include "probe/slurm_job.h"
 #include "probe/trace_file.h"
 #include "record/hook_receiver.h"
 #include "record/job.h"
@@ -267,11 +269,39 @@ CommandRunner SetupRun(CLI::App& app) {
 CommandRunner SetupWatch(CLI::App& app) {
   auto flags = std::make_shared<RecordFlags>();
   AddRecordFlags(app, *flags);
-  app.add_option("--pid", flags->pid, "the process tree to watch: this PID and its descendants")
-      ->required();
-  return [flags]() {
-    Result<Job> job = Job::Attach(flags->pid);
+  auto slurm_job = std::make_shared<std::string>();
+  auto hook_dir = std::make_shared<std::string>();
+  CLI::Option* pid = app.add_option("--pid", flags->pid,
+                                    "the process tree to watch: this PID and its descendants");
+  CLI::Option* slurm = app.add_option(
+      "--slurm-job", *slurm_job,
+      "ID: the processes of this Slurm job on this node (its cgroup, else SLURM_JOB_ID in their "
+      "environment), until Ctrl-C or SIGTERM (the job's epilog: docs/slurm.md)");
+  pid->excludes(slurm);
+  app.add_option("--hook-dir", *hook_dir,
+                 "DIR: receive the Python hook's records on DIR/hook.sock (made here; the job's "
+                 "STALLSCOPE_SOCKET names it)");
+  return [flags, slurm_job, hook_dir]() {
+    if (flags->pid == 0 && slurm_job->empty()) {
+      return Fail("watch", Status::InvalidArgument("give --pid PID or --slurm-job ID"),
+                  /*usage=*/true);
+    }
+    if (!slurm_job->empty()) {
+      if (Status valid = CheckSlurmJobId(*slurm_job); !valid.ok()) {
+        return Fail("watch", Status::InvalidArgument("--slurm-job: " + valid.message()), true);
+      }
+    }
+    Result<Job> job = slurm_job->empty() ? Job::Attach(flags->pid) : Result<Job>(Job::Follow());
     if (!job.ok()) return FailedToStart("watch", job.status());
+    std::optional<HookReceiver> hook;
+    if (!hook_dir->empty()) {
+      if (mkdir(hook_dir->c_str(), 0700) != 0 && errno != EEXIST) {
+        return FailedToStart("watch", Status::FromErrno("--hook-dir " + *hook_dir, errno));
+      }
+      Result<HookReceiver> made = HookReceiver::CreateIn(*hook_dir);
+      if (!made.ok()) return FailedToStart("watch", made.status());
+      hook = std::move(*made);
+    }
     const Root root("/");
     Result<std::string> named = RunFilePath(root, flags->request, 0, false);
     if (!named.ok()) return FailedToStart("watch", named.status());
@@ -279,13 +309,20 @@ CommandRunner SetupWatch(CLI::App& app) {
     std::optional<RunWriter> writer;
     Result<RunInfo> info = PrepareRunFile(root, flags->request, path, writer);
     if (!info.ok()) return FailedToStart("watch", info.status());
-    info->command = fmt::format("watch pid {}", flags->pid);
     RecordOptions options;
-    options.node.source = "watch";
+    if (slurm_job->empty()) {
+      info->command = fmt::format("watch pid {}", flags->pid);
+      options.node.source = "watch";
+    } else {
+      info->command = "watch slurm job " + *slurm_job;
+      FillSlurmJobIdentity(*slurm_job, *info, options.node);
+      options.adopt = [root, id = *slurm_job](int32_t p) { return ProcessInSlurmJob(root, p, id); };
+    }
     options.node.start_realtime_seconds =
         RealtimeSeconds() - (MonotonicSeconds() - info->start_monotonic_seconds);
     BlockRecordSignals();
-    Result<RecordOutcome> outcome = Record(*job, *flags, *writer, nullptr, *info, options);
+    Result<RecordOutcome> outcome =
+        Record(*job, *flags, *writer, hook ? &*hook : nullptr, *info, options);
     if (!outcome.ok()) {
       std::fprintf(stderr, "stallscope watch: %s\n", outcome.status().message().c_str());
       return kExitCouldNotRun;

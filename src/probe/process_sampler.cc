@@ -339,6 +339,8 @@ void ProcessTreeSampler::AdmitFromNew() {
       admit(k);
     } else if (members_.count(k.ppid) != 0 && k.pid != root_pid_) {
       admit(k);
+    } else if (options_.adopt && k.pid != root_pid_ && options_.adopt(k.pid)) {
+      admit(k);
     }
   }
   auto known_of = [&](int32_t pid) {
@@ -577,7 +579,8 @@ void ProcessTreeSampler::Order(ProcessTree& tree) {
 
 Result<ProcessTree> ProcessTreeSampler::Sample(bool every_io) {
   auto not_found = [&] { return Status::NotFound("pid " + std::to_string(root_pid_)); };
-  if (root_pid_ <= 0) return not_found();
+  const bool rootless = root_pid_ <= 0;
+  if (rootless && !options_.adopt) return not_found();
   const bool slow = !every_io && cadence_samples_++ % options_.slow_every == 0;
   ++samples_;
   ProcessTree tree;
@@ -588,7 +591,8 @@ Result<ProcessTree> ProcessTreeSampler::Sample(bool every_io) {
   if (Status listed = Discover(tree, slow); !listed.ok()) return listed;
   AdmitNewMembers();
   auto root = members_.find(root_pid_);
-  if (root == members_.end() || root->second.start_time_ticks != root_start_time_ticks_) {
+  if (!rootless &&
+      (root == members_.end() || root->second.start_time_ticks != root_start_time_ticks_)) {
     return not_found();
   }
 
@@ -621,7 +625,9 @@ Result<ProcessTree> ProcessTreeSampler::Sample(bool every_io) {
     }
   }
   root = members_.find(root_pid_);
-  if (root == members_.end() || root->second.read_in != samples_) return not_found();
+  if (!rootless && (root == members_.end() || root->second.read_in != samples_)) {
+    return not_found();
+  }
   Order(tree);
   return tree;
 }

@@ -59,6 +59,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -102,6 +103,13 @@ struct ProcessSamplerOptions {
   // io, schedstat), 2 more for the slow files (status, smaps_rollup). Never more than
   // half the RLIMIT_NOFILE soft limit, so the tool itself keeps room to work.
   int max_open_files = 5 * 512;
+  // Processes that join by themselves, not by descent: a pid, first seen,
+  // that is not a child of a member is made a member (the root of its own
+  // subtree) when this says so (a Slurm job's processes:
+  // probe/slurm_job.h). Asked once per pid. With it, root_pid may be 0 (no
+  // root): Sample() then never fails for a missing root, and gives an empty
+  // tree while no process belongs.
+  std::function<bool(int32_t pid)> adopt;
 };
 
 class ProcessTreeSampler {

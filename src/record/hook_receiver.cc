@@ -322,8 +322,12 @@ Result<HookReceiver> HookReceiver::Create() {
   std::vector<char> dir(pattern.begin(), pattern.end());
   dir.push_back('\0');
   if (mkdtemp(dir.data()) == nullptr) return Status::FromErrno(pattern, errno);
+  return CreateIn(dir.data());
+}
+
+Result<HookReceiver> HookReceiver::CreateIn(const std::string& directory) {
   HookReceiver r;
-  r.directory_ = dir.data();
+  r.directory_ = directory;
   r.socket_path_ = r.directory_ + "/hook.sock";
   struct sockaddr_un addr {};
   addr.sun_family = AF_UNIX;
@@ -334,7 +338,9 @@ Result<HookReceiver> HookReceiver::Create() {
   r.fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (r.fd_ < 0) return Status::FromErrno("socket", errno);
   if (bind(r.fd_, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) {
-    return Status::FromErrno(r.socket_path_, errno);
+    const int err = errno;
+    r.socket_path_.clear();  // not ours: left as it is
+    return Status::FromErrno(directory + "/hook.sock", err);
   }
   // A larger receive buffer rides out a job that sends while we sample.
   int size = 4 << 20;

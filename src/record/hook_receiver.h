@@ -44,6 +44,12 @@ void ParseHookDatagram(std::string_view datagram, int64_t start_ns, HookEvents& 
 class HookReceiver {
  public:
   static Result<HookReceiver> Create();
+  // Binds DIRECTORY/hook.sock in a folder the caller made (`watch
+  // --hook-socket`: a place the job's environment names in advance). The
+  // folder is the receiver's from then on: removed, with the socket and the
+  // step rings, when it is destroyed (a folder that still holds other
+  // files stays).
+  static Result<HookReceiver> CreateIn(const std::string& directory);
   HookReceiver(HookReceiver&& other) noexcept;
   HookReceiver& operator=(HookReceiver&& other) noexcept;
   HookReceiver(const HookReceiver&) = delete;

@@ -151,6 +151,7 @@ Job::Job(Job&& other) noexcept
     : pid_(other.pid_),
       is_child_(other.is_child_),
       reaped_(other.reaped_),
+      follows_(other.follows_),
       master_port_(other.master_port_) {
   other.pid_ = -1;
 }
@@ -159,6 +160,7 @@ Job& Job::operator=(Job&& other) noexcept {
   std::swap(pid_, other.pid_);
   std::swap(is_child_, other.is_child_);
   std::swap(reaped_, other.reaped_);
+  std::swap(follows_, other.follows_);
   std::swap(master_port_, other.master_port_);
   return *this;
 }
@@ -166,6 +168,7 @@ Job& Job::operator=(Job&& other) noexcept {
 Job::~Job() = default;
 
 std::optional<JobExit> Job::Poll() {
+  if (follows_) return std::nullopt;
   if (pid_ <= 0 || reaped_) return JobExit{};
   if (!is_child_) {
     if ((kill(pid_, 0) != 0 && errno == ESRCH) || IsZombie(pid_)) {

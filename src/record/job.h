@@ -67,6 +67,14 @@ class Job {
                                 const RankLayout& layout, bool stdout_to_stderr = false);
   // A running process (not our child): we can watch it but not wait for it.
   static Result<Job> Attach(pid_t pid);
+  // Processes that are not one tree (a Slurm job's, found by
+  // RecordOptions::adopt): no pid, never ends by itself; the recording
+  // ends when it is stopped (SIGTERM from the job's epilog, Ctrl-C).
+  static Job Follow() {
+    Job job(0, false);
+    job.follows_ = true;
+    return job;
+  }
 
   Job(Job&& other) noexcept;
   Job& operator=(Job&& other) noexcept;
@@ -94,6 +102,7 @@ class Job {
   pid_t pid_ = -1;
   bool is_child_ = false;
   bool reaped_ = false;
+  bool follows_ = false;  // Follow(): Poll() never reports an end
   int master_port_ = 0;
 };
 

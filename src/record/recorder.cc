@@ -62,7 +62,8 @@ class IntervalSampler {
   // disks: partitions repeat their disk, loop/ram/zram are never the data)
   // stands for it, interval by interval.
   IntervalSampler(Root root, pid_t root_pid, std::string data_disk,
-                  std::set<std::string> candidate_disks, bool read_cgroup, int cpu_count)
+                  std::set<std::string> candidate_disks, bool read_cgroup, int cpu_count,
+                  std::function<bool(int32_t)> adopt)
       : root_(std::move(root)),
         root_pid_(root_pid),
         data_disk_(std::move(data_disk)),
@@ -72,7 +73,7 @@ class IntervalSampler {
         cpu_count_(cpu_count),
         ticks_per_second_(static_cast<double>(ClockTicksPerSecond())),
         host_(root_),
-        tree_(root_, root_pid, TreeOptions()),
+        tree_(root_, root_pid, TreeOptions(std::move(adopt))),
         others_(root_),
         open_inputs_(root_) {}
 
@@ -120,8 +121,10 @@ class IntervalSampler {
         s.tree_pss_bytes += p.pss_bytes.value_or(0);
         s.tree_cpu_percent += cpu;
         // Loader workers: below a rank that reported through the hook, or,
-        // without the hook, everything below the command itself.
-        bool loader = hook_pids.empty() ? p.pid != root_pid_ : under_a_rank(p.pid);
+        // without the hook, everything below the command itself. A job
+        // followed without a root (a Slurm job's processes: a batch shell,
+        // srun, the tasks) has its ranks named by the hook alone.
+        bool loader = hook_pids.empty() ? root_pid_ > 0 && p.pid != root_pid_ : under_a_rank(p.pid);
         if (loader) s.loader_cpu_percent += cpu;
         ProcessPoint& point = points.emplace_back();
         point.t = t;
@@ -274,8 +277,9 @@ class IntervalSampler {
   double ticks_per_second_;
   // Kept files re-read each interval (probe/process_sampler.h): the cheap
   // way to sample a large tree every second. cmdline is not needed here.
-  static ProcessSamplerOptions TreeOptions() {
+  static ProcessSamplerOptions TreeOptions(std::function<bool(int32_t)> adopt) {
     ProcessSamplerOptions options;
+    options.adopt = std::move(adopt);
     options.read_cmdline = false;
     return options;
   }
@@ -518,7 +522,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
     }
   }
   IntervalSampler sampler(root, job.pid(), info.data_device, std::move(disks),
-                          info.cgroup_limit_bytes.has_value(), info.cpu_count);
+                          info.cgroup_limit_bytes.has_value(), info.cpu_count, options.adopt);
   std::vector<ProcessPoint> points;
   HookEvents events;
   if (Result<TimelineSample> first = sampler.Sample(0, events.pids, points); !first.ok()) {
@@ -530,7 +534,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   // will give it, should it die before the next sample.
   if (options.forward_signals && !info.command.empty()) {
     job_pids[job.pid()] = CommOf(info.command.substr(0, info.command.find(' ')));
-  } else {
+  } else if (job.pid() > 0) {
     job_pids.emplace(job.pid(), std::string());
   }
   points.clear();
@@ -897,7 +901,8 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   if (options.forward_signals) ranks_watch.EndOrphans(status);
   // The job `run` started is itself a rank (run -- python train.py): its
   // status is known here, as the launcher's reports give a rank's.
-  if (events.pids.count(job.pid()) && (outcome.exit.exit_code || outcome.exit.signal)) {
+  if (job.pid() > 0 && events.pids.count(job.pid()) &&
+      (outcome.exit.exit_code || outcome.exit.signal)) {
     RankStop s;
     s.pid = job.pid();
     s.t = last_t;

@@ -58,6 +58,9 @@ struct RecordOptions {
   // A rank that stops, and a hang: --hang-after, --hang-action, the stacks
   // folder (record/rank_watch.h).
   HangOptions hang;
+  // Processes that join the job by themselves (probe/process_sampler.h's
+  // adopt; `watch --slurm-job`: probe/slurm_job.h), for a Job::Follow().
+  std::function<bool(int32_t pid)> adopt;
 };
 
 struct RecordOutcome {

@@ -85,7 +85,9 @@ class DebPackage(unittest.TestCase):
                   "usr/share/man/man1/stallscope.1.gz",
                   "usr/share/bash-completion/completions/stallscope",
                   "usr/share/doc/stallscope/copyright", "usr/share/doc/stallscope/README.md",
-                  "usr/share/doc/stallscope/docs/install.md"}
+                  "usr/share/doc/stallscope/docs/install.md",
+                  "usr/share/stallscope/slurm/prolog", "usr/share/stallscope/slurm/epilog",
+                  "usr/share/stallscope/slurm/task-prolog"}
         if os.path.isfile(os.path.join(self.build, "libstallscope_mpi.so")):
             wanted.add("usr/lib/stallscope/libstallscope_mpi.so")
         self.assertEqual(wanted - files, set())
@@ -97,6 +99,10 @@ class DebPackage(unittest.TestCase):
         nm = subprocess.run(["nm", os.path.join(extract, "usr/bin/stallscope")],
                             capture_output=True, text=True)
         self.assertIn("no symbols", nm.stderr)
+        # Slurm's scripts (docs/slurm.md) are executable as installed.
+        for name in ["prolog", "epilog", "task-prolog"]:
+            path = os.path.join(extract, "usr/share/stallscope/slurm", name)
+            self.assertTrue(os.access(path, os.X_OK), path)
 
     def test_maintainer_scripts(self):
         control = os.path.join(self.tmp, "control")

@@ -71,6 +71,18 @@ class MovedPrefix(unittest.TestCase):
         built_plugin = os.path.join(os.path.dirname(e2e.BINARY), "libstallscope_mpi.so")
         self.assertEqual(os.path.isfile(os.path.join(self.lib, "libstallscope_mpi.so")),
                          os.path.isfile(built_plugin), "the MPI plugin is installed when built")
+        # Slurm's scripts, executable, find the binary beside them: the task
+        # prolog prints the installed hook's folder.
+        for name in ["prolog", "epilog", "task-prolog"]:
+            path = os.path.join(self.prefix, "share/stallscope/slurm", name)
+            self.assertTrue(os.access(path, os.X_OK), path)
+        proc = subprocess.run([os.path.join(self.prefix, "share/stallscope/slurm/task-prolog")],
+                              capture_output=True, text=True, timeout=60,
+                              env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "1",
+                                   "PYTHONPATH": "/site"})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("export PYTHONPATH=%s:/site" % os.path.join(self.lib, "python"),
+                      proc.stdout.splitlines())
         # No test files or byte code of the checkout.
         hook = sorted(os.listdir(os.path.join(self.lib, "python", "stallscope")))
         self.assertTrue(all(name.endswith(".py") for name in hook), hook)

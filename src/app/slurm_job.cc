@@ -1,0 +1,486 @@
+// Slurm's prolog, epilog and task prolog, and a job's merged report:
+// slurm_job.h.
+#include "app/slurm_job.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "core/atomic_file.h"
+#include "core/file.h"
+#include "core/json_text.h"
+#include "core/text.h"
+#include "dist/node_layout.h"
+#include "probe/nccl_log_files.h"
+#include "probe/slurm_job.h"
+#include "render/run_report.h"
+
+namespace stallscope {
+namespace {
+
+Result<double> ParseSeconds(std::string_view value, std::string_view where) {
+  char* end = nullptr;
+  const std::string text(value);
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(v > 0) || v > 86400) {
+    return Status::InvalidArgument(std::string(where) + ": '" + text +
+                                   "' is not a number of seconds (more than 0, at most 86400)");
+  }
+  return v;
+}
+
+bool IsDigits(std::string_view s) { return !s.empty() && ParseUint(s).has_value(); }
+
+std::string FormatDouble(double v) { return fmt::format("{:g}", v); }
+
+// mkdir -p, each new folder with `mode`.
+Status MakeFolders(const std::string& path, mode_t mode) {
+  for (size_t at = 1; at <= path.size(); ++at) {
+    if (at != path.size() && path[at] != '/') continue;
+    const std::string part = path.substr(0, at);
+    if (mkdir(part.c_str(), mode) != 0 && errno != EEXIST) return Status::FromErrno(part, errno);
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return Status::FromErrno(path, errno);
+  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(path + ": not a folder");
+  return Status::Ok();
+}
+
+// A process that is gone or a zombie (a reaper elsewhere has not reaped it).
+bool Ended(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  Result<std::string> stat = ReadFile("/proc/" + std::to_string(pid) + "/stat", 4096);
+  if (!stat.ok()) return true;
+  size_t paren = stat->rfind(')');
+  return paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] == 'Z';
+}
+
+// The recorder the prolog started for this job, still running as the job's
+// user: the pid's command line is `... watch --slurm-job ID ...` and its
+// real uid the job's. A pid reused since is left alone.
+bool IsJobRecorder(pid_t pid, const SlurmJobEnv& job) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  Result<std::string> cmdline = ReadFile(dir + "/cmdline", 1 << 16);
+  Result<std::string> status = ReadFile(dir + "/status", 1 << 16);
+  if (!cmdline.ok() || !status.ok()) return false;
+  std::vector<std::string_view> words;
+  for (size_t start = 0; start < cmdline->size();) {
+    size_t end = cmdline->find('\0', start);
+    if (end == std::string::npos) end = cmdline->size();
+    words.push_back(std::string_view(*cmdline).substr(start, end - start));
+    start = end + 1;
+  }
+  bool watch = false, ours = false;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "watch") watch = true;
+    if (words[i] == "--slurm-job" && i + 1 < words.size() && words[i + 1] == job.id) ours = true;
+  }
+  size_t uid_at = status->find("\nUid:");
+  if (uid_at == std::string::npos) return false;
+  const long uid = std::strtol(status->c_str() + uid_at + 5, nullptr, 10);
+  return watch && ours && uid == static_cast<long>(job.uid);
+}
+
+// Drops to the job's user and groups for good; a failure ends the process.
+void BecomeJobUser(const SlurmJobEnv& job) {
+  if (getuid() == job.uid && geteuid() == job.uid) return;
+  if (initgroups(job.user.c_str(), job.gid) != 0 && setgroups(1, &job.gid) != 0) _exit(70);
+  if (setgid(job.gid) != 0 || setuid(job.uid) != 0) _exit(70);
+  if (job.uid != 0 && setuid(0) == 0) _exit(70);  // the drop must be for good
+}
+
+// stdin from /dev/null, stdout and stderr to `log` (or /dev/null), every
+// other descriptor closed: slurmd waits on the pipes it gave the prolog.
+void DetachDescriptors(const std::string& log) {
+  int null = open("/dev/null", O_RDWR);
+  int out = log.empty() ? -1 : open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (null >= 0) dup2(null, 0);
+  dup2(out >= 0 ? out : null, 1);
+  dup2(out >= 0 ? out : null, 2);
+  closefrom(3);
+}
+
+// Runs `body` in a grandchild in a session of its own (so that slurmd's
+// end of the prolog's process group does not reach it); returns the
+// grandchild's pid, once the child in between has ended.
+template <typename Body>
+Result<pid_t> StartDetached(Body body) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  pid_t child = fork();
+  if (child < 0) return Status::FromErrno("fork", errno);
+  if (child == 0) {
+    close(pipe_fds[0]);
+    setsid();
+    pid_t grandchild = fork();
+    if (grandchild == 0) {
+      close(pipe_fds[1]);
+      body();
+      _exit(0);
+    }
+    (void)!write(pipe_fds[1], &grandchild, sizeof grandchild);
+    _exit(grandchild > 0 ? 0 : 1);
+  }
+  close(pipe_fds[1]);
+  pid_t grandchild = -1;
+  ssize_t n = read(pipe_fds[0], &grandchild, sizeof grandchild);
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (n != sizeof grandchild || grandchild <= 0) return Status::Unavailable("fork failed");
+  return grandchild;
+}
+
+// Removes the files in a folder of the job's (sockets, step rings; no
+// sub-folders are made there), then the folder. Links are removed, never
+// followed.
+void RemoveSocketFolder(const std::string& dir) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  if (DIR* d = fdopendir(fd)) {
+    std::vector<std::string> names;
+    while (struct dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+    }
+    for (const std::string& name : names) unlinkat(dirfd(d), name.c_str(), 0);
+    closedir(d);
+  } else {
+    close(fd);
+  }
+  rmdir(dir.c_str());
+}
+
+}  // namespace
+
+Result<SlurmSettings> ParseSlurmSettings(std::string_view text, std::string_view file_name) {
+  SlurmSettings s;
+  int line_number = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    line = Trim(line);
+    if (line.empty()) continue;
+    size_t eq = line.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::ParseError(file_name, line_number, "expected `key = value`");
+    }
+    std::string_view key = Trim(line.substr(0, eq));
+    std::string_view value = Trim(line.substr(eq + 1));
+    const std::string where = std::string(file_name) + ":" + std::to_string(line_number);
+    auto seconds = [&](double& into) -> Status {
+      Result<double> v = ParseSeconds(value, where + ": " + std::string(key));
+      if (!v.ok()) return v.status();
+      into = *v;
+      return Status::Ok();
+    };
+    Status parsed = Status::Ok();
+    if (key == "output" || key == "state_dir") {
+      if (value.empty() || value.front() != '/') {
+        return Status::ParseError(file_name, line_number,
+                                  std::string(key) + ": an absolute path is expected");
+      }
+      (key == "output" ? s.output : s.state_dir) = std::string(value);
+    } else if (key == "interval") {
+      parsed = seconds(s.interval_seconds);
+    } else if (key == "stop_wait") {
+      parsed = seconds(s.stop_wait_seconds);
+    } else if (key == "start_wait") {
+      parsed = seconds(s.start_wait_seconds);
+    } else if (key == "merge_wait") {
+      parsed = seconds(s.merge_wait_seconds);
+    } else {
+      return Status::ParseError(file_name, line_number,
+                                "unknown key '" + std::string(key) +
+                                    "' (known: output, state_dir, interval, stop_wait, "
+                                    "start_wait, merge_wait)");
+    }
+    if (!parsed.ok()) return parsed;
+  }
+  return s;
+}
+
+Result<SlurmSettings> LoadSlurmSettings() {
+  const char* named = std::getenv("STALLSCOPE_SLURM_CONF");
+  const std::string path = named && *named ? named : kSlurmSettingsFile;
+  Result<std::string> text = ReadFile(path, 1 << 16);
+  if (!text.ok()) {
+    if (text.status().IsNotFound() && !(named && *named)) return SlurmSettings{};
+    return text.status();
+  }
+  return ParseSlurmSettings(*text, path);
+}
+
+Result<std::string> ExpandSlurmFolder(std::string_view pattern, std::string_view work_dir,
+                                      std::string_view job_id, std::string_view user) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%') {
+      out += pattern[i];
+      continue;
+    }
+    const char next = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
+    ++i;
+    switch (next) {
+      case 'w':
+        out += work_dir;
+        break;
+      case 'j':
+        out += job_id;
+        break;
+      case 'u':
+        out += user;
+        break;
+      case '%':
+        out += '%';
+        break;
+      default:
+        return Status::InvalidArgument("output '" + std::string(pattern) + "': %" +
+                                       std::string(1, next) + " is not %w, %j, %u or %%");
+    }
+  }
+  return out;
+}
+
+Result<SlurmJobEnv> ReadSlurmJobEnv(const EnvLookup& env) {
+  SlurmJobEnv job;
+  auto need = [&](const char* name, std::string& into) -> Status {
+    std::optional<std::string> v = env(name);
+    if (!v || v->empty()) return Status::NotFound(std::string(name) + " is not set");
+    into = *v;
+    return Status::Ok();
+  };
+  std::string uid, gid;
+  for (auto [name, into] : {std::pair<const char*, std::string*>{"SLURM_JOB_ID", &job.id},
+                            {"SLURM_JOB_UID", &uid},
+                            {"SLURM_JOB_GID", &gid}}) {
+    if (Status s = need(name, *into); !s.ok()) return s;
+  }
+  if (!IsDigits(uid) || !IsDigits(gid) || job.id.find_first_not_of("0123456789") != job.id.npos) {
+    return Status::InvalidArgument("SLURM_JOB_ID, SLURM_JOB_UID and SLURM_JOB_GID must be numbers");
+  }
+  job.uid = static_cast<uid_t>(std::strtoul(uid.c_str(), nullptr, 10));
+  job.gid = static_cast<gid_t>(std::strtoul(gid.c_str(), nullptr, 10));
+  job.user = env("SLURM_JOB_USER").value_or("");
+  job.work_dir = env("SLURM_JOB_WORK_DIR").value_or("");
+  if (job.work_dir.empty() || job.work_dir.front() != '/') {
+    return Status::NotFound("SLURM_JOB_WORK_DIR is not an absolute path");
+  }
+  job.node = env("SLURMD_NODENAME").value_or("");
+  if (job.node.empty()) job.node = ShortHostname(Root("/"));
+  job.node_list = env("SLURM_JOB_NODELIST").value_or(env("SLURM_NODELIST").value_or(""));
+  job.partition = env("SLURM_JOB_PARTITION").value_or("");
+  std::string restarts = env("SLURM_JOB_RESTART_COUNT").value_or("0");
+  if (IsDigits(restarts)) job.restart_count = std::atoi(restarts.c_str());
+  return job;
+}
+
+Result<SlurmJobPaths> PathsOfSlurmJob(const SlurmSettings& settings, const SlurmJobEnv& job) {
+  Result<std::string> folder = ExpandSlurmFolder(settings.output, job.work_dir, job.id, job.user);
+  if (!folder.ok()) return folder.status();
+  if (job.node.empty() || job.node.find('/') != std::string::npos || job.node[0] == '.') {
+    return Status::InvalidArgument("node name '" + job.node + "' cannot name a file");
+  }
+  SlurmJobPaths p;
+  p.folder = *folder;
+  const std::string stem =
+      p.folder + "/" + job.node +
+      (job.restart_count > 0 ? ".r" + std::to_string(job.restart_count) : std::string());
+  p.run_file = stem + ".db";
+  p.log_file = stem + ".log";
+  p.done_file = stem + ".done";
+  p.socket_dir = settings.state_dir + "/job-" + job.id;
+  p.job_line = settings.state_dir + "/jobs/" + job.id;
+  return p;
+}
+
+std::string FormatSlurmJobLine(const SlurmJobEnv& job, pid_t recorder) {
+  return "job_id=" + job.id + "\nuser=" + job.user + "\nuid=" + std::to_string(job.uid) +
+         "\npartition=" + job.partition + "\nnodes=" + job.node_list +
+         "\nrecorder_pid=" + std::to_string(recorder) + "\n";
+}
+
+std::optional<pid_t> RecorderOfSlurmJobLine(std::string_view text) {
+  size_t at = text.find("recorder_pid=");
+  if (at == std::string_view::npos || (at > 0 && text[at - 1] != '\n')) return std::nullopt;
+  std::string_view rest = text.substr(at + 13);
+  rest = rest.substr(0, rest.find('\n'));
+  if (!IsDigits(rest) || rest.size() > 9) return std::nullopt;
+  pid_t pid = static_cast<pid_t>(std::atol(std::string(rest).c_str()));
+  return pid > 1 ? std::optional<pid_t>(pid) : std::nullopt;
+}
+
+Status SlurmProlog(const SlurmSettings& settings, const SlurmJobEnv& job,
+                   const std::string& stallscope_exe) {
+  Result<SlurmJobPaths> paths = PathsOfSlurmJob(settings, job);
+  if (!paths.ok()) return paths.status();
+  if (Status s = MakeFolders(settings.state_dir + "/jobs", 0755); !s.ok()) return s;
+  // The socket's folder is the user's: the job's hook writes its step rings
+  // there, and the recorder, once it is the user, binds in it.
+  if (mkdir(paths->socket_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::FromErrno(paths->socket_dir, errno);
+  }
+  if (lchown(paths->socket_dir.c_str(), job.uid, job.gid) != 0) {
+    return Status::FromErrno(paths->socket_dir, errno);
+  }
+  const std::string interval = FormatDouble(settings.interval_seconds);
+  Result<pid_t> recorder = StartDetached([&] {
+    BecomeJobUser(job);
+    umask(022);
+    // Made as the user: a submit folder on NFS with root_squash refuses root.
+    const bool folder = MakeFolders(paths->folder, 0755).ok();
+    DetachDescriptors(folder ? paths->log_file : "");
+    if (!folder || chdir(paths->folder.c_str()) != 0) _exit(73);
+    std::vector<std::string> args = {
+        stallscope_exe, "watch",         "--slurm-job", job.id,   "--hook-dir", paths->socket_dir,
+        "--out",        paths->run_file, "--interval",  interval, "--force"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(stallscope_exe.c_str(), argv.data());
+    _exit(127);
+  });
+  if (!recorder.ok()) return recorder.status();
+  if (Status s = WriteFileAtomically(paths->job_line, FormatSlurmJobLine(job, *recorder));
+      !s.ok()) {
+    return s;
+  }
+  // The tasks start after the prolog: the socket is there for their hooks.
+  const std::string socket = paths->socket_dir + "/hook.sock";
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(settings.start_wait_seconds);
+  while (!PathExists(socket)) {
+    if (Ended(*recorder) || std::chrono::steady_clock::now() >= deadline) {
+      // The job runs without it: nothing is left that says otherwise.
+      if (!Ended(*recorder)) kill(*recorder, SIGKILL);
+      unlink(paths->job_line.c_str());
+      RemoveSocketFolder(paths->socket_dir);
+      return Status::Unavailable("the recorder (pid " + std::to_string(*recorder) +
+                                 ") did not open " + socket + " within " +
+                                 FormatDouble(settings.start_wait_seconds) +
+                                 " s; its output, where it could write one: " + paths->log_file);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Status::Ok();
+}
+
+Status SlurmEpilog(const SlurmSettings& settings, const SlurmJobEnv& job) {
+  Result<SlurmJobPaths> paths = PathsOfSlurmJob(settings, job);
+  if (!paths.ok()) return paths.status();
+  Status outcome = Status::Ok();
+  Result<std::string> line = ReadFile(paths->job_line, 1 << 16);
+  std::optional<pid_t> recorder = line.ok() ? RecorderOfSlurmJobLine(*line) : std::nullopt;
+  if (recorder && IsJobRecorder(*recorder, job)) {
+    kill(*recorder, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration<double>(settings.stop_wait_seconds);
+    while (!Ended(*recorder) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!Ended(*recorder)) {
+      kill(*recorder, SIGKILL);
+      outcome = Status::Unavailable("the recorder (pid " + std::to_string(*recorder) +
+                                    ") did not end within " +
+                                    FormatDouble(settings.stop_wait_seconds) + " s: killed");
+    }
+  } else if (!line.ok()) {
+    outcome = Status::NotFound("no recorder for job " + job.id + " on this node (" +
+                               paths->job_line + ": " + line.status().message() + ")");
+  }
+  unlink(paths->job_line.c_str());
+  RemoveSocketFolder(paths->socket_dir);
+  // The batch host merges the nodes' files once each node marked its own;
+  // detached, so that the epilog ends now whatever the merge takes.
+  Result<std::vector<std::string>> hosts = ExpandSlurmHostList(job.node_list);
+  const bool merges = hosts.ok() && !hosts->empty() && hosts->front() == job.node;
+  const size_t nodes = hosts.ok() ? hosts->size() : 1;
+  const double merge_wait = settings.merge_wait_seconds;
+  Result<pid_t> marker = StartDetached([&] {
+    BecomeJobUser(job);
+    DetachDescriptors("");
+    if (!WriteFileAtomically(paths->done_file, "").ok() || !merges) _exit(0);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(merge_wait);
+    auto done_count = [&] {
+      Result<std::vector<std::string>> names = ListDirectory(paths->folder);
+      if (!names.ok()) return size_t{0};
+      return static_cast<size_t>(std::count_if(names->begin(), names->end(),
+                                               [](const auto& n) { return n.ends_with(".done"); }));
+    };
+    while (done_count() < nodes && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    _exit(WriteSlurmJobReport(paths->folder).ok() ? 0 : 1);
+  });
+  if (!marker.ok() && outcome.ok()) outcome = marker.status();
+  return outcome;
+}
+
+std::vector<std::string> SlurmTaskPrologLines(const SlurmSettings& settings, const EnvLookup& env,
+                                              const std::string& hook_python_dir,
+                                              const std::string& crc32c_library) {
+  // The hook is importable in every task, so that a script that imports it
+  // runs where no recorder listens (it then records nothing).
+  std::string python_path = hook_python_dir;
+  if (std::optional<std::string> own = env("PYTHONPATH"); own && !own->empty()) {
+    python_path += ":" + *own;
+  }
+  std::vector<std::string> lines = {"export PYTHONPATH=" + python_path};
+  if (!crc32c_library.empty()) lines.push_back("export STALLSCOPE_CRC32C=" + crc32c_library);
+  std::optional<std::string> id = env("SLURM_JOB_ID");
+  if (!id || !CheckSlurmJobId(*id).ok()) return lines;
+  const std::string socket = settings.state_dir + "/job-" + *id + "/hook.sock";
+  struct stat st {};
+  if (stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+    lines.push_back("export STALLSCOPE_SOCKET=" + socket);
+  }
+  return lines;
+}
+
+Result<std::vector<std::string>> SlurmJobRunFiles(const std::string& folder) {
+  Result<std::vector<std::string>> names = ListDirectory(folder);
+  if (!names.ok()) return names.status();
+  std::vector<std::string> files;
+  for (const std::string& n : *names) {
+    if (n.ends_with(".db")) files.push_back(folder + "/" + n);
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) return Status::NotFound(folder + ": no run file (NODE.db) in it");
+  return files;
+}
+
+Result<RunAnalysis> WriteSlurmJobReport(const std::string& folder) {
+  Result<std::vector<std::string>> files = SlurmJobRunFiles(folder);
+  if (!files.ok()) return files.status();
+  Result<RunAnalysis> run = AnalyzeRunFiles(*files);
+  if (!run.ok()) return run.status();
+  if (Status s = WriteFileAtomically(folder + "/report.txt", RenderRunReportText("report", *run));
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = WriteFileAtomically(folder + "/report.json",
+                                     JsonText(RunReportJson("report", *run, {})) + "\n");
+      !s.ok()) {
+    return s;
+  }
+  return run;
+}
+
+}  // namespace stallscope

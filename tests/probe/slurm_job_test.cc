@@ -1,0 +1,162 @@
+// Which processes are a Slurm job's (probe/slurm_job.h), and the process
+// sampler that adopts them (probe/process_sampler.h's adopt), on a copy of
+// the fixture tree with cgroup and environ files written in.
+#include "probe/slurm_job.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "probe/process_sampler.h"
+
+namespace stallscope {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::string_literals;
+
+const std::string kFixtures = STALLSCOPE_FIXTURES;
+
+TEST(SlurmJob, CgroupV1AndV2LayoutsNameTheJob) {
+  // cgroup v1 (task/cgroup): one line per hierarchy.
+  const std::string v1 =
+      "12:memory:/slurm/uid_1001/job_4242/step_0/task_1\n"
+      "11:freezer:/slurm/uid_1001/job_4242/step_0\n"
+      "0::/\n";
+  EXPECT_TRUE(CgroupNamesSlurmJob(v1, "4242"));
+  EXPECT_FALSE(CgroupNamesSlurmJob(v1, "424"));  // a prefix of the id is another job
+  EXPECT_FALSE(CgroupNamesSlurmJob(v1, "42421"));
+  // cgroup v2 (Slurm 22.05+): the stepd scope holds the jobs.
+  const std::string v2 = "0::/system.slice/slurmstepd.scope/job_77/step_batch/user/task_0\n";
+  EXPECT_TRUE(CgroupNamesSlurmJob(v2, "77"));
+  EXPECT_FALSE(CgroupNamesSlurmJob(v2, "7"));
+  // slurmstepd itself, and a process outside Slurm.
+  EXPECT_FALSE(CgroupNamesSlurmJob("0::/system.slice/slurmstepd.scope/system\n", "77"));
+  EXPECT_FALSE(CgroupNamesSlurmJob("0::/user.slice/job_77.scope\n", "77"));
+  // A path holding ':' keeps its parts; lines without two ':' are skipped.
+  EXPECT_TRUE(CgroupNamesSlurmJob("garbage\n1:name=a:b:/x/job_5\n", "5"));
+  EXPECT_FALSE(CgroupNamesSlurmJob("", "5"));
+  EXPECT_FALSE(CgroupNamesSlurmJob(v1, ""));
+}
+
+TEST(SlurmJob, EnvironmentNamesTheJobByEitherVariable) {
+  const std::string env = "HOME=/home/u\0SLURM_JOB_ID=901\0SLURM_PROCID=1\0"s;
+  EXPECT_TRUE(EnvironNamesSlurmJob(env, "901"));
+  EXPECT_FALSE(EnvironNamesSlurmJob(env, "90"));
+  EXPECT_FALSE(EnvironNamesSlurmJob(env, "9011"));
+  EXPECT_TRUE(EnvironNamesSlurmJob("SLURM_JOBID=12"s, "12"));  // the older name, no NUL at the end
+  EXPECT_FALSE(EnvironNamesSlurmJob("MY_SLURM_JOB_ID=12\0"s, "12"));
+  EXPECT_FALSE(EnvironNamesSlurmJob("SLURM_JOB_ID_X=12\0"s, "12"));
+  EXPECT_FALSE(EnvironNamesSlurmJob(""s, "12"));
+}
+
+TEST(SlurmJob, JobIdsAreDigits) {
+  EXPECT_TRUE(CheckSlurmJobId("12345").ok());
+  EXPECT_FALSE(CheckSlurmJobId("").ok());
+  EXPECT_FALSE(CheckSlurmJobId("12_3").ok());  // an array task's name is not its id
+  EXPECT_FALSE(CheckSlurmJobId("../1").ok());
+  Status s = CheckSlurmJobId("x");
+  EXPECT_NE(s.message().find("'x'"), std::string::npos) << s.message();
+}
+
+// A writable copy of tests/fixtures/proc_tree, removed at the end.
+class SlurmJobTree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = ::testing::TempDir() + "slurm_tree_XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    fs::copy(kFixtures + "/proc_tree", dir_, fs::copy_options::recursive);
+    for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir_)) {
+      fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+    }
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void Write(const std::string& rest, const std::string& text) {
+    std::ofstream out(dir_ / "proc" / rest, std::ios::trunc | std::ios::binary);
+    out << text;
+    ASSERT_TRUE(out.good()) << rest;
+  }
+  static std::vector<int32_t> Pids(const ProcessTree& tree) {
+    std::vector<int32_t> pids;
+    for (const ProcessSample& p : tree.processes) pids.push_back(p.pid);
+    return pids;
+  }
+  ProcessSamplerOptions Options(const std::string& job) const {
+    ProcessSamplerOptions options;
+    options.clock_ticks_per_second = 100;
+    options.page_size_bytes = 4096;
+    options.adopt = [root = Root(dir_.string()), job](int32_t pid) {
+      return ProcessInSlurmJob(root, pid, job);
+    };
+    return options;
+  }
+  fs::path dir_;
+};
+
+TEST_F(SlurmJobTree, ReadsCgroupThenEnvironment) {
+  Write("101/environ", "PATH=/bin\0SLURM_JOB_ID=42\0"s);
+  Write("102/cgroup", "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_1\n");
+  Write("100/cgroup", "0::/user.slice\n");
+  const Root root(dir_.string());
+  EXPECT_TRUE(ProcessInSlurmJob(root, 101, "42"));   // by its environment
+  EXPECT_TRUE(ProcessInSlurmJob(root, 102, "42"));   // by its cgroup
+  EXPECT_FALSE(ProcessInSlurmJob(root, 100, "42"));  // neither names it
+  EXPECT_FALSE(ProcessInSlurmJob(root, 101, "43"));
+  EXPECT_FALSE(ProcessInSlurmJob(root, 999, "42"));  // no such process
+}
+
+TEST_F(SlurmJobTree, RootlessSamplerAdoptsTheJobsProcessesAndTheirChildren) {
+  // 101 carries the job in its environment; 103, its child, carries nothing
+  // (a process that rewrote its environment) and is the job's by descent.
+  // 100 (their parent) and 200 are not the job's.
+  Write("101/environ", "SLURM_JOB_ID=42\0"s);
+  Write("200/environ", "SLURM_JOB_ID=41\0"s);
+  ProcessTreeSampler sampler(Root(dir_.string()), 0, Options("42"));
+  for (int i = 0; i < 2; ++i) {
+    Result<ProcessTree> tree = sampler.Sample();
+    ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+    EXPECT_EQ(Pids(*tree), (std::vector<int32_t>{101, 103}));
+  }
+}
+
+TEST_F(SlurmJobTree, RootlessSamplerIsEmptyWhileNoProcessBelongs) {
+  ProcessTreeSampler sampler(Root(dir_.string()), 0, Options("42"));
+  Result<ProcessTree> tree = sampler.Sample();
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  EXPECT_TRUE(tree->processes.empty());
+  // Without adopt, no root is an error, as before.
+  ProcessSamplerOptions plain;
+  plain.clock_ticks_per_second = 100;
+  ProcessTreeSampler rootless(Root(dir_.string()), 0, plain);
+  EXPECT_TRUE(rootless.Sample().status().IsNotFound());
+}
+
+TEST(SlurmJob, LiveProcessWithTheJobInItsEnvironmentIsFound) {
+  // A real child started with the variable: what srun's tasks inherit.
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char* const argv[] = {const_cast<char*>("sleep"), const_cast<char*>("30"), nullptr};
+    char* const envp[] = {const_cast<char*>("SLURM_JOB_ID=987654"), nullptr};
+    execve("/bin/sleep", argv, envp);
+    _exit(127);
+  }
+  bool found = false;
+  for (int i = 0; i < 200 && !found; ++i) {  // until the exec has happened
+    found = ProcessInSlurmJob(Root("/"), child, "987654");
+    if (!found) usleep(10000);
+  }
+  EXPECT_TRUE(found);
+  EXPECT_FALSE(ProcessInSlurmJob(Root("/"), getpid(), "987654"));
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+}
+
+}  // namespace
+}  // namespace stallscope
