@@ -21,7 +21,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   (void)stallscope::ParseSlurmSettings(text, "slurm.conf");
   (void)stallscope::ExpandSlurmFolder(text, "/w", "1", "u");
-  if (auto pid = stallscope::RecorderOfSlurmJobLine(text); pid && *pid <= 1) std::abort();
+  if (auto line = stallscope::ParseSlurmJobLine(text, "jobs/1"); line.ok()) {
+    if (line->job_id.empty() || line->recorder_pid < 0) std::abort();
+    // What is written reads back as the same line.
+    auto again = stallscope::ParseSlurmJobLine(stallscope::FormatSlurmJobLine(*line), "again");
+    if (!again.ok() || again->job_id != line->job_id || again->uid != line->uid ||
+        again->recorder_pid != line->recorder_pid) {
+      std::abort();
+    }
+  }
+  for (char c : stallscope::CleanSlurmJobName(text)) {
+    if (c <= 32 || c >= 127) std::abort();
+  }
   (void)stallscope::CheckSlurmJobId(text);
   return 0;
 }

@@ -658,6 +658,9 @@ def loader(x, phase=None):
         rec = _loader_record(st, x)
         if not st.loaders:                   # first loader: name the job (exporter)
             _buf.append("job %d %d %s" % (st.pid, st.rank, _job_name()))
+            slurm_job = os.environ.get("SLURM_JOB_ID", "")
+            if slurm_job.isdigit() and len(slurm_job) <= 20:
+                _buf.append("slurm %d %d %s" % (st.pid, st.rank, slurm_job))
         if (id(x), rec) not in st.loaders:   # once per loader, not per epoch
             st.loaders.add((id(x), rec))
             _buf.append(rec)

@@ -47,7 +47,8 @@ class HookForExporter(unittest.TestCase):
             rx = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             rx.bind(path)
             full = dict(os.environ, STALLSCOPE_SOCKET=path, PYTHONPATH=PYTHON_DIR, **env)
-            for k in ("STALLSCOPE_JOB", "TORCHELASTIC_RUN_ID"):
+            for k in ("STALLSCOPE_JOB", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_PROCID",
+                      "SLURM_LOCALID", "SLURM_NTASKS", "RANK", "LOCAL_RANK", "WORLD_SIZE"):
                 if k not in env:
                     full.pop(k, None)
             proc = subprocess.run([sys.executable, "-c", job], env=full,
@@ -92,6 +93,24 @@ class HookForExporter(unittest.TestCase):
         self.assertEqual(out, ["20"])                  # not a DataLoader: left as it is
         self.assertEqual(len([r for r in recs if r[0] == "step"]), 20)
 
+
+    def test_a_task_srun_started_is_its_rank_in_its_slurm_job(self):
+        # srun sets SLURM_PROCID / SLURM_LOCALID / SLURM_NTASKS, not RANK.
+        out, recs = self.run_job(PLAIN_JOB, SLURM_JOB_ID="4242", SLURM_PROCID="1",
+                                 SLURM_LOCALID="1", SLURM_NTASKS="2")
+        self.assertEqual(out, ["20"])
+        hello = [r for r in recs if r[0] == "hello"]
+        self.assertEqual(hello[0][2:5], ["1", "1", "2"])    # rank, local rank, world
+        kinds = [r[0] for r in recs]
+        self.assertEqual(kinds.count("slurm"), 1)
+        self.assertLess(kinds.index("job"), kinds.index("slurm"))
+        self.assertEqual(recs[kinds.index("slurm")][2:], ["1", "4242"])
+        # torchrun's variables win where both are set; no Slurm, no record.
+        out, recs = self.run_job(PLAIN_JOB, SLURM_PROCID="1", RANK="5", WORLD_SIZE="8")
+        self.assertEqual([r[2:5] for r in recs if r[0] == "hello"][0][0], "5")
+        self.assertEqual([r for r in recs if r[0] == "slurm"], [])
+        out, recs = self.run_job(PLAIN_JOB, SLURM_JOB_ID="12x")
+        self.assertEqual([r for r in recs if r[0] == "slurm"], [])
 
 if __name__ == "__main__":
     unittest.main()

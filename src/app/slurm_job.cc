@@ -286,6 +286,8 @@ Result<SlurmJobEnv> ReadSlurmJobEnv(const EnvLookup& env) {
   if (job.node.empty()) job.node = ShortHostname(Root("/"));
   job.node_list = env("SLURM_JOB_NODELIST").value_or(env("SLURM_NODELIST").value_or(""));
   job.partition = env("SLURM_JOB_PARTITION").value_or("");
+  job.cpus = env("SLURM_JOB_CPUS_PER_NODE").value_or("");
+  job.gpus = env("SLURM_JOB_GPUS").value_or(env("CUDA_VISIBLE_DEVICES").value_or(""));
   std::string restarts = env("SLURM_JOB_RESTART_COUNT").value_or("0");
   if (IsDigits(restarts)) job.restart_count = std::atoi(restarts.c_str());
   return job;
@@ -310,20 +312,27 @@ Result<SlurmJobPaths> PathsOfSlurmJob(const SlurmSettings& settings, const Slurm
   return p;
 }
 
-std::string FormatSlurmJobLine(const SlurmJobEnv& job, pid_t recorder) {
-  return "job_id=" + job.id + "\nuser=" + job.user + "\nuid=" + std::to_string(job.uid) +
-         "\npartition=" + job.partition + "\nnodes=" + job.node_list +
-         "\nrecorder_pid=" + std::to_string(recorder) + "\n";
+SlurmJobLine LineOfSlurmJob(const SlurmJobEnv& job, pid_t recorder) {
+  SlurmJobLine line;
+  line.job_id = job.id;
+  line.user = job.user;
+  line.uid = job.uid;
+  line.partition = job.partition;
+  line.nodes = job.node_list;
+  line.cpus = job.cpus;
+  line.gpus = job.gpus;
+  line.recorder_pid = recorder;
+  return line;
 }
 
-std::optional<pid_t> RecorderOfSlurmJobLine(std::string_view text) {
-  size_t at = text.find("recorder_pid=");
-  if (at == std::string_view::npos || (at > 0 && text[at - 1] != '\n')) return std::nullopt;
-  std::string_view rest = text.substr(at + 13);
-  rest = rest.substr(0, rest.find('\n'));
-  if (!IsDigits(rest) || rest.size() > 9) return std::nullopt;
-  pid_t pid = static_cast<pid_t>(std::atol(std::string(rest).c_str()));
-  return pid > 1 ? std::optional<pid_t>(pid) : std::nullopt;
+void NoteSlurmJobName(const SlurmSettings& settings, const EnvLookup& env) {
+  std::optional<std::string> id = env("SLURM_JOB_ID");
+  std::optional<std::string> name = env("SLURM_JOB_NAME");
+  if (!id || !CheckSlurmJobId(*id).ok() || !name || name->empty()) return;
+  const std::string dir = settings.state_dir + "/job-" + *id;
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) return;
+  (void)WriteFileAtomically(dir + "/job_name", CleanSlurmJobName(*name) + "\n");
 }
 
 Status SlurmProlog(const SlurmSettings& settings, const SlurmJobEnv& job,
@@ -357,7 +366,8 @@ Status SlurmProlog(const SlurmSettings& settings, const SlurmJobEnv& job,
     _exit(127);
   });
   if (!recorder.ok()) return recorder.status();
-  if (Status s = WriteFileAtomically(paths->job_line, FormatSlurmJobLine(job, *recorder));
+  if (Status s =
+          WriteFileAtomically(paths->job_line, FormatSlurmJobLine(LineOfSlurmJob(job, *recorder)));
       !s.ok()) {
     return s;
   }
@@ -386,7 +396,10 @@ Status SlurmEpilog(const SlurmSettings& settings, const SlurmJobEnv& job) {
   if (!paths.ok()) return paths.status();
   Status outcome = Status::Ok();
   Result<std::string> line = ReadFile(paths->job_line, 1 << 16);
-  std::optional<pid_t> recorder = line.ok() ? RecorderOfSlurmJobLine(*line) : std::nullopt;
+  Result<SlurmJobLine> parsed =
+      line.ok() ? ParseSlurmJobLine(*line, paths->job_line) : Result<SlurmJobLine>(line.status());
+  std::optional<pid_t> recorder;
+  if (parsed.ok() && parsed->recorder_pid > 1) recorder = parsed->recorder_pid;
   if (recorder && IsJobRecorder(*recorder, job)) {
     kill(*recorder, SIGTERM);
     const auto deadline = std::chrono::steady_clock::now() +

@@ -33,6 +33,7 @@
 #include "app/run_files.h"
 #include "core/status.h"
 #include "dist/launcher.h"
+#include "probe/slurm_job.h"
 
 namespace stallscope {
 
@@ -75,6 +76,8 @@ struct SlurmJobEnv {
   std::string node_list;  // SLURM_JOB_NODELIST or SLURM_NODELIST
   std::string partition;  // SLURM_JOB_PARTITION
   int restart_count = 0;  // SLURM_JOB_RESTART_COUNT: a requeued job's try
+  std::string cpus;       // SLURM_JOB_CPUS_PER_NODE
+  std::string gpus;       // SLURM_JOB_GPUS, else CUDA_VISIBLE_DEVICES
 };
 Result<SlurmJobEnv> ReadSlurmJobEnv(const EnvLookup& env);
 
@@ -89,9 +92,8 @@ struct SlurmJobPaths {
 };
 Result<SlurmJobPaths> PathsOfSlurmJob(const SlurmSettings& settings, const SlurmJobEnv& job);
 
-// The running job's line in the jobs folder, as `key=value` lines.
-std::string FormatSlurmJobLine(const SlurmJobEnv& job, pid_t recorder);
-std::optional<pid_t> RecorderOfSlurmJobLine(std::string_view text);
+// The running job's line in the jobs folder (probe/slurm_job.h).
+SlurmJobLine LineOfSlurmJob(const SlurmJobEnv& job, pid_t recorder);
 
 Status SlurmProlog(const SlurmSettings& settings, const SlurmJobEnv& job,
                    const std::string& stallscope_exe);
@@ -103,6 +105,12 @@ Status SlurmEpilog(const SlurmSettings& settings, const SlurmJobEnv& job);
 std::vector<std::string> SlurmTaskPrologLines(const SlurmSettings& settings, const EnvLookup& env,
                                               const std::string& hook_python_dir,
                                               const std::string& crc32c_library);
+
+// The task prolog's note of the job's name (SLURM_JOB_NAME, which the
+// prolog's environment lacks) for the exporter's stallscope_job_info:
+// STATE_DIR/job-ID/job_name, written atomically where the recorder's
+// folder is there. Nothing to do outside a recorded job.
+void NoteSlurmJobName(const SlurmSettings& settings, const EnvLookup& env);
 
 // The run files in a job's folder, by name; NotFound naming the folder
 // when there are none.

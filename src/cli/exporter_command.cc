@@ -20,6 +20,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "core/atomic_file.h"
 #include "core/file.h"
 #include "core/host_clock.h"
 #include "core/version.h"
@@ -29,6 +30,7 @@
 #include "export/job_metrics.h"
 #include "export/job_trees.h"
 #include "export/sample_clock.h"
+#include "export/slurm_job_info.h"
 #include "export/web_config.h"
 #include "probe/gpu_probe.h"
 #include "render/exposition.h"
@@ -58,6 +60,8 @@ struct ExporterFlags {
   std::string allow_uid;
   std::string root = "/";
   std::string web_config;
+  std::string slurm_state = "/run/stallscope";  // the Slurm prolog's state_dir
+  std::string textfile;                         // node_exporter's textfile-collector folder
 };
 
 void EmitSelf(Exposition& out, const HttpServer::Counts& http, const JobTable& jobs,
@@ -177,7 +181,7 @@ int RunExporter(const ExporterFlags& flags) {
   // A scrape gathers its series under the lock and renders them after it:
   // the lock is held for the gathering only, so the sampling loop and the
   // other scrapes wait less (rendering is most of a scrape's time).
-  auto metrics = [&]() -> HttpResponse {
+  auto collect = [&]() -> std::string {
     std::unique_lock<std::mutex> lock(state);
     int64_t start = MonotonicNs();
     hook->Drain([&](std::string_view d, int pid, int64_t uid) {
@@ -195,6 +199,7 @@ int RunExporter(const ExporterFlags& flags) {
     if (std::string note = trees.Update(jobs); !note.empty()) notes.push_back(note);
     for (std::string& n : trees.TakeNotes()) notes.push_back(std::move(n));
     jobs.Emit(out, hostname, start);
+    EmitSlurmJobInfo(out, ReadSlurmJobs(flags.slurm_state));
     EmitSelf(out, server ? server->counts() : HttpServer::Counts{}, jobs, *hook, notes.size(),
              trees.remote_children(), (MonotonicNs() - start) / 1e9, clock);
     for (const std::string& n : notes) {
@@ -206,8 +211,16 @@ int RunExporter(const ExporterFlags& flags) {
     lock.unlock();
     std::string body = *host_part;
     body += RenderExposition(out.families());
-    return {200, std::string(kExpositionContentType), std::move(body), {}};
+    return body;
   };
+  auto metrics = [&]() -> HttpResponse {
+    return {200, std::string(kExpositionContentType), collect(), {}};
+  };
+  // node_exporter's textfile collector reads DIR/*.prom: the file is
+  // replaced whole each interval, and removed when the exporter stops so
+  // that no stale series outlives it.
+  const std::string textfile =
+      flags.textfile.empty() ? std::string() : flags.textfile + "/stallscope.prom";
   PasswordCheck check;
   if (!web.users.empty()) {
     check = [&web](std::string_view user, std::string_view password) {
@@ -252,6 +265,8 @@ int RunExporter(const ExporterFlags& flags) {
   // The main thread: hook datagrams as they come, a tick every interval,
   // until SIGINT or SIGTERM.
   int64_t next_tick = MonotonicNs();
+  int64_t next_textfile = next_tick;
+  bool textfile_failing = false;
   for (;;) {
     int64_t now = MonotonicNs();
     if (now >= next_tick) {
@@ -260,6 +275,14 @@ int RunExporter(const ExporterFlags& flags) {
       host.Tick();
       jobs.Expire(now);
       next_tick = now + tick_ns;
+    }
+    if (!textfile.empty() && now >= next_textfile) {
+      Status written = WriteFileAtomically(textfile, collect());
+      if (!written.ok() && !textfile_failing) {  // said once, until it works again
+        std::fprintf(stderr, "stallscope exporter: --textfile: %s\n", written.message().c_str());
+      }
+      textfile_failing = !written.ok();
+      next_textfile = now + tick_ns;
     }
     struct pollfd fds[2] = {{hook->fd(), POLLIN, 0}, {sfd, POLLIN, 0}};
     int wait_ms = static_cast<int>((next_tick - now) / 1000000) + 1;
@@ -273,6 +296,7 @@ int RunExporter(const ExporterFlags& flags) {
   }
   server.reset();  // stops the connections' threads before what they read goes
   close(sfd);
+  if (!textfile.empty()) unlink(textfile.c_str());
   std::fprintf(stderr, "stallscope exporter: stopped\n");
   return kExitOk;
 }
@@ -300,6 +324,13 @@ CommandRunner SetupExporter(CLI::App& app) {
                  "read /proc, /sys and /dev under DIR instead of / (a copied host tree, a "
                  "test fixture)")
       ->capture_default_str();
+  app.add_option("--slurm-state", flags->slurm_state,
+                 "the Slurm prolog's state_dir: stallscope_job_info for each job it lists "
+                 "(docs/slurm.md)")
+      ->capture_default_str();
+  app.add_option("--textfile", flags->textfile,
+                 "DIR: also write every series to DIR/stallscope.prom each --interval, "
+                 "atomically, for node_exporter's textfile collector");
   return [flags]() { return RunExporter(*flags); };
 }
 

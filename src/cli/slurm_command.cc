@@ -50,6 +50,7 @@ CommandRunner SetupSlurm(CLI::App& app) {
     if (*action == "task-prolog") {
       // The hook stays importable whatever the settings say (the prolog
       // logged a wrong file already): the defaults find no socket.
+      NoteSlurmJobName(settings.ok() ? *settings : SlurmSettings{}, env);
       HookFiles files = FindHookFiles();
       if (!files.found) return 0;  // no hook installed: the task runs without
       for (const std::string& line :

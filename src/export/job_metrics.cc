@@ -66,6 +66,18 @@ void JobTable::Ingest(std::string_view datagram, int64_t now_ns, int sender_pid,
       continue;
     }
     if (sender_pid > 0) pid = sender_pid;
+    if (f[0] == "slurm") {
+      // `slurm pid rank JOB_ID`: the Slurm job the rank runs in.
+      if (f.size() != 4 || f[3].size() > 20 || f[3].find_first_not_of("0123456789") != f[3].npos) {
+        ++malformed_;
+        continue;
+      }
+      if (JobProcess* p =
+              ProcessFor(static_cast<int>(*pid), static_cast<int>(*rank), sender_uid, now_ns)) {
+        p->slurm_job_id = std::string(f[3]);
+      }
+      continue;
+    }
     if (f[0] == "job") {
       std::string name = f.size() == 4 ? CleanJobName(f[3]) : std::string();
       if (name.empty()) {
@@ -212,6 +224,7 @@ void JobTable::Emit(Exposition& out, const std::string& host, int64_t now_ns) co
     std::vector<MetricLabel> labels = {
         {"job_name", p.job}, {"rank", std::to_string(p.rank)}, {"host", host}};
     if (p.uid >= 0) labels.push_back({"uid", std::to_string(p.uid)});
+    if (!p.slurm_job_id.empty()) labels.push_back({"job_id", p.slurm_job_id});
     out.Add("stallscope_job_steps_total", labels, static_cast<double>(p.steps));
     std::vector<uint64_t> cumulative;
     uint64_t running = 0;

@@ -50,8 +50,9 @@ struct MemberTotals {
 
 struct JobProcess {
   int pid = 0;
-  int64_t uid = -1;  // the sender's uid (SCM_CREDENTIALS); -1: unknown, no label
-  std::string job;   // the job's name; "pid-N" until the hook names it
+  int64_t uid = -1;          // the sender's uid (SCM_CREDENTIALS); -1: unknown, no label
+  std::string job;           // the job's name; "pid-N" until the hook names it
+  std::string slurm_job_id;  // the `slurm` record's (SLURM_JOB_ID): label job_id; "" outside Slurm
   int rank = 0;
   int local_rank = 0;
   int world_size = 1;

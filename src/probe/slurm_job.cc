@@ -1,6 +1,11 @@
 // Which processes belong to a Slurm job: slurm_job.h.
 #include "probe/slurm_job.h"
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/text.h"
+
 namespace stallscope {
 
 Status CheckSlurmJobId(std::string_view id) {
@@ -64,6 +69,95 @@ bool ProcessInSlurmJob(const Root& root, int32_t pid, std::string_view job_id) {
   // The environment a process started with (at most what a large one holds).
   Result<std::string> environ = ReadFile(dir + "/environ", 1 << 20);
   return environ.ok() && EnvironNamesSlurmJob(*environ, job_id);
+}
+
+std::string FormatSlurmJobLine(const SlurmJobLine& line) {
+  std::string out;
+  auto add = [&](const char* key, const std::string& value) {
+    std::string clean = value;
+    std::replace(clean.begin(), clean.end(), '\n', ' ');
+    out += std::string(key) + "=" + clean + "\n";
+  };
+  add("job_id", line.job_id);
+  add("user", line.user);
+  add("uid", std::to_string(line.uid));
+  add("partition", line.partition);
+  add("nodes", line.nodes);
+  add("cpus", line.cpus);
+  add("gpus", line.gpus);
+  add("recorder_pid", std::to_string(line.recorder_pid));
+  return out;
+}
+
+Result<SlurmJobLine> ParseSlurmJobLine(std::string_view text, std::string_view source) {
+  SlurmJobLine line;
+  auto bad = [&](const std::string& what) {
+    return Status::InvalidArgument(std::string(source) + ": " + what);
+  };
+  for (std::string_view l : SplitLines(text)) {
+    size_t eq = l.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view key = l.substr(0, eq);
+    std::string value(l.substr(eq + 1));
+    if (key == "job_id") {
+      line.job_id = value;
+    } else if (key == "user") {
+      line.user = value;
+    } else if (key == "uid") {
+      std::optional<int64_t> uid = ParseInt(value);
+      if (!uid || *uid < -1 || *uid > 0xffffffffLL) return bad("uid '" + value + "'");
+      line.uid = *uid;
+    } else if (key == "partition") {
+      line.partition = value;
+    } else if (key == "nodes") {
+      line.nodes = value;
+    } else if (key == "cpus") {
+      line.cpus = value;
+    } else if (key == "gpus") {
+      line.gpus = value;
+    } else if (key == "recorder_pid") {
+      std::optional<int64_t> pid = ParseInt(value);
+      if (!pid || *pid < 0 || *pid > (1 << 30)) return bad("recorder_pid '" + value + "'");
+      line.recorder_pid = static_cast<pid_t>(*pid);
+    }
+  }
+  if (!CheckSlurmJobId(line.job_id).ok()) return bad("no job_id of digits");
+  return line;
+}
+
+std::string CleanSlurmJobName(std::string_view name) {
+  std::string out;
+  for (char c : name.substr(0, 128)) {
+    out += (c > 32 && c < 127) ? c : '_';
+  }
+  return out;
+}
+
+SlurmJobs ReadSlurmJobs(const std::string& state_dir) {
+  SlurmJobs out;
+  Result<std::vector<std::string>> names = ListDirectory(state_dir + "/jobs");
+  if (!names.ok()) return out;
+  for (const std::string& name : *names) {
+    if (!CheckSlurmJobId(name).ok()) continue;  // a rename's temporary file
+    const std::string path = state_dir + "/jobs/" + name;
+    Result<std::string> text = ReadFile(path, 1 << 16);
+    Result<SlurmJobLine> line =
+        text.ok() ? ParseSlurmJobLine(*text, path) : Result<SlurmJobLine>(text.status());
+    if (!line.ok() || line->job_id != name) {
+      ++out.unreadable;
+      continue;
+    }
+    if (Result<std::string> job_name = ReadFile(state_dir + "/job-" + name + "/job_name", 4096);
+        job_name.ok()) {
+      line->job_name = CleanSlurmJobName(Trim(*job_name));
+    }
+    out.jobs.push_back(std::move(*line));
+  }
+  std::sort(out.jobs.begin(), out.jobs.end(), [](const SlurmJobLine& a, const SlurmJobLine& b) {
+    return a.job_id.size() != b.job_id.size() ? a.job_id.size() < b.job_id.size()
+                                              : a.job_id < b.job_id;
+  });
+  return out;
 }
 
 }  // namespace stallscope

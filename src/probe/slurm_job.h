@@ -10,12 +10,20 @@
 // A process that rewrote its environment after exec is still found through
 // its parent (the sampler keeps a member's children). The environment of
 // another user's process is unreadable without privilege: not a member.
-// Pure parsers plus one reader that takes a root path (tests: a fixture).
+// Pure parsers plus readers that take a root path or a folder (tests: a
+// fixture).
+//
+// Also the running jobs' lines the prolog keeps (STATE_DIR/jobs/ID, one
+// `key=value` per line, written atomically, removed by the epilog): the
+// exporter's stallscope_job_info reads them.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/file.h"
 #include "core/status.h"
@@ -35,5 +43,34 @@ bool EnvironNamesSlurmJob(std::string_view environ_text, std::string_view job_id
 // Reads ROOT/proc/PID/cgroup, then ROOT/proc/PID/environ. False when
 // neither names the job or neither can be read (gone, not ours).
 bool ProcessInSlurmJob(const Root& root, int32_t pid, std::string_view job_id);
+
+// One running job's line.
+struct SlurmJobLine {
+  std::string job_id;
+  std::string user;
+  int64_t uid = -1;
+  std::string partition;
+  std::string nodes;  // the job's node list, as Slurm wrote it
+  std::string cpus;   // SLURM_JOB_CPUS_PER_NODE: how many, as Slurm wrote it
+  std::string gpus;   // SLURM_JOB_GPUS, else CUDA_VISIBLE_DEVICES; "" when none
+  pid_t recorder_pid = 0;
+  std::string job_name;  // not in the line: STATE_DIR/job-ID/job_name, from the task prolog
+};
+std::string FormatSlurmJobLine(const SlurmJobLine& line);
+// InvalidArgument naming `source` for a line without a job_id of digits or
+// with a malformed uid or recorder_pid; unknown keys are skipped.
+Result<SlurmJobLine> ParseSlurmJobLine(std::string_view text, std::string_view source);
+
+// A job name as a label may carry it: printable ASCII, no spaces (as `_`),
+// at most 128 bytes; "" stays "".
+std::string CleanSlurmJobName(std::string_view name);
+
+// The jobs STATE_DIR/jobs lists, by id, each with the name the task prolog
+// left; lines that cannot be read are counted, not returned.
+struct SlurmJobs {
+  std::vector<SlurmJobLine> jobs;
+  int unreadable = 0;
+};
+SlurmJobs ReadSlurmJobs(const std::string& state_dir);
 
 }  // namespace stallscope

@@ -127,19 +127,30 @@ TEST(SlurmJobEnv, PathsPerNodeAndPerRequeuedTry) {
   EXPECT_FALSE(PathsOfSlurmJob(settings, *job).ok());
 }
 
-TEST(SlurmJobLine, KeepsTheRecordersPid) {
-  Result<SlurmJobEnv> job = ReadSlurmJobEnv(Env(PrologVars()));
+TEST(SlurmJobLine, KeepsTheJobAndTheRecordersPid) {
+  auto vars = PrologVars();
+  vars["SLURM_JOB_CPUS_PER_NODE"] = "8";
+  vars["SLURM_JOB_GPUS"] = "0,1";
+  Result<SlurmJobEnv> job = ReadSlurmJobEnv(Env(vars));
   ASSERT_TRUE(job.ok());
-  const std::string line = FormatSlurmJobLine(*job, 4321);
-  EXPECT_NE(line.find("job_id=17\n"), std::string::npos);
-  EXPECT_NE(line.find("user=ada\n"), std::string::npos);
-  EXPECT_NE(line.find("partition=debug\n"), std::string::npos);
-  EXPECT_EQ(RecorderOfSlurmJobLine(line), 4321);
-  EXPECT_EQ(RecorderOfSlurmJobLine("x_recorder_pid=5\n"), std::nullopt);
-  EXPECT_EQ(RecorderOfSlurmJobLine("recorder_pid=1\n"), std::nullopt);  // never init
-  EXPECT_EQ(RecorderOfSlurmJobLine("recorder_pid=-3\n"), std::nullopt);
-  EXPECT_EQ(RecorderOfSlurmJobLine("recorder_pid=99999999999\n"), std::nullopt);
-  EXPECT_EQ(RecorderOfSlurmJobLine(""), std::nullopt);
+  const std::string text = FormatSlurmJobLine(LineOfSlurmJob(*job, 4321));
+  EXPECT_NE(text.find("job_id=17\n"), std::string::npos);
+  EXPECT_NE(text.find("user=ada\n"), std::string::npos);
+  EXPECT_NE(text.find("gpus=0,1\n"), std::string::npos);
+  Result<SlurmJobLine> line = ParseSlurmJobLine(text, "jobs/17");
+  ASSERT_TRUE(line.ok()) << line.status().ToString();
+  EXPECT_EQ(line->recorder_pid, 4321);
+  EXPECT_EQ(line->uid, 1001);
+  EXPECT_EQ(line->partition, "debug");
+  EXPECT_EQ(line->nodes, "gpu[3-4]");
+  EXPECT_EQ(line->cpus, "8");
+  // What cannot be a running job's line is named.
+  for (const char* bad : {"", "user=x\n", "job_id=1x\n", "job_id=1\nuid=root\n",
+                          "job_id=1\nrecorder_pid=-3\n", "job_id=1\nrecorder_pid=99999999999\n"}) {
+    Result<SlurmJobLine> refused = ParseSlurmJobLine(bad, "jobs/1");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("jobs/1"), std::string::npos);
+  }
 }
 
 TEST(SlurmTaskProlog, TheSocketOnlyWhereARecorderListens) {

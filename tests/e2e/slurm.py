@@ -291,14 +291,23 @@ class PrivateSlurm:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-class SlurmJobs(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.slurm = PrivateSlurm(e2e.BINARY)
+SLURM = None
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.slurm.stop()
+
+def setUpModule():
+    # One private Slurm for every test here (it takes a few seconds to come up).
+    global SLURM
+    SLURM = PrivateSlurm(e2e.BINARY)
+
+
+def tearDownModule():
+    if SLURM:
+        SLURM.stop()
+
+
+class SlurmJobs(unittest.TestCase):
+    def setUp(self):
+        self.slurm = SLURM
 
     def wait_for_file(self, path, seconds=60):
         deadline = time.monotonic() + seconds
@@ -400,6 +409,70 @@ class SlurmJobs(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(folder, "stallscope-" + job_id)))
         self.assertFalse(os.path.exists(os.path.join(s.state, "jobs", job_id)))
         self.assertEqual(processes_naming("--slurm-job\0" + job_id + "\0"), [])
+
+
+class SlurmExporter(unittest.TestCase):
+    """The exporter knows the node's Slurm jobs from the prolog's lines."""
+
+    def setUp(self):
+        self.slurm = SLURM
+
+    def read_textfile(self, path):
+        try:
+            with open(path) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def wait_for_text(self, path, present, text, seconds=60):
+        deadline = time.monotonic() + seconds
+        while (text in self.read_textfile(path)) != present:
+            if time.monotonic() > deadline:
+                self.fail("%r %s %s after %d s:\n%s" % (
+                    text, "not in" if present else "still in", path, seconds,
+                    self.read_textfile(path)[-3000:]))
+            time.sleep(0.25)
+
+    def test_job_info_while_the_job_runs_in_a_textfile_promtool_reads(self):
+        s = self.slurm
+        textdir = s.path("textfile")
+        os.makedirs(textdir)
+        exporter = subprocess.Popen(
+            [e2e.BINARY, "exporter", "--listen", "127.0.0.1:0", "--interval", "0.5",
+             "--hook-socket", s.path("exporter-hook.sock"), "--slurm-state", s.state,
+             "--textfile", textdir],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        textfile = os.path.join(textdir, "stallscope.prom")
+        try:
+            folder = s.submit_folder("held")
+            job_id = s.sbatch(folder, "srun sleep 300\n", "--ntasks", "1", "--job-name", "held")
+            s.wait_for_state(job_id, {"RUNNING"})
+            # job_name comes from the task prolog (the prolog has no SLURM_JOB_NAME).
+            info = ('stallscope_job_info{job_id="%s",user="%s",partition="debug",'
+                    'job_name="held"} 1' % (job_id, USER))
+            self.wait_for_text(textfile, True, info)
+            check = subprocess.run(["/usr/bin/promtool", "check", "metrics"],
+                                   input=self.read_textfile(textfile), capture_output=True,
+                                   text=True, timeout=60)
+            self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+            self.assertEqual(check.stdout + check.stderr, "", "promtool found problems")
+            self.assertEqual([n for n in os.listdir(textdir) if n != "stallscope.prom"], [],
+                             "only the finished file is in the collector's folder")
+            subprocess.run(["scancel", job_id], env=s.env, check=True, timeout=30)
+            s.wait_for_state(job_id, {"CANCELLED", "COMPLETED", "FAILED"})
+            # The epilog removed its line: the series ends.
+            self.wait_for_text(textfile, False, 'job_id="%s"' % job_id)
+        finally:
+            exporter.send_signal(signal.SIGTERM)
+            try:
+                exporter.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                exporter.kill()
+                exporter.wait()
+        said = exporter.stderr.read().decode()[-2000:]
+        exporter.stderr.close()
+        self.assertEqual(exporter.returncode, 0, said)
+        self.assertFalse(os.path.exists(textfile), "a stopped exporter leaves no stale series")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,28 @@ TEST(JobTable, StepsBecomeCountersAndAHistogramPerRank) {
       std::string::npos);
 }
 
+TEST(JobTable, ASlurmTasksSeriesCarryItsJobId) {
+  JobTable t(16, 300);
+  t.Ingest("hello 100 0 0 2\njob 100 0 train\nslurm 100 0 4242\nstep 100 0 0 10 0 50000000\n",
+           kSecond, 0, 1001);
+  t.Ingest("hello 200 1 1 2\njob 200 1 train\nstep 200 1 0 10 0 50000000\n", kSecond, 0, 1001);
+  std::string out = Render(t, 2 * kSecond);
+  EXPECT_NE(out.find("stallscope_job_steps_total{job_name=\"train\",rank=\"0\",host=\"node1\","
+                     "uid=\"1001\",job_id=\"4242\"} 1\n"),
+            std::string::npos)
+      << out;
+  // Outside Slurm, the labels are those of before.
+  EXPECT_NE(out.find("stallscope_job_steps_total{job_name=\"train\",rank=\"1\",host=\"node1\","
+                     "uid=\"1001\"} 1\n"),
+            std::string::npos)
+      << out;
+  // A job id that is not digits is a malformed record, not a label.
+  const uint64_t before = t.malformed_lines();
+  t.Ingest("slurm 100 0 42x\nslurm 100 0\nslurm 100 0 123456789012345678901\n", kSecond, 0, 1001);
+  EXPECT_EQ(t.malformed_lines(), before + 3);
+  EXPECT_EQ(t.processes().at(100).slurm_job_id, "4242");
+}
+
 TEST(JobTable, SilentProcessesExpire) {
   JobTable t(16, 300);
   t.Ingest("hello 100 0 0 1\n", 0);

@@ -158,5 +158,47 @@ TEST(SlurmJob, LiveProcessWithTheJobInItsEnvironmentIsFound) {
   waitpid(child, nullptr, 0);
 }
 
+TEST(SlurmJobs, TheStateFoldersRunningJobsInIdOrderWithTheirNames) {
+  std::string pattern = ::testing::TempDir() + "slurm_jobs_XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const fs::path state = pattern;
+  fs::create_directories(state / "jobs");
+  fs::create_directories(state / "job-10");
+  auto write = [](const fs::path& path, const std::string& text) {
+    std::ofstream out(path, std::ios::trunc);
+    out << text;
+  };
+  SlurmJobLine nine;
+  nine.job_id = "9";
+  nine.user = "ada";
+  nine.uid = 1001;
+  nine.partition = "gpu";
+  nine.recorder_pid = 77;
+  write(state / "jobs" / "9", FormatSlurmJobLine(nine));
+  write(state / "jobs" / "10", "job_id=10\nuser=bob\nuid=1002\npartition=debug\n");
+  write(state / "job-10" / "job_name", "my train run\n");  // the task prolog's note
+  write(state / "jobs" / "11", "job_id=12\n");             // a line under another id
+  write(state / "jobs" / "13", "job_id=13\nuid=x\n");      // malformed
+  write(state / "jobs" / "14.tmp-ab12cd", "job_id=14\n");  // a rename's temporary file
+  SlurmJobs jobs = ReadSlurmJobs(state.string());
+  ASSERT_EQ(jobs.jobs.size(), 2u);
+  EXPECT_EQ(jobs.jobs[0].job_id, "9");  // by number, not by text
+  EXPECT_EQ(jobs.jobs[0].recorder_pid, 77);
+  EXPECT_EQ(jobs.jobs[0].job_name, "");
+  EXPECT_EQ(jobs.jobs[1].job_id, "10");
+  EXPECT_EQ(jobs.jobs[1].user, "bob");
+  EXPECT_EQ(jobs.jobs[1].job_name, "my_train_run");
+  EXPECT_EQ(jobs.unreadable, 2);
+  // No state folder (no Slurm on this node): no jobs, no error.
+  EXPECT_TRUE(ReadSlurmJobs((state / "none").string()).jobs.empty());
+  fs::remove_all(state);
+}
+
+TEST(SlurmJobs, JobNamesAreCleanedForALabel) {
+  EXPECT_EQ(CleanSlurmJobName("a b\tc\xe9"), "a_b_c_");
+  EXPECT_EQ(CleanSlurmJobName(std::string(300, 'x')).size(), 128u);
+  EXPECT_EQ(CleanSlurmJobName(""), "");
+}
+
 }  // namespace
 }  // namespace stallscope

@@ -1,0 +1,14 @@
+// The exporter's view of the Slurm jobs running on its node:
+// `stallscope_job_info{job_id,user,partition,job_name} 1` for each job the
+// prolog listed (probe/slurm_job.h's ReadSlurmJobs), gone once its epilog
+// removed the line. Pure: the listing comes in as an argument.
+#pragma once
+
+#include "probe/slurm_job.h"
+#include "render/exposition.h"
+
+namespace stallscope {
+
+void EmitSlurmJobInfo(Exposition& out, const SlurmJobs& jobs);
+
+}  // namespace stallscope
