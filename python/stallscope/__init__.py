@@ -106,10 +106,12 @@ class _State:
     def __init__(self, path):
         self.path = path
         self.pid = os.getpid()
-        # torchrun's variables, else srun's (a task started by srun alone).
+        # torchrun's variables, else srun's (a task started by srun alone:
+        # SLURM_STEP_NUM_TASKS is its step's; the batch script, a step of
+        # one, has SLURM_NTASKS of the whole job and no step count).
         self.rank = _env_int("RANK", _env_int("SLURM_PROCID", _env_int("LOCAL_RANK", 0)))
         self.local_rank = _env_int("LOCAL_RANK", _env_int("SLURM_LOCALID", 0))
-        self.world_size = _env_int("WORLD_SIZE", _env_int("SLURM_NTASKS", 1))
+        self.world_size = _env_int("WORLD_SIZE", _env_int("SLURM_STEP_NUM_TASKS", 1))
         self.host = (socket.gethostname().split()[:1] or ["-"])[0]
         self.max_steps = _env_int("STALLSCOPE_MAX_STEPS", 0)
         self.timed = 0           # steps timed by this process (for max_steps)

@@ -48,7 +48,7 @@ class HookForExporter(unittest.TestCase):
             rx.bind(path)
             full = dict(os.environ, STALLSCOPE_SOCKET=path, PYTHONPATH=PYTHON_DIR, **env)
             for k in ("STALLSCOPE_JOB", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_PROCID",
-                      "SLURM_LOCALID", "SLURM_NTASKS", "RANK", "LOCAL_RANK", "WORLD_SIZE"):
+                      "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS", "RANK", "LOCAL_RANK", "WORLD_SIZE"):
                 if k not in env:
                     full.pop(k, None)
             proc = subprocess.run([sys.executable, "-c", job], env=full,
@@ -97,7 +97,7 @@ class HookForExporter(unittest.TestCase):
     def test_a_task_srun_started_is_its_rank_in_its_slurm_job(self):
         # srun sets SLURM_PROCID / SLURM_LOCALID / SLURM_NTASKS, not RANK.
         out, recs = self.run_job(PLAIN_JOB, SLURM_JOB_ID="4242", SLURM_PROCID="1",
-                                 SLURM_LOCALID="1", SLURM_NTASKS="2")
+                                 SLURM_LOCALID="1", SLURM_NTASKS="4", SLURM_STEP_NUM_TASKS="2")
         self.assertEqual(out, ["20"])
         hello = [r for r in recs if r[0] == "hello"]
         self.assertEqual(hello[0][2:5], ["1", "1", "2"])    # rank, local rank, world
@@ -111,6 +111,10 @@ class HookForExporter(unittest.TestCase):
         self.assertEqual([r for r in recs if r[0] == "slurm"], [])
         out, recs = self.run_job(PLAIN_JOB, SLURM_JOB_ID="12x")
         self.assertEqual([r for r in recs if r[0] == "slurm"], [])
+        # The batch script itself (no step count): a world of one, whatever
+        # the job's task count.
+        out, recs = self.run_job(PLAIN_JOB, SLURM_JOB_ID="7", SLURM_PROCID="0", SLURM_NTASKS="4")
+        self.assertEqual([r[2:5] for r in recs if r[0] == "hello"][0], ["0", "0", "1"])
 
 if __name__ == "__main__":
     unittest.main()

@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <thread>
 
 #include "core/atomic_file.h"
@@ -55,15 +58,6 @@ Status MakeFolders(const std::string& path, mode_t mode) {
   if (stat(path.c_str(), &st) != 0) return Status::FromErrno(path, errno);
   if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(path + ": not a folder");
   return Status::Ok();
-}
-
-// A process that is gone or a zombie (a reaper elsewhere has not reaped it).
-bool Ended(pid_t pid) {
-  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
-  Result<std::string> stat = ReadFile("/proc/" + std::to_string(pid) + "/stat", 4096);
-  if (!stat.ok()) return true;
-  size_t paren = stat->rfind(')');
-  return paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] == 'Z';
 }
 
 // The recorder the prolog started for this job, still running as the job's
@@ -125,8 +119,15 @@ Result<pid_t> StartDetached(Body body) {
     setsid();
     pid_t grandchild = fork();
     if (grandchild == 0) {
+      // slurmd's pipes let go before anything that may wait (NSS, NFS).
       close(pipe_fds[1]);
-      body();
+      DetachDescriptors("");
+      setpgid(0, 0);  // a group of its own: the epilog ends it and what it started
+      try {
+        body();
+      } catch (...) {
+        _exit(70);
+      }
       _exit(0);
     }
     (void)!write(pipe_fds[1], &grandchild, sizeof grandchild);
@@ -140,6 +141,45 @@ Result<pid_t> StartDetached(Body body) {
   waitpid(child, &status, 0);
   if (n != sizeof grandchild || grandchild <= 0) return Status::Unavailable("fork failed");
   return grandchild;
+}
+
+// A descriptor that names the process itself, not its pid (-1 when gone).
+int OpenPidFd(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+void SignalPidFd(int pidfd, int signal) {
+  if (pidfd >= 0) (void)syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0);
+}
+
+// Whether the process behind a pidfd has ended (or the descriptor failed).
+bool PidFdEnded(int pidfd, int wait_ms) {
+  if (pidfd < 0) return true;
+  struct pollfd p = {pidfd, POLLIN, 0};
+  return poll(&p, 1, wait_ms) != 0;
+}
+
+// A folder of root's (the state folder and its jobs/): a real folder owned
+// by this process's user, writable by no one else; made when missing.
+Status CheckStateFolder(const std::string& path) {
+  if (Status made = MakeFolders(path, 0755); !made.ok()) return made;
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return Status::FromErrno(path, errno);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+    return Status::InvalidArgument(
+        path + ": the state folder must be a folder of uid " + std::to_string(geteuid()) +
+        " that no one else may write (not a link); fix it or set state_dir");
+  }
+  return Status::Ok();
+}
+
+// A run file's or mark's name without its suffix, as node and try:
+// NODE -> (NODE, 0), NODE.r2 -> (NODE, 2).
+std::pair<std::string, int> NodeAndTry(const std::string& stem) {
+  size_t dot = stem.rfind(".r");
+  if (dot != std::string::npos && dot + 2 < stem.size() &&
+      stem.find_first_not_of("0123456789", dot + 2) == std::string::npos) {
+    return {stem.substr(0, dot), std::atoi(stem.c_str() + dot + 2)};
+  }
+  return {stem, 0};
 }
 
 // Removes the files in a folder of the job's (sockets, step rings; no
@@ -288,7 +328,10 @@ Result<SlurmJobEnv> ReadSlurmJobEnv(const EnvLookup& env) {
   job.partition = env("SLURM_JOB_PARTITION").value_or("");
   job.cpus = env("SLURM_JOB_CPUS_PER_NODE").value_or("");
   job.gpus = env("SLURM_JOB_GPUS").value_or(env("CUDA_VISIBLE_DEVICES").value_or(""));
-  std::string restarts = env("SLURM_JOB_RESTART_COUNT").value_or("0");
+  // slurmd 22.05 gives prologs SLURM_JOB_RESTART_COUNT; other versions
+  // SLURM_RESTART_COUNT.
+  std::string restarts =
+      env("SLURM_JOB_RESTART_COUNT").value_or(env("SLURM_RESTART_COUNT").value_or("0"));
   if (IsDigits(restarts)) job.restart_count = std::atoi(restarts.c_str());
   return job;
 }
@@ -339,26 +382,50 @@ Status SlurmProlog(const SlurmSettings& settings, const SlurmJobEnv& job,
                    const std::string& stallscope_exe) {
   Result<SlurmJobPaths> paths = PathsOfSlurmJob(settings, job);
   if (!paths.ok()) return paths.status();
-  if (Status s = MakeFolders(settings.state_dir + "/jobs", 0755); !s.ok()) return s;
+  if (Status s = CheckStateFolder(settings.state_dir); !s.ok()) return s;
+  if (Status s = CheckStateFolder(settings.state_dir + "/jobs"); !s.ok()) return s;
   // The socket's folder is the user's: the job's hook writes its step rings
-  // there, and the recorder, once it is the user, binds in it.
-  if (mkdir(paths->socket_dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Status::FromErrno(paths->socket_dir, errno);
+  // there, and the recorder, once it is the user, binds in it. One left by
+  // an earlier try is taken only if it is a real folder of root or the user.
+  if (mkdir(paths->socket_dir.c_str(), 0700) != 0) {
+    if (errno != EEXIST) return Status::FromErrno(paths->socket_dir, errno);
+    struct stat st {};
+    if (lstat(paths->socket_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        (st.st_uid != 0 && st.st_uid != job.uid)) {
+      return Status::InvalidArgument(paths->socket_dir +
+                                     ": not a folder of root or the job's user");
+    }
+    RemoveSocketFolder(paths->socket_dir);  // a stale socket would pass for the new one
+    if (mkdir(paths->socket_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Status::FromErrno(paths->socket_dir, errno);
+    }
   }
-  if (lchown(paths->socket_dir.c_str(), job.uid, job.gid) != 0) {
+  if (lchown(paths->socket_dir.c_str(), job.uid, job.gid) != 0 ||
+      chmod(paths->socket_dir.c_str(), 0700) != 0) {
     return Status::FromErrno(paths->socket_dir, errno);
   }
   const std::string interval = FormatDouble(settings.interval_seconds);
+  // --out is relative to the folder the recorder works in, its % doubled
+  // (watch expands %h and %r in --out; a folder may hold a % of its own).
+  std::string out_name;
+  for (char ch : paths->run_file.substr(paths->folder.size() + 1)) {
+    out_name += ch;
+    if (ch == '%') out_name += '%';
+  }
   Result<pid_t> recorder = StartDetached([&] {
     BecomeJobUser(job);
     umask(022);
     // Made as the user: a submit folder on NFS with root_squash refuses root.
-    const bool folder = MakeFolders(paths->folder, 0755).ok();
-    DetachDescriptors(folder ? paths->log_file : "");
-    if (!folder || chdir(paths->folder.c_str()) != 0) _exit(73);
-    std::vector<std::string> args = {
-        stallscope_exe, "watch",         "--slurm-job", job.id,   "--hook-dir", paths->socket_dir,
-        "--out",        paths->run_file, "--interval",  interval, "--force"};
+    if (!MakeFolders(paths->folder, 0755).ok() || chdir(paths->folder.c_str()) != 0) _exit(73);
+    int log = open(paths->log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
+    if (log >= 0) {
+      dup2(log, 1);
+      dup2(log, 2);
+      close(log);
+    }
+    std::vector<std::string> args = {stallscope_exe, "watch",           "--slurm-job", job.id,
+                                     "--hook-dir",   paths->socket_dir, "--out",       out_name,
+                                     "--interval",   interval,          "--force"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -366,28 +433,34 @@ Status SlurmProlog(const SlurmSettings& settings, const SlurmJobEnv& job,
     _exit(127);
   });
   if (!recorder.ok()) return recorder.status();
+  const int pidfd = OpenPidFd(*recorder);
+  auto give_up = [&](Status why) {
+    // The job runs without it: nothing is left that says otherwise.
+    SignalPidFd(pidfd, SIGKILL);
+    if (pidfd >= 0) close(pidfd);
+    unlink(paths->job_line.c_str());
+    RemoveSocketFolder(paths->socket_dir);
+    return why;
+  };
   if (Status s =
           WriteFileAtomically(paths->job_line, FormatSlurmJobLine(LineOfSlurmJob(job, *recorder)));
       !s.ok()) {
-    return s;
+    return give_up(s);
   }
   // The tasks start after the prolog: the socket is there for their hooks.
   const std::string socket = paths->socket_dir + "/hook.sock";
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(settings.start_wait_seconds);
   while (!PathExists(socket)) {
-    if (Ended(*recorder) || std::chrono::steady_clock::now() >= deadline) {
-      // The job runs without it: nothing is left that says otherwise.
-      if (!Ended(*recorder)) kill(*recorder, SIGKILL);
-      unlink(paths->job_line.c_str());
-      RemoveSocketFolder(paths->socket_dir);
-      return Status::Unavailable("the recorder (pid " + std::to_string(*recorder) +
-                                 ") did not open " + socket + " within " +
-                                 FormatDouble(settings.start_wait_seconds) +
-                                 " s; its output, where it could write one: " + paths->log_file);
+    if (PidFdEnded(pidfd, 20) || std::chrono::steady_clock::now() >= deadline) {
+      return give_up(
+          Status::Unavailable("the recorder (pid " + std::to_string(*recorder) + ") did not open " +
+                              socket + " within " + FormatDouble(settings.start_wait_seconds) +
+                              " s (" + paths->folder + " not writable by " + job.user +
+                              "? its output, where it could write one: " + paths->log_file + ")"));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (pidfd >= 0) close(pidfd);
   return Status::Ok();
 }
 
@@ -398,18 +471,20 @@ Status SlurmEpilog(const SlurmSettings& settings, const SlurmJobEnv& job) {
   Result<std::string> line = ReadFile(paths->job_line, 1 << 16);
   Result<SlurmJobLine> parsed =
       line.ok() ? ParseSlurmJobLine(*line, paths->job_line) : Result<SlurmJobLine>(line.status());
-  std::optional<pid_t> recorder;
-  if (parsed.ok() && parsed->recorder_pid > 1) recorder = parsed->recorder_pid;
-  if (recorder && IsJobRecorder(*recorder, job)) {
-    kill(*recorder, SIGTERM);
+  const pid_t recorder = parsed.ok() ? parsed->recorder_pid : 0;
+  // The process, once known to be this job's recorder, is held by a pidfd:
+  // a pid reused meanwhile is never signalled.
+  const int pidfd = recorder > 1 ? OpenPidFd(recorder) : -1;
+  if (pidfd >= 0 && IsJobRecorder(recorder, job)) {
+    SignalPidFd(pidfd, SIGTERM);
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::duration<double>(settings.stop_wait_seconds);
-    while (!Ended(*recorder) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (!PidFdEnded(pidfd, 20) && std::chrono::steady_clock::now() < deadline) {
     }
-    if (!Ended(*recorder)) {
-      kill(*recorder, SIGKILL);
-      outcome = Status::Unavailable("the recorder (pid " + std::to_string(*recorder) +
+    if (!PidFdEnded(pidfd, 0)) {
+      kill(-recorder, SIGKILL);  // its group: it and what it started (setpgid)
+      SignalPidFd(pidfd, SIGKILL);
+      outcome = Status::Unavailable("the recorder (pid " + std::to_string(recorder) +
                                     ") did not end within " +
                                     FormatDouble(settings.stop_wait_seconds) + " s: killed");
     }
@@ -417,25 +492,28 @@ Status SlurmEpilog(const SlurmSettings& settings, const SlurmJobEnv& job) {
     outcome = Status::NotFound("no recorder for job " + job.id + " on this node (" +
                                paths->job_line + ": " + line.status().message() + ")");
   }
+  if (pidfd >= 0) close(pidfd);
   unlink(paths->job_line.c_str());
   RemoveSocketFolder(paths->socket_dir);
-  // The batch host merges the nodes' files once each node marked its own;
-  // detached, so that the epilog ends now whatever the merge takes.
+  // The batch host merges the nodes' files once each node marked its own
+  // (this try's marks only); detached, so that the epilog ends now whatever
+  // the merge takes.
   Result<std::vector<std::string>> hosts = ExpandSlurmHostList(job.node_list);
   const bool merges = hosts.ok() && !hosts->empty() && hosts->front() == job.node;
   const size_t nodes = hosts.ok() ? hosts->size() : 1;
   const double merge_wait = settings.merge_wait_seconds;
+  const int this_try = job.restart_count;
   Result<pid_t> marker = StartDetached([&] {
     BecomeJobUser(job);
-    DetachDescriptors("");
     if (!WriteFileAtomically(paths->done_file, "").ok() || !merges) _exit(0);
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::duration<double>(merge_wait);
     auto done_count = [&] {
       Result<std::vector<std::string>> names = ListDirectory(paths->folder);
       if (!names.ok()) return size_t{0};
-      return static_cast<size_t>(std::count_if(names->begin(), names->end(),
-                                               [](const auto& n) { return n.ends_with(".done"); }));
+      return static_cast<size_t>(std::count_if(names->begin(), names->end(), [&](const auto& n) {
+        return n.ends_with(".done") && NodeAndTry(n.substr(0, n.size() - 5)).second == this_try;
+      }));
     };
     while (done_count() < nodes && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -470,11 +548,16 @@ std::vector<std::string> SlurmTaskPrologLines(const SlurmSettings& settings, con
 Result<std::vector<std::string>> SlurmJobRunFiles(const std::string& folder) {
   Result<std::vector<std::string>> names = ListDirectory(folder);
   if (!names.ok()) return names.status();
-  std::vector<std::string> files;
+  // Each node's latest try: a requeued job's earlier files are another run.
+  std::map<std::string, std::pair<int, std::string>> latest;
   for (const std::string& n : *names) {
-    if (n.ends_with(".db")) files.push_back(folder + "/" + n);
+    if (!n.ends_with(".db")) continue;
+    auto [node, attempt] = NodeAndTry(n.substr(0, n.size() - 3));
+    auto it = latest.find(node);
+    if (it == latest.end() || it->second.first < attempt) latest[node] = {attempt, n};
   }
-  std::sort(files.begin(), files.end());
+  std::vector<std::string> files;
+  for (const auto& [node, kept] : latest) files.push_back(folder + "/" + kept.second);
   if (files.empty()) return Status::NotFound(folder + ": no run file (NODE.db) in it");
   return files;
 }

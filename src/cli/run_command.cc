@@ -2,6 +2,7 @@
 // record a job's timeline into a run file, then print its findings.
 // `stallscope report RUN.db`: the findings of a recorded run.
 #include <fmt/format.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -316,7 +317,15 @@ CommandRunner SetupWatch(CLI::App& app) {
     } else {
       info->command = "watch slurm job " + *slurm_job;
       FillSlurmJobIdentity(*slurm_job, *info, options.node);
-      options.adopt = [root, id = *slurm_job](int32_t p) { return ProcessInSlurmJob(root, p, id); };
+      // The job's processes, never this recorder (it runs with the prolog's
+      // environment, SLURM_JOB_ID included).
+      options.adopt = [root, id = *slurm_job, self = getpid()](int32_t p) -> std::optional<bool> {
+        if (p == self) return false;
+        return ProcessInSlurmJob(root, p, id);
+      };
+      // Not dumpable: the job's code, of the same user, cannot ptrace this
+      // process, which runs outside the job's limits (exec reset the flag).
+      prctl(PR_SET_DUMPABLE, 0);
     }
     options.node.start_realtime_seconds =
         RealtimeSeconds() - (MonotonicSeconds() - info->start_monotonic_seconds);

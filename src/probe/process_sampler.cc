@@ -305,8 +305,35 @@ void ProcessTreeSampler::DropPending() {
 }
 
 void ProcessTreeSampler::AdmitNewMembers() {
+  RetryUndecided();  // those of earlier samples, before this sample's join them
   AdmitFromNew();
   DropPending();  // the stat files of the pids that did not become members
+}
+
+void ProcessTreeSampler::RetryUndecided() {
+  for (auto it = undecided_.begin(); it != undecided_.end();) {
+    const int32_t pid = it->first;
+    auto known = std::lower_bound(known_.begin(), known_.end(), pid,
+                                  [](const Known& k, int32_t p) { return k.pid < p; });
+    // Gone, another process under the pid now, or a member already.
+    if (known == known_.end() || known->pid != pid ||
+        known->start_time_ticks != it->second.start_time_ticks || members_.count(pid) != 0) {
+      it = undecided_.erase(it);
+      continue;
+    }
+    std::optional<bool> adopted = options_.adopt(pid);
+    if (adopted.value_or(false)) {
+      ++membership_changes_;
+      Member& m = members_[pid];
+      m.start_time_ticks = known->start_time_ticks;
+      m.sample.ppid = known->ppid;
+    }
+    if (adopted || --it->second.tries_left <= 0) {
+      it = undecided_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void ProcessTreeSampler::AdmitFromNew() {
@@ -339,8 +366,13 @@ void ProcessTreeSampler::AdmitFromNew() {
       admit(k);
     } else if (members_.count(k.ppid) != 0 && k.pid != root_pid_) {
       admit(k);
-    } else if (options_.adopt && k.pid != root_pid_ && options_.adopt(k.pid)) {
-      admit(k);
+    } else if (options_.adopt && k.pid != root_pid_) {
+      std::optional<bool> adopted = options_.adopt(k.pid);
+      if (adopted.value_or(false)) {
+        admit(k);
+      } else if (!adopted && undecided_.size() < kMaxUndecided) {
+        undecided_[k.pid] = Undecided{k.start_time_ticks, kAdoptRetries};
+      }
     }
   }
   auto known_of = [&](int32_t pid) {

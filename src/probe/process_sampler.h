@@ -81,6 +81,11 @@ namespace stallscope {
 // above `before`, and from the bottom up to `now`. Empty when equal.
 std::vector<std::pair<int32_t, int32_t>> NewPidRanges(int32_t before, int32_t now);
 
+// How many more samples a pid that adopt could not judge is asked again,
+// and how many such pids are kept at once (bounded memory).
+inline constexpr int kAdoptRetries = 10;
+inline constexpr size_t kMaxUndecided = 4096;
+
 struct ProcessSamplerOptions {
   int64_t clock_ticks_per_second = 0;  // 0: ClockTicksPerSecond() of probe/cpu_stat.h
   uint64_t page_size_bytes = 0;        // 0: sysconf(_SC_PAGESIZE)
@@ -106,10 +111,12 @@ struct ProcessSamplerOptions {
   // Processes that join by themselves, not by descent: a pid, first seen,
   // that is not a child of a member is made a member (the root of its own
   // subtree) when this says so (a Slurm job's processes:
-  // probe/slurm_job.h). Asked once per pid. With it, root_pid may be 0 (no
-  // root): Sample() then never fails for a missing root, and gives an empty
-  // tree while no process belongs.
-  std::function<bool(int32_t pid)> adopt;
+  // probe/slurm_job.h). Asked once per pid; nullopt (cannot tell yet: a
+  // task between its fork and its exec) asks again at each of the next
+  // kAdoptRetries samples. With it, root_pid may be 0 (no root): Sample()
+  // then never fails for a missing root, and gives an empty tree while no
+  // process belongs.
+  std::function<std::optional<bool>(int32_t pid)> adopt;
 };
 
 class ProcessTreeSampler {
@@ -194,6 +201,8 @@ class ProcessTreeSampler {
   void AdmitNewMembers();
   void AdmitFromNew();
   void DropPending();
+  // Asks adopt again about the pids it could not judge (options_.adopt).
+  void RetryUndecided();
   // 0, or the errno that leaves the member out of this sample.
   // `may_skip`: an idle single-threaded member (schedstat unchanged) has
   // nothing more read.
@@ -250,6 +259,11 @@ class ProcessTreeSampler {
     ProcStat parsed;
   };
   std::map<int32_t, Pending> pending_;  // new pids' stat, until admission
+  struct Undecided {
+    uint64_t start_time_ticks = 0;
+    int tries_left = kAdoptRetries;
+  };
+  std::map<int32_t, Undecided> undecided_;  // adopt said "cannot tell yet"
   Members members_;
   FileBuffer buffer_;
   char path_[64] = {};

@@ -1,7 +1,12 @@
 // Which processes belong to a Slurm job: slurm_job.h.
 #include "probe/slurm_job.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "core/text.h"
@@ -30,13 +35,21 @@ bool CgroupNamesSlurmJob(std::string_view cgroup_text, std::string_view job_id) 
     size_t second = first == line.npos ? line.npos : line.find(':', first + 1);
     if (second == line.npos) continue;
     std::string_view path = line.substr(second + 1);
+    bool in_job = false;
     size_t at = 0;
     while (at <= path.size()) {
       size_t slash = path.find('/', at);
       if (slash == path.npos) slash = path.size();
-      if (path.substr(at, slash - at) == component) return true;
+      std::string_view part = path.substr(at, slash - at);
+      if (part == component) {
+        in_job = true;
+      } else if (in_job && part == "slurm") {
+        in_job = false;  // cgroup v2's job_ID/step_S/slurm: slurmstepd's own leaf
+        break;
+      }
       at = slash + 1;
     }
+    if (in_job) return true;
   }
   return false;
 }
@@ -60,15 +73,34 @@ bool EnvironNamesSlurmJob(std::string_view environ_text, std::string_view job_id
   return false;
 }
 
-bool ProcessInSlurmJob(const Root& root, int32_t pid, std::string_view job_id) {
+std::optional<bool> ProcessInSlurmJob(const Root& root, int32_t pid, std::string_view job_id) {
   const std::string dir = root.Path("/proc/" + std::to_string(pid));
   if (Result<std::string> cgroup = ReadFile(dir + "/cgroup", 64 << 10);
       cgroup.ok() && CgroupNamesSlurmJob(*cgroup, job_id)) {
     return true;
   }
   // The environment a process started with (at most what a large one holds).
-  Result<std::string> environ = ReadFile(dir + "/environ", 1 << 20);
-  return environ.ok() && EnvironNamesSlurmJob(*environ, job_id);
+  const std::string path = dir + "/environ";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == EACCES || errno == EPERM) return std::nullopt;
+    return false;
+  }
+  std::string text;
+  char buffer[16384];
+  for (;;) {
+    ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      close(fd);
+      return err == EACCES || err == EPERM ? std::nullopt : std::optional<bool>(false);
+    }
+    if (n == 0 || text.size() > (1 << 20)) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return EnvironNamesSlurmJob(text, job_id);
 }
 
 std::string FormatSlurmJobLine(const SlurmJobLine& line) {
@@ -133,6 +165,31 @@ std::string CleanSlurmJobName(std::string_view name) {
   return out;
 }
 
+namespace {
+
+// DIR/job_name, where DIR is the job user's: neither DIR nor the file may be
+// a link, the file must be a regular one of the job's uid (a FIFO would
+// block the exporter; a link to a root-only file would leak it as a label).
+std::string ReadJobName(const std::string& dir, int64_t uid) {
+  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) return "";
+  int fd = openat(dfd, "job_name", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  close(dfd);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string text;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<int64_t>(st.st_uid) == uid &&
+      st.st_size <= 4096) {
+    char buffer[4097];
+    ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n > 0) text.assign(buffer, static_cast<size_t>(std::min<ssize_t>(n, 4096)));
+  }
+  close(fd);
+  return CleanSlurmJobName(Trim(text));
+}
+
+}  // namespace
+
 SlurmJobs ReadSlurmJobs(const std::string& state_dir) {
   SlurmJobs out;
   Result<std::vector<std::string>> names = ListDirectory(state_dir + "/jobs");
@@ -147,10 +204,7 @@ SlurmJobs ReadSlurmJobs(const std::string& state_dir) {
       ++out.unreadable;
       continue;
     }
-    if (Result<std::string> job_name = ReadFile(state_dir + "/job-" + name + "/job_name", 4096);
-        job_name.ok()) {
-      line->job_name = CleanSlurmJobName(Trim(*job_name));
-    }
+    line->job_name = ReadJobName(state_dir + "/job-" + name, line->uid);
     out.jobs.push_back(std::move(*line));
   }
   std::sort(out.jobs.begin(), out.jobs.end(), [](const SlurmJobLine& a, const SlurmJobLine& b) {

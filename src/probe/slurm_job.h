@@ -5,11 +5,14 @@
 //   `/system.slice/slurmstepd.scope/job_ID/step_S/user/task_T`), or
 // - its environment carries `SLURM_JOB_ID=ID` (or the older `SLURM_JOBID`),
 //   which every process Slurm starts for the job inherits, also under
-//   proctrack/linuxproc where there is no cgroup. slurmstepd itself carries
-//   neither and stays out.
+//   proctrack/linuxproc where there is no cgroup. slurmstepd itself stays
+//   out: its environment is slurmd's, and under cgroup v2 it sits in the
+//   step's `slurm` leaf (`job_ID/step_S/slurm`), which is not the job's.
 // A process that rewrote its environment after exec is still found through
-// its parent (the sampler keeps a member's children). The environment of
-// another user's process is unreadable without privilege: not a member.
+// its parent (the sampler keeps a member's children). An environment that
+// cannot be read (another user's process, or a task between slurmstepd's
+// fork and its exec, still root's or not dumpable) leaves the answer open:
+// the sampler asks again later.
 // Pure parsers plus readers that take a root path or a folder (tests: a
 // fixture).
 //
@@ -21,6 +24,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,9 +44,10 @@ bool CgroupNamesSlurmJob(std::string_view cgroup_text, std::string_view job_id);
 // SLURM_JOBID) to the job id.
 bool EnvironNamesSlurmJob(std::string_view environ_text, std::string_view job_id);
 
-// Reads ROOT/proc/PID/cgroup, then ROOT/proc/PID/environ. False when
-// neither names the job or neither can be read (gone, not ours).
-bool ProcessInSlurmJob(const Root& root, int32_t pid, std::string_view job_id);
+// Reads ROOT/proc/PID/cgroup, then ROOT/proc/PID/environ. True when either
+// names the job; false when the process is gone or neither does; nullopt
+// when the environment is refused (EACCES/EPERM): ask again later.
+std::optional<bool> ProcessInSlurmJob(const Root& root, int32_t pid, std::string_view job_id);
 
 // One running job's line.
 struct SlurmJobLine {
@@ -66,7 +71,9 @@ Result<SlurmJobLine> ParseSlurmJobLine(std::string_view text, std::string_view s
 std::string CleanSlurmJobName(std::string_view name);
 
 // The jobs STATE_DIR/jobs lists, by id, each with the name the task prolog
-// left; lines that cannot be read are counted, not returned.
+// left; lines that cannot be read are counted, not returned. The name is
+// read from the job user's folder without following a link or blocking on
+// a FIFO: only a regular file of at most 4 KiB owned by the job's uid.
 struct SlurmJobs {
   std::vector<SlurmJobLine> jobs;
   int unreadable = 0;

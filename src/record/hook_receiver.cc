@@ -322,7 +322,9 @@ Result<HookReceiver> HookReceiver::Create() {
   std::vector<char> dir(pattern.begin(), pattern.end());
   dir.push_back('\0');
   if (mkdtemp(dir.data()) == nullptr) return Status::FromErrno(pattern, errno);
-  return CreateIn(dir.data());
+  Result<HookReceiver> made = CreateIn(dir.data());
+  if (!made.ok()) rmdir(dir.data());  // the folder made here, empty
+  return made;
 }
 
 Result<HookReceiver> HookReceiver::CreateIn(const std::string& directory) {
@@ -339,7 +341,8 @@ Result<HookReceiver> HookReceiver::CreateIn(const std::string& directory) {
   if (r.fd_ < 0) return Status::FromErrno("socket", errno);
   if (bind(r.fd_, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) {
     const int err = errno;
-    r.socket_path_.clear();  // not ours: left as it is
+    r.socket_path_.clear();  // not ours: left as it is, and the folder too
+    r.directory_.clear();
     return Status::FromErrno(directory + "/hook.sock", err);
   }
   // A larger receive buffer rides out a job that sends while we sample.

@@ -45,7 +45,7 @@ class HookReceiver {
  public:
   static Result<HookReceiver> Create();
   // Binds DIRECTORY/hook.sock in a folder the caller made (`watch
-  // --hook-socket`: a place the job's environment names in advance). The
+  // --hook-dir`: a place the job's environment names in advance). The
   // folder is the receiver's from then on: removed, with the socket and the
   // step rings, when it is destroyed (a folder that still holds other
   // files stays).

@@ -63,7 +63,7 @@ class IntervalSampler {
   // stands for it, interval by interval.
   IntervalSampler(Root root, pid_t root_pid, std::string data_disk,
                   std::set<std::string> candidate_disks, bool read_cgroup, int cpu_count,
-                  std::function<bool(int32_t)> adopt)
+                  std::function<std::optional<bool>(int32_t)> adopt)
       : root_(std::move(root)),
         root_pid_(root_pid),
         data_disk_(std::move(data_disk)),
@@ -277,7 +277,7 @@ class IntervalSampler {
   double ticks_per_second_;
   // Kept files re-read each interval (probe/process_sampler.h): the cheap
   // way to sample a large tree every second. cmdline is not needed here.
-  static ProcessSamplerOptions TreeOptions(std::function<bool(int32_t)> adopt) {
+  static ProcessSamplerOptions TreeOptions(std::function<std::optional<bool>(int32_t)> adopt) {
     ProcessSamplerOptions options;
     options.adopt = std::move(adopt);
     options.read_cmdline = false;

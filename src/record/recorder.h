@@ -60,7 +60,7 @@ struct RecordOptions {
   HangOptions hang;
   // Processes that join the job by themselves (probe/process_sampler.h's
   // adopt; `watch --slurm-job`: probe/slurm_job.h), for a Job::Follow().
-  std::function<bool(int32_t pid)> adopt;
+  std::function<std::optional<bool>(int32_t pid)> adopt;
 };
 
 struct RecordOutcome {

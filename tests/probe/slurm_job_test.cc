@@ -40,6 +40,11 @@ TEST(SlurmJob, CgroupV1AndV2LayoutsNameTheJob) {
   EXPECT_FALSE(CgroupNamesSlurmJob("0::/user.slice/job_77.scope\n", "77"));
   // A path holding ':' keeps its parts; lines without two ':' are skipped.
   EXPECT_TRUE(CgroupNamesSlurmJob("garbage\n1:name=a:b:/x/job_5\n", "5"));
+  // slurmstepd's own leaf under the step (cgroup v2) is not the job's.
+  EXPECT_FALSE(
+      CgroupNamesSlurmJob("0::/system.slice/slurmstepd.scope/job_77/step_0/slurm\n", "77"));
+  EXPECT_TRUE(
+      CgroupNamesSlurmJob("0::/system.slice/slurmstepd.scope/job_77/step_0/user/task_0\n", "77"));
   EXPECT_FALSE(CgroupNamesSlurmJob("", "5"));
   EXPECT_FALSE(CgroupNamesSlurmJob(v1, ""));
 }
@@ -104,11 +109,11 @@ TEST_F(SlurmJobTree, ReadsCgroupThenEnvironment) {
   Write("102/cgroup", "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_1\n");
   Write("100/cgroup", "0::/user.slice\n");
   const Root root(dir_.string());
-  EXPECT_TRUE(ProcessInSlurmJob(root, 101, "42"));   // by its environment
-  EXPECT_TRUE(ProcessInSlurmJob(root, 102, "42"));   // by its cgroup
-  EXPECT_FALSE(ProcessInSlurmJob(root, 100, "42"));  // neither names it
-  EXPECT_FALSE(ProcessInSlurmJob(root, 101, "43"));
-  EXPECT_FALSE(ProcessInSlurmJob(root, 999, "42"));  // no such process
+  EXPECT_EQ(ProcessInSlurmJob(root, 101, "42"), std::optional<bool>(true));   // by its environment
+  EXPECT_EQ(ProcessInSlurmJob(root, 102, "42"), std::optional<bool>(true));   // by its cgroup
+  EXPECT_EQ(ProcessInSlurmJob(root, 100, "42"), std::optional<bool>(false));  // neither names it
+  EXPECT_EQ(ProcessInSlurmJob(root, 101, "43"), std::optional<bool>(false));
+  EXPECT_EQ(ProcessInSlurmJob(root, 999, "42"), std::optional<bool>(false));  // no such process
 }
 
 TEST_F(SlurmJobTree, RootlessSamplerAdoptsTheJobsProcessesAndTheirChildren) {
@@ -137,6 +142,33 @@ TEST_F(SlurmJobTree, RootlessSamplerIsEmptyWhileNoProcessBelongs) {
   EXPECT_TRUE(rootless.Sample().status().IsNotFound());
 }
 
+TEST_F(SlurmJobTree, APidAdoptCannotJudgeYetIsAskedAgainLater) {
+  // As a task between slurmstepd's fork and its exec: its environment is
+  // refused at first, readable two samples later.
+  int asked = 0;
+  ProcessSamplerOptions options = Options("42");
+  options.adopt = [&asked](int32_t pid) -> std::optional<bool> {
+    if (pid != 101) return false;
+    return ++asked < 3 ? std::nullopt : std::optional<bool>(true);
+  };
+  ProcessTreeSampler sampler(Root(dir_.string()), 0, options);
+  EXPECT_TRUE(sampler.Sample()->processes.empty());
+  EXPECT_TRUE(sampler.Sample()->processes.empty());
+  Result<ProcessTree> third = sampler.Sample();
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(Pids(*third), (std::vector<int32_t>{101}));
+  EXPECT_EQ(asked, 3);
+  // One that never tells is given up after kAdoptRetries more samples.
+  int never = 0;
+  options.adopt = [&never](int32_t pid) -> std::optional<bool> {
+    if (pid == 101) ++never;
+    return pid == 101 ? std::nullopt : std::optional<bool>(false);
+  };
+  ProcessTreeSampler patient(Root(dir_.string()), 0, options);
+  for (int i = 0; i < kAdoptRetries + 5; ++i) EXPECT_TRUE(patient.Sample()->processes.empty());
+  EXPECT_EQ(never, 1 + kAdoptRetries);
+}
+
 TEST(SlurmJob, LiveProcessWithTheJobInItsEnvironmentIsFound) {
   // A real child started with the variable: what srun's tasks inherit.
   pid_t child = fork();
@@ -149,11 +181,11 @@ TEST(SlurmJob, LiveProcessWithTheJobInItsEnvironmentIsFound) {
   }
   bool found = false;
   for (int i = 0; i < 200 && !found; ++i) {  // until the exec has happened
-    found = ProcessInSlurmJob(Root("/"), child, "987654");
+    found = ProcessInSlurmJob(Root("/"), child, "987654").value_or(false);
     if (!found) usleep(10000);
   }
   EXPECT_TRUE(found);
-  EXPECT_FALSE(ProcessInSlurmJob(Root("/"), getpid(), "987654"));
+  EXPECT_EQ(ProcessInSlurmJob(Root("/"), getpid(), "987654"), std::optional<bool>(false));
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
 }
@@ -175,8 +207,14 @@ TEST(SlurmJobs, TheStateFoldersRunningJobsInIdOrderWithTheirNames) {
   nine.partition = "gpu";
   nine.recorder_pid = 77;
   write(state / "jobs" / "9", FormatSlurmJobLine(nine));
-  write(state / "jobs" / "10", "job_id=10\nuser=bob\nuid=1002\npartition=debug\n");
-  write(state / "job-10" / "job_name", "my train run\n");  // the task prolog's note
+  // The task prolog's note, in the job user's folder (this test's user).
+  write(state / "jobs" / "10",
+        "job_id=10\nuser=bob\nuid=" + std::to_string(getuid()) + "\npartition=debug\n");
+  write(state / "job-10" / "job_name", "my train run\n");
+  // A name is never read through a link (a root-only file as a label), nor
+  // from a file of another uid than the job's.
+  fs::create_directories(state / "job-9");
+  fs::create_symlink("/etc/hostname", state / "job-9" / "job_name");
   write(state / "jobs" / "11", "job_id=12\n");             // a line under another id
   write(state / "jobs" / "13", "job_id=13\nuid=x\n");      // malformed
   write(state / "jobs" / "14.tmp-ab12cd", "job_id=14\n");  // a rename's temporary file
@@ -189,6 +227,9 @@ TEST(SlurmJobs, TheStateFoldersRunningJobsInIdOrderWithTheirNames) {
   EXPECT_EQ(jobs.jobs[1].user, "bob");
   EXPECT_EQ(jobs.jobs[1].job_name, "my_train_run");
   EXPECT_EQ(jobs.unreadable, 2);
+  // The same file, claimed by a job of another uid: not its name.
+  write(state / "jobs" / "10", "job_id=10\nuser=bob\nuid=" + std::to_string(getuid() + 1) + "\n");
+  EXPECT_EQ(ReadSlurmJobs(state.string()).jobs[1].job_name, "");
   // No state folder (no Slurm on this node): no jobs, no error.
   EXPECT_TRUE(ReadSlurmJobs((state / "none").string()).jobs.empty());
   fs::remove_all(state);
