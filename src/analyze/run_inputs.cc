@@ -175,6 +175,9 @@ std::set<int> WorkerPids(const Timeline& timeline) {
   for (const RankInfo& r : timeline.ranks) ranks.insert(r.pid);
   std::set<int> workers;
   if (ranks.empty()) {
+    // A run with no root (a Slurm job's processes, `watch --slurm-job`)
+    // and no hook: which process loads is not known.
+    if (timeline.info.root_pid <= 0) return workers;
     for (const ProcessPoint& p : timeline.processes) {
       if (p.pid != timeline.info.root_pid) workers.insert(p.pid);
     }

@@ -54,7 +54,8 @@ std::vector<LoaderInput> WhatTheLoaderReads(const Timeline& timeline);
 std::string DataDirOf(const std::vector<LoaderInput>& inputs);
 
 // The pids of the loader workers: processes whose parent is a rank (a
-// loader's pid or a hello's), or, without the hook, the root's descendants.
+// loader's pid or a hello's), or, without the hook, the root's descendants
+// (none for a run without a root: a Slurm job's processes).
 std::set<int> WorkerPids(const Timeline& timeline);
 
 // One interval's loader workers, from their process points at time t.

@@ -378,7 +378,10 @@ std::optional<Finding> CheckCpuBoundLoader(const Context& ctx) {
     f.next = fmt::format(
         "see what holds the CPUs: `pidstat -u 5 1 | sort -k8 -nr | head` (another job, or "
         "this one: `py-spy top --pid {}`); if it is the loading, {}",
-        worker.value_or(timeline.info.root_pid), fixes);
+        worker                       ? std::to_string(*worker)
+        : timeline.info.root_pid > 0 ? std::to_string(timeline.info.root_pid)
+                                     : std::string("PID"),
+        fixes);
   }
   return f;
 }

@@ -94,6 +94,22 @@ InputSeen Zip() {
   return zip;
 }
 
+TEST(WorkerPids, ARunWithoutARootOrHookNamesNoWorker) {
+  // `watch --slurm-job`: processes adopted one by one, no root, no hook.
+  Timeline tl;
+  tl.info.root_pid = 0;
+  for (int pid : {300, 301, 302}) {
+    ProcessPoint p;
+    p.pid = pid;
+    p.ppid = 1;
+    tl.processes.push_back(p);
+  }
+  EXPECT_TRUE(WorkerPids(tl).empty());
+  // With a root, its descendants are the workers, as before.
+  tl.info.root_pid = 300;
+  EXPECT_EQ(WorkerPids(tl), (std::set<int>{301, 302}));
+}
+
 TEST(CpuBoundLoader, WorkersOnACpuOrWaitingForOneOnAQuietHostNameTheZip) {
   Timeline tl = Make({});
   tl.inputs.push_back(Zip());

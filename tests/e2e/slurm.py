@@ -411,6 +411,24 @@ class SlurmJobs(unittest.TestCase):
         self.assertEqual(processes_naming("--slurm-job\0" + job_id + "\0"), [])
 
 
+    def test_cluster_under_srun(self):
+        # `srun stallscope cluster`: the MPI plugin's ranks from Slurm's PMIx.
+        s = self.slurm
+        folder = s.submit_folder("cluster")
+        job_id = s.sbatch(folder, "srun --ntasks 2 %s cluster --json > cluster.json\n" % e2e.BINARY,
+                          "--ntasks", "2")
+        fields = s.wait_for_state(job_id, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
+        with open(os.path.join(folder, "slurm-%s.out" % job_id), errors="replace") as f:
+            said = f.read()[-3000:]
+        self.assertEqual(fields.get("JobState"), "COMPLETED", said)
+        with open(os.path.join(folder, "cluster.json")) as f:
+            report = json.load(f)
+        self.assertEqual(report["schema"], "stallscope.report/1")
+        cluster = report["cluster"]
+        self.assertEqual(sorted(r["rank"] for r in cluster["per_rank"]), [0, 1])
+        self.assertEqual([row["ranks"] for row in cluster["rows"]], [[0, 1]], "one node, two ranks")
+        self.assertEqual(cluster["differing_columns"], [])
+
 class SlurmExporter(unittest.TestCase):
     """The exporter knows the node's Slurm jobs from the prolog's lines."""
 
