@@ -336,6 +336,16 @@ CommandRunner SetupWatch(CLI::App& app) {
       std::fprintf(stderr, "stallscope watch: %s\n", outcome.status().message().c_str());
       return kExitCouldNotRun;
     }
+    // A Slurm job's name (for `history`): the prolog's environment lacks
+    // SLURM_JOB_NAME; the task prolog left it in the hook's folder.
+    if (!slurm_job->empty() && !hook_dir->empty()) {
+      if (std::string name = SlurmJobNameIn(*hook_dir);
+          !name.empty() && !IsSlurmDefaultJobName(name, {})) {
+        outcome->info.job_name = name;
+        outcome->info.job_name_from = "SLURM_JOB_NAME";
+        (void)writer->WriteRunInfo(outcome->info);
+      }
+    }
     (void)writer->Checkpoint();
     if (Status closed = writer->Close(); !closed.ok()) {
       std::fprintf(stderr, "stallscope watch: %s\n", closed.message().c_str());

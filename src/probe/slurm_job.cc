@@ -190,6 +190,10 @@ std::string ReadJobName(const std::string& dir, int64_t uid) {
 
 }  // namespace
 
+std::string SlurmJobNameIn(const std::string& folder) {
+  return ReadJobName(folder, static_cast<int64_t>(geteuid()));
+}
+
 SlurmJobs ReadSlurmJobs(const std::string& state_dir) {
   SlurmJobs out;
   Result<std::vector<std::string>> names = ListDirectory(state_dir + "/jobs");

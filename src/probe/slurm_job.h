@@ -70,6 +70,10 @@ Result<SlurmJobLine> ParseSlurmJobLine(std::string_view text, std::string_view s
 // at most 128 bytes; "" stays "".
 std::string CleanSlurmJobName(std::string_view name);
 
+// The job's name the task prolog left in FOLDER/job_name (a regular file of
+// this process's user, no link, no FIFO), cleaned; "" when none.
+std::string SlurmJobNameIn(const std::string& folder);
+
 // The jobs STATE_DIR/jobs lists, by id, each with the name the task prolog
 // left; lines that cannot be read are counted, not returned. The name is
 // read from the job user's folder without following a link or blocking on

@@ -19,6 +19,7 @@ import pwd
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -329,7 +330,8 @@ class SlurmJobs(unittest.TestCase):
     def test_a_two_task_job_is_recorded_and_reported_without_a_wrapper(self):
         s = self.slurm
         folder = s.submit_folder("two_tasks")
-        job_id = s.sbatch(folder, "srun /usr/bin/python3 train.py\n", "--ntasks", "2")
+        job_id = s.sbatch(folder, "srun /usr/bin/python3 train.py\n", "--ntasks", "2",
+                          "--job-name", "two-tasks")
         fields = s.wait_for_state(job_id, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"})
         self.assertEqual(fields.get("JobState"), "COMPLETED", fields)
         self.assertEqual(fields.get("ExitCode"), "0:0")
@@ -342,6 +344,10 @@ class SlurmJobs(unittest.TestCase):
                          "the job's folder is its user's")
         run_file = os.path.join(job_folder, s.node + ".db")
         self.assertEqual(os.stat(run_file).st_uid, s.user.pw_uid, "the recorder ran as the user")
+        # The job's name, for `history`, from the task prolog (the prolog lacks it).
+        with sqlite3.connect("file:%s?mode=ro" % run_file, uri=True) as db:
+            identity = db.execute("SELECT job_name, job_name_from, uid FROM job_identity").fetchone()
+        self.assertEqual(identity, ("two-tasks", "SLURM_JOB_NAME", s.user.pw_uid))
         # The user's own report, in the submit folder, says what the epilog's says.
         rc, out, err = s.as_user([e2e.BINARY, "report", "--slurm-job", job_id, "--json"], folder)
         self.assertEqual(rc, 0, err)
