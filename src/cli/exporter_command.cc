@@ -182,6 +182,9 @@ int RunExporter(const ExporterFlags& flags) {
   // the lock is held for the gathering only, so the sampling loop and the
   // other scrapes wait less (rendering is most of a scrape's time).
   auto collect = [&]() -> std::string {
+    // The Slurm jobs' lines and cpusets: files, read before the lock.
+    SlurmJobs slurm_jobs = ReadSlurmJobs(flags.slurm_state);
+    for (SlurmJobLine& j : slurm_jobs.jobs) j.cpu_list = SlurmJobCpuList(root, j.job_id, j.uid);
     std::unique_lock<std::mutex> lock(state);
     int64_t start = MonotonicNs();
     hook->Drain([&](std::string_view d, int pid, int64_t uid) {
@@ -199,7 +202,7 @@ int RunExporter(const ExporterFlags& flags) {
     if (std::string note = trees.Update(jobs); !note.empty()) notes.push_back(note);
     for (std::string& n : trees.TakeNotes()) notes.push_back(std::move(n));
     jobs.Emit(out, hostname, start);
-    EmitSlurmJobInfo(out, ReadSlurmJobs(flags.slurm_state));
+    EmitSlurmJobInfo(out, slurm_jobs);
     EmitSelf(out, server ? server->counts() : HttpServer::Counts{}, jobs, *hook, notes.size(),
              trees.remote_children(), (MonotonicNs() - start) / 1e9, clock);
     for (const std::string& n : notes) {

@@ -190,6 +190,28 @@ std::string ReadJobName(const std::string& dir, int64_t uid) {
 
 }  // namespace
 
+std::string SlurmJobCpuList(const Root& root, std::string_view job_id, int64_t uid) {
+  if (!CheckSlurmJobId(job_id).ok()) return "";
+  const std::string job = "job_" + std::string(job_id);
+  std::vector<std::string> candidates = {"/sys/fs/cgroup/system.slice/slurmstepd.scope/" + job +
+                                         "/cpuset.cpus.effective"};
+  if (uid >= 0) {
+    const std::string v1 = "/sys/fs/cgroup/cpuset/slurm/uid_" + std::to_string(uid) + "/" + job;
+    candidates.push_back(v1 + "/cpuset.effective_cpus");
+    candidates.push_back(v1 + "/cpuset.cpus");
+  }
+  for (const std::string& path : candidates) {
+    Result<std::string> text = ReadFile(root.Path(path), 4096);
+    if (!text.ok()) continue;
+    std::string_view list = Trim(*text);
+    // A cpuset list: digits, ',' and '-' only.
+    if (!list.empty() && list.find_first_not_of("0123456789,-") == std::string_view::npos) {
+      return std::string(list);
+    }
+  }
+  return "";
+}
+
 std::string SlurmJobNameIn(const std::string& folder) {
   return ReadJobName(folder, static_cast<int64_t>(geteuid()));
 }

@@ -60,6 +60,7 @@ struct SlurmJobLine {
   std::string gpus;   // SLURM_JOB_GPUS, else CUDA_VISIBLE_DEVICES; "" when none
   pid_t recorder_pid = 0;
   std::string job_name;  // not in the line: STATE_DIR/job-ID/job_name, from the task prolog
+  std::string cpu_list;  // not in the line: the job's cgroup cpuset (SlurmJobCpuList)
 };
 std::string FormatSlurmJobLine(const SlurmJobLine& line);
 // InvalidArgument naming `source` for a line without a job_id of digits or
@@ -69,6 +70,15 @@ Result<SlurmJobLine> ParseSlurmJobLine(std::string_view text, std::string_view s
 // A job name as a label may carry it: printable ASCII, no spaces (as `_`),
 // at most 128 bytes; "" stays "".
 std::string CleanSlurmJobName(std::string_view name);
+
+// The CPUs Slurm confined the job to, as the kernel lists them ("0-3,8"):
+// the job's cgroup cpuset under ROOT (cgroup v2:
+// /sys/fs/cgroup/system.slice/slurmstepd.scope/job_ID/cpuset.cpus.effective;
+// v1: /sys/fs/cgroup/cpuset/slurm/uid_U/job_ID/cpuset.effective_cpus, else
+// cpuset.cpus). "" where Slurm gives the job no cpuset (task/none), or
+// before its first step made the cgroup. Known once tasks run: the prolog
+// cannot know it.
+std::string SlurmJobCpuList(const Root& root, std::string_view job_id, int64_t uid);
 
 // The job's name the task prolog left in FOLDER/job_name (a regular file of
 // this process's user, no link, no FIFO), cleaned; "" when none.

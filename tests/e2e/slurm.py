@@ -472,8 +472,9 @@ class SlurmExporter(unittest.TestCase):
             job_id = s.sbatch(folder, "srun sleep 300\n", "--ntasks", "1", "--job-name", "held")
             s.wait_for_state(job_id, {"RUNNING"})
             # job_name comes from the task prolog (the prolog has no SLURM_JOB_NAME).
+            # No cpuset under task/none; no GPUs on this node.
             info = ('stallscope_job_info{job_id="%s",user="%s",partition="debug",'
-                    'job_name="held"} 1' % (job_id, USER))
+                    'job_name="held",cpus="",gpus=""} 1' % (job_id, USER))
             self.wait_for_text(textfile, True, info)
             check = subprocess.run(["/usr/bin/promtool", "check", "metrics"],
                                    input=self.read_textfile(textfile), capture_output=True,

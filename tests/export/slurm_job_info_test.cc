@@ -13,6 +13,8 @@ TEST(SlurmJobInfo, OneSeriesPerRunningJob) {
   a.user = "ada";
   a.partition = "gpu";
   a.job_name = "train";
+  a.cpu_list = "0-3";
+  a.gpus = "0,1";
   SlurmJobLine b;
   b.job_id = "10";
   b.user = "bob";
@@ -23,11 +25,11 @@ TEST(SlurmJobInfo, OneSeriesPerRunningJob) {
   const std::string out = RenderExposition(e.families());
   EXPECT_NE(out.find("# TYPE stallscope_job_info gauge\n"), std::string::npos) << out;
   EXPECT_NE(out.find("stallscope_job_info{job_id=\"9\",user=\"ada\",partition=\"gpu\","
-                     "job_name=\"train\"} 1\n"),
+                     "job_name=\"train\",cpus=\"0-3\",gpus=\"0,1\"} 1\n"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("stallscope_job_info{job_id=\"10\",user=\"bob\",partition=\"debug\","
-                     "job_name=\"\"} 1\n"),
+                     "job_name=\"\",cpus=\"\",gpus=\"\"} 1\n"),
             std::string::npos)
       << out;
   // No job: no family at all (a node without Slurm says nothing of it).

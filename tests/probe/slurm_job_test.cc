@@ -235,6 +235,33 @@ TEST(SlurmJobs, TheStateFoldersRunningJobsInIdOrderWithTheirNames) {
   fs::remove_all(state);
 }
 
+TEST(SlurmJobs, TheJobsCpusetUnderCgroupV2AndV1) {
+  std::string pattern = ::testing::TempDir() + "slurm_cpuset_XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const fs::path root = pattern;
+  auto write = [](const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::trunc);
+    out << text;
+  };
+  // v2 (Slurm 22.05+ with cgroup/v2): the stepd scope holds the job.
+  write(root / "sys/fs/cgroup/system.slice/slurmstepd.scope/job_7/cpuset.cpus.effective",
+        "0-3,8\n");
+  // v1: per user, effective CPUs first, else the configured ones.
+  write(root / "sys/fs/cgroup/cpuset/slurm/uid_1001/job_8/cpuset.effective_cpus", "4-5\n");
+  write(root / "sys/fs/cgroup/cpuset/slurm/uid_1001/job_9/cpuset.cpus", "6\n");
+  write(root / "sys/fs/cgroup/cpuset/slurm/uid_1001/job_10/cpuset.cpus", "garbage\n");
+  const Root r(root.string());
+  EXPECT_EQ(SlurmJobCpuList(r, "7", 1001), "0-3,8");
+  EXPECT_EQ(SlurmJobCpuList(r, "8", 1001), "4-5");
+  EXPECT_EQ(SlurmJobCpuList(r, "9", 1001), "6");
+  EXPECT_EQ(SlurmJobCpuList(r, "10", 1001), "");  // not a CPU list
+  EXPECT_EQ(SlurmJobCpuList(r, "8", 1002), "");   // another user's job of that id: none
+  EXPECT_EQ(SlurmJobCpuList(r, "11", 1001), "");  // no cgroup (task/none)
+  EXPECT_EQ(SlurmJobCpuList(r, "../7", 1001), "");
+  fs::remove_all(root);
+}
+
 TEST(SlurmJobs, JobNamesAreCleanedForALabel) {
   EXPECT_EQ(CleanSlurmJobName("a b\tc\xe9"), "a_b_c_");
   EXPECT_EQ(CleanSlurmJobName(std::string(300, 'x')).size(), 128u);
