@@ -19,6 +19,7 @@
 #include "core/child_call.h"
 #include "core/file.h"
 #include "probe/process_tree.h"
+#include "proc_tree_copy.h"
 
 namespace stallscope {
 namespace {
@@ -108,18 +109,8 @@ std::string WithParentAndStart(std::string stat, int32_t ppid, uint64_t start) {
 }
 
 // A writable copy of tests/fixtures/proc_tree, removed at the end.
-class FixtureTreeCopy : public ::testing::Test {
+class FixtureTreeCopy : public ProcTreeCopyTest {
  protected:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "proc_tree_XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    fs::copy(kFixtures + "/proc_tree", dir_, fs::copy_options::recursive);
-    for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir_)) {
-      fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
-    }
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   fs::path Proc(const std::string& rest) const { return dir_ / "proc" / rest; }
   ProcessSamplerOptions Options() const {
     ProcessSamplerOptions options;
@@ -127,7 +118,6 @@ class FixtureTreeCopy : public ::testing::Test {
     options.page_size_bytes = 4096;
     return options;
   }
-  fs::path dir_;
 };
 
 // `run` keeps its samplers in objects it moves.

@@ -13,14 +13,13 @@
 #include <string>
 
 #include "probe/process_sampler.h"
+#include "proc_tree_copy.h"
 
 namespace stallscope {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::string_literals;
-
-const std::string kFixtures = STALLSCOPE_FIXTURES;
 
 TEST(SlurmJob, CgroupV1AndV2LayoutsNameTheJob) {
   // cgroup v1 (task/cgroup): one line per hierarchy.
@@ -70,18 +69,8 @@ TEST(SlurmJob, JobIdsAreDigits) {
 }
 
 // A writable copy of tests/fixtures/proc_tree, removed at the end.
-class SlurmJobTree : public ::testing::Test {
+class SlurmJobTree : public ProcTreeCopyTest {
  protected:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "slurm_tree_XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    fs::copy(kFixtures + "/proc_tree", dir_, fs::copy_options::recursive);
-    for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir_)) {
-      fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
-    }
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   void Write(const std::string& rest, const std::string& text) {
     std::ofstream out(dir_ / "proc" / rest, std::ios::trunc | std::ios::binary);
     out << text;
@@ -101,7 +90,6 @@ class SlurmJobTree : public ::testing::Test {
     };
     return options;
   }
-  fs::path dir_;
 };
 
 TEST_F(SlurmJobTree, ReadsCgroupThenEnvironment) {
