@@ -69,7 +69,7 @@ bool ParseStopRecord(std::string_view type, std::string_view line,
     ok = n && *n >= 0 && *n < 256 && (f[4] == "code" || f[4] == "signal");
     if (ok && f[4] == "code") s.exit_code = static_cast<int>(*n);
     if (ok && f[4] == "signal") s.signal = static_cast<int>(*n);
-    s.how = f[4] == "code" ? "exit" : "signal";
+    if (ok) s.how = f[4] == "code" ? "exit" : "signal";  // f[4] exists only then
   } else if (ok && type == "sent_signal") {
     std::optional<int64_t> n = f.size() == 5 ? ParseInt(f[4]) : std::nullopt;
     ok = n && *n > 0 && *n < 65;

@@ -110,16 +110,17 @@ TEST(HookDatagram, HowRanksStop) {
 TEST(HookDatagram, MalformedStopRecords) {
   HookEvents e;
   ParseHookDatagram(
-      "exit 42 1 3000000000 signal\n"           // no number
-      "exit 42 1 3000000000 status 3\n"         // not code or signal
-      "exit 42 1 3000000000 code 300\n"         // not a status
-      "sent_signal 42 1 3000000000 0\n"         // no signal 0
-      "bye 42 1\n"                              // no time
-      "bye 42 x 1\n"                            // no rank
-      "exception 42 1 2000000000\n"             // no detail
-      "exit 4294967296 1 3000000000 code 0\n",  // a pid past int
+      "exit 42 1 3000000000 signal\n"          // no number
+      "exit 42 1 3000000000 status 3\n"        // not code or signal
+      "exit 42 1 3000000000 code 300\n"        // not a status
+      "sent_signal 42 1 3000000000 0\n"        // no signal 0
+      "bye 42 1\n"                             // no time
+      "bye 42 x 1\n"                           // no rank
+      "exception 42 1 2000000000\n"            // no detail
+      "exit 4294967296 1 3000000000 code 0\n"  // a pid past int
+      "exit 42 1 3000000000 \n",               // nothing after the time (read past the end)
       kStart, e);
-  EXPECT_EQ(e.malformed, 8);
+  EXPECT_EQ(e.malformed, 9);
   EXPECT_TRUE(e.stops.empty());
 }
 
