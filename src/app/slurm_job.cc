@@ -68,13 +68,7 @@ bool IsJobRecorder(pid_t pid, const SlurmJobEnv& job) {
   Result<std::string> cmdline = ReadFile(dir + "/cmdline", 1 << 16);
   Result<std::string> status = ReadFile(dir + "/status", 1 << 16);
   if (!cmdline.ok() || !status.ok()) return false;
-  std::vector<std::string_view> words;
-  for (size_t start = 0; start < cmdline->size();) {
-    size_t end = cmdline->find('\0', start);
-    if (end == std::string::npos) end = cmdline->size();
-    words.push_back(std::string_view(*cmdline).substr(start, end - start));
-    start = end + 1;
-  }
+  const std::vector<std::string_view> words = Split(*cmdline, '\0');
   bool watch = false, ours = false;
   for (size_t i = 0; i < words.size(); ++i) {
     if (words[i] == "watch") watch = true;
@@ -312,7 +306,7 @@ Result<SlurmJobEnv> ReadSlurmJobEnv(const EnvLookup& env) {
                             {"SLURM_JOB_GID", &gid}}) {
     if (Status s = need(name, *into); !s.ok()) return s;
   }
-  if (!IsDigits(uid) || !IsDigits(gid) || job.id.find_first_not_of("0123456789") != job.id.npos) {
+  if (!IsDigits(uid) || !IsDigits(gid) || !CheckSlurmJobId(job.id).ok()) {
     return Status::InvalidArgument("SLURM_JOB_ID, SLURM_JOB_UID and SLURM_JOB_GID must be numbers");
   }
   job.uid = static_cast<uid_t>(std::strtoul(uid.c_str(), nullptr, 10));

@@ -24,30 +24,19 @@ Status CheckSlurmJobId(std::string_view id) {
 bool CgroupNamesSlurmJob(std::string_view cgroup_text, std::string_view job_id) {
   if (job_id.empty()) return false;
   const std::string component = "job_" + std::string(job_id);
-  size_t start = 0;
-  while (start < cgroup_text.size()) {
-    size_t end = cgroup_text.find('\n', start);
-    if (end == cgroup_text.npos) end = cgroup_text.size();
-    std::string_view line = cgroup_text.substr(start, end - start);
-    start = end + 1;
+  for (std::string_view line : Split(cgroup_text, '\n')) {
     // hierarchy-ID:controllers:path; the path may hold ':' itself.
     size_t first = line.find(':');
     size_t second = first == line.npos ? line.npos : line.find(':', first + 1);
     if (second == line.npos) continue;
-    std::string_view path = line.substr(second + 1);
     bool in_job = false;
-    size_t at = 0;
-    while (at <= path.size()) {
-      size_t slash = path.find('/', at);
-      if (slash == path.npos) slash = path.size();
-      std::string_view part = path.substr(at, slash - at);
+    for (std::string_view part : Split(line.substr(second + 1), '/')) {
       if (part == component) {
         in_job = true;
       } else if (in_job && part == "slurm") {
         in_job = false;  // cgroup v2's job_ID/step_S/slurm: slurmstepd's own leaf
         break;
       }
-      at = slash + 1;
     }
     if (in_job) return true;
   }
@@ -56,19 +45,10 @@ bool CgroupNamesSlurmJob(std::string_view cgroup_text, std::string_view job_id) 
 
 bool EnvironNamesSlurmJob(std::string_view environ_text, std::string_view job_id) {
   if (job_id.empty()) return false;
-  size_t start = 0;
-  while (start < environ_text.size()) {
-    size_t end = environ_text.find('\0', start);
-    if (end == environ_text.npos) end = environ_text.size();
-    std::string_view entry = environ_text.substr(start, end - start);
-    start = end + 1;
-    for (std::string_view name :
-         {std::string_view("SLURM_JOB_ID="), std::string_view("SLURM_JOBID=")}) {
-      if (entry.size() == name.size() + job_id.size() && entry.substr(0, name.size()) == name &&
-          entry.substr(name.size()) == job_id) {
-        return true;
-      }
-    }
+  const std::string wanted[] = {"SLURM_JOB_ID=" + std::string(job_id),
+                                "SLURM_JOBID=" + std::string(job_id)};
+  for (std::string_view entry : Split(environ_text, '\0')) {
+    if (entry == wanted[0] || entry == wanted[1]) return true;
   }
   return false;
 }
