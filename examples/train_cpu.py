@@ -32,6 +32,7 @@ It reports through stallscope.loader()/stallscope.epoch() when the hook can be
 imported and runs without it otherwise.
 """
 import argparse
+import contextlib
 import os
 import signal
 import shutil
@@ -201,13 +202,16 @@ def evaluate(model, rank, seconds, ddp):
         dist.barrier()
 
 
-def save_checkpoint(model, mib, rank):
-    """The model's state and `mib` MiB of padding, written and fsync'd."""
-    path = os.path.join(tempfile.gettempdir(), "stallscope-ckpt-%d-%d.pt" % (os.getpid(), rank))
-    with stallscope.checkpoint():
+def save_checkpoint(model, args, rank):
+    """The model's state and --checkpoint-mib MiB of padding, written and
+    fsync'd in --checkpoint-dir, inside stallscope.checkpoint() unless
+    --checkpoint-unmarked (then `report` finds it by its writes)."""
+    folder = args.checkpoint_dir or tempfile.gettempdir()
+    path = os.path.join(folder, "stallscope-ckpt-%d-%d.pt" % (os.getpid(), rank))
+    with (contextlib.nullcontext() if args.checkpoint_unmarked else stallscope.checkpoint()):
         with open(path, "wb") as f:
             torch.save({"model": model.state_dict(),
-                        "pad": torch.zeros(mib * 2**18, dtype=torch.float32)}, f)
+                        "pad": torch.ones(args.checkpoint_mib * 2**18, dtype=torch.float32)}, f)
             f.flush()
             os.fsync(f.fileno())
     os.unlink(path)
@@ -259,6 +263,12 @@ def main():
     p.add_argument("--checkpoint-mib", type=int, default=0, metavar="N",
                    help="after each epoch, save the model and N MiB more to a file (fsync'd) "
                         "inside stallscope.checkpoint()")
+    p.add_argument("--checkpoint-every", type=int, default=0, metavar="K",
+                   help="save the checkpoint every K steps inside the loop instead")
+    p.add_argument("--checkpoint-unmarked", action="store_true",
+                   help="save it without stallscope.checkpoint()")
+    p.add_argument("--checkpoint-dir", default="", metavar="DIR",
+                   help="where to save it (default: the temporary folder)")
     args = p.parse_args()
     slow = args.mode == "input-bound"
     epochs = args.epochs or (2 if slow else 6)
@@ -323,6 +333,8 @@ def main():
                 fail(args.fail_how, args.fail_step)
             if steps + n == args.eval_step:
                 evaluate(model, rank, args.eval_s, args.ddp)
+            if args.checkpoint_mib and args.checkpoint_every and (steps + n) % args.checkpoint_every == 0:
+                save_checkpoint(model, args, rank)
             if n == cap:
                 break
         steps += n
@@ -334,8 +346,8 @@ def main():
                     model(x)
                     if k + 1 == args.eval_batches:
                         break
-        if args.checkpoint_mib:
-            save_checkpoint(model, args.checkpoint_mib, rank)
+        if args.checkpoint_mib and not args.checkpoint_every:
+            save_checkpoint(model, args, rank)
         print(f"{'rank %d ' % rank if args.ddp else ''}epoch {epoch}: {n} steps in {dt:.1f} s ({n / dt:.1f} steps/s), "
               f"loss {loss.item():.3f}, accuracy {correct / max(seen, 1):.2f}, "
               f"rss {rss_mib():.0f} MiB", flush=True)

@@ -34,6 +34,7 @@ import threading
 import weakref
 import time
 
+from . import _host_sync
 from . import _leak
 from . import _profile
 from . import _stops
@@ -206,6 +207,11 @@ def _close(st):
 def _lines(st, records):
     out = []
     head = "step %d %d " % (st.pid, st.rank)
+    # Where CUDA is (_host_sync.py): each step's time blocked on the GPU.
+    held = None
+    if _host_sync.spans:
+        held = _host_sync.per_step([(r[0], r[2]) for r in records if r.__class__ is not str])
+    k = 0
     for r in records:
         if r.__class__ is str:
             out.append(r)
@@ -216,6 +222,9 @@ def _lines(st, records):
                 out.append("sync %d %d %d %d %d" % (st.pid, st.rank, st.step, r[3], r[4]))
                 for a, b, i in (r[5] if _buckets_on[0] else ()):
                     out.append("bucket %d %d %d %d %d %d" % (st.pid, st.rank, st.step, i, a, b))
+            if held is not None and held[k][1]:
+                out.append("hostsync %d %d %d %d %d" % (st.pid, st.rank, st.step, held[k][0], held[k][1]))
+            k += 1
             st.step += 1
     return out
 
@@ -586,6 +595,9 @@ class _Loader:
             if phase == "eval" or (phase is None and _trained[0] and _grad_off()):
                 return _untimed(self._inner)
             _trained[0] = True
+            torch = sys.modules.get("torch")
+            if torch is not None and _host_sync.install(torch):
+                _host_sync.loop_thread()
             return _timed(self._inner)
         except Exception:
             return iter(self._inner)

@@ -1,8 +1,10 @@
 // Where a run's wall time went (see time_breakdown.h). One sweep per rank
 // over its steps in time order: each step's length goes to data wait,
-// communication and compute (less the checkpoints and evaluation loops
-// inside it), each gap between steps to the spans inside it and the rest
-// to start-up, epoch ends, idle gaps or the time after the last step.
+// communication, host syncs and compute (less the checkpoints and
+// evaluation loops inside it), each gap between steps to the spans inside
+// it and the rest to start-up, epoch ends, idle gaps or the time after the
+// last step. A gap or an overlong step with no checkpoint span but large
+// writes by the rank is a checkpoint the job did not mark.
 #include "analyze/time_breakdown.h"
 
 #include <algorithm>
@@ -60,14 +62,62 @@ Overlap OverlapOf(const std::vector<Span>& spans, size_t& from, double a, double
   return out;
 }
 
-// A gap [a, b] between steps: its spans to their rows, the rest to `rest`.
-void AddGap(RankTime& r, const std::vector<Span>& spans, size_t& from, double a, double b,
-            TimeRow rest) {
-  if (b <= a) return;
-  const Overlap o = OverlapOf(spans, from, a, b);
-  r.at(TimeRow::kCheckpoints) += o.checkpoints;
-  r.at(TimeRow::kEvaluation) += o.evaluation;
-  r.at(rest) += std::max(0.0, (b - a) - o.total());
+// A rank's writes to storage, per sampled interval of its processes: the
+// bytes it dirtied over (a, b]. Sorted by start; no interval is longer than
+// `longest`.
+struct Written {
+  double a = 0, b = 0, bytes = 0;
+};
+struct RankWrites {
+  std::vector<Written> intervals;
+  double longest = 0;
+
+  // The bytes of the intervals that overlap [a, b] at all: a sample
+  // interval cannot place its bytes more finely.
+  double Within(double a, double b) const {
+    auto it = std::lower_bound(intervals.begin(), intervals.end(), a - longest,
+                               [](const Written& w, double t) { return w.a < t; });
+    double bytes = 0;
+    for (; it != intervals.end() && it->a < b; ++it) {
+      if (it->b > a) bytes += it->bytes;
+    }
+    return bytes;
+  }
+
+  // The part of [a, b] the intervals that wrote cover: where in a gap the
+  // save can have been, at the sampling's resolution.
+  double Covered(double a, double b) const {
+    auto it = std::lower_bound(intervals.begin(), intervals.end(), a - longest,
+                               [](const Written& w, double t) { return w.a < t; });
+    double first = b, last = a;
+    for (; it != intervals.end() && it->a < b; ++it) {
+      if (it->b <= a) continue;
+      first = std::min(first, std::max(a, it->a));
+      last = std::max(last, std::min(b, it->b));
+    }
+    return std::max(0.0, last - first);
+  }
+};
+
+RankWrites WritesOf(const Timeline& timeline, int rank) {
+  RankWrites out;
+  std::set<int> pids;
+  for (const RankInfo& r : timeline.ranks) {
+    if (r.rank == rank && r.pid > 0) pids.insert(r.pid);
+  }
+  std::map<int, double> last;  // pid -> its previous sample
+  for (const ProcessPoint& p : timeline.processes) {
+    if (!pids.count(p.pid)) continue;
+    auto it = last.find(p.pid);
+    if (it != last.end() && p.write_kib_per_s && *p.write_kib_per_s > 0 && p.t > it->second) {
+      out.intervals.push_back({it->second, p.t, *p.write_kib_per_s * 1024.0 * (p.t - it->second)});
+      out.longest = std::max(out.longest, p.t - it->second);
+    }
+    last[p.pid] = p.t;
+  }
+  std::sort(out.intervals.begin(), out.intervals.end(),
+            [](const Written& x, const Written& y) { return x.a < y.a; });
+  return out;
 }
 
 // An epoch mark of this rank within [a, b] (with a millisecond's slack: the
@@ -76,6 +126,28 @@ bool EpochMarkWithin(const std::vector<double>& marks, double a, double b) {
   constexpr double kSlack = 1e-3;
   auto it = std::lower_bound(marks.begin(), marks.end(), a - kSlack);
   return it != marks.end() && *it <= b + kSlack;
+}
+
+// A gap [a, b] between steps: its spans to their rows, the rest to `rest`.
+// Where the gap has no checkpoint span and the rank wrote a checkpoint's
+// worth in it (never the start-up: a job's first writes are its set-up's,
+// a dataset cache or a log), the part the writing intervals cover is a
+// checkpoint.
+void AddGap(RankTime& r, const std::vector<Span>& spans, size_t& from, const RankWrites& writes,
+            double a, double b, TimeRow rest) {
+  if (b <= a) return;
+  const Overlap o = OverlapOf(spans, from, a, b);
+  r.at(TimeRow::kCheckpoints) += o.checkpoints;
+  r.at(TimeRow::kEvaluation) += o.evaluation;
+  double left = std::max(0.0, (b - a) - o.total());
+  if (left >= kCheckpointGapSeconds && rest != TimeRow::kStartup && o.checkpoints == 0 &&
+      writes.Within(a, b) >= kCheckpointWriteBytes) {
+    const double saved = std::clamp(writes.Covered(a, b) - o.evaluation, 0.0, left);
+    r.at(TimeRow::kCheckpoints) += saved;
+    left -= saved;
+    ++r.checkpoints_by_writes;
+  }
+  r.at(rest) += left;
 }
 
 // Per rank and step, the time its gradient all-reduces waited for the last
@@ -120,15 +192,43 @@ std::optional<std::map<StepKey, double>> RankWaits(const Timeline& timeline, siz
   return out;
 }
 
+// What a rank's records say of each step, by step number.
+struct StepRecords {
+  std::map<int64_t, double> sync;    // all-reduces outstanding (stallscope.ddp)
+  std::map<int64_t, HostSync> host;  // blocked on the GPU
+};
+
+StepRecords RecordsOf(const Timeline& timeline, int rank) {
+  StepRecords out;
+  for (const StepSync& s : timeline.step_syncs) {
+    if (s.rank == rank) out.sync[s.step] = s.sync_seconds;
+  }
+  for (const HostSync& h : timeline.host_syncs) {
+    if (h.rank == rank) out.host[h.step] = h;
+  }
+  return out;
+}
+
+// The median of a rank's step compute (length less data wait), the yardstick
+// of an overlong step; 0 with no step.
+double MedianCompute(const std::vector<const StepEvent*>& steps) {
+  std::vector<double> compute;
+  compute.reserve(steps.size());
+  for (const StepEvent* e : steps) {
+    compute.push_back(std::max(0.0, e->step_seconds - std::max(0.0, e->wait_seconds)));
+  }
+  if (compute.empty()) return 0;
+  auto mid = compute.begin() + static_cast<std::ptrdiff_t>(compute.size() / 2);
+  std::nth_element(compute.begin(), mid, compute.end());
+  return *mid;
+}
+
 RankTime BreakDownRank(const Timeline& timeline, int rank, std::vector<const StepEvent*>& steps,
                        double wall, const std::map<StepKey, double>& rank_waits) {
   RankTime r;
   r.rank = rank;
   r.wall_s = wall;
-  std::map<int64_t, double> sync;
-  for (const StepSync& s : timeline.step_syncs) {
-    if (s.rank == rank) sync[s.step] = s.sync_seconds;
-  }
+  const StepRecords records = RecordsOf(timeline, rank);
   std::vector<double> marks;
   for (const EpochEvent& e : timeline.epochs) {
     if (e.rank == rank) marks.push_back(e.t);
@@ -139,6 +239,8 @@ RankTime BreakDownRank(const Timeline& timeline, int rank, std::vector<const Ste
     if (s.rank != rank) continue;
     ++(s.kind == "eval" ? r.eval_loops : r.checkpoints);
   }
+  const RankWrites writes = WritesOf(timeline, rank);
+  const double median_compute = MedianCompute(steps);
   size_t from = 0;
   double at = 0;  // where the last step ended
   for (const StepEvent* e : steps) {
@@ -147,11 +249,12 @@ RankTime BreakDownRank(const Timeline& timeline, int rank, std::vector<const Ste
     const TimeRow gap = r.steps == 0                        ? TimeRow::kStartup
                         : EpochMarkWithin(marks, at, start) ? TimeRow::kEpochEnds
                                                             : TimeRow::kIdleGaps;
-    AddGap(r, spans, from, at, start, gap);
+    AddGap(r, spans, from, writes, at, start, gap);
     const double length = end - start;
     const double wait = std::clamp(e->wait_seconds, 0.0, length);
-    auto it = sync.find(e->step);
-    const double synced = it == sync.end() ? 0.0 : std::clamp(it->second, 0.0, length - wait);
+    auto it = records.sync.find(e->step);
+    const double synced =
+        it == records.sync.end() ? 0.0 : std::clamp(it->second, 0.0, length - wait);
     auto waited = rank_waits.find({rank, e->step});
     const double rank_wait =
         waited == rank_waits.end() ? 0.0 : std::clamp(waited->second, 0.0, synced);
@@ -159,19 +262,35 @@ RankTime BreakDownRank(const Timeline& timeline, int rank, std::vector<const Ste
     // A checkpoint or evaluation loop run inside a step (between two
     // next() calls) is its own row, taken from the step's compute.
     const Overlap o = OverlapOf(spans, from, start, end);
-    const double compute = std::max(0.0, (length - wait) - synced);
+    double compute = std::max(0.0, (length - wait) - synced);
     const double taken = std::clamp(o.total(), 0.0, compute);
     const double scale = o.total() > 0 ? taken / o.total() : 0.0;
     r.at(TimeRow::kCheckpoints) += o.checkpoints * scale;
     r.at(TimeRow::kEvaluation) += o.evaluation * scale;
+    compute -= taken;
+    // A step far longer than the rank's usual one that wrote a checkpoint's
+    // worth, with no span of its own: a save inside the loop.
+    if (o.checkpoints == 0 && median_compute > 0 &&
+        compute > kCheckpointStepFactor * median_compute &&
+        writes.Within(start, end) >= kCheckpointWriteBytes) {
+      r.at(TimeRow::kCheckpoints) += compute - median_compute;
+      compute = median_compute;
+      ++r.checkpoints_by_writes;
+    }
+    if (auto h = records.host.find(e->step); h != records.host.end()) {
+      const double blocked = std::clamp(h->second.seconds, 0.0, compute);
+      r.at(TimeRow::kHostSyncs) += blocked;
+      r.host_sync_calls += h->second.calls;
+      compute -= blocked;
+    }
     r.at(TimeRow::kDataWait) += wait;
     r.at(TimeRow::kRankWait) += rank_wait;
     r.at(TimeRow::kCommunication) += comm;
-    r.at(TimeRow::kCompute) += compute - taken;
+    r.at(TimeRow::kCompute) += compute;
     ++r.steps;
     at = end;
   }
-  AddGap(r, spans, from, at, wall, TimeRow::kAfterLastStep);
+  AddGap(r, spans, from, writes, at, wall, TimeRow::kAfterLastStep);
   return r;
 }
 
@@ -210,6 +329,26 @@ TimeBreakdown BreakDownTime(const Timeline& timeline) {
     out.notes.push_back(
         "the run file predates checkpoint and evaluation spans: their time is in compute or the "
         "gaps");
+  }
+  int64_t by_writes = 0;
+  for (const RankTime& r : out.ranks) by_writes += r.checkpoints_by_writes;
+  if (by_writes > 0) {
+    out.notes.push_back(
+        "checkpoints found by their writes (16 MiB or more to storage in a gap or an overlong "
+        "step, no stallscope.checkpoint() there), timed to the sample interval; wrap the save "
+        "in stallscope.checkpoint() for its exact time");
+  }
+  bool writes_read = false;
+  for (const ProcessPoint& p : timeline.processes) writes_read = writes_read || p.write_kib_per_s;
+  if (!timeline.processes.empty() && !writes_read) {
+    out.notes.push_back(
+        "the run file has no process writes: a checkpoint outside stallscope.checkpoint() is in "
+        "the row where it happened");
+  }
+  if (!timeline.host_syncs_recorded && !timeline.gpus.empty()) {
+    out.notes.push_back(
+        "the run file predates host syncs: time the loop waited for the GPU (.item(), "
+        "synchronize()) is in compute");
   }
   if (timeline.step_syncs.empty() && by_rank.size() > 1) {
     out.notes.push_back(

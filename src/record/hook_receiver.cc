@@ -174,6 +174,18 @@ bool ParseSpan(const Line& l, HookEvents& into) {
   return true;
 }
 
+// hostsync pid rank step sync_ns calls: follows its step record, where the
+// loop's thread waited for the GPU in that step
+bool ParseHostSync(const Line& l, HookEvents& into) {
+  int64_t v[5];
+  if (!ToInts(l.f, 5, v) || v[1] < INT32_MIN || v[1] > INT32_MAX || v[2] < 0 || v[3] < 0 ||
+      v[4] < 0) {
+    return false;
+  }
+  into.host_syncs.push_back({static_cast<int>(v[1]), v[2], v[3] / 1e9, v[4]});
+  return true;
+}
+
 // bucket pid rank step index launch_ns done_ns: follows its sync record
 bool ParseBucket(const Line& l, HookEvents& into) {
   int64_t v[6];
@@ -282,6 +294,7 @@ constexpr RecordType kRecordTypes[] = {
     {"sync", ParseSync},
     {"bucket", ParseBucket},
     {"span", ParseSpan},
+    {"hostsync", ParseHostSync},
     {"epoch", ParseEpoch},
     {"loader", ParseLoader},
     {"hello", ParseHello},

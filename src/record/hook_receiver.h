@@ -29,6 +29,7 @@ struct HookEvents {
   std::vector<StepSync> syncs;                // stallscope.ddp(model): per step
   std::vector<BucketSync> buckets;            // stallscope.ddp(model): per bucket
   std::vector<PhaseSpan> spans;               // checkpoints and evaluation loops
+  std::vector<HostSync> host_syncs;           // steps that waited for the GPU (CUDA)
   std::vector<AllocationReport> allocations;  // alloc_site / alloc_holder / alloc_note
   std::vector<RankStop> stops;  // bye / exception (hook), exit / sent_signal (launcher)
   std::string script;           // the first `script` record's: what the job runs

@@ -151,6 +151,13 @@ class IntervalSampler {
             point.rchar_kib_per_s =
                 static_cast<double>(now.io->rchar_bytes - was.io->rchar_bytes) / 1024.0 / seconds;
           }
+          if (now.io && was.io && now.io->write_bytes >= was.io->write_bytes &&
+              now.io->wchar_bytes >= was.io->wchar_bytes) {
+            point.write_kib_per_s =
+                static_cast<double>(now.io->write_bytes - was.io->write_bytes) / 1024.0 / seconds;
+            point.wchar_kib_per_s =
+                static_cast<double>(now.io->wchar_bytes - was.io->wchar_bytes) / 1024.0 / seconds;
+          }
         }
         // What it reads: only a member that ran since the last sample can
         // have opened or moved through a file (OpenInputSampler bounds how
@@ -606,6 +613,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
   Status node_written = writer.WriteNode(node);
   // Made now, rows or none: a file without it predates the spans.
   if (node_written.ok()) node_written = writer.AppendPhaseSpans({});
+  if (node_written.ok()) node_written = writer.AppendHostSyncs({});
   std::optional<ClockServer> clock_server;
   if (options.serve_clock) {
     if (Result<ClockServer> opened = ClockServer::Open(options.clock_port); opened.ok()) {
@@ -802,6 +810,7 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
       spans_kept += keep;
       written = writer.AppendPhaseSpans(std::span<const PhaseSpan>(events.spans.data(), keep));
     }
+    if (written.ok() && !stopped) written = writer.AppendHostSyncs(events.host_syncs);
     congestion.clear();
     if (written.ok() && !stopped && allocation_reports < kMaxAllocationReportsKept) {
       allocation_reports += events.allocations.size();

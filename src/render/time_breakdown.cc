@@ -93,6 +93,8 @@ nlohmann::ordered_json TimeBreakdownToJson(const TimeBreakdown& time) {
                      {"wall_seconds", r.wall_s},
                      {"steps", r.steps},
                      {"checkpoints", r.checkpoints},
+                     {"checkpoints_by_writes", r.checkpoints_by_writes},
+                     {"host_sync_calls", r.host_sync_calls},
                      {"eval_loops", r.eval_loops},
                      {"seconds", std::move(seconds)}});
   }

@@ -156,6 +156,12 @@ struct ProcessPoint {
   std::optional<double> run_delay_percent;
   std::optional<double> read_kib_per_s;
   std::optional<double> rchar_kib_per_s;
+  // Its writes, likewise: bytes it dirtied for the storage layer
+  // (/proc/PID/io write_bytes; page cache writes count here before any
+  // fsync), and all bytes its write()s took (wchar: pipes and sockets too).
+  // Absent in files that predate them.
+  std::optional<double> write_kib_per_s;
+  std::optional<double> wchar_kib_per_s;
 };
 
 // A process outside the job's tree that took CPU in an interval where the
@@ -206,6 +212,18 @@ struct StepSync {
   int64_t step = 0;
   double sync_seconds = 0;
   double cpu_seconds = 0;
+};
+
+// From the hook, where the process has CUDA: the time a step's loop thread
+// was blocked waiting for the GPU (torch.cuda.synchronize(), an event's or
+// stream's synchronize(), a CUDA tensor's .item(), .tolist(), .cpu(),
+// bool(), float(), int()), and how many such calls it made (table
+// host_syncs).
+struct HostSync {
+  int rank = 0;
+  int64_t step = 0;
+  double seconds = 0;
+  int64_t calls = 0;
 };
 
 // From the hook, with stallscope.ddp(model): one gradient bucket's
@@ -379,6 +397,8 @@ struct Timeline {
   bool bucket_syncs_recorded = true;            // false: read from a file without table bucket_sync
   std::vector<PhaseSpan> spans;                 // checkpoints and evaluation loops, by start
   bool spans_recorded = true;                   // false: the file predates table phase_spans
+  std::vector<HostSync> host_syncs;             // per step, where the hook saw any
+  bool host_syncs_recorded = true;              // false: the file predates table host_syncs
   std::vector<AllocationReport> allocations;    // the hook's allocation tracing
   std::vector<MemoryPeak> memory_peaks;         // table memory_peaks, when written
   bool memory_peaks_recorded = false;           // false: the file predates the table

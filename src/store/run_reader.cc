@@ -294,6 +294,25 @@ Status ReadPhaseSpans(sqlite3* db, const std::string& path, Timeline& timeline) 
                     });
 }
 
+// Table host_syncs, where the file has it (made at every run's start since
+// it exists): at most one row per step of a rank.
+Status ReadHostSyncs(sqlite3* db, const std::string& path, Timeline& timeline) {
+  timeline.host_syncs_recorded = false;
+  Status st = ForEachRow(db, path,
+                         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                         "'host_syncs'",
+                         [&](Columns&) { timeline.host_syncs_recorded = true; });
+  if (!st.ok() || !timeline.host_syncs_recorded) return st;
+  return ForEachRow(db, path, "SELECT rank, step, seconds, calls FROM host_syncs ORDER BY rowid",
+                    [&](Columns& c) {
+                      HostSync& h = timeline.host_syncs.emplace_back();
+                      h.rank = c.Int32();
+                      h.step = c.Int();
+                      h.seconds = c.Real();
+                      h.calls = c.Int();
+                    });
+}
+
 // Tables rank_stops and rank_states, where the file has them (written at
 // every run's end since they exist).
 Status ReadRankStops(sqlite3* db, const std::string& path, Timeline& timeline) {
@@ -508,20 +527,28 @@ Result<Timeline> ReadRunFile(const std::string& path) {
                     }
                   });
   if (!st.ok()) return st;
-  // Files written before the processes' run delay and reads lack the columns.
-  bool has_run_delay = false;
-  st = ForEachRow(db, path,
-                  "SELECT 1 FROM pragma_table_info('processes') WHERE name = 'run_delay_percent'",
-                  [&](Columns&) { has_run_delay = true; });
+  // Files written before the processes' run delay and reads lack the
+  // columns; those written before their writes lack the last two.
+  bool has_run_delay = false, has_writes = false;
+  st = ForEachRow(
+      db, path,
+      "SELECT name FROM pragma_table_info('processes') WHERE name IN "
+      "('run_delay_percent', 'write_kib_per_s')",
+      [&](Columns& c) { (c.Text() == "write_kib_per_s" ? has_writes : has_run_delay) = true; });
   if (!st.ok()) return st;
+  has_writes = has_writes && has_run_delay;  // the writes came after
   // rowid order is the order the writer appended them.
   reserve(timeline.processes, "SELECT max(rowid) FROM processes");
   st = ForEachRow(db, path,
-                  has_run_delay ? "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent, "
-                                  "run_delay_percent, read_kib_per_s, rchar_kib_per_s "
-                                  "FROM processes ORDER BY rowid"
-                                : "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent "
-                                  "FROM processes ORDER BY rowid",
+                  has_writes      ? "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent, "
+                                    "run_delay_percent, read_kib_per_s, rchar_kib_per_s, "
+                                    "write_kib_per_s, wchar_kib_per_s "
+                                    "FROM processes ORDER BY rowid"
+                  : has_run_delay ? "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent, "
+                                    "run_delay_percent, read_kib_per_s, rchar_kib_per_s "
+                                    "FROM processes ORDER BY rowid"
+                                  : "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent "
+                                    "FROM processes ORDER BY rowid",
                   [&](Columns& c) {
                     ProcessPoint& p = timeline.processes.emplace_back();
                     p.t = c.Real();
@@ -534,6 +561,10 @@ Result<Timeline> ReadRunFile(const std::string& path) {
                       p.run_delay_percent = c.Optional<double>();
                       p.read_kib_per_s = c.Optional<double>();
                       p.rchar_kib_per_s = c.Optional<double>();
+                    }
+                    if (has_writes) {
+                      p.write_kib_per_s = c.Optional<double>();
+                      p.wchar_kib_per_s = c.Optional<double>();
                     }
                   });
   if (!st.ok()) return st;
@@ -665,6 +696,8 @@ Result<Timeline> ReadRunFile(const std::string& path) {
   st = ReadRankStops(db, path, timeline);
   if (!st.ok()) return st;
   st = ReadPhaseSpans(db, path, timeline);
+  if (!st.ok()) return st;
+  st = ReadHostSyncs(db, path, timeline);
   if (!st.ok()) return st;
   // bucket_sync: created with its first rows (stallscope.ddp), absent in
   // older files.

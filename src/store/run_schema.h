@@ -74,7 +74,9 @@ CREATE TABLE processes (
   cpu_percent REAL NOT NULL,
   run_delay_percent REAL,
   read_kib_per_s REAL,
-  rchar_kib_per_s REAL
+  rchar_kib_per_s REAL,
+  write_kib_per_s REAL,
+  wchar_kib_per_s REAL
 );
 CREATE TABLE steps (
   interval INTEGER NOT NULL REFERENCES samples(interval),
@@ -249,6 +251,18 @@ CREATE TABLE IF NOT EXISTS phase_spans (
   kind TEXT NOT NULL,
   start_seconds REAL NOT NULL,
   end_seconds REAL NOT NULL
+);
+)sql";
+
+// Steps whose loop thread waited for the GPU (sample/timeline.h HostSync):
+// created at the run's start even when empty, so a file that lacks it
+// predates it.
+inline constexpr std::string_view kCreateHostSyncs = R"sql(
+CREATE TABLE IF NOT EXISTS host_syncs (
+  rank INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  seconds REAL NOT NULL,
+  calls INTEGER NOT NULL
 );
 )sql";
 

@@ -240,8 +240,8 @@ Status RunWriter::Prepare() {
        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
       {&insert_process_,
        "INSERT INTO processes (interval, t_seconds, pid, ppid, comm, rss_bytes, cpu_percent, "
-       "run_delay_percent, read_kib_per_s, rchar_kib_per_s) "
-       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+       "run_delay_percent, read_kib_per_s, rchar_kib_per_s, write_kib_per_s, wchar_kib_per_s) "
+       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
       {&insert_step_,
        "INSERT INTO steps (interval, rank, step, t_seconds, wait_seconds, step_seconds) "
        "VALUES (?, ?, ?, ?, ?, ?)"},
@@ -450,7 +450,9 @@ Status RunWriter::InsertInterval(const TimelineSample& s, std::span<const Proces
                                 .Real(p.cpu_percent)
                                 .Optional(p.run_delay_percent)
                                 .Optional(p.read_kib_per_s)
-                                .Optional(p.rchar_kib_per_s);
+                                .Optional(p.rchar_kib_per_s)
+                                .Optional(p.write_kib_per_s)
+                                .Optional(p.wchar_kib_per_s);
                           });
   if (!st.ok()) return st;
   st = insert_each(insert_step_.get(), steps, "a step", [&](Binder& bind, const StepEvent& e) {
@@ -767,6 +769,16 @@ Status RunWriter::AppendPhaseSpans(std::span<const PhaseSpan> spans) {
         Binder bind(statement);
         return bind.Int(s.pid).Int(s.rank).Text(s.kind).Real(s.start_t).Real(s.end_t).ok();
       });
+}
+
+Status RunWriter::AppendHostSyncs(std::span<const HostSync> syncs) {
+  return AppendRows("host syncs", store::kCreateHostSyncs,
+                    "INSERT INTO host_syncs (rank, step, seconds, calls) VALUES (?, ?, ?, ?)",
+                    syncs.size(), [&](sqlite3_stmt* statement, size_t i) {
+                      const HostSync& h = syncs[i];
+                      Binder bind(statement);
+                      return bind.Int(h.rank).Int(h.step).Real(h.seconds).Int(h.calls).ok();
+                    });
 }
 
 Status RunWriter::AppendCongestion(std::span<const CongestionPoint> points) {

@@ -101,6 +101,9 @@ class RunWriter {
   // Checkpoints and evaluation loops the hook reported, into phase_spans
   // (created by the first call, rows or none: a run calls it at its start).
   Status AppendPhaseSpans(std::span<const PhaseSpan> spans);
+  // Steps that waited for the GPU, into host_syncs (made by the first
+  // call, rows or none).
+  Status AppendHostSyncs(std::span<const HostSync> syncs);
   // One boundary sample, in its own transaction, into boundary_samples
   // (created on first use), under the interval being recorded.
   Status AppendBoundarySample(const BoundarySample& sample);

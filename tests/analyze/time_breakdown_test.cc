@@ -163,6 +163,15 @@ TEST(TimeBreakdown, GarbledRecordsStillAddUp) {
       tl.spans.push_back(
           {1, i % 3, u(random) < 0.5 ? "eval" : "checkpoint", a, a + 4 * u(random) - 1});
       if (u(random) < 0.3) tl.epochs.push_back({i % 3, i, 25 * u(random)});
+      tl.host_syncs.push_back(
+          {i % 3, static_cast<int64_t>(14 * u(random)), 3 * u(random) - 0.5, 1});
+    }
+    for (int rank = 0; rank < 3; ++rank) tl.ranks.push_back({10 + rank, rank, rank, 3, ""});
+    for (int i = 0; i < 30; ++i) {
+      ProcessPoint& p = tl.processes.emplace_back();
+      p.t = 25 * u(random);
+      p.pid = 10 + i % 4;
+      p.write_kib_per_s = u(random) < 0.3 ? 1e6 * u(random) : 0.0;
     }
     for (const RankTime& r : BreakDownTime(tl).ranks) {
       for (double s : r.seconds) EXPECT_GE(s, 0.0) << "round " << round;
@@ -182,6 +191,122 @@ TEST(TimeBreakdown, SpansThatStartTogetherCountOnce) {
   const RankTime r = BreakDownTime(tl).ranks.at(0);
   EXPECT_NEAR(r.at(TimeRow::kEvaluation) + r.at(TimeRow::kCheckpoints), 0.5 + 0.39, 1e-9);
   EXPECT_NEAR(Sum(r), 10.0, 1e-9);
+}
+
+// The rank's process (pid 100) sampled each second from 0 to 10, writing
+// `bytes` to storage over (at - 1, at] and nothing else.
+void AddWrites(Timeline& tl, double at, double bytes) {
+  tl.ranks.push_back({100, 0, 0, 1, "node"});
+  for (int t = 0; t <= 10; ++t) {
+    ProcessPoint& p = tl.processes.emplace_back();
+    p.t = t;
+    p.pid = 100;
+    p.comm = "python3";
+    if (t > 0) p.write_kib_per_s = t == at ? bytes / 1024.0 : 0.0;
+  }
+}
+
+bool HasNote(const TimeBreakdown& t, std::string_view words) {
+  return std::any_of(t.notes.begin(), t.notes.end(),
+                     [&](const std::string& n) { return n.find(words) != std::string::npos; });
+}
+
+TEST(TimeBreakdown, AGapWithACheckpointsWorthOfWritesIsACheckpoint) {
+  Timeline tl = TwoEpochs();
+  tl.spans = {{100, 0, "eval", 7.8, 8.1}};  // the save at the epoch's end is not marked
+  AddWrites(tl, 6, 64.0 * 1024 * 1024);     // written over (5, 6]: the gap is 5.0-6.5
+  TimeBreakdown t = BreakDownTime(tl);
+  const RankTime& r = t.ranks.at(0);
+  // The part of the gap the interval that wrote covers: 5.0-6.0.
+  EXPECT_NEAR(r.at(TimeRow::kCheckpoints), 1.0, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kEpochEnds), 0.5, 1e-9);
+  EXPECT_EQ(r.checkpoints, 0);
+  EXPECT_EQ(r.checkpoints_by_writes, 1);
+  EXPECT_NEAR(Sum(r), 10.0, 1e-9);
+  EXPECT_TRUE(HasNote(t, "found by their writes"));
+
+  // A log's few MiB are no checkpoint.
+  Timeline small = TwoEpochs();
+  small.spans = {{100, 0, "eval", 7.8, 8.1}};
+  AddWrites(small, 6, 4.0 * 1024 * 1024);
+  const RankTime s = BreakDownTime(small).ranks.at(0);
+  EXPECT_NEAR(s.at(TimeRow::kCheckpoints), 0.0, 1e-9);
+  EXPECT_NEAR(s.at(TimeRow::kEpochEnds), 1.5, 1e-9);
+  EXPECT_EQ(s.checkpoints_by_writes, 0);
+
+  // Another rank's writes are not this rank's.
+  Timeline other = TwoEpochs();
+  other.spans = {{100, 0, "eval", 7.8, 8.1}};
+  AddWrites(other, 6, 64.0 * 1024 * 1024);
+  other.ranks.back().rank = 1;
+  EXPECT_EQ(BreakDownTime(other).ranks.at(0).checkpoints_by_writes, 0);
+}
+
+TEST(TimeBreakdown, StartUpWritesAndMarkedCheckpointsAreNotTakenTwice) {
+  Timeline startup = TwoEpochs();
+  AddWrites(startup, 1, 500.0 * 1024 * 1024);  // a dataset cache written before step 0
+  const RankTime a = BreakDownTime(startup).ranks.at(0);
+  EXPECT_NEAR(a.at(TimeRow::kStartup), 1.0, 1e-9);
+  EXPECT_EQ(a.checkpoints_by_writes, 0);
+
+  // The save inside stallscope.checkpoint(): the span's 0.6 s, not the gap.
+  Timeline marked = TwoEpochs();
+  AddWrites(marked, 6, 64.0 * 1024 * 1024);
+  const RankTime b = BreakDownTime(marked).ranks.at(0);
+  EXPECT_NEAR(b.at(TimeRow::kCheckpoints), 0.6, 1e-9);
+  EXPECT_NEAR(b.at(TimeRow::kEpochEnds), 0.9, 1e-9);
+  EXPECT_EQ(b.checkpoints_by_writes, 0);
+}
+
+// A save inside the loop every few steps: the step that took it is far
+// longer than the others and wrote a checkpoint's worth; its excess over
+// the median step's compute is the checkpoint.
+TEST(TimeBreakdown, AnOverlongStepThatWroteIsACheckpointBeyondTheUsualStep) {
+  Timeline tl;
+  tl.info.duration_seconds = 10.0;
+  // Steps of 0.5 s (0.1 s wait) end to end from 1.0; step 6 takes 2.5 s.
+  double end = 1.0;
+  for (int i = 0; i < 12; ++i) {
+    const double length = i == 6 ? 2.5 : 0.5;
+    end += length;
+    AddStep(tl, 0, i, end, length, 0.1);
+  }
+  // Step 6 runs 4.0-6.5.
+  AddWrites(tl, 5, 200.0 * 1024 * 1024);
+  TimeBreakdown t = BreakDownTime(tl);
+  const RankTime& r = t.ranks.at(0);
+  EXPECT_NEAR(r.at(TimeRow::kCheckpoints), 2.4 - 0.4, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kCompute), 12 * 0.4, 1e-9);
+  EXPECT_EQ(r.checkpoints_by_writes, 1);
+  EXPECT_NEAR(Sum(r), 10.0, 1e-9);
+
+  // The same long step without writes stays compute.
+  Timeline quiet = tl;
+  for (ProcessPoint& p : quiet.processes) p.write_kib_per_s = 0.0;
+  const RankTime q = BreakDownTime(quiet).ranks.at(0);
+  EXPECT_NEAR(q.at(TimeRow::kCheckpoints), 0.0, 1e-9);
+  EXPECT_NEAR(q.at(TimeRow::kCompute), 11 * 0.4 + 2.4, 1e-9);
+}
+
+TEST(TimeBreakdown, HostSyncsAreTakenFromCompute) {
+  Timeline tl = TwoEpochs();
+  tl.host_syncs = {{0, 1, 0.25, 3}, {0, 2, 5.0, 1}, {1, 2, 0.5, 1}};  // 5 s: more than the step
+  const RankTime r = BreakDownTime(tl).ranks.at(0);
+  EXPECT_NEAR(r.at(TimeRow::kHostSyncs), 0.25 + 0.8, 1e-9);
+  EXPECT_NEAR(r.at(TimeRow::kCompute), 6 * 0.8 - 0.3 - 0.25 - 0.8, 1e-9);
+  EXPECT_EQ(r.host_sync_calls, 4);
+  EXPECT_NEAR(Sum(r), 10.0, 1e-9);
+}
+
+TEST(TimeBreakdown, NotesForFilesWithoutWritesOrHostSyncs) {
+  Timeline tl = TwoEpochs();
+  ProcessPoint& p = tl.processes.emplace_back();
+  p.pid = 100;  // a process sampled, no write rates: an older file
+  tl.host_syncs_recorded = false;
+  EXPECT_TRUE(HasNote(BreakDownTime(tl), "no process writes"));
+  EXPECT_FALSE(HasNote(BreakDownTime(tl), "predates host syncs"));  // no GPU: nothing to miss
+  tl.gpus.push_back(GpuPoint{});
+  EXPECT_TRUE(HasNote(BreakDownTime(tl), "predates host syncs"));
 }
 
 TEST(TimeBreakdown, CompareGivesEveryRowBeforeAndAfter) {

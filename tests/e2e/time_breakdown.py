@@ -10,6 +10,12 @@ breakdown of each:
 - a run that evaluates 5 batches after each epoch through
   `stallscope.loader(dl, phase="eval")`: 3 evaluation loops, an evaluation
   row, and no more training steps than the healthy run;
+- the same saves without `stallscope.checkpoint()`, after each epoch and
+  (another run) inside the loop every 10 steps: 3 checkpoints found by the
+  rank's writes, a checkpoints row, the same steps;
+- a loop that waits 30 ms a step for its "GPU" (torch.cuda.synchronize,
+  a stand-in: tests/e2e/jobs/host_syncs.py): a host-syncs row of 30 ms or
+  more a step, one call a step, taken from compute;
 - an input-bound run (a pure-Python decode, no workers): a data-wait share
   far above the healthy run's;
 - 2 gloo ranks, rank 1 sleeping 100 ms a step: rank 0's wait for it in the
@@ -40,13 +46,37 @@ TMP = None
 RUNS = {}
 
 
+DISK = None                  # a folder on a disk, for the saves found by their writes
+
+
 def setUpModule():
-    global TMP
+    global TMP, DISK
     TMP = tempfile.mkdtemp(prefix="stallscope-e2e-time-")
+    # /tmp may be a tmpfs (the fresh Debian check's is), whose writes never
+    # reach a storage layer: the saves go beside the binary, in the build.
+    DISK = tempfile.mkdtemp(prefix="e2e-time-", dir=os.path.dirname(os.path.abspath(e2e.BINARY)))
 
 
 def tearDownModule():
     shutil.rmtree(TMP, ignore_errors=True)
+    shutil.rmtree(DISK, ignore_errors=True)
+
+
+def storage_writes_counted(folder):
+    """Whether this process's writes to `folder` show in /proc/self/io's
+    write_bytes (not on tmpfs, nor where the kernel keeps no task IO
+    accounting)."""
+    def written():
+        with open("/proc/self/io") as f:
+            return int(dict(ln.split(": ") for ln in f.read().splitlines())["write_bytes"])
+    before = written()
+    path = os.path.join(folder, "probe")
+    with open(path, "wb") as f:
+        f.write(b"x" * (1 << 20))
+        f.flush()
+        os.fsync(f.fileno())
+    os.unlink(path)
+    return written() - before >= (1 << 20)
 
 
 def record(name, *extra):
@@ -73,7 +103,12 @@ class TimeBreakdown(unittest.TestCase):
     def setUpClass(cls):
         if not e2e.have_torch(PYTHON):
             e2e.skip_or_fail("%s cannot import torch (apt install python3-torch)" % PYTHON)
+        if not storage_writes_counted(DISK):
+            e2e.skip_or_fail("%s: writes there do not reach /proc/self/io write_bytes" % DISK)
+        saves = ("--checkpoint-mib", "64", "--checkpoint-unmarked", "--checkpoint-dir", DISK)
         for name, extra in (("healthy", ()), ("checkpoint", ("--checkpoint-mib", "64")),
+                            ("unmarked", saves),
+                            ("in_loop", saves + ("--checkpoint-every", "10")),
                             ("eval", ("--eval-batches", "5")),
                             ("input", ("--mode", "input-bound", "--epochs", "3",
                                        "--workers", "0"))):
@@ -100,6 +135,39 @@ class TimeBreakdown(unittest.TestCase):
         self.assertGreater(seconds["checkpoints"], 0.03, text)  # 3 x 64 MiB written and synced
         self.assertEqual(healthy["checkpoints"], 0)
         self.assertEqual(rank["steps"], rows(RUNS["healthy"][1])[1]["steps"], text)
+
+    def test_saves_without_checkpoint_are_found_by_their_writes(self):
+        healthy, healthy_rank = rows(RUNS["healthy"][1])
+        self.assertEqual(healthy_rank["checkpoints_by_writes"], 0)
+        for name in ("unmarked", "in_loop"):
+            seconds, rank = rows(RUNS[name][1])
+            text = "%s: %s" % (name, json.dumps(RUNS[name][1]["time_breakdown"]))
+            self.assertEqual(rank["checkpoints"], 0, text)              # no span
+            self.assertEqual(rank["checkpoints_by_writes"], 3, text)    # 3 saves of 64 MiB
+            self.assertGreater(seconds["checkpoints"], 0.03, text)
+            self.assertEqual(rank["steps"], healthy_rank["steps"], text)
+            self.assertTrue(any("found by their writes" in n
+                                for n in RUNS[name][1]["time_breakdown"]["notes"]), text)
+
+    def test_a_loop_that_waits_for_the_gpu_has_a_host_syncs_row(self):
+        job = os.path.join(ROOT, "tests", "e2e", "jobs", "host_syncs.py")
+        db = os.path.join(TMP, "host_syncs.db")
+        rc, out, err, _ = e2e.run(
+            ["run", "--json", "--interval", str(INTERVAL), "--out", db, "--", PYTHON, job,
+             "--steps", "40", "--sync-ms", "30"], timeout=180)
+        self.assertEqual(rc, 0, err[-3000:])
+        report = json.loads(out)
+        seconds, rank = rows(report)
+        text = json.dumps(report["time_breakdown"])
+        self.assertEqual(rank["steps"], 40, text)
+        self.assertEqual(rank["host_sync_calls"], 40, text)    # the CPU loss's .item() is none
+        self.assertGreaterEqual(seconds["host_syncs"], 40 * 0.030, text)
+        self.assertLess(seconds["host_syncs"], 40 * 0.030 + 1.0, text)
+        self.assertAlmostEqual(sum(seconds.values()), rank["wall_seconds"], delta=1e-6)
+        self.assertEqual(rows(RUNS["healthy"][1])[0]["host_syncs"], 0)
+        rc, out, err, _ = e2e.run(["report", db])
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"\n  host syncs +[0-9.]+ s +[0-9]+%")
 
     def test_an_evaluation_loop_is_its_own_row_and_no_steps(self):
         seconds, rank = rows(RUNS["eval"][1])

@@ -79,6 +79,24 @@ TEST(HookDatagram, SpansAndTheirMalformedForms) {
   EXPECT_DOUBLE_EQ(e.spans[1].end_t, 3.0);
 }
 
+TEST(HookDatagram, HostSyncsAndTheirMalformedForms) {
+  HookEvents e;
+  ParseHookDatagram(
+      "step 42 1 7 3000000000 100 200000000\n"
+      "hostsync 42 1 7 25000000 3\n"
+      "hostsync 42 1 8 -5 1\n"           // a negative time
+      "hostsync 42 1 9 25000000\n"       // a field short
+      "hostsync 42 1 x 25000000 1\n"     // no step
+      "hostsync 42 1 9 25000000 1 7\n",  // a field more
+      kStart, e);
+  EXPECT_EQ(e.malformed, 4);
+  ASSERT_EQ(e.host_syncs.size(), 1u);
+  EXPECT_EQ(e.host_syncs[0].rank, 1);
+  EXPECT_EQ(e.host_syncs[0].step, 7);
+  EXPECT_DOUBLE_EQ(e.host_syncs[0].seconds, 0.025);
+  EXPECT_EQ(e.host_syncs[0].calls, 3);
+}
+
 TEST(HookDatagram, HowRanksStop) {
   HookEvents e;
   ParseHookDatagram(

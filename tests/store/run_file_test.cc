@@ -156,6 +156,8 @@ ProcessPoint ProcessAt(int i, int k) {
     p.run_delay_percent = 12.5 + i;
     p.read_kib_per_s = 2048.0 * k;
     p.rchar_kib_per_s = 4096.0 * k;
+    p.write_kib_per_s = 512.0 * k + i;
+    p.wchar_kib_per_s = 1024.0 * k;
   }
   return p;
 }
@@ -211,6 +213,8 @@ void ExpectSameProcess(const ProcessPoint& a, const ProcessPoint& b) {
   EXPECT_EQ(a.run_delay_percent, b.run_delay_percent);
   EXPECT_EQ(a.read_kib_per_s, b.read_kib_per_s);
   EXPECT_EQ(a.rchar_kib_per_s, b.rchar_kib_per_s);
+  EXPECT_EQ(a.write_kib_per_s, b.write_kib_per_s);
+  EXPECT_EQ(a.wchar_kib_per_s, b.wchar_kib_per_s);
 }
 
 void ExpectSameStep(const StepEvent& a, const StepEvent& b) {
@@ -547,8 +551,27 @@ TEST_F(RunFileTest, InputsAndOtherProcessesRoundTripAndOlderFilesLackThem) {
   EXPECT_EQ(Query(path, "SELECT interval, pid FROM other_processes ORDER BY rowid"),
             (std::vector<std::string>{"0|4242", "0|77"}));
 
+  // A file of the version before the writes: the processes' reads, no writes.
+  const std::string middle = Path("no-writes.db");
+  {
+    Result<RunWriter> writer = RunWriter::Create(middle, false);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+    ASSERT_TRUE(
+        writer->AppendInterval(SampleAt(0), std::vector<ProcessPoint>{ProcessAt(0, 1)}, {}, {}, {})
+            .ok());
+  }
+  Execute(middle,
+          "ALTER TABLE processes DROP COLUMN write_kib_per_s; ALTER TABLE processes DROP COLUMN "
+          "wchar_kib_per_s");
+  read = ReadRun(middle);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_EQ(read->processes.size(), 1u);
+  EXPECT_EQ(read->processes[0].read_kib_per_s, ProcessAt(0, 1).read_kib_per_s);
+  EXPECT_FALSE(read->processes[0].write_kib_per_s.has_value());
+
   // A file of an older version: no inputs table, and processes without the
-  // run delay and read columns, as older writers made them.
+  // run delay, read and write columns, as older writers made them.
   const std::string old = Path("old-inputs.db");
   {
     Result<RunWriter> writer = RunWriter::Create(old, false);
@@ -560,8 +583,9 @@ TEST_F(RunFileTest, InputsAndOtherProcessesRoundTripAndOlderFilesLackThem) {
   }
   Execute(old,
           "ALTER TABLE processes DROP COLUMN run_delay_percent; ALTER TABLE processes DROP "
-          "COLUMN read_kib_per_s; ALTER TABLE processes DROP COLUMN rchar_kib_per_s; DROP TABLE "
-          "inputs");
+          "COLUMN read_kib_per_s; ALTER TABLE processes DROP COLUMN rchar_kib_per_s; ALTER TABLE "
+          "processes DROP COLUMN write_kib_per_s; ALTER TABLE processes DROP COLUMN "
+          "wchar_kib_per_s; DROP TABLE inputs");
   read = ReadRun(old);
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_FALSE(read->inputs_recorded);
@@ -632,6 +656,33 @@ TEST_F(RunFileTest, CheckpointAndEvalSpansRoundTripAndOlderFilesLackThem) {
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_FALSE(read->spans_recorded);
   EXPECT_TRUE(read->spans.empty());
+}
+
+TEST_F(RunFileTest, HostSyncsRoundTripAndOlderFilesLackThem) {
+  const std::string path = Path("host-syncs.db");
+  {
+    Result<RunWriter> writer = RunWriter::Create(path, false);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(writer->WriteRunInfo(RunInfo{}).ok());
+    ASSERT_TRUE(writer->AppendHostSyncs({}).ok());  // the run's start: the table, no rows
+    ASSERT_TRUE(writer->AppendInterval(SampleAt(0), {}, {}, {}, {}).ok());
+    ASSERT_TRUE(
+        writer->AppendHostSyncs(std::vector<HostSync>{{0, 7, 0.125, 3}, {1, 7, 0.5, 1}}).ok());
+  }
+  Result<Timeline> read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE(read->host_syncs_recorded);
+  ASSERT_EQ(read->host_syncs.size(), 2u);
+  EXPECT_EQ(read->host_syncs[0].rank, 0);
+  EXPECT_EQ(read->host_syncs[0].step, 7);
+  EXPECT_EQ(read->host_syncs[0].seconds, 0.125);
+  EXPECT_EQ(read->host_syncs[0].calls, 3);
+  EXPECT_EQ(read->host_syncs[1].rank, 1);
+  Execute(path, "DROP TABLE host_syncs");
+  read = ReadRun(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_FALSE(read->host_syncs_recorded);
+  EXPECT_TRUE(read->host_syncs.empty());
 }
 
 TEST_F(RunFileTest, TheJobInterfaceAndItsRatesRoundTripAndOlderFilesLackThem) {
