@@ -10,7 +10,7 @@ two or more, also instances 0:1, as "instances_0_1"; and the default
 instance with the last step kept, as "last_step_kept"), and
 writes the summary by bound (µs and percent) and the node count as JSON
 (tests/fixtures/traces/hta_critical_path_reference.json, which
-tests/analyze/trace_critical_path_test.cc compares with). Needs Debian's
+tests/analyze/trace/critical_path_test.cc compares with). Needs Debian's
 python3-pandas, python3-plotly, python3-networkx and python3-psutil.
 
 The data loader: HTA escapes its data_load_events before it looks for them

@@ -6,7 +6,7 @@ is in this repository) `TraceDiff.compare_traces` and `TraceDiff.ops_diff`
 with their defaults (the first rank, the first iteration, CPU ops and GPU
 kernels both) and writes every row as JSON
 (tests/fixtures/traces/hta_diff_reference.json, which
-tests/analyze/trace_diff_test.cc compares with). The pairs: directories of
+tests/analyze/trace/diff_test.cc compares with). The pairs: directories of
 ../shared/traces/hta, read in place, and traces bench/gen_trace.py writes
 (the fixture names its arguments; the test writes them again). Needs
 Debian's python3-pandas, python3-plotly, python3-networkx and python3-psutil.

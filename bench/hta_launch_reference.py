@@ -8,7 +8,7 @@ HTA is in this repository) `get_memory_bw_summary`,
 `get_gpu_user_annotation_breakdown` (duration_ratio 0.8) and
 `get_potential_stragglers` (num_candidates 2), and writes them as JSON
 (tests/fixtures/traces/hta_launch_reference.json, which
-tests/analyze/trace_launches_test.cc compares with). HTA's launch statistics
+tests/analyze/trace/launches_test.cc compares with). HTA's launch statistics
 are one row per launch; the per-kernel-name launch delay p50/p99 are those
 rows' delays grouped by the GPU row's name (pandas' quantile). Needs Debian's
 python3-pandas, python3-plotly, python3-networkx and python3-psutil.
@@ -19,7 +19,7 @@ python3-pandas, python3-plotly, python3-networkx and python3-psutil.
 
 --generated writes 8-rank traces with bench/gen_trace.py (rank 3 late by
 3 ms each step; and none late) into a temporary directory and takes HTA's figures of them;
-tests/analyze/trace_stragglers_test.cc writes the same traces again.
+tests/analyze/trace/stragglers_test.cc writes the same traces again.
 """
 import contextlib
 import io

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "analyze/baseline.h"
+#include "analyze/host/baseline.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -11,12 +11,12 @@
 #include <string_view>
 #include <vector>
 
-#include "analyze/flight_recorder_finding.h"
-#include "analyze/flight_recorder_rules.h"
+#include "analyze/flight_recorder/finding.h"
+#include "analyze/flight_recorder/rules.h"
 #include "analyze/report.h"
-#include "probe/flight_recorder.h"
-#include "probe/flight_recorder_json.h"
-#include "probe/flight_recorder_pickle.h"
+#include "formats/flight_recorder/flight_recorder.h"
+#include "formats/flight_recorder/json.h"
+#include "formats/flight_recorder/pickle.h"
 #include "render/flight_recorder.h"
 
 namespace {

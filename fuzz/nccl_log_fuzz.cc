@@ -11,11 +11,11 @@
 #include <optional>
 #include <string_view>
 
-#include "analyze/nccl_log_failures.h"
-#include "analyze/nccl_log_rules.h"
-#include "probe/nccl_log.h"
-#include "probe/nccl_log_line.h"
-#include "probe/nccl_log_scan.h"
+#include "analyze/nccl_log/failures.h"
+#include "analyze/nccl_log/rules.h"
+#include "formats/nccl_log/line.h"
+#include "formats/nccl_log/nccl_log.h"
+#include "formats/nccl_log/scan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

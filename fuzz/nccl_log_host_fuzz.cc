@@ -9,8 +9,8 @@
 #include <optional>
 #include <string_view>
 
-#include "analyze/nccl_log_host.h"
-#include "probe/nccl_log.h"
+#include "analyze/nccl_log/host.h"
+#include "formats/nccl_log/nccl_log.h"
 
 namespace {
 

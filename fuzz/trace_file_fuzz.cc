@@ -14,10 +14,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "analyze/trace_breakdown.h"
-#include "analyze/trace_diff.h"
-#include "analyze/trace_rules.h"
-#include "probe/trace_file.h"
+#include "analyze/trace/breakdown.h"
+#include "analyze/trace/diff.h"
+#include "analyze/trace/rules.h"
+#include "formats/trace/file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);

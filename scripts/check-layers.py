@@ -7,7 +7,9 @@ usage: scripts/check-layers.py LAYERS.txt SRC_DIR
 LAYERS.txt is what CMakeLists.txt writes from its stallscope_layer() calls,
 one line per layer: "name: dep dep ...". A layer is the folder of src/ with
 its name; a file in src/A/ may include "A/..." and "B/..." for every B that A
-depends on, directly or through other layers. Every folder of src/ must be a
+depends on, directly or through other layers. A sub-folder (src/A/x/) is a
+feature of layer A, judged as A: only the top folder names a layer. Every
+folder of src/ must be a
 layer (a new folder is placed in the graph, not left out of it). The
 only file outside a folder is src/main.cc (ALLOWED_OUTSIDE). A layer marked
 "(pure)" (stallscope_layer's PURE) may not include core's file reading or

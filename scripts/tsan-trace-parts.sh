@@ -9,7 +9,7 @@ out=${1:-$root/build-tsan}
 mkdir -p "$out"
 src=$root/src
 g++ -std=c++20 -O1 -g -fsanitize=thread -I"$src" "$root/tests/tsan/trace_parts_race.cc" \
-  "$src/probe/trace_file.cc" "$src/probe/trace_parts.cc" "$src/probe/trace_text.cc" \
+  "$src/formats/trace/file.cc" "$src/formats/trace/parts.cc" "$src/formats/trace/text.cc" \
   "$src/probe/meminfo.cc" "$src/core/status.cc" "$src/core/text.cc" "$src/core/file.cc" \
   "$src/core/read_log.cc" "$src/sample/trace.cc" -o "$out/trace_parts_race" -ldeflate -lz -lfmt
 TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$out/trace_parts_race"

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "probe/trace_file.h"
+#include "formats/trace/file.h"
 
 namespace stallscope {
 

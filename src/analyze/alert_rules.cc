@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analyze/gpu_rules.h"
-#include "analyze/memory_rules.h"
-#include "analyze/network_rules.h"
-#include "analyze/rank_rules.h"
-#include "analyze/run_io_rules.h"
-#include "analyze/run_memory_rules.h"
+#include "analyze/host/gpu_rules.h"
+#include "analyze/host/memory_rules.h"
+#include "analyze/host/network_rules.h"
+#include "analyze/run/io_rules.h"
+#include "analyze/run/memory_rules.h"
+#include "analyze/run/rank_rules.h"
 
 namespace stallscope {
 namespace {

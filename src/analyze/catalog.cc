@@ -659,7 +659,7 @@ constexpr Rule kRules[] = {
      "step rates",
      "warning when >= 10% faster with the change, info when >= 10% slower",
      "as network.env_change"},
-    // gpu (analyze/gpu_rules.h): NVML through gpu/gpu_probe.h.
+    // gpu (analyze/host/gpu_rules.h): NVML through gpu/gpu_probe.h.
     {"code.util_misleading", Layer::kCode,
      "NVML utilization.gpu (share of time a kernel ran) against GPM SM activity "
      "(NVML_GPM_METRIC_SM_UTIL, Hopper and newer) of the same GPU: a snapshot's interval, or a "
@@ -749,7 +749,7 @@ constexpr Rule kRules[] = {
      "one GPU the straggler every rank waits for (the slowest rank sets the pace). "
      "20% of the run separates a condition from a burst; 70% is ours",
      "NVIDIA NVML API reference (clock event reasons): https://docs.nvidia.com/deploy/nvml-api/"},
-    // GPU and link health (analyze/gpu_health_rules.h)
+    // GPU and link health (analyze/host/gpu_health_rules.h)
     {"io.pcie_degraded", Layer::kIo,
      "sysfs current_link_speed / current_link_width of each NVIDIA GPU against its "
      "max_link_speed / max_link_width and the upstream port's (the lower of the two is what "
@@ -812,7 +812,7 @@ constexpr Rule kRules[] = {
      "GPU needs a reset or replacement before a job can trust it; 13/31/43/45 are usually the "
      "application's own fault, but the same Xid repeating on one GPU only points at the GPU",
      "NVIDIA Xid Errors: https://docs.nvidia.com/deploy/xid-errors/"},
-    // distributed: bench allreduce and cluster (analyze/allreduce_rules.h, cluster_rules.h)
+    // distributed: bench allreduce and cluster (analyze/fleet/allreduce_rules.h, cluster_rules.h)
     {"network.allreduce_slow", Layer::kNetwork,
      "bench allreduce: busbw (algbw x 2(n-1)/n) of the largest size against the line rate of "
      "the link in use: NCCL's ACTIVE RDMA port (NCCL_IB_HCA), else the interface "

@@ -6,8 +6,8 @@
 #include <optional>
 #include <vector>
 
-#include "analyze/dataset_rules.h"
-#include "analyze/storage_rules.h"
+#include "analyze/host/dataset_rules.h"
+#include "analyze/host/storage_rules.h"
 #include "bench/io_bench.h"
 #include "core/child_call.h"
 #include "core/json_text.h"

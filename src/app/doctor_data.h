@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <string>
 
-#include "analyze/doctor_triage.h"
+#include "analyze/host/doctor_triage.h"
 #include "app/doctor_host.h"
 #include "core/file.h"
 #include "core/status.h"

@@ -5,18 +5,18 @@
 
 #include <algorithm>
 
-#include "analyze/dataset_rules.h"
-#include "analyze/gpu_health_rules.h"
-#include "analyze/gpu_rules.h"
-#include "analyze/network_rules.h"
+#include "analyze/host/dataset_rules.h"
+#include "analyze/host/gpu_health_rules.h"
+#include "analyze/host/gpu_rules.h"
+#include "analyze/host/network_rules.h"
 #include "analyze/report.h"
 #include "app/doctor_data.h"
 #include "app/run_files.h"
 #include "core/atomic_file.h"
 #include "core/text.h"
+#include "formats/nccl_log/files.h"
 #include "net/host_observation.h"
 #include "probe/gpu_probe.h"
-#include "probe/nccl_log_files.h"
 #include "probe/remote_path.h"
 #include "probe/snapshot.h"
 

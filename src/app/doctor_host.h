@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "analyze/baseline.h"
-#include "analyze/doctor_triage.h"
+#include "analyze/host/baseline.h"
+#include "analyze/host/doctor_triage.h"
 #include "core/file.h"
 #include "core/status.h"
 #include "probe/snapshot.h"

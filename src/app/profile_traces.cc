@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <thread>
 
-#include "analyze/trace_rules.h"
+#include "analyze/trace/rules.h"
 #include "core/text.h"
-#include "probe/trace_file.h"
+#include "formats/trace/file.h"
 
 namespace stallscope {
 namespace {

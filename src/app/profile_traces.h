@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/trace_breakdown.h"
+#include "analyze/trace/breakdown.h"
 #include "core/status.h"
 #include "sample/finding.h"
 
@@ -20,7 +20,7 @@ namespace stallscope {
 // Each file read and broken down; `rank`: only that rank's. Two files of one
 // rank are an error naming both; the first file that cannot be read is the
 // error. Sorted by rank. `threads`: at most this many at once (0: one a CPU),
-// a file each, and a file's text in parts (probe/trace_file.h) by the
+// a file each, and a file's text in parts (formats/trace/file.h) by the
 // threads the files leave.
 Result<std::vector<TraceRankBreakdown>> BreakDownTraceFiles(const std::vector<std::string>& files,
                                                             const TraceOptions& options,

@@ -7,7 +7,7 @@
 #include <optional>
 #include <thread>
 
-#include "analyze/job_analysis.h"
+#include "analyze/run/job_analysis.h"
 #include "core/atomic_file.h"
 #include "render/run_report.h"
 #include "store/run_reader.h"

@@ -11,13 +11,13 @@
 #include <ctime>
 #include <string_view>
 
-#include "analyze/flight_recorder_finding.h"
-#include "analyze/flight_recorder_rules.h"
-#include "analyze/nccl_log_host.h"
+#include "analyze/flight_recorder/finding.h"
+#include "analyze/flight_recorder/rules.h"
+#include "analyze/nccl_log/host.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
+#include "formats/flight_recorder/flight_recorder.h"
 #include "net/route.h"
-#include "probe/flight_recorder.h"
 #include "probe/mounts.h"
 #include "probe/remote_path.h"
 #include "probe/snapshot.h"

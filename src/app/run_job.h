@@ -17,7 +17,7 @@
 #include "core/file.h"
 #include "core/status.h"
 #include "dist/node_layout.h"
-#include "probe/nccl_log_files.h"
+#include "formats/nccl_log/files.h"
 #include "record/recorder.h"
 #include "sample/finding.h"
 #include "sample/nccl_log.h"
@@ -106,7 +106,7 @@ std::vector<std::pair<std::string, std::string>> FlightRecorderEnvironment(
     const std::string& prefix);
 
 // The dumps the job's ranks wrote under `prefix` (a timeout, an exception),
-// judged (analyze/flight_recorder_rules.h): their findings carry evidence
+// judged (analyze/flight_recorder/rules.h): their findings carry evidence
 // source "flight-recorder"; nothing when there is none; a dump that does not
 // read is a note.
 FindingsWithNotes JudgeFlightRecorderDumps(const std::string& prefix);

@@ -25,7 +25,7 @@
 #include "core/json_text.h"
 #include "core/text.h"
 #include "dist/node_layout.h"
-#include "probe/nccl_log_files.h"
+#include "formats/nccl_log/files.h"
 #include "probe/slurm_job.h"
 #include "render/run_report.h"
 

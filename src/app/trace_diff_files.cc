@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <future>
 
-#include "probe/trace_file.h"
+#include "formats/trace/file.h"
 
 namespace stallscope {
 namespace {

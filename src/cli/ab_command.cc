@@ -3,7 +3,7 @@
 // hook ends the job after N steps: STALLSCOPE_MAX_STEPS), as is and with the
 // change (STALLSCOPE_LOADER_WORKERS=W makes the hook rebuild the DataLoader
 // with num_workers=W; --env sets variables), and prints both step rates and
-// what the difference means (analyze/ab_rules.h). With --env NCCL_DEBUG=...
+// what the difference means (analyze/run/ab_rules.h). With --env NCCL_DEBUG=...
 // the degraded run's output is captured to a file and read by the nccl-log
 // analysis. Wires record/ (job, hook socket) to analyze/ and render/.
 #include <fcntl.h>
@@ -21,15 +21,15 @@
 #include <memory>
 #include <tuple>
 
-#include "analyze/ab_rules.h"
-#include "analyze/nccl_log_rules.h"
+#include "analyze/nccl_log/rules.h"
 #include "analyze/report.h"
+#include "analyze/run/ab_rules.h"
 #include "cli/commands.h"
 #include "core/file.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
 #include "core/text.h"
-#include "probe/nccl_log.h"
+#include "formats/nccl_log/nccl_log.h"
 #include "record/hook_receiver.h"
 #include "record/job.h"
 #include "record/recorder.h"

@@ -14,7 +14,7 @@
 #include <map>
 #include <memory>
 
-#include "analyze/allreduce_rules.h"
+#include "analyze/fleet/allreduce_rules.h"
 #include "analyze/report.h"
 #include "bench/allreduce.h"
 #include "bench/nccl_backend.h"

@@ -13,8 +13,8 @@
 #include <ctime>
 #include <memory>
 
+#include "analyze/host/storage_rules.h"
 #include "analyze/report.h"
-#include "analyze/storage_rules.h"
 #include "bench/io_bench.h"
 #include "cli/bench_command.h"
 #include "cli/progress.h"

@@ -14,7 +14,7 @@
 #include <map>
 #include <memory>
 
-#include "analyze/cluster_rules.h"
+#include "analyze/fleet/cluster_rules.h"
 #include "analyze/report.h"
 #include "bench/cuda_runtime.h"
 #include "cli/distributed_common.h"

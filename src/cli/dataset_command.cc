@@ -14,7 +14,7 @@
 #include <ctime>
 #include <memory>
 
-#include "analyze/dataset_rules.h"
+#include "analyze/host/dataset_rules.h"
 #include "analyze/report.h"
 #include "cli/commands.h"
 #include "cli/progress.h"

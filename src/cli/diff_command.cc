@@ -1,7 +1,7 @@
 // `stallscope diff A.db B.db [--json] [--html F [--force]]` and `diff --a A1.db --a A2.db --b
 // B1.db --b B2.db` (the run files of a job that spanned nodes, one side
 // each): reads and judges each run file as `report` does, then compares
-// the two sides (analyze/run_diff.h) and prints the text or the
+// the two sides (analyze/run/diff.h) and prints the text or the
 // stallscope.diff/1 JSON (render/run_diff.h).
 #include <CLI/CLI.hpp>
 #include <cstdio>

@@ -8,7 +8,7 @@
 #include <map>
 #include <utility>
 
-#include "analyze/cluster_rules.h"  // RankRanges
+#include "analyze/fleet/cluster_rules.h"  // RankRanges
 
 namespace stallscope {
 

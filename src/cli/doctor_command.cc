@@ -14,8 +14,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "analyze/baseline.h"
-#include "analyze/doctor_triage.h"
+#include "analyze/host/baseline.h"
+#include "analyze/host/doctor_triage.h"
 #include "app/doctor_host.h"
 #include "app/node_capture.h"
 #include "cli/commands.h"

@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "analyze/flight_recorder_finding.h"
-#include "analyze/flight_recorder_rules.h"
+#include "analyze/flight_recorder/finding.h"
+#include "analyze/flight_recorder/rules.h"
 #include "analyze/report.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
-#include "probe/flight_recorder.h"
+#include "formats/flight_recorder/flight_recorder.h"
 #include "render/flight_recorder.h"
 
 namespace stallscope {

@@ -2,9 +2,9 @@
 // [--since DATE] [--job N]`:
 // finds the run files under PATH (files, folders searched recursively,
 // globs), reads them in parallel keeping one summary each
-// (analyze/run_history.h), groups them into runs and jobs, finds each job's
+// (analyze/run/history.h), groups them into runs and jobs, finds each job's
 // change points, compares each change's two representative runs with
-// `diff`'s analysis (analyze/run_diff.h, the two runs read again), and
+// `diff`'s analysis (analyze/run/diff.h, the two runs read again), and
 // prints the text or the stallscope.history/1 JSON (render/run_history.h),
 // and with --html writes the page of charts (render/run_history_html.h).
 #include <glob.h>

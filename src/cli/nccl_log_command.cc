@@ -12,15 +12,15 @@
 #include <ctime>
 #include <memory>
 
-#include "analyze/nccl_log_rules.h"
+#include "analyze/nccl_log/rules.h"
 #include "analyze/report.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "core/file.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
-#include "probe/nccl_log.h"
-#include "probe/nccl_log_files.h"
+#include "formats/nccl_log/files.h"
+#include "formats/nccl_log/nccl_log.h"
 #include "render/nccl_log.h"
 
 namespace stallscope {

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "analyze/network_rules.h"
+#include "analyze/host/network_rules.h"
 #include "analyze/report.h"
 #include "cli/commands.h"
 #include "core/host_clock.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/run_analysis.h"
+#include "analyze/run/analysis.h"
 #include "core/status.h"
 #include "sample/nccl_log.h"
 #include "store/run_reader.h"

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "analyze/nccl_log_host.h"
+#include "analyze/nccl_log/host.h"
 #include "app/profile_traces.h"
 #include "app/run_job.h"
 #include "cli/commands.h"
@@ -22,9 +22,9 @@
 #include "core/host_clock.h"
 #include "core/text.h"
 #include "dist/launcher.h"
-#include "probe/nccl_log_files.h"
+#include "formats/nccl_log/files.h"
+#include "formats/trace/file.h"
 #include "probe/slurm_job.h"
-#include "probe/trace_file.h"
 #include "record/hook_receiver.h"
 #include "record/job.h"
 #include "record/recorder.h"

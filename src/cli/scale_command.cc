@@ -3,7 +3,7 @@
 // (the hook ends each rank after --steps steps: STALLSCOPE_MAX_STEPS), reads
 // the steps every rank reports through the hook, and prints throughput,
 // speedup, scaling efficiency, the communication ratio estimate, the Amdahl
-// fit and what gradient accumulation would give (analyze/scaling.h), with
+// fit and what gradient accumulation would give (analyze/run/scaling.h), with
 // distributed.scaling_poor and network.comm_ratio_high.
 #include <fmt/format.h>
 #include <poll.h>
@@ -21,7 +21,7 @@
 #include <memory>
 
 #include "analyze/report.h"
-#include "analyze/scaling.h"
+#include "analyze/run/scaling.h"
 #include "cli/commands.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"

@@ -4,7 +4,7 @@
 // directory of per-rank files as HTA reads one), gives HTA's breakdowns per
 // rank and the findings they show. Files are read on up to one thread per
 // CPU (--threads), a large one's text in parts by the CPUs the files leave
-// (probe/trace_file.h). Two files of one rank are an error naming both;
+// (formats/trace/file.h). Two files of one rank are an error naming both;
 // different world sizes are a note.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -14,17 +14,17 @@
 #include <set>
 
 #include "analyze/report.h"
-#include "analyze/trace_breakdown.h"
-#include "analyze/trace_collectives.h"
-#include "analyze/trace_rules.h"
+#include "analyze/trace/breakdown.h"
+#include "analyze/trace/collectives.h"
+#include "analyze/trace/rules.h"
 #include "app/profile_traces.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/trace_diff_command.h"
 #include "core/host_clock.h"
 #include "core/json_text.h"
-#include "probe/nccl_log_files.h"
-#include "probe/trace_file.h"
+#include "formats/nccl_log/files.h"
+#include "formats/trace/file.h"
 #include "render/trace.h"
 
 namespace stallscope {

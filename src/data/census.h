@@ -6,7 +6,7 @@
 // measures page-cache residency (data/residency.h) and open/stat latency on a
 // uniform random sample of the files, and says when it sampled. The result
 // (sample/dataset.h) is plain data that the pure rules in
-// analyze/dataset_rules.h judge.
+// analyze/host/dataset_rules.h judge.
 // TakeCensus touches the machine; the structs are thread-compatible.
 #pragma once
 

@@ -1,6 +1,6 @@
 #include "net/host_observation.h"
 
-#include "analyze/network_rules.h"
+#include "analyze/host/network_rules.h"
 #include "core/file.h"
 #include "core/host_clock.h"
 #include "net/route.h"

@@ -1,5 +1,5 @@
 // The network layer's view of the live host for `doctor`: a snapshot's
-// facts and NIC counters (analyze/network_rules.h ObserveNetwork), plus
+// facts and NIC counters (analyze/host/network_rules.h ObserveNetwork), plus
 // what only the live host can tell: the routes to MASTER_ADDR and to the
 // peers given with --peer, and the RDMA error counters' growth between a
 // reading taken before the snapshot and one after it. Not pure (it asks the

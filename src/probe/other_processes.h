@@ -1,5 +1,5 @@
 // OtherProcessesCpu: which processes outside a job's tree take the host's
-// CPUs, for io.cpu_contention (analyze/run_io_rules.h): the loader's workers
+// CPUs, for io.cpu_contention (analyze/run/io_rules.h): the loader's workers
 // wait for CPUs another job holds. Each call lists /proc and reads every
 // other process's stat by path (open, read, close: nothing is kept open), so
 // the recorder calls it only in intervals where the host's CPUs were busy

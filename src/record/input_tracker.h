@@ -6,7 +6,7 @@
 //
 // Bounded: past kMaxInputsKept paths a new one is counted in dropped()
 // instead of kept (a folder of a million small files is still named by the
-// ones kept: analyze/run_inputs.h groups them by directory).
+// ones kept: analyze/run/inputs.h groups them by directory).
 #pragma once
 
 #include <cstdint>

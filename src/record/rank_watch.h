@@ -11,7 +11,7 @@
 // /proc (state, wchan, threads, CPU time) and each rank's Python stacks
 // (faulthandler, on the signal the ring says is armed; never another), two
 // looks some seconds apart (reason "hang"). The rules that judge these rows
-// are analyze/rank_stop_rules.h. Not thread-safe; one owner (the recorder).
+// are analyze/run/rank_stop_rules.h. Not thread-safe; one owner (the recorder).
 #pragma once
 
 #include <array>

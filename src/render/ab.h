@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analyze/ab_rules.h"
+#include "analyze/run/ab_rules.h"
 
 namespace stallscope {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/allreduce_rules.h"
+#include "analyze/fleet/allreduce_rules.h"
 #include "sample/allreduce.h"
 
 namespace stallscope {

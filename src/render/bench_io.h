@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analyze/storage_rules.h"
+#include "analyze/host/storage_rules.h"
 #include "sample/io_bench.h"
 
 namespace stallscope {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/cluster_rules.h"
+#include "analyze/fleet/cluster_rules.h"
 #include "sample/node_summary.h"
 
 namespace stallscope {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "analyze/job_analysis.h"
-#include "analyze/rank_rules.h"
-#include "analyze/run_analysis.h"
-#include "analyze/scaling.h"
+#include "analyze/run/analysis.h"
+#include "analyze/run/job_analysis.h"
+#include "analyze/run/rank_rules.h"
+#include "analyze/run/scaling.h"
 
 namespace stallscope {
 

@@ -6,7 +6,7 @@
 
 #include "analyze/alert_rules.h"
 #include "analyze/catalog.h"
-#include "analyze/triage_table.h"
+#include "analyze/host/triage_table.h"
 #include "core/json_text.h"
 #include "core/version.h"
 #include "render/html_report.h"

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "analyze/doctor_triage.h"
+#include "analyze/host/doctor_triage.h"
 #include "core/status.h"
 #include "sample/finding.h"
 #include "sample/snapshot.h"

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/triage_table.h"
+#include "analyze/host/triage_table.h"
 #include "render/report.h"
 
 namespace stallscope {

@@ -2,7 +2,7 @@
 // with its status (ok / warning / critical / not checked, and why not), the
 // evidence of each finding, the verdict, the next check for every finding in
 // the order to run them, and the suspects-and-quick-checks table
-// (analyze/triage_table.h). Pure; thread-safe.
+// (analyze/host/triage_table.h). Pure; thread-safe.
 #pragma once
 
 #include <string>

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "analyze/baseline.h"
-#include "analyze/triage_table.h"
+#include "analyze/host/baseline.h"
+#include "analyze/host/triage_table.h"
 #include "core/json_text.h"
 #include "render/distributed.h"
 #include "render/report.h"

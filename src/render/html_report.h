@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "analyze/run_analysis.h"
+#include "analyze/run/analysis.h"
 #include "render/svg_chart.h"
 #include "sample/finding.h"
 #include "sample/timeline.h"

@@ -4,8 +4,8 @@
 
 #include <map>
 
-#include "analyze/nccl_log_host.h"
-#include "analyze/nccl_log_rules.h"
+#include "analyze/nccl_log/host.h"
+#include "analyze/nccl_log/rules.h"
 #include "core/units.h"
 
 namespace stallscope {

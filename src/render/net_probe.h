@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analyze/network_rules.h"
+#include "analyze/host/network_rules.h"
 #include "sample/net_probe.h"
 
 namespace stallscope {

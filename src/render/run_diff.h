@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analyze/run_diff.h"
+#include "analyze/run/diff.h"
 
 namespace stallscope {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/run_history.h"
+#include "analyze/run/history.h"
 
 namespace stallscope {
 

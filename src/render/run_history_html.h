@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/run_history.h"
+#include "analyze/run/history.h"
 
 namespace stallscope {
 

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "analyze/nccl_log_rules.h"
+#include "analyze/nccl_log/rules.h"
 #include "analyze/report.h"
-#include "analyze/run_inputs.h"
+#include "analyze/run/inputs.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "render/distributed.h"
@@ -140,7 +140,7 @@ nlohmann::ordered_json NcclLogsJson(const std::vector<NcclLogFile>& logs) {
   return out;
 }
 
-// What the loader read, most seen first (analyze/run_inputs.h); null for
+// What the loader read, most seen first (analyze/run/inputs.h); null for
 // run files that predate the inputs table.
 nlohmann::ordered_json InputsToJson(const Timeline& timeline) {
   if (!timeline.inputs_recorded) return nullptr;

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "analyze/run_analysis.h"
-#include "analyze/run_rules.h"
+#include "analyze/run/analysis.h"
+#include "analyze/run/rules.h"
 #include "sample/nccl_log.h"
 #include "sample/timeline.h"
 

@@ -1,4 +1,4 @@
-// A run's time breakdown (analyze/time_breakdown.h) as `report` prints it:
+// A run's time breakdown (analyze/run/time_breakdown.h) as `report` prints it:
 // a text table of up to four ranks' rows (seconds and share of the wall
 // time), its HTML table and its JSON (`time_breakdown`), and the rows of
 // two runs side by side for `diff`.
@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analyze/time_breakdown.h"
+#include "analyze/run/time_breakdown.h"
 
 namespace stallscope {
 

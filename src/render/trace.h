@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "analyze/trace_breakdown.h"
-#include "analyze/trace_collectives.h"
+#include "analyze/trace/breakdown.h"
+#include "analyze/trace/collectives.h"
 #include "render/report.h"
 
 namespace stallscope {

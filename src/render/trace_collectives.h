@@ -1,5 +1,5 @@
 // Rendering the collectives matched across ranks' traces
-// (analyze/trace_collectives.h): each rank's wait and transfer, the latest
+// (analyze/trace/collectives.h): each rank's wait and transfer, the latest
 // arrivals, the stragglers; as text for `stallscope trace` and as the
 // `collectives` parts of `stallscope.trace/1` (docs/commands/trace.md). Pure.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/trace_collectives.h"
+#include "analyze/trace/collectives.h"
 
 namespace stallscope {
 

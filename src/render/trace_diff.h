@@ -1,4 +1,4 @@
-// Rendering `stallscope trace --diff CONTROL TEST` (analyze/trace_diff.h):
+// Rendering `stallscope trace --diff CONTROL TEST` (analyze/trace/diff.h):
 // both sides' temporal breakdown, the ops and kernels whose count or total
 // time changed ranked by the time they explain, those added and removed, as
 // text; and the same as JSON, schema `stallscope.trace_diff/1`
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analyze/trace_diff.h"
+#include "analyze/trace/diff.h"
 
 namespace stallscope {
 

@@ -1,6 +1,6 @@
 // A dataset folder's census as plain data: files, bytes and a size
 // histogram, the file system and device, page-cache residency and open/stat
-// latency. data/census.h takes it; analyze/dataset_rules.h judges it.
+// latency. data/census.h takes it; analyze/host/dataset_rules.h judges it.
 // Thread-compatible.
 #pragma once
 

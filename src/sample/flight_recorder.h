@@ -1,8 +1,8 @@
 // What a PyTorch Flight Recorder dump says, as plain values: one rank's dump
 // (its process groups, their status, the collectives still in its ring
-// buffer), as probe/flight_recorder.h reads it from the pickle or the JSON
+// buffer), as formats/flight_recorder/flight_recorder.h reads it from the pickle or the JSON
 // form torch writes, and the analysis of a job's dumps that
-// analyze/flight_recorder_rules.h builds and render/flight_recorder.h prints.
+// analyze/flight_recorder/rules.h builds and render/flight_recorder.h prints.
 // Header-only plain data; thread-compatible.
 #pragma once
 
@@ -78,7 +78,7 @@ struct FlightRecorderDump {
   std::vector<FrEntry> entries;  // in the order recorded
 };
 
-// --- the analysis of a job's dumps (analyze/flight_recorder_rules.h) ---
+// --- the analysis of a job's dumps (analyze/flight_recorder/rules.h) ---
 
 // Where one member rank stands in one group's collectives.
 struct FrRankPosition {

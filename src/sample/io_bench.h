@@ -3,7 +3,7 @@
 // operations, and the whole run (IoBenchResult). bench/io_bench.h
 // (RunIoBench, with bench/io_plan.h, bench/read_phase.h and
 // bench/metadata_phase.h) builds it; render/bench_io.h renders it and the
-// CLI judges it with analyze/storage_rules.h.
+// CLI judges it with analyze/host/storage_rules.h.
 #pragma once
 
 #include <cstdint>

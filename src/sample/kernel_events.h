@@ -1,7 +1,7 @@
 // What the kernel log says about GPUs and RDMA ports, as plain data: NVIDIA
 // driver Xid errors ("NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has
 // fallen off the bus.") and mlx5/InfiniBand link-down messages. Parsed by
-// probe/kernel_log.h, judged by analyze/gpu_health_rules.h. The meanings of
+// probe/kernel_log.h, judged by analyze/host/gpu_health_rules.h. The meanings of
 // the common Xid numbers are here so that every output names them the same
 // way. Plain data; thread-safe.
 #pragma once

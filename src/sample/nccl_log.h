@@ -1,7 +1,7 @@
 // What an NCCL debug log says, as plain values: the summary the streaming
-// parser (probe/nccl_log.h) builds, one log file as doctor and run read it,
+// parser (formats/nccl_log/nccl_log.h) builds, one log file as doctor and run read it,
 // and a host's Active RDMA ports the log is judged against. The rules over
-// them are in analyze/nccl_log_rules.h.
+// them are in analyze/nccl_log/rules.h.
 #pragma once
 
 #include <array>
@@ -47,7 +47,7 @@ struct NcclTransportCounts {
 };
 
 // Line forms only some NCCL versions print (their versions, read in NCCL's
-// sources at every tag, are in analyze/nccl_log_versions.cc): what tells a
+// sources at every tag, are in analyze/nccl_log/versions.cc): what tells a
 // process's version where the log holds no version line of it.
 enum class NcclLineForm : uint8_t {
   kRingVia,              // "Ring 00 : 0[0] -> 1[1] via ..."
@@ -88,7 +88,7 @@ struct NcclRank {
 };
 
 // What aws-ofi-nccl (the libfabric net plugin, "NET/OFI ..." lines) said of
-// one process (probe/nccl_log_ofi.cc has the forms).
+// one process (formats/nccl_log/ofi.cc has the forms).
 struct NcclOfiFacts {
   std::string plugin_version;     // "Initializing aws-ofi-nccl 1.13.2-aws" -> "1.13.2-aws"
   std::string libfabric_version;  // "Using Libfabric version 1.22"
@@ -107,7 +107,7 @@ struct NcclOfiFacts {
 
 // One WARN as one process printed it, and what that process printed after
 // it: what tells a failure from a WARN NCCL carried on from
-// (analyze/nccl_log_failures.h). A WARN repeated with nothing between is
+// (analyze/nccl_log/failures.h). A WARN repeated with nothing between is
 // kept once.
 struct NcclWarnOnProcess {
   size_t warning = 0;               // index into NcclLogSummary::warnings
@@ -164,7 +164,7 @@ struct NcclProcess {
   uint64_t bootstrap_line = 0;       // "Bootstrap : Using"
   uint64_t socket_line = 0;          // "NET/Socket : Using"
   uint64_t socket_channel_line = 0;  // the first channel "via NET/Socket"
-  // A net plugin that failed and NCCL went on without (probe/nccl_log_fallback.cc).
+  // A net plugin that failed and NCCL went on without (formats/nccl_log/fallback.cc).
   std::string plugin_asked;    // NCCL_NET_PLUGIN's name ("Plugin name set by env to X")
   std::string plugin_failed;   // the plugin: "libnccl-net-ofi.so", "Libfabric"
   std::string plugin_failure;  // why, in the loader's or the plugin's words

@@ -2,7 +2,7 @@
 // route and MTUs at both ends, TCP round-trip latency, single- and
 // multi-stream TCP throughput, and the UDP path MTU. net/client.h
 // (RunProbe) builds it; render/net_probe.h renders it and feeds
-// analyze/network_rules.h.
+// analyze/host/network_rules.h.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // One node as `cluster` compares it: host, kernel, CPU, GPUs and driver,
 // interfaces and their MTUs, RDMA ports, the NCCL/Gloo environment and the
 // route to rank 0, as plain data. dist/node_summary.h builds, serializes and
-// parses it; analyze/cluster_rules.h compares nodes.
+// parses it; analyze/fleet/cluster_rules.h compares nodes.
 #pragma once
 
 #include <cstdint>

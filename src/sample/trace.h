@@ -1,8 +1,8 @@
 // A PyTorch profiler trace as stallscope keeps it: the events of one rank's
 // Chrome-trace JSON (Kineto's, or the legacy autograd profiler's bare list)
 // that the analyses need, in a few bytes each, plus what the file said about
-// itself (rank, world size, GPU). probe/trace_file.h fills it while
-// streaming the file; analyze/trace_breakdown.h and trace_rules.h read it.
+// itself (rank, world size, GPU). formats/trace/file.h fills it while
+// streaming the file; analyze/trace/breakdown.h and analyze/trace/rules.h read it.
 //
 // Kept: every event with a stream (kernels, memcpy, memset, stream syncs),
 // every CPU event with a correlation id (the launches), the ProfilerStep#N

@@ -10,8 +10,8 @@
 #include <set>
 
 #include "analyze/catalog.h"
-#include "analyze/rank_rules.h"
-#include "analyze/run_io_rules.h"
+#include "analyze/run/io_rules.h"
+#include "analyze/run/rank_rules.h"
 
 namespace stallscope {
 namespace {

@@ -19,24 +19,24 @@
 #include <string_view>
 #include <vector>
 
-#include "analyze/ab_rules.h"
-#include "analyze/allreduce_rules.h"
-#include "analyze/baseline.h"
 #include "analyze/catalog.h"
-#include "analyze/cluster_rules.h"
-#include "analyze/dataset_rules.h"
-#include "analyze/gpu_health_rules.h"
-#include "analyze/gpu_rules.h"
-#include "analyze/memory_rules.h"
-#include "analyze/network_rules.h"
-#include "analyze/node_rules.h"
-#include "analyze/rank_rules.h"
-#include "analyze/run_loader_rules.h"
-#include "analyze/run_rules.h"
-#include "analyze/scaling.h"
-#include "analyze/storage_rules.h"
-#include "analyze/trace_breakdown.h"
-#include "analyze/trace_rules.h"
+#include "analyze/fleet/allreduce_rules.h"
+#include "analyze/fleet/cluster_rules.h"
+#include "analyze/host/baseline.h"
+#include "analyze/host/dataset_rules.h"
+#include "analyze/host/gpu_health_rules.h"
+#include "analyze/host/gpu_rules.h"
+#include "analyze/host/memory_rules.h"
+#include "analyze/host/network_rules.h"
+#include "analyze/host/storage_rules.h"
+#include "analyze/run/ab_rules.h"
+#include "analyze/run/loader_rules.h"
+#include "analyze/run/node_rules.h"
+#include "analyze/run/rank_rules.h"
+#include "analyze/run/rules.h"
+#include "analyze/run/scaling.h"
+#include "analyze/trace/breakdown.h"
+#include "analyze/trace/rules.h"
 #include "bench/io_plan.h"
 #include "data/census.h"
 
@@ -363,7 +363,7 @@ std::vector<Tie> Ties() {
       {"code.util_misleading",
        "critical below " + PercentOf(kUtilMisleadingCriticalSmActivePercent)},
 
-      // code.launch_bound (analyze/trace_rules.h)
+      // code.launch_bound (analyze/trace/rules.h)
       {"code.launch_bound",
        "at least " + Percent(kLaunchBoundShortShare) + " of the kernels run under " +
            Number(kShortKernelUs) + " us, the GPU is busy under " +
@@ -375,7 +375,7 @@ std::vector<Tie> Ties() {
 
       {"code.launch_bound", "critical under " + PercentOf(kUtilMisleadingCriticalSmActivePercent)},
 
-      // code.gpu_idle, code.sync_in_step, memory.pageable_h2d (analyze/trace_rules.h)
+      // code.gpu_idle, code.sync_in_step, memory.pageable_h2d (analyze/trace/rules.h)
       {"code.gpu_idle", "warning at >= " + PercentOf(kGpuIdleWarningPercent) + " idle"},
       {"code.gpu_idle", "critical at >= " + PercentOf(kGpuIdleCriticalPercent)},
       {"code.gpu_idle", "gaps over " + Millis(kLongIdleGapUs / 1000) + " counted", Field::kChecks},
@@ -395,7 +395,7 @@ std::vector<Tie> Ties() {
       {"code.gpu_throttled", ">= " + Percent(kThrottledRunFraction) + " of the busy samples"},
       {"code.gpu_throttled", "SM clock < " + Percent(kThrottledCriticalClockFraction) + " of max"},
 
-      // io.pcie_degraded, network.link_degraded (analyze/gpu_health_rules.h)
+      // io.pcie_degraded, network.link_degraded (analyze/host/gpu_health_rules.h)
       {"io.pcie_degraded", "utilization.gpu >= " + PercentOf(kPcieBusyUtilPercent)},
       {"io.pcie_degraded", "<= " + Percent(kPcieDegradedCriticalShare) + " of the possible"},
       {"network.link_degraded", "<= " + Percent(kPcieDegradedCriticalShare) + " of the possible"},
@@ -472,11 +472,11 @@ TEST(CatalogThresholds, IdsAreUniqueAndEveryRuleHasAThreshold) {
 //   code.gpu_persistence_off: "info when it is off"; no number.
 //   code.gpu_xid: the Xid numbers are NVIDIA's (sample/kernel_events.h), not thresholds.
 //   network.rdma_unused: "critical from 8 hosts" is kRdmaRequiredNodes, local to
-//     analyze/nccl_log_rules.cc (an unnamed namespace), not in a header; the rest
+//     analyze/nccl_log/rules.cc (an unnamed namespace), not in a header; the rest
 //     (NCCL_IB_DISABLE "anything but 0") is a value of the variable, not a threshold.
 //   network.mtu_mismatch: "differ" / "below the local MTU" compare measured MTUs;
 //     the checks' "+ 28 bytes of IPv4/UDP headers" is a literal in the code
-//     (analyze/network_rules.cc, net/client.cc), not a named constant.
+//     (analyze/host/network_rules.cc, net/client.cc), not a named constant.
 //   network.connect_failed: "critical whenever one is logged"; no number.
 //   distributed.nccl_version_mismatch: "two or more versions"; no constant.
 //   distributed.init_incomplete: states which ranks completed; no number ("2.18"
@@ -485,4 +485,4 @@ TEST(CatalogThresholds, IdsAreUniqueAndEveryRuleHasAThreshold) {
 //     element counts, no constant.
 //   distributed.heterogeneous_gpus: "two or more models"; no constant.
 // Partly untied: io.loader_needed's "(>= 10%: still input-bound)" is a literal
-// 0.10 in analyze/ab_rules.cc, not a named constant (its ">= 10% slower" is tied).
+// 0.10 in analyze/run/ab_rules.cc, not a named constant (its ">= 10% slower" is tied).

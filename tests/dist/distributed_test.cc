@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "analyze/allreduce_rules.h"
+#include "analyze/fleet/allreduce_rules.h"
 #include "bench/allreduce.h"
 #include "dist/launcher.h"
 #include "dist/node_summary.h"

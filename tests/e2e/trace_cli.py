@@ -15,7 +15,7 @@
   ranked by the time they explain, each side's temporal breakdown the one
   `stallscope trace` gives, the text listing what was added and removed;
   bad input named by side and file. (Its figures are checked against HTA's
-  own in tests/analyze/trace_diff_test.cc.)
+  own in tests/analyze/trace/diff_test.cc.)
 
 Outside CI a missing ../shared skips the real-trace tests with a message;
 with CI=true it fails.

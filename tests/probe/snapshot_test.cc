@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "analyze/memory_rules.h"
+#include "analyze/host/memory_rules.h"
 #include "core/file.h"
 #include "finding_matchers.h"
 

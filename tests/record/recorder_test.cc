@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/gpu_health_rules.h"
+#include "analyze/host/gpu_health_rules.h"
 #include "core/host_clock.h"
 #include "probe/meminfo.h"
 #include "store/run_reader.h"

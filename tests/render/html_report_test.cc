@@ -8,7 +8,7 @@
 #include <regex>
 #include <tuple>
 
-#include "analyze/baseline.h"
+#include "analyze/host/baseline.h"
 #include "analyze/report.h"
 #include "core/atomic_file.h"
 #include "core/file.h"

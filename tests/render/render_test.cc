@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "analyze/memory_rules.h"
+#include "analyze/host/memory_rules.h"
 #include "analyze/report.h"
 #include "core/units.h"
 #include "render/report.h"

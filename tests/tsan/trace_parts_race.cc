@@ -1,4 +1,4 @@
-// ThreadSanitizer's check of the trace read in parts (probe/trace_parts.h):
+// ThreadSanitizer's check of the trace read in parts (formats/trace/parts.h):
 // a text of 4,000 events, sound and broken (strings that run on into what
 // reads as an event start: the first part's in-place parse writes there),
 // read in 2 to 12 parts, each compared with one thread's read. Built and run
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "probe/trace_file.h"
+#include "formats/trace/file.h"
 
 namespace {
 
