@@ -387,28 +387,51 @@ Result<Timeline> ReadRun(const std::string& path) {
 
 namespace {
 
-Result<Timeline> ReadRunFile(const std::string& path) {
-  Result<Database> opened = OpenRunFile(path);
-  if (!opened.ok()) return opened.status();
-  sqlite3* db = opened->get();
-  // One read transaction: a consistent view while a writer keeps appending.
-  if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    return store::SqliteError(path, db, "cannot read");
-  }
-  Timeline timeline;
+// A table's rows reserved at once, sized by its largest rowid against the
+// file's size (RowsHint).
+template <typename Rows>
+void Reserve(sqlite3* db, const std::string& path, Rows& rows, const char* max_rowid_sql) {
   int64_t file_bytes = 0;
   (void)ForEachRow(db, path,
                    "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
                    [&](Columns& c) { file_bytes = c.Int(); });
-  auto reserve = [&](auto& rows, const char* max_rowid_sql) {
-    rows.reserve(RowsHint(db, path, max_rowid_sql, file_bytes));
-  };
-  if (Status version =
-          ForEachRow(db, path, "SELECT value FROM meta WHERE key = 'stallscope_version'",
-                     [&](Columns& c) { timeline.written_by = c.Text(); });
-      !version.ok()) {
-    return version;
-  }
+  rows.reserve(RowsHint(db, path, max_rowid_sql, file_bytes));
+}
+
+// Whether the file has the table (files of older versions lack some).
+Result<bool> HasTable(sqlite3* db, const std::string& path, const char* table) {
+  bool present = false;
+  Status st = ForEachRow(db, path,
+                         (std::string("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                                      "name = '") +
+                          table + "'")
+                             .c_str(),
+                         [&](Columns&) { present = true; });
+  if (!st.ok()) return st;
+  return present;
+}
+
+// Whether the table has the column (columns added in place later).
+Result<bool> HasColumn(sqlite3* db, const std::string& path, const char* table,
+                       const char* column) {
+  bool present = false;
+  Status st = ForEachRow(db, path,
+                         (std::string("SELECT 1 FROM pragma_table_info('") + table +
+                          "') WHERE name = '" + column + "'")
+                             .c_str(),
+                         [&](Columns&) { present = true; });
+  if (!st.ok()) return st;
+  return present;
+}
+
+// The version that wrote the file (meta key stallscope_version).
+Status ReadWrittenBy(sqlite3* db, const std::string& path, Timeline& timeline) {
+  return ForEachRow(db, path, "SELECT value FROM meta WHERE key = 'stallscope_version'",
+                    [&](Columns& c) { timeline.written_by = c.Text(); });
+}
+
+// Table run: the run's facts, and job_identity where the file has it.
+Status ReadRunRow(sqlite3* db, const std::string& path, Timeline& timeline) {
   Status st = ForEachRow(
       db, path,
       "SELECT command, hostname, started_utc, start_monotonic_seconds, interval_seconds, "
@@ -432,105 +455,102 @@ Result<Timeline> ReadRunFile(const std::string& path) {
         r.oom_killed = c.Bool();
       });
   if (!st.ok()) return st;
-  st = ReadJobIdentity(db, path, timeline.info);
-  if (!st.ok()) return st;
-  // Files written before the node table and the samples' wall clock lack
-  // both (they came together).
-  bool has_node = false;
-  st = ForEachRow(db, path, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'node'",
-                  [&](Columns&) { has_node = true; });
-  if (!st.ok()) return st;
-  bool has_realtime = false;
-  st = ForEachRow(db, path,
-                  "SELECT 1 FROM pragma_table_info('samples') WHERE name = 'realtime_seconds'",
-                  [&](Columns&) { has_realtime = true; });
-  if (!st.ok()) return st;
-  // And files written before the job's interface and its rates.
-  bool has_net = false;
-  st = ForEachRow(db, path,
-                  "SELECT 1 FROM pragma_table_info('samples') WHERE name = 'net_rx_bytes_per_s'",
-                  [&](Columns&) { has_net = true; });
-  if (!st.ok()) return st;
-  bool has_net_interface = false;
-  st = ForEachRow(db, path, "SELECT 1 FROM pragma_table_info('node') WHERE name = 'net_interface'",
-                  [&](Columns&) { has_net_interface = true; });
-  if (!st.ok()) return st;
-  if (has_node) {
-    const std::string node_sql =
-        std::string(
-            "SELECT node_rank, nnodes, procs_per_node, world_size, master_addr, "
-            "master_port, launcher_job, source, start_realtime_seconds, "
-            "clock_offset_seconds, clock_round_trip_seconds") +
-        (has_net_interface ? ", net_interface" : "") + " FROM node WHERE id = 1";
-    st = ForEachRow(db, path, node_sql.c_str(), [&](Columns& c) {
-      NodeInfo& n = timeline.node.emplace();
-      n.node_rank = c.Optional<int>();
-      n.nnodes = c.Optional<int>();
-      n.procs_per_node = c.Optional<int>();
-      n.world_size = c.Optional<int>();
-      n.master_addr = c.Text();
-      n.master_port = c.Optional<int>();
-      n.launcher_job = c.Text();
-      n.source = c.Text();
-      n.start_realtime_seconds = c.Real();
-      n.clock_offset_seconds = c.Optional<double>();
-      n.clock_round_trip_seconds = c.Optional<double>();
-      if (has_net_interface) n.net_interface = c.Text();
-    });
-    if (!st.ok()) return st;
-  }
-  reserve(timeline.samples, "SELECT max(rowid) FROM samples");
-  st = ForEachRow(db, path,
-                  has_net ? "SELECT t_seconds, processes, tree_rss_bytes, tree_pss_bytes, "
-                            "tree_cpu_percent, loader_cpu_percent, mem_available_bytes, "
-                            "swap_used_bytes, swap_in_pages_per_s, swap_out_pages_per_s, "
-                            "cpu_busy_percent, cpu_iowait_percent, disk_util_percent, "
-                            "disk_await_ms, disk_read_kib_per_s, steps_per_s, data_wait_fraction, "
-                            "realtime_seconds, net_rx_bytes_per_s, net_tx_bytes_per_s "
-                            "FROM samples ORDER BY interval"
-                  : has_realtime
-                      ? "SELECT t_seconds, processes, tree_rss_bytes, tree_pss_bytes, "
-                        "tree_cpu_percent, loader_cpu_percent, mem_available_bytes, "
-                        "swap_used_bytes, swap_in_pages_per_s, swap_out_pages_per_s, "
-                        "cpu_busy_percent, cpu_iowait_percent, disk_util_percent, disk_await_ms, "
-                        "disk_read_kib_per_s, steps_per_s, data_wait_fraction, realtime_seconds "
-                        "FROM samples ORDER BY interval"
-                      : "SELECT t_seconds, processes, tree_rss_bytes, tree_pss_bytes, "
-                        "tree_cpu_percent, loader_cpu_percent, mem_available_bytes, "
-                        "swap_used_bytes, swap_in_pages_per_s, swap_out_pages_per_s, "
-                        "cpu_busy_percent, cpu_iowait_percent, disk_util_percent, disk_await_ms, "
-                        "disk_read_kib_per_s, steps_per_s, data_wait_fraction "
-                        "FROM samples ORDER BY interval",
-                  [&](Columns& c) {
-                    TimelineSample& s = timeline.samples.emplace_back();
-                    s.t = c.Real();
-                    s.processes = c.Int32();
-                    s.tree_rss_bytes = c.Bytes();
-                    s.tree_pss_bytes = c.Bytes();
-                    s.tree_cpu_percent = c.Real();
-                    s.loader_cpu_percent = c.Real();
-                    s.mem_available_bytes = c.Bytes();
-                    s.swap_used_bytes = c.Bytes();
-                    s.swap_in_pages_per_s = c.Real();
-                    s.swap_out_pages_per_s = c.Real();
-                    s.cpu_busy_percent = c.Real();
-                    s.cpu_iowait_percent = c.Real();
-                    s.disk_util_percent = c.Real();
-                    s.disk_await_ms = c.Real();
-                    s.disk_read_kib_per_s = c.Real();
-                    s.steps_per_s = c.Real();
-                    s.data_wait_fraction = c.Real();
-                    if (has_realtime) s.realtime_seconds = c.Optional<double>();
-                    if (has_net) {
-                      s.net_rx_bytes_per_s = c.Optional<double>();
-                      s.net_tx_bytes_per_s = c.Optional<double>();
-                    }
-                  });
-  if (!st.ok()) return st;
-  // Files written before the processes' run delay and reads lack the
-  // columns; those written before their writes lack the last two.
+  return ReadJobIdentity(db, path, timeline.info);
+}
+
+// Table node, where the file has it: files written before it and the
+// samples' wall clock lack both (they came together).
+Status ReadNode(sqlite3* db, const std::string& path, Timeline& timeline) {
+  Result<bool> has_node = HasTable(db, path, "node");
+  if (!has_node.ok() || !*has_node) return has_node.status();
+  Result<bool> has_net_interface = HasColumn(db, path, "node", "net_interface");
+  if (!has_net_interface.ok()) return has_net_interface.status();
+  const std::string node_sql =
+      std::string(
+          "SELECT node_rank, nnodes, procs_per_node, world_size, master_addr, "
+          "master_port, launcher_job, source, start_realtime_seconds, "
+          "clock_offset_seconds, clock_round_trip_seconds") +
+      (*has_net_interface ? ", net_interface" : "") + " FROM node WHERE id = 1";
+  return ForEachRow(db, path, node_sql.c_str(), [&](Columns& c) {
+    NodeInfo& n = timeline.node.emplace();
+    n.node_rank = c.Optional<int>();
+    n.nnodes = c.Optional<int>();
+    n.procs_per_node = c.Optional<int>();
+    n.world_size = c.Optional<int>();
+    n.master_addr = c.Text();
+    n.master_port = c.Optional<int>();
+    n.launcher_job = c.Text();
+    n.source = c.Text();
+    n.start_realtime_seconds = c.Real();
+    n.clock_offset_seconds = c.Optional<double>();
+    n.clock_round_trip_seconds = c.Optional<double>();
+    if (*has_net_interface) n.net_interface = c.Text();
+  });
+}
+
+// Table samples: files written before the job's interface and its rates
+// lack the last two columns, those before the wall clock the one before.
+Status ReadSamples(sqlite3* db, const std::string& path, Timeline& timeline) {
+  Result<bool> realtime = HasColumn(db, path, "samples", "realtime_seconds");
+  if (!realtime.ok()) return realtime.status();
+  Result<bool> net = HasColumn(db, path, "samples", "net_rx_bytes_per_s");
+  if (!net.ok()) return net.status();
+  const bool has_realtime = *realtime, has_net = *net;
+  Reserve(db, path, timeline.samples, "SELECT max(rowid) FROM samples");
+  return ForEachRow(
+      db, path,
+      has_net        ? "SELECT t_seconds, processes, tree_rss_bytes, tree_pss_bytes, "
+                       "tree_cpu_percent, loader_cpu_percent, mem_available_bytes, "
+                       "swap_used_bytes, swap_in_pages_per_s, swap_out_pages_per_s, "
+                       "cpu_busy_percent, cpu_iowait_percent, disk_util_percent, "
+                       "disk_await_ms, disk_read_kib_per_s, steps_per_s, data_wait_fraction, "
+                       "realtime_seconds, net_rx_bytes_per_s, net_tx_bytes_per_s "
+                       "FROM samples ORDER BY interval"
+      : has_realtime ? "SELECT t_seconds, processes, tree_rss_bytes, tree_pss_bytes, "
+                       "tree_cpu_percent, loader_cpu_percent, mem_available_bytes, "
+                       "swap_used_bytes, swap_in_pages_per_s, swap_out_pages_per_s, "
+                       "cpu_busy_percent, cpu_iowait_percent, disk_util_percent, disk_await_ms, "
+                       "disk_read_kib_per_s, steps_per_s, data_wait_fraction, realtime_seconds "
+                       "FROM samples ORDER BY interval"
+                     : "SELECT t_seconds, processes, tree_rss_bytes, tree_pss_bytes, "
+                       "tree_cpu_percent, loader_cpu_percent, mem_available_bytes, "
+                       "swap_used_bytes, swap_in_pages_per_s, swap_out_pages_per_s, "
+                       "cpu_busy_percent, cpu_iowait_percent, disk_util_percent, disk_await_ms, "
+                       "disk_read_kib_per_s, steps_per_s, data_wait_fraction "
+                       "FROM samples ORDER BY interval",
+      [&](Columns& c) {
+        TimelineSample& s = timeline.samples.emplace_back();
+        s.t = c.Real();
+        s.processes = c.Int32();
+        s.tree_rss_bytes = c.Bytes();
+        s.tree_pss_bytes = c.Bytes();
+        s.tree_cpu_percent = c.Real();
+        s.loader_cpu_percent = c.Real();
+        s.mem_available_bytes = c.Bytes();
+        s.swap_used_bytes = c.Bytes();
+        s.swap_in_pages_per_s = c.Real();
+        s.swap_out_pages_per_s = c.Real();
+        s.cpu_busy_percent = c.Real();
+        s.cpu_iowait_percent = c.Real();
+        s.disk_util_percent = c.Real();
+        s.disk_await_ms = c.Real();
+        s.disk_read_kib_per_s = c.Real();
+        s.steps_per_s = c.Real();
+        s.data_wait_fraction = c.Real();
+        if (has_realtime) s.realtime_seconds = c.Optional<double>();
+        if (has_net) {
+          s.net_rx_bytes_per_s = c.Optional<double>();
+          s.net_tx_bytes_per_s = c.Optional<double>();
+        }
+      });
+}
+
+// Table processes: files written before the processes' run delay and
+// reads lack those columns; those written before their writes lack the
+// last two.
+Status ReadProcesses(sqlite3* db, const std::string& path, Timeline& timeline) {
   bool has_run_delay = false, has_writes = false;
-  st = ForEachRow(
+  Status st = ForEachRow(
       db, path,
       "SELECT name FROM pragma_table_info('processes') WHERE name IN "
       "('run_delay_percent', 'write_kib_per_s')",
@@ -538,81 +558,88 @@ Result<Timeline> ReadRunFile(const std::string& path) {
   if (!st.ok()) return st;
   has_writes = has_writes && has_run_delay;  // the writes came after
   // rowid order is the order the writer appended them.
-  reserve(timeline.processes, "SELECT max(rowid) FROM processes");
-  st = ForEachRow(db, path,
-                  has_writes      ? "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent, "
-                                    "run_delay_percent, read_kib_per_s, rchar_kib_per_s, "
-                                    "write_kib_per_s, wchar_kib_per_s "
-                                    "FROM processes ORDER BY rowid"
-                  : has_run_delay ? "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent, "
-                                    "run_delay_percent, read_kib_per_s, rchar_kib_per_s "
-                                    "FROM processes ORDER BY rowid"
-                                  : "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent "
-                                    "FROM processes ORDER BY rowid",
-                  [&](Columns& c) {
-                    ProcessPoint& p = timeline.processes.emplace_back();
-                    p.t = c.Real();
-                    p.pid = c.Int32();
-                    p.ppid = c.Int32();
-                    p.comm = c.Text();
-                    p.rss_bytes = c.Bytes();
-                    p.cpu_percent = c.Real();
-                    if (has_run_delay) {
-                      p.run_delay_percent = c.Optional<double>();
-                      p.read_kib_per_s = c.Optional<double>();
-                      p.rchar_kib_per_s = c.Optional<double>();
-                    }
-                    if (has_writes) {
-                      p.write_kib_per_s = c.Optional<double>();
-                      p.wchar_kib_per_s = c.Optional<double>();
-                    }
-                  });
-  if (!st.ok()) return st;
-  reserve(timeline.steps, "SELECT max(rowid) FROM steps");
-  st = ForEachRow(db, path,
-                  "SELECT rank, step, t_seconds, wait_seconds, step_seconds "
-                  "FROM steps ORDER BY rowid",
-                  [&](Columns& c) {
-                    StepEvent& e = timeline.steps.emplace_back();
-                    e.rank = c.Int32();
-                    e.step = c.Int();
-                    e.t = c.Real();
-                    e.wait_seconds = c.Real();
-                    e.step_seconds = c.Real();
-                  });
-  if (!st.ok()) return st;
-  st = ForEachRow(db, path, "SELECT rank, epoch, t_seconds FROM epochs ORDER BY rowid",
-                  [&](Columns& c) {
-                    EpochEvent& e = timeline.epochs.emplace_back();
-                    e.rank = c.Int32();
-                    e.epoch = c.Int32();
-                    e.t = c.Real();
-                  });
-  if (!st.ok()) return st;
-  st = ForEachRow(db, path,
-                  "SELECT rank, pid, batch_size, num_workers, pin_memory, prefetch_factor, "
-                  "persistent_workers, dataset_length, gpu_available FROM loaders ORDER BY rowid",
-                  [&](Columns& c) {
-                    LoaderConfig& l = timeline.loaders.emplace_back();
-                    l.rank = c.Int32();
-                    l.pid = c.Int32();
-                    l.batch_size = c.Int32();
-                    l.num_workers = c.Int32();
-                    l.pin_memory = c.Bool();
-                    l.prefetch_factor = c.Int32();
-                    l.persistent_workers = c.Bool();
-                    l.dataset_length = c.Int();
-                    l.gpu_available = c.Bool();
-                  });
-  if (!st.ok()) return st;
-  // Files written before port_counters existed lack the table: no rows.
-  bool has_ports = false;
-  st = ForEachRow(db, path,
-                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'port_counters'",
-                  [&](Columns&) { has_ports = true; });
-  if (!st.ok()) return st;
-  if (has_ports) {
-    st = ForEachRow(db, path,
+  Reserve(db, path, timeline.processes, "SELECT max(rowid) FROM processes");
+  return ForEachRow(db, path,
+                    has_writes      ? "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent, "
+                                      "run_delay_percent, read_kib_per_s, rchar_kib_per_s, "
+                                      "write_kib_per_s, wchar_kib_per_s "
+                                      "FROM processes ORDER BY rowid"
+                    : has_run_delay ? "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent, "
+                                      "run_delay_percent, read_kib_per_s, rchar_kib_per_s "
+                                      "FROM processes ORDER BY rowid"
+                                    : "SELECT t_seconds, pid, ppid, comm, rss_bytes, cpu_percent "
+                                      "FROM processes ORDER BY rowid",
+                    [&](Columns& c) {
+                      ProcessPoint& p = timeline.processes.emplace_back();
+                      p.t = c.Real();
+                      p.pid = c.Int32();
+                      p.ppid = c.Int32();
+                      p.comm = c.Text();
+                      p.rss_bytes = c.Bytes();
+                      p.cpu_percent = c.Real();
+                      if (has_run_delay) {
+                        p.run_delay_percent = c.Optional<double>();
+                        p.read_kib_per_s = c.Optional<double>();
+                        p.rchar_kib_per_s = c.Optional<double>();
+                      }
+                      if (has_writes) {
+                        p.write_kib_per_s = c.Optional<double>();
+                        p.wchar_kib_per_s = c.Optional<double>();
+                      }
+                    });
+}
+
+// Table steps: one row per training step per rank.
+Status ReadSteps(sqlite3* db, const std::string& path, Timeline& timeline) {
+  Reserve(db, path, timeline.steps, "SELECT max(rowid) FROM steps");
+  return ForEachRow(db, path,
+                    "SELECT rank, step, t_seconds, wait_seconds, step_seconds "
+                    "FROM steps ORDER BY rowid",
+                    [&](Columns& c) {
+                      StepEvent& e = timeline.steps.emplace_back();
+                      e.rank = c.Int32();
+                      e.step = c.Int();
+                      e.t = c.Real();
+                      e.wait_seconds = c.Real();
+                      e.step_seconds = c.Real();
+                    });
+}
+
+// Table epochs: each rank's epoch marks.
+Status ReadEpochs(sqlite3* db, const std::string& path, Timeline& timeline) {
+  return ForEachRow(db, path, "SELECT rank, epoch, t_seconds FROM epochs ORDER BY rowid",
+                    [&](Columns& c) {
+                      EpochEvent& e = timeline.epochs.emplace_back();
+                      e.rank = c.Int32();
+                      e.epoch = c.Int32();
+                      e.t = c.Real();
+                    });
+}
+
+// Table loaders: each DataLoader's settings.
+Status ReadLoaders(sqlite3* db, const std::string& path, Timeline& timeline) {
+  return ForEachRow(db, path,
+                    "SELECT rank, pid, batch_size, num_workers, pin_memory, prefetch_factor, "
+                    "persistent_workers, dataset_length, gpu_available FROM loaders ORDER BY rowid",
+                    [&](Columns& c) {
+                      LoaderConfig& l = timeline.loaders.emplace_back();
+                      l.rank = c.Int32();
+                      l.pid = c.Int32();
+                      l.batch_size = c.Int32();
+                      l.num_workers = c.Int32();
+                      l.pin_memory = c.Bool();
+                      l.prefetch_factor = c.Int32();
+                      l.persistent_workers = c.Bool();
+                      l.dataset_length = c.Int();
+                      l.gpu_available = c.Bool();
+                    });
+}
+
+// Table port_counters: files written before it lack the table: no rows.
+Status ReadPortCounters(sqlite3* db, const std::string& path, Timeline& timeline) {
+  Result<bool> has_ports = HasTable(db, path, "port_counters");
+  if (!has_ports.ok() || !*has_ports) return has_ports.status();
+  return ForEachRow(db, path,
                     "SELECT t_seconds, port, rdma, packets, rx_errors, tx_errors, rx_drops, "
                     "tx_drops, symbol_errors, link_downed, rcv_errors FROM port_counters "
                     "ORDER BY rowid",
@@ -630,20 +657,22 @@ Result<Timeline> ReadRunFile(const std::string& path) {
                       p.link_downed = c.Bytes();
                       p.rcv_errors = c.Bytes();
                     });
-    if (!st.ok()) return st;
-  }
-  // Files written before per-rank records existed lack these tables.
+}
+
+// Tables step_sync and ranks: files written before per-rank records
+// existed lack them.
+Status ReadRankRecords(sqlite3* db, const std::string& path, Timeline& timeline) {
   bool has_sync = false, has_ranks = false;
-  st = ForEachRow(db, path,
-                  "SELECT name FROM sqlite_master WHERE type = 'table' AND "
-                  "name IN ('step_sync', 'ranks')",
-                  [&](Columns& c) {
-                    std::string name = c.Text();
-                    (name == "ranks" ? has_ranks : has_sync) = true;
-                  });
+  Status st = ForEachRow(db, path,
+                         "SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                         "name IN ('step_sync', 'ranks')",
+                         [&](Columns& c) {
+                           std::string name = c.Text();
+                           (name == "ranks" ? has_ranks : has_sync) = true;
+                         });
   if (!st.ok()) return st;
   if (has_sync) {
-    reserve(timeline.step_syncs, "SELECT max(rowid) FROM step_sync");
+    Reserve(db, path, timeline.step_syncs, "SELECT max(rowid) FROM step_sync");
     st = ForEachRow(db, path,
                     "SELECT rank, step, sync_seconds, cpu_seconds FROM step_sync ORDER BY rowid",
                     [&](Columns& c) {
@@ -668,15 +697,14 @@ Result<Timeline> ReadRunFile(const std::string& path) {
                     });
     if (!st.ok()) return st;
   }
-  if (Status gpus = store::ReadGpuSamples(db, path, timeline); !gpus.ok()) return gpus;
-  // Only runs whose hook traced allocations have this table.
-  bool has_allocations = false;
-  st = ForEachRow(db, path,
-                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'allocations'",
-                  [&](Columns&) { has_allocations = true; });
-  if (!st.ok()) return st;
-  if (has_allocations) {
-    st = ForEachRow(db, path,
+  return Status::Ok();
+}
+
+// Table allocations: only runs whose hook traced allocations have it.
+Status ReadAllocations(sqlite3* db, const std::string& path, Timeline& timeline) {
+  Result<bool> has_allocations = HasTable(db, path, "allocations");
+  if (!has_allocations.ok() || !*has_allocations) return has_allocations.status();
+  return ForEachRow(db, path,
                     "SELECT t_seconds, rank, pid, kind, bytes, count, grew_bytes, location, text "
                     "FROM allocations ORDER BY rowid",
                     [&](Columns& c) {
@@ -691,23 +719,18 @@ Result<Timeline> ReadRunFile(const std::string& path) {
                       a.where = c.Text();
                       a.text = c.Text();
                     });
-    if (!st.ok()) return st;
-  }
-  st = ReadRankStops(db, path, timeline);
-  if (!st.ok()) return st;
-  st = ReadPhaseSpans(db, path, timeline);
-  if (!st.ok()) return st;
-  st = ReadHostSyncs(db, path, timeline);
-  if (!st.ok()) return st;
-  // bucket_sync: created with its first rows (stallscope.ddp), absent in
-  // older files.
+}
+
+// Table bucket_sync: created with its first rows (stallscope.ddp), absent
+// in older files.
+Status ReadBucketSyncs(sqlite3* db, const std::string& path, Timeline& timeline) {
   timeline.bucket_syncs_recorded = false;
-  st = ForEachRow(db, path,
-                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'bucket_sync'",
-                  [&](Columns&) { timeline.bucket_syncs_recorded = true; });
+  Status st = ForEachRow(
+      db, path, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'bucket_sync'",
+      [&](Columns&) { timeline.bucket_syncs_recorded = true; });
   if (!st.ok()) return st;
   if (timeline.bucket_syncs_recorded) {
-    reserve(timeline.bucket_syncs, "SELECT max(rowid) FROM bucket_sync");
+    Reserve(db, path, timeline.bucket_syncs, "SELECT max(rowid) FROM bucket_sync");
     st = ForEachRow(db, path,
                     "SELECT rank, step, bucket, launch_seconds, done_seconds FROM bucket_sync "
                     "ORDER BY rowid",
@@ -719,18 +742,16 @@ Result<Timeline> ReadRunFile(const std::string& path) {
                       b.launch_seconds = c.Real();
                       b.done_seconds = c.Real();
                     });
-    if (!st.ok()) return st;
   }
-  // congestion_counters: created with its first rows, so absent both in
-  // older files and in runs on hosts whose ports count no congestion.
-  bool has_congestion = false;
-  st = ForEachRow(db, path,
-                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
-                  "'congestion_counters'",
-                  [&](Columns&) { has_congestion = true; });
-  if (!st.ok()) return st;
-  if (has_congestion) {
-    st = ForEachRow(db, path,
+  return st;
+}
+
+// Table congestion_counters: created with its first rows, so absent both
+// in older files and in runs on hosts whose ports count no congestion.
+Status ReadCongestion(sqlite3* db, const std::string& path, Timeline& timeline) {
+  Result<bool> has_congestion = HasTable(db, path, "congestion_counters");
+  if (!has_congestion.ok() || !*has_congestion) return has_congestion.status();
+  return ForEachRow(db, path,
                     "SELECT t_seconds, port, rdma, pause_rx, pause_tx, ecn_marked, cnp_sent, "
                     "cnp_handled, buffer_drops, allowance_exceeded, xmit_wait_ticks, xmit_words, "
                     "has_pause, has_ecn_cnp, has_drops, has_xmit_wait FROM congestion_counters "
@@ -755,12 +776,13 @@ Result<Timeline> ReadRunFile(const std::string& path) {
                       n.has_drops = c.Bool();
                       n.has_xmit_wait = c.Bool();
                     });
-    if (!st.ok()) return st;
-  }
-  // Files written before memory_peaks existed lack the table.
-  st = ForEachRow(db, path,
-                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_peaks'",
-                  [&](Columns&) { timeline.memory_peaks_recorded = true; });
+}
+
+// Table memory_peaks: files written before it lack the table.
+Status ReadMemoryPeaks(sqlite3* db, const std::string& path, Timeline& timeline) {
+  Status st = ForEachRow(
+      db, path, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_peaks'",
+      [&](Columns&) { timeline.memory_peaks_recorded = true; });
   if (!st.ok()) return st;
   if (timeline.memory_peaks_recorded) {
     st = ForEachRow(db, path, "SELECT source, pid, bytes, detail FROM memory_peaks ORDER BY rowid",
@@ -771,12 +793,15 @@ Result<Timeline> ReadRunFile(const std::string& path) {
                       p.bytes = c.Bytes();
                       p.detail = c.Text();
                     });
-    if (!st.ok()) return st;
   }
-  // Files written before kernel_events existed lack the table.
-  st = ForEachRow(db, path,
-                  "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kernel_events'",
-                  [&](Columns&) { timeline.kernel_events_recorded = true; });
+  return st;
+}
+
+// Table kernel_events: files written before it lack the table.
+Status ReadKernelEvents(sqlite3* db, const std::string& path, Timeline& timeline) {
+  Status st = ForEachRow(
+      db, path, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kernel_events'",
+      [&](Columns&) { timeline.kernel_events_recorded = true; });
   if (!st.ok()) return st;
   if (timeline.kernel_events_recorded) {
     st = ForEachRow(
@@ -798,17 +823,21 @@ Result<Timeline> ReadRunFile(const std::string& path) {
             timeline.port_events.push_back({std::move(device), t, 0, std::move(message)});
           }  // a kind of a newer version: not ours to read
         });
-    if (!st.ok()) return st;
   }
-  // Files written before inputs existed lack it and other_processes.
+  return st;
+}
+
+// Tables inputs and other_processes: files written before inputs existed
+// lack both.
+Status ReadInputs(sqlite3* db, const std::string& path, Timeline& timeline) {
   bool has_other = false;
-  st = ForEachRow(db, path,
-                  "SELECT name FROM sqlite_master WHERE type = 'table' AND "
-                  "name IN ('inputs', 'other_processes')",
-                  [&](Columns& c) {
-                    std::string name = c.Text();
-                    (name == "inputs" ? timeline.inputs_recorded : has_other) = true;
-                  });
+  Status st = ForEachRow(db, path,
+                         "SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                         "name IN ('inputs', 'other_processes')",
+                         [&](Columns& c) {
+                           std::string name = c.Text();
+                           (name == "inputs" ? timeline.inputs_recorded : has_other) = true;
+                         });
   if (!st.ok()) return st;
   if (timeline.inputs_recorded) {
     st = ForEachRow(db, path,
@@ -848,8 +877,35 @@ Result<Timeline> ReadRunFile(const std::string& path) {
                     });
     if (!st.ok()) return st;
   }
-  st = ReadBoundarySamples(db, path, timeline);
-  if (!st.ok()) return st;
+  return Status::Ok();
+}
+
+Status ReadGpuSamples(sqlite3* db, const std::string& path, Timeline& timeline) {
+  return store::ReadGpuSamples(db, path, timeline);
+}
+
+// The run file's tables, read in this order into one Timeline.
+using TableReader = Status (*)(sqlite3* db, const std::string& path, Timeline& timeline);
+constexpr TableReader kTableReaders[] = {
+    ReadWrittenBy,       ReadRunRow,      ReadNode,        ReadSamples,      ReadProcesses,
+    ReadSteps,           ReadEpochs,      ReadLoaders,     ReadPortCounters, ReadRankRecords,
+    ReadGpuSamples,      ReadAllocations, ReadRankStops,   ReadPhaseSpans,   ReadHostSyncs,
+    ReadBucketSyncs,     ReadCongestion,  ReadMemoryPeaks, ReadKernelEvents, ReadInputs,
+    ReadBoundarySamples,
+};
+
+Result<Timeline> ReadRunFile(const std::string& path) {
+  Result<Database> opened = OpenRunFile(path);
+  if (!opened.ok()) return opened.status();
+  sqlite3* db = opened->get();
+  // One read transaction: a consistent view while a writer keeps appending.
+  if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return store::SqliteError(path, db, "cannot read");
+  }
+  Timeline timeline;
+  for (TableReader read : kTableReaders) {
+    if (Status st = read(db, path, timeline); !st.ok()) return st;
+  }
   sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
   return timeline;
 }
