@@ -1,7 +1,7 @@
-"""The seed's claim, measured: reading many ~100 KB files from a folder vs
-from `stallscope pack` shards, each through the real PyTorch DataLoader
-with the same workers and batch size, from a cold page cache; and pack
-throughput vs `tar -cf` on the same files.
+"""Packed shards against a folder of small files, measured: reading many
+~100 KB files from a folder vs from `stallscope pack` shards, each through
+the real PyTorch DataLoader with the same workers and batch size, from a
+cold page cache; and pack throughput vs `tar -cf` on the same files.
 
     sudo /usr/bin/python3 bench/packed_vs_folder.py --binary build/stallscope \
         [--dir /work/bench-pydata] [--files 20000] [--workers 4] [--batch 64]

@@ -1,9 +1,13 @@
 // The rule catalog: every finding id stallscope can raise, its layer, its
 // threshold in words, the reasoning behind that threshold and a public
-// reference for it where there is one. The ids are stable
-// (scripts and dashboards key on them); `stallscope doctor --rules` prints
-// this table. A rule's code lives in analyze/<layer>_rules.cc and uses the
-// named constants declared beside its entry here. Immutable; thread-safe.
+// reference for it where there is one, as one constant table (catalog.cc).
+// The ids are stable (scripts and dashboards key on them); `stallscope doctor
+// --rules` prints the table (render/doctor_json.h), and each id has a
+// Prometheus alert or a reason for none (alert_rules.h). The rules' code and
+// their named threshold constants live in the rule files under analyze/
+// (host/, run/, nccl_log/, fleet/, trace/, flight_recorder/), and
+// catalog_thresholds_test.cc holds the words here to those constants.
+// Immutable; thread-safe.
 #pragma once
 
 #include <span>

@@ -1,5 +1,6 @@
-// The report of a triage: findings sorted into the seed's layer order, each
-// layer's status and the verdict. Pure; thread-safe.
+// The report of a triage: findings sorted into triage order (memory, io,
+// network, distributed, code), each layer's status and the verdict. Pure;
+// thread-safe.
 #pragma once
 
 #include <string>

@@ -125,7 +125,7 @@ Result<HostDiagnosis> DiagnoseHost(const Root& root, const DoctorRequest& reques
   d.snapshot = std::move(*snapshot);
   Triage& t = d.triage;
   t.notes = d.snapshot.notes;
-  // The guide's order: memory, io, network, then distributed and code.
+  // Triage order: memory, io, network, then distributed and code.
   TriageMemory(d.snapshot, t);
   TriageHostDisks(d.snapshot, t);
   // GPUs' and NICs' PCIe links: io.pcie_degraded, network.link_degraded.

@@ -1,7 +1,7 @@
 // The steps of `stallscope doctor` as functions of their inputs and a probe
 // root: every input the user named checked before anything is sampled (so
 // bad usage costs nothing and leaves no file behind), then the host sampled
-// and triaged in the guide's order (memory, io with the dataset's census and
+// and triaged layer by layer (memory, io with the dataset's census and
 // a short storage bench, network, the NCCL logs, GPUs, a recorded run, the
 // baseline), into the report and what the page and the JSON show. The
 // command (cli/doctor_command.cc) parses flags, calls these, writes the

@@ -2,9 +2,9 @@
 // from pinned (cudaHostAlloc) and pageable (malloc-like) host buffers, with
 // the host buffer on the GPU's NUMA node and on another node.
 //
-// The seed (2.1) explains why it matters: DMA needs page-locked pages, so a
-// copy from pageable memory goes through a staging buffer or waits; that is
-// what DataLoader(pin_memory=True) avoids. The ratio pinned/pageable on this
+// Why it matters: DMA needs page-locked pages, so a copy from pageable
+// memory goes through a staging buffer or waits; that is what
+// DataLoader(pin_memory=True) avoids. The ratio pinned/pageable on this
 // machine says how much pin_memory buys; local/remote NUMA says whether the
 // loader should run on the GPU's node.
 //

@@ -1,5 +1,5 @@
 // `stallscope bench io PATH`: the storage under PATH measured the way fio
-// does (seed 2.3): sequential 1 MiB reads with O_DIRECT, random 4 KiB reads,
+// does: sequential 1 MiB reads with O_DIRECT, random 4 KiB reads,
 // and the metadata operations of a folder of small files, each with its
 // latency percentiles.
 //

@@ -19,11 +19,11 @@ namespace stallscope {
 
 inline constexpr uint64_t kMiB = uint64_t{1} << 20;
 inline constexpr uint64_t kGiB = uint64_t{1} << 30;
-inline constexpr uint32_t kSequentialBlockBytes = 1 << 20;  // the seed's fio --bs=1M
-inline constexpr uint32_t kRandomBlockBytes = 4096;         // the seed's "random 4K"
+inline constexpr uint32_t kSequentialBlockBytes = 1 << 20;  // as fio --rw=read --bs=1M
+inline constexpr uint32_t kRandomBlockBytes = 4096;         // as fio --rw=randread --bs=4k
 inline constexpr uint64_t kMinTestFileBytes = 16 * kMiB;
-// The seed's fio line: --size=20G --numjobs=4 --runtime=30 (--iodepth left
-// at fio's default, 1: four DataLoader workers each waiting on its read).
+// The usual fio storage check: --size=20G --numjobs=4 --runtime=30 (--iodepth
+// left at fio's default, 1: four DataLoader workers each waiting on its read).
 inline constexpr uint64_t kDefaultTestFileBytes = 20 * kGiB;
 inline constexpr unsigned kDefaultJobs = 4;
 inline constexpr unsigned kDefaultIodepth = 1;

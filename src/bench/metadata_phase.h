@@ -4,9 +4,9 @@
 // list the directory, and unlink them all; each operation's latency goes
 // into a histogram. On a local disk open and stat hit the kernel's caches
 // (microseconds); on NFS, Lustre or GPFS each is a round trip to a server,
-// which is what the seed (2.3) warns about. The directory is made by the
-// phase and removed by it, also on error. Thread-safe: each call owns its
-// threads.
+// so a loader that lists and opens them every epoch crawls. The directory is
+// made by the phase and removed by it, also on error. Thread-safe: each call
+// owns its threads.
 #pragma once
 
 #include <atomic>

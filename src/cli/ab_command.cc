@@ -1,10 +1,11 @@
 // `stallscope ab [--steps N] [--loader-workers W] [--env K=V ...] -- CMD`:
-// the seed's degraded-comparison experiment. Runs CMD twice for N steps (the
-// hook ends the job after N steps: STALLSCOPE_MAX_STEPS), as is and with the
-// change (STALLSCOPE_LOADER_WORKERS=W makes the hook rebuild the DataLoader
-// with num_workers=W; --env sets variables), and prints both step rates and
-// what the difference means (analyze/run/ab_rules.h). With --env NCCL_DEBUG=...
-// the degraded run's output is captured to a file and read by the nccl-log
+// a degraded comparison (one layer changed, step rates compared, which beats
+// guessing from a dashboard). Runs CMD twice for N steps (the hook ends the
+// job after N steps: STALLSCOPE_MAX_STEPS), as is and with the change
+// (STALLSCOPE_LOADER_WORKERS=W makes the hook rebuild the DataLoader with
+// num_workers=W; --env sets variables), and prints both step rates and what
+// the difference means (analyze/run/ab_rules.h). With --env NCCL_DEBUG=... the
+// degraded run's output is captured to a file and read by the nccl-log
 // analysis. Wires record/ (job, hook socket) to analyze/ and render/.
 #include <fcntl.h>
 #include <fmt/format.h>

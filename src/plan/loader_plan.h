@@ -1,7 +1,7 @@
 // `plan loader`: a starting PyTorch DataLoader configuration for this host
 // and what its prefetch queue will hold in memory.
 //
-// The seed (2.2) gives the starting point: num_workers = half the CPU cores,
+// The usual steady start, tuned from there: num_workers = half the CPU cores,
 // prefetch_factor = 4, persistent_workers = True (no worker rebuild and cold
 // IO every epoch), pin_memory = True (DMA from page-locked memory). Each of
 // the GPU processes on the host runs its own loader, so the workers are the
@@ -23,14 +23,14 @@
 
 namespace stallscope {
 
-inline constexpr int kStartPrefetchFactor = 4;  // seed 2.2
+inline constexpr int kStartPrefetchFactor = 4;  // 4 batches ahead per worker
 // Below this prefetch_factor a single slow read is no longer hidden (PyTorch's
 // own default is 2): shrinking the queue stops here and drops workers instead.
 inline constexpr int kMinPrefetchFactor = 2;
 // The queue may take at most this share of the available memory: the rest
 // is the workers' own RSS (each a copy of the dataset object and a Python
 // interpreter), the model's host copies and the page cache the loader reads
-// through. Our threshold; the seed says only that a large queue "explodes".
+// through. Ours: too long a queue ends in swap; no source gives the share.
 inline constexpr double kQueueShareOfAvailable = 0.5;
 
 struct LoaderPlanInput {
@@ -49,7 +49,7 @@ struct LoaderPlan {
   uint64_t queue_bytes = 0;         // all processes' queues together
   uint64_t queue_budget_bytes = 0;  // kQueueShareOfAvailable of available
   bool fits = true;
-  // The seed's start (half the cores, prefetch 4) when it was cut to fit.
+  // The usual start (half the cores, prefetch 4) when it was cut to fit.
   std::optional<int> suggested_workers;
   std::optional<uint64_t> suggested_queue_bytes;
   std::vector<std::string> warnings;

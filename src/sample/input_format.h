@@ -1,9 +1,9 @@
 // What a training job's input file is, from its first bytes: an archive
 // (zip, tar, 7z) or a compressed stream (gzip, bzip2, xz, zstd, lz4), and
 // whether reading it costs the reader CPU to decompress. The loader rules
-// name it in their evidence and `next` (seed 2.4: a zip decompressed on
-// every read made the loader CPU-bound). Pure; the open-files probe reads
-// the bytes (probe/open_files.h).
+// name it in their evidence and `next` (a zip decompressed on every read
+// makes the loader CPU-bound, however fast the disk). Pure; the open-files
+// probe reads the bytes (probe/open_files.h).
 #pragma once
 
 #include <cstdint>

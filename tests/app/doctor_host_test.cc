@@ -1,6 +1,6 @@
 // doctor's steps (app/doctor_host.h) on fixture hosts: inputs refused before
 // any sampling, naming the flag and never overwriting a file that is not a
-// baseline; a host triaged in the guide's order with the dataset's census,
+// baseline; a host triaged layer by layer with the dataset's census,
 // and the report, the why-not-checked list and the baseline that come out.
 #include "app/doctor_host.h"
 

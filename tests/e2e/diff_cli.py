@@ -18,7 +18,7 @@ DataLoader), one thing changed at a time.
   and still no cause.
 - The data moved from the local disk (in the page cache) to a loop device
   whose reads a blkio/io cgroup throttles to 6 MiB/s, its cache dropped
-  (the guide's story of images moved to slower storage): the data wait
+  (training images moved to slower storage): the data wait
   first, the device the loader read listed as changed to the loop device.
   Needs root
   (skips with a message without it; fails under CI=true).

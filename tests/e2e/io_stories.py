@@ -1,14 +1,15 @@
-"""The seed's IO stories replayed on real PyTorch jobs under `stallscope run`
-(tests/e2e/jobs/io_stories.py, Debian's python3-torch), each judged as the
-seed judged it:
+"""Known slow-input cases replayed on real PyTorch jobs under `stallscope run`
+(tests/e2e/jobs/io_stories.py, Debian's python3-torch), each given the
+diagnosis its known cause calls for:
 
 - a DataLoader whose 2 workers decompress a bzip2 zip on every read, disk
-  idle, on a quiet host (seed 2.4): io.input_bound and io.cpu_bound_loader,
-  naming the zip and saying to unpack it;
+  idle, on a quiet host (the CPU, not the disk, is short): io.input_bound
+  and io.cpu_bound_loader, naming the zip and saying to unpack it;
 - a dataset on a loop device throttled with blkio (cgroup v1
   blkio.throttle.read_bps_device, v2 io.max rbps=), its files' cache dropped
-  with posix_fadvise(DONTNEED), several epochs (seed 2.1): io.cold_cache
-  naming epoch 0 and the loop device, the epoch-0 waits lowered to info;
+  with posix_fadvise(DONTNEED), several epochs (only the first reads the
+  device): io.cold_cache naming epoch 0 and the loop device, the epoch-0
+  waits lowered to info;
 - a job whose workers keep up on a quiet host, beside a separate CPU hog:
   io.cpu_contention naming the hog, and no loader finding;
 - a folder of 10,000 small files read by 2 workers: the folder is named as

@@ -65,7 +65,7 @@ class PlanMemory(unittest.TestCase):
         self.assertEqual(tp * pp * dp, 64)
 
     def test_plain_data_parallel_and_model_states_are_shown(self):
-        # The guide's 70B example: the layout it rules out is listed with why.
+        # A 70B model: plain data parallel, which cannot fit, is listed with why.
         plan = e2e.run_json(self, ["plan", "memory", "--params", "70B", "--gpus", "64",
                                    "--gpu-mem", "80GiB", "--json"])
         self.assertEqual(plan["model_states_bytes"], 70e9 * 16)

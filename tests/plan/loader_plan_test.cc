@@ -1,5 +1,5 @@
-// plan loader: the seed's starting configuration, the queue's memory and
-// how it is cut to fit.
+// plan loader: the usual start (half the cores as workers, prefetch 4), the
+// queue's memory and how it is cut to fit.
 #include "plan/loader_plan.h"
 
 #include <gtest/gtest.h>

@@ -140,7 +140,7 @@ TEST(MemoryPlan, SeventyBillionOn64GpusFindsFittingLayoutsBestFirst) {
   EXPECT_FALSE(plan->assumptions.empty());
 }
 
-// The guide's 70B example rules plain data parallelism out: the plan shows
+// A 70B model does not fit with plain data parallelism: the plan shows
 // it anyway, with why, and the model states' total; the 7.5B model of the
 // ZeRO paper's figure 1 gives its 120 GB per GPU there.
 TEST(MemoryPlan, PlainDataParallelIsAlwaysShownWithWhyItDoesNotFit) {

@@ -3,7 +3,7 @@
 // NIC speeds and MTUs, RDMA port rates, the storage bench's MB/s and IOPS),
 // saved once and compared later, so a node that drifted since it was healthy
 // says so (SuperBench's idea: flag a metric more than a set share below its
-// baseline; the seed's 5.3: keep a baseline of every host).
+// baseline; slow drift goes unnoticed without a record of the healthy host).
 //
 // The file is JSON, schema "stallscope.baseline/1" (docs/commands/doctor.md):
 //   {"schema": "stallscope.baseline/1", "host": "n1", "time_utc": "...",

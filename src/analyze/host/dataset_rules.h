@@ -16,14 +16,14 @@
 
 namespace stallscope {
 
-// A file smaller than one sequential read of the seed's fio line (bs=1M) is
+// A file smaller than one 1 MiB sequential read (as `fio --bs=1M` reads) is
 // read in one small request that pays a whole open + seek.
 inline constexpr uint64_t kSmallFileBytes = 1ull << 20;
 inline constexpr uint64_t kSmallFilesMinCount = 10000;
 inline constexpr double kSmallFilesMinShare = 0.5;
 inline constexpr uint64_t kSmallFilesCriticalCount = 100000;
-// The seed's floor for storage fit to feed training (2.3): 5000 random 4 KiB
-// reads per second, 500 MB/s sequential.
+// The rule-of-thumb floor for storage fit to feed training: 5000 random 4 KiB
+// reads per second, 500 MB/s sequential (as storage_rules.h).
 inline constexpr double kFloorRandomIops = 5000;
 inline constexpr double kFloorSequentialBytesPerSecond = 500e6;
 inline constexpr uint64_t kRemoteWarningFiles = 1000;

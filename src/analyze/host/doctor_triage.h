@@ -1,9 +1,11 @@
-// The doctor's triage, layer by layer in the seed's order (memory -> io ->
-// network -> distributed -> code): what each source adds to it (the host
-// snapshot, the dataset census, the storage bench, NCCL logs, a recorded
-// run, a saved baseline), as findings, the facts a layer rests on and notes.
-// The command (cli/doctor_command.cc) takes the readings and calls these in
-// order; MakeReport then orders the findings. Pure; thread-compatible.
+// The doctor's triage: Triage gathers the findings, the layers checked, the
+// facts a layer rests on and notes; each Triage* step adds one source to it
+// (the snapshot's memory and disks, the dataset census, the storage bench,
+// NCCL logs, a recorded run, a saved baseline), and WhyNotChecked says why
+// distributed and code went unjudged. DiagnoseHost (app/doctor_host.cc, with
+// app/doctor_data.cc for --data) calls them memory first, then io, network,
+// distributed and code, with the network and GPU rules it calls itself;
+// MakeReport then orders the findings. Pure; thread-compatible.
 #pragma once
 
 #include <cstdint>

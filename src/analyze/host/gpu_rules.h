@@ -2,9 +2,9 @@
 // for one moment (`doctor`) or a recorded run (`run`, `report`).
 //
 //  - code.util_misleading: utilization.gpu says a kernel was running most of
-//    the time while GPM's SM activity says the SMs were mostly idle (the
-//    seed's "95% utilization, epoch twice too long"). Judged only with GPM;
-//    without it a note says why not.
+//    the time while GPM's SM activity says the SMs were mostly idle (95%
+//    utilization, yet epochs twice as long as expected). Judged only with
+//    GPM; without it a note says why not.
 //  - memory.gpu_near_full: used / total memory of a GPU, naming the
 //    processes that hold it.
 //  - code.gpu_throttled: power or thermal or hardware slowdown throttle

@@ -3,9 +3,9 @@
 //
 // io.storage_slow (catalog.cc) fires, critical, when sequential 1 MiB reads
 // stay under the sequential threshold or random 4 KiB reads under the IOPS
-// threshold: seed 2.3, "if sequential reads are below 500 MB/s or random 4K
-// read IOPS below 5000, this storage is most likely unfit as a direct source
-// of training data".
+// threshold: storage under 500 MB/s sequential or 5000 random 4K IOPS is
+// most likely unfit to serve training data directly (copy the data to local
+// disk or pack it into large files first).
 #pragma once
 
 #include <string>
@@ -16,8 +16,8 @@
 
 namespace stallscope {
 
-inline constexpr double kStorageSlowSequentialBytesPerSecond = 500e6;  // seed 2.3: 500 MB/s
-inline constexpr double kStorageSlowRandomIops = 5000;                 // seed 2.3: 5000 IOPS
+inline constexpr double kStorageSlowSequentialBytesPerSecond = 500e6;  // rule of thumb: 500 MB/s
+inline constexpr double kStorageSlowRandomIops = 5000;                 // rule of thumb: 5000 IOPS
 
 struct StorageThresholds {
   double sequential_bytes_per_second = kStorageSlowSequentialBytesPerSecond;

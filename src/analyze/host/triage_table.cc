@@ -6,7 +6,7 @@ namespace stallscope {
 namespace {
 
 constexpr Suspect kTable[] = {
-    // Memory first: it masquerades as everything else (seed 5, 5.1 step 1).
+    // Memory first: a shortage masquerades as slow IO, and IO as the network.
     {Layer::kMemory, "host memory runs short (available < 20% of total)",
      "free -h; grep MemAvailable /proc/meminfo", "stallscope doctor --quick",
      "memory.available_low"},
@@ -61,7 +61,7 @@ constexpr Suspect kTable[] = {
      "network.link_degraded"},
     {Layer::kNetwork, "gradient sync over 30% of the step", "time one step on 1 GPU and on N GPUs",
      "stallscope scale --procs 1,2,4 -- CMD", "network.comm_ratio_high"},
-    // Distributed: the slowest rank sets the pace (seed 4.3, 4.4).
+    // Distributed: every synchronous step waits for the slowest rank.
     {Layer::kDistributed, "scaling: 8 GPUs give less than 1.5x of 4",
      "run 1, 2, 4, 8 GPUs for a fixed number of steps", "stallscope scale --procs 1,2,4,8 -- CMD",
      "distributed.scaling_poor"},

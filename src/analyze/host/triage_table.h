@@ -3,12 +3,10 @@
 // or clear each, as `stallscope doctor` prints them under "suspects and quick
 // checks" and the HTML report lists them.
 //
-// The seed's section 5.2 announces this table ("the table I use, copy it")
-// but its rows did not survive in the source text; the rows here are
-// rebuilt from the checks its chapters 1-4 give (free -h, ps rss, iostat -x,
-// fio, ping -M do, NCCL_SOCKET_IFNAME, scaling runs), each paired with the
-// stallscope command that does the same and the finding ids that report it.
-// Constant data; thread-safe.
+// The rows are the checks an engineer runs by hand on each layer (free -h,
+// ps rss, iostat -x, fio, ping -M do, NCCL_SOCKET_IFNAME, scaling runs),
+// each paired with the stallscope command that does the same and the
+// finding ids that report it. Constant data; thread-safe.
 #pragma once
 
 #include <span>

@@ -20,9 +20,9 @@
 namespace stallscope {
 namespace {
 
-// Seed 3.2: TCP "still holds" up to about 4 hosts; from 8 hosts on RDMA is
-// "basically required". So sockets on an RDMA-capable job are critical from
-// kRdmaRequiredNodes hosts, a warning below.
+// TCP copes up to about 4 hosts; from 8 hosts on, its CPU cost and resends
+// after drops make RDMA all but required. So sockets on an RDMA-capable job
+// are critical from kRdmaRequiredNodes hosts, a warning below.
 constexpr int kRdmaRequiredNodes = 8;
 // Names listed in one evidence string before "and N more".
 constexpr size_t kMaxNamesListed = 8;
@@ -76,7 +76,7 @@ std::string BadInterfaceReason(const NcclInterface& i, bool alone) {
     return "";
   }
   // Docker's default bridge network is 172.17.0.0/16: a container on it sees
-  // its own eth0 with such an address, unreachable from other hosts (seed 3.3).
+  // its own eth0 with such an address, unreachable from other hosts (use --network host).
   if (StartsWith(i.address, "172.17.")) return "Docker default bridge address";
   return "";
 }

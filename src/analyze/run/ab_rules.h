@@ -1,4 +1,4 @@
-// `stallscope ab`: the seed's degraded-comparison experiment, judged. CMD ran
+// `stallscope ab`: a degraded-comparison experiment, judged. CMD ran
 // twice for the same number of steps, as is (A) and with one thing changed
 // (B: the DataLoader rebuilt with num_workers=N, or environment variables);
 // the step rates of the two say which layer the change touched and whether
@@ -20,8 +20,8 @@
 namespace stallscope {
 
 // A relative change in steady steps/s below this is run-to-run noise: short
-// CPU runs of the example job repeat within a few percent, and the seed's
-// experiments look for "much faster", not a few percent.
+// CPU runs of the example job repeat within a few percent, and such an
+// experiment looks for "much faster", not a few percent.
 inline constexpr double kAbMeaningfulChange = 0.10;
 // Steps left out at the start of each run (at least 1, else this share):
 // worker start-up and the first batch are reported apart, as start-up.

@@ -77,7 +77,7 @@ int RanksOnHost(const Timeline& timeline) {
   return std::max<int>(1, static_cast<int>(ranks.size()));
 }
 
-// Seed 2.2: half the CPUs as num_workers is a steady start. Every rank on
+// Half the CPUs as num_workers is the usual steady start. Every rank on
 // the host runs its own workers, so the half is split among them.
 std::optional<int> SuggestedWorkers(const Timeline& timeline) {
   if (timeline.info.cpu_count <= 0) return std::nullopt;

@@ -1,8 +1,8 @@
 // Two io rules over a recorded run that look past the loader itself: CPUs
 // taken by processes outside the job (io.cpu_contention), and a first epoch
-// slow because the page cache was cold (io.cold_cache, seed 2.1). Part of
-// CheckRunIo (io_rules.h), which also lowers the loader findings they
-// explain. Pure; thread-safe.
+// slow because the page cache was cold while later epochs run normally
+// (io.cold_cache). Part of CheckRunIo (io_rules.h), which also lowers the
+// loader findings they explain. Pure; thread-safe.
 #pragma once
 
 #include <optional>

@@ -107,7 +107,7 @@ FindingsWithNotes CheckScaling(const ScaleAnalysis& a, const std::string& comman
   if (a.rows.size() < 2) return FindingsWithNotes{std::move(findings), {}};
   const ScaleRow& last = a.rows.back();
   const int n = last.point.procs;
-  // The seed's order: memory first, then io, then the network.
+  // Triage order: memory first (a shortage looks like slow IO), then io, then the network.
   const std::string triage = fmt::format(
       "in this order: memory (`stallscope doctor` on the node), then io (`stallscope run "
       "--procs {} -- {}`: data wait and stragglers per rank), then the network (`mpirun -np {} "

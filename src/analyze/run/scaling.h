@@ -4,12 +4,12 @@
 // what gradient accumulation would give; and the two rules over them,
 // distributed.scaling_poor and network.comm_ratio_high.
 //
-// The seed's method (4.4, 3.3): run 1, 2, 4, 8 ranks for a fixed number of
-// steps, record throughput, compute the efficiency; a step at N ranks that
-// takes longer than at 1 rank spends the difference mostly in communication,
-// so (t_N - t_1) / t_N estimates the communication ratio. Gradient
-// accumulation over k micro-batches syncs once per k, giving
-// comm / (k * compute + comm). Pure; thread-safe.
+// The usual scaling test: run 1, 2, 4, 8 ranks for a fixed number of steps,
+// record throughput, compute the efficiency; a step at N ranks that takes
+// longer than at 1 rank spends the difference mostly in communication, so
+// (t_N - t_1) / t_N estimates the communication ratio. Gradient accumulation
+// over k micro-batches syncs once per k, giving comm / (k * compute + comm).
+// Pure; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -22,15 +22,15 @@
 
 namespace stallscope {
 
-// distributed.scaling_poor: efficiency at the largest size under 0.7 (the
-// seed: 4 GPUs giving 3.2x, 0.8, is good), critical under 0.5; or a doubling
-// from N >= 4 ranks that gains under 1.5x (the seed: 8 against 4).
+// distributed.scaling_poor: efficiency at the largest size under 0.7 (4 GPUs
+// giving 3.2x, 0.8, is good), critical under 0.5; or a doubling from N >= 4
+// ranks that gains under 1.5x (8 against 4: check comm and IO, not more GPUs).
 inline constexpr double kScalingPoorEfficiency = 0.7;
 inline constexpr double kScalingCriticalEfficiency = 0.5;
 inline constexpr double kDoublingMinGain = 1.5;
 inline constexpr int kDoublingFromProcs = 4;
-// network.comm_ratio_high: over 30% the network is the bottleneck (seed
-// 3.3); critical over 50% (more time syncing than computing).
+// network.comm_ratio_high: over 30% of a step in gradient sync, the network
+// is the bottleneck; critical over 50% (more time syncing than computing).
 inline constexpr double kCommRatioHigh = 0.30;
 inline constexpr double kCommRatioCritical = 0.50;
 inline constexpr int kAccumulationSteps[] = {2, 4, 8};

@@ -1,7 +1,7 @@
 // The io rules that read what the loader read and how its workers spent
 // their time (analyze/run/inputs.h, loader_rules.h, the schedstat path
-// of io.cpu_bound_loader), on timelines built here in the shapes the seed's
-// stories give: a zip decompressed by two workers on a quiet 2-CPU host, a
+// of io.cpu_bound_loader), on timelines built here in the shapes of known
+// slow loaders: a zip decompressed by two workers on a quiet 2-CPU host, a
 // cold first epoch, another job's CPU hog, a folder of small files.
 #include "analyze/run/loader_rules.h"
 

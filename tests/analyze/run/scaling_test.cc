@@ -80,7 +80,7 @@ TEST(ScalingRules, PoorEfficiencyAndHighCommRatio) {
   ASSERT_NE(poor, nullptr);  // 0.64 < 0.7
   EXPECT_EQ(poor->severity, Severity::kWarning);
   EXPECT_EQ(poor->layer, Layer::kDistributed);
-  // The next check follows the seed's order: memory, io, network.
+  // The next check follows triage order: memory, io, network.
   size_t memory = poor->next.find("doctor"), io = poor->next.find("run --procs 4"),
          net = poor->next.find("bench allreduce");
   ASSERT_NE(memory, std::string::npos);

@@ -1,11 +1,11 @@
-"""The seed's IO stories as small real PyTorch jobs, for tests/e2e/io_stories.py.
+"""Known slow-input cases as small real PyTorch jobs, for tests/e2e/io_stories.py.
 
 A DataLoader over one of three datasets, a tiny model stepped on each batch:
   --zip PATH    members of a zip (bzip2-compressed), each worker keeping its
-                own ZipFile open and decompressing a member per item (seed 2.4)
+                own ZipFile open and decompressing a member per item (CPU-bound)
   --dir PATH    small files under PATH/class_K/, each opened, read and decoded
                 inside its `with open(...)` block, as torchvision's pil_loader
-                does (seed 2.1 and 2.2: a folder of small files)
+                does (a folder of small files: one open per sample)
   --shards PATH the same files packed by `stallscope pack --format wds`, read
                 through stallscope.data.ShardDataset
 Making the data: --make-zip PATH N, --make-dir PATH N [--file-kib K]; with

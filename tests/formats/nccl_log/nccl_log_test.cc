@@ -360,7 +360,7 @@ TEST(NcclLog, V218SocketWhileIbFound) {
   ASSERT_EQ(findings.size(), 1u) << findings[0].id;
   const Finding& f = findings[0];
   EXPECT_EQ(f.id, "network.rdma_unused");
-  EXPECT_EQ(f.severity, Severity::kWarning);  // 2 hosts: under the seed's 8
+  EXPECT_EQ(f.severity, Severity::kWarning);  // 2 hosts: RDMA is a must from 8
   EXPECT_EQ(EvidenceString(f, "socket_connections"), "8");
   EXPECT_EQ(EvidenceString(f, "rdma_devices_in_log"), "mlx5_0:1/IB, mlx5_1:1/IB");
   EXPECT_EQ(EvidenceString(f, "process_count"), "4");
