@@ -9,6 +9,7 @@
 
 #include "analyze/run/job_analysis.h"
 #include "core/atomic_file.h"
+#include "core/threads.h"
 #include "render/run_report.h"
 #include "store/run_reader.h"
 
@@ -59,12 +60,9 @@ Result<RunAnalysis> AnalyzeRunFiles(const std::vector<std::string>& paths) {
       read[i].emplace(std::move(one));
     }
   };
-  const unsigned threads = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1,
-                                                std::min<size_t>(kMaxReaderThreads, paths.size()));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  RunOnThreads(
+      std::clamp<size_t>(UsableCpus(), 1, std::min<size_t>(kMaxReaderThreads, paths.size())),
+      [&](size_t) { work(); });
   std::vector<RunAnalysis> nodes;
   nodes.reserve(paths.size());
   for (std::optional<Result<RunAnalysis>>& one : read) {

@@ -28,6 +28,7 @@
 #include "core/host_clock.h"
 #include "core/json_text.h"
 #include "core/text.h"
+#include "core/threads.h"
 #include "render/run_history.h"
 #include "render/run_history_html.h"
 
@@ -87,11 +88,8 @@ Status Summarize(const std::vector<std::string>& files, std::vector<HistoryRun>&
       }
     }
   };
-  unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
-                                               static_cast<unsigned>(files.size())));
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < n; ++t) threads.emplace_back(work);
-  for (std::thread& t : threads) t.join();
+  RunOnThreads(std::clamp<size_t>(UsableCpus(), 1, std::max<size_t>(1, files.size())),
+               [&](size_t) { work(); });
   for (size_t i = 0; i < files.size(); ++i) {
     if (runs[i]) {
       out.push_back(std::move(*runs[i]));

@@ -17,6 +17,7 @@
 #include "core/byte_size.h"
 #include "core/file.h"
 #include "core/json_text.h"
+#include "core/threads.h"
 #include "probe/cgroup.h"
 #include "probe/meminfo.h"
 #include "render/plan.h"
@@ -155,9 +156,7 @@ CommandRunner SetupPlanLoader(CLI::App& app) {
     if (f->cores) {
       input.cores = *f->cores;
     } else {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      input.cores = ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+      input.cores = static_cast<int>(UsableCpus());
     }
     std::string source;
     if (!f->available.empty()) {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/file.h"
+#include "core/threads.h"
 #include "data/fs_magic.h"
 #include "data/residency.h"
 #include "data/walk.h"
@@ -219,10 +220,7 @@ ResidencyCensus MeasureSampleResidency(const std::vector<std::string>& paths, in
       p->resident += r->resident_bytes;
     }
   };
-  std::vector<std::thread> pool;
-  for (size_t i = 1; i < workers; ++i) pool.emplace_back(work, &partials[i]);
-  work(&partials[0]);
-  for (std::thread& t : pool) t.join();
+  RunOnThreads(workers, [&](size_t i) { work(&partials[i]); });
   ResidencyCensus out;
   for (const Partial& p : partials) {
     out.files_checked += p.checked;

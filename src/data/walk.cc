@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/threads.h"
+
 namespace stallscope {
 namespace {
 
@@ -218,10 +220,7 @@ Status ParseDirentAt(std::span<const char> buffer, size_t offset, DirentRecord* 
   return Status::Ok();
 }
 
-int DefaultWalkThreads() {
-  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<int>(std::clamp(2 * cpus, 4u, 32u));
-}
+int DefaultWalkThreads() { return static_cast<int>(std::clamp<size_t>(2 * UsableCpus(), 4, 32)); }
 
 Status Walk(const std::string& root, std::span<WalkVisitor* const> visitors) {
   if (visitors.empty()) return Status::InvalidArgument("a walk needs at least one visitor");
@@ -241,11 +240,7 @@ Status Walk(const std::string& root, std::span<WalkVisitor* const> visitors) {
       stack.Finish(children);
     }
   };
-  std::vector<std::thread> threads;
-  threads.reserve(visitors.size() - 1);
-  for (size_t i = 1; i < visitors.size(); ++i) threads.emplace_back(work, visitors[i]);
-  work(visitors[0]);
-  for (std::thread& t : threads) t.join();
+  RunOnThreads(visitors.size(), [&](size_t i) { work(visitors[i]); });
   return Status::Ok();
 }
 

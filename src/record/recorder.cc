@@ -36,6 +36,7 @@
 #include "record/input_tracker.h"
 #include "record/kernel_log_watch.h"
 #include "record/port_counters.h"
+#include "sample/counter_delta.h"
 #include "sample/disk_rates.h"
 
 namespace stallscope {
@@ -144,19 +145,26 @@ class IntervalSampler {
                 std::min(100.0, static_cast<double>(*now.run_delay_ns - *was.run_delay_ns) / 1e9 /
                                     seconds * 100.0);
           }
-          if (now.io && was.io && now.io->read_bytes >= was.io->read_bytes &&
-              now.io->rchar_bytes >= was.io->rchar_bytes) {
-            point.read_kib_per_s =
-                static_cast<double>(now.io->read_bytes - was.io->read_bytes) / 1024.0 / seconds;
-            point.rchar_kib_per_s =
-                static_cast<double>(now.io->rchar_bytes - was.io->rchar_bytes) / 1024.0 / seconds;
-          }
-          if (now.io && was.io && now.io->write_bytes >= was.io->write_bytes &&
-              now.io->wchar_bytes >= was.io->wchar_bytes) {
-            point.write_kib_per_s =
-                static_cast<double>(now.io->write_bytes - was.io->write_bytes) / 1024.0 / seconds;
-            point.wchar_kib_per_s =
-                static_cast<double>(now.io->wchar_bytes - was.io->wchar_bytes) / 1024.0 / seconds;
+          // A counter that fell is another process's (a pid reused): no rate.
+          auto kib_per_s = [&](uint64_t ProcessIo::*field) -> std::optional<double> {
+            std::optional<uint64_t> grew =
+                CounterDelta((*was.io).*field, (*now.io).*field, OnReset::kUnknown);
+            if (!grew) return std::nullopt;
+            return static_cast<double>(*grew) / 1024.0 / seconds;
+          };
+          if (now.io && was.io) {
+            std::optional<double> read = kib_per_s(&ProcessIo::read_bytes);
+            std::optional<double> rchar = kib_per_s(&ProcessIo::rchar_bytes);
+            if (read && rchar) {
+              point.read_kib_per_s = read;
+              point.rchar_kib_per_s = rchar;
+            }
+            std::optional<double> written = kib_per_s(&ProcessIo::write_bytes);
+            std::optional<double> wchar = kib_per_s(&ProcessIo::wchar_bytes);
+            if (written && wchar) {
+              point.write_kib_per_s = written;
+              point.wchar_kib_per_s = wchar;
+            }
           }
         }
         // What it reads: only a member that ran since the last sample can
@@ -594,12 +602,15 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
       return;
     }
     // A counter that went back (the interface re-created) starts over.
-    if (last_nic && t > last_nic_t && it->rx_bytes >= last_nic->rx_bytes &&
-        it->tx_bytes >= last_nic->tx_bytes) {
-      s.net_rx_bytes_per_s =
-          static_cast<double>(it->rx_bytes - last_nic->rx_bytes) / (t - last_nic_t);
-      s.net_tx_bytes_per_s =
-          static_cast<double>(it->tx_bytes - last_nic->tx_bytes) / (t - last_nic_t);
+    if (last_nic && t > last_nic_t) {
+      std::optional<uint64_t> rx =
+          CounterDelta(last_nic->rx_bytes, it->rx_bytes, OnReset::kUnknown);
+      std::optional<uint64_t> tx =
+          CounterDelta(last_nic->tx_bytes, it->tx_bytes, OnReset::kUnknown);
+      if (rx && tx) {
+        s.net_rx_bytes_per_s = static_cast<double>(*rx) / (t - last_nic_t);
+        s.net_tx_bytes_per_s = static_cast<double>(*tx) / (t - last_nic_t);
+      }
     }
     last_nic = *it;
     last_nic_t = t;

@@ -4,10 +4,13 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "sample/counter_delta.h"
+
 namespace stallscope {
 namespace {
 
-uint64_t Delta(uint64_t before, uint64_t after) { return after >= before ? after - before : 0; }
+// A tick counter that fell (a CPU taken offline and back) counts no ticks.
+uint64_t Delta(uint64_t before, uint64_t after) { return GrewOrZero(before, after); }
 
 CpuPercent Percentages(const CpuTimes& before, const CpuTimes& after) {
   CpuPercent out;

@@ -5,22 +5,21 @@
 #include <cstdint>
 #include <unordered_map>
 
+#include "sample/counter_delta.h"
+
 namespace stallscope {
 namespace {
 
 // A 64-bit counter that fell (a reset the device check did not catch) adds
 // nothing, as in iostat.
-double CounterDelta(uint64_t before, uint64_t after) {
-  return after >= before ? static_cast<double>(after - before) : 0.0;
+double CountDelta(uint64_t before, uint64_t after) {
+  return static_cast<double>(*CounterDelta(before, after, OnReset::kZero));
 }
 
 // The kernel prints millisecond fields with %u: they wrap at 2^32. A value
 // above 32 bits cannot have come from such a field, so a fall there is a reset.
 double MillisecondsDelta(uint64_t before, uint64_t after) {
-  if (after >= before) return static_cast<double>(after - before);
-  constexpr uint64_t kWrap = uint64_t{1} << 32;
-  if (before >= kWrap || after >= kWrap) return 0.0;
-  return static_cast<double>(kWrap - before + after);
+  return static_cast<double>(*CounterDelta(before, after, OnReset::kWrap32));
 }
 
 uint64_t TotalRequests(const DiskCounters& c) {
@@ -56,19 +55,19 @@ DiskRates ComputeDiskRates(const DiskCounters& before_in, const DiskCounters& af
   rates.has_discard = after.has_discard;
   rates.has_flush = after.has_flush;
 
-  const double reads = CounterDelta(before.reads_completed, after.reads_completed);
-  const double reads_merged = CounterDelta(before.reads_merged, after.reads_merged);
-  const double sectors_read = CounterDelta(before.sectors_read, after.sectors_read);
+  const double reads = CountDelta(before.reads_completed, after.reads_completed);
+  const double reads_merged = CountDelta(before.reads_merged, after.reads_merged);
+  const double sectors_read = CountDelta(before.sectors_read, after.sectors_read);
   const double read_ms = MillisecondsDelta(before.read_ms, after.read_ms);
-  const double writes = CounterDelta(before.writes_completed, after.writes_completed);
-  const double writes_merged = CounterDelta(before.writes_merged, after.writes_merged);
-  const double sectors_written = CounterDelta(before.sectors_written, after.sectors_written);
+  const double writes = CountDelta(before.writes_completed, after.writes_completed);
+  const double writes_merged = CountDelta(before.writes_merged, after.writes_merged);
+  const double sectors_written = CountDelta(before.sectors_written, after.sectors_written);
   const double write_ms = MillisecondsDelta(before.write_ms, after.write_ms);
-  const double discards = CounterDelta(before.discards_completed, after.discards_completed);
-  const double discards_merged = CounterDelta(before.discards_merged, after.discards_merged);
-  const double sectors_discarded = CounterDelta(before.sectors_discarded, after.sectors_discarded);
+  const double discards = CountDelta(before.discards_completed, after.discards_completed);
+  const double discards_merged = CountDelta(before.discards_merged, after.discards_merged);
+  const double sectors_discarded = CountDelta(before.sectors_discarded, after.sectors_discarded);
   const double discard_ms = MillisecondsDelta(before.discard_ms, after.discard_ms);
-  const double flushes = CounterDelta(before.flushes_completed, after.flushes_completed);
+  const double flushes = CountDelta(before.flushes_completed, after.flushes_completed);
   const double flush_ms = MillisecondsDelta(before.flush_ms, after.flush_ms);
   const double io_ms = MillisecondsDelta(before.io_ms, after.io_ms);
   const double weighted_io_ms = MillisecondsDelta(before.weighted_io_ms, after.weighted_io_ms);

@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "sample/counter_delta.h"
+
 namespace stallscope {
 namespace {
 
 // A counter that went backwards (reboot between samples, 32-bit wrap on an
 // old kernel) tells nothing about the interval: count it as no events.
-uint64_t Delta(uint64_t before, uint64_t after) { return after >= before ? after - before : 0; }
+uint64_t Delta(uint64_t before, uint64_t after) { return GrewOrZero(before, after); }
 
 }  // namespace
 

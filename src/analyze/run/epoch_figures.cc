@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sample/counter_delta.h"
+
 namespace stallscope {
 namespace {
 
@@ -26,8 +28,10 @@ bool SeenIn(const std::vector<BoundarySample>& samples, const std::string& disk)
 // b - a, when both are known and the counter did not go back (a process
 // left the tree without a parent in it waiting for it, a disk re-created).
 std::optional<double> Grew(std::optional<uint64_t> a, std::optional<uint64_t> b) {
-  if (!a || !b || *b < *a) return std::nullopt;
-  return static_cast<double>(*b - *a);
+  if (!a || !b) return std::nullopt;
+  std::optional<uint64_t> grew = CounterDelta(*a, *b, OnReset::kUnknown);
+  if (!grew) return std::nullopt;
+  return static_cast<double>(*grew);
 }
 
 }  // namespace

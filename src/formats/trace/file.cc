@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "core/text.h"
+#include "core/threads.h"
 #include "formats/trace/handler.h"
 #include "formats/trace/parts.h"
 #include "formats/trace/text.h"
@@ -155,7 +156,7 @@ Result<TraceFile> ParseStreamed(ByteSource& raw, std::string_view source, TraceR
 
 // The threads a whole text of `bytes` is read by (TraceReading says how many).
 size_t ParseThreads(size_t bytes, const TraceReading& how) {
-  size_t n = how.parse_threads.value_or(ParseThreadsEach(TraceCpus(), 1));
+  size_t n = how.parse_threads.value_or(ParseThreadsEach(UsableCpus(), 1));
   if (how.min_part_bytes > 0) n = std::min(n, bytes / how.min_part_bytes);
   return std::max<size_t>(n, 1);
 }
@@ -182,14 +183,7 @@ Result<TraceFile> ParseWhole(WholeText& text, std::string_view source, const Tra
 
 }  // namespace
 
-size_t TraceCpus() {
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0) return 1;
-  return std::max(1, CPU_COUNT(&cpus));
-}
-
-size_t TraceThreads(size_t asked) { return asked > 0 ? asked : TraceCpus(); }
+size_t TraceThreads(size_t asked) { return asked > 0 ? asked : UsableCpus(); }
 
 size_t ParseThreadsEach(size_t budget, size_t readers) {
   return std::clamp<size_t>(budget / std::max<size_t>(readers, 1), 1, kMaxTraceParseThreads);

@@ -49,10 +49,7 @@ struct TraceReading {
 // The most threads a text is read by, unless TraceReading names more.
 inline constexpr size_t kMaxTraceParseThreads = 8;
 
-// The CPUs this process may run on (its affinity), 1 at least.
-size_t TraceCpus();
-
-// A reader's threads: `asked` (--threads), else TraceCpus().
+// A reader's threads: `asked` (--threads), else UsableCpus() (core/threads.h).
 size_t TraceThreads(size_t asked);
 
 // The parse threads each of `readers` files read at once gets of `budget`
