@@ -9,15 +9,13 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 import unittest
 
 import stallscope
+from receiver import ReceiverTest
 
-ENV_KEYS = ("STALLSCOPE_SOCKET", "RANK", "LOCAL_RANK", "WORLD_SIZE", "STALLSCOPE_MAX_STEPS",
-            "MASTER_ADDR", "MASTER_PORT")
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYDIR = os.path.dirname(HERE)
 
@@ -28,35 +26,16 @@ except Exception:
     HAVE_TORCH = False
 
 
-class Receiver(unittest.TestCase):
-    def setUp(self):
-        self.saved = {k: os.environ.get(k) for k in ENV_KEYS}
-        for k in ENV_KEYS:
-            os.environ.pop(k, None)
-        self.dir = tempfile.TemporaryDirectory()
-        self.path = os.path.join(self.dir.name, "hook.sock")
-        self.rx = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.rx.bind(self.path)
+class Receiver(ReceiverTest):
+    ENV_KEYS = ReceiverTest.ENV_KEYS + ("STALLSCOPE_MAX_STEPS", "MASTER_ADDR", "MASTER_PORT")
 
     def tearDown(self):
         stallscope._ddp_on[0] = False
         del stallscope._sync[:]
-        self.rx.close()
-        self.dir.cleanup()
-        for k, v in self.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        super().tearDown()
 
     def records(self, wait_s=0.3):
-        lines = []
-        self.rx.settimeout(wait_s)
-        while True:
-            try:
-                lines += [ln.split(" ") for ln in self.rx.recv(65536).decode().splitlines()]
-            except socket.timeout:
-                return lines
+        return [ln.split(" ") for d in self.datagrams(wait_s) for ln in d.decode().splitlines()]
 
 
 @unittest.skipUnless(HAVE_TORCH, "needs torch (apt install python3-torch)")

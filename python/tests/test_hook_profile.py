@@ -12,13 +12,12 @@ tests/e2e/trace_cli.py.
 import os
 import socket
 import sys
-import tempfile
 import types
 import unittest
 
 import stallscope
+from receiver import ReceiverTest
 
-ENV_KEYS = ("STALLSCOPE_SOCKET", "STALLSCOPE_PROFILE", "STALLSCOPE_PROFILE_DIR", "RANK")
 
 
 def fake_torch(log):
@@ -57,18 +56,15 @@ def fake_torch(log):
     return torch
 
 
-class ProfileWindow(unittest.TestCase):
+class ProfileWindow(ReceiverTest):
+    ENV_KEYS = ("STALLSCOPE_SOCKET", "STALLSCOPE_PROFILE", "STALLSCOPE_PROFILE_DIR", "RANK")
+
     def setUp(self):
-        self.saved = {k: os.environ.get(k) for k in ENV_KEYS}
-        self.dir = tempfile.TemporaryDirectory()
-        self.rx = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.rx.bind(os.path.join(self.dir.name, "hook.sock"))
+        super().setUp()
         self.log = []
         self.saved_torch = sys.modules.get("torch")
         sys.modules["torch"] = fake_torch(self.log)
-        os.environ["STALLSCOPE_SOCKET"] = os.path.join(self.dir.name, "hook.sock")
-        os.environ["STALLSCOPE_PROFILE_DIR"] = self.dir.name
-        os.environ["RANK"] = "3"
+        self.enable(RANK=3, STALLSCOPE_PROFILE_DIR=self.dir.name)
 
     def tearDown(self):
         stallscope._window[0] = None
@@ -76,13 +72,7 @@ class ProfileWindow(unittest.TestCase):
             sys.modules.pop("torch", None)
         else:
             sys.modules["torch"] = self.saved_torch
-        self.rx.close()
-        self.dir.cleanup()
-        for k, v in self.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        super().tearDown()
 
     def marks(self):
         return [e[1] for e in self.log if e[0] == "enter"]

@@ -251,7 +251,7 @@ def mount(fstype, target, options=None):
     subprocess.run(args + [fstype, target], check=True, capture_output=True)
 
 
-@unittest.skipUnless(os.geteuid() == 0, "needs root to mount tmpfs and ramfs")
+@e2e.needs(os.geteuid() == 0, "needs root to mount tmpfs and ramfs")
 class RealFileSystems(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="stallscope-bench-io-mnt-", dir="/var/tmp")

@@ -398,6 +398,32 @@ def parse_size(text):
     return float(m.group(1)) * scale[m.group(2)]
 
 
+def needs(present, why):
+    """A decorator for a test class or method that needs something this
+    machine may lack (torch, mpirun, root): without it the test is skipped,
+    or fails under CI=true, where everything the README installs is there
+    and a skip would hide a broken set-up."""
+    if present:
+        return lambda obj: obj
+    if os.environ.get("CI") != "true":
+        return unittest.skip(why)
+
+    def failing(obj):
+        message = why + " (CI=true: this test must run)"
+        if isinstance(obj, type):
+            def set_up_class(cls):
+                raise AssertionError(message)
+            obj.setUpClass = classmethod(set_up_class)
+            return obj
+
+        def fail(*args, **kwargs):
+            raise AssertionError(message)
+        fail.__name__ = obj.__name__
+        fail.__doc__ = obj.__doc__
+        return fail
+    return failing
+
+
 def skip_or_fail(why):
     """Skips the test with `why`, or fails it under CI=true (it must run there)."""
     if os.environ.get("CI") == "true":

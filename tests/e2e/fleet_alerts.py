@@ -182,9 +182,9 @@ class Exporter:
         self.proc.stderr.close()
 
 
-@unittest.skipUnless(os.access(PROMETHEUS, os.X_OK) and os.access(PROMTOOL, os.X_OK),
-                     "no Prometheus (Debian package prometheus)")
-@unittest.skipUnless(have_torch(), "no PyTorch (Debian package python3-torch)")
+@common.needs(os.access(PROMETHEUS, os.X_OK) and os.access(PROMTOOL, os.X_OK),
+              "no Prometheus (Debian package prometheus)")
+@common.needs(have_torch(), "no PyTorch (Debian package python3-torch)")
 class FleetAlerts(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

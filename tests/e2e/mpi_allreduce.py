@@ -32,7 +32,7 @@ def mpirun(np, args, timeout=60):
             proc.stderr.decode("utf-8", "replace"))
 
 
-@unittest.skipIf(MPIRUN is None, "mpirun not installed (apt-get install openmpi-bin)")
+@e2e.needs(MPIRUN is not None, "mpirun not installed (apt-get install openmpi-bin)")
 class BenchAllreduce(unittest.TestCase):
     def test_json_four_ranks(self):
         rc, out, err = mpirun(4, ["bench", "allreduce", "-b", "8", "-e", "1M", "-f", "4",

@@ -48,7 +48,7 @@ def real_interface():
     return None
 
 
-@unittest.skipIf(MPIRUN is None, "mpirun not installed (apt-get install openmpi-bin)")
+@e2e.needs(MPIRUN is not None, "mpirun not installed (apt-get install openmpi-bin)")
 class Cluster(unittest.TestCase):
     def test_one_node_three_ranks_json(self):
         rc, out, err = mpirun([(3, [], ["cluster", "--json"])])

@@ -101,7 +101,7 @@ def edit(path, sql):
 
 
 @unittest.skipIf(net_namespaces.skip_reason(), net_namespaces.skip_reason())
-@unittest.skipUnless(have_torch(), "needs Debian's python3-torch at /usr/bin/python3")
+@e2e.needs(have_torch(), "needs Debian's python3-torch at /usr/bin/python3")
 class TwoNodes(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -243,7 +243,7 @@ class TwoNodes(unittest.TestCase):
 
 
 @unittest.skipIf(net_namespaces.skip_reason(), net_namespaces.skip_reason())
-@unittest.skipUnless(have_torch(), "needs Debian's python3-torch at /usr/bin/python3")
+@e2e.needs(have_torch(), "needs Debian's python3-torch at /usr/bin/python3")
 class HealthyTwoNodes(unittest.TestCase):
     def test_no_straggler(self):
         report, files, _ = record_two_nodes(self, "healthy", slow_rank=None)

@@ -107,7 +107,7 @@ class OneVersion(unittest.TestCase):
                                 PYTHON, "-c", SYNTHETIC], timeout=120)
         self.assertEqual(j["version"], self.version)
 
-    @unittest.skipIf(MPIRUN is None, "mpirun not installed (apt-get install openmpi-bin)")
+    @e2e.needs(MPIRUN is not None, "mpirun not installed (apt-get install openmpi-bin)")
     def test_cluster_json_carries_the_version(self):
         from mpi_cluster import mpirun
         rc, out, err = mpirun([(2, [], ["cluster", "--json"])])

@@ -83,7 +83,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-@unittest.skipUnless(have_torch(), "needs Debian's python3-torch")
+@e2e.needs(have_torch(), "needs Debian's python3-torch")
 class Hang(unittest.TestCase):
     def test_a_rank_asleep_for_good(self):
         db = os.path.join(TMP, "hang.db")
@@ -194,7 +194,7 @@ class Hang(unittest.TestCase):
                          ["flight_recorder_rank_%d" % r for r in range(4)])
         self.assertFalse([n for n in stacks if n.endswith(".pipe")], stacks)
 
-    @unittest.skipIf(MPIRUN is None, "mpirun not installed (apt-get install openmpi-bin)")
+    @e2e.needs(MPIRUN is not None, "mpirun not installed (apt-get install openmpi-bin)")
     def test_a_rank_killed_under_mpirun(self):
         # Open MPI starts the ranks; a wrapper maps its variables to torch's.
         wrapper = ('RANK=$OMPI_COMM_WORLD_RANK LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK '

@@ -61,7 +61,7 @@ def steps_of(db, rank):
         return c.execute("select count(*), max(step) from steps where rank = ?", (rank,)).fetchone()
 
 
-@unittest.skipUnless(have_torch(), "needs Debian's python3-torch")
+@e2e.needs(have_torch(), "needs Debian's python3-torch")
 class RankDied(unittest.TestCase):
     def died(self, report, rank, step):
         f = e2e.finding(report, "distributed.rank_died")

@@ -134,7 +134,7 @@ class Launcher(unittest.TestCase):
         self.assertIn("--procs", err)
 
 
-@unittest.skipUnless(have_torch(), "python3-torch is not installed")
+@e2e.needs(have_torch(), "python3-torch is not installed")
 class DdpJob(unittest.TestCase):
     """Two gloo ranks of the example, 14 steps each (batch 32 over 900
     images: each rank's shard is 450 images, 15 batches)."""

@@ -56,7 +56,7 @@ def check_scale_report(test, report):
         for key in ("id", "layer", "severity", "summary", "evidence", "next"):
             test.assertIn(key, f)
         test.assertIn(f["id"], ("distributed.scaling_poor", "network.comm_ratio_high"))
-        # The next check follows the seed's order: memory, then io, then network.
+        # The next check follows triage order: memory, then io, then network.
         nxt = f["next"]
         test.assertLess(nxt.index("stallscope doctor"), nxt.index("bench allreduce"), nxt)
 
@@ -134,7 +134,7 @@ class Refused(unittest.TestCase):
         self.assertIn("no-such-command-xyz", err)
 
 
-@unittest.skipUnless(have_torch(), "python3-torch is not installed")
+@e2e.needs(have_torch(), "python3-torch is not installed")
 class RealDdp(unittest.TestCase):
     def test_one_and_two_gloo_ranks(self):
         report = e2e.run_json(self, [
