@@ -96,6 +96,32 @@ size_t RowsHint(sqlite3* db, const std::string& path, const char* max_rowid_sql,
   return static_cast<size_t>(std::clamp<int64_t>(rows, 0, file_bytes / 16));
 }
 
+// Whether the file has the table (files of older versions lack some).
+Result<bool> HasTable(sqlite3* db, const std::string& path, const char* table) {
+  bool present = false;
+  Status st = ForEachRow(db, path,
+                         (std::string("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                                      "name = '") +
+                          table + "'")
+                             .c_str(),
+                         [&](Columns&) { present = true; });
+  if (!st.ok()) return st;
+  return present;
+}
+
+// Whether the table has the column (columns added in place later).
+Result<bool> HasColumn(sqlite3* db, const std::string& path, const char* table,
+                       const char* column) {
+  bool present = false;
+  Status st = ForEachRow(db, path,
+                         (std::string("SELECT 1 FROM pragma_table_info('") + table +
+                          "') WHERE name = '" + column + "'")
+                             .c_str(),
+                         [&](Columns&) { present = true; });
+  if (!st.ok()) return st;
+  return present;
+}
+
 // SQLite URI filenames treat '?', '#' and '%' specially: escape all but the
 // plainest characters.
 std::string FileUri(const std::string& path, const char* query) {
@@ -274,12 +300,10 @@ Status ReadBoundarySamples(sqlite3* db, const std::string& path, Timeline& timel
 // Table phase_spans, where the file has it (made at every run's start
 // since it exists): checkpoints and evaluation loops, at most kMaxRankRows.
 Status ReadPhaseSpans(sqlite3* db, const std::string& path, Timeline& timeline) {
-  timeline.spans_recorded = false;
-  Status st = ForEachRow(db, path,
-                         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
-                         "'phase_spans'",
-                         [&](Columns&) { timeline.spans_recorded = true; });
-  if (!st.ok() || !timeline.spans_recorded) return st;
+  Result<bool> has = HasTable(db, path, "phase_spans");
+  if (!has.ok()) return has.status();
+  timeline.spans_recorded = *has;
+  if (!*has) return Status::Ok();
   return ForEachRow(db, path,
                     "SELECT pid, rank, kind, start_seconds, end_seconds FROM phase_spans "
                     "ORDER BY start_seconds, rowid",
@@ -297,12 +321,10 @@ Status ReadPhaseSpans(sqlite3* db, const std::string& path, Timeline& timeline) 
 // Table host_syncs, where the file has it (made at every run's start since
 // it exists): at most one row per step of a rank.
 Status ReadHostSyncs(sqlite3* db, const std::string& path, Timeline& timeline) {
-  timeline.host_syncs_recorded = false;
-  Status st = ForEachRow(db, path,
-                         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
-                         "'host_syncs'",
-                         [&](Columns&) { timeline.host_syncs_recorded = true; });
-  if (!st.ok() || !timeline.host_syncs_recorded) return st;
+  Result<bool> has = HasTable(db, path, "host_syncs");
+  if (!has.ok()) return has.status();
+  timeline.host_syncs_recorded = *has;
+  if (!*has) return Status::Ok();
   return ForEachRow(db, path, "SELECT rank, step, seconds, calls FROM host_syncs ORDER BY rowid",
                     [&](Columns& c) {
                       HostSync& h = timeline.host_syncs.emplace_back();
@@ -396,32 +418,6 @@ void Reserve(sqlite3* db, const std::string& path, Rows& rows, const char* max_r
                    "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
                    [&](Columns& c) { file_bytes = c.Int(); });
   rows.reserve(RowsHint(db, path, max_rowid_sql, file_bytes));
-}
-
-// Whether the file has the table (files of older versions lack some).
-Result<bool> HasTable(sqlite3* db, const std::string& path, const char* table) {
-  bool present = false;
-  Status st = ForEachRow(db, path,
-                         (std::string("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
-                                      "name = '") +
-                          table + "'")
-                             .c_str(),
-                         [&](Columns&) { present = true; });
-  if (!st.ok()) return st;
-  return present;
-}
-
-// Whether the table has the column (columns added in place later).
-Result<bool> HasColumn(sqlite3* db, const std::string& path, const char* table,
-                       const char* column) {
-  bool present = false;
-  Status st = ForEachRow(db, path,
-                         (std::string("SELECT 1 FROM pragma_table_info('") + table +
-                          "') WHERE name = '" + column + "'")
-                             .c_str(),
-                         [&](Columns&) { present = true; });
-  if (!st.ok()) return st;
-  return present;
 }
 
 // The version that wrote the file (meta key stallscope_version).
@@ -724,11 +720,10 @@ Status ReadAllocations(sqlite3* db, const std::string& path, Timeline& timeline)
 // Table bucket_sync: created with its first rows (stallscope.ddp), absent
 // in older files.
 Status ReadBucketSyncs(sqlite3* db, const std::string& path, Timeline& timeline) {
-  timeline.bucket_syncs_recorded = false;
-  Status st = ForEachRow(
-      db, path, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'bucket_sync'",
-      [&](Columns&) { timeline.bucket_syncs_recorded = true; });
-  if (!st.ok()) return st;
+  Result<bool> has = HasTable(db, path, "bucket_sync");
+  if (!has.ok()) return has.status();
+  timeline.bucket_syncs_recorded = *has;
+  Status st;
   if (timeline.bucket_syncs_recorded) {
     Reserve(db, path, timeline.bucket_syncs, "SELECT max(rowid) FROM bucket_sync");
     st = ForEachRow(db, path,
@@ -780,10 +775,10 @@ Status ReadCongestion(sqlite3* db, const std::string& path, Timeline& timeline) 
 
 // Table memory_peaks: files written before it lack the table.
 Status ReadMemoryPeaks(sqlite3* db, const std::string& path, Timeline& timeline) {
-  Status st = ForEachRow(
-      db, path, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_peaks'",
-      [&](Columns&) { timeline.memory_peaks_recorded = true; });
-  if (!st.ok()) return st;
+  Result<bool> has = HasTable(db, path, "memory_peaks");
+  if (!has.ok()) return has.status();
+  timeline.memory_peaks_recorded = *has;
+  Status st;
   if (timeline.memory_peaks_recorded) {
     st = ForEachRow(db, path, "SELECT source, pid, bytes, detail FROM memory_peaks ORDER BY rowid",
                     [&](Columns& c) {
@@ -799,10 +794,10 @@ Status ReadMemoryPeaks(sqlite3* db, const std::string& path, Timeline& timeline)
 
 // Table kernel_events: files written before it lack the table.
 Status ReadKernelEvents(sqlite3* db, const std::string& path, Timeline& timeline) {
-  Status st = ForEachRow(
-      db, path, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kernel_events'",
-      [&](Columns&) { timeline.kernel_events_recorded = true; });
-  if (!st.ok()) return st;
+  Result<bool> has = HasTable(db, path, "kernel_events");
+  if (!has.ok()) return has.status();
+  timeline.kernel_events_recorded = *has;
+  Status st;
   if (timeline.kernel_events_recorded) {
     st = ForEachRow(
         db, path,
