@@ -57,6 +57,38 @@ struct EpochProgress {
 constexpr size_t kMaxEpochsKeptForTheLine = 4096;
 
 // One interval's figures from two host samples and the process tree.
+// A process's rates over the `seconds` since its last sample, from its
+// counters then and now: the share its main thread waited for a CPU, and
+// its reads and writes. A counter that fell is another process's (a pid
+// reused): no rate.
+void SetProcessRates(std::optional<uint64_t> delay_was, std::optional<uint64_t> delay_now,
+                     const std::optional<ProcessIo>& io_was, const std::optional<ProcessIo>& io_now,
+                     double seconds, ProcessPoint& point) {
+  if (delay_now && delay_was && *delay_now >= *delay_was) {
+    point.run_delay_percent =
+        std::min(100.0, static_cast<double>(*delay_now - *delay_was) / 1e9 / seconds * 100.0);
+  }
+  if (!io_now || !io_was) return;
+  auto kib_per_s = [&](uint64_t ProcessIo::*field) -> std::optional<double> {
+    std::optional<uint64_t> grew =
+        CounterDelta((*io_was).*field, (*io_now).*field, OnReset::kUnknown);
+    if (!grew) return std::nullopt;
+    return static_cast<double>(*grew) / 1024.0 / seconds;
+  };
+  std::optional<double> read = kib_per_s(&ProcessIo::read_bytes);
+  std::optional<double> rchar = kib_per_s(&ProcessIo::rchar_bytes);
+  if (read && rchar) {
+    point.read_kib_per_s = read;
+    point.rchar_kib_per_s = rchar;
+  }
+  std::optional<double> written = kib_per_s(&ProcessIo::write_bytes);
+  std::optional<double> wchar = kib_per_s(&ProcessIo::wchar_bytes);
+  if (written && wchar) {
+    point.write_kib_per_s = written;
+    point.wchar_kib_per_s = wchar;
+  }
+}
+
 class IntervalSampler {
  public:
   // Without a data disk, the busiest of `candidate_disks` (whole, physical
@@ -140,32 +172,7 @@ class IntervalSampler {
         if (auto last = previous_counters_.find(p.pid);
             seconds > 0 && last != previous_counters_.end()) {
           const ProcessCounters& was = last->second;
-          if (now.run_delay_ns && was.run_delay_ns && *now.run_delay_ns >= *was.run_delay_ns) {
-            point.run_delay_percent =
-                std::min(100.0, static_cast<double>(*now.run_delay_ns - *was.run_delay_ns) / 1e9 /
-                                    seconds * 100.0);
-          }
-          // A counter that fell is another process's (a pid reused): no rate.
-          auto kib_per_s = [&](uint64_t ProcessIo::*field) -> std::optional<double> {
-            std::optional<uint64_t> grew =
-                CounterDelta((*was.io).*field, (*now.io).*field, OnReset::kUnknown);
-            if (!grew) return std::nullopt;
-            return static_cast<double>(*grew) / 1024.0 / seconds;
-          };
-          if (now.io && was.io) {
-            std::optional<double> read = kib_per_s(&ProcessIo::read_bytes);
-            std::optional<double> rchar = kib_per_s(&ProcessIo::rchar_bytes);
-            if (read && rchar) {
-              point.read_kib_per_s = read;
-              point.rchar_kib_per_s = rchar;
-            }
-            std::optional<double> written = kib_per_s(&ProcessIo::write_bytes);
-            std::optional<double> wchar = kib_per_s(&ProcessIo::wchar_bytes);
-            if (written && wchar) {
-              point.write_kib_per_s = written;
-              point.wchar_kib_per_s = wchar;
-            }
-          }
+          SetProcessRates(was.run_delay_ns, now.run_delay_ns, was.io, now.io, seconds, point);
         }
         // What it reads: only a member that ran since the last sample can
         // have opened or moved through a file (OpenInputSampler bounds how
