@@ -164,6 +164,8 @@ def _current():
     _state = st
     try:
         _window[0] = _profile.from_env(st.rank)
+        if _window[0] is not None:
+            _window[0].on_written = lambda t0, t1: _span("profile", t0, t1)
     except Exception:
         _window[0] = None
     _buf.append("hello %d %d %d %d" % (st.pid, st.rank, st.local_rank, st.world_size))
@@ -210,7 +212,8 @@ def _lines(st, records):
     # Where CUDA is (_host_sync.py): each step's time blocked on the GPU.
     held = None
     if _host_sync.spans:
-        held = _host_sync.per_step([(r[0], r[2]) for r in records if r.__class__ is not str])
+        # From the batch's arrival: a sync inside next() is data wait already.
+        held = _host_sync.per_step([(r[1], r[2]) for r in records if r.__class__ is not str])
     k = 0
     for r in records:
         if r.__class__ is str:

@@ -31,12 +31,15 @@ _done = [None]               # install()'s answer, once asked
 
 
 def loop_thread():
-    """The calling thread runs the training loop from now on."""
+    """The calling thread runs the training loop from now on. Spans still
+    waiting are before this loop's first step: dropped."""
     _loop[0] = _ident()
+    del spans[:]
 
 
 def _after_fork():
     _loop[0] = None
+    _inside[0] = False
     del spans[:]
 
 
@@ -136,4 +139,5 @@ def per_step(bounds):
     return out if any_sync else None
 
 
-os.register_at_fork(after_in_child=_after_fork)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)

@@ -16,6 +16,7 @@ as the window opens; any failure turns profiling off for the process, never
 into the job.
 """
 import os
+import time
 
 
 class Window:
@@ -29,6 +30,10 @@ class Window:
         self.prof = None     # torch.profiler.profile while recording
         self.mark = None     # the open ProfilerStep#N record_function
         self.done = False
+        # Called with the (start, end) monotonic ns of the trace's writing:
+        # the hook sends it as a `profile` span (the trace's writes are no
+        # checkpoint).
+        self.on_written = None
 
     def begin(self):
         """Step self.next begins: opens, marks or closes the window."""
@@ -82,10 +87,13 @@ class Window:
             if self.mark is not None:
                 self.mark.__exit__(None, None, None)
                 self.mark = None
+            t0 = time.monotonic_ns()
             prof.stop()
             tmp = self.path + ".tmp"
             prof.export_chrome_trace(tmp)
             os.replace(tmp, self.path)
+            if self.on_written is not None:
+                self.on_written(t0, time.monotonic_ns())
         except Exception:
             pass
 

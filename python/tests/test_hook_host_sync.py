@@ -132,6 +132,19 @@ class HostSyncTest(ReceiverTest):
         self.assertEqual(self.records("hostsync"), [])
         self.assertEqual(_host_sync.spans, [])
 
+    def test_a_sync_inside_next_is_data_wait_not_a_host_sync(self):
+        torch = self.use(fake_torch())
+        self.enable()
+
+        def prefetched():
+            for i in range(3):
+                torch.cuda.synchronize()      # a GPU prefetcher waiting in next()
+                yield i
+
+        for _ in stallscope.loader(prefetched()):
+            pass
+        self.assertEqual(self.records("hostsync"), [])
+
     def test_without_cuda_nothing_is_wrapped(self):
         torch = self.use(fake_torch(cuda=False))
         sync, item = torch.cuda.synchronize, torch.Tensor.item

@@ -94,6 +94,15 @@ class ProfileWindow(ReceiverTest):
         self.assertEqual(kinds.count("enter"), kinds.count("exit"))
         self.assertIsNone(stallscope._window[0])
 
+    def test_the_traces_writing_is_a_profile_span(self):
+        os.environ["STALLSCOPE_PROFILE"] = "1:2"
+        for _ in stallscope.loader([1, 2, 3, 4, 5]):
+            pass
+        spans = [ln.split(" ") for d in self.datagrams() for ln in d.decode().splitlines()
+                 if ln.startswith("span ")]
+        self.assertEqual([s[3] for s in spans], ["profile"])
+        self.assertLessEqual(int(spans[0][4]), int(spans[0][5]))
+
     def test_a_job_that_ends_inside_the_window_writes_at_exit(self):
         os.environ["STALLSCOPE_PROFILE"] = "1:100"
         for _ in stallscope.loader([1, 2, 3]):

@@ -168,7 +168,7 @@ bool ParseSpan(const Line& l, HookEvents& into) {
       *pid < 0 || *pid > INT32_MAX) {
     return false;
   }
-  if (kind != "checkpoint" && kind != "eval") return true;
+  if (kind != "checkpoint" && kind != "eval" && kind != "profile") return true;
   into.spans.push_back({static_cast<int>(*pid), static_cast<int>(*rank), std::string(kind),
                         Seconds(*start, l.start_ns), Seconds(*end, l.start_ns)});
   return true;

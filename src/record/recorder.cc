@@ -828,7 +828,9 @@ Result<RecordOutcome> RecordJob(Job& job, RunInfo info, const RecordOptions& opt
       spans_kept += keep;
       written = writer.AppendPhaseSpans(std::span<const PhaseSpan>(events.spans.data(), keep));
     }
-    if (written.ok() && !stopped) written = writer.AppendHostSyncs(events.host_syncs);
+    if (written.ok() && !stopped && !events.host_syncs.empty()) {
+      written = writer.AppendHostSyncs(events.host_syncs);
+    }
     congestion.clear();
     if (written.ok() && !stopped && allocation_reports < kMaxAllocationReportsKept) {
       allocation_reports += events.allocations.size();

@@ -261,7 +261,7 @@ struct EpochEvent {
 struct PhaseSpan {
   int pid = 0;
   int rank = 0;
-  std::string kind;  // "checkpoint" or "eval"
+  std::string kind;  // "checkpoint", "eval" or "profile" (run --profile's trace written)
   double start_t = 0;
   double end_t = 0;
 };

@@ -63,13 +63,15 @@ TEST(HookDatagram, SpansAndTheirMalformedForms) {
   ParseHookDatagram(
       "span 42 1 checkpoint 2000000000 2500000000\n"
       "span 42 1 eval 3000000000 4000000000\n"
-      "span 42 1 profile 3000000000 4000000000\n"      // a newer hook's kind: skipped
+      "span 42 1 profile 4000000000 4500000000\n"      // run --profile's trace written
+      "span 42 1 warmup 3000000000 4000000000\n"       // a newer hook's kind: skipped
       "span 42 1 eval 4000000000 3000000000\n"         // ends before it starts
       "span 42 1 eval 3000000000\n"                    // a field short
       "span 42 x checkpoint 2000000000 2500000000\n",  // no rank
       kStart, e);
   EXPECT_EQ(e.malformed, 3);
-  ASSERT_EQ(e.spans.size(), 2u);
+  ASSERT_EQ(e.spans.size(), 3u);
+  EXPECT_EQ(e.spans[2].kind, "profile");
   EXPECT_EQ(e.spans[0].pid, 42);
   EXPECT_EQ(e.spans[0].rank, 1);
   EXPECT_EQ(e.spans[0].kind, "checkpoint");

@@ -26,7 +26,7 @@ struct Span {
 std::vector<Span> RankSpans(const Timeline& timeline, int rank, double wall) {
   std::vector<Span> spans;
   for (const PhaseSpan& s : timeline.spans) {
-    if (s.rank != rank) continue;
+    if (s.rank != rank || s.kind == "profile") continue;  // its writes only: RankWrites
     const double start = std::clamp(s.start_t, 0.0, wall), end = std::clamp(s.end_t, 0.0, wall);
     if (end <= start) continue;
     spans.push_back({start, end, s.kind == "eval" ? TimeRow::kEvaluation : TimeRow::kCheckpoints});
@@ -67,21 +67,38 @@ Overlap OverlapOf(const std::vector<Span>& spans, size_t& from, double a, double
 // `longest`.
 struct Written {
   double a = 0, b = 0, bytes = 0;
+  bool claimed = false;  // by a checkpoint already (a span's, or one found by its writes)
 };
 struct RankWrites {
   std::vector<Written> intervals;
   double longest = 0;
 
-  // The bytes of the intervals that overlap [a, b] at all: a sample
-  // interval cannot place its bytes more finely.
+  // The bytes of the unclaimed intervals that overlap [a, b] at all: a
+  // sample interval cannot place its bytes more finely.
   double Within(double a, double b) const {
     auto it = std::lower_bound(intervals.begin(), intervals.end(), a - longest,
                                [](const Written& w, double t) { return w.a < t; });
     double bytes = 0;
     for (; it != intervals.end() && it->a < b; ++it) {
-      if (it->b > a) bytes += it->bytes;
+      if (it->b > a && !it->claimed) bytes += it->bytes;
     }
     return bytes;
+  }
+
+  // Those intervals' bytes are one save's: no other stretch counts them.
+  void Claim(double a, double b) {
+    auto it = std::lower_bound(intervals.begin(), intervals.end(), a - longest,
+                               [](const Written& w, double t) { return w.a < t; });
+    for (; it != intervals.end() && it->a < b; ++it) {
+      if (it->b > a) it->claimed = true;
+    }
+  }
+
+  // A save the rank wrote enough for in [a, b]: claims its intervals.
+  bool SavedIn(double a, double b) {
+    if (Within(a, b) < kCheckpointWriteBytes) return false;
+    Claim(a, b);
+    return true;
   }
 
   // The part of [a, b] the intervals that wrote cover: where in a gap the
@@ -117,6 +134,11 @@ RankWrites WritesOf(const Timeline& timeline, int rank) {
   }
   std::sort(out.intervals.begin(), out.intervals.end(),
             [](const Written& x, const Written& y) { return x.a < y.a; });
+  // The writes inside a checkpoint span are that checkpoint's, those while
+  // run --profile wrote its trace the trace's: neither is another save.
+  for (const PhaseSpan& s : timeline.spans) {
+    if (s.rank == rank && s.kind != "eval") out.Claim(s.start_t, s.end_t);
+  }
   return out;
 }
 
@@ -133,15 +155,15 @@ bool EpochMarkWithin(const std::vector<double>& marks, double a, double b) {
 // worth in it (never the start-up: a job's first writes are its set-up's,
 // a dataset cache or a log), the part the writing intervals cover is a
 // checkpoint.
-void AddGap(RankTime& r, const std::vector<Span>& spans, size_t& from, const RankWrites& writes,
-            double a, double b, TimeRow rest) {
+void AddGap(RankTime& r, const std::vector<Span>& spans, size_t& from, RankWrites& writes, double a,
+            double b, TimeRow rest) {
   if (b <= a) return;
   const Overlap o = OverlapOf(spans, from, a, b);
   r.at(TimeRow::kCheckpoints) += o.checkpoints;
   r.at(TimeRow::kEvaluation) += o.evaluation;
   double left = std::max(0.0, (b - a) - o.total());
   if (left >= kCheckpointGapSeconds && rest != TimeRow::kStartup && o.checkpoints == 0 &&
-      writes.Within(a, b) >= kCheckpointWriteBytes) {
+      writes.SavedIn(a, b)) {
     const double saved = std::clamp(writes.Covered(a, b) - o.evaluation, 0.0, left);
     r.at(TimeRow::kCheckpoints) += saved;
     left -= saved;
@@ -209,13 +231,15 @@ StepRecords RecordsOf(const Timeline& timeline, int rank) {
   return out;
 }
 
-// The median of a rank's step compute (length less data wait), the yardstick
-// of an overlong step; 0 with no step.
-double MedianCompute(const std::vector<const StepEvent*>& steps) {
+// The median of a rank's step compute (length less data wait and host
+// syncs), the yardstick of an overlong step; 0 with no step.
+double MedianCompute(const std::vector<const StepEvent*>& steps, const StepRecords& records) {
   std::vector<double> compute;
   compute.reserve(steps.size());
   for (const StepEvent* e : steps) {
-    compute.push_back(std::max(0.0, e->step_seconds - std::max(0.0, e->wait_seconds)));
+    auto h = records.host.find(e->step);
+    const double held = h == records.host.end() ? 0.0 : std::max(0.0, h->second.seconds);
+    compute.push_back(std::max(0.0, e->step_seconds - std::max(0.0, e->wait_seconds) - held));
   }
   if (compute.empty()) return 0;
   auto mid = compute.begin() + static_cast<std::ptrdiff_t>(compute.size() / 2);
@@ -236,11 +260,11 @@ RankTime BreakDownRank(const Timeline& timeline, int rank, std::vector<const Ste
   std::sort(marks.begin(), marks.end());
   const std::vector<Span> spans = RankSpans(timeline, rank, wall);
   for (const PhaseSpan& s : timeline.spans) {
-    if (s.rank != rank) continue;
-    ++(s.kind == "eval" ? r.eval_loops : r.checkpoints);
+    if (s.rank == rank && s.kind == "eval") ++r.eval_loops;
+    if (s.rank == rank && s.kind == "checkpoint") ++r.checkpoints;
   }
-  const RankWrites writes = WritesOf(timeline, rank);
-  const double median_compute = MedianCompute(steps);
+  RankWrites writes = WritesOf(timeline, rank);
+  const double median_compute = MedianCompute(steps, records);
   size_t from = 0;
   double at = 0;  // where the last step ended
   for (const StepEvent* e : steps) {
@@ -268,20 +292,21 @@ RankTime BreakDownRank(const Timeline& timeline, int rank, std::vector<const Ste
     r.at(TimeRow::kCheckpoints) += o.checkpoints * scale;
     r.at(TimeRow::kEvaluation) += o.evaluation * scale;
     compute -= taken;
-    // A step far longer than the rank's usual one that wrote a checkpoint's
-    // worth, with no span of its own: a save inside the loop.
-    if (o.checkpoints == 0 && median_compute > 0 &&
-        compute > kCheckpointStepFactor * median_compute &&
-        writes.Within(start, end) >= kCheckpointWriteBytes) {
-      r.at(TimeRow::kCheckpoints) += compute - median_compute;
-      compute = median_compute;
-      ++r.checkpoints_by_writes;
-    }
     if (auto h = records.host.find(e->step); h != records.host.end()) {
       const double blocked = std::clamp(h->second.seconds, 0.0, compute);
       r.at(TimeRow::kHostSyncs) += blocked;
       r.host_sync_calls += h->second.calls;
       compute -= blocked;
+    }
+    // A step far longer than the rank's usual one that wrote a checkpoint's
+    // worth, with no span of its own: a save inside the loop. Never a
+    // loop's first step (warm-up, compilation, caches written).
+    const bool first_of_loop = r.steps == 0 || start > at + 1e-6;
+    if (!first_of_loop && o.checkpoints == 0 && median_compute > 0 &&
+        compute > kCheckpointStepFactor * median_compute && writes.SavedIn(start, end)) {
+      r.at(TimeRow::kCheckpoints) += compute - median_compute;
+      compute = median_compute;
+      ++r.checkpoints_by_writes;
     }
     r.at(TimeRow::kDataWait) += wait;
     r.at(TimeRow::kRankWait) += rank_wait;

@@ -288,6 +288,46 @@ TEST(TimeBreakdown, AnOverlongStepThatWroteIsACheckpointBeyondTheUsualStep) {
   EXPECT_NEAR(q.at(TimeRow::kCompute), 11 * 0.4 + 2.4, 1e-9);
 }
 
+// One save's writes are one checkpoint: the overlong step that wrote them
+// claims their interval, and the epoch's end in that interval is no second
+// one; a loop's first step (warm-up) is never one; run --profile's trace
+// is no checkpoint.
+TEST(TimeBreakdown, OneSavesWritesAreOneCheckpointAndTheTraceNone) {
+  Timeline tl;
+  tl.info.duration_seconds = 10.0;
+  double end = 1.0;
+  for (int i = 0; i < 12; ++i) {
+    const double length = i == 6 ? 2.5 : 0.5;
+    end += length;
+    AddStep(tl, 0, i, end, length, 0.1);
+  }
+  // Step 6 runs 4.0-6.5; a second loop starts 0.5 s after step 11 (9.0):
+  // its first step is 2 s long (a warm-up).
+  AddStep(tl, 0, 12, 9.5 + 2.0, 2.0, 0.1);
+  tl.info.duration_seconds = 12.0;
+  tl.epochs = {{0, 1, 9.2}};
+  AddWrites(tl, 5, 200.0 * 1024 * 1024);             // (4, 5]: step 6's save
+  ProcessPoint& late = tl.processes.emplace_back();  // (10, 11]: the warm-up's cache
+  late.t = 11;
+  late.pid = 100;
+  late.write_kib_per_s = 100.0 * 1024;
+  const RankTime r = BreakDownTime(tl).ranks.at(0);
+  EXPECT_EQ(r.checkpoints_by_writes, 1);
+  EXPECT_NEAR(r.at(TimeRow::kCheckpoints), 2.0, 1e-9);
+  EXPECT_NEAR(Sum(r), 12.0, 1e-9);
+
+  // The trace written after a profiled window, in a gap: a profile span,
+  // no checkpoint and no row of its own.
+  Timeline traced = TwoEpochs();
+  traced.spans = {{100, 0, "profile", 5.1, 5.9}};
+  AddWrites(traced, 6, 300.0 * 1024 * 1024);
+  const RankTime t = BreakDownTime(traced).ranks.at(0);
+  EXPECT_EQ(t.checkpoints_by_writes, 0);
+  EXPECT_EQ(t.checkpoints, 0);
+  EXPECT_NEAR(t.at(TimeRow::kCheckpoints), 0.0, 1e-9);
+  EXPECT_NEAR(t.at(TimeRow::kEpochEnds), 1.5, 1e-9);
+}
+
 TEST(TimeBreakdown, HostSyncsAreTakenFromCompute) {
   Timeline tl = TwoEpochs();
   tl.host_syncs = {{0, 1, 0.25, 3}, {0, 2, 5.0, 1}, {1, 2, 0.5, 1}};  // 5 s: more than the step
