@@ -258,19 +258,25 @@ TEST(TimeBreakdown, StartUpWritesAndMarkedCheckpointsAreNotTakenTwice) {
   EXPECT_EQ(b.checkpoints_by_writes, 0);
 }
 
-// A save inside the loop every few steps: the step that took it is far
-// longer than the others and wrote a checkpoint's worth; its excess over
-// the median step's compute is the checkpoint.
-TEST(TimeBreakdown, AnOverlongStepThatWroteIsACheckpointBeyondTheUsualStep) {
+// A 10 s run: steps of 0.5 s (0.1 s wait) end to end from 1.0 to 9.0, but
+// step 6, which takes 2.5 s (4.0-6.5).
+Timeline OneLongStep() {
   Timeline tl;
   tl.info.duration_seconds = 10.0;
-  // Steps of 0.5 s (0.1 s wait) end to end from 1.0; step 6 takes 2.5 s.
   double end = 1.0;
   for (int i = 0; i < 12; ++i) {
     const double length = i == 6 ? 2.5 : 0.5;
     end += length;
     AddStep(tl, 0, i, end, length, 0.1);
   }
+  return tl;
+}
+
+// A save inside the loop every few steps: the step that took it is far
+// longer than the others and wrote a checkpoint's worth; its excess over
+// the median step's compute is the checkpoint.
+TEST(TimeBreakdown, AnOverlongStepThatWroteIsACheckpointBeyondTheUsualStep) {
+  Timeline tl = OneLongStep();
   // Step 6 runs 4.0-6.5.
   AddWrites(tl, 5, 200.0 * 1024 * 1024);
   TimeBreakdown t = BreakDownTime(tl);
@@ -293,14 +299,7 @@ TEST(TimeBreakdown, AnOverlongStepThatWroteIsACheckpointBeyondTheUsualStep) {
 // one; a loop's first step (warm-up) is never one; run --profile's trace
 // is no checkpoint.
 TEST(TimeBreakdown, OneSavesWritesAreOneCheckpointAndTheTraceNone) {
-  Timeline tl;
-  tl.info.duration_seconds = 10.0;
-  double end = 1.0;
-  for (int i = 0; i < 12; ++i) {
-    const double length = i == 6 ? 2.5 : 0.5;
-    end += length;
-    AddStep(tl, 0, i, end, length, 0.1);
-  }
+  Timeline tl = OneLongStep();
   // Step 6 runs 4.0-6.5; a second loop starts 0.5 s after step 11 (9.0):
   // its first step is 2 s long (a warm-up).
   AddStep(tl, 0, 12, 9.5 + 2.0, 2.0, 0.1);
