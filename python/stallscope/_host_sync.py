@@ -43,32 +43,17 @@ def _after_fork():
     del spans[:]
 
 
-def _timed(fn):
+def _timed(fn, cuda_only=False):
+    """fn, timed when called on the loop's thread (and, cuda_only, on a
+    CUDA tensor: its first argument)."""
     def call(*args, **kwargs):
-        if _inside[0] or _loop[0] != _ident() or len(spans) >= _MAX:
-            return fn(*args, **kwargs)
-        _inside[0] = True
-        t0 = _mono()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            spans.append((t0, _mono()))
-            _inside[0] = False
-    call.__wrapped__ = fn
-    call.__name__ = getattr(fn, "__name__", "call")
-    call.__doc__ = getattr(fn, "__doc__", None)
-    return call
-
-
-def _timed_if_cuda(fn):
-    def call(self, *args, **kwargs):
         if (_inside[0] or _loop[0] != _ident() or len(spans) >= _MAX
-                or not getattr(self, "is_cuda", False)):
-            return fn(self, *args, **kwargs)
+                or (cuda_only and not getattr(args[0] if args else None, "is_cuda", False))):
+            return fn(*args, **kwargs)
         _inside[0] = True
         t0 = _mono()
         try:
-            return fn(self, *args, **kwargs)
+            return fn(*args, **kwargs)
         finally:
             spans.append((t0, _mono()))
             _inside[0] = False
@@ -103,7 +88,7 @@ def install(torch):
         fn = getattr(torch.Tensor, name, None)
         if fn is not None and not hasattr(fn, "__wrapped__"):
             try:
-                setattr(torch.Tensor, name, _timed_if_cuda(fn))
+                setattr(torch.Tensor, name, _timed(fn, cuda_only=True))
             except Exception:
                 pass
     return True
